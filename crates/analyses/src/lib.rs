@@ -1,0 +1,1 @@
+//! Hark's knowledge sources: reduce event streams into profiles, matrices and time series.

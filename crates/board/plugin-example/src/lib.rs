@@ -1,0 +1,1 @@
+//! An example knowledge-source plugin loaded by hark-board's tests.

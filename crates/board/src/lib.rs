@@ -1,0 +1,1 @@
+//! A generic parallel blackboard: typed entries, knowledge sources, levels, workers.

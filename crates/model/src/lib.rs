@@ -1,0 +1,289 @@
+//! The reduced results of a run: what every output reads.
+//!
+//! A [`Run`] holds one [`Program`] per measured program. Its size depends on
+//! ranks, functions, files, regions and time slices — never on the number of
+//! events. Serialised with serde it *is* `profile.json`; its schema is
+//! documented in `docs/profile-json.md`, and fields are only ever added.
+//!
+//! Per-rank vectors are indexed by the rank *within the program* (0..ranks),
+//! not the world rank, so an MPMD run gives each program its own 0-based ranks.
+#![deny(missing_docs)]
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A whole run: every program measured into one report.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Run {
+    /// Version of Hark that made this.
+    pub hark_version: String,
+    /// Events written, received, analysed and lost, over all programs.
+    pub accounting: Accounting,
+    /// The programs, in order of first connection.
+    pub programs: Vec<Program>,
+}
+
+/// Reconciliation of events along their path.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Accounting {
+    /// Events the probes recorded (from their end-of-stream totals; for a
+    /// rank that died without one, what arrived).
+    pub events_written: u64,
+    /// Events that reached the server.
+    pub events_received: u64,
+    /// Events the analyses consumed.
+    pub events_analysed: u64,
+    /// Events the probes dropped (no free buffer, or no server).
+    pub events_dropped: u64,
+    /// Ranks whose stream ended without an end-of-stream record.
+    pub partial_ranks: u64,
+}
+
+/// Everything measured of one program.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Program {
+    /// Executable name.
+    pub name: String,
+    /// Command line of rank 0.
+    pub command: Vec<String>,
+    /// Number of ranks (processes) of this program.
+    pub ranks: usize,
+    /// Per rank: its world rank, host, pid and accounting.
+    pub rank_info: Vec<RankInfo>,
+    /// Wall time of the program: first event to last event, in ns.
+    pub wall_ns: u64,
+    /// Per rank: time inside MPI calls, in ns.
+    pub mpi_time_ns: Vec<u64>,
+    /// Per rank: wall time from its first to its last event, in ns.
+    pub rank_wall_ns: Vec<u64>,
+    /// MPI profile: C function name → per-rank totals.
+    pub mpi: BTreeMap<String, FunctionProfile>,
+    /// Point-to-point traffic between ranks of this program.
+    pub p2p: P2p,
+    /// Collectives per communicator.
+    pub collectives: Vec<CommCollectives>,
+    /// POSIX, STDIO and MPI-IO.
+    pub io: Io,
+    /// User regions and counters.
+    pub regions: Regions,
+    /// Metrics over time.
+    pub timeslices: TimeSlices,
+}
+
+/// A rank of a program.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RankInfo {
+    /// Rank in `MPI_COMM_WORLD` (equal to the program rank outside MPMD).
+    pub world_rank: i32,
+    /// Host it ran on.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// This rank's share of the accounting.
+    pub accounting: Accounting,
+    /// True when its stream ended without an end-of-stream record.
+    pub partial: bool,
+}
+
+/// One function's totals, each vector indexed by rank.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FunctionProfile {
+    /// Calls per rank.
+    pub calls: Vec<u64>,
+    /// Bytes per rank (sent for sends and collectives, received for receives).
+    pub bytes: Vec<u64>,
+    /// Total time per rank, in ns.
+    pub time_ns: Vec<u64>,
+    /// Shortest call per rank, in ns (0 where the rank made no call).
+    pub min_ns: Vec<u64>,
+    /// Longest call per rank, in ns.
+    pub max_ns: Vec<u64>,
+    /// Time per rank summarised across ranks.
+    pub time_across_ranks: Spread,
+    /// Histogram over ranks of each rank's total time (TAUmon-style).
+    pub time_histogram: Histogram,
+    /// Histogram of message sizes over all calls (mpiP-style), log2 bins.
+    pub size_histogram: Histogram,
+}
+
+/// Mean, spread and extremes of a per-rank quantity.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Mean over ranks.
+    pub mean: f64,
+    /// Population standard deviation over ranks.
+    pub stddev: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Rank holding the smallest value.
+    pub min_rank: usize,
+    /// Largest value.
+    pub max: f64,
+    /// Rank holding the largest value.
+    pub max_rank: usize,
+}
+
+/// A histogram: `counts[i]` values fell in `[edges[i], edges[i + 1])`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Histogram {
+    /// Bin edges, one more than the counts.
+    pub edges: Vec<f64>,
+    /// Values per bin.
+    pub counts: Vec<u64>,
+}
+
+/// Rank × rank matrices, `m[i][j]` from rank i to rank j (program ranks).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct P2p {
+    /// Messages sent from i to j, all point-to-point kinds together.
+    pub messages: Vec<Vec<u64>>,
+    /// Bytes sent from i to j.
+    pub bytes: Vec<Vec<u64>>,
+    /// Time i spent in sends to j, in ns.
+    pub time_ns: Vec<Vec<u64>>,
+    /// The same three matrices per point-to-point function (`MPI_Isend`, ...).
+    pub by_function: BTreeMap<String, Matrices>,
+}
+
+/// Messages, bytes and time between ranks.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Matrices {
+    /// Messages from i to j.
+    pub messages: Vec<Vec<u64>>,
+    /// Bytes from i to j.
+    pub bytes: Vec<Vec<u64>>,
+    /// Time in ns from i to j.
+    pub time_ns: Vec<Vec<u64>>,
+}
+
+/// Collectives on one communicator.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CommCollectives {
+    /// Program ranks of its members (world ranks outside this program are
+    /// listed as they are, for communicators spanning programs).
+    pub members: Vec<i32>,
+    /// Function name → totals over the communicator's members.
+    pub functions: BTreeMap<String, Totals>,
+}
+
+/// Calls, bytes and time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Number of calls.
+    pub calls: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Time in ns.
+    pub time_ns: u64,
+}
+
+/// I/O of a program.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Io {
+    /// Per file (by path), per operation.
+    pub files: Vec<FileIo>,
+    /// Per rank: totals over all files, by operation name.
+    pub per_rank: Vec<BTreeMap<String, Totals>>,
+}
+
+/// I/O on one file.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FileIo {
+    /// The path as opened.
+    pub path: String,
+    /// Operation name (`write`, `fwrite`, `MPI_File_write_at`) → totals over ranks.
+    pub ops: BTreeMap<String, Totals>,
+    /// Bytes read per rank.
+    pub read_bytes: Vec<u64>,
+    /// Bytes written per rank.
+    pub write_bytes: Vec<u64>,
+}
+
+/// User regions and counters.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Regions {
+    /// Call paths (`outer/inner`) → per-rank times.
+    pub paths: BTreeMap<String, RegionProfile>,
+    /// Counter name → statistics over all values.
+    pub counters: BTreeMap<String, CounterStats>,
+}
+
+/// One region call path.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RegionProfile {
+    /// Entries per rank.
+    pub calls: Vec<u64>,
+    /// Inclusive time per rank, in ns.
+    pub inclusive_ns: Vec<u64>,
+    /// Exclusive time (minus nested regions) per rank, in ns.
+    pub exclusive_ns: Vec<u64>,
+}
+
+/// Statistics of a counter's values.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CounterStats {
+    /// Number of values.
+    pub count: u64,
+    /// Smallest value.
+    pub min: i64,
+    /// Largest value.
+    pub max: i64,
+    /// Mean value.
+    pub mean: f64,
+}
+
+/// Metrics per time slice. Slices have equal width; when a run outgrows
+/// them, neighbours are merged and the width doubles, so their number stays
+/// fixed whatever the run's length.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TimeSlices {
+    /// Width of one slice, in ns.
+    pub slice_ns: u64,
+    /// Start of slice 0, in ns on the run's common timeline.
+    pub origin_ns: u64,
+    /// Metric name (`mpi_time_ns`, `mpi_calls`, `p2p_bytes`, `io_bytes`,
+    /// or `MPI_Send.time_ns`) → per rank → per slice.
+    pub metrics: BTreeMap<String, Vec<Vec<u64>>>,
+}
+
+impl Spread {
+    /// The spread of `values` (one per rank); all zero when empty.
+    pub fn of(values: &[f64]) -> Spread {
+        let n = values.len();
+        if n == 0 {
+            return Spread::default();
+        }
+        let mean = values.iter().sum::<f64>() / n as f64;
+        let var = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+        let (mut min_rank, mut max_rank) = (0, 0);
+        for (i, &v) in values.iter().enumerate() {
+            if v < values[min_rank] {
+                min_rank = i;
+            }
+            if v > values[max_rank] {
+                max_rank = i;
+            }
+        }
+        Spread {
+            mean,
+            stddev: var.sqrt(),
+            min: values[min_rank],
+            min_rank,
+            max: values[max_rank],
+            max_rank,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_names_the_ranks_holding_the_extremes() {
+        let s = Spread::of(&[3.0, 1.0, 5.0, 3.0]);
+        assert_eq!((s.min, s.min_rank, s.max, s.max_rank), (1.0, 1, 5.0, 2));
+        assert_eq!(s.mean, 3.0);
+        assert!((s.stddev - 2f64.sqrt()).abs() < 1e-12);
+    }
+}

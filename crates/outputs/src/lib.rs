@@ -1,0 +1,1 @@
+//! Terminal summary, HTML report, JSON and DOT outputs of a Hark run.

@@ -1,0 +1,1 @@
+//! Listeners and per-connection readers that turn probe streams into decoded frames.

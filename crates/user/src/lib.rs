@@ -1,0 +1,1 @@
+//! Hark's user API for Rust programs: regions, marks and counters.

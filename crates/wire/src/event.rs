@@ -1,0 +1,121 @@
+//! The fixed-size event record.
+//!
+//! Every event the probe sees becomes one 48-byte record in little-endian byte
+//! order. The fields are zerocopy's unaligned little-endian integers, so a pack
+//! received into any `&[u8]` is read as `&[Event]` in place, on any host, with
+//! no copy and no alignment requirement.
+
+use zerocopy::little_endian::{I32, U16, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+/// Size of one [`Event`] on the wire, in bytes.
+pub const EVENT_SIZE: usize = 48;
+
+/// `peer` when the event has no peer.
+pub const PEER_NONE: i32 = -1;
+/// `peer` for `MPI_ANY_SOURCE` (whatever the MPI library's own value is).
+pub const PEER_ANY: i32 = -2;
+/// `peer` for `MPI_PROC_NULL`.
+pub const PEER_NULL: i32 = -3;
+/// `peer` for `MPI_ROOT` (the root side of an inter-communicator collective).
+pub const PEER_ROOT: i32 = -4;
+/// `tag` for `MPI_ANY_TAG`.
+pub const TAG_ANY: i32 = -1;
+/// `extra` when it carries nothing.
+pub const EXTRA_NONE: u64 = u64::MAX;
+
+/// One event: a call, or a detail of the call just before it.
+///
+/// What `bytes`, `extra`, `obj`, `peer` and `tag` mean depends on the kind of
+/// `op` (see [`crate::op`] and `docs/wire.md`):
+///
+/// | op kind            | obj       | peer               | tag      | bytes        | extra             |
+/// |--------------------|-----------|--------------------|----------|--------------|-------------------|
+/// | MPI point-to-point | comm id   | world rank of peer | tag      | bytes        | request id        |
+/// | MPI collective     | comm id   | world rank of root | sequence | send bytes   | receive bytes     |
+/// | MPI completion     | comm id   | actual source/dest | tag      | bytes        | request id        |
+/// | I/O                | file id   | file descriptor    | -        | bytes        | offset            |
+/// | user region/mark   | name id   | -                  | -        | -            | -                 |
+/// | user counter       | name id   | -                  | -        | value (i64)  | -                 |
+#[derive(
+    Clone, Copy, PartialEq, Eq, Default, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct Event {
+    /// Start of the call, in nanoseconds of the probe's clock.
+    pub start: U64,
+    /// End of the call, in nanoseconds of the probe's clock.
+    pub end: U64,
+    /// Bytes moved, or a counter's value.
+    pub bytes: U64,
+    /// Request id, collective receive bytes, or file offset; [`EXTRA_NONE`] if unused.
+    pub extra: U64,
+    /// What happened: an op code (see [`crate::op`]).
+    pub op: U16,
+    /// Index of the thread in its process, in order of first event.
+    pub thread: U16,
+    /// Id of the communicator, file or name the event is about; 0 for none.
+    pub obj: U32,
+    /// World rank of the peer or root, or one of the `PEER_*` values.
+    pub peer: I32,
+    /// Message tag, or the collective's sequence number on its communicator.
+    pub tag: I32,
+}
+
+const _: () = assert!(std::mem::size_of::<Event>() == EVENT_SIZE);
+
+impl Event {
+    /// An event of kind `op` over `[start, end]`, every other field empty.
+    #[inline(always)]
+    pub fn new(op: u16, start: u64, end: u64) -> Event {
+        Event {
+            start: U64::new(start),
+            end: U64::new(end),
+            bytes: U64::new(0),
+            extra: U64::new(EXTRA_NONE),
+            op: U16::new(op),
+            thread: U16::new(0),
+            obj: U32::new(0),
+            peer: I32::new(PEER_NONE),
+            tag: I32::new(0),
+        }
+    }
+
+    /// Views `bytes` as events without copying. Trailing bytes that do not
+    /// make up a whole event are an error.
+    pub fn slice_from(bytes: &[u8]) -> Result<&[Event], crate::Error> {
+        <[Event]>::ref_from_bytes(bytes).map_err(|_| {
+            crate::Error::malformed(format!(
+                "pack of {} bytes is not a whole number of {EVENT_SIZE}-byte events",
+                bytes.len()
+            ))
+        })
+    }
+
+    /// The event's `op` field.
+    #[inline(always)]
+    pub fn op(&self) -> u16 {
+        self.op.get()
+    }
+    /// Duration in nanoseconds (0 if the clock went backwards).
+    #[inline(always)]
+    pub fn duration(&self) -> u64 {
+        self.end.get().saturating_sub(self.start.get())
+    }
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event")
+            .field("op", &crate::op::name(self.op.get()))
+            .field("start", &self.start.get())
+            .field("end", &self.end.get())
+            .field("thread", &self.thread.get())
+            .field("obj", &self.obj.get())
+            .field("peer", &self.peer.get())
+            .field("tag", &self.tag.get())
+            .field("bytes", &self.bytes.get())
+            .field("extra", &self.extra.get())
+            .finish()
+    }
+}

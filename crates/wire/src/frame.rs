@@ -1,0 +1,518 @@
+//! Frames: the units a stream is made of.
+//!
+//! A stream is a [`Hello`] frame followed by any number of [`RankInfo`],
+//! definition and pack frames, closed by one [`End`] frame. Every frame is an
+//! 8-byte header — kind (`u32`) and payload length (`u32`), little-endian —
+//! followed by its payload. `docs/wire.md` describes each payload field by
+//! field.
+
+use crate::codec::{Reader, Writer};
+use crate::error::ErrorKind;
+use crate::{Error, Event, EVENT_SIZE};
+use std::io::Read;
+
+/// The first four bytes of a [`Hello`] payload.
+pub const MAGIC: [u8; 4] = *b"HARK";
+/// Version of the format this crate reads and writes.
+pub const VERSION: u16 = 1;
+/// Size of a frame header.
+pub const HEADER_SIZE: usize = 8;
+/// Largest payload a reader accepts (a pack is about 1 MiB by default).
+pub const MAX_PAYLOAD: usize = 256 << 20;
+/// Bytes before the events in a pack payload: the pack's sequence number.
+pub const PACK_HEADER_SIZE: usize = 8;
+
+/// Frame kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Kind {
+    /// [`Hello`].
+    Hello = 1,
+    /// [`RankInfo`].
+    Rank = 2,
+    /// A list of [`Def`].
+    Defs = 3,
+    /// A pack of [`Event`]s.
+    Pack = 4,
+    /// [`End`].
+    End = 5,
+}
+
+impl Kind {
+    fn from_u32(v: u32) -> Result<Kind, Error> {
+        Ok(match v {
+            1 => Kind::Hello,
+            2 => Kind::Rank,
+            3 => Kind::Defs,
+            4 => Kind::Pack,
+            5 => Kind::End,
+            _ => return Err(Error::malformed(format!("unknown frame kind {v}"))),
+        })
+    }
+}
+
+/// The clock the probe's timestamps come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ClockSource {
+    /// The time-stamp counter, calibrated to nanoseconds.
+    Tsc = 1,
+    /// `clock_gettime(CLOCK_MONOTONIC)`.
+    Monotonic = 2,
+}
+
+/// The first frame of every stream: who is speaking.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hello {
+    /// Program name (the executable's file name).
+    pub program: String,
+    /// Full command line, `argv[0]` first.
+    pub argv: Vec<String>,
+    /// Host name.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// World rank as the launcher announced it, or -1 if not known yet.
+    pub rank: i32,
+    /// World size as the launcher announced it, or -1.
+    pub size: i32,
+    /// Job the process belongs to (from `HARK_JOB` or the launcher).
+    pub job: String,
+    /// Which clock timestamps come from.
+    pub clock: ClockSource,
+    /// The probe clock's reading at `realtime_ns`.
+    pub clock_ns: u64,
+    /// `CLOCK_REALTIME` in nanoseconds since the epoch, read next to `clock_ns`.
+    pub realtime_ns: u64,
+    /// The probe's pack size in bytes.
+    pub pack_size: u32,
+}
+
+/// Which MPI library a process runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Flavour {
+    /// Open MPI.
+    OpenMpi = 1,
+    /// MPICH and its derivatives.
+    Mpich = 2,
+    /// Something else.
+    Unknown = 0,
+}
+
+/// Sent once MPI is initialised: the process's place in the job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankInfo {
+    /// Rank in `MPI_COMM_WORLD`.
+    pub world_rank: i32,
+    /// Size of `MPI_COMM_WORLD`.
+    pub world_size: i32,
+    /// `MPI_APPNUM`: which program of an MPMD launch this is (0 if unset).
+    pub appnum: i32,
+    /// The thread level MPI granted.
+    pub thread_level: i32,
+    /// The MPI library.
+    pub flavour: Flavour,
+    /// `MPI_Get_library_version`'s first line.
+    pub library: String,
+}
+
+/// What a name definition names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum NameKind {
+    /// A user region.
+    Region = 1,
+    /// A user counter.
+    Counter = 2,
+    /// An iteration or phase mark.
+    Mark = 3,
+}
+
+/// A definition: gives an id in this stream its meaning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Def {
+    /// A communicator. `members[i]` is the world rank of rank `i`; for an
+    /// inter-communicator, `remote` holds the remote group likewise.
+    Comm {
+        /// Id used in events' `obj`.
+        id: u32,
+        /// World ranks of the (local) group, in communicator rank order.
+        members: Vec<i32>,
+        /// World ranks of the remote group; empty for intra-communicators.
+        remote: Vec<i32>,
+    },
+    /// A file, by the path it was opened with.
+    File {
+        /// Id used in I/O events' `obj`.
+        id: u32,
+        /// The path as given to `open`/`fopen`/`MPI_File_open`.
+        path: String,
+    },
+    /// A region, counter or mark name.
+    Name {
+        /// Id used in user events' `obj`.
+        id: u32,
+        /// What the name is of.
+        kind: NameKind,
+        /// The name.
+        name: String,
+    },
+}
+
+/// Why a stream ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum EndReason {
+    /// `MPI_Finalize` returned.
+    Finalize = 1,
+    /// The process exited (`exit`, return from `main`).
+    Exit = 2,
+    /// `MPI_Abort` was called.
+    Abort = 3,
+}
+
+/// The last frame: the probe's own totals, for reconciliation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct End {
+    /// Events recorded into buffers.
+    pub events_written: u64,
+    /// Events lost because no buffer was free (lossy mode) or the server was gone.
+    pub events_dropped: u64,
+    /// Packs the shipper wrote to the stream.
+    pub packs_sent: u64,
+    /// Why the stream ended.
+    pub reason: EndReason,
+}
+
+/// One decoded frame; packs borrow their events from the read buffer.
+#[derive(Debug)]
+pub enum Frame<'a> {
+    /// See [`Hello`].
+    Hello(Hello),
+    /// See [`RankInfo`].
+    Rank(RankInfo),
+    /// Definitions.
+    Defs(Vec<Def>),
+    /// A pack of events.
+    Pack {
+        /// Sequence number of the pack within its stream, from 0.
+        seq: u64,
+        /// The events, viewed in place.
+        events: &'a [Event],
+    },
+    /// See [`End`].
+    End(End),
+}
+
+fn frame(out: &mut Vec<u8>, kind: Kind, body: impl FnOnce(&mut Writer)) {
+    let at = out.len();
+    out.extend_from_slice(&[0; HEADER_SIZE]);
+    body(&mut Writer(out));
+    let len = (out.len() - at - HEADER_SIZE) as u32;
+    out[at..at + 4].copy_from_slice(&(kind as u32).to_le_bytes());
+    out[at + 4..at + 8].copy_from_slice(&len.to_le_bytes());
+}
+
+impl Hello {
+    /// Appends this frame to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        frame(out, Kind::Hello, |w| {
+            w.0.extend_from_slice(&MAGIC);
+            w.u16(VERSION)
+                .str(&self.program)
+                .u32(self.argv.len() as u32);
+            for a in &self.argv {
+                w.str(a);
+            }
+            w.str(&self.host)
+                .u32(self.pid)
+                .i32(self.rank)
+                .i32(self.size)
+                .str(&self.job);
+            w.u8(self.clock as u8)
+                .u64(self.clock_ns)
+                .u64(self.realtime_ns)
+                .u32(self.pack_size);
+        })
+    }
+
+    fn decode(r: &mut Reader) -> Result<Hello, Error> {
+        let magic = [
+            r.u8("magic")?,
+            r.u8("magic")?,
+            r.u8("magic")?,
+            r.u8("magic")?,
+        ];
+        if magic != MAGIC {
+            return Err(Error::malformed(format!(
+                "stream does not start with the Hark magic (found {magic:?}); is something other than a Hark probe connecting?"
+            )));
+        }
+        let version = r.u16("version")?;
+        if version != VERSION {
+            return Err(ErrorKind::Version { found: version }.into());
+        }
+        let program = r.str("program")?;
+        let argc = r.u32("argc")? as usize;
+        if argc > r.rest().len() / 4 {
+            return Err(Error::malformed("hello: argc larger than the frame"));
+        }
+        let argv = (0..argc).map(|_| r.str("argv")).collect::<Result<_, _>>()?;
+        Ok(Hello {
+            program,
+            argv,
+            host: r.str("host")?,
+            pid: r.u32("pid")?,
+            rank: r.i32("rank")?,
+            size: r.i32("size")?,
+            job: r.str("job")?,
+            clock: match r.u8("clock")? {
+                1 => ClockSource::Tsc,
+                2 => ClockSource::Monotonic,
+                c => return Err(Error::malformed(format!("hello: unknown clock source {c}"))),
+            },
+            clock_ns: r.u64("clock_ns")?,
+            realtime_ns: r.u64("realtime_ns")?,
+            pack_size: r.u32("pack_size")?,
+        })
+    }
+}
+
+impl RankInfo {
+    /// Appends this frame to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        frame(out, Kind::Rank, |w| {
+            w.i32(self.world_rank).i32(self.world_size).i32(self.appnum);
+            w.i32(self.thread_level)
+                .u8(self.flavour as u8)
+                .str(&self.library);
+        })
+    }
+
+    fn decode(r: &mut Reader) -> Result<RankInfo, Error> {
+        Ok(RankInfo {
+            world_rank: r.i32("world_rank")?,
+            world_size: r.i32("world_size")?,
+            appnum: r.i32("appnum")?,
+            thread_level: r.i32("thread_level")?,
+            flavour: match r.u8("flavour")? {
+                1 => Flavour::OpenMpi,
+                2 => Flavour::Mpich,
+                _ => Flavour::Unknown,
+            },
+            library: r.str("library")?,
+        })
+    }
+}
+
+impl Def {
+    /// Appends a frame holding `defs` to `out`.
+    pub fn encode_all(defs: &[Def], out: &mut Vec<u8>) {
+        frame(out, Kind::Defs, |w| {
+            for d in defs {
+                match d {
+                    Def::Comm {
+                        id,
+                        members,
+                        remote,
+                    } => {
+                        w.u8(1).u32(*id).i32s(members).i32s(remote);
+                    }
+                    Def::File { id, path } => {
+                        w.u8(2).u32(*id).str(path);
+                    }
+                    Def::Name { id, kind, name } => {
+                        w.u8(3).u32(*id).u8(*kind as u8).str(name);
+                    }
+                }
+            }
+        })
+    }
+
+    fn decode_all(r: &mut Reader) -> Result<Vec<Def>, Error> {
+        let mut defs = Vec::new();
+        while !r.is_empty() {
+            defs.push(match r.u8("definition kind")? {
+                1 => Def::Comm {
+                    id: r.u32("comm id")?,
+                    members: r.i32s("members")?,
+                    remote: r.i32s("remote")?,
+                },
+                2 => Def::File {
+                    id: r.u32("file id")?,
+                    path: r.str("path")?,
+                },
+                3 => {
+                    let id = r.u32("name id")?;
+                    let kind = match r.u8("name kind")? {
+                        1 => NameKind::Region,
+                        2 => NameKind::Counter,
+                        3 => NameKind::Mark,
+                        k => {
+                            return Err(Error::malformed(format!(
+                                "definition: unknown name kind {k}"
+                            )))
+                        }
+                    };
+                    Def::Name {
+                        id,
+                        kind,
+                        name: r.str("name")?,
+                    }
+                }
+                k => return Err(Error::malformed(format!("unknown definition kind {k}"))),
+            });
+        }
+        Ok(defs)
+    }
+}
+
+impl End {
+    /// Appends this frame to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        frame(out, Kind::End, |w| {
+            w.u64(self.events_written)
+                .u64(self.events_dropped)
+                .u64(self.packs_sent);
+            w.u8(self.reason as u8);
+        })
+    }
+
+    fn decode(r: &mut Reader) -> Result<End, Error> {
+        Ok(End {
+            events_written: r.u64("events_written")?,
+            events_dropped: r.u64("events_dropped")?,
+            packs_sent: r.u64("packs_sent")?,
+            reason: match r.u8("reason")? {
+                1 => EndReason::Finalize,
+                2 => EndReason::Exit,
+                3 => EndReason::Abort,
+                c => return Err(Error::malformed(format!("end: unknown reason {c}"))),
+            },
+        })
+    }
+}
+
+/// Writes the header of a pack frame holding `events` events with sequence
+/// number `seq` into `out[..HEADER_SIZE + PACK_HEADER_SIZE]`.
+///
+/// The probe builds packs in place: it reserves this many bytes at the front
+/// of a buffer, appends events behind them, and fills the header when the
+/// buffer is shipped.
+pub fn write_pack_header(out: &mut [u8], seq: u64, events: usize) {
+    let len = (PACK_HEADER_SIZE + events * EVENT_SIZE) as u32;
+    out[0..4].copy_from_slice(&(Kind::Pack as u32).to_le_bytes());
+    out[4..8].copy_from_slice(&len.to_le_bytes());
+    out[8..16].copy_from_slice(&seq.to_le_bytes());
+}
+
+/// Appends a pack frame holding `events` to `out`.
+pub fn encode_pack(seq: u64, events: &[Event], out: &mut Vec<u8>) {
+    use zerocopy::IntoBytes;
+    let at = out.len();
+    out.resize(at + HEADER_SIZE + PACK_HEADER_SIZE, 0);
+    write_pack_header(&mut out[at..], seq, events.len());
+    out.extend_from_slice(events.as_bytes());
+}
+
+impl<'a> Frame<'a> {
+    /// Decodes a payload of the given kind.
+    pub fn decode(kind: Kind, payload: &'a [u8]) -> Result<Frame<'a>, Error> {
+        let mut r = Reader::new(payload, "frame");
+        let frame = match kind {
+            Kind::Hello => Frame::Hello(Hello::decode(&mut r)?),
+            Kind::Rank => Frame::Rank(RankInfo::decode(&mut r)?),
+            Kind::Defs => return Ok(Frame::Defs(Def::decode_all(&mut r)?)),
+            Kind::End => Frame::End(End::decode(&mut r)?),
+            Kind::Pack => {
+                let seq = r.u64("pack sequence")?;
+                return Ok(Frame::Pack {
+                    seq,
+                    events: Event::slice_from(r.rest())?,
+                });
+            }
+        };
+        if !r.is_empty() {
+            return Err(Error::malformed(format!(
+                "{kind:?} frame has {} bytes after its last field",
+                r.rest().len()
+            )));
+        }
+        Ok(frame)
+    }
+}
+
+/// Reads frames one by one from a byte stream, reusing one buffer.
+pub struct FrameReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    offset: u64,
+}
+
+impl<R: Read> FrameReader<R> {
+    /// A reader over `inner`.
+    pub fn new(inner: R) -> Self {
+        FrameReader {
+            inner,
+            buf: Vec::new(),
+            offset: 0,
+        }
+    }
+
+    /// Bytes consumed so far (for error messages).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The next frame, or `None` at a clean end of stream (between frames).
+    pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, Error> {
+        let mut header = [0u8; HEADER_SIZE];
+        match read_full(&mut self.inner, &mut header)? {
+            0 => return Ok(None),
+            HEADER_SIZE => {}
+            _ => return Err(ErrorKind::Truncated.into()),
+        }
+        let kind = Kind::from_u32(u32::from_le_bytes(header[0..4].try_into().unwrap()))
+            .map_err(|e| at(e, self.offset))?;
+        let len = u32::from_le_bytes(header[4..8].try_into().unwrap()) as usize;
+        if len > MAX_PAYLOAD {
+            return Err(at(
+                Error::malformed(format!(
+                    "{kind:?} frame claims {len} bytes, above the {MAX_PAYLOAD}-byte limit"
+                )),
+                self.offset,
+            ));
+        }
+        self.buf.resize(len, 0);
+        if read_full(&mut self.inner, &mut self.buf)? != len {
+            return Err(ErrorKind::Truncated.into());
+        }
+        let start = self.offset;
+        self.offset += (HEADER_SIZE + len) as u64;
+        Frame::decode(kind, &self.buf)
+            .map(Some)
+            .map_err(|e| at(e, start))
+    }
+}
+
+fn at(e: Error, offset: u64) -> Error {
+    match e.kind() {
+        ErrorKind::Malformed(what) => Error::malformed(format!("at byte {offset}: {what}")),
+        _ => e,
+    }
+}
+
+/// Reads until `buf` is full or the stream ends; returns the bytes read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize, Error> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ErrorKind::Io(e).into()),
+        }
+    }
+    Ok(n)
+}

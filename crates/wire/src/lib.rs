@@ -1,0 +1,42 @@
+//! Hark's wire format: the binary stream from a probe to a server.
+//!
+//! A stream is a sequence of [`frame`]s: a [`Hello`] saying who is speaking,
+//! then definitions ([`Def`]), packs of fixed-size [`Event`] records, an
+//! optional [`RankInfo`] once MPI is up, and an [`End`] with the probe's
+//! totals. Events are 48-byte little-endian records read in place, without
+//! copying; everything else is a small length-prefixed encoding. The format is
+//! versioned ([`VERSION`]) and written down in `docs/wire.md`.
+//!
+//! ```
+//! use hark_wire::{op, Event, FrameReader, Frame, encode_pack};
+//!
+//! let mut stream = Vec::new();
+//! let mut ev = Event::new(op::io::WRITE, 100, 250);
+//! ev.bytes.set(4096);
+//! encode_pack(0, &[ev], &mut stream);
+//!
+//! let mut reader = FrameReader::new(&stream[..]);
+//! match reader.next_frame().unwrap() {
+//!     Some(Frame::Pack { seq: 0, events }) => assert_eq!(events[0].bytes.get(), 4096),
+//!     other => panic!("unexpected {other:?}"),
+//! }
+//! assert!(reader.next_frame().unwrap().is_none());
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod codec;
+mod error;
+mod event;
+mod frame;
+pub mod mpi;
+pub mod op;
+
+pub use error::{Error, ErrorKind};
+pub use event::{
+    Event, EVENT_SIZE, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT, TAG_ANY,
+};
+pub use frame::{
+    encode_pack, write_pack_header, ClockSource, Def, End, EndReason, Flavour, Frame, FrameReader,
+    Hello, Kind, NameKind, RankInfo, HEADER_SIZE, MAGIC, MAX_PAYLOAD, PACK_HEADER_SIZE, VERSION,
+};

@@ -1,0 +1,168 @@
+//! Event kinds: the `op` field of an [`Event`](crate::Event).
+//!
+//! The `op` space is split in ranges so that a reader can tell the kind of an
+//! event from its number alone:
+//!
+//! | range            | what                                                    |
+//! |------------------|---------------------------------------------------------|
+//! | `0`              | never used                                              |
+//! | `1..0x400`       | MPI function `op - 1` of [`crate::mpi::FUNCTIONS`]      |
+//! | `0x400..0x500`   | details that follow a call (a completed request)        |
+//! | `0x500..0x600`   | POSIX and STDIO I/O, listed in [`IO_NAMES`]             |
+//! | `0x600..0x700`   | the user API                                            |
+//!
+//! Codes are never renumbered: new ones are appended, and the wire version
+//! changes when a meaning does.
+
+use crate::mpi;
+
+/// First MPI op code: MPI function `i` of [`mpi::FUNCTIONS`] is `MPI_BASE + i`.
+pub const MPI_BASE: u16 = 1;
+/// Detail: a request completed (inside Wait*, Test*, or a blocking call with a
+/// second direction such as `MPI_Sendrecv`). `extra` is the request id (0 for
+/// the receive side of a blocking call), `peer`/`tag`/`bytes` are the actual
+/// ones from the status for receives and the posted ones for sends, `obj` the
+/// communicator. `tag` holds the tag, and the high bit of `thread` is unused.
+pub const COMPLETE_RECV: u16 = 0x400;
+/// Detail: a send request completed; fields as in [`COMPLETE_RECV`].
+pub const COMPLETE_SEND: u16 = 0x401;
+/// Detail: any other request (collective, I/O, RMA) completed. `extra` is the
+/// request id and `bytes` the bytes the request moved, when known.
+pub const COMPLETE_OTHER: u16 = 0x402;
+/// Detail: a request was cancelled (`MPI_Cancel` followed by its completion).
+pub const CANCELLED: u16 = 0x403;
+
+/// First POSIX/STDIO op code.
+pub const IO_BASE: u16 = 0x500;
+/// POSIX and STDIO calls, in op order: op `IO_BASE + i` is `IO_NAMES[i]`.
+pub const IO_NAMES: &[&str] = &[
+    "open",
+    "close",
+    "read",
+    "write",
+    "pread",
+    "pwrite",
+    "readv",
+    "writev",
+    "lseek",
+    "fsync",
+    "fdatasync",
+    "fopen",
+    "fdopen",
+    "fclose",
+    "fread",
+    "fwrite",
+    "fflush",
+    "fseek",
+    "ftell",
+    "fprintf",
+    "fputs",
+    "fgets",
+    "fscanf",
+];
+
+/// Named I/O op codes.
+pub mod io {
+    #![allow(missing_docs)]
+    use super::IO_BASE;
+    pub const OPEN: u16 = IO_BASE;
+    pub const CLOSE: u16 = IO_BASE + 1;
+    pub const READ: u16 = IO_BASE + 2;
+    pub const WRITE: u16 = IO_BASE + 3;
+    pub const PREAD: u16 = IO_BASE + 4;
+    pub const PWRITE: u16 = IO_BASE + 5;
+    pub const READV: u16 = IO_BASE + 6;
+    pub const WRITEV: u16 = IO_BASE + 7;
+    pub const LSEEK: u16 = IO_BASE + 8;
+    pub const FSYNC: u16 = IO_BASE + 9;
+    pub const FDATASYNC: u16 = IO_BASE + 10;
+    pub const FOPEN: u16 = IO_BASE + 11;
+    pub const FDOPEN: u16 = IO_BASE + 12;
+    pub const FCLOSE: u16 = IO_BASE + 13;
+    pub const FREAD: u16 = IO_BASE + 14;
+    pub const FWRITE: u16 = IO_BASE + 15;
+    pub const FFLUSH: u16 = IO_BASE + 16;
+    pub const FSEEK: u16 = IO_BASE + 17;
+    pub const FTELL: u16 = IO_BASE + 18;
+    pub const FPRINTF: u16 = IO_BASE + 19;
+    pub const FPUTS: u16 = IO_BASE + 20;
+    pub const FGETS: u16 = IO_BASE + 21;
+    pub const FSCANF: u16 = IO_BASE + 22;
+}
+
+/// First user-API op code.
+pub const USER_BASE: u16 = 0x600;
+/// Enter a user region; `obj` is its name id.
+pub const REGION_BEGIN: u16 = USER_BASE;
+/// Leave a user region; `obj` is its name id.
+pub const REGION_END: u16 = USER_BASE + 1;
+/// An iteration or phase mark; `obj` is its name id, `bytes` the iteration number.
+pub const MARK: u16 = USER_BASE + 2;
+/// A counter's value; `obj` is its name id, `bytes` the value as an `i64`.
+pub const COUNTER: u16 = USER_BASE + 3;
+/// Recording paused (`MPI_Pcontrol(0)`, `hark_pause`) at `start`.
+pub const PAUSE: u16 = USER_BASE + 4;
+/// Recording resumed at `start`.
+pub const RESUME: u16 = USER_BASE + 5;
+
+/// What family an op belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// An MPI function, with its index in [`mpi::FUNCTIONS`].
+    Mpi(usize),
+    /// A detail record following a call.
+    Detail,
+    /// A POSIX or STDIO call, with its index in [`IO_NAMES`].
+    Io(usize),
+    /// A user-API event.
+    User,
+    /// A code this version does not know.
+    Unknown,
+}
+
+/// The family of `op`.
+#[inline]
+pub fn kind(op: u16) -> OpKind {
+    match op {
+        MPI_BASE..0x400 if ((op - MPI_BASE) as usize) < mpi::FUNCTIONS.len() => {
+            OpKind::Mpi((op - MPI_BASE) as usize)
+        }
+        COMPLETE_RECV..=CANCELLED => OpKind::Detail,
+        IO_BASE..0x600 if ((op - IO_BASE) as usize) < IO_NAMES.len() => {
+            OpKind::Io((op - IO_BASE) as usize)
+        }
+        REGION_BEGIN..=RESUME => OpKind::User,
+        _ => OpKind::Unknown,
+    }
+}
+
+/// The op code of the MPI function called `name` (C spelling, `MPI_Send`).
+pub fn mpi_op(name: &str) -> Option<u16> {
+    mpi::FUNCTIONS
+        .iter()
+        .position(|f| f.name == name)
+        .map(|i| MPI_BASE + i as u16)
+}
+
+/// A printable name for any op code.
+pub fn name(op: u16) -> &'static str {
+    match kind(op) {
+        OpKind::Mpi(i) => mpi::FUNCTIONS[i].name,
+        OpKind::Io(i) => IO_NAMES[i],
+        OpKind::Detail => match op {
+            COMPLETE_RECV => "complete(recv)",
+            COMPLETE_SEND => "complete(send)",
+            COMPLETE_OTHER => "complete",
+            _ => "cancelled",
+        },
+        OpKind::User => match op {
+            REGION_BEGIN => "region_begin",
+            REGION_END => "region_end",
+            MARK => "mark",
+            COUNTER => "counter",
+            PAUSE => "pause",
+            _ => "resume",
+        },
+        OpKind::Unknown => "unknown",
+    }
+}
