@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Hark builds, tests and demonstrates against.
+# Idempotent: does nothing when everything is already there.
+set -euo pipefail
+
+packages=(
+    build-essential          # cc for the test programs
+    openmpi-bin libopenmpi-dev
+    mpich libmpich-dev
+    gfortran
+    graphviz                 # dot, for the topology graph in report.html
+    lammps lammps-examples   # a real MPI application and its inputs
+    hpcc                     # the HPC Challenge benchmark, another real one
+    python3-mpi4py
+    chromium                 # headless, to check report.html renders
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "deps.sh: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    sudo=sudo
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

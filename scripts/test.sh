@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs Hark's whole test suite: installs what the tests need, then every
+# crate's unit, integration and doc tests (real mpirun jobs included).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+# Open MPI refuses root without these; CI runs as root.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The probe and the example plugin are cdylibs that tests load; build them first.
+cargo build --workspace --all-targets
+cargo test --workspace --no-fail-fast -- --test-threads=2
