@@ -1,0 +1,107 @@
+mod common;
+
+use hark_wire::*;
+
+#[test]
+fn every_frame_round_trips() {
+    let stream = common::sample_stream();
+    let mut r = FrameReader::new(&stream[..]);
+
+    match r.next_frame().unwrap() {
+        Some(Frame::Hello(h)) => assert_eq!(h, common::sample_hello()),
+        f => panic!("expected hello, got {f:?}"),
+    }
+    match r.next_frame().unwrap() {
+        Some(Frame::Defs(d)) => {
+            assert_eq!(d.len(), 4);
+            assert_eq!(
+                d[1],
+                Def::Comm {
+                    id: 2,
+                    members: vec![0, 2],
+                    remote: vec![1, 3]
+                }
+            );
+            assert_eq!(
+                d[2],
+                Def::File {
+                    id: 3,
+                    path: "/tmp/out \u{e9}.dat".into()
+                }
+            );
+        }
+        f => panic!("expected defs, got {f:?}"),
+    }
+    match r.next_frame().unwrap() {
+        Some(Frame::Rank(i)) => assert_eq!((i.world_rank, i.flavour), (2, Flavour::Mpich)),
+        f => panic!("expected rank info, got {f:?}"),
+    }
+    match r.next_frame().unwrap() {
+        Some(Frame::Pack { seq, events }) => {
+            assert_eq!(seq, 0);
+            assert_eq!(events.len(), 2);
+            let send = &events[0];
+            assert_eq!(op::name(send.op()), "MPI_Send");
+            assert_eq!(
+                (send.bytes.get(), send.peer.get(), send.tag.get()),
+                (800, 3, 7)
+            );
+            assert_eq!(send.duration(), 10);
+            assert_eq!(events[1].extra.get(), EXTRA_NONE);
+            assert_eq!(op::kind(events[1].op()), op::OpKind::User);
+        }
+        f => panic!("expected pack, got {f:?}"),
+    }
+    match r.next_frame().unwrap() {
+        Some(Frame::End(e)) => assert_eq!(e.reason, EndReason::Finalize),
+        f => panic!("expected end, got {f:?}"),
+    }
+    assert!(r.next_frame().unwrap().is_none());
+    assert_eq!(r.offset(), stream.len() as u64);
+}
+
+#[test]
+fn a_pack_built_in_place_reads_like_an_encoded_one() {
+    let ev = Event::new(op::io::WRITE, 1, 2);
+    let mut encoded = Vec::new();
+    encode_pack(9, &[ev, ev], &mut encoded);
+
+    let mut in_place = vec![0u8; HEADER_SIZE + PACK_HEADER_SIZE];
+    in_place.extend_from_slice(zerocopy::IntoBytes::as_bytes(&[ev, ev][..]));
+    write_pack_header(&mut in_place, 9, 2);
+    assert_eq!(in_place, encoded);
+}
+
+#[test]
+fn events_are_read_in_place_at_any_alignment() {
+    let mut bytes = vec![0u8; 1];
+    bytes.extend_from_slice(zerocopy::IntoBytes::as_bytes(
+        &[Event::new(op::MARK, 5, 6)][..],
+    ));
+    let events = Event::slice_from(&bytes[1..]).unwrap();
+    assert_eq!(events[0].start.get(), 5);
+    assert!(Event::slice_from(&bytes[1..EVENT_SIZE]).is_err());
+}
+
+#[test]
+fn every_op_code_has_a_name_and_a_kind() {
+    for i in 0..mpi::FUNCTIONS.len() {
+        let code = op::MPI_BASE + i as u16;
+        assert_eq!(op::kind(code), op::OpKind::Mpi(i));
+        assert_eq!(op::mpi_op(op::name(code)), Some(code));
+    }
+    for (i, name) in op::IO_NAMES.iter().enumerate() {
+        assert_eq!(op::name(op::IO_BASE + i as u16), *name);
+    }
+    assert_eq!(op::kind(0), op::OpKind::Unknown);
+    assert_eq!(op::kind(u16::MAX), op::OpKind::Unknown);
+}
+
+#[test]
+fn mpi_function_names_are_unique_and_standard() {
+    let mut seen = std::collections::HashSet::new();
+    for f in mpi::FUNCTIONS {
+        assert!(f.name.starts_with("MPI_"), "{}", f.name);
+        assert!(seen.insert(f.name), "{} listed twice", f.name);
+    }
+}
