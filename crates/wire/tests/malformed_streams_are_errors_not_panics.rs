@@ -51,7 +51,7 @@ fn random_bytes_never_panic() {
                 x ^= x >> 7;
                 x ^= x << 17;
                 // Bias toward small kinds and lengths so that headers often parse.
-                if x % 3 == 0 {
+                if x.is_multiple_of(3) {
                     (x >> 8) as u8 % 6
                 } else {
                     (x >> 8) as u8
