@@ -37,6 +37,27 @@ pub const EXTRA_NONE: u64 = u64::MAX;
 /// | I/O                | file id   | file descriptor    | -        | bytes        | offset            |
 /// | user region/mark   | name id   | -                  | -        | -            | -                 |
 /// | user counter       | name id   | -                  | -        | value (i64)  | -                 |
+///
+/// MPI refinements (the probe's MPI adapter, `docs/mpi.md`, says more):
+/// - A message is counted once, where it is complete: a blocking call's own
+///   event (`MPI_Send`, `MPI_Recv` with the actual source, tag and bytes from
+///   the status; `MPI_Sendrecv` is its send, its receive follows as a
+///   `COMPLETE_RECV` detail with `extra` 0), or the `COMPLETE_*` detail of a
+///   request. Posting calls (`MPI_Isend`, `MPI_Irecv`, `*_init`, `MPI_Start`)
+///   carry the posted values but are not messages by themselves.
+/// - Wait/Test calls: `bytes` is the number of requests the call completed,
+///   each followed by its detail record.
+/// - Probes: `peer`/`tag`/`bytes` are the probed message's (the posted ones
+///   when none was found); `extra` is 1 when a message was found, 0 if not.
+/// - Communicator creation: `obj` is the parent communicator, `extra` the new
+///   communicator's id (`EXTRA_NONE` for `MPI_COMM_NULL`). Window creation
+///   likewise; one-sided events have the window's id in `obj`, the window
+///   being defined as a communicator over the window's group.
+/// - MPI-IO: `obj` is the file id, `peer` is `PEER_NONE`, `bytes` the bytes
+///   the status says were moved (at completion for non-blocking ones and at
+///   `*_end` for split collectives), `extra` the explicit offset in bytes or
+///   etypes as given (`EXTRA_NONE` without one; the request id for
+///   non-blocking ones).
 #[derive(
     Clone, Copy, PartialEq, Eq, Default, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
 )]

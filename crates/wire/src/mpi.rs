@@ -148,6 +148,17 @@ pub enum Arg {
     Message,
     /// Level argument of `MPI_Pcontrol`.
     Level,
+    /// A `char *` argument that is not decoded; in Fortran it adds a hidden
+    /// length argument at the end, like [`Arg::FileName`].
+    Str,
+    /// A communicator freed by the call (`MPI_Comm *`, set to `MPI_COMM_NULL`).
+    CommFreed,
+    /// Output window (`MPI_Win *`).
+    WinOut,
+    /// A window freed by the call (`MPI_Win *`).
+    WinFreed,
+    /// A file closed by the call (`MPI_File *`).
+    FileClosed,
 }
 
 /// One wrapped MPI function.
@@ -179,6 +190,8 @@ macro_rules! table {
 }
 
 table! {
+    // The first twelve lines are the order of the original skeleton: op codes
+    // are append-only, so new functions go at the end, whatever their family.
     "MPI_Init" Init [Other, Other],
     "MPI_Init_thread" Init [Other, Other, Other, Other],
     "MPI_Finalize" Finalize [],
@@ -191,9 +204,280 @@ table! {
     "MPI_Barrier" Collective [Comm],
     "MPI_Bcast" Collective [SendBuf, SendCount, SendType, Root, Comm],
     "MPI_Allreduce" Collective [SendBuf, RecvBuf, SendCount, SendType, Other, Comm],
+
+    // Environment.
+    "MPI_Abort" Other [Comm, Other],
+    "MPI_Pcontrol" Other [Level],
+
+    // Blocking point-to-point.
+    "MPI_Bsend" Send [SendBuf, SendCount, SendType, Dest, Tag, Comm],
+    "MPI_Ssend" Send [SendBuf, SendCount, SendType, Dest, Tag, Comm],
+    "MPI_Rsend" Send [SendBuf, SendCount, SendType, Dest, Tag, Comm],
+    "MPI_Sendrecv" Sendrecv [SendBuf, SendCount, SendType, Dest, Tag, RecvBuf, RecvCount, RecvType, Source, RecvTag, Comm, Status],
+    "MPI_Sendrecv_replace" Sendrecv [SendBuf, SendCount, SendType, Dest, Tag, Source, RecvTag, Comm, Status],
+
+    // Non-blocking point-to-point.
+    "MPI_Ibsend" Isend [SendBuf, SendCount, SendType, Dest, Tag, Comm, RequestOut],
+    "MPI_Issend" Isend [SendBuf, SendCount, SendType, Dest, Tag, Comm, RequestOut],
+    "MPI_Irsend" Isend [SendBuf, SendCount, SendType, Dest, Tag, Comm, RequestOut],
+
+    // Persistent point-to-point.
+    "MPI_Send_init" SendInit [SendBuf, SendCount, SendType, Dest, Tag, Comm, RequestOut],
+    "MPI_Bsend_init" SendInit [SendBuf, SendCount, SendType, Dest, Tag, Comm, RequestOut],
+    "MPI_Ssend_init" SendInit [SendBuf, SendCount, SendType, Dest, Tag, Comm, RequestOut],
+    "MPI_Rsend_init" SendInit [SendBuf, SendCount, SendType, Dest, Tag, Comm, RequestOut],
+    "MPI_Recv_init" RecvInit [RecvBuf, RecvCount, RecvType, Source, Tag, Comm, RequestOut],
+    "MPI_Start" Start [Request],
+    "MPI_Startall" Start [RequestCount, Requests],
+
+    // Probes and matched receives.
+    "MPI_Probe" Probe [Source, Tag, Comm, Status],
+    "MPI_Iprobe" Probe [Source, Tag, Comm, Flag, Status],
+    "MPI_Mprobe" Probe [Source, Tag, Comm, MessageOut, Status],
+    "MPI_Improbe" Probe [Source, Tag, Comm, Flag, MessageOut, Status],
+    "MPI_Mrecv" Recv [RecvBuf, RecvCount, RecvType, Message, Status],
+    "MPI_Imrecv" Irecv [RecvBuf, RecvCount, RecvType, Message, RequestOut],
+
+    // Completion.
+    "MPI_Waitany" Wait [RequestCount, Requests, Index, Status],
+    "MPI_Waitsome" Wait [RequestCount, Requests, OutCount, Indices, Statuses],
+    "MPI_Test" Test [Request, Flag, Status],
+    "MPI_Testall" Test [RequestCount, Requests, Flag, Statuses],
+    "MPI_Testany" Test [RequestCount, Requests, Index, Flag, Status],
+    "MPI_Testsome" Test [RequestCount, Requests, OutCount, Indices, Statuses],
+    "MPI_Request_free" RequestMisc [Request],
+    "MPI_Cancel" RequestMisc [Request],
+
+    // Blocking collectives.
+    "MPI_Gather" Collective [SendBuf, SendCount, SendType, RecvBuf, RecvCount, RecvType, Root, Comm],
+    "MPI_Gatherv" Collective [SendBuf, SendCount, SendType, RecvBuf, RecvCounts, Other, RecvType, Root, Comm],
+    "MPI_Scatter" Collective [SendBuf, SendCount, SendType, RecvBuf, RecvCount, RecvType, Root, Comm],
+    "MPI_Scatterv" Collective [SendBuf, SendCounts, Other, SendType, RecvBuf, RecvCount, RecvType, Root, Comm],
+    "MPI_Allgather" Collective [SendBuf, SendCount, SendType, RecvBuf, RecvCount, RecvType, Comm],
+    "MPI_Allgatherv" Collective [SendBuf, SendCount, SendType, RecvBuf, RecvCounts, Other, RecvType, Comm],
+    "MPI_Alltoall" Collective [SendBuf, SendCount, SendType, RecvBuf, RecvCount, RecvType, Comm],
+    "MPI_Alltoallv" Collective [SendBuf, SendCounts, Other, SendType, RecvBuf, RecvCounts, Other, RecvType, Comm],
+    "MPI_Alltoallw" Collective [SendBuf, SendCounts, Other, SendTypes, RecvBuf, RecvCounts, Other, RecvTypes, Comm],
+    "MPI_Reduce" Collective [SendBuf, RecvBuf, SendCount, SendType, Other, Root, Comm],
+    "MPI_Reduce_scatter" Collective [SendBuf, RecvBuf, RecvCounts, SendType, Other, Comm],
+    "MPI_Reduce_scatter_block" Collective [SendBuf, RecvBuf, RecvCount, SendType, Other, Comm],
+    "MPI_Scan" Collective [SendBuf, RecvBuf, SendCount, SendType, Other, Comm],
+    "MPI_Exscan" Collective [SendBuf, RecvBuf, SendCount, SendType, Other, Comm],
+    "MPI_Neighbor_allgather" Collective [SendBuf, SendCount, SendType, RecvBuf, RecvCount, RecvType, Comm],
+    "MPI_Neighbor_allgatherv" Collective [SendBuf, SendCount, SendType, RecvBuf, RecvCounts, Other, RecvType, Comm],
+    "MPI_Neighbor_alltoall" Collective [SendBuf, SendCount, SendType, RecvBuf, RecvCount, RecvType, Comm],
+    "MPI_Neighbor_alltoallv" Collective [SendBuf, SendCounts, Other, SendType, RecvBuf, RecvCounts, Other, RecvType, Comm],
+    "MPI_Neighbor_alltoallw" Collective [SendBuf, SendCounts, Other, SendTypes, RecvBuf, RecvCounts, Other, RecvTypes, Comm],
+
+    // Non-blocking collectives.
+    "MPI_Ibarrier" Icollective [Comm, RequestOut],
+    "MPI_Ibcast" Icollective [SendBuf, SendCount, SendType, Root, Comm, RequestOut],
+    "MPI_Igather" Icollective [SendBuf, SendCount, SendType, RecvBuf, RecvCount, RecvType, Root, Comm, RequestOut],
+    "MPI_Igatherv" Icollective [SendBuf, SendCount, SendType, RecvBuf, RecvCounts, Other, RecvType, Root, Comm, RequestOut],
+    "MPI_Iscatter" Icollective [SendBuf, SendCount, SendType, RecvBuf, RecvCount, RecvType, Root, Comm, RequestOut],
+    "MPI_Iscatterv" Icollective [SendBuf, SendCounts, Other, SendType, RecvBuf, RecvCount, RecvType, Root, Comm, RequestOut],
+    "MPI_Iallgather" Icollective [SendBuf, SendCount, SendType, RecvBuf, RecvCount, RecvType, Comm, RequestOut],
+    "MPI_Iallgatherv" Icollective [SendBuf, SendCount, SendType, RecvBuf, RecvCounts, Other, RecvType, Comm, RequestOut],
+    "MPI_Ialltoall" Icollective [SendBuf, SendCount, SendType, RecvBuf, RecvCount, RecvType, Comm, RequestOut],
+    "MPI_Ialltoallv" Icollective [SendBuf, SendCounts, Other, SendType, RecvBuf, RecvCounts, Other, RecvType, Comm, RequestOut],
+    "MPI_Ialltoallw" Icollective [SendBuf, SendCounts, Other, SendTypes, RecvBuf, RecvCounts, Other, RecvTypes, Comm, RequestOut],
+    "MPI_Ireduce" Icollective [SendBuf, RecvBuf, SendCount, SendType, Other, Root, Comm, RequestOut],
+    "MPI_Iallreduce" Icollective [SendBuf, RecvBuf, SendCount, SendType, Other, Comm, RequestOut],
+    "MPI_Ireduce_scatter" Icollective [SendBuf, RecvBuf, RecvCounts, SendType, Other, Comm, RequestOut],
+    "MPI_Ireduce_scatter_block" Icollective [SendBuf, RecvBuf, RecvCount, SendType, Other, Comm, RequestOut],
+    "MPI_Iscan" Icollective [SendBuf, RecvBuf, SendCount, SendType, Other, Comm, RequestOut],
+    "MPI_Iexscan" Icollective [SendBuf, RecvBuf, SendCount, SendType, Other, Comm, RequestOut],
+    "MPI_Ineighbor_allgather" Icollective [SendBuf, SendCount, SendType, RecvBuf, RecvCount, RecvType, Comm, RequestOut],
+    "MPI_Ineighbor_allgatherv" Icollective [SendBuf, SendCount, SendType, RecvBuf, RecvCounts, Other, RecvType, Comm, RequestOut],
+    "MPI_Ineighbor_alltoall" Icollective [SendBuf, SendCount, SendType, RecvBuf, RecvCount, RecvType, Comm, RequestOut],
+    "MPI_Ineighbor_alltoallv" Icollective [SendBuf, SendCounts, Other, SendType, RecvBuf, RecvCounts, Other, RecvType, Comm, RequestOut],
+    "MPI_Ineighbor_alltoallw" Icollective [SendBuf, SendCounts, Other, SendTypes, RecvBuf, RecvCounts, Other, RecvTypes, Comm, RequestOut],
+
+    // Communicators and topologies.
+    "MPI_Comm_dup" CommCreate [Comm, NewComm],
+    "MPI_Comm_dup_with_info" CommCreate [Comm, Other, NewComm],
+    "MPI_Comm_idup" CommCreate [Comm, NewComm, RequestOut],
+    "MPI_Comm_split" CommCreate [Comm, Other, Other, NewComm],
+    "MPI_Comm_split_type" CommCreate [Comm, Other, Other, Other, NewComm],
+    "MPI_Comm_create" CommCreate [Comm, Other, NewComm],
+    "MPI_Comm_create_group" CommCreate [Comm, Other, Other, NewComm],
+    "MPI_Intercomm_create" CommCreate [Comm, Other, Other, Other, Other, NewComm],
+    "MPI_Intercomm_merge" CommCreate [Comm, Other, NewComm],
+    "MPI_Cart_create" CommCreate [Comm, Other, Other, Other, Other, NewComm],
+    "MPI_Cart_sub" CommCreate [Comm, Other, NewComm],
+    "MPI_Graph_create" CommCreate [Comm, Other, Other, Other, Other, NewComm],
+    "MPI_Dist_graph_create" CommCreate [Comm, Other, Other, Other, Other, Other, Other, Other, NewComm],
+    "MPI_Dist_graph_create_adjacent" CommCreate [Comm, Other, Other, Other, Other, Other, Other, Other, Other, NewComm],
+    "MPI_Comm_get_parent" CommCreate [NewComm],
+    "MPI_Comm_free" CommFree [CommFreed],
+    "MPI_Comm_disconnect" CommFree [CommFreed],
+
+    // Groups: timed only.
+    "MPI_Comm_group" Other [Comm, Other],
+    "MPI_Comm_remote_group" Other [Comm, Other],
+    "MPI_Group_incl" Other [Other, Other, Other, Other],
+    "MPI_Group_excl" Other [Other, Other, Other, Other],
+    "MPI_Group_range_incl" Other [Other, Other, Other, Other],
+    "MPI_Group_range_excl" Other [Other, Other, Other, Other],
+    "MPI_Group_union" Other [Other, Other, Other],
+    "MPI_Group_intersection" Other [Other, Other, Other],
+    "MPI_Group_difference" Other [Other, Other, Other],
+    "MPI_Group_free" Other [Other],
+
+    // One-sided: windows.
+    "MPI_Win_create" Win [Other, Other, Other, Other, Comm, WinOut],
+    "MPI_Win_allocate" Win [Other, Other, Other, Comm, Other, WinOut],
+    "MPI_Win_allocate_shared" Win [Other, Other, Other, Comm, Other, WinOut],
+    "MPI_Win_create_dynamic" Win [Other, Comm, WinOut],
+    "MPI_Win_free" Win [WinFreed],
+    "MPI_Win_attach" Win [Win, Other, Other],
+    "MPI_Win_detach" Win [Win, Other],
+
+    // One-sided: data movement.
+    "MPI_Put" Rma [Other, OriginCount, OriginType, TargetRank, Other, Other, Other, Win],
+    "MPI_Get" Rma [Other, OriginCount, OriginType, TargetRank, Other, Other, Other, Win],
+    "MPI_Accumulate" Rma [Other, OriginCount, OriginType, TargetRank, Other, Other, Other, Other, Win],
+    "MPI_Get_accumulate" Rma [Other, OriginCount, OriginType, Other, Other, Other, TargetRank, Other, Other, Other, Other, Win],
+    "MPI_Fetch_and_op" Rma [Other, Other, OriginType, TargetRank, Other, Other, Win],
+    "MPI_Compare_and_swap" Rma [Other, Other, Other, OriginType, TargetRank, Other, Win],
+    "MPI_Rput" Rma [Other, OriginCount, OriginType, TargetRank, Other, Other, Other, Win, RequestOut],
+    "MPI_Rget" Rma [Other, OriginCount, OriginType, TargetRank, Other, Other, Other, Win, RequestOut],
+    "MPI_Raccumulate" Rma [Other, OriginCount, OriginType, TargetRank, Other, Other, Other, Other, Win, RequestOut],
+    "MPI_Rget_accumulate" Rma [Other, OriginCount, OriginType, Other, Other, Other, TargetRank, Other, Other, Other, Other, Win, RequestOut],
+
+    // One-sided: synchronisation.
+    "MPI_Win_fence" RmaSync [Other, Win],
+    "MPI_Win_start" RmaSync [Other, Other, Win],
+    "MPI_Win_complete" RmaSync [Win],
+    "MPI_Win_post" RmaSync [Other, Other, Win],
+    "MPI_Win_wait" RmaSync [Win],
+    "MPI_Win_test" RmaSync [Win, Flag],
+    "MPI_Win_lock" RmaSync [Other, TargetRank, Other, Win],
+    "MPI_Win_unlock" RmaSync [TargetRank, Win],
+    "MPI_Win_lock_all" RmaSync [Other, Win],
+    "MPI_Win_unlock_all" RmaSync [Win],
+    "MPI_Win_flush" RmaSync [TargetRank, Win],
+    "MPI_Win_flush_all" RmaSync [Win],
+    "MPI_Win_flush_local" RmaSync [TargetRank, Win],
+    "MPI_Win_flush_local_all" RmaSync [Win],
+    "MPI_Win_sync" RmaSync [Win],
+
+    // MPI-IO: file management.
+    "MPI_File_open" FileMeta [Comm, FileName, Other, Other, FileOut],
+    "MPI_File_close" FileMeta [FileClosed],
+    "MPI_File_delete" FileMeta [FileName, Other],
+    "MPI_File_set_size" FileMeta [File, Other],
+    "MPI_File_preallocate" FileMeta [File, Other],
+    "MPI_File_sync" FileMeta [File],
+    "MPI_File_set_view" FileMeta [File, Other, Other, Other, Str, Other],
+    "MPI_File_seek" FileMeta [File, Offset, Other],
+    "MPI_File_seek_shared" FileMeta [File, Offset, Other],
+    "MPI_File_set_atomicity" FileMeta [File, Other],
+
+    // MPI-IO: reads.
+    "MPI_File_read" FileRead [File, RecvBuf, RecvCount, RecvType, Status],
+    "MPI_File_read_all" FileRead [File, RecvBuf, RecvCount, RecvType, Status],
+    "MPI_File_read_at" FileRead [File, Offset, RecvBuf, RecvCount, RecvType, Status],
+    "MPI_File_read_at_all" FileRead [File, Offset, RecvBuf, RecvCount, RecvType, Status],
+    "MPI_File_read_shared" FileRead [File, RecvBuf, RecvCount, RecvType, Status],
+    "MPI_File_read_ordered" FileRead [File, RecvBuf, RecvCount, RecvType, Status],
+    "MPI_File_iread" FileRead [File, RecvBuf, RecvCount, RecvType, RequestOut],
+    "MPI_File_iread_all" FileRead [File, RecvBuf, RecvCount, RecvType, RequestOut],
+    "MPI_File_iread_at" FileRead [File, Offset, RecvBuf, RecvCount, RecvType, RequestOut],
+    "MPI_File_iread_at_all" FileRead [File, Offset, RecvBuf, RecvCount, RecvType, RequestOut],
+    "MPI_File_iread_shared" FileRead [File, RecvBuf, RecvCount, RecvType, RequestOut],
+    "MPI_File_read_all_begin" FileRead [File, RecvBuf, RecvCount, RecvType],
+    "MPI_File_read_all_end" FileRead [File, Other, Status],
+    "MPI_File_read_at_all_begin" FileRead [File, Offset, RecvBuf, RecvCount, RecvType],
+    "MPI_File_read_at_all_end" FileRead [File, Other, Status],
+    "MPI_File_read_ordered_begin" FileRead [File, RecvBuf, RecvCount, RecvType],
+    "MPI_File_read_ordered_end" FileRead [File, Other, Status],
+
+    // MPI-IO: writes.
+    "MPI_File_write" FileWrite [File, SendBuf, SendCount, SendType, Status],
+    "MPI_File_write_all" FileWrite [File, SendBuf, SendCount, SendType, Status],
+    "MPI_File_write_at" FileWrite [File, Offset, SendBuf, SendCount, SendType, Status],
+    "MPI_File_write_at_all" FileWrite [File, Offset, SendBuf, SendCount, SendType, Status],
+    "MPI_File_write_shared" FileWrite [File, SendBuf, SendCount, SendType, Status],
+    "MPI_File_write_ordered" FileWrite [File, SendBuf, SendCount, SendType, Status],
+    "MPI_File_iwrite" FileWrite [File, SendBuf, SendCount, SendType, RequestOut],
+    "MPI_File_iwrite_all" FileWrite [File, SendBuf, SendCount, SendType, RequestOut],
+    "MPI_File_iwrite_at" FileWrite [File, Offset, SendBuf, SendCount, SendType, RequestOut],
+    "MPI_File_iwrite_at_all" FileWrite [File, Offset, SendBuf, SendCount, SendType, RequestOut],
+    "MPI_File_iwrite_shared" FileWrite [File, SendBuf, SendCount, SendType, RequestOut],
+    "MPI_File_write_all_begin" FileWrite [File, SendBuf, SendCount, SendType],
+    "MPI_File_write_all_end" FileWrite [File, Other, Status],
+    "MPI_File_write_at_all_begin" FileWrite [File, Offset, SendBuf, SendCount, SendType],
+    "MPI_File_write_at_all_end" FileWrite [File, Other, Status],
+    "MPI_File_write_ordered_begin" FileWrite [File, SendBuf, SendCount, SendType],
+    "MPI_File_write_ordered_end" FileWrite [File, Other, Status],
 }
 
 /// The function called `name` (C spelling), if wrapped.
 pub fn by_name(name: &str) -> Option<(usize, &'static Function)> {
     FUNCTIONS.iter().enumerate().find(|(_, f)| f.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_is_unique_and_fits_the_mpi_op_range() {
+        let mut names: Vec<_> = FUNCTIONS.iter().map(|f| f.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), FUNCTIONS.len());
+        assert!(FUNCTIONS.len() < 0x400 - 1);
+    }
+
+    #[test]
+    fn the_first_op_codes_never_move() {
+        let first = [
+            "MPI_Init",
+            "MPI_Init_thread",
+            "MPI_Finalize",
+            "MPI_Send",
+            "MPI_Recv",
+            "MPI_Isend",
+            "MPI_Irecv",
+            "MPI_Wait",
+            "MPI_Waitall",
+            "MPI_Barrier",
+            "MPI_Bcast",
+            "MPI_Allreduce",
+        ];
+        for (i, name) in first.iter().enumerate() {
+            assert_eq!(FUNCTIONS[i].name, *name);
+        }
+    }
+
+    #[test]
+    fn a_decoded_role_appears_at_most_once_per_function() {
+        for f in FUNCTIONS {
+            for (i, a) in f.args.iter().enumerate() {
+                if matches!(a, Arg::Other | Arg::Str) {
+                    continue;
+                }
+                assert!(!f.args[i + 1..].contains(a), "{} repeats {a:?}", f.name);
+            }
+        }
+    }
+
+    #[test]
+    fn functions_that_post_requests_say_where_the_request_goes() {
+        for f in FUNCTIONS {
+            let posts = matches!(
+                f.class,
+                Class::Isend
+                    | Class::Irecv
+                    | Class::SendInit
+                    | Class::RecvInit
+                    | Class::Icollective
+            );
+            if posts {
+                assert_eq!(f.args.last(), Some(&Arg::RequestOut), "{}", f.name);
+            }
+        }
+    }
 }
