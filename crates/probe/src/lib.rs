@@ -5,14 +5,36 @@
 //! `include/hark.h`. Each wrapper times the real call and appends one
 //! fixed-size [`hark_wire::Event`] to a per-thread buffer; full buffers travel
 //! as packs to the Hark server named by `HARK_ADDR`, sent by a background
-//! thread. See `docs/architecture.md` and `docs/wire.md`.
+//! thread. See `docs/probe.md` and `docs/wire.md`.
 //!
 //! Modules:
 //! - [`core`]: clock, buffers, definitions, reentrancy guard;
 //! - `ship`: the buffer pool and the background shipper behind a transport;
 //! - `adapters`: the wrappers (MPI, POSIX, STDIO, user API);
 //! - [`real`]: finding the real functions with `dlsym`.
+//!
+//! The library starts from its ELF constructor (`.init_array`) and closes its
+//! stream from its destructor (`.fini_array`), which runs at `exit` after the
+//! program's own `atexit` handlers.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod adapters;
 pub mod core;
 pub mod real;
+mod ship;
+
+extern "C" fn hark_load() {
+    core::init();
+}
+
+extern "C" fn hark_unload() {
+    core::finish(hark_wire::EndReason::Exit);
+}
+
+#[used]
+#[link_section = ".init_array"]
+static INIT: extern "C" fn() = hark_load;
+
+#[used]
+#[link_section = ".fini_array"]
+static FINI: extern "C" fn() = hark_unload;

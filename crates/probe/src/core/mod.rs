@@ -1,8 +1,8 @@
 //! The probe's core: clock, per-thread event buffers, definitions, the
 //! reentrancy guard and the process-wide state every adapter records through.
 //!
-//! CONTRACT used by the adapters (`adapters/*`). Signatures here are fixed;
-//! bodies are filled in by the core's implementation.
+//! CONTRACT used by the adapters (`adapters/*`). The signatures of the
+//! functions below are fixed; more may be added.
 //!
 //! An adapter's wrapper does, in this order:
 //! 1. `let Some(_g) = core::enter() else { return real(args) };` — None when
@@ -13,71 +13,204 @@
 //!    `core::record(ev)`; details of the same call follow with more `record`s.
 //!
 //! Definitions (`Def`) are sent with `core::define` *before* the first event
-//! that refers to them. Ids come from `core::next_id()`.
+//! that refers to them. Ids come from `core::next_id()`; files and user
+//! names have interning helpers ([`file_id`], [`name_id`]) that define on
+//! first sight.
+//!
+//! Everything here is safe to call from any thread at any time, including
+//! before init and after `finish` (it then does nothing), and never panics
+//! into the caller.
 
-use hark_wire::{Def, EndReason, Event, RankInfo};
+mod clock;
+mod config;
+mod defs;
+mod local;
+mod stream;
+
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+
+use hark_wire::{op, Def, EndReason, Event, NameKind, RankInfo};
 
 /// A token proving this thread is inside the probe; dropping it leaves.
 pub struct Guard {
     _private: (),
 }
 
+impl Drop for Guard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        local::swap_inside(false);
+    }
+}
+
 /// Enters the probe on this thread, if recording is on and this thread is not
 /// already inside it. Cheapest check first: one relaxed atomic load.
 #[inline(always)]
 pub fn enter() -> Option<Guard> {
-    unimplemented!()
+    if !stream::RECORDING.load(Ordering::Relaxed) {
+        return None;
+    }
+    enter_inner()
 }
 
 /// Enters the probe even when recording is paused (for definitions and
 /// bookkeeping that must not be missed, such as communicator creation).
-/// Still `None` when this thread is already inside the probe.
+/// Still `None` when this thread is already inside the probe, or when the
+/// probe is off (no stream: passive, failed, finished).
 #[inline(always)]
 pub fn enter_always() -> Option<Guard> {
-    unimplemented!()
+    if !stream::ACTIVE.load(Ordering::Relaxed) {
+        return None;
+    }
+    enter_inner()
+}
+
+#[inline(always)]
+fn enter_inner() -> Option<Guard> {
+    if local::swap_inside(true) {
+        // Already inside: leave the flag set, as it was.
+        return None;
+    }
+    Some(Guard { _private: () })
 }
 
 /// Nanoseconds on the probe clock (TSC calibrated, or CLOCK_MONOTONIC).
 #[inline(always)]
 pub fn now() -> u64 {
-    unimplemented!()
+    clock::now()
 }
 
 /// Appends one event to this thread's buffer (sets its `thread` field).
 /// No lock, no allocation, no system call on the common path.
 #[inline(always)]
-pub fn record(_ev: Event) {
-    unimplemented!()
+pub fn record(ev: Event) {
+    local::record(ev)
 }
 
 /// Queues a definition; it reaches the stream before any event recorded
 /// after this call returns.
-pub fn define(_def: Def) {
-    unimplemented!()
+pub fn define(def: Def) {
+    let _in = local::Internal::enter();
+    let _ = std::panic::catch_unwind(|| defs::define(def));
 }
 
 /// A fresh id for a communicator, file or name (never 0).
 pub fn next_id() -> u32 {
-    unimplemented!()
+    defs::next_id()
+}
+
+/// The id of the file at `path`, sending its definition on first sight
+/// (one `Def::File` per distinct path per process).
+pub fn file_id(path: &str) -> u32 {
+    let _in = local::Internal::enter();
+    std::panic::catch_unwind(|| defs::file_id(path)).unwrap_or(0)
+}
+
+/// The id of a user region, counter or mark name, defined on first sight.
+pub fn name_id(kind: NameKind, name: &str) -> u32 {
+    let _in = local::Internal::enter();
+    std::panic::catch_unwind(|| defs::name_id(kind, name)).unwrap_or(0)
+}
+
+/// Attributes descriptor `fd` to file `id` (after an open); 0 forgets it.
+pub fn set_fd_file(fd: i32, id: u32) {
+    defs::set_fd(fd, id)
+}
+
+/// The file id descriptor `fd` was opened as (`<stdin>`, `<stdout>`,
+/// `<stderr>` for 0–2), or 0 if unknown.
+pub fn fd_file(fd: i32) -> u32 {
+    let _in = local::Internal::enter();
+    std::panic::catch_unwind(|| defs::fd_file(fd)).unwrap_or(0)
+}
+
+/// Whether `fd` is the probe's own socket, which the program must not close.
+pub fn is_probe_fd(fd: i32) -> bool {
+    fd >= 0 && stream::current().is_some_and(|s| s.socket() == fd)
+}
+
+/// Whether POSIX and STDIO calls are to be recorded (`HARK_IO`, default on).
+pub fn io_enabled() -> bool {
+    stream::current().is_some_and(|s| s.cfg.io)
 }
 
 /// Records the process's place in the job once MPI is initialised.
-pub fn set_rank(_info: RankInfo) {
-    unimplemented!()
+pub fn set_rank(info: RankInfo) {
+    let _in = local::Internal::enter();
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(s) = stream::current() {
+            let mut bytes = Vec::new();
+            info.encode(&mut bytes);
+            s.send(bytes);
+        }
+    });
 }
 
-/// Pauses (`false`) or resumes (`true`) recording: `MPI_Pcontrol(0|1)`.
-pub fn set_recording(_on: bool) {
-    unimplemented!()
+/// Pauses (`false`) or resumes (`true`) recording: `MPI_Pcontrol(0|1)`,
+/// `hark_pause`/`hark_resume`. Records a `PAUSE` event before pausing and a
+/// `RESUME` event after resuming, so the reader knows the gap is deliberate.
+pub fn set_recording(on: bool) {
+    if !on {
+        if let Some(_g) = enter() {
+            let t = now();
+            record(Event::new(op::PAUSE, t, t));
+        }
+        stream::set_paused(true);
+    } else {
+        let was_paused = !stream::RECORDING.load(Ordering::Relaxed);
+        stream::set_paused(false);
+        if was_paused {
+            if let Some(_g) = enter() {
+                let t = now();
+                record(Event::new(op::RESUME, t, t));
+            }
+        }
+    }
 }
 
 /// Flushes every buffer and closes the stream with its totals. Called at
 /// `MPI_Finalize`, `MPI_Abort` and process exit; only the first call acts.
-pub fn finish(_reason: EndReason) {
-    unimplemented!()
+pub fn finish(reason: EndReason) {
+    let _ = std::panic::catch_unwind(|| stream::finish(reason));
+}
+
+/// Bytes the probe's buffer pool holds now (its memory, bar a few KiB).
+pub fn pool_memory() -> usize {
+    stream::current().map_or(0, |s| s.ship.memory())
 }
 
 /// Prints `message` to stderr once per `key`, prefixed `hark: `.
-pub fn warn_once(_key: &'static str, _message: &str) {
-    unimplemented!()
+pub fn warn_once(key: &'static str, message: &str) {
+    static SEEN: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let _in = local::Internal::enter();
+    // try_lock: after a fork the lock may be held by a thread that is gone;
+    // a repeated warning is better than a hang.
+    if let Ok(mut seen) = SEEN.try_lock() {
+        if seen.contains(&key) {
+            return;
+        }
+        seen.push(key);
+    }
+    let line = format!("hark: {message}\n");
+    write_stderr(line.as_bytes());
+}
+
+/// Writes to stderr with the raw system call: never through the probe's
+/// own `write` wrapper, never through stdio's buffers.
+fn write_stderr(mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: `bytes` is valid for its length.
+        let n = unsafe { libc::syscall(libc::SYS_write, 2, bytes.as_ptr(), bytes.len()) };
+        if n <= 0 {
+            return;
+        }
+        bytes = &bytes[n as usize..];
+    }
+}
+
+/// Starts the probe: called once by the library constructor.
+pub(crate) fn init() {
+    let _in = local::Internal::enter();
+    let _ = std::panic::catch_unwind(stream::init);
 }

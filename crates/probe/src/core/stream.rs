@@ -1,0 +1,334 @@
+//! The process's stream: its lifecycle (from load to `finish`), the thread
+//! registry, the handshake, and what happens at `fork`.
+//!
+//! There is at most one live stream per process. It is created at load when
+//! `HARK_ADDR` is set and the program is not a launcher, connects at once
+//! (so a missing server costs its one warning at start), and ends at the
+//! first `finish`. A forked child abandons its parent's stream without
+//! touching it (its locks may be held by threads that do not exist in the
+//! child) and gets a new, *lazy* one: it connects and sends its own `Hello`
+//! only when the child records its first event or definition. A child that
+//! just `exec`s therefore opens no stream at all.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hark_wire::{Def, EndReason, Hello};
+
+use super::config::Config;
+use super::local::{self, Internal, Slot};
+use super::{clock, defs, warn_once};
+use crate::ship::{transport, Ship};
+
+const LAZY: u8 = 0;
+const RUNNING: u8 = 1;
+const FINISHING: u8 = 2;
+const DONE: u8 = 3;
+const FAILED: u8 = 4;
+
+/// One stream to the server.
+pub(crate) struct Stream {
+    pub cfg: Config,
+    pub ship: Arc<Ship>,
+    registry: Mutex<Vec<&'static Slot>>,
+    phase: AtomicU8,
+    start_lock: Mutex<()>,
+    socket: AtomicI32,
+}
+
+static CURRENT: AtomicPtr<Stream> = AtomicPtr::new(std::ptr::null_mut());
+/// Hot gate of `enter`: a stream exists and recording is not paused.
+pub(crate) static RECORDING: AtomicBool = AtomicBool::new(false);
+/// Gate of `enter_always`: a stream exists, paused or not.
+pub(crate) static ACTIVE: AtomicBool = AtomicBool::new(false);
+static PAUSED: AtomicBool = AtomicBool::new(false);
+
+/// The live stream, if any.
+pub(crate) fn current() -> Option<&'static Stream> {
+    let p = CURRENT.load(Ordering::Acquire);
+    // SAFETY: streams are leaked; a non-null pointer stays valid.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+fn install(cfg: Config) -> &'static Stream {
+    let ship = Arc::new(Ship::new(cfg.pack_size, cfg.buffers, cfg.lossless));
+    let s: &'static Stream = Box::leak(Box::new(Stream {
+        cfg,
+        ship,
+        registry: Mutex::new(Vec::new()),
+        phase: AtomicU8::new(LAZY),
+        start_lock: Mutex::new(()),
+        socket: AtomicI32::new(-1),
+    }));
+    CURRENT.store(s as *const Stream as *mut Stream, Ordering::Release);
+    ACTIVE.store(true, Ordering::Relaxed);
+    RECORDING.store(!PAUSED.load(Ordering::Relaxed), Ordering::Relaxed);
+    s
+}
+
+fn set_off() {
+    RECORDING.store(false, Ordering::Relaxed);
+    ACTIVE.store(false, Ordering::Relaxed);
+}
+
+/// Runs at load: reads the configuration and, unless told not to measure
+/// this program, opens the stream.
+pub(crate) fn init() {
+    let Some(cfg) = Config::from_env() else {
+        return;
+    };
+    let argv = read_argv();
+    let exe = std::fs::read_link("/proc/self/exe")
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    if cfg.skips(&program_name(&argv)) || cfg.skips(&exe) {
+        return;
+    }
+    clock::init(&cfg.clock);
+    let s = install(cfg);
+    // SAFETY: the handlers are plain functions that stay loaded.
+    unsafe {
+        libc::pthread_atfork(
+            Some(before_fork),
+            Some(after_fork_parent),
+            Some(after_fork_child),
+        )
+    };
+    s.start();
+}
+
+impl Stream {
+    /// Connects and sends the handshake if this stream is still lazy; true
+    /// when the stream is running.
+    pub(crate) fn start(&'static self) -> bool {
+        match self.phase.load(Ordering::Acquire) {
+            RUNNING => return true,
+            LAZY => {}
+            _ => return false,
+        }
+        let _in = Internal::enter();
+        let _g = self.start_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.phase.load(Ordering::Acquire) != LAZY {
+            return self.phase.load(Ordering::Acquire) == RUNNING;
+        }
+        let cfg = &self.cfg;
+        let sock = match transport::connect(&cfg.addr, cfg.connect_timeout, cfg.send_timeout) {
+            Ok(s) => s,
+            Err(e) => {
+                warn_once(
+                    "connect",
+                    &format!(
+                        "cannot reach the Hark server at {} ({e}); this process runs unmeasured",
+                        cfg.addr
+                    ),
+                );
+                self.fail();
+                return false;
+            }
+        };
+        use crate::ship::transport::Transport;
+        self.socket
+            .store(sock.fd().unwrap_or(-1), Ordering::Relaxed);
+        let mut hello = Vec::new();
+        make_hello(cfg).encode(&mut hello);
+        self.ship.push_bytes(hello);
+        let known = defs::snapshot();
+        if !known.is_empty() {
+            let mut bytes = Vec::new();
+            Def::encode_all(&known, &mut bytes);
+            self.ship.push_bytes(bytes);
+        }
+        let ship = self.ship.clone();
+        let addr = cfg.addr.clone();
+        let spawned = std::thread::Builder::new()
+            .name("hark-shipper".into())
+            .spawn(move || {
+                let _in = Internal::enter();
+                ship.run(Box::new(sock), &|e| {
+                    warn_once(
+                        "server-lost",
+                        &format!(
+                            "lost the connection to the Hark server at {addr} ({e}); \
+                             the program runs on and undelivered events are counted as dropped"
+                        ),
+                    )
+                });
+            });
+        if let Err(e) = spawned {
+            warn_once(
+                "thread",
+                &format!("cannot start the shipping thread ({e}); this process runs unmeasured"),
+            );
+            self.fail();
+            return false;
+        }
+        self.phase.store(RUNNING, Ordering::Release);
+        true
+    }
+
+    fn fail(&self) {
+        self.phase.store(FAILED, Ordering::Release);
+        set_off();
+    }
+
+    /// Whether threads may take new buffers.
+    pub(crate) fn recording_allowed(&self) -> bool {
+        matches!(self.phase.load(Ordering::Acquire), LAZY | RUNNING)
+    }
+
+    /// Adds a thread; `make` builds its slot from its thread index.
+    pub(crate) fn register(&self, make: impl FnOnce(u16) -> &'static Slot) -> &'static Slot {
+        let mut r = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = make(r.len().min(u16::MAX as usize) as u16);
+        r.push(slot);
+        slot
+    }
+
+    /// Queues encoded frames, starting the stream if it is lazy.
+    pub(crate) fn send(&'static self, bytes: Vec<u8>) {
+        if self.start() {
+            self.ship.push_bytes(bytes);
+        }
+    }
+
+    /// The socket's descriptor, which the program must not close.
+    pub(crate) fn socket(&self) -> i32 {
+        self.socket.load(Ordering::Relaxed)
+    }
+}
+
+/// Pauses or resumes recording.
+pub(crate) fn set_paused(paused: bool) {
+    PAUSED.store(paused, Ordering::Relaxed);
+    if let Some(s) = current() {
+        if s.recording_allowed() {
+            RECORDING.store(!paused, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Closes the stream: ships every thread's buffer, then the end frame, and
+/// waits (bounded) for the shipper. Only the first call acts.
+pub(crate) fn finish(reason: EndReason) {
+    let Some(s) = current() else {
+        return;
+    };
+    let _in = Internal::enter();
+    if s.phase
+        .compare_exchange(RUNNING, FINISHING, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        // Lazy (nothing was ever sent), failed or already finished.
+        let _ = s
+            .phase
+            .compare_exchange(LAZY, DONE, Ordering::AcqRel, Ordering::Acquire);
+        set_off();
+        return;
+    }
+    set_off();
+    let slots: Vec<&'static Slot> = s.registry.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    for slot in slots {
+        if let Some((buf, n)) = local::take(slot) {
+            s.ship.push_pack(buf, n);
+        }
+    }
+    s.ship.push_end(reason);
+    if !s.ship.wait_done(s.cfg.drain_timeout) {
+        warn_once(
+            "drain",
+            &format!(
+                "the Hark server did not take the last events within {} ms; the stream ends without its totals",
+                s.cfg.drain_timeout.as_millis()
+            ),
+        );
+    }
+    s.phase.store(DONE, Ordering::Release);
+}
+
+extern "C" fn before_fork() {
+    defs::lock_for_fork();
+}
+
+extern "C" fn after_fork_parent() {
+    defs::unlock_after_fork();
+}
+
+// The child has one thread, this one; everything of the parent's stream
+// (its socket, locks, shipper) is left untouched.
+extern "C" fn after_fork_child() {
+    defs::unlock_after_fork();
+    let _ = std::panic::catch_unwind(|| {
+        local::forget_slot();
+        let Some(old) = current() else {
+            return;
+        };
+        if matches!(old.phase.load(Ordering::Acquire), FAILED) {
+            set_off();
+            CURRENT.store(std::ptr::null_mut(), Ordering::Release);
+            return;
+        }
+        install(old.cfg.clone());
+    });
+}
+
+/// `/proc/self/cmdline`, split at NULs.
+fn read_argv() -> Vec<String> {
+    std::fs::read("/proc/self/cmdline")
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn program_name(argv: &[String]) -> String {
+    argv.first()
+        .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
+        .unwrap_or_default()
+}
+
+fn env_i32(names: &[&str]) -> i32 {
+    names
+        .iter()
+        .find_map(|n| std::env::var(n).ok()?.trim().parse().ok())
+        .unwrap_or(-1)
+}
+
+fn make_hello(cfg: &Config) -> Hello {
+    let argv = read_argv();
+    let mut host = [0u8; 256];
+    // SAFETY: `host` is writable for its length.
+    unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) };
+    let host_len = host.iter().position(|&c| c == 0).unwrap_or(0);
+    let rank = env_i32(&[
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+        "PMIX_RANK",
+        "SLURM_PROCID",
+    ]);
+    let size = env_i32(&["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"]);
+    let job = ["HARK_JOB", "PMIX_NAMESPACE", "PMI_KVSNAME", "SLURM_JOB_ID"]
+        .iter()
+        .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()))
+        // SAFETY: getppid has no preconditions.
+        .unwrap_or_else(|| format!("ppid:{}", unsafe { libc::getppid() }));
+    let clock_ns = clock::now();
+    let realtime_ns = clock::clock_ns(libc::CLOCK_REALTIME);
+    Hello {
+        program: program_name(&argv),
+        argv,
+        host: String::from_utf8_lossy(&host[..host_len]).into_owned(),
+        // SAFETY: getpid has no preconditions.
+        pid: unsafe { libc::getpid() } as u32,
+        rank,
+        size,
+        job,
+        clock: clock::source(),
+        clock_ns,
+        realtime_ns,
+        pack_size: cfg.pack_size as u32,
+    }
+}

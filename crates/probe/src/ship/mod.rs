@@ -1,0 +1,393 @@
+//! Shipping: the bounded buffer pool (the seed's N_A), the ordered queue of
+//! things to send, and the background thread that writes them.
+//!
+//! Threads fill buffers (see `core::local`); a full buffer is queued as a
+//! pack *in place*: its first [`PACK_FRONT`] bytes were reserved for the
+//! frame header, which the shipper fills just before the one `send`, so an
+//! event is never copied between the record and the socket. Definitions and
+//! the rank frame travel through the same queue as encoded bytes, so the
+//! stream holds them before any pack queued after them.
+//!
+//! Back-pressure: at most `HARK_BUFFERS` buffers exist. When a thread needs
+//! one and none is free, lossy mode (the default) drops its events and
+//! counts them; lossless mode waits until the shipper returns one, but only
+//! while the server is alive. A server that fails (error, or no progress for
+//! `HARK_SEND_TIMEOUT_MS`) costs one warning; from then on the shipper keeps
+//! recycling buffers and counts their events as dropped, so the program
+//! never stalls on a dead server.
+//!
+//! Buffers are allocated on demand and never freed: a buffer a thread is
+//! still writing into at exit may be shipped by `finish` while that thread
+//! races on, and must stay valid memory.
+
+pub(crate) mod transport;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use hark_wire::{write_pack_header, End, EndReason, EVENT_SIZE, HEADER_SIZE, PACK_HEADER_SIZE};
+
+use transport::Transport;
+
+/// Bytes reserved at the front of every buffer for the pack's frame header.
+pub(crate) const PACK_FRONT: usize = HEADER_SIZE + PACK_HEADER_SIZE;
+
+/// A pack buffer: `pack_size` bytes, never freed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Buf(pub *mut u8);
+// SAFETY: a buffer is owned by exactly one of: a thread slot, the queue, the
+// shipper, the free list; ownership moves under the pool's lock.
+unsafe impl Send for Buf {}
+
+enum Item {
+    Pack { buf: Buf, events: usize },
+    Bytes(Vec<u8>),
+    End(EndReason),
+}
+
+struct Inner {
+    queue: VecDeque<Item>,
+    free: Vec<Buf>,
+    allocated: usize,
+    done: bool,
+}
+
+/// The pool, the queue and the counters of one stream.
+pub(crate) struct Ship {
+    inner: Mutex<Inner>,
+    work: Condvar,
+    freed: Condvar,
+    done: Condvar,
+    pack_size: usize,
+    max_buffers: usize,
+    lossless: bool,
+    /// Events the program recorded, delivered or not.
+    pub written: AtomicU64,
+    /// Events recorded but not delivered (no free buffer, or no server).
+    pub dropped: AtomicU64,
+    packs: AtomicU64,
+    alive: AtomicBool,
+}
+
+/// Events one buffer holds.
+pub(crate) fn capacity(pack_size: usize) -> usize {
+    (pack_size - PACK_FRONT) / EVENT_SIZE
+}
+
+impl Ship {
+    pub(crate) fn new(pack_size: usize, max_buffers: usize, lossless: bool) -> Ship {
+        Ship {
+            inner: Mutex::new(Inner {
+                queue: VecDeque::new(),
+                free: Vec::new(),
+                allocated: 0,
+                done: false,
+            }),
+            work: Condvar::new(),
+            freed: Condvar::new(),
+            done: Condvar::new(),
+            pack_size,
+            max_buffers,
+            lossless,
+            written: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            packs: AtomicU64::new(0),
+            alive: AtomicBool::new(true),
+        }
+    }
+
+    // A panic while holding the lock must not stop shipping for good.
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether the server is still taking data.
+    pub(crate) fn alive(&self) -> bool {
+        self.alive.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of memory the pool holds now.
+    pub(crate) fn memory(&self) -> usize {
+        self.lock().allocated * self.pack_size
+    }
+
+    /// Queues a full (or final) buffer holding `events` events.
+    pub(crate) fn push_pack(&self, buf: Buf, events: usize) {
+        self.written.fetch_add(events as u64, Ordering::Relaxed);
+        if events == 0 {
+            self.release(buf);
+            return;
+        }
+        self.push(Item::Pack { buf, events });
+    }
+
+    /// Queues encoded frames (definitions, rank, hello).
+    pub(crate) fn push_bytes(&self, bytes: Vec<u8>) {
+        self.push(Item::Bytes(bytes));
+    }
+
+    fn push(&self, item: Item) {
+        let mut g = self.lock();
+        if g.done {
+            // The stream is closed: nothing more can be sent.
+            if let Item::Pack { buf, events } = item {
+                self.dropped.fetch_add(events as u64, Ordering::Relaxed);
+                g.free.push(buf);
+            }
+            return;
+        }
+        g.queue.push_back(item);
+        drop(g);
+        self.work.notify_one();
+    }
+
+    /// A buffer to fill: a free one, a new one while the pool is below its
+    /// bound, or in lossless mode one the shipper returns (waiting only
+    /// while the server is alive). `None` means the caller drops.
+    pub(crate) fn take_buffer(&self) -> Option<Buf> {
+        let mut g = self.lock();
+        loop {
+            if g.done {
+                return None;
+            }
+            if let Some(b) = g.free.pop() {
+                return Some(b);
+            }
+            if g.allocated < self.max_buffers {
+                g.allocated += 1;
+                drop(g);
+                let mem = vec![0u8; self.pack_size].into_boxed_slice();
+                return Some(Buf(Box::leak(mem).as_mut_ptr()));
+            }
+            if !self.lossless || !self.alive() {
+                return None;
+            }
+            g = self.freed.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Hands a buffer back to the pool.
+    fn release(&self, buf: Buf) {
+        self.lock().free.push(buf);
+        self.freed.notify_all();
+    }
+
+    /// Queues the end of the stream; the shipper sends it once everything
+    /// queued before has gone, then stops.
+    pub(crate) fn push_end(&self, reason: EndReason) {
+        self.push(Item::End(reason));
+    }
+
+    /// Waits up to `timeout` for the shipper to send the end of the stream;
+    /// false if it did not finish in time.
+    pub(crate) fn wait_done(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut g = self.lock();
+        while !g.done {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            g = self
+                .done
+                .wait_timeout(g, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        true
+    }
+
+    /// The shipper thread's body: sends queued items in order until the end
+    /// of the stream. `on_failure` is told once if the transport fails.
+    pub(crate) fn run(&self, mut transport: Box<dyn Transport>, on_failure: &dyn Fn(&str)) {
+        let mut seq = 0u64;
+        loop {
+            let item = {
+                let mut g = self.lock();
+                loop {
+                    if let Some(item) = g.queue.pop_front() {
+                        break item;
+                    }
+                    g = self.work.wait(g).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            let mut send = |bytes: &[u8]| {
+                if !self.alive() {
+                    return false;
+                }
+                match transport.send(bytes) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        self.alive.store(false, Ordering::Relaxed);
+                        // Wake lossless waiters: they must not wait on a dead server.
+                        self.freed.notify_all();
+                        on_failure(&e.to_string());
+                        false
+                    }
+                }
+            };
+            match item {
+                Item::Pack { buf, events } => {
+                    let len = PACK_FRONT + events * EVENT_SIZE;
+                    // SAFETY: the buffer is `pack_size` bytes, owned by the
+                    // shipper until released, and `events` fit in it.
+                    let bytes = unsafe { std::slice::from_raw_parts_mut(buf.0, len) };
+                    write_pack_header(bytes, seq, events);
+                    if send(bytes) {
+                        seq += 1;
+                        self.packs.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        self.dropped.fetch_add(events as u64, Ordering::Relaxed);
+                    }
+                    self.release(buf);
+                }
+                Item::Bytes(bytes) => {
+                    send(&bytes);
+                }
+                Item::End(reason) => {
+                    let mut g = self.lock();
+                    // Anything queued behind the end cannot be sent any more.
+                    let behind: Vec<Item> = g.queue.drain(..).collect();
+                    for item in behind {
+                        if let Item::Pack { buf, events } = item {
+                            self.dropped.fetch_add(events as u64, Ordering::Relaxed);
+                            g.free.push(buf);
+                        }
+                    }
+                    g.done = true;
+                    drop(g);
+                    let end = End {
+                        events_written: self.written.load(Ordering::Relaxed),
+                        events_dropped: self.dropped.load(Ordering::Relaxed),
+                        packs_sent: self.packs.load(Ordering::Relaxed),
+                        reason,
+                    };
+                    let mut bytes = Vec::new();
+                    end.encode(&mut bytes);
+                    send(&bytes);
+                    transport.close();
+                    self.done.notify_all();
+                    self.freed.notify_all();
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hark_wire::{Event, Frame, FrameReader};
+    use std::sync::{Arc, Mutex as StdMutex};
+
+    #[derive(Clone, Default)]
+    struct Capture(Arc<StdMutex<Vec<u8>>>, Option<usize>);
+
+    impl Transport for Capture {
+        fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+            let mut v = self.0.lock().unwrap();
+            if let Some(limit) = self.1 {
+                if v.len() + bytes.len() > limit {
+                    return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+                }
+            }
+            v.extend_from_slice(bytes);
+            Ok(())
+        }
+        fn close(&mut self) {}
+        fn fd(&self) -> Option<std::os::fd::RawFd> {
+            None
+        }
+    }
+
+    fn fill(ship: &Ship, n: usize) -> Buf {
+        let buf = ship.take_buffer().unwrap();
+        for i in 0..n {
+            let ev = Event::new(0x503, i as u64, i as u64 + 1);
+            // SAFETY: test buffers hold far more than n events.
+            unsafe { (buf.0.add(PACK_FRONT) as *mut Event).add(i).write(ev) };
+        }
+        buf
+    }
+
+    fn decode(bytes: &[u8]) -> (Vec<(u64, usize)>, Option<End>) {
+        let mut r = FrameReader::new(bytes);
+        let (mut packs, mut end) = (Vec::new(), None);
+        while let Some(f) = r.next_frame().unwrap() {
+            match f {
+                Frame::Pack { seq, events } => packs.push((seq, events.len())),
+                Frame::End(e) => end = Some(e),
+                _ => {}
+            }
+        }
+        (packs, end)
+    }
+
+    #[test]
+    fn packs_go_out_in_order_with_totals_at_the_end() {
+        let ship = Arc::new(Ship::new(4096, 4, false));
+        let cap = Capture::default();
+        let s = ship.clone();
+        let c = cap.clone();
+        let t = std::thread::spawn(move || s.run(Box::new(c), &|_| {}));
+        for n in [3, 5, 0, 7] {
+            let b = fill(&ship, n);
+            ship.push_pack(b, n);
+        }
+        ship.push_end(EndReason::Exit);
+        assert!(ship.wait_done(Duration::from_secs(5)));
+        t.join().unwrap();
+        let (packs, end) = decode(&cap.0.lock().unwrap());
+        assert_eq!(packs, vec![(0, 3), (1, 5), (2, 7)]);
+        let end = end.unwrap();
+        assert_eq!(
+            (end.events_written, end.events_dropped, end.packs_sent),
+            (15, 0, 3)
+        );
+    }
+
+    #[test]
+    fn a_dead_transport_turns_events_into_drops_and_never_blocks() {
+        let ship = Arc::new(Ship::new(4096, 2, true));
+        // Room for one pack only, then the "server" dies.
+        let cap = Capture(Default::default(), Some(PACK_FRONT + 10 * EVENT_SIZE));
+        let s = ship.clone();
+        let c = cap.clone();
+        let t = std::thread::spawn(move || s.run(Box::new(c), &|_| {}));
+        for _ in 0..20 {
+            // Lossless, but must not wait forever once the server is gone.
+            match ship.take_buffer() {
+                Some(b) => {
+                    let b2 = fill_at(b, 10);
+                    ship.push_pack(b2, 10);
+                }
+                None => {
+                    ship.written.fetch_add(10, Ordering::Relaxed);
+                    ship.dropped.fetch_add(10, Ordering::Relaxed);
+                }
+            }
+        }
+        ship.push_end(EndReason::Exit);
+        assert!(ship.wait_done(Duration::from_secs(5)));
+        t.join().unwrap();
+        assert_eq!(ship.written.load(Ordering::Relaxed), 200);
+        assert_eq!(ship.dropped.load(Ordering::Relaxed), 190);
+        let (packs, _) = decode(&cap.0.lock().unwrap());
+        assert_eq!(packs, vec![(0, 10)]);
+    }
+
+    fn fill_at(buf: Buf, n: usize) -> Buf {
+        for i in 0..n {
+            // SAFETY: test buffers hold far more than n events.
+            unsafe {
+                (buf.0.add(PACK_FRONT) as *mut Event)
+                    .add(i)
+                    .write(Event::new(0x503, 0, 1))
+            };
+        }
+        buf
+    }
+}

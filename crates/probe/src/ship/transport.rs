@@ -1,0 +1,150 @@
+//! Where the shipper's bytes go.
+//!
+//! The shipper writes whole frames to a [`Transport`]; sockets implement it
+//! today (`unix:/path`, `tcp:host:port`), and streams over MPI itself (a
+//! later issue) can plug in behind the same trait.
+
+use std::io;
+use std::os::fd::{IntoRawFd, RawFd};
+use std::time::Duration;
+
+/// A byte sink for whole frames.
+pub(crate) trait Transport: Send {
+    /// Writes all of `bytes`, or fails; after a failure the transport is
+    /// not used again.
+    fn send(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// Says nothing more will be sent (the peer then sees end of stream).
+    fn close(&mut self);
+    /// The file descriptor this transport owns, if any, so the probe can
+    /// keep the program from closing it.
+    fn fd(&self) -> Option<RawFd>;
+}
+
+/// A connected stream socket, written with `send(MSG_NOSIGNAL)` so that a
+/// dead server raises `EPIPE` instead of killing the program with SIGPIPE.
+pub(crate) struct Socket {
+    fd: RawFd,
+}
+
+/// Connects to `addr` (`unix:/path` or `tcp:host:port`) within `timeout`;
+/// writes that make no progress for `send_timeout` fail with a timeout.
+pub(crate) fn connect(addr: &str, timeout: Duration, send_timeout: Duration) -> io::Result<Socket> {
+    let fd = if let Some(path) = addr.strip_prefix("unix:") {
+        std::os::unix::net::UnixStream::connect(path)?.into_raw_fd()
+    } else if let Some(hostport) = addr.strip_prefix("tcp:") {
+        use std::net::ToSocketAddrs;
+        let mut last = io::Error::new(io::ErrorKind::NotFound, "no address found");
+        let mut found = None;
+        for a in hostport.to_socket_addrs()? {
+            match std::net::TcpStream::connect_timeout(&a, timeout) {
+                Ok(s) => {
+                    let _ = s.set_nodelay(true);
+                    found = Some(s);
+                    break;
+                }
+                Err(e) => last = e,
+            }
+        }
+        found.ok_or(last)?.into_raw_fd()
+    } else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "HARK_ADDR must start with unix: or tcp:",
+        ));
+    };
+    let fd = move_out_of_the_way(fd);
+    let tv = libc::timeval {
+        tv_sec: send_timeout.as_secs() as libc::time_t,
+        tv_usec: send_timeout.subsec_micros() as libc::suseconds_t,
+    };
+    let sndbuf: libc::c_int = 4 << 20;
+    // SAFETY: `fd` is a socket we own; the option values are valid for
+    // their sizes. Failures only lose a tuning, so they are ignored.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_SNDTIMEO,
+            (&tv as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        );
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&sndbuf as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    Ok(Socket { fd })
+}
+
+/// Moves the socket to a high descriptor number, so that a program which
+/// `dup2`s onto small numbers (3, 4, ...) does not replace it by one of its
+/// own files. Keeps `fd` if no high number is free.
+fn move_out_of_the_way(fd: RawFd) -> RawFd {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return fd;
+    }
+    let target = (lim.rlim_cur.min(1024) as RawFd - 64).max(fd);
+    if target <= fd {
+        return fd;
+    }
+    // SAFETY: F_DUPFD_CLOEXEC duplicates `fd`, which we own, to the lowest
+    // free number at or above `target`.
+    let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, target) };
+    if high < 0 {
+        return fd;
+    }
+    // SAFETY: `fd` is ours and now duplicated; closing the raw descriptor
+    // bypasses the probe's own `close` wrapper.
+    unsafe { libc::syscall(libc::SYS_close, fd) };
+    high
+}
+
+impl Transport for Socket {
+    fn send(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            // SAFETY: `bytes` is a valid readable slice; `fd` is our socket.
+            let n = unsafe {
+                libc::send(
+                    self.fd,
+                    bytes.as_ptr().cast(),
+                    bytes.len(),
+                    libc::MSG_NOSIGNAL,
+                )
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            bytes = &bytes[n as usize..];
+        }
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        if self.fd >= 0 {
+            // SAFETY: the socket is ours. shutdown tells the peer we are
+            // done even if a forked child still holds a copy; the raw close
+            // syscall bypasses the probe's own `close` wrapper.
+            unsafe {
+                libc::shutdown(self.fd, libc::SHUT_WR);
+                libc::syscall(libc::SYS_close, self.fd);
+            }
+            self.fd = -1;
+        }
+    }
+
+    fn fd(&self) -> Option<RawFd> {
+        (self.fd >= 0).then_some(self.fd)
+    }
+}
