@@ -1,1 +1,136 @@
-//! Listeners and per-connection readers that turn probe streams into decoded frames.
+//! The receiving end of probe streams: listeners on Unix and TCP sockets,
+//! one reader thread per connection, and a [`Sink`] that gets every decoded
+//! frame.
+//!
+//! A server binds a [`Listener`] to the address the probes are given in
+//! `HARK_ADDR`, and [`serve`](Listener::serve)s it with its own [`Sink`]. Each
+//! connection is read on its own thread with [`hark_wire::FrameReader`]; the
+//! sink hears, in this order and from that thread only:
+//! [`on_hello`](Sink::on_hello) once, [`on_frame`](Sink::on_frame) for every
+//! later frame, and [`on_close`](Sink::on_close) once, with how the stream
+//! ended. A malformed stream closes only its own connection, with the reason.
+//!
+//! For tests, [`collect`] gathers whole streams into owned values:
+//!
+//! ```
+//! use hark_transport::collect;
+//! use hark_wire::{ClockSource, End, EndReason, Hello};
+//! use std::io::Write;
+//!
+//! let dir = std::env::temp_dir().join(format!("hark-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir).unwrap();
+//! let addr = format!("unix:{}", dir.join("s").display());
+//! let collector = collect::serve_collect(&addr).unwrap();
+//!
+//! // What a probe would send.
+//! let mut bytes = Vec::new();
+//! Hello { program: "demo".into(), argv: vec!["demo".into()], host: "h".into(), pid: 1,
+//!         rank: -1, size: -1, job: "j".into(), clock: ClockSource::Monotonic,
+//!         clock_ns: 0, realtime_ns: 0, pack_size: 1 << 20 }.encode(&mut bytes);
+//! End { events_written: 0, events_dropped: 0, packs_sent: 0, reason: EndReason::Exit }
+//!     .encode(&mut bytes);
+//! let mut s = std::os::unix::net::UnixStream::connect(dir.join("s")).unwrap();
+//! s.write_all(&bytes).unwrap();
+//! drop(s);
+//!
+//! let streams = collector.wait_closed(1, std::time::Duration::from_secs(10)).unwrap();
+//! assert_eq!(streams[0].hello.program, "demo");
+//! assert!(streams[0].is_clean());
+//! ```
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod collect;
+mod error;
+mod listen;
+
+pub use error::{Error, ErrorKind};
+pub use listen::{Listener, Server};
+
+use hark_wire::{Frame, Hello};
+
+/// Identifies one accepted connection for the life of a [`Server`]
+/// (numbered from 0 in order of acceptance).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConnId(pub u64);
+
+impl std::fmt::Display for ConnId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "connection {}", self.0)
+    }
+}
+
+/// How a connection's stream ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Closed {
+    /// The `End` frame arrived (it was passed to [`Sink::on_frame`]), then
+    /// the connection closed. The only outcome with complete totals.
+    Clean,
+    /// The connection closed between frames without an `End` frame: the
+    /// process died, was killed, or exited without running its destructors
+    /// (`_exit`, a signal), or its probe gave up draining.
+    NoEnd,
+    /// The stream was unreadable: malformed, truncated inside a frame, out
+    /// of order (no `Hello` first, frames after `End`), or a read failed.
+    /// The text says what and where; frames before it were delivered.
+    Broken(String),
+}
+
+/// What a server does with decoded frames.
+///
+/// Each connection calls its sink from its own reader thread, so calls for
+/// one connection are sequential and in stream order, while different
+/// connections call concurrently. A sink that blocks slows only its own
+/// connection's reader, which is how back-pressure reaches that probe.
+pub trait Sink: Send + Sync {
+    /// The stream's first frame. `clock_offset_ns` is this server's
+    /// `CLOCK_REALTIME` when the frame was read minus the probe's
+    /// `hello.realtime_ns`: the one-way delay plus the difference of the two
+    /// hosts' clocks (see [`ClockMap`]). Called at most once per connection,
+    /// before any [`on_frame`](Sink::on_frame); a connection that closes
+    /// before its `Hello` gets only [`on_close`](Sink::on_close).
+    fn on_hello(&self, conn: ConnId, hello: &Hello, clock_offset_ns: i64);
+
+    /// Every frame after the `Hello`: definitions, rank, packs (whose events
+    /// borrow the reader's buffer: copy what you keep) and the final `End`.
+    fn on_frame(&self, conn: ConnId, frame: Frame<'_>);
+
+    /// Called exactly once per accepted connection, last, with how it ended.
+    fn on_close(&self, conn: ConnId, outcome: Closed);
+}
+
+/// Maps a stream's timestamps onto the server's `CLOCK_REALTIME`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockMap {
+    /// `hello.clock_ns`: the probe clock at the reference instant.
+    pub clock_ns: u64,
+    /// `hello.realtime_ns`: the probe host's realtime at that instant.
+    pub realtime_ns: u64,
+    /// The connection's `clock_offset_ns`.
+    pub offset_ns: i64,
+}
+
+impl ClockMap {
+    /// The mapping for a stream that began with `hello`.
+    pub fn new(hello: &Hello, offset_ns: i64) -> ClockMap {
+        ClockMap {
+            clock_ns: hello.clock_ns,
+            realtime_ns: hello.realtime_ns,
+            offset_ns,
+        }
+    }
+
+    /// Nanoseconds since the epoch on the probe host's realtime clock.
+    pub fn host_realtime(&self, t: u64) -> i64 {
+        t as i64 - self.clock_ns as i64 + self.realtime_ns as i64
+    }
+
+    /// Nanoseconds since the epoch on the server's clock, trusting the
+    /// handshake's offset: the host's realtime plus `offset_ns`. This is
+    /// late by the one-way delay of the `Hello`, tens of microseconds on
+    /// one host, and is the right choice only when hosts' clocks disagree by
+    /// more than that (no NTP).
+    pub fn server_realtime(&self, t: u64) -> i64 {
+        self.host_realtime(t) + self.offset_ns
+    }
+}

@@ -1,0 +1,286 @@
+//! Listening, accepting, and the per-connection reader loop.
+
+use std::io::{BufReader, Read};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use hark_wire::{Frame, FrameReader};
+
+use crate::error::{Error, ErrorKind};
+use crate::{Closed, ConnId, Sink};
+
+enum Socket {
+    Unix(UnixListener, PathBuf),
+    Tcp(TcpListener),
+}
+
+/// A bound listening socket, not yet accepting.
+pub struct Listener {
+    socket: Socket,
+    addr: String,
+}
+
+impl Listener {
+    /// Binds `unix:/path` or `tcp:host:port` (port 0 picks a free one; see
+    /// [`addr`](Listener::addr)). A stale Unix socket file left by a dead
+    /// server is replaced; one a live server answers on is an error.
+    pub fn bind(addr: &str) -> Result<Listener, Error> {
+        let bind_err = |source| {
+            Error::new(ErrorKind::Bind {
+                addr: addr.to_string(),
+                source,
+            })
+        };
+        if let Some(path) = addr.strip_prefix("unix:") {
+            let path = PathBuf::from(path);
+            if path.exists() {
+                if UnixStream::connect(&path).is_ok() {
+                    return Err(Error::new(ErrorKind::InUse(addr.to_string())));
+                }
+                let _ = std::fs::remove_file(&path);
+            }
+            let l = UnixListener::bind(&path).map_err(bind_err)?;
+            Ok(Listener {
+                socket: Socket::Unix(l, path),
+                addr: addr.to_string(),
+            })
+        } else if let Some(hostport) = addr.strip_prefix("tcp:") {
+            let l = TcpListener::bind(hostport).map_err(bind_err)?;
+            let local = l.local_addr().map_err(bind_err)?;
+            Ok(Listener {
+                socket: Socket::Tcp(l),
+                addr: format!("tcp:{local}"),
+            })
+        } else {
+            Err(Error::new(ErrorKind::BadAddress(addr.to_string())))
+        }
+    }
+
+    /// The address probes should be given (`HARK_ADDR`), with the actual
+    /// port for TCP.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Starts accepting on a background thread; each connection gets its own
+    /// reader thread feeding `sink`.
+    pub fn serve(self, sink: Arc<dyn Sink>) -> Server {
+        let shared = Arc::new(Shared {
+            stopping: AtomicBool::new(false),
+            next: AtomicU64::new(0),
+            readers: Mutex::new(Vec::new()),
+            live: Mutex::new(Vec::new()),
+        });
+        let addr = self.addr.clone();
+        let path = match &self.socket {
+            Socket::Unix(_, p) => Some(p.clone()),
+            Socket::Tcp(_) => None,
+        };
+        let sh = shared.clone();
+        let accept = std::thread::Builder::new()
+            .name("hark-accept".into())
+            .spawn(move || accept_loop(self.socket, sh, sink))
+            .expect("spawning the accept thread");
+        Server {
+            addr,
+            path,
+            shared,
+            accept: Some(accept),
+        }
+    }
+}
+
+struct Shared {
+    stopping: AtomicBool,
+    next: AtomicU64,
+    readers: Mutex<Vec<JoinHandle<()>>>,
+    // Descriptors of open connections, for `Server::abort`.
+    live: Mutex<Vec<(u64, i32)>>,
+}
+
+fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
+    loop {
+        let (conn, fd): (Box<dyn Read + Send>, i32) = match &socket {
+            Socket::Unix(l, _) => match l.accept() {
+                Ok((s, _)) => {
+                    let fd = s.as_raw_fd();
+                    (Box::new(s), fd)
+                }
+                Err(_) => continue,
+            },
+            Socket::Tcp(l) => match l.accept() {
+                Ok((s, _)) => {
+                    let _ = s.set_nodelay(true);
+                    let fd = s.as_raw_fd();
+                    (Box::new(s), fd)
+                }
+                Err(_) => continue,
+            },
+        };
+        if shared.stopping.load(Ordering::Acquire) {
+            return;
+        }
+        let id = shared.next.fetch_add(1, Ordering::Relaxed);
+        shared.live.lock().unwrap().push((id, fd));
+        let sink = sink.clone();
+        let sh = shared.clone();
+        let reader = std::thread::Builder::new()
+            .name(format!("hark-conn-{id}"))
+            .spawn(move || {
+                read_stream(ConnId(id), conn, &*sink, &sh);
+            });
+        match reader {
+            Ok(h) => shared.readers.lock().unwrap().push(h),
+            Err(e) => eprintln!("hark: cannot start a reader thread for connection {id}: {e}"),
+        }
+    }
+}
+
+fn read_stream(conn: ConnId, stream: Box<dyn Read + Send>, sink: &dyn Sink, shared: &Shared) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        read_frames(conn, stream, sink, shared)
+    }))
+    .unwrap_or_else(|_| Closed::Broken("the sink panicked while handling this stream".into()));
+    shared.live.lock().unwrap().retain(|(c, _)| *c != conn.0);
+    sink.on_close(conn, outcome);
+}
+
+fn read_frames(
+    conn: ConnId,
+    mut stream: Box<dyn Read + Send>,
+    sink: &dyn Sink,
+    shared: &Shared,
+) -> Closed {
+    let outcome = read_all(conn, &mut *stream, sink);
+    // Unregister before the stream (and its descriptor) is dropped, so that
+    // `abort_connections` never touches a reused descriptor.
+    shared.live.lock().unwrap().retain(|(c, _)| *c != conn.0);
+    outcome
+}
+
+fn read_all(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) -> Closed {
+    let mut reader = FrameReader::new(BufReader::with_capacity(1 << 16, stream));
+    match reader.next_frame() {
+        Ok(Some(Frame::Hello(hello))) => {
+            let offset = realtime_ns() as i64 - hello.realtime_ns as i64;
+            sink.on_hello(conn, &hello, offset);
+        }
+        Ok(Some(other)) => {
+            return Closed::Broken(format!(
+                "the stream starts with a {} frame instead of Hello",
+                frame_name(&other)
+            ))
+        }
+        Ok(None) => return Closed::NoEnd,
+        Err(e) => return Closed::Broken(e.to_string()),
+    }
+    let mut ended = false;
+    loop {
+        let at = reader.offset();
+        match reader.next_frame() {
+            Ok(None) if ended => return Closed::Clean,
+            Ok(None) => return Closed::NoEnd,
+            Ok(Some(f)) if ended => {
+                return Closed::Broken(format!(
+                    "a {} frame at byte {at} follows the End frame",
+                    frame_name(&f)
+                ))
+            }
+            Ok(Some(Frame::Hello(_))) => {
+                return Closed::Broken(format!("a second Hello frame at byte {at}"))
+            }
+            Ok(Some(f)) => {
+                ended = matches!(f, Frame::End(_));
+                sink.on_frame(conn, f);
+            }
+            Err(e) => return Closed::Broken(format!("{e} (frame at byte {at})")),
+        }
+    }
+}
+
+fn frame_name(f: &Frame<'_>) -> &'static str {
+    match f {
+        Frame::Hello(_) => "Hello",
+        Frame::Rank(_) => "Rank",
+        Frame::Defs(_) => "Defs",
+        Frame::Pack { .. } => "Pack",
+        Frame::End(_) => "End",
+    }
+}
+
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// A listener being served. Dropping it stops accepting (open connections
+/// are read to their end) and removes the Unix socket file.
+pub struct Server {
+    addr: String,
+    path: Option<PathBuf>,
+    shared: Arc<Shared>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// The address probes should be given (`HARK_ADDR`).
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.shared.next.load(Ordering::Relaxed)
+    }
+
+    /// Stops accepting and waits until every open connection has closed
+    /// and its sink has heard `on_close`.
+    pub fn shutdown(mut self) {
+        self.stop_accepting();
+        let readers = std::mem::take(&mut *self.shared.readers.lock().unwrap());
+        for r in readers {
+            let _ = r.join();
+        }
+    }
+
+    /// Cuts every open connection at once, as a crashing server would; their
+    /// probes see their next write fail. Keeps accepting.
+    pub fn abort_connections(&self) {
+        for (_, fd) in self.shared.live.lock().unwrap().iter() {
+            // SAFETY: shutdown on a descriptor the reader still owns only
+            // ends its traffic; the reader closes it.
+            unsafe { libc::shutdown(*fd, libc::SHUT_RDWR) };
+        }
+    }
+
+    fn stop_accepting(&mut self) {
+        let Some(accept) = self.accept.take() else {
+            return;
+        };
+        self.shared.stopping.store(true, Ordering::Release);
+        // Wake the accept thread with a connection of our own.
+        match &self.path {
+            Some(p) => drop(UnixStream::connect(p)),
+            None => drop(TcpStream::connect(
+                self.addr.trim_start_matches("tcp:").to_string(),
+            )),
+        }
+        let _ = accept.join();
+        if let Some(p) = &self.path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop_accepting();
+    }
+}
