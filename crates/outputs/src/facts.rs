@@ -1,0 +1,206 @@
+//! Quantities derived from the model that more than one output shows: the
+//! functions ranked by time, the heaviest pairs, I/O totals, the accounting
+//! line. Computing them here once keeps the summary and the report agreeing.
+
+use crate::units;
+use hark_model::{Accounting, Program, Run, Spread};
+
+/// One MPI function of a program, totalled over ranks.
+pub(crate) struct FunctionRow<'a> {
+    pub name: &'a str,
+    pub calls: u64,
+    pub bytes: u64,
+    pub time_ns: u64,
+    /// Time per rank across ranks (computed from the per-rank times, so it
+    /// holds whatever the server filled in `time_across_ranks`).
+    pub spread: Spread,
+    /// Mean time of one call, in ns.
+    pub mean_call_ns: f64,
+}
+
+/// The program's MPI functions, longest total time first (ties by name).
+pub(crate) fn functions_by_time(p: &Program) -> Vec<FunctionRow<'_>> {
+    let mut rows: Vec<FunctionRow<'_>> = p
+        .mpi
+        .iter()
+        .map(|(name, f)| {
+            let calls = f.calls.iter().sum::<u64>();
+            let time_ns = f.time_ns.iter().sum::<u64>();
+            let per_rank: Vec<f64> = f.time_ns.iter().map(|&t| t as f64).collect();
+            FunctionRow {
+                name,
+                calls,
+                bytes: f.bytes.iter().sum(),
+                time_ns,
+                spread: Spread::of(&per_rank),
+                mean_call_ns: if calls == 0 {
+                    0.0
+                } else {
+                    time_ns as f64 / calls as f64
+                },
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.name.cmp(b.name)));
+    rows
+}
+
+/// Traffic from one rank to another.
+pub(crate) struct Pair {
+    pub from: usize,
+    pub to: usize,
+    pub messages: u64,
+    pub bytes: u64,
+}
+
+/// The `n` pairs that moved the most bytes (then messages), heaviest first.
+pub(crate) fn heaviest_pairs(p: &Program, n: usize) -> Vec<Pair> {
+    let mut pairs = Vec::new();
+    for (from, row) in p.p2p.messages.iter().enumerate() {
+        for (to, &messages) in row.iter().enumerate() {
+            let bytes = cell(&p.p2p.bytes, from, to);
+            if messages > 0 || bytes > 0 {
+                pairs.push(Pair {
+                    from,
+                    to,
+                    messages,
+                    bytes,
+                });
+            }
+        }
+    }
+    pairs.sort_by(|a, b| {
+        (b.bytes, b.messages, a.from, a.to).cmp(&(a.bytes, a.messages, b.from, b.to))
+    });
+    pairs.truncate(n);
+    pairs
+}
+
+/// `m[i][j]`, or 0 where the matrix is smaller than expected.
+pub(crate) fn cell(m: &[Vec<u64>], i: usize, j: usize) -> u64 {
+    m.get(i).and_then(|r| r.get(j)).copied().unwrap_or(0)
+}
+
+/// A program's I/O over all files and ranks.
+#[derive(Default)]
+pub(crate) struct IoTotals {
+    pub files: usize,
+    pub calls: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub time_ns: u64,
+}
+
+pub(crate) fn io_totals(p: &Program) -> IoTotals {
+    let mut t = IoTotals {
+        files: p.io.files.len(),
+        ..IoTotals::default()
+    };
+    for f in &p.io.files {
+        t.read_bytes += f.read_bytes.iter().sum::<u64>();
+        t.write_bytes += f.write_bytes.iter().sum::<u64>();
+        for op in f.ops.values() {
+            t.calls += op.calls;
+            t.time_ns += op.time_ns;
+        }
+    }
+    t
+}
+
+/// Time in MPI over all ranks, and the ranks' wall time over all ranks.
+pub(crate) fn mpi_and_wall(p: &Program) -> (u64, u64) {
+    (p.mpi_time_ns.iter().sum(), p.rank_wall_ns.iter().sum())
+}
+
+/// Share of each rank's wall time spent in MPI, in percent.
+pub(crate) fn mpi_percent_per_rank(p: &Program) -> Vec<f64> {
+    (0..p.ranks)
+        .map(|r| {
+            let mpi = p.mpi_time_ns.get(r).copied().unwrap_or(0) as f64;
+            let wall = p.rank_wall_ns.get(r).copied().unwrap_or(0) as f64;
+            if wall > 0.0 {
+                100.0 * mpi / wall
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// Events recorded but never analysed, whatever the reason. The probe
+/// counts dropped events among those it recorded, so this is
+/// `written - analysed`; [`lost_detail`] splits it by where it happened.
+pub(crate) fn lost(a: &Accounting) -> u64 {
+    a.events_written.saturating_sub(a.events_analysed)
+}
+
+/// Where the lost events went, empty when none were lost.
+pub(crate) fn lost_detail(a: &Accounting) -> Vec<String> {
+    let mut parts = Vec::new();
+    if a.events_dropped > 0 {
+        parts.push(format!(
+            "{} dropped by the probes",
+            units::count(a.events_dropped)
+        ));
+    }
+    let sent = a.events_written.saturating_sub(a.events_dropped);
+    let in_transit = sent.saturating_sub(a.events_received);
+    if in_transit > 0 {
+        parts.push(format!(
+            "{} never reached the server",
+            units::count(in_transit)
+        ));
+    }
+    let unanalysed = a.events_received.saturating_sub(a.events_analysed);
+    if unanalysed > 0 {
+        parts.push(format!(
+            "{} received but not analysed",
+            units::count(unanalysed)
+        ));
+    }
+    parts
+}
+
+/// "N events, M lost", with the reasons when M is not 0.
+pub(crate) fn accounting_line(a: &Accounting) -> String {
+    let mut line = format!(
+        "{} events, {} lost",
+        units::count(a.events_written),
+        units::count(lost(a))
+    );
+    let detail = lost_detail(a);
+    if !detail.is_empty() {
+        line.push_str(&format!(" ({})", detail.join(", ")));
+    }
+    line
+}
+
+/// Each partial rank as `program rank r (world w, host h, pid p)`.
+pub(crate) fn partial_ranks(run: &Run) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in &run.programs {
+        for (r, info) in p.rank_info.iter().enumerate() {
+            if info.partial {
+                out.push(format!(
+                    "{} rank {r} (world rank {}, host {}, pid {})",
+                    p.name, info.world_rank, info.host, info.pid
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Sum of a program's events over its ranks' accounting.
+pub(crate) fn program_accounting(p: &Program) -> Accounting {
+    let mut a = Accounting::default();
+    for info in &p.rank_info {
+        let r = &info.accounting;
+        a.events_written += r.events_written;
+        a.events_received += r.events_received;
+        a.events_analysed += r.events_analysed;
+        a.events_dropped += r.events_dropped;
+        a.partial_ranks += u64::from(info.partial);
+    }
+    a
+}

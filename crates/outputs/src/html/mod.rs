@@ -1,0 +1,865 @@
+//! `report.html`: one self-contained page, a chapter per program.
+//!
+//! Each chapter holds an overview (ranks, wall time, MPI share, events),
+//! the MPI profile as a table sortable by any column, the point-to-point
+//! matrices as heatmaps, the topology as a graph (laid out by Graphviz's
+//! `dot` when it is installed, drawn on a circle by Hark otherwise), a
+//! density map of per-rank metrics, collectives, metrics over time, I/O,
+//! regions and counters, and the per-rank accounting.
+//!
+//! The page works offline: styles, the small sorting script and every
+//! picture are inline; nothing is fetched. Every piece of text that comes
+//! from the measured program (names, paths, command lines, hosts) passes
+//! through [`esc`]. When its script has run to the end the page marks
+//! `<body data-ready="1">`, which the browser test checks.
+
+mod svg;
+
+use crate::facts::{self, cell};
+use crate::units::{bytes, count, duration, percent};
+use crate::{dot, Error, Output};
+use hark_model::{Program, Run, Spread};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The file name inside a run directory.
+pub const FILE_NAME: &str = "report.html";
+
+/// How the report is drawn.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Lay out topology graphs with Graphviz's `dot` when it is on `PATH`
+    /// (else Hark draws them itself).
+    pub graphviz: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { graphviz: true }
+    }
+}
+
+/// Escapes text for HTML element content and attribute values alike.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            // Control characters other than whitespace are not allowed in
+            // HTML text; show where they were.
+            c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The report for `run`, as one HTML document.
+pub fn render(run: &Run, options: &Options) -> String {
+    let mut h = String::with_capacity(64 << 10);
+    let names: Vec<&str> = run.programs.iter().map(|p| p.name.as_str()).collect();
+    let _ = writeln!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"generator\" content=\"Hark {}\">\n<title>Hark report: {}</title>\n\
+         <style>{STYLE}</style>\n</head>\n<body>",
+        esc(&run.hark_version),
+        esc(&names.join(", "))
+    );
+    header(&mut h, run);
+    h.push_str("<main>\n");
+    for (k, p) in run.programs.iter().enumerate() {
+        chapter(&mut h, k, p, options);
+    }
+    h.push_str("</main>\n");
+    let _ = writeln!(
+        h,
+        "<footer>Made by Hark {} · {}</footer>\n<script>{SCRIPT}</script>\n</body>\n</html>",
+        esc(&run.hark_version),
+        esc(&facts::accounting_line(&run.accounting))
+    );
+    h
+}
+
+fn header(h: &mut String, run: &Run) {
+    let ranks: usize = run.programs.iter().map(|p| p.ranks).sum();
+    let lost = facts::lost(&run.accounting);
+    let _ = writeln!(
+        h,
+        "<header>\n<h1>Hark report</h1>\n<p class=\"meta\">{} program{}, {} rank{} · {}</p>",
+        run.programs.len(),
+        if run.programs.len() == 1 { "" } else { "s" },
+        ranks,
+        if ranks == 1 { "" } else { "s" },
+        esc(&facts::accounting_line(&run.accounting)),
+    );
+    if lost > 0 {
+        let _ = writeln!(
+            h,
+            "<p class=\"warn\">Some events were lost: the numbers below miss them. {}</p>",
+            esc(&facts::lost_detail(&run.accounting).join("; "))
+        );
+    }
+    let partial = facts::partial_ranks(run);
+    if !partial.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p class=\"warn\">Ranks whose stream ended without its end record (killed or crashed): {}</p>",
+            esc(&partial.join("; "))
+        );
+    }
+    h.push_str("<table class=\"programs\"><thead><tr><th>Program</th><th>Ranks</th><th>Wall time</th><th>MPI share</th><th>Events</th></tr></thead><tbody>\n");
+    for (k, p) in run.programs.iter().enumerate() {
+        let (mpi, wall) = facts::mpi_and_wall(p);
+        let acc = facts::program_accounting(p);
+        let _ = writeln!(
+            h,
+            "<tr><td><a href=\"#p{k}\">{}. {}</a></td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            k + 1,
+            esc(&p.name),
+            p.ranks,
+            duration(p.wall_ns as f64),
+            percent(mpi as f64, wall as f64),
+            count(acc.events_written),
+        );
+    }
+    h.push_str("</tbody></table>\n</header>\n");
+}
+
+/// The sections of a chapter, in order: anchor suffix and heading.
+const SECTIONS: [(&str, &str); 11] = [
+    ("overview", "Overview"),
+    ("mpi", "MPI profile"),
+    ("p2p", "Point-to-point"),
+    ("topology", "Topology"),
+    ("density", "Density maps"),
+    ("collectives", "Collectives"),
+    ("time", "Over time"),
+    ("io", "I/O"),
+    ("regions", "Regions and counters"),
+    ("ranks", "Ranks and accounting"),
+    ("diagnostics", "Diagnostics"),
+];
+
+fn chapter(h: &mut String, k: usize, p: &Program, options: &Options) {
+    let _ = write!(
+        h,
+        "<section class=\"chapter\" id=\"p{k}\">\n<h2>{}. {}</h2>\n<nav class=\"toc\">",
+        k + 1,
+        esc(&p.name)
+    );
+    for (id, title) in SECTIONS {
+        let _ = write!(h, "<a href=\"#p{k}-{id}\">{title}</a>");
+    }
+    h.push_str("</nav>\n");
+    for (id, title) in SECTIONS {
+        let _ = writeln!(h, "<h3 id=\"p{k}-{id}\">{title}</h3>");
+        match id {
+            "overview" => overview(h, p),
+            "mpi" => mpi_profile(h, p),
+            "p2p" => p2p(h, p),
+            "topology" => topology(h, p, options),
+            "density" => density(h, p),
+            "collectives" => collectives(h, p),
+            "time" => over_time(h, p),
+            "io" => io(h, p),
+            "regions" => regions(h, p),
+            "ranks" => ranks(h, p),
+            _ => diagnostics(h, p),
+        }
+    }
+    h.push_str("</section>\n");
+}
+
+fn card(h: &mut String, label: &str, value: &str) {
+    let _ = write!(
+        h,
+        "<div class=\"card\"><div class=\"label\">{}</div><div class=\"value\">{}</div></div>",
+        esc(label),
+        esc(value)
+    );
+}
+
+fn overview(h: &mut String, p: &Program) {
+    let (mpi, wall) = facts::mpi_and_wall(p);
+    let acc = facts::program_accounting(p);
+    let mut hosts: Vec<&str> = p.rank_info.iter().map(|r| r.host.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let io = facts::io_totals(p);
+    h.push_str("<div class=\"cards\">");
+    card(h, "Ranks", &p.ranks.to_string());
+    card(h, "Wall time", &duration(p.wall_ns as f64));
+    card(h, "Time in MPI", &percent(mpi as f64, wall as f64));
+    card(h, "Hosts", &hosts.len().to_string());
+    card(h, "I/O", &bytes(io.read_bytes + io.write_bytes));
+    card(h, "Events", &count(acc.events_written));
+    card(h, "Lost", &count(facts::lost(&acc)));
+    h.push_str("</div>\n");
+    if !p.command.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p>Command: <code>{}</code></p>",
+            esc(&p.command.join(" "))
+        );
+    }
+    if !hosts.is_empty() {
+        let _ = writeln!(h, "<p>Hosts: {}</p>", esc(&hosts.join(", ")));
+    }
+    if p.ranks > 0 && p.ranks <= 64 && p.rank_wall_ns.len() == p.ranks {
+        h.push_str("<figure>");
+        h.push_str(&svg::rank_bars(&p.rank_wall_ns, &p.mpi_time_ns, &duration));
+        h.push_str("<figcaption>Each rank's wall time, the part inside MPI coloured.</figcaption></figure>\n");
+    }
+}
+
+/// A numeric table cell sorted by `v`.
+fn num(h: &mut String, v: f64, text: &str) {
+    let _ = write!(h, "<td class=\"n\" data-v=\"{v}\">{}</td>", esc(text));
+}
+
+fn mpi_profile(h: &mut String, p: &Program) {
+    let rows = facts::functions_by_time(p);
+    if rows.is_empty() {
+        h.push_str("<p class=\"none\">No MPI calls were recorded.</p>\n");
+        return;
+    }
+    let (mpi_total, _) = facts::mpi_and_wall(p);
+    h.push_str(
+        "<p class=\"hint\">Click a column heading to sort. Times per rank are each rank's total in the function; imbalance is (max − mean) / max.</p>\n\
+         <div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>Function</th><th>Calls</th><th>Bytes</th><th>Time</th><th>% of MPI</th><th>Mean per call</th><th>Min per rank</th><th>Mean per rank</th><th>Max per rank</th><th>Imbalance</th></tr></thead><tbody>\n",
+    );
+    for r in &rows {
+        let _ = write!(h, "<tr><td>{}</td>", esc(r.name));
+        num(h, r.calls as f64, &count(r.calls));
+        num(h, r.bytes as f64, &bytes(r.bytes));
+        num(h, r.time_ns as f64, &duration(r.time_ns as f64));
+        let share = if mpi_total > 0 {
+            r.time_ns as f64 / mpi_total as f64
+        } else {
+            0.0
+        };
+        num(h, share, &percent(r.time_ns as f64, mpi_total as f64));
+        num(h, r.mean_call_ns, &duration(r.mean_call_ns));
+        spread_cells(h, &r.spread, &duration, true);
+        let imbalance = imbalance(&r.spread);
+        num(h, imbalance, &format!("{:.1} %", 100.0 * imbalance));
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</tbody></table></div>\n");
+}
+
+/// Cells for the smallest value (with its rank), optionally the mean, and
+/// the largest value (with its rank).
+fn spread_cells(h: &mut String, s: &Spread, fmt: &dyn Fn(f64) -> String, with_mean: bool) {
+    num(h, s.min, &format!("{} (rank {})", fmt(s.min), s.min_rank));
+    if with_mean {
+        num(h, s.mean, &fmt(s.mean));
+    }
+    num(h, s.max, &format!("{} (rank {})", fmt(s.max), s.max_rank));
+}
+
+fn imbalance(s: &Spread) -> f64 {
+    if s.max > 0.0 {
+        (s.max - s.mean) / s.max
+    } else {
+        0.0
+    }
+}
+
+/// A matrix to draw: its title, the matrix, how to print a value.
+type Heat<'a> = (&'a str, &'a Vec<Vec<u64>>, &'a dyn Fn(u64) -> String);
+
+/// How to print a value of a metric.
+type Format = Box<dyn Fn(f64) -> String>;
+
+fn p2p(h: &mut String, p: &Program) {
+    let total: u64 = p.p2p.messages.iter().flatten().sum();
+    if total == 0 {
+        h.push_str("<p class=\"none\">No point-to-point messages between ranks.</p>\n");
+        return;
+    }
+    let n = p.ranks;
+    h.push_str("<div class=\"figures\">");
+    let maps: [Heat<'_>; 3] = [
+        ("Messages", &p.p2p.messages, &count),
+        ("Bytes", &p.p2p.bytes, &bytes),
+        ("Time in sends", &p.p2p.time_ns, &|v| duration(v as f64)),
+    ];
+    for (title, m, fmt) in maps {
+        if m.iter().flatten().all(|&v| v == 0) {
+            continue;
+        }
+        let _ = write!(
+            h,
+            "<figure>{}<figcaption>{} from rank (row) to rank (column)</figcaption></figure>",
+            svg::heatmap(&format!("{}: {title}", p.name), m, n, fmt),
+            title
+        );
+    }
+    h.push_str("</div>\n");
+    let pairs = facts::heaviest_pairs(p, 10);
+    h.push_str("<div class=\"cols\"><div><h4>Heaviest pairs</h4><table class=\"sortable\"><thead><tr><th>From</th><th>To</th><th>Messages</th><th>Bytes</th></tr></thead><tbody>");
+    for pair in pairs {
+        h.push_str("<tr>");
+        num(h, pair.from as f64, &pair.from.to_string());
+        num(h, pair.to as f64, &pair.to.to_string());
+        num(h, pair.messages as f64, &count(pair.messages));
+        num(h, pair.bytes as f64, &bytes(pair.bytes));
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table></div>\n");
+    if !p.p2p.by_function.is_empty() {
+        h.push_str("<div><h4>By function</h4><table class=\"sortable\"><thead><tr><th>Function</th><th>Messages</th><th>Bytes</th><th>Time</th></tr></thead><tbody>");
+        for (name, m) in &p.p2p.by_function {
+            let msgs: u64 = m.messages.iter().flatten().sum();
+            let b: u64 = m.bytes.iter().flatten().sum();
+            let t: u64 = m.time_ns.iter().flatten().sum();
+            let _ = write!(h, "<tr><td>{}</td>", esc(name));
+            num(h, msgs as f64, &count(msgs));
+            num(h, b as f64, &bytes(b));
+            num(h, t as f64, &duration(t as f64));
+            h.push_str("</tr>");
+        }
+        h.push_str("</tbody></table></div>");
+    }
+    h.push_str("</div>\n");
+}
+
+/// Most edges drawn by Hark's own graph; the heaviest are kept.
+const MAX_DRAWN_EDGES: usize = 2000;
+/// Above this many edges Graphviz is not asked (its layout time grows fast).
+const MAX_GRAPHVIZ_EDGES: usize = 4000;
+
+fn topology(h: &mut String, p: &Program, options: &Options) {
+    let n = p.ranks;
+    let mut edges = Vec::new();
+    for i in 0..n {
+        for j in 0..n {
+            let m = cell(&p.p2p.messages, i, j);
+            let b = cell(&p.p2p.bytes, i, j);
+            if m > 0 || b > 0 {
+                edges.push(svg::Edge {
+                    from: i,
+                    to: j,
+                    weight: b.max(m),
+                    label: format!("{i} → {j}: {} messages, {}", count(m), bytes(b)),
+                });
+            }
+        }
+    }
+    if edges.is_empty() {
+        h.push_str("<p class=\"none\">No point-to-point traffic to draw.</p>\n");
+        return;
+    }
+    let drawn = if options.graphviz && edges.len() <= MAX_GRAPHVIZ_EDGES {
+        dot::to_svg(&dot::render(p))
+    } else {
+        None
+    };
+    match drawn {
+        Some(svg) => {
+            let _ = writeln!(
+                h,
+                "<figure class=\"graphviz\">{}<figcaption>Laid out by Graphviz from <code>topology/*.dot</code>. Edge width grows with bytes.</figcaption></figure>",
+                svg
+            );
+        }
+        None => {
+            edges.sort_by_key(|e| std::cmp::Reverse(e.weight));
+            let kept = edges.len().min(MAX_DRAWN_EDGES);
+            let note = if kept < edges.len() {
+                format!(" The {kept} heaviest of {} edges are shown.", edges.len())
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                h,
+                "<figure>{}<figcaption>Ranks on a circle; an arrow i → j for each pair that exchanged messages, wider and brighter for more bytes.{note}</figcaption></figure>",
+                svg::circle_graph(&format!("{}: topology", p.name), n, &edges[..kept])
+            );
+        }
+    }
+}
+
+fn density(h: &mut String, p: &Program) {
+    let n = p.ranks;
+    if n == 0 {
+        h.push_str("<p class=\"none\">No ranks.</p>\n");
+        return;
+    }
+    let per_rank = |f: &dyn Fn(usize) -> u64| (0..n).map(|r| f(r) as f64).collect::<Vec<f64>>();
+    let dur = || Box::new(|v: f64| duration(v)) as Box<dyn Fn(f64) -> String>;
+    let byt = || Box::new(|v: f64| bytes(v as u64)) as Box<dyn Fn(f64) -> String>;
+    let cnt = || Box::new(|v: f64| count(v as u64)) as Box<dyn Fn(f64) -> String>;
+    let mut cols = vec![
+        svg::Column {
+            name: "MPI share".into(),
+            values: facts::mpi_percent_per_rank(p),
+            fmt: Box::new(|v| format!("{v:.1} %")),
+        },
+        svg::Column {
+            name: "MPI time".into(),
+            values: per_rank(&|r| p.mpi_time_ns.get(r).copied().unwrap_or(0)),
+            fmt: dur(),
+        },
+        svg::Column {
+            name: "MPI calls".into(),
+            values: per_rank(&|r| {
+                p.mpi
+                    .values()
+                    .map(|f| f.calls.get(r).copied().unwrap_or(0))
+                    .sum()
+            }),
+            fmt: cnt(),
+        },
+        svg::Column {
+            name: "messages sent".into(),
+            values: per_rank(&|r| p.p2p.messages.get(r).map_or(0, |row| row.iter().sum())),
+            fmt: cnt(),
+        },
+        svg::Column {
+            name: "bytes sent".into(),
+            values: per_rank(&|r| p.p2p.bytes.get(r).map_or(0, |row| row.iter().sum())),
+            fmt: byt(),
+        },
+        svg::Column {
+            name: "bytes received".into(),
+            values: per_rank(&|r| (0..n).map(|i| cell(&p.p2p.bytes, i, r)).sum()),
+            fmt: byt(),
+        },
+        svg::Column {
+            name: "I/O bytes".into(),
+            values: per_rank(&|r| {
+                p.io.files
+                    .iter()
+                    .map(|f| {
+                        f.read_bytes.get(r).copied().unwrap_or(0)
+                            + f.write_bytes.get(r).copied().unwrap_or(0)
+                    })
+                    .sum()
+            }),
+            fmt: byt(),
+        },
+    ];
+    for f in facts::functions_by_time(p).iter().take(5) {
+        let prof = &p.mpi[f.name];
+        cols.push(svg::Column {
+            name: f.name.to_string(),
+            values: per_rank(&|r| prof.time_ns.get(r).copied().unwrap_or(0)),
+            fmt: dur(),
+        });
+    }
+    let _ = writeln!(
+        h,
+        "<figure>{}<figcaption>One row per rank; each column is coloured against its own largest value (hover for numbers).</figcaption></figure>",
+        svg::density(&format!("{}: per-rank metrics", p.name), n, &cols)
+    );
+    density_maps(h, p);
+}
+
+/// Most per-metric density maps drawn; the most imbalanced come first and
+/// the table below lists them all.
+const MAX_DENSITY_MAPS: usize = 12;
+
+fn density_maps(h: &mut String, p: &Program) {
+    if p.density.is_empty() {
+        return;
+    }
+    let mut maps: Vec<_> = p.density.iter().collect();
+    maps.sort_by(|a, b| b.1.imbalance.total_cmp(&a.1.imbalance).then(a.0.cmp(b.0)));
+    let _ = write!(
+        h,
+        "<h4>Density maps</h4><p class=\"hint\">Each metric on a grid of ranks (rank r at row r / columns, column r mod columns), most imbalanced first; imbalance is max / mean.</p>\n<div class=\"figures smalls\">"
+    );
+    for (name, map) in maps.iter().take(MAX_DENSITY_MAPS) {
+        let fmt = metric_format(name);
+        let _ = write!(
+            h,
+            "<figure>{}<figcaption><b>{}</b><br>max/mean {:.2} · max {} (rank {})</figcaption></figure>",
+            svg::density_grid(name, &map.values, map.columns, &|v| fmt(v as f64)),
+            esc(name),
+            map.imbalance,
+            esc(&fmt(map.spread.max)),
+            map.spread.max_rank
+        );
+    }
+    h.push_str("</div>\n<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>Metric</th><th>Min</th><th>Mean</th><th>Max</th><th>Max / mean</th></tr></thead><tbody>\n");
+    for (name, map) in &maps {
+        let fmt = metric_format(name);
+        let _ = write!(h, "<tr><td>{}</td>", esc(name));
+        spread_cells(h, &map.spread, &*fmt, true);
+        num(h, map.imbalance, &format!("{:.2}", map.imbalance));
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</tbody></table></div>\n");
+}
+
+/// How to print a metric named like `MPI_Send.time_ns`, `write.bytes` or
+/// `MPI_Send.calls`: by its unit suffix.
+fn metric_format(name: &str) -> Format {
+    if name.ends_with("_ns") {
+        Box::new(duration)
+    } else if name.ends_with("bytes") {
+        Box::new(|v| bytes(v as u64))
+    } else {
+        Box::new(|v| count(v.round() as u64))
+    }
+}
+
+fn diagnostics(h: &mut String, p: &Program) {
+    if p.diagnostics.is_empty() {
+        h.push_str("<p class=\"none\">The analyses noticed nothing unusual.</p>\n");
+        return;
+    }
+    h.push_str("<ul class=\"diagnostics\">");
+    for d in &p.diagnostics {
+        let _ = write!(h, "<li>{}</li>", esc(d));
+    }
+    h.push_str("</ul>\n");
+}
+
+fn members(m: &[i32]) -> String {
+    let contiguous = m.windows(2).all(|w| w[1] == w[0] + 1);
+    match (m.first(), m.last()) {
+        (Some(a), Some(b)) if contiguous && m.len() > 2 => format!("ranks {a}–{b}"),
+        _ if m.len() > 12 => {
+            let head: Vec<String> = m[..10].iter().map(i32::to_string).collect();
+            format!("ranks {}, … ({} in all)", head.join(", "), m.len())
+        }
+        _ => {
+            let all: Vec<String> = m.iter().map(i32::to_string).collect();
+            format!("ranks {}", all.join(", "))
+        }
+    }
+}
+
+fn collectives(h: &mut String, p: &Program) {
+    if p.collectives.iter().all(|c| c.functions.is_empty()) {
+        h.push_str("<p class=\"none\">No collective operations were recorded.</p>\n");
+        return;
+    }
+    h.push_str("<table class=\"sortable\"><thead><tr><th>Communicator</th><th>Size</th><th>Function</th><th>Calls</th><th>Bytes</th><th>Time</th></tr></thead><tbody>\n");
+    for c in &p.collectives {
+        for (name, t) in &c.functions {
+            let _ = write!(h, "<tr><td>{}</td>", esc(&members(&c.members)));
+            num(h, c.members.len() as f64, &c.members.len().to_string());
+            let _ = write!(h, "<td>{}</td>", esc(name));
+            num(h, t.calls as f64, &count(t.calls));
+            num(h, t.bytes as f64, &bytes(t.bytes));
+            num(h, t.time_ns as f64, &duration(t.time_ns as f64));
+            h.push_str("</tr>\n");
+        }
+    }
+    h.push_str("</tbody></table>\n");
+}
+
+fn over_time(h: &mut String, p: &Program) {
+    let ts = &p.timeslices;
+    if ts.metrics.is_empty() || ts.slice_ns == 0 {
+        h.push_str("<p class=\"none\">No time slices were recorded.</p>\n");
+        return;
+    }
+    let slices = ts
+        .metrics
+        .values()
+        .flatten()
+        .map(Vec::len)
+        .max()
+        .unwrap_or(0);
+    let _ = write!(
+        h,
+        "<p class=\"hint\">{} slices of {} each. The line is the mean over ranks, the band spans the lowest to the highest rank.</p>\n<div class=\"figures\">",
+        slices,
+        duration(ts.slice_ns as f64)
+    );
+    let end = duration((slices as u64 * ts.slice_ns) as f64);
+    for (name, per_rank) in &ts.metrics {
+        let slice = ts.slice_ns as f64;
+        let (series, fmt, title): (Vec<Vec<f64>>, Format, String) = if name.ends_with("time_ns") {
+            // Time in a slice reads best as the share of the slice.
+            (
+                per_rank
+                    .iter()
+                    .map(|r| r.iter().map(|&v| 100.0 * v as f64 / slice).collect())
+                    .collect(),
+                Box::new(|v| format!("{v:.0} %")),
+                format!("{name} (% of each slice)"),
+            )
+        } else if name.ends_with("bytes") {
+            (
+                to_f64(per_rank),
+                Box::new(|v| bytes(v as u64)),
+                format!("{name} (per slice)"),
+            )
+        } else {
+            (
+                to_f64(per_rank),
+                Box::new(|v| count(v.round() as u64)),
+                format!("{name} (per slice)"),
+            )
+        };
+        let _ = write!(
+            h,
+            "<figure>{}</figure>",
+            svg::spread_chart(&title, &series, &end, &*fmt)
+        );
+    }
+    h.push_str("</div>\n");
+}
+
+fn to_f64(m: &[Vec<u64>]) -> Vec<Vec<f64>> {
+    m.iter()
+        .map(|r| r.iter().map(|&v| v as f64).collect())
+        .collect()
+}
+
+fn io(h: &mut String, p: &Program) {
+    if p.io.files.is_empty() {
+        h.push_str("<p class=\"none\">No file I/O was recorded.</p>\n");
+        return;
+    }
+    let t = facts::io_totals(p);
+    let _ = writeln!(
+        h,
+        "<p>{} files, {} calls, {} read, {} written, {} in I/O calls.</p>",
+        t.files,
+        count(t.calls),
+        bytes(t.read_bytes),
+        bytes(t.write_bytes),
+        duration(t.time_ns as f64)
+    );
+    h.push_str("<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>File</th><th>Ranks</th><th>Read</th><th>Written</th><th>Calls</th><th>Time</th><th>Operations</th></tr></thead><tbody>\n");
+    for f in &p.io.files {
+        let ranks = (0..p.ranks)
+            .filter(|&r| {
+                f.read_bytes.get(r).copied().unwrap_or(0)
+                    + f.write_bytes.get(r).copied().unwrap_or(0)
+                    > 0
+            })
+            .count();
+        let read: u64 = f.read_bytes.iter().sum();
+        let written: u64 = f.write_bytes.iter().sum();
+        let calls: u64 = f.ops.values().map(|o| o.calls).sum();
+        let time: u64 = f.ops.values().map(|o| o.time_ns).sum();
+        let ops: Vec<String> = f
+            .ops
+            .iter()
+            .map(|(name, o)| format!("{name} ×{}", count(o.calls)))
+            .collect();
+        let _ = write!(h, "<tr><td class=\"path\">{}</td>", esc(&f.path));
+        num(h, ranks as f64, &ranks.to_string());
+        num(h, read as f64, &bytes(read));
+        num(h, written as f64, &bytes(written));
+        num(h, calls as f64, &count(calls));
+        num(h, time as f64, &duration(time as f64));
+        let _ = writeln!(h, "<td>{}</td></tr>", esc(&ops.join(", ")));
+    }
+    h.push_str("</tbody></table></div>\n");
+}
+
+fn regions(h: &mut String, p: &Program) {
+    let r = &p.regions;
+    if r.paths.is_empty() && r.counters.is_empty() {
+        h.push_str("<p class=\"none\">No user regions or counters (see <code>hark.h</code> to add some).</p>\n");
+        return;
+    }
+    if !r.paths.is_empty() {
+        h.push_str("<table class=\"sortable\"><thead><tr><th>Region</th><th>Calls</th><th>Inclusive</th><th>Exclusive</th><th>Inclusive min per rank</th><th>Inclusive max per rank</th><th>Imbalance</th></tr></thead><tbody>\n");
+        for (path, prof) in &r.paths {
+            let depth = path.matches('/').count();
+            let calls: u64 = prof.calls.iter().sum();
+            let inc: u64 = prof.inclusive_ns.iter().sum();
+            let exc: u64 = prof.exclusive_ns.iter().sum();
+            let spread = Spread::of(
+                &prof
+                    .inclusive_ns
+                    .iter()
+                    .map(|&v| v as f64)
+                    .collect::<Vec<_>>(),
+            );
+            let _ = write!(
+                h,
+                "<tr><td style=\"padding-left:{}em\">{}</td>",
+                0.4 + 1.2 * depth as f64,
+                esc(path)
+            );
+            num(h, calls as f64, &count(calls));
+            num(h, inc as f64, &duration(inc as f64));
+            num(h, exc as f64, &duration(exc as f64));
+            spread_cells(h, &spread, &duration, false);
+            let imb = imbalance(&spread);
+            num(h, imb, &format!("{:.1} %", 100.0 * imb));
+            h.push_str("</tr>\n");
+        }
+        h.push_str("</tbody></table>\n");
+    }
+    if !r.counters.is_empty() {
+        h.push_str("<h4>Counters</h4><table class=\"sortable\"><thead><tr><th>Counter</th><th>Values</th><th>Min</th><th>Mean</th><th>Max</th></tr></thead><tbody>\n");
+        for (name, c) in &r.counters {
+            let _ = write!(h, "<tr><td>{}</td>", esc(name));
+            num(h, c.count as f64, &count(c.count));
+            num(h, c.min as f64, &c.min.to_string());
+            num(h, c.mean, &format!("{:.2}", c.mean));
+            num(h, c.max as f64, &c.max.to_string());
+            h.push_str("</tr>\n");
+        }
+        h.push_str("</tbody></table>\n");
+    }
+}
+
+fn ranks(h: &mut String, p: &Program) {
+    let acc = facts::program_accounting(p);
+    let _ = writeln!(h, "<p>{}.</p>", esc(&facts::accounting_line(&acc)));
+    h.push_str("<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>Rank</th><th>World rank</th><th>Host</th><th>PID</th><th>Wall</th><th>MPI</th><th>Events written</th><th>Received</th><th>Analysed</th><th>Dropped</th><th>Stream</th></tr></thead><tbody>\n");
+    for (r, info) in p.rank_info.iter().enumerate() {
+        let a = &info.accounting;
+        h.push_str("<tr>");
+        num(h, r as f64, &r.to_string());
+        num(h, info.world_rank as f64, &info.world_rank.to_string());
+        let _ = write!(h, "<td>{}</td>", esc(&info.host));
+        num(h, info.pid as f64, &info.pid.to_string());
+        let wall = p.rank_wall_ns.get(r).copied().unwrap_or(0);
+        let mpi = p.mpi_time_ns.get(r).copied().unwrap_or(0);
+        num(h, wall as f64, &duration(wall as f64));
+        num(h, mpi as f64, &duration(mpi as f64));
+        num(h, a.events_written as f64, &count(a.events_written));
+        num(h, a.events_received as f64, &count(a.events_received));
+        num(h, a.events_analysed as f64, &count(a.events_analysed));
+        num(h, a.events_dropped as f64, &count(a.events_dropped));
+        if info.partial {
+            h.push_str("<td class=\"bad\">partial (no end record)</td>");
+        } else {
+            h.push_str("<td>complete</td>");
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</tbody></table></div>\n");
+}
+
+const STYLE: &str = r#"
+:root{--ink:#1d2733;--muted:#5b6775;--line:#d9dee5;--accent:#2f5d8a;--soft:#f5f7fa;--mpi:#3b528b;--comp:#c9d3df}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:var(--ink);background:#fff}
+header,main,footer{max-width:1280px;margin:0 auto;padding:0 24px}
+header{padding-top:18px;border-bottom:1px solid var(--line);padding-bottom:12px}
+h1{font-size:24px;margin:0 0 4px}
+h2{font-size:21px;margin:28px 0 6px;padding-top:14px;border-top:3px solid var(--accent)}
+h3{font-size:16px;margin:22px 0 8px;color:var(--accent)}
+h4{font-size:14px;margin:10px 0 6px}
+.meta,.hint,figcaption,footer{color:var(--muted)}
+.hint{font-size:12.5px;margin:4px 0}
+.warn{background:#fff4e5;border-left:4px solid #e8912d;padding:6px 10px}
+.none{color:var(--muted);font-style:italic}
+code{font:12.5px ui-monospace,Menlo,Consolas,monospace;background:var(--soft);padding:1px 4px;border-radius:3px;word-break:break-all}
+.toc{display:flex;flex-wrap:wrap;gap:6px 14px;font-size:13px;margin:4px 0 8px}
+a{color:var(--accent);text-decoration:none}a:hover{text-decoration:underline}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:6px 0 10px}
+.card{border:1px solid var(--line);border-radius:6px;padding:8px 14px;min-width:120px;background:var(--soft)}
+.card .label{font-size:12px;color:var(--muted)}.card .value{font-size:20px;font-weight:600}
+table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}
+th,td{border-bottom:1px solid var(--line);padding:4px 10px;text-align:left;vertical-align:top}
+th{background:var(--soft);font-weight:600;white-space:nowrap}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.path{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;word-break:break-all}
+td.bad{color:#b3261e;font-weight:600}
+table.sortable th{cursor:pointer;user-select:none}
+table.sortable th[aria-sort=ascending]::after{content:" ▲";font-size:10px}
+table.sortable th[aria-sort=descending]::after{content:" ▼";font-size:10px}
+tbody tr:hover{background:#f0f4f9}
+.scroll{overflow-x:auto}
+.figures,.cols{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
+figure{margin:6px 0}
+figcaption{font-size:12px;max-width:520px}
+.smalls figcaption{max-width:170px;word-break:break-all}
+svg{display:block;max-width:100%;height:auto}
+svg text{font-family:system-ui,Helvetica,Arial,sans-serif}
+svg .tick{font-size:10px;fill:#5b6775}svg .axis{font-size:11px;fill:#5b6775}
+svg .cell{font-size:9px}
+svg .charttitle{font-size:12px;font-weight:600;fill:#1d2733}
+svg .axisline{stroke:#9aa5b1;stroke-width:1}
+svg .band{fill:#21918c;fill-opacity:.22;stroke:none}
+svg .line{fill:none;stroke:#3b528b;stroke-width:1.8}
+svg .mpi{fill:var(--mpi)}svg .comp{fill:var(--comp)}
+svg .edge{fill:none;stroke-opacity:.85}svg circle.edge{stroke:#3b528b}
+svg .node{fill:#dbe8f6;stroke:#2f5d8a;stroke-width:1.5}
+svg .nodelabel{font-size:11px;fill:#1d2733}
+footer{border-top:1px solid var(--line);margin-top:30px;padding-top:10px;padding-bottom:30px;font-size:12px}
+"#;
+
+const SCRIPT: &str = r#"
+(function () {
+  "use strict";
+  function key(td) {
+    var v = td.getAttribute("data-v");
+    return v === null ? null : parseFloat(v);
+  }
+  function sortBy(th) {
+    var table = th.closest("table");
+    var body = table.tBodies[0];
+    var col = Array.prototype.indexOf.call(th.parentNode.children, th);
+    var numeric = body.rows.length > 0 && body.rows[0].cells[col] && key(body.rows[0].cells[col]) !== null;
+    // Numbers sort largest first on the first click, names A to Z.
+    var current = th.getAttribute("aria-sort");
+    var dir = current ? (current === "ascending" ? -1 : 1) : (numeric ? -1 : 1);
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = a.cells[col], y = b.cells[col];
+      if (!x || !y) { return 0; }
+      var kx = key(x), ky = key(y);
+      if (kx !== null && ky !== null) { return (kx - ky) * dir; }
+      return x.textContent.localeCompare(y.textContent) * dir;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+    Array.prototype.forEach.call(th.parentNode.children, function (h) { h.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", dir > 0 ? "ascending" : "descending");
+  }
+  document.querySelectorAll("table.sortable th").forEach(function (th) {
+    th.addEventListener("click", function () { sortBy(th); });
+  });
+  document.body.setAttribute("data-ready", "1");
+})();
+"#;
+
+/// Writes `report.html`.
+pub(crate) struct Html;
+
+impl Output for Html {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+
+    fn write(&self, run: &Run, dir: &Path) -> Result<(), Error> {
+        let html = render(run, &Options::default());
+        crate::write_file(&dir.join(FILE_NAME), html.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_covers_markup_quotes_and_control_characters() {
+        assert_eq!(
+            esc("<a href=\"x\">'&'</a>\u{7}"),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;\u{fffd}"
+        );
+    }
+
+    #[test]
+    fn communicators_are_named_by_their_members() {
+        assert_eq!(members(&[0, 1, 2, 3]), "ranks 0–3");
+        assert_eq!(members(&[0, 2]), "ranks 0, 2");
+        let many: Vec<i32> = (0..40).map(|r| 2 * r).collect();
+        assert_eq!(
+            members(&many),
+            "ranks 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, … (40 in all)"
+        );
+    }
+}

@@ -1,0 +1,248 @@
+//! `summary.txt`: the few lines a person reads first, also printed by
+//! `hark run` when the program ends.
+//!
+//! Per program: ranks, wall time, share of time in MPI, the functions that
+//! took the most time with their spread across ranks, the heaviest
+//! communication pairs, I/O totals; then the run's accounting line. Plain
+//! text, fixed-width columns, no colour (it goes to files and pipes too).
+
+use crate::facts::{self, FunctionRow};
+use crate::units::{bytes, count, duration, percent};
+use crate::{Error, Output};
+use hark_model::{Program, Run};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// How many functions and pairs the summary lists per program.
+const TOP_FUNCTIONS: usize = 10;
+const TOP_PAIRS: usize = 5;
+const TOP_FILES: usize = 5;
+const TOP_DIAGNOSTICS: usize = 3;
+
+/// The summary of `run` as text, ending in a newline.
+pub fn render(run: &Run) -> String {
+    let mut s = String::new();
+    let ranks: usize = run.programs.iter().map(|p| p.ranks).sum();
+    let _ = writeln!(
+        s,
+        "Hark{}{}: {} {}, {} {}",
+        if run.hark_version.is_empty() { "" } else { " " },
+        run.hark_version,
+        run.programs.len(),
+        plural(run.programs.len(), "program", "programs"),
+        ranks,
+        plural(ranks, "rank", "ranks"),
+    );
+    if run.programs.is_empty() {
+        let _ = writeln!(
+            s,
+            "No program was measured: no process loaded the probe, or none lived long enough to connect."
+        );
+    }
+    for p in &run.programs {
+        s.push('\n');
+        program(&mut s, p);
+    }
+    s.push('\n');
+    let _ = writeln!(s, "{}", facts::accounting_line(&run.accounting));
+    let partial = facts::partial_ranks(run);
+    if !partial.is_empty() {
+        let _ = writeln!(
+            s,
+            "Partial ranks (stream ended without its end record): {}",
+            partial.join("; ")
+        );
+    }
+    s
+}
+
+fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+fn program(s: &mut String, p: &Program) {
+    let (mpi, wall) = facts::mpi_and_wall(p);
+    let _ = writeln!(
+        s,
+        "== {} — {} {}, wall time {}, MPI {} of rank time",
+        p.name,
+        p.ranks,
+        plural(p.ranks, "rank", "ranks"),
+        duration(p.wall_ns as f64),
+        percent(mpi as f64, wall as f64),
+    );
+    if !p.command.is_empty() {
+        let _ = writeln!(s, "   command: {}", p.command.join(" "));
+    }
+    let per_rank = facts::mpi_percent_per_rank(p);
+    if per_rank.len() > 1 {
+        let spread = hark_model::Spread::of(&per_rank);
+        let _ = writeln!(
+            s,
+            "   MPI share per rank: min {:.1} % (rank {}), mean {:.1} %, max {:.1} % (rank {})",
+            spread.min, spread.min_rank, spread.mean, spread.max, spread.max_rank
+        );
+    }
+
+    let rows = facts::functions_by_time(p);
+    if !rows.is_empty() {
+        s.push('\n');
+        functions(s, &rows, mpi);
+    }
+
+    let pairs = facts::heaviest_pairs(p, TOP_PAIRS);
+    if !pairs.is_empty() {
+        s.push('\n');
+        let mut t = Table::new(&["Heaviest pairs", "messages", "bytes"]);
+        for pair in &pairs {
+            t.row(vec![
+                format!("{} -> {}", pair.from, pair.to),
+                count(pair.messages),
+                bytes(pair.bytes),
+            ]);
+        }
+        t.write(s);
+    }
+
+    let io = facts::io_totals(p);
+    s.push('\n');
+    if io.files == 0 {
+        let _ = writeln!(s, "   I/O: none recorded");
+    } else {
+        let _ = writeln!(
+            s,
+            "   I/O: {} {}, {} calls, read {}, written {}, {} in I/O calls",
+            io.files,
+            plural(io.files, "file", "files"),
+            count(io.calls),
+            bytes(io.read_bytes),
+            bytes(io.write_bytes),
+            duration(io.time_ns as f64),
+        );
+        let mut files: Vec<_> =
+            p.io.files
+                .iter()
+                .map(|f| {
+                    let r: u64 = f.read_bytes.iter().sum();
+                    let w: u64 = f.write_bytes.iter().sum();
+                    (r + w, r, w, f.path.as_str())
+                })
+                .collect();
+        files.sort_by(|a, b| b.0.cmp(&a.0).then(a.3.cmp(b.3)));
+        let mut t = Table::new(&["File", "read", "written"]);
+        for (_, r, w, path) in files.iter().take(TOP_FILES) {
+            t.row(vec![path.to_string(), bytes(*r), bytes(*w)]);
+        }
+        t.write(s);
+        if files.len() > TOP_FILES {
+            let _ = writeln!(s, "   ... and {} more files", files.len() - TOP_FILES);
+        }
+    }
+    for d in p.diagnostics.iter().take(TOP_DIAGNOSTICS) {
+        let _ = writeln!(s, "   Note: {d}");
+    }
+    if p.diagnostics.len() > TOP_DIAGNOSTICS {
+        let _ = writeln!(
+            s,
+            "   ... and {} more notes in report.html",
+            p.diagnostics.len() - TOP_DIAGNOSTICS
+        );
+    }
+    let _ = writeln!(
+        s,
+        "   Events: {}",
+        facts::accounting_line(&facts::program_accounting(p))
+    );
+}
+
+fn functions(s: &mut String, rows: &[FunctionRow<'_>], mpi_total: u64) {
+    let mut t = Table::new(&[
+        "MPI function",
+        "calls",
+        "bytes",
+        "time",
+        "% MPI",
+        "min/rank",
+        "mean/rank",
+        "max/rank",
+    ]);
+    for r in rows.iter().take(TOP_FUNCTIONS) {
+        t.row(vec![
+            r.name.to_string(),
+            count(r.calls),
+            bytes(r.bytes),
+            duration(r.time_ns as f64),
+            percent(r.time_ns as f64, mpi_total as f64),
+            format!("{} (r{})", duration(r.spread.min), r.spread.min_rank),
+            duration(r.spread.mean),
+            format!("{} (r{})", duration(r.spread.max), r.spread.max_rank),
+        ]);
+    }
+    t.write(s);
+    if rows.len() > TOP_FUNCTIONS {
+        let _ = writeln!(
+            s,
+            "   ... and {} more functions (see report.html)",
+            rows.len() - TOP_FUNCTIONS
+        );
+    }
+}
+
+/// A text table: first column left-aligned, the others right-aligned,
+/// indented by three spaces.
+struct Table {
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(header: &[&str]) -> Table {
+        Table {
+            rows: vec![header.iter().map(|h| h.to_string()).collect()],
+        }
+    }
+
+    fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    fn write(&self, s: &mut String) {
+        let cols = self.rows[0].len();
+        let width = |c: usize| {
+            self.rows
+                .iter()
+                .map(|r| r.get(c).map_or(0, |x| x.chars().count()))
+                .max()
+                .unwrap_or(0)
+        };
+        let widths: Vec<usize> = (0..cols).map(width).collect();
+        for row in &self.rows {
+            let mut line = String::from("   ");
+            for (c, cell) in row.iter().enumerate() {
+                let w = widths[c];
+                if c == 0 {
+                    let _ = write!(line, "{cell:<w$}");
+                } else {
+                    let _ = write!(line, "  {cell:>w$}");
+                }
+            }
+            let _ = writeln!(s, "{}", line.trim_end());
+        }
+    }
+}
+
+/// Writes `summary.txt`.
+pub(crate) struct Summary;
+
+impl Output for Summary {
+    fn name(&self) -> &'static str {
+        "summary"
+    }
+
+    fn write(&self, run: &Run, dir: &Path) -> Result<(), Error> {
+        crate::write_file(&dir.join("summary.txt"), render(run).as_bytes())
+    }
+}

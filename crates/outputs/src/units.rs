@@ -1,0 +1,95 @@
+//! Numbers for people: durations, byte sizes and counts, each in one place so
+//! the summary and the report always print the same value the same way.
+
+/// A duration in nanoseconds as `1.23 s`, `45.6 ms`, `7.89 µs` or `120 ns`.
+pub fn duration(ns: f64) -> String {
+    let a = ns.abs();
+    if a >= 1e9 {
+        format!("{:.3} s", ns / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// A byte count with binary units: `512 B`, `1.5 KiB`, `3.00 MiB`.
+pub fn bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if b < 1024 {
+        return format!("{b} B");
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$} {}", UNITS[unit])
+}
+
+/// An integer with thousands separators: `1,234,567`.
+pub fn count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    // Digits left before the next separator.
+    let mut left = s.len() % 3;
+    if left == 0 {
+        left = 3;
+    }
+    for c in s.chars() {
+        if left == 0 {
+            out.push(',');
+            left = 3;
+        }
+        out.push(c);
+        left -= 1;
+    }
+    out
+}
+
+/// A share as a percentage with one decimal: `23.4 %`; `-` when the whole is 0.
+pub fn percent(part: f64, whole: f64) -> String {
+    if whole <= 0.0 {
+        "-".to_string()
+    } else {
+        format!("{:.1} %", 100.0 * part / whole)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_the_way_people_write_them() {
+        let cases: &[(String, &str)] = &[
+            (duration(1.5e9), "1.500 s"),
+            (duration(45_600_000.0), "45.60 ms"),
+            (duration(7_890.0), "7.89 µs"),
+            (duration(120.0), "120 ns"),
+            (bytes(512), "512 B"),
+            (bytes(1536), "1.50 KiB"),
+            (bytes(150 << 20), "150 MiB"),
+            (bytes(3 << 30), "3.00 GiB"),
+            (count(0), "0"),
+            (count(999), "999"),
+            (count(1000), "1,000"),
+            (count(1_234_567), "1,234,567"),
+            (percent(1.0, 4.0), "25.0 %"),
+            (percent(1.0, 0.0), "-"),
+        ];
+        for (got, want) in cases {
+            assert_eq!(got, want);
+        }
+    }
+}
