@@ -15,8 +15,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::clock::{self, IdHash};
 use crate::error::ErrorKind;
 use crate::queue::{lock, QueueKind, Queues};
 use crate::stats::{KsCounters, LevelCounters};
@@ -100,7 +101,7 @@ struct Types {
 
 #[derive(Default)]
 struct Registry {
-    levels: HashMap<u32, LevelSlot>,
+    levels: HashMap<u32, LevelSlot, IdHash>,
     /// Retired levels, kept for their statistics while they hold entries.
     retired: Vec<(Level, Arc<str>, Arc<LevelCounters>)>,
     everywhere: Vec<(KsId, Arc<Factory>)>,
@@ -143,7 +144,7 @@ const KEY_SHARDS: usize = 16;
 type Fifo = VecDeque<(Entry, Option<u64>)>;
 
 /// Per key present, the jobs waiting behind the one queued or running.
-type KeyShard = HashMap<Option<u64>, VecDeque<Job>>;
+type KeyShard = HashMap<Option<u64>, VecDeque<Job>, IdHash>;
 
 /// A job: a knowledge source and one entry per sensitivity.
 pub(crate) struct Job {
@@ -190,6 +191,7 @@ impl Board {
     /// If the operating system cannot start a thread.
     pub fn with_config(config: Config) -> Board {
         let workers = config.workers.max(1);
+        clock::start();
         let shared = Arc::new(Shared {
             workers,
             types: RwLock::default(),
@@ -548,15 +550,15 @@ impl Shared {
         if ks.removed.load(Ordering::Acquire) {
             ks.counters.jobs_cancelled.fetch_add(1, Ordering::Relaxed);
         } else {
-            let started = Instant::now();
+            let started = clock::ticks();
             let mut ctx = Context {
                 shared: self,
                 ks: &ks,
                 key,
             };
             let result = catch_unwind(AssertUnwindSafe(|| (ks.op)(&mut ctx, entries.as_slice())));
-            let nanos = started.elapsed().as_nanos() as u64;
-            ks.counters.busy_nanos.fetch_add(nanos, Ordering::Relaxed);
+            let ticks = clock::ticks().wrapping_sub(started);
+            ks.counters.busy_ticks.fetch_add(ticks, Ordering::Relaxed);
             ks.counters.jobs_run.fetch_add(1, Ordering::Relaxed);
             if let Err(panic) = result {
                 let message = panic_message(&*panic);
@@ -708,7 +710,9 @@ impl Shared {
                     name: ks.name.to_string(),
                     level: ks.level,
                     jobs_run: c.jobs_run.load(Ordering::Relaxed),
-                    busy: Duration::from_nanos(c.busy_nanos.load(Ordering::Relaxed)),
+                    busy: Duration::from_nanos(clock::to_nanos(
+                        c.busy_ticks.load(Ordering::Relaxed),
+                    )),
                     jobs_pending: c.jobs_pending.load(Ordering::Relaxed),
                     entries_waiting: c.entries_waiting.load(Ordering::Relaxed),
                     jobs_cancelled: c.jobs_cancelled.load(Ordering::Relaxed),
@@ -769,7 +773,7 @@ impl LevelSlot {
             joins: Mutex::new(vec![VecDeque::new(); if arity > 1 { arity } else { 0 }]),
             serial: ks.serial_by_key.then(|| {
                 (0..KEY_SHARDS)
-                    .map(|_| Mutex::new(HashMap::new()))
+                    .map(|_| Mutex::new(HashMap::default()))
                     .collect()
             }),
             level_counters: self.counters.clone(),

@@ -67,6 +67,7 @@
 
 pub mod abi;
 mod board;
+mod clock;
 mod entry;
 mod error;
 mod ks;

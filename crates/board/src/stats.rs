@@ -26,7 +26,8 @@ pub(crate) struct LevelCounters {
 #[derive(Default)]
 pub(crate) struct KsCounters {
     pub(crate) jobs_run: AtomicU64,
-    pub(crate) busy_nanos: AtomicU64,
+    /// In `clock` ticks.
+    pub(crate) busy_ticks: AtomicU64,
     /// Jobs created and not yet started.
     pub(crate) jobs_pending: AtomicUsize,
     /// Entries queued at a sensitivity, waiting for a join to complete.
