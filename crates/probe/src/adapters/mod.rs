@@ -1,3 +1,114 @@
 //! The wrappers: every function the probe exports in place of the
 //! program's own, grouped by what they wrap. Each one follows the contract
 //! in [`crate::core`] and never lets a panic escape into the program.
+//!
+//! Exports are off in unit tests (`cfg_attr(not(test), no_mangle)`), so a
+//! test binary never hijacks its own `write` (and the wrappers are then
+//! unused, hence the `dead_code` allowance in tests).
+#![cfg_attr(test, allow(dead_code))]
+
+mod exec;
+mod posix;
+mod stdio;
+mod user;
+#[cfg(target_arch = "x86_64")]
+mod variadic;
+
+use std::ffi::c_int;
+
+use hark_wire::Event;
+
+use crate::core;
+
+/// The real function `$name` of type `$ty`, as an `Option` (None if the
+/// process has no such symbol).
+macro_rules! real {
+    ($name:literal: $ty:ty) => {{
+        static R: $crate::real::Real = $crate::real::Real::next($name);
+        let p = R.get();
+        // SAFETY: `p` is null or the address of the C function `$name`,
+        // whose type is `$ty`; Option<fn> has the layout of a nullable
+        // pointer.
+        unsafe { std::mem::transmute::<*mut std::ffi::c_void, Option<$ty>>(p) }
+    }};
+}
+pub(crate) use real;
+
+#[inline(always)]
+pub(crate) fn errno() -> c_int {
+    // SAFETY: __errno_location returns this thread's errno slot.
+    unsafe { *libc::__errno_location() }
+}
+
+#[inline(always)]
+pub(crate) fn set_errno(e: c_int) {
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = e };
+}
+
+/// What a missing real function returns: -1 with `ENOSYS`.
+#[cold]
+pub(crate) fn missing<R: From<i8>>() -> R {
+    set_errno(libc::ENOSYS);
+    R::from(-1)
+}
+
+/// Times `call` and records one I/O event of kind `op`, which `fill`
+/// completes from the result and the `errno` the call left (0 if it did
+/// not fail). The program sees the result and `errno` unchanged.
+#[inline(always)]
+pub(crate) fn io<R: Copy>(
+    op: u16,
+    call: impl FnOnce() -> R,
+    fill: impl FnOnce(&mut Event, R, c_int),
+) -> R {
+    let Some(_g) = core::enter() else {
+        return call();
+    };
+    if !core::io_enabled() {
+        return call();
+    }
+    // errno is cleared so that the call's own errno can be told apart, and
+    // put back as it was if the call did not set it.
+    let saved = errno();
+    set_errno(0);
+    let t0 = core::now();
+    let r = call();
+    let t1 = core::now();
+    let err = errno();
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut ev = Event::new(op, t0, t1);
+        fill(&mut ev, r, err);
+        core::record(ev);
+    }));
+    set_errno(if err == 0 { saved } else { err });
+    r
+}
+
+/// Sets the fields every I/O event on a descriptor has: the descriptor,
+/// its file id, and `tag` = `errno` when the call failed.
+#[inline(always)]
+pub(crate) fn on_fd(ev: &mut Event, fd: c_int, failed: bool, err: c_int) {
+    ev.peer.set(fd);
+    ev.obj.set(core::fd_file(fd));
+    if failed {
+        ev.tag.set(err);
+    }
+}
+
+/// The path a C string names (lossy UTF-8), or None for null.
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string.
+pub(crate) unsafe fn path_of(p: *const std::ffi::c_char) -> Option<String> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the caller promises a NUL-terminated string.
+    Some(
+        unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+pub mod mpi;

@@ -131,8 +131,9 @@ pub fn is_probe_fd(fd: i32) -> bool {
 }
 
 /// Whether POSIX and STDIO calls are to be recorded (`HARK_IO`, default on).
+#[inline(always)]
 pub fn io_enabled() -> bool {
-    stream::current().is_some_and(|s| s.cfg.io)
+    stream::IO.load(Ordering::Relaxed)
 }
 
 /// Records the process's place in the job once MPI is initialised.
@@ -173,6 +174,17 @@ pub fn set_recording(on: bool) {
 /// `MPI_Finalize`, `MPI_Abort` and process exit; only the first call acts.
 pub fn finish(reason: EndReason) {
     let _ = std::panic::catch_unwind(|| stream::finish(reason));
+}
+
+/// Closes the stream before the process image is replaced (`execve` and
+/// friends): like `finish(Exit)`, but only in the process that owns the
+/// stream, never in a `vfork` child borrowing its parent's memory.
+pub fn finish_before_exec() {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() } as u32;
+    if stream::current().is_some_and(|s| s.pid == pid) {
+        finish(EndReason::Exit);
+    }
 }
 
 /// Bytes the probe's buffer pool holds now (its memory, bar a few KiB).

@@ -34,6 +34,9 @@ pub(crate) struct Stream {
     phase: AtomicU8,
     start_lock: Mutex<()>,
     socket: AtomicI32,
+    /// The process this stream belongs to (a `vfork` child shares the
+    /// parent's memory, and with it this stream, under another pid).
+    pub pid: u32,
 }
 
 static CURRENT: AtomicPtr<Stream> = AtomicPtr::new(std::ptr::null_mut());
@@ -42,6 +45,8 @@ pub(crate) static RECORDING: AtomicBool = AtomicBool::new(false);
 /// Gate of `enter_always`: a stream exists, paused or not.
 pub(crate) static ACTIVE: AtomicBool = AtomicBool::new(false);
 static PAUSED: AtomicBool = AtomicBool::new(false);
+/// Whether I/O calls are recorded (`HARK_IO`).
+pub(crate) static IO: AtomicBool = AtomicBool::new(false);
 
 /// The live stream, if any.
 pub(crate) fn current() -> Option<&'static Stream> {
@@ -59,7 +64,10 @@ fn install(cfg: Config) -> &'static Stream {
         phase: AtomicU8::new(LAZY),
         start_lock: Mutex::new(()),
         socket: AtomicI32::new(-1),
+        // SAFETY: getpid has no preconditions.
+        pid: unsafe { libc::getpid() } as u32,
     }));
+    IO.store(s.cfg.io, Ordering::Relaxed);
     CURRENT.store(s as *const Stream as *mut Stream, Ordering::Release);
     ACTIVE.store(true, Ordering::Relaxed);
     RECORDING.store(!PAUSED.load(Ordering::Relaxed), Ordering::Relaxed);

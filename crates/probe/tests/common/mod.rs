@@ -1,0 +1,209 @@
+//! Shared helpers for tests that run real programs under the probe:
+//! find `libhark.so`, compile a small program with any compiler command
+//! (`cc`, `mpicc`, `mpif90`, ...), run it preloaded with a collector from
+//! `hark_transport::collect` listening, and hand back the decoded streams.
+//!
+//! ```ignore
+//! mod common;
+//! let exe = common::compile("tests/programs/posix_bytes.c", &["cc"], &[]);
+//! let run = common::Probed::new("posix").run(&exe, &["out.dat"]);
+//! assert!(run.status.success(), "{}", run.stderr);
+//! let s = run.only_stream();
+//! ```
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+pub use hark_transport::collect::{serve_collect_with, Collector, Options, Stream};
+
+/// The crate's directory (where `tests/programs` lives).
+pub fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `libhark.so`, built by cargo next to this test binary (cargo builds
+/// every crate type of the library before its integration tests). Builds
+/// it with `cargo build -p hark-probe` if it is somehow missing.
+pub fn probe_lib() -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test binary path");
+        // target/<profile>/deps/<test> → target/<profile>/libhark.so
+        let lib = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target dir")
+            .join("libhark.so");
+        if !lib.exists() {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let st = Command::new(cargo)
+                .args(["build", "-p", "hark-probe"])
+                .status()
+                .expect("running cargo build");
+            assert!(st.success(), "cargo build -p hark-probe failed");
+        }
+        assert!(lib.exists(), "no libhark.so at {}", lib.display());
+        lib
+    })
+    .clone()
+}
+
+/// A fresh directory under the system temp dir for this test.
+pub fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hark-probe-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compiles `source` (relative to the crate, or absolute) with `compiler`
+/// (a command and its first arguments, e.g. `["cc"]` or `["mpicc"]`) and
+/// `flags`; returns the executable. Panics with the compiler's output on
+/// failure.
+pub fn compile(source: &str, compiler: &[&str], flags: &[&str]) -> PathBuf {
+    let src = crate_dir().join(source);
+    let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
+    let out_dir = std::env::temp_dir().join(format!("hark-probe-bin-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let exe = out_dir.join(format!("{stem}-{}", compiler[0].replace('/', "_")));
+    let out = Command::new(compiler[0])
+        .args(&compiler[1..])
+        .arg("-O1")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .args(flags)
+        .output()
+        .unwrap_or_else(|e| panic!("running {compiler:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{compiler:?} failed on {}:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// What a probed run produced.
+pub struct Run {
+    pub status: std::process::ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    /// Every stream the collector saw, by connection.
+    pub streams: Vec<Stream>,
+}
+
+impl Run {
+    /// The one stream of a single-process run.
+    pub fn only_stream(&self) -> &Stream {
+        assert_eq!(
+            self.streams.len(),
+            1,
+            "expected one stream, got {}: {:#?}\nstderr: {}",
+            self.streams.len(),
+            self.streams.iter().map(|s| &s.hello).collect::<Vec<_>>(),
+            self.stderr
+        );
+        &self.streams[0]
+    }
+}
+
+/// A collector plus the environment that points a program at it.
+pub struct Probed {
+    pub collector: Collector,
+    pub dir: PathBuf,
+    pub env: Vec<(String, String)>,
+    /// How many streams to wait for after the program exits (default 1).
+    pub streams: usize,
+    pub timeout: Duration,
+}
+
+impl Probed {
+    /// A collector on a Unix socket in a scratch directory named after `tag`.
+    pub fn new(tag: &str) -> Probed {
+        Probed::with_options(tag, Options::default())
+    }
+
+    /// As [`Probed::new`], with collector options (a slow server).
+    pub fn with_options(tag: &str, options: Options) -> Probed {
+        let dir = scratch(tag);
+        let addr = format!("unix:{}", dir.join("hark.sock").display());
+        let collector = serve_collect_with(&addr, options).expect("collector");
+        Probed {
+            env: vec![
+                ("HARK_ADDR".into(), collector.addr().to_string()),
+                ("LD_PRELOAD".into(), probe_lib().display().to_string()),
+            ],
+            collector,
+            dir,
+            streams: 1,
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// Adds an environment variable for the program.
+    pub fn env(mut self, k: &str, v: &str) -> Probed {
+        self.env.push((k.into(), v.into()));
+        self
+    }
+
+    /// Waits for this many streams instead of one.
+    pub fn streams(mut self, n: usize) -> Probed {
+        self.streams = n;
+        self
+    }
+
+    /// Runs `program args` in the scratch directory with the probe, waits
+    /// for the streams to close, and returns everything.
+    pub fn run(&self, program: &Path, args: &[&str]) -> Run {
+        let mut cmd = Command::new(program);
+        cmd.args(args).current_dir(&self.dir);
+        self.run_command(cmd)
+    }
+
+    /// As [`Probed::run`], for a prepared command (`mpirun ...`).
+    pub fn run_command(&self, mut cmd: Command) -> Run {
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("running the program");
+        let streams = self
+            .collector
+            .wait_closed(self.streams, self.timeout)
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{e}\nstdout: {}\nstderr: {}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
+        Run {
+            status: out.status,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            streams,
+        }
+    }
+}
+
+/// Sum of `bytes` over the events of `op` on file `path` in `s`.
+pub fn bytes_on(s: &Stream, op: u16, path: &str) -> u64 {
+    let id = s
+        .file_id(path)
+        .unwrap_or_else(|| panic!("no definition for {path}"));
+    s.events_of(op)
+        .filter(|e| e.obj.get() == id)
+        .map(|e| e.bytes.get())
+        .sum()
+}
+
+/// Number of events of `op` on file `path` in `s`.
+pub fn count_on(s: &Stream, op: u16, path: &str) -> usize {
+    let id = s
+        .file_id(path)
+        .unwrap_or_else(|| panic!("no definition for {path}"));
+    s.events_of(op).filter(|e| e.obj.get() == id).count()
+}
