@@ -1,1 +1,65 @@
-//! Hark's knowledge sources: reduce event streams into profiles, matrices and time series.
+//! Hark's knowledge sources: reduce event streams into profiles, matrices and
+//! time series.
+//!
+//! A measured program is a [`ProgramAnalysis`]; each of its processes is a
+//! [`Stream`] fed with that process's frames in order (rank info,
+//! definitions, event batches, end of stream). Every knowledge source
+//! ([`Analysis`], listed in [`registry`]) keeps a small state per stream and
+//! folds all of them into a [`hark_model::Program`] at the end. Different
+//! streams may be fed from different threads at once; one stream is fed by
+//! one thread at a time. The board and the server decide who runs what;
+//! this crate does no I/O and spawns no thread.
+//!
+//! Definitions are unified across processes ([`Unifier`]): names by text,
+//! files by path, communicators by members and creation order, so that ids
+//! mean the same on every rank.
+//!
+//! ```
+//! use hark_analyses::{registry, Config, ProgramAnalysis};
+//! use hark_wire::{op, ClockSource, End, EndReason, Event, Hello};
+//!
+//! let hello = |rank: i32| Hello {
+//!     program: "ring".into(), argv: vec!["./ring".into()], host: "node1".into(),
+//!     pid: 100 + rank as u32, rank, size: 2, job: "job".into(),
+//!     clock: ClockSource::Monotonic, clock_ns: 0, realtime_ns: 0, pack_size: 1 << 20,
+//! };
+//! let program = ProgramAnalysis::new("ring", 0, registry::all(), Config::default());
+//! let mut streams: Vec<_> = (0..2).map(|r| program.open(r as u64, hello(r), 0)).collect();
+//!
+//! // Rank 0 sends 4096 bytes to rank 1.
+//! let mut send = Event::new(op::mpi_op("MPI_Send").unwrap(), 1_000, 3_000);
+//! send.peer.set(1);
+//! send.bytes.set(4096);
+//! streams[0].events(&[send]);
+//! for s in &mut streams {
+//!     let written = s.accounting().received;
+//!     s.end(End { events_written: written, events_dropped: 0, packs_sent: 1, reason: EndReason::Finalize });
+//! }
+//!
+//! let model = program.finish(streams).remove(0);
+//! assert_eq!(model.mpi["MPI_Send"].bytes, vec![4096, 0]);
+//! assert_eq!(model.p2p.bytes[0][1], 4096);
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod analysis;
+mod error;
+mod fx;
+mod hist;
+mod ks;
+mod on_board;
+mod program;
+pub mod registry;
+mod sat;
+mod stream;
+mod tracker;
+mod unify;
+mod values;
+
+pub use analysis::{Analysis, Finish, NoState, RankState, RankView, Sensitivity, Spec};
+pub use error::{Error, ErrorKind};
+pub use on_board::{OnBoard, EVENTS, FRAMES};
+pub use program::{Config, ProgramAnalysis};
+pub use stream::{RankInput, Stream, StreamAccounting, StreamCx, StreamInfo};
+pub use unify::{CommDef, Translation, Unifier, UNDEFINED};

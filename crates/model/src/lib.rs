@@ -68,6 +68,28 @@ pub struct Program {
     pub regions: Regions,
     /// Metrics over time.
     pub timeslices: TimeSlices,
+    /// Density maps: every per-rank metric (`MPI_Send.calls`,
+    /// `mpi_time_ns`, `write.bytes`, ...) laid out for spotting imbalance.
+    #[serde(default)]
+    pub density: BTreeMap<String, DensityMap>,
+    /// What the analyses noticed but could not use (unknown op codes,
+    /// unbalanced regions, ...), one sentence each.
+    #[serde(default)]
+    pub diagnostics: Vec<String>,
+}
+
+/// One per-rank metric, laid out as a grid of ranks for spotting imbalance
+/// (rank `r` sits at row `r / columns`, column `r % columns`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DensityMap {
+    /// Columns of the grid (the rounded-up square root of the ranks).
+    pub columns: usize,
+    /// The metric per rank.
+    pub values: Vec<u64>,
+    /// Mean, spread and the ranks holding the extremes.
+    pub spread: Spread,
+    /// `max / mean` (1 when perfectly balanced, 0 when all zero).
+    pub imbalance: f64,
 }
 
 /// A rank of a program.

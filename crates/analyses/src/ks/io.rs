@@ -1,0 +1,174 @@
+//! I/O per file and per rank: operations, bytes and time of POSIX, STDIO and
+//! MPI-IO calls.
+//!
+//! Files are named by the path they were opened with, unified across ranks.
+//! A call on a descriptor the probe never saw opened (standard streams,
+//! descriptors inherited or opened before the probe started) is filed under
+//! `<stdin>`, `<stdout>`, `<stderr>` or `<fd N>`.
+
+use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
+use crate::fx::FxHashMap;
+use crate::sat::Sat;
+use crate::stream::StreamCx;
+use crate::unify::UNDEFINED;
+use hark_model::{FileIo, Program, Totals};
+use hark_wire::mpi::{Class, FUNCTIONS};
+use hark_wire::{op, Event};
+use std::any::Any;
+use std::collections::BTreeMap;
+
+/// See the module documentation.
+pub struct IoProfile;
+
+static SPEC: Spec = Spec {
+    name: "io-profile",
+    description:
+        "Operations, bytes and time of POSIX, STDIO and MPI-IO calls per file and per rank.",
+    sensitivities: &[
+        Sensitivity::Defs,
+        Sensitivity::Events,
+        Sensitivity::ProgramEnd,
+    ],
+    fills: &["io"],
+};
+
+/// A file: a global file id, or a descriptor never seen opened.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum File {
+    Id(u32),
+    Fd(i32),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Read,
+    Write,
+    Other,
+}
+
+fn direction(code: u16) -> Dir {
+    match op::kind(code) {
+        op::OpKind::Io(_) => match code {
+            op::io::READ
+            | op::io::PREAD
+            | op::io::READV
+            | op::io::FREAD
+            | op::io::FGETS
+            | op::io::FSCANF => Dir::Read,
+            op::io::WRITE
+            | op::io::PWRITE
+            | op::io::WRITEV
+            | op::io::FWRITE
+            | op::io::FPRINTF
+            | op::io::FPUTS => Dir::Write,
+            _ => Dir::Other,
+        },
+        op::OpKind::Mpi(i) => match FUNCTIONS[i].class {
+            Class::FileRead => Dir::Read,
+            Class::FileWrite => Dir::Write,
+            _ => Dir::Other,
+        },
+        _ => Dir::Other,
+    }
+}
+
+/// Is `code` an I/O call: POSIX, STDIO, or an MPI-IO function?
+#[inline]
+pub(crate) fn is_io(code: u16) -> bool {
+    match op::kind(code) {
+        op::OpKind::Io(_) => true,
+        op::OpKind::Mpi(i) => matches!(
+            FUNCTIONS[i].class,
+            Class::FileMeta | Class::FileRead | Class::FileWrite
+        ),
+        _ => false,
+    }
+}
+
+#[derive(Default)]
+struct Rank {
+    cells: FxHashMap<(File, u16), Totals>,
+}
+
+impl RankState for Rank {
+    fn events(&mut self, cx: &StreamCx<'_>, events: &[Event]) {
+        for ev in events {
+            let code = ev.op();
+            if !is_io(code) {
+                continue;
+            }
+            let local = ev.obj.get();
+            let global = if local == 0 {
+                UNDEFINED
+            } else {
+                cx.file(local)
+            };
+            let file = if global == UNDEFINED {
+                File::Fd(ev.peer.get())
+            } else {
+                File::Id(global)
+            };
+            let t = self.cells.entry((file, code)).or_default();
+            t.calls += 1;
+            t.bytes.sat(ev.bytes.get());
+            t.time_ns.sat(ev.duration());
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn file_name(file: File, cx: &Finish<'_>) -> String {
+    match file {
+        File::Id(id) => cx
+            .unifier
+            .file(id)
+            .map_or_else(|| format!("<file {id}>"), str::to_string),
+        File::Fd(0) => "<stdin>".into(),
+        File::Fd(1) => "<stdout>".into(),
+        File::Fd(2) => "<stderr>".into(),
+        File::Fd(fd) => format!("<fd {fd}>"),
+    }
+}
+
+impl Analysis for IoProfile {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+    fn new_rank(&self) -> Box<dyn RankState> {
+        Box::<Rank>::default()
+    }
+    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
+        let n = cx.len();
+        let mut files: BTreeMap<String, FileIo> = BTreeMap::new();
+        out.io.per_rank = vec![BTreeMap::new(); n];
+        for (r, rank) in cx.states::<Rank>().enumerate() {
+            for (&(file, code), t) in &rank.cells {
+                let path = file_name(file, cx);
+                let f = files.entry(path.clone()).or_insert_with(|| FileIo {
+                    path,
+                    read_bytes: vec![0; n],
+                    write_bytes: vec![0; n],
+                    ..FileIo::default()
+                });
+                let name = op::name(code);
+                let total = f.ops.entry(name.to_string()).or_default();
+                add(total, t);
+                match direction(code) {
+                    Dir::Read => f.read_bytes[r].sat(t.bytes),
+                    Dir::Write => f.write_bytes[r].sat(t.bytes),
+                    Dir::Other => {}
+                }
+                add(out.io.per_rank[r].entry(name.to_string()).or_default(), t);
+            }
+        }
+        out.io.files = files.into_values().collect();
+    }
+}
+
+fn add(into: &mut Totals, t: &Totals) {
+    into.calls += t.calls;
+    into.bytes.sat(t.bytes);
+    into.time_ns.sat(t.time_ns);
+}

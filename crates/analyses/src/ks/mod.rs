@@ -1,0 +1,11 @@
+//! The knowledge sources, one file each. `template.rs` is the one to copy.
+
+pub(crate) mod collectives;
+pub(crate) mod density;
+pub(crate) mod io;
+pub(crate) mod mpi_profile;
+pub(crate) mod p2p;
+pub(crate) mod regions;
+pub(crate) mod summary;
+pub(crate) mod template;
+pub(crate) mod timeslices;

@@ -1,0 +1,175 @@
+//! The MPI profile: per function and rank, calls, time (total, min, max) and
+//! bytes; across ranks, the spread of each function's time and a histogram
+//! of it; per function, a histogram of message sizes (mpiP's view).
+
+use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
+use crate::hist::{rank_histogram, size_bin, size_histogram, SIZE_BINS};
+use crate::sat::Sat;
+use crate::stream::StreamCx;
+use crate::tracker::Tracker;
+use hark_model::{FunctionProfile, Program, Spread};
+use hark_wire::mpi::{Class, FUNCTIONS};
+use hark_wire::{op, Event};
+use std::any::Any;
+
+/// See the module documentation.
+pub struct MpiProfile;
+
+static SPEC: Spec = Spec {
+    name: "mpi-profile",
+    description: "Calls, time and bytes per MPI function and rank, their spread across ranks, and message-size histograms.",
+    sensitivities: &[Sensitivity::Events, Sensitivity::ProgramEnd],
+    fills: &["mpi"],
+};
+
+#[derive(Clone)]
+struct Func {
+    calls: u64,
+    bytes: u64,
+    time: u64,
+    min: u64,
+    max: u64,
+    sizes: [u64; SIZE_BINS],
+}
+
+impl Default for Func {
+    fn default() -> Func {
+        Func {
+            calls: 0,
+            bytes: 0,
+            time: 0,
+            min: u64::MAX,
+            max: 0,
+            sizes: [0; SIZE_BINS],
+        }
+    }
+}
+
+/// Does a call of this class move the bytes in its own record? Request-based
+/// point-to-point transfers learn theirs when the request completes (and
+/// give them to the function that posted the request).
+pub(crate) fn moves_own_bytes(class: Class) -> bool {
+    matches!(
+        class,
+        Class::Send
+            | Class::Recv
+            | Class::Sendrecv
+            | Class::Collective
+            | Class::Icollective
+            | Class::Rma
+            | Class::FileRead
+            | Class::FileWrite
+    )
+}
+
+#[derive(Default)]
+struct Rank {
+    /// Indexed like `FUNCTIONS`; boxed lazily, since a program calls few.
+    funcs: Vec<Option<Box<Func>>>,
+    tracker: Tracker,
+}
+
+impl Rank {
+    #[inline]
+    fn func(&mut self, i: usize) -> &mut Func {
+        if self.funcs.len() <= i {
+            self.funcs.resize(i + 1, None);
+        }
+        self.funcs[i].get_or_insert_with(Box::default)
+    }
+}
+
+impl RankState for Rank {
+    fn events(&mut self, _: &StreamCx<'_>, events: &[Event]) {
+        for ev in events {
+            let code = ev.op();
+            if code >= op::IO_BASE {
+                continue;
+            }
+            let msg = self.tracker.step(ev);
+            if let op::OpKind::Mpi(i) = op::kind(code) {
+                let class = FUNCTIONS[i].class;
+                let d = ev.duration();
+                let f = self.func(i);
+                f.calls += 1;
+                f.time.sat(d);
+                f.min = f.min.min(d);
+                f.max = f.max.max(d);
+                if moves_own_bytes(class) {
+                    let b = ev.bytes.get();
+                    f.bytes.sat(b);
+                    f.sizes[size_bin(b)] += 1;
+                }
+            } else if let Some(m) = msg {
+                // A request completed: its bytes belong to the function that
+                // posted it (MPI_Irecv, MPI_Isend, MPI_Send_init), except the
+                // receive side of MPI_Sendrecv, whose bytes are its sent ones.
+                if FUNCTIONS[m.func].class != Class::Sendrecv {
+                    let f = self.func(m.func);
+                    f.bytes.sat(m.bytes);
+                    f.sizes[size_bin(m.bytes)] += 1;
+                }
+            }
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Analysis for MpiProfile {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+    fn new_rank(&self) -> Box<dyn RankState> {
+        Box::<Rank>::default()
+    }
+    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
+        let ranks: Vec<&Rank> = cx.states::<Rank>().collect();
+        let n = ranks.len();
+        let used = ranks.iter().map(|r| r.funcs.len()).max().unwrap_or(0);
+        let mut forgotten = 0;
+        for (i, func) in FUNCTIONS.iter().enumerate().take(used) {
+            if !ranks
+                .iter()
+                .any(|r| matches!(r.funcs.get(i), Some(Some(_))))
+            {
+                continue;
+            }
+            let mut p = FunctionProfile {
+                calls: vec![0; n],
+                bytes: vec![0; n],
+                time_ns: vec![0; n],
+                min_ns: vec![0; n],
+                max_ns: vec![0; n],
+                ..FunctionProfile::default()
+            };
+            let mut sizes = [0u64; SIZE_BINS];
+            for (r, rank) in ranks.iter().enumerate() {
+                if let Some(Some(f)) = rank.funcs.get(i) {
+                    p.calls[r] = f.calls;
+                    p.bytes[r] = f.bytes;
+                    p.time_ns[r] = f.time;
+                    p.min_ns[r] = if f.calls > 0 { f.min } else { 0 };
+                    p.max_ns[r] = f.max;
+                    for (s, c) in sizes.iter_mut().zip(f.sizes.iter()) {
+                        *s += c;
+                    }
+                }
+            }
+            let times: Vec<f64> = p.time_ns.iter().map(|&t| t as f64).collect();
+            p.time_across_ranks = Spread::of(&times);
+            p.time_histogram = rank_histogram(&times);
+            p.size_histogram = size_histogram(&sizes);
+            out.mpi.insert(func.name.to_string(), p);
+        }
+        for r in &ranks {
+            forgotten += r.tracker.forgotten;
+        }
+        if forgotten > 0 {
+            out.diagnostics.push(format!(
+                "mpi-profile: {forgotten} outstanding requests were forgotten (over a million open at once); their received bytes are missing"
+            ));
+        }
+    }
+}

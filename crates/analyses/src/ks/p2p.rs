@@ -1,0 +1,120 @@
+//! Point-to-point topology: rank × rank matrices of messages, bytes and time,
+//! per point-to-point function and all kinds together.
+//!
+//! The all-kinds matrices count each message once, on the sending side, when
+//! it is sent (or posted: `MPI_Isend`, a persistent `MPI_Start`). The
+//! per-function matrices also hold the receiving functions, seen from the
+//! receiver: `by_function["MPI_Recv"].messages[i][j]` counts messages rank j
+//! received from rank i. Messages to processes outside the program (MPMD
+//! coupling) are counted in a diagnostic, not in the matrices.
+
+use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
+use crate::fx::FxHashMap;
+use crate::sat::Sat;
+use crate::stream::StreamCx;
+use crate::tracker::Tracker;
+use hark_model::{Matrices, Program};
+use hark_wire::mpi::FUNCTIONS;
+use hark_wire::{op, Event};
+use std::any::Any;
+
+/// See the module documentation.
+pub struct P2pTopology;
+
+static SPEC: Spec = Spec {
+    name: "p2p-topology",
+    description: "Rank × rank matrices of point-to-point messages, bytes and time, per function and all together.",
+    sensitivities: &[Sensitivity::Events, Sensitivity::ProgramEnd],
+    fills: &["p2p"],
+};
+
+#[derive(Clone, Copy, Default)]
+struct Cell {
+    messages: u64,
+    bytes: u64,
+    time: u64,
+}
+
+#[derive(Default)]
+struct Rank {
+    /// (peer world rank, function, sent?) → totals.
+    cells: FxHashMap<(i32, u16, bool), Cell>,
+    tracker: Tracker,
+}
+
+impl RankState for Rank {
+    fn events(&mut self, _: &StreamCx<'_>, events: &[Event]) {
+        for ev in events {
+            if ev.op() >= op::IO_BASE {
+                continue;
+            }
+            if let Some(m) = self.tracker.step(ev) {
+                let c = self
+                    .cells
+                    .entry((m.peer, m.func as u16, m.send))
+                    .or_default();
+                c.messages += 1;
+                c.bytes.sat(m.bytes);
+                c.time.sat(m.time_ns);
+            }
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn square(n: usize) -> Matrices {
+    Matrices {
+        messages: vec![vec![0; n]; n],
+        bytes: vec![vec![0; n]; n],
+        time_ns: vec![vec![0; n]; n],
+    }
+}
+
+fn add(m: &mut Matrices, i: usize, j: usize, c: &Cell) {
+    m.messages[i][j] += c.messages;
+    m.bytes[i][j].sat(c.bytes);
+    m.time_ns[i][j].sat(c.time);
+}
+
+impl Analysis for P2pTopology {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+    fn new_rank(&self) -> Box<dyn RankState> {
+        Box::<Rank>::default()
+    }
+    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
+        let n = cx.len();
+        let mut all = square(n);
+        let mut outside = 0u64;
+        for (me, rank) in cx.states::<Rank>().enumerate() {
+            for (&(peer, func, send), c) in &rank.cells {
+                let Some(peer) = cx.program_rank(peer) else {
+                    outside += c.messages;
+                    continue;
+                };
+                let (from, to) = if send { (me, peer) } else { (peer, me) };
+                let name = FUNCTIONS[func as usize].name;
+                let m = out
+                    .p2p
+                    .by_function
+                    .entry(name.to_string())
+                    .or_insert_with(|| square(n));
+                add(m, from, to, c);
+                if send {
+                    add(&mut all, from, to, c);
+                }
+            }
+        }
+        out.p2p.messages = all.messages;
+        out.p2p.bytes = all.bytes;
+        out.p2p.time_ns = all.time_ns;
+        if outside > 0 {
+            out.diagnostics.push(format!(
+                "p2p-topology: {outside} messages went to or came from processes outside this program; they are in the MPI profile but not in the matrices"
+            ));
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! User regions and counters.
+//!
+//! Regions nest per thread: each `REGION_BEGIN` opens a frame on its thread's
+//! stack and the matching `REGION_END` closes it, giving the call path
+//! (`outer/inner`) its inclusive time and, minus the time of the regions
+//! nested inside, its exclusive time. An end that does not match the
+//! innermost open region closes the regions above it (they are counted as
+//! unbalanced); an end of a region that is not open is ignored and counted.
+//! Call paths deeper than [`MAX_DEPTH`] are folded into their ancestor at
+//! that depth, so a recursive region cannot grow the state without bound.
+//!
+//! Counters keep count, min, max and mean of their values over all ranks.
+
+use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
+use crate::fx::FxHashMap;
+use crate::sat::Sat;
+use crate::stream::StreamCx;
+use crate::unify::UNDEFINED;
+use crate::values::Values;
+use hark_model::{Program, RegionProfile};
+use hark_wire::{op, Event};
+use std::any::Any;
+use std::collections::BTreeMap;
+
+/// Call paths deeper than this are attributed to their ancestor at this depth.
+pub const MAX_DEPTH: usize = 64;
+
+/// See the module documentation.
+pub struct Regions;
+
+static SPEC: Spec = Spec {
+    name: "regions",
+    description: "Calls, inclusive and exclusive time of user regions per call path and rank; counter statistics.",
+    sensitivities: &[Sensitivity::Defs, Sensitivity::Events, Sensitivity::ProgramEnd],
+    fills: &["regions"],
+};
+
+const ROOT: u32 = u32::MAX;
+
+struct Path {
+    parent: u32,
+    name: u32,
+    calls: u64,
+    inclusive: u64,
+    exclusive: u64,
+}
+
+struct Frame {
+    path: u32,
+    name: u32,
+    begin: u64,
+    children: u64,
+    /// True when this frame is past `MAX_DEPTH` and shares its parent's path.
+    folded: bool,
+}
+
+#[derive(Default)]
+struct Rank {
+    paths: Vec<Path>,
+    path_ids: FxHashMap<(u32, u32), u32>,
+    stacks: Vec<Vec<Frame>>,
+    counters: FxHashMap<u32, Values>,
+    unbalanced: u64,
+    unmatched: u64,
+    undefined: u64,
+}
+
+impl Rank {
+    fn path(&mut self, parent: u32, name: u32) -> u32 {
+        let paths = &mut self.paths;
+        *self.path_ids.entry((parent, name)).or_insert_with(|| {
+            paths.push(Path {
+                parent,
+                name,
+                calls: 0,
+                inclusive: 0,
+                exclusive: 0,
+            });
+            (paths.len() - 1) as u32
+        })
+    }
+
+    fn begin(&mut self, thread: usize, name: u32, t: u64) {
+        if self.stacks.len() <= thread {
+            self.stacks.resize_with(thread + 1, Vec::new);
+        }
+        let (parent, depth) = {
+            let s = &self.stacks[thread];
+            (s.last().map_or(ROOT, |f| f.path), s.len())
+        };
+        let folded = depth >= MAX_DEPTH;
+        let path = if folded {
+            parent
+        } else {
+            self.path(parent, name)
+        };
+        if !folded {
+            self.paths[path as usize].calls += 1;
+        }
+        self.stacks[thread].push(Frame {
+            path,
+            name,
+            begin: t,
+            children: 0,
+            folded,
+        });
+    }
+
+    fn end(&mut self, thread: usize, name: u32, t: u64) {
+        let Some(stack) = self.stacks.get_mut(thread) else {
+            self.unmatched += 1;
+            return;
+        };
+        let Some(at) = stack.iter().rposition(|f| f.name == name) else {
+            self.unmatched += 1;
+            return;
+        };
+        // Close the frames above the matching one too: their ends are lost.
+        while stack.len() > at {
+            let f = stack.pop().expect("stack holds at least `at + 1` frames");
+            if stack.len() > at {
+                self.unbalanced += 1;
+            }
+            if f.folded {
+                // Its time stays in the ancestor's exclusive time.
+                continue;
+            }
+            let inclusive = t.saturating_sub(f.begin);
+            if let Some(parent) = stack.last_mut() {
+                parent.children.sat(inclusive);
+            }
+            let p = &mut self.paths[f.path as usize];
+            p.inclusive.sat(inclusive);
+            p.exclusive.sat(inclusive.saturating_sub(f.children));
+        }
+    }
+}
+
+impl RankState for Rank {
+    fn events(&mut self, cx: &StreamCx<'_>, events: &[Event]) {
+        for ev in events {
+            let code = ev.op();
+            if !(op::REGION_BEGIN..=op::COUNTER).contains(&code) || code == op::MARK {
+                continue;
+            }
+            let name = cx.name(ev.obj.get());
+            if name == UNDEFINED {
+                self.undefined += 1;
+                continue;
+            }
+            let thread = ev.thread.get() as usize;
+            match code {
+                op::REGION_BEGIN => self.begin(thread, name, ev.start.get()),
+                op::REGION_END => self.end(thread, name, ev.start.get()),
+                _ => {
+                    let v = ev.bytes.get() as i64;
+                    self.counters.entry(name).or_default().add(v);
+                }
+            }
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn path_name(rank: &Rank, mut id: u32, cx: &Finish<'_>) -> String {
+    let mut parts = Vec::new();
+    while id != ROOT {
+        let p = &rank.paths[id as usize];
+        parts.push(cx.unifier.name(p.name).unwrap_or("?"));
+        id = p.parent;
+    }
+    parts.reverse();
+    parts.join("/")
+}
+
+impl Analysis for Regions {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+    fn new_rank(&self) -> Box<dyn RankState> {
+        Box::<Rank>::default()
+    }
+    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
+        let n = cx.len();
+        let mut counters: BTreeMap<u32, Values> = BTreeMap::new();
+        let (mut unbalanced, mut unmatched, mut undefined, mut open) = (0, 0, 0, 0);
+        for (r, rank) in cx.states::<Rank>().enumerate() {
+            for (id, p) in rank.paths.iter().enumerate() {
+                let name = path_name(rank, id as u32, cx);
+                let into = out
+                    .regions
+                    .paths
+                    .entry(name)
+                    .or_insert_with(|| RegionProfile {
+                        calls: vec![0; n],
+                        inclusive_ns: vec![0; n],
+                        exclusive_ns: vec![0; n],
+                    });
+                into.calls[r] += p.calls;
+                into.inclusive_ns[r].sat(p.inclusive);
+                into.exclusive_ns[r].sat(p.exclusive);
+            }
+            for (&name, c) in &rank.counters {
+                counters.entry(name).or_default().merge(c);
+            }
+            unbalanced += rank.unbalanced;
+            unmatched += rank.unmatched;
+            undefined += rank.undefined;
+            open += rank.stacks.iter().map(Vec::len).sum::<usize>();
+        }
+        for (name, c) in counters {
+            let name = cx.unifier.name(name).unwrap_or("?").to_string();
+            out.regions.counters.insert(name, c.stats());
+        }
+        for (count, what) in [
+            (
+                unbalanced,
+                "regions were closed by the end of an enclosing region",
+            ),
+            (
+                unmatched,
+                "region ends had no open region of that name and were ignored",
+            ),
+            (
+                undefined,
+                "region or counter events named undefined ids and were ignored",
+            ),
+            (
+                open as u64,
+                "regions were still open when their rank ended; their time is not counted",
+            ),
+        ] {
+            if count > 0 {
+                out.diagnostics.push(format!("regions: {count} {what}"));
+            }
+        }
+    }
+}

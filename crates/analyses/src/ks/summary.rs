@@ -1,0 +1,89 @@
+//! The rank summary: when each rank was alive (first to last event, on the
+//! common timeline), how much of it was spent inside MPI, and the program's
+//! wall time. Every other result is read against these.
+
+use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
+use crate::sat::Sat;
+use crate::stream::StreamCx;
+use hark_model::Program;
+use hark_wire::{op, Event};
+use std::any::Any;
+
+/// See the module documentation.
+pub struct Summary;
+
+static SPEC: Spec = Spec {
+    name: "summary",
+    description: "Per rank: first and last event on the common timeline and time inside MPI; the program's wall time.",
+    sensitivities: &[Sensitivity::Events, Sensitivity::ProgramEnd],
+    fills: &["wall_ns", "rank_wall_ns", "mpi_time_ns"],
+};
+
+struct Rank {
+    first: u64,
+    last: u64,
+    mpi: u64,
+    unknown: u64,
+}
+
+impl RankState for Rank {
+    fn events(&mut self, cx: &StreamCx<'_>, events: &[Event]) {
+        let (mut first, mut last) = (u64::MAX, 0u64);
+        for ev in events {
+            let (s, e) = (ev.start.get(), ev.end.get());
+            match op::kind(ev.op()) {
+                op::OpKind::Mpi(_) => self.mpi.sat(e.saturating_sub(s)),
+                // Detail records repeat their call's times.
+                op::OpKind::Detail => continue,
+                op::OpKind::Unknown => {
+                    self.unknown += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            first = first.min(s);
+            last = last.max(e);
+        }
+        if first != u64::MAX {
+            self.first = self.first.min(cx.common(first));
+            self.last = self.last.max(cx.common(last));
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Analysis for Summary {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+    fn new_rank(&self) -> Box<dyn RankState> {
+        Box::new(Rank {
+            first: u64::MAX,
+            last: 0,
+            mpi: 0,
+            unknown: 0,
+        })
+    }
+    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
+        let (mut first, mut last, mut unknown) = (u64::MAX, 0u64, 0u64);
+        for r in cx.states::<Rank>() {
+            out.mpi_time_ns.push(r.mpi);
+            if r.first == u64::MAX {
+                out.rank_wall_ns.push(0);
+            } else {
+                out.rank_wall_ns.push(r.last.saturating_sub(r.first));
+                first = first.min(r.first);
+                last = last.max(r.last);
+            }
+            unknown += r.unknown;
+        }
+        out.wall_ns = last.saturating_sub(first);
+        if unknown > 0 {
+            out.diagnostics.push(format!(
+                "summary: {unknown} events had op codes this version does not know (a newer probe?); every analysis skipped them"
+            ));
+        }
+    }
+}

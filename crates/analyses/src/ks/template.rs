@@ -1,0 +1,128 @@
+//! The template knowledge source: copy this file to write a new one.
+//!
+//! It is a real, registered analysis — iteration marks (`hark_mark("step")`
+//! in the user API) become counters named `mark:<name>` whose count is how
+//! many marks were set and whose min, max and mean are over the iteration
+//! numbers — and it is kept small so that every line can say why it is there.
+//!
+//! # Adding a knowledge source
+//!
+//! 1. Copy this file to `ks/<your_name>.rs` and add `mod <your_name>;` in
+//!    `ks/mod.rs`.
+//! 2. Add one line to `registry.rs`. That is the only list there is.
+//! 3. Document it in `docs/analyses.md` and, if it fills a new part of the
+//!    model, in `docs/profile-json.md`.
+//!
+//! # Rules
+//!
+//! - **Threading.** `events` is called for one rank at a time, in that rank's
+//!   stream order, but different ranks' states run on different threads at
+//!   once. Keep everything in the per-rank state and nothing in `self`;
+//!   `finish` runs alone, after every rank's last batch.
+//! - **Errors.** Never panic and never print. Data you cannot use (an
+//!   undefined id, an impossible value) is counted in the state and reported
+//!   once, in `finish`, as a sentence in `Program::diagnostics`.
+//! - **Memory.** The state may grow with what the model holds (functions,
+//!   names, peers, slices), never with the number of events.
+//! - **Naming.** The spec's `name` is kebab-case and unique; it is how users
+//!   select analyses (`--analyses mpi-profile,marks`). Model keys use the
+//!   names users wrote (the mark's name), prefixed when they share a map with
+//!   other kinds (`mark:`).
+
+// Everything a knowledge source needs comes from the crate's `ks` module
+// (the trait and its context types) and from the wire (the event record).
+use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
+use crate::fx::FxHashMap;
+use crate::stream::StreamCx;
+use crate::unify::UNDEFINED;
+use crate::values::Values;
+use hark_model::Program;
+use hark_wire::{op, Event};
+use std::any::Any;
+
+/// Iteration marks as counters (the template knowledge source).
+pub struct Marks;
+
+// The spec is static: the registry and `hark --list-analyses` read it without
+// building anything.
+static SPEC: Spec = Spec {
+    name: "marks",
+    description: "Iteration and phase marks as counters `mark:<name>`: how many, and the iteration numbers' range and mean.",
+    // Marks name their mark through a definition, so it needs the `defs`
+    // (which the stream applies before any later batch) and the `events`.
+    sensitivities: &[Sensitivity::Defs, Sensitivity::Events, Sensitivity::ProgramEnd],
+    fills: &["regions.counters"],
+};
+
+// The per-rank state: one small record per mark name. Its size grows with
+// the number of distinct marks, never with the number of events.
+#[derive(Default)]
+struct Rank {
+    marks: FxHashMap<u32, Values>,
+    // Marks whose name was never defined: counted, reported in `finish`.
+    undefined: u64,
+}
+
+impl RankState for Rank {
+    fn events(&mut self, cx: &StreamCx<'_>, events: &[Event]) {
+        for ev in events {
+            // Cheapest check first: most events are not ours.
+            if ev.op() != op::MARK {
+                continue;
+            }
+            // Local ids mean nothing across ranks: translate to the
+            // program's global id, which every rank shares.
+            let name = cx.name(ev.obj.get());
+            if name == UNDEFINED {
+                self.undefined += 1;
+                continue;
+            }
+            // Count, min, max and mean: the same running statistics as the
+            // user counters keep (`values.rs`).
+            self.marks
+                .entry(name)
+                .or_default()
+                .add(ev.bytes.get() as i64);
+        }
+    }
+
+    // Lets `Finish::states` hand the state back with its concrete type.
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Analysis for Marks {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn new_rank(&self) -> Box<dyn RankState> {
+        Box::<Rank>::default()
+    }
+
+    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
+        // Merge the ranks. Global ids index the program's unifier, which
+        // turns them back into names.
+        let mut merged: FxHashMap<u32, Values> = FxHashMap::default();
+        let mut undefined = 0;
+        for rank in cx.states::<Rank>() {
+            undefined += rank.undefined;
+            for (&name, m) in &rank.marks {
+                merged.entry(name).or_default().merge(m);
+            }
+        }
+        for (name, m) in merged {
+            let name = cx.unifier.name(name).unwrap_or("?");
+            out.regions
+                .counters
+                .insert(format!("mark:{name}"), m.stats());
+        }
+        // One sentence per kind of trouble, with the count.
+        if undefined > 0 {
+            out.diagnostics.push(format!(
+                "marks: {undefined} marks named undefined ids and were ignored"
+            ));
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! The one list of knowledge sources. Adding one is a new file in `ks/` and
+//! one line here (see `ks/template.rs`).
+//!
+//! Order matters only at the end of a program: knowledge sources fold their
+//! results into the model in this order, and the density maps, which read
+//! the other results, come last.
+
+use crate::analysis::Analysis;
+use crate::ks;
+use crate::{Error, ErrorKind};
+use std::sync::Arc;
+
+/// Every knowledge source, in fold order.
+pub fn all() -> Vec<Arc<dyn Analysis>> {
+    vec![
+        Arc::new(ks::summary::Summary),
+        Arc::new(ks::mpi_profile::MpiProfile),
+        Arc::new(ks::p2p::P2pTopology),
+        Arc::new(ks::collectives::Collectives),
+        Arc::new(ks::io::IoProfile),
+        Arc::new(ks::regions::Regions),
+        Arc::new(ks::template::Marks),
+        Arc::new(ks::timeslices::TimeSlices),
+        Arc::new(ks::density::Density),
+    ]
+}
+
+/// The knowledge sources named in `names` (spec names, as `all()` lists
+/// them), in fold order whatever the order of `names`.
+pub fn select(names: &[&str]) -> Result<Vec<Arc<dyn Analysis>>, Error> {
+    let all = all();
+    if let Some(unknown) = names
+        .iter()
+        .find(|n| !all.iter().any(|a| a.spec().name == **n))
+    {
+        let known: Vec<&str> = all.iter().map(|a| a.spec().name).collect();
+        return Err(Error::new(ErrorKind::UnknownAnalysis(format!(
+            "no analysis is called `{unknown}`; the analyses are: {}",
+            known.join(", ")
+        ))));
+    }
+    Ok(all
+        .into_iter()
+        .filter(|a| names.contains(&a.spec().name))
+        .collect())
+}

@@ -1,0 +1,263 @@
+//! One measured process as the analyses see it: its identity, its clock and
+//! its id translation ([`StreamInfo`], shared by every knowledge source), the
+//! view a knowledge source gets with each batch ([`StreamCx`]), and a simple
+//! owner of all knowledge sources' states for feeding a process by hand
+//! ([`Stream`]).
+
+use crate::analysis::RankState;
+use crate::program::Shared;
+use crate::unify::Translation;
+use hark_wire::{Def, End, Event, Hello, RankInfo};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+
+/// Everything known about one process's stream that is not an analysis
+/// result: who it is, how its clock maps to the common timeline, and how its
+/// local ids map to the program's global ones.
+///
+/// Shared (`Arc`) between the knowledge sources of the stream. Definitions
+/// only ever add ids, so a batch analysed after later definitions arrived
+/// still finds every id it uses.
+#[derive(Debug)]
+pub struct StreamInfo {
+    conn: u64,
+    hello: Hello,
+    offset_ns: i64,
+    origin_ns: u64,
+    slice_shift: u32,
+    slices: usize,
+    rank: Mutex<Option<RankInfo>>,
+    translation: RwLock<Translation>,
+    shared: Arc<Shared>,
+}
+
+impl StreamInfo {
+    pub(crate) fn new(shared: Arc<Shared>, conn: u64, hello: Hello, offset_ns: i64) -> StreamInfo {
+        StreamInfo {
+            conn,
+            hello,
+            offset_ns,
+            origin_ns: shared.origin_ns,
+            slice_shift: shared.config.slice_shift,
+            slices: shared.config.slices,
+            rank: Mutex::new(None),
+            translation: RwLock::new(Translation::default()),
+            shared,
+        }
+    }
+
+    /// The connection's number, unique in the server, in order of connection.
+    pub fn conn(&self) -> u64 {
+        self.conn
+    }
+
+    /// The handshake.
+    pub fn hello(&self) -> &Hello {
+        &self.hello
+    }
+
+    /// The rank frame, once MPI is initialised.
+    pub fn rank_info(&self) -> Option<RankInfo> {
+        self.rank.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// World rank: from the rank frame, else the launcher's, else -1.
+    pub fn world_rank(&self) -> i32 {
+        self.rank_info().map_or(self.hello.rank, |r| r.world_rank)
+    }
+
+    /// `MPI_APPNUM`, 0 when unknown.
+    pub fn appnum(&self) -> i32 {
+        self.rank_info().map_or(0, |r| r.appnum.max(0))
+    }
+
+    /// The program's origin on the common timeline.
+    pub fn origin_ns(&self) -> u64 {
+        self.origin_ns
+    }
+
+    /// A probe timestamp on the run's common timeline, in ns.
+    #[inline]
+    pub fn common(&self, probe_ns: u64) -> u64 {
+        probe_ns.saturating_add_signed(self.offset_ns)
+    }
+
+    /// The initial width of a time slice is `1 << slice_shift()` ns.
+    pub fn slice_shift(&self) -> u32 {
+        self.slice_shift
+    }
+
+    /// The fixed number of time slices.
+    pub fn slices(&self) -> usize {
+        self.slices
+    }
+
+    /// The rank frame arrived.
+    pub fn set_rank(&self, info: RankInfo) {
+        *self.rank.lock().unwrap_or_else(|e| e.into_inner()) = Some(info);
+    }
+
+    /// Definitions arrived: unify them into the program's global ids. Call
+    /// before submitting the batches that follow them in the stream.
+    pub fn define(&self, defs: &[Def]) {
+        // A poisoned lock means a panic elsewhere; the tables are
+        // append-only, so what is there is still consistent.
+        let mut unifier = self
+            .shared
+            .unifier
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        self.translation
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .define(defs, &mut unifier);
+    }
+
+    /// The view a knowledge source gets with a batch (holds a read lock on
+    /// the translation while it lives: drop it before defining more).
+    pub fn cx(&self) -> StreamCx<'_> {
+        StreamCx {
+            info: self,
+            translation: self.translation.read().unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+
+    pub(crate) fn ignored_defs(&self) -> u64 {
+        self.translation
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .ignored
+    }
+}
+
+/// What a knowledge source may ask about the stream a batch comes from.
+pub struct StreamCx<'a> {
+    info: &'a StreamInfo,
+    translation: RwLockReadGuard<'a, Translation>,
+}
+
+impl StreamCx<'_> {
+    /// The stream's identity.
+    pub fn info(&self) -> &StreamInfo {
+        self.info
+    }
+    /// A probe timestamp on the run's common timeline, in ns.
+    #[inline]
+    pub fn common(&self, probe_ns: u64) -> u64 {
+        self.info.common(probe_ns)
+    }
+    /// A probe timestamp as ns since the program's origin (0 if before it).
+    #[inline]
+    pub fn since_origin(&self, probe_ns: u64) -> u64 {
+        self.info
+            .common(probe_ns)
+            .saturating_sub(self.info.origin_ns)
+    }
+    /// The initial width of a time slice is `1 << slice_shift()` ns.
+    pub fn slice_shift(&self) -> u32 {
+        self.info.slice_shift
+    }
+    /// The fixed number of time slices.
+    pub fn slices(&self) -> usize {
+        self.info.slices
+    }
+    /// The global id of local communicator `local` ([`crate::UNDEFINED`] if not defined).
+    #[inline]
+    pub fn comm(&self, local: u32) -> u32 {
+        self.translation.comm(local)
+    }
+    /// The global id of local file `local` ([`crate::UNDEFINED`] if not defined).
+    #[inline]
+    pub fn file(&self, local: u32) -> u32 {
+        self.translation.file(local)
+    }
+    /// The global id of local name `local` ([`crate::UNDEFINED`] if not defined).
+    #[inline]
+    pub fn name(&self, local: u32) -> u32 {
+        self.translation.name(local)
+    }
+}
+
+/// Per-stream accounting.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamAccounting {
+    /// Events that arrived in packs.
+    pub received: u64,
+    /// Events every knowledge source consumed.
+    pub analysed: u64,
+    /// The end-of-stream record, if it arrived.
+    pub end: Option<End>,
+}
+
+/// One rank's part of a program's fold: its info, accounting, and each
+/// knowledge source's state (in the order of the program's analyses).
+pub struct RankInput {
+    /// The stream.
+    pub info: Arc<StreamInfo>,
+    /// Its accounting.
+    pub accounting: StreamAccounting,
+    /// One state per knowledge source of the program, in order.
+    pub states: Vec<Box<dyn RankState>>,
+}
+
+/// One measured process with every knowledge source's state, fed by hand
+/// in stream order (tests, tools; the server feeds states through the board).
+pub struct Stream {
+    info: Arc<StreamInfo>,
+    states: Vec<Box<dyn RankState>>,
+    acc: StreamAccounting,
+}
+
+impl Stream {
+    pub(crate) fn new(info: StreamInfo) -> Stream {
+        let states = info.shared.analyses.iter().map(|a| a.new_rank()).collect();
+        Stream {
+            info: Arc::new(info),
+            states,
+            acc: StreamAccounting::default(),
+        }
+    }
+
+    /// The stream's identity.
+    pub fn info(&self) -> &Arc<StreamInfo> {
+        &self.info
+    }
+
+    /// The rank frame arrived.
+    pub fn rank(&mut self, info: RankInfo) {
+        self.info.set_rank(info);
+    }
+
+    /// Definitions arrived.
+    pub fn defs(&mut self, defs: &[Def]) {
+        self.info.define(defs);
+    }
+
+    /// A pack arrived: counts its events as received and analyses them.
+    pub fn events(&mut self, events: &[Event]) {
+        self.acc.received += events.len() as u64;
+        let cx = self.info.cx();
+        for state in &mut self.states {
+            state.events(&cx, events);
+        }
+        self.acc.analysed += events.len() as u64;
+    }
+
+    /// The end-of-stream record arrived.
+    pub fn end(&mut self, end: End) {
+        self.acc.end = Some(end);
+    }
+
+    /// Its accounting so far.
+    pub fn accounting(&self) -> &StreamAccounting {
+        &self.acc
+    }
+
+    /// Gives up the stream for folding.
+    pub fn into_input(self) -> RankInput {
+        RankInput {
+            info: self.info,
+            accounting: self.acc,
+            states: self.states,
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! Unification: every process numbers its communicators, files and names on
+//! its own; the analyses need one numbering per program so that "the file
+//! `out.dat`" or "the region `solve`" is the same thing on every rank.
+//!
+//! A [`Unifier`] holds a program's global tables. Each stream translates its
+//! local ids through a [`Translation`] filled when its definitions arrive
+//! (definitions always precede the events that use them, so a translation is
+//! complete for every event of the same stream that follows).
+//!
+//! Names unify by kind and text and files by path. Communicators unify by
+//! their member lists *and* by how many communicators with those same members
+//! the process defined before: creating a communicator is collective, so every
+//! member defines the same sequence, and `MPI_Comm_dup(MPI_COMM_WORLD)` stays
+//! apart from `MPI_COMM_WORLD` itself.
+
+use crate::fx::FxHashMap;
+use hark_wire::{Def, NameKind};
+use std::collections::HashMap;
+
+/// Largest local id a stream may use; ids come from one counter per process,
+/// so a larger one is a corrupt stream and is ignored rather than allowed to
+/// grow a translation table without bound.
+const MAX_LOCAL_ID: u32 = 1 << 24;
+
+/// A global id meaning "no definition".
+pub const UNDEFINED: u32 = u32::MAX;
+
+/// A communicator, by the world ranks of its members.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CommDef {
+    /// World ranks of the local group, in communicator rank order.
+    pub members: Vec<i32>,
+    /// World ranks of the remote group (inter-communicators), else empty.
+    pub remote: Vec<i32>,
+}
+
+/// The global tables of one program: names, files and communicators.
+#[derive(Debug, Default)]
+pub struct Unifier {
+    names: Vec<(NameKind, String)>,
+    name_ids: HashMap<(u8, String), u32>,
+    files: Vec<String>,
+    file_ids: HashMap<String, u32>,
+    comms: Vec<CommDef>,
+    comm_ids: HashMap<(CommDef, u32), u32>,
+}
+
+impl Unifier {
+    /// An empty set of tables.
+    pub fn new() -> Unifier {
+        Unifier::default()
+    }
+
+    /// The name with global id `id`.
+    pub fn name(&self, id: u32) -> Option<&str> {
+        self.names.get(id as usize).map(|(_, n)| n.as_str())
+    }
+
+    /// The kind of the name with global id `id`.
+    pub fn name_kind(&self, id: u32) -> Option<NameKind> {
+        self.names.get(id as usize).map(|(k, _)| *k)
+    }
+
+    /// The path of the file with global id `id`.
+    pub fn file(&self, id: u32) -> Option<&str> {
+        self.files.get(id as usize).map(|p| p.as_str())
+    }
+
+    /// The communicator with global id `id`.
+    pub fn comm(&self, id: u32) -> Option<&CommDef> {
+        self.comms.get(id as usize)
+    }
+
+    /// Number of communicators defined so far.
+    pub fn comm_count(&self) -> usize {
+        self.comms.len()
+    }
+
+    fn intern_name(&mut self, kind: NameKind, name: &str) -> u32 {
+        let key = (kind as u8, name.to_string());
+        if let Some(&id) = self.name_ids.get(&key) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push((kind, name.to_string()));
+        self.name_ids.insert(key, id);
+        id
+    }
+
+    fn intern_file(&mut self, path: &str) -> u32 {
+        if let Some(&id) = self.file_ids.get(path) {
+            return id;
+        }
+        let id = self.files.len() as u32;
+        self.files.push(path.to_string());
+        self.file_ids.insert(path.to_string(), id);
+        id
+    }
+
+    fn intern_comm(&mut self, comm: CommDef, occurrence: u32) -> u32 {
+        let key = (comm, occurrence);
+        if let Some(&id) = self.comm_ids.get(&key) {
+            return id;
+        }
+        let id = self.comms.len() as u32;
+        self.comms.push(key.0.clone());
+        self.comm_ids.insert(key, id);
+        id
+    }
+}
+
+/// One stream's map from its local ids to the program's global ids.
+#[derive(Debug, Default)]
+pub struct Translation {
+    comms: Vec<u32>,
+    files: Vec<u32>,
+    names: Vec<u32>,
+    /// How many communicators with these members this stream defined so far.
+    occurrences: FxHashMap<u64, u32>,
+    /// Definitions ignored because their id was out of range.
+    pub(crate) ignored: u64,
+}
+
+fn put(table: &mut Vec<u32>, local: u32, global: u32) -> bool {
+    if local >= MAX_LOCAL_ID {
+        return false;
+    }
+    let i = local as usize;
+    if table.len() <= i {
+        table.resize(i + 1, UNDEFINED);
+    }
+    table[i] = global;
+    true
+}
+
+#[inline]
+fn get(table: &[u32], local: u32) -> u32 {
+    table.get(local as usize).copied().unwrap_or(UNDEFINED)
+}
+
+impl Translation {
+    /// Learns `defs`, interning them in `unifier`.
+    pub fn define(&mut self, defs: &[Def], unifier: &mut Unifier) {
+        for def in defs {
+            let ok = match def {
+                Def::Comm {
+                    id,
+                    members,
+                    remote,
+                } => {
+                    let comm = CommDef {
+                        members: members.clone(),
+                        remote: remote.clone(),
+                    };
+                    let seen = self.occurrences.entry(comm_hash(&comm)).or_insert(0);
+                    let occurrence = *seen;
+                    *seen += 1;
+                    let global = unifier.intern_comm(comm, occurrence);
+                    put(&mut self.comms, *id, global)
+                }
+                Def::File { id, path } => {
+                    let global = unifier.intern_file(path);
+                    put(&mut self.files, *id, global)
+                }
+                Def::Name { id, kind, name } => {
+                    let global = unifier.intern_name(*kind, name);
+                    put(&mut self.names, *id, global)
+                }
+            };
+            if !ok {
+                self.ignored += 1;
+            }
+        }
+    }
+
+    /// The global id of local communicator `local`, or [`UNDEFINED`].
+    #[inline]
+    pub fn comm(&self, local: u32) -> u32 {
+        get(&self.comms, local)
+    }
+    /// The global id of local file `local`, or [`UNDEFINED`].
+    #[inline]
+    pub fn file(&self, local: u32) -> u32 {
+        get(&self.files, local)
+    }
+    /// The global id of local name `local`, or [`UNDEFINED`].
+    #[inline]
+    pub fn name(&self, local: u32) -> u32 {
+        get(&self.names, local)
+    }
+}
+
+fn comm_hash(c: &CommDef) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    c.hash(&mut h);
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_processes_agree_on_global_ids_whatever_their_local_ids() {
+        let mut u = Unifier::new();
+        let (mut a, mut b) = (Translation::default(), Translation::default());
+        let world = |id| Def::Comm {
+            id,
+            members: vec![0, 1],
+            remote: vec![],
+        };
+        a.define(
+            &[
+                world(1),
+                world(2),
+                Def::File {
+                    id: 3,
+                    path: "out".into(),
+                },
+            ],
+            &mut u,
+        );
+        b.define(
+            &[
+                Def::File {
+                    id: 7,
+                    path: "out".into(),
+                },
+                world(8),
+                world(9),
+            ],
+            &mut u,
+        );
+        assert_eq!(a.file(3), b.file(7));
+        assert_eq!(a.comm(1), b.comm(8), "the first comm over {{0,1}} is one");
+        assert_eq!(a.comm(2), b.comm(9), "the dup is another");
+        assert_ne!(a.comm(1), a.comm(2));
+        assert_eq!(a.comm(5), UNDEFINED);
+        assert_eq!(u.comm_count(), 2);
+    }
+
+    #[test]
+    fn an_absurd_local_id_is_ignored_not_allocated() {
+        let mut u = Unifier::new();
+        let mut t = Translation::default();
+        t.define(
+            &[Def::File {
+                id: u32::MAX - 1,
+                path: "x".into(),
+            }],
+            &mut u,
+        );
+        assert_eq!(t.ignored, 1);
+        assert_eq!(t.file(u32::MAX - 1), UNDEFINED);
+    }
+}

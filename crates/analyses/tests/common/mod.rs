@@ -1,0 +1,260 @@
+//! Builders shared by the analyses' tests: streams written as scripts of
+//! frames, fed by hand or through the board, folded into a model.
+#![allow(dead_code)]
+
+use hark_analyses::{registry, Config, OnBoard, ProgramAnalysis, StreamAccounting};
+use hark_model::Program;
+use hark_wire::{op, ClockSource, Def, End, EndReason, Event, Flavour, Hello, NameKind, RankInfo};
+use std::sync::Arc;
+
+/// One frame of a scripted stream.
+#[derive(Clone)]
+pub enum Step {
+    Rank(RankInfo),
+    Defs(Vec<Def>),
+    Pack(Vec<Event>),
+    End,
+}
+
+/// A scripted process: its handshake, clock offset and frames.
+#[derive(Clone)]
+pub struct Proc {
+    pub hello: Hello,
+    pub offset_ns: i64,
+    pub steps: Vec<Step>,
+}
+
+pub fn hello(program: &str, rank: i32, size: i32) -> Hello {
+    Hello {
+        program: program.into(),
+        argv: vec![format!("./{program}"), "arg".into()],
+        host: format!("node{}", rank.max(0) / 2),
+        pid: 1000 + rank.max(0) as u32,
+        rank,
+        size,
+        job: "job".into(),
+        clock: ClockSource::Monotonic,
+        clock_ns: 0,
+        realtime_ns: 0,
+        pack_size: 1 << 20,
+    }
+}
+
+pub fn rank_info(world_rank: i32, world_size: i32, appnum: i32) -> RankInfo {
+    RankInfo {
+        world_rank,
+        world_size,
+        appnum,
+        thread_level: 0,
+        flavour: Flavour::OpenMpi,
+        library: "Open MPI v4.1.4".into(),
+    }
+}
+
+impl Proc {
+    /// An MPI process of `program` with world rank `rank` of `size`.
+    pub fn mpi(program: &str, rank: i32, size: i32) -> Proc {
+        Proc {
+            hello: hello(program, rank, size),
+            offset_ns: 0,
+            steps: vec![Step::Rank(rank_info(rank, size, 0))],
+        }
+    }
+    pub fn defs(mut self, defs: Vec<Def>) -> Proc {
+        self.steps.push(Step::Defs(defs));
+        self
+    }
+    pub fn pack(mut self, events: Vec<Event>) -> Proc {
+        self.steps.push(Step::Pack(events));
+        self
+    }
+    pub fn end(mut self) -> Proc {
+        self.steps.push(Step::End);
+        self
+    }
+    pub fn offset(mut self, ns: i64) -> Proc {
+        self.offset_ns = ns;
+        self
+    }
+    /// The same stream with every pack cut into packs of at most `n` events.
+    pub fn rebatched(&self, n: usize) -> Proc {
+        let mut p = self.clone();
+        p.steps = self
+            .steps
+            .iter()
+            .flat_map(|s| match s {
+                Step::Pack(ev) => ev.chunks(n).map(|c| Step::Pack(c.to_vec())).collect(),
+                other => vec![other.clone()],
+            })
+            .collect();
+        p
+    }
+    fn events_in_packs(&self) -> u64 {
+        self.steps
+            .iter()
+            .map(|s| match s {
+                Step::Pack(e) => e.len() as u64,
+                _ => 0,
+            })
+            .sum()
+    }
+}
+
+fn end_frame(written: u64) -> End {
+    End {
+        events_written: written,
+        events_dropped: 0,
+        packs_sent: 0,
+        reason: EndReason::Finalize,
+    }
+}
+
+fn program(name: &str, config: Config) -> ProgramAnalysis {
+    ProgramAnalysis::new(name, 0, registry::all(), config)
+}
+
+/// Feeds the processes by hand, in the order given, and folds them.
+pub fn run(procs: &[Proc]) -> Vec<Program> {
+    run_with(procs, Config::default())
+}
+
+pub fn run_with(procs: &[Proc], config: Config) -> Vec<Program> {
+    let name = procs
+        .first()
+        .map_or("none".into(), |p| p.hello.program.clone());
+    let pa = program(&name, config);
+    let streams = procs
+        .iter()
+        .enumerate()
+        .map(|(conn, p)| {
+            let mut s = pa.open(conn as u64, p.hello.clone(), p.offset_ns);
+            for step in &p.steps {
+                match step {
+                    Step::Rank(r) => s.rank(r.clone()),
+                    Step::Defs(d) => s.defs(d),
+                    Step::Pack(e) => s.events(e),
+                    Step::End => s.end(end_frame(p.events_in_packs())),
+                }
+            }
+            s
+        })
+        .collect();
+    pa.finish(streams)
+}
+
+/// Feeds the processes through a board with `workers` workers, interleaving
+/// their frames, and folds them.
+pub fn run_on_board(procs: &[Proc], workers: usize) -> Vec<Program> {
+    let board = hark_board::Board::new(workers);
+    let name = procs
+        .first()
+        .map_or("none".into(), |p| p.hello.program.clone());
+    let on = OnBoard::install(&board, program(&name, Config::default())).unwrap();
+    let infos: Vec<_> = procs
+        .iter()
+        .enumerate()
+        .map(|(conn, p)| {
+            Arc::new(
+                on.program()
+                    .stream_info(conn as u64, p.hello.clone(), p.offset_ns),
+            )
+        })
+        .collect();
+    let mut accs = vec![StreamAccounting::default(); procs.len()];
+    let longest = procs.iter().map(|p| p.steps.len()).max().unwrap_or(0);
+    for i in 0..longest {
+        for (k, p) in procs.iter().enumerate() {
+            match p.steps.get(i) {
+                Some(Step::Rank(r)) => infos[k].set_rank(r.clone()),
+                Some(Step::Defs(d)) => on.defs(&infos[k], d.clone()).unwrap(),
+                Some(Step::Pack(e)) => {
+                    accs[k].received += e.len() as u64;
+                    on.pack(&infos[k], e.clone().into_boxed_slice()).unwrap();
+                }
+                Some(Step::End) => accs[k].end = Some(end_frame(p.events_in_packs())),
+                None => {}
+            }
+        }
+    }
+    let out = on.finish(infos.into_iter().zip(accs).collect());
+    board.shutdown();
+    out
+}
+
+/// The JSON of a model, for comparing whole results.
+pub fn json(p: &[Program]) -> serde_json::Value {
+    serde_json::to_value(p).unwrap()
+}
+
+/// An event of the MPI function `name`.
+pub fn mpi(name: &str, start: u64, end: u64) -> Event {
+    Event::new(
+        op::mpi_op(name).unwrap_or_else(|| panic!("{name} is not in the table")),
+        start,
+        end,
+    )
+}
+
+pub fn ev(code: u16, start: u64, end: u64) -> Event {
+    Event::new(code, start, end)
+}
+
+/// Field setters, chained: `mpi("MPI_Send", 0, 10).peer(1).bytes(8)`.
+pub trait Set {
+    fn peer(self, p: i32) -> Self;
+    fn bytes(self, b: u64) -> Self;
+    fn extra(self, x: u64) -> Self;
+    fn obj(self, o: u32) -> Self;
+    fn thread(self, t: u16) -> Self;
+    fn tag(self, t: i32) -> Self;
+}
+
+impl Set for Event {
+    fn peer(mut self, p: i32) -> Self {
+        self.peer.set(p);
+        self
+    }
+    fn bytes(mut self, b: u64) -> Self {
+        self.bytes.set(b);
+        self
+    }
+    fn extra(mut self, x: u64) -> Self {
+        self.extra.set(x);
+        self
+    }
+    fn obj(mut self, o: u32) -> Self {
+        self.obj.set(o);
+        self
+    }
+    fn thread(mut self, t: u16) -> Self {
+        self.thread.set(t);
+        self
+    }
+    fn tag(mut self, t: i32) -> Self {
+        self.tag.set(t);
+        self
+    }
+}
+
+pub fn comm(id: u32, members: &[i32]) -> Def {
+    Def::Comm {
+        id,
+        members: members.to_vec(),
+        remote: vec![],
+    }
+}
+
+pub fn file(id: u32, path: &str) -> Def {
+    Def::File {
+        id,
+        path: path.into(),
+    }
+}
+
+pub fn name(id: u32, kind: NameKind, name: &str) -> Def {
+    Def::Name {
+        id,
+        kind,
+        name: name.into(),
+    }
+}

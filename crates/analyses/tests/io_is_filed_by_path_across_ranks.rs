@@ -1,0 +1,35 @@
+mod common;
+use common::*;
+use hark_wire::op::io;
+
+#[test]
+fn posix_stdio_and_mpi_io_land_under_the_same_path_on_every_rank() {
+    let rank = |r: i32, id: u32| {
+        Proc::mpi("app", r, 2)
+            .defs(vec![file(id, "/tmp/out.dat")])
+            .pack(vec![
+                ev(io::OPEN, 0, 5).obj(id).peer(3),
+                ev(io::WRITE, 5, 15).obj(id).peer(3).bytes(4096),
+                ev(io::FWRITE, 15, 16).obj(id).bytes(10),
+                mpi("MPI_File_write_at", 20, 40)
+                    .obj(id)
+                    .bytes(1000 * (r as u64 + 1)),
+                ev(io::READ, 40, 41).obj(id).peer(3).bytes(7),
+                ev(io::WRITE, 41, 42).peer(1).bytes(12),
+            ])
+            .end()
+    };
+    let p = run(&[rank(0, 5), rank(1, 17)]).remove(0);
+    let paths: Vec<&str> = p.io.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, vec!["/tmp/out.dat", "<stdout>"]);
+    let f = &p.io.files[0];
+    assert_eq!(f.ops["write"].calls, 2);
+    assert_eq!(f.ops["write"].bytes, 8192);
+    assert_eq!(f.ops["fwrite"].bytes, 20);
+    assert_eq!(f.ops["MPI_File_write_at"].bytes, 3000);
+    assert_eq!(f.ops["open"].time_ns, 10);
+    assert_eq!(f.write_bytes, vec![4096 + 10 + 1000, 4096 + 10 + 2000]);
+    assert_eq!(f.read_bytes, vec![7, 7]);
+    assert_eq!(p.io.per_rank[1]["write"].bytes, 4096 + 12);
+    assert_eq!(p.mpi["MPI_File_write_at"].bytes, vec![1000, 2000]);
+}
