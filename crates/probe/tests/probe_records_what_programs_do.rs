@@ -56,3 +56,187 @@ fn posix_calls_arrive_with_exact_bytes_offsets_and_errors() {
     assert_eq!(end.events_written, s.events.len() as u64);
     assert_eq!(end.events_dropped, 0);
 }
+
+#[test]
+fn stdio_calls_arrive_with_exact_bytes_and_formatted_output_counted() {
+    // Plain, and fortified (the compiler then calls __printf_chk,
+    // __fprintf_chk, __read_chk and friends instead).
+    for flags in [&["-O1"][..], &["-O2", "-D_FORTIFY_SOURCE=2"][..]] {
+        let exe = compile("tests/programs/stdio_io.c", &["cc"], flags);
+        let p = Probed::new("stdio");
+        let run = p.run(&exe, &["text.txt"]);
+        assert!(
+            run.status.success(),
+            "{flags:?}: exit {:?}: {}",
+            run.status,
+            run.stderr
+        );
+        let s = run.only_stream();
+        let f = "text.txt";
+        assert_eq!(count_on(s, io::FOPEN, f), 3, "{flags:?}");
+        assert_eq!(bytes_on(s, io::FWRITE, f), 70, "{flags:?}");
+        assert_eq!(bytes_on(s, io::FPRINTF, f), 12, "{flags:?}");
+        assert_eq!(bytes_on(s, io::FPUTS, f), 12, "{flags:?}");
+        assert_eq!(count_on(s, io::FFLUSH, f), 1, "{flags:?}");
+        assert_eq!(count_on(s, io::FSEEK, f), 1, "{flags:?}");
+        let tell = s.events_of(io::FTELL).next().unwrap();
+        assert_eq!(tell.extra.get(), 94, "{flags:?}");
+        assert_eq!(bytes_on(s, io::FREAD, f), 94, "{flags:?}");
+        assert_eq!(bytes_on(s, io::FGETS, f), 82, "{flags:?}");
+        assert_eq!(count_on(s, io::FSCANF, f), 1, "{flags:?}");
+        assert_eq!(count_on(s, io::FCLOSE, f), 3, "{flags:?}");
+        assert_eq!(bytes_on(s, io::FPRINTF, "<stdout>"), 4, "{flags:?}");
+        assert_eq!(run.stdout, "n=7\n");
+        // stdio's own read/write calls are internal: never counted twice.
+        assert!(s
+            .events_of(io::WRITE)
+            .all(|e| e.obj.get() != s.file_id(f).unwrap()));
+    }
+}
+
+#[test]
+fn a_forked_child_streams_on_its_own_and_the_parent_stays_exact() {
+    let exe = compile("tests/programs/fork.c", &["cc"], &[]);
+    let p = Probed::new("fork").streams(2);
+    let run = p.run(&exe, &["parent.dat", "child.dat"]);
+    assert!(run.status.success(), "{}", run.stderr);
+    assert_eq!(run.streams.len(), 2);
+    let parent = run
+        .streams
+        .iter()
+        .find(|s| s.file_id("child.dat").is_none())
+        .unwrap();
+    let child = run
+        .streams
+        .iter()
+        .find(|s| s.file_id("child.dat").is_some())
+        .unwrap();
+    assert_ne!(parent.hello.pid, child.hello.pid);
+    assert!(parent.is_clean() && child.is_clean());
+    assert_eq!(bytes_on(parent, io::WRITE, "parent.dat"), 400);
+    assert_eq!(count_on(parent, io::WRITE, "parent.dat"), 2);
+    // The child's stream starts with the definitions it inherited, so its
+    // write on the parent's descriptor is still attributed to the file.
+    assert_eq!(bytes_on(child, io::WRITE, "child.dat"), 200);
+    assert_eq!(bytes_on(child, io::WRITE, "parent.dat"), 7);
+    for s in [parent, child] {
+        let end = s.end.as_ref().unwrap();
+        assert_eq!(
+            (end.events_written, end.events_dropped),
+            (s.events.len() as u64, 0)
+        );
+    }
+}
+
+#[test]
+fn each_thread_is_recorded_as_its_own_thread() {
+    let exe = compile("tests/programs/threads.c", &["cc"], &["-pthread"]);
+    // Small packs, so each thread fills several.
+    let p = Probed::new("threads").env("HARK_PACK_SIZE", "64K");
+    let run = p.run(&exe, &["a.dat", "b.dat", "5000"]);
+    assert!(run.status.success(), "{}", run.stderr);
+    let s = run.only_stream();
+    let expect: u64 = (0..5000u64).map(|i| 1 + i % 200).sum();
+    let mut threads = Vec::new();
+    for f in ["a.dat", "b.dat"] {
+        assert_eq!(count_on(s, io::WRITE, f), 5000);
+        assert_eq!(bytes_on(s, io::WRITE, f), expect);
+        let id = s.file_id(f).unwrap();
+        let mut t: Vec<u16> = s
+            .events
+            .iter()
+            .filter(|e| e.obj.get() == id)
+            .map(|e| e.thread.get())
+            .collect();
+        t.dedup();
+        assert_eq!(t.len(), 1, "{f} written from threads {t:?}");
+        threads.push(t[0]);
+    }
+    assert_ne!(threads[0], threads[1]);
+    assert!(s.packs.len() >= 8, "{} packs", s.packs.len());
+    let seqs: Vec<u64> = s.packs.iter().map(|p| p.0).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+}
+
+fn user_events(s: &common::Stream) -> Vec<(u16, String, u64)> {
+    s.events
+        .iter()
+        .filter(|e| e.op.get() >= hark_wire::op::USER_BASE)
+        .map(|e| {
+            let name = s
+                .defs
+                .iter()
+                .find_map(|d| match d {
+                    hark_wire::Def::Name { id, name, .. } if *id == e.obj.get() => {
+                        Some(name.clone())
+                    }
+                    _ => None,
+                })
+                .unwrap_or_default();
+            (e.op.get(), name, e.bytes.get())
+        })
+        .collect()
+}
+
+#[test]
+fn user_regions_marks_counters_and_pauses_arrive_in_order() {
+    use hark_wire::op::{COUNTER, MARK, PAUSE, REGION_BEGIN, REGION_END, RESUME};
+    let exe = compile("tests/programs/user_api.c", &["cc"], &[]);
+    let p = Probed::new("user");
+    let run = p.run(&exe, &["probe"]);
+    assert!(run.status.success(), "{}", run.stderr);
+    let s = run.only_stream();
+    let mut want = Vec::new();
+    for i in 0..3u64 {
+        want.push((MARK, "step".to_string(), i));
+        want.push((REGION_BEGIN, "outer".into(), 0));
+        want.push((REGION_BEGIN, "inner".into(), 0));
+        want.push((COUNTER, "cells".into(), 100 * i));
+        want.push((REGION_END, "inner".into(), 0));
+        want.push((REGION_END, "outer".into(), 0));
+    }
+    want.push((PAUSE, String::new(), 0));
+    want.push((RESUME, String::new(), 0));
+    assert_eq!(user_events(s), want);
+    // The write while paused is not recorded; the one after is.
+    let out: Vec<u64> = s.events_of(io::WRITE).map(|e| e.bytes.get()).collect();
+    assert_eq!(out, vec![8]);
+    // One definition per name.
+    assert_eq!(
+        s.defs
+            .iter()
+            .filter(|d| matches!(d, hark_wire::Def::Name { .. }))
+            .count(),
+        4
+    );
+
+    // Without the probe the same program runs, its calls doing nothing.
+    let st = std::process::Command::new(&exe)
+        .arg("none")
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+}
+
+#[test]
+fn the_fortran_module_records_the_same_events() {
+    use hark_wire::op::{COUNTER, MARK, REGION_BEGIN, REGION_END};
+    let module = common::crate_dir().join("../../include/hark.f90");
+    let exe = common::compile_many(
+        &[module.to_str().unwrap(), "tests/programs/user_api.f90"],
+        &["gfortran"],
+        &[],
+    );
+    let p = Probed::new("fortran");
+    let run = p.run(&exe, &[]);
+    assert!(run.status.success(), "{}", run.stderr);
+    let got = user_events(run.only_stream());
+    let mut want = Vec::new();
+    for i in 0..3u64 {
+        want.push((MARK, "step".to_string(), i));
+        want.push((REGION_BEGIN, "outer".into(), 0));
+        want.push((COUNTER, "cells".into(), 100 * i));
+        want.push((REGION_END, "outer".into(), 0));
+    }
+    assert_eq!(got, want);
+}

@@ -61,27 +61,35 @@ pub fn scratch(tag: &str) -> PathBuf {
 
 /// Compiles `source` (relative to the crate, or absolute) with `compiler`
 /// (a command and its first arguments, e.g. `["cc"]` or `["mpicc"]`) and
-/// `flags`; returns the executable. Panics with the compiler's output on
-/// failure.
+/// `flags` (after the source: libraries); returns the executable. Panics
+/// with the compiler's output on failure.
 pub fn compile(source: &str, compiler: &[&str], flags: &[&str]) -> PathBuf {
-    let src = crate_dir().join(source);
-    let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
+    compile_many(&[source], compiler, flags)
+}
+
+/// As [`compile`], for several sources in order (a Fortran module first);
+/// the executable is named after the last one. Module files go to the
+/// output directory.
+pub fn compile_many(sources: &[&str], compiler: &[&str], flags: &[&str]) -> PathBuf {
+    let srcs: Vec<PathBuf> = sources.iter().map(|s| crate_dir().join(s)).collect();
+    let last = srcs.last().expect("a source");
+    let stem = last.file_stem().unwrap().to_string_lossy().into_owned();
     let out_dir = std::env::temp_dir().join(format!("hark-probe-bin-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).unwrap();
-    let exe = out_dir.join(format!("{stem}-{}", compiler[0].replace('/', "_")));
+    let tag = compiler.join("_").replace(['/', ' ', '='], "_");
+    let exe = out_dir.join(format!("{stem}-{tag}"));
     let out = Command::new(compiler[0])
         .args(&compiler[1..])
-        .arg("-O1")
         .arg("-o")
         .arg(&exe)
-        .arg(&src)
+        .args(&srcs)
         .args(flags)
+        .current_dir(&out_dir)
         .output()
         .unwrap_or_else(|e| panic!("running {compiler:?}: {e}"));
     assert!(
         out.status.success(),
-        "{compiler:?} failed on {}:\n{}",
-        src.display(),
+        "{compiler:?} failed on {sources:?}:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     exe
