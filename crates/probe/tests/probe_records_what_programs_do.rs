@@ -240,3 +240,30 @@ fn the_fortran_module_records_the_same_events() {
     }
     assert_eq!(got, want);
 }
+
+#[test]
+fn the_rust_crate_records_the_same_events() {
+    use hark_wire::op::{COUNTER, MARK, REGION_BEGIN, REGION_END};
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let st = std::process::Command::new(cargo)
+        .args(["build", "-q", "-p", "hark-user", "--example", "regions"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let exe = common::probe_lib()
+        .parent()
+        .unwrap()
+        .join("examples/regions");
+    let p = Probed::new("rust-user");
+    let run = p.run(&exe, &[]);
+    assert!(run.status.success(), "{}", run.stderr);
+    assert_eq!(run.stdout, "active: true\n");
+    let mut want = Vec::new();
+    for i in 0..3u64 {
+        want.push((MARK, "step".to_string(), i));
+        want.push((REGION_BEGIN, "outer".into(), 0));
+        want.push((COUNTER, "cells".into(), 100 * i));
+        want.push((REGION_END, "outer".into(), 0));
+    }
+    assert_eq!(user_events(run.only_stream()), want);
+}
