@@ -99,6 +99,25 @@ impl Entry {
         Entry(inner)
     }
 
+    /// A batch: `items` as one entry of type `ty`, accounted at the bytes
+    /// they hold. Read it back with `get::<Vec<T>>()`.
+    ///
+    /// Entries are meant to be batches — a pack, or one kind of event from a
+    /// pack — so that one job does real work: a job dispatch costs about
+    /// a hundred nanoseconds, an event a few.
+    ///
+    /// ```
+    /// use hark_board::{Board, Entry};
+    /// let board = Board::new(1);
+    /// let e = Entry::batch(board.intern("samples"), vec![1.5f64; 1000]);
+    /// assert_eq!(e.bytes(), 8000);
+    /// assert_eq!(e.get::<Vec<f64>>().unwrap().len(), 1000);
+    /// ```
+    pub fn batch<T: Any + Send + Sync>(ty: EntryType, items: Vec<T>) -> Entry {
+        let bytes = std::mem::size_of_val(&items[..]);
+        Entry::with_bytes(ty, items, bytes)
+    }
+
     /// The entry's type.
     #[inline]
     pub fn ty(&self) -> EntryType {

@@ -59,7 +59,7 @@ enum Inner {
         injector: Box<Injector<Job>>,
         stealers: Box<[Stealer<Job>]>,
         /// Handed out to the worker threads at start.
-        locals: Mutex<Vec<Worker<Job>>>,
+        locals: Mutex<Vec<Option<Worker<Job>>>>,
     },
 }
 
@@ -110,7 +110,7 @@ impl Queues {
                 Inner::Stealing {
                     injector: Box::new(Injector::new()),
                     stealers,
-                    locals: Mutex::new(locals),
+                    locals: Mutex::new(locals.into_iter().map(Some).collect()),
                 }
             }
         };
@@ -128,8 +128,10 @@ impl Queues {
         let local = match &self.kind {
             Inner::Fifos(_) => None,
             Inner::Stealing { locals, .. } => {
+                // Worker `index` owns deque `index`: the one `stealers[index]`
+                // steals from, which it skips when stealing.
                 let mut locals = locals.lock().unwrap_or_else(|p| p.into_inner());
-                locals.pop().map(Box::new)
+                locals.get_mut(index).and_then(Option::take).map(Box::new)
             }
         };
         if let Some(w) = &local {
