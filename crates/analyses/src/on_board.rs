@@ -204,12 +204,13 @@ impl OnBoard {
     }
 
     /// Waits until every submitted batch is analysed, folds the ranks into
-    /// the program's model, and retires the level.
+    /// the program's model, and retires the level. Call once, after the
+    /// last submission; later submissions are refused.
     ///
     /// `ranks` are the program's streams with their accounting as the
     /// server kept it (`received`, `end`); `analysed` is filled in here as
     /// the events every analysis consumed.
-    pub fn finish(self, ranks: Vec<(Arc<StreamInfo>, StreamAccounting)>) -> Vec<Program> {
+    pub fn finish(&self, ranks: Vec<(Arc<StreamInfo>, StreamAccounting)>) -> Vec<Program> {
         self.board.drain_level(self.level);
         let mut maps: Vec<FxHashMap<u64, Arc<Mutex<Slot>>>> = self
             .slots

@@ -1,0 +1,266 @@
+//! Hark's analysis server: probe streams in, a [`hark_model::Run`] out.
+//!
+//! [`Server::start`] binds a listener ([`hark_transport`]) and a parallel
+//! blackboard ([`hark_board`]) with the knowledge sources of
+//! [`hark_analyses`]. Each connection's reader thread hands its frames to the
+//! server's sink, which routes them to their program's board level (one
+//! level per program, created when the program's first process says hello);
+//! the board's workers analyse them while the program runs. When the program
+//! is over, [`Server::finish`] waits for the streams to close, drains the
+//! board, folds every program and returns the run's model, accounting
+//! included: events written (from each probe's end-of-stream record),
+//! received, analysed and dropped, per rank and in total. A process that
+//! dies without its end-of-stream record is kept with what arrived, marked
+//! partial, and named in the report.
+//!
+//! ```
+//! use hark_server::{Server, ServerConfig};
+//! use hark_wire::{op, ClockSource, End, EndReason, Event, Hello, encode_pack};
+//! use std::io::Write;
+//! use std::time::Duration;
+//!
+//! let dir = std::env::temp_dir().join(format!("hark-server-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir).unwrap();
+//! let server = Server::start(ServerConfig {
+//!     addr: format!("unix:{}", dir.join("sock").display()),
+//!     ..ServerConfig::default()
+//! })
+//! .unwrap();
+//!
+//! // What a probe sends: hello, one pack, end.
+//! let mut bytes = Vec::new();
+//! Hello { program: "demo".into(), argv: vec!["./demo".into()], host: "h".into(), pid: 7,
+//!         rank: 0, size: 1, job: "j".into(), clock: ClockSource::Monotonic,
+//!         clock_ns: 0, realtime_ns: 0, pack_size: 1 << 20 }.encode(&mut bytes);
+//! encode_pack(0, &[Event::new(op::mpi_op("MPI_Barrier").unwrap(), 5, 25)], &mut bytes);
+//! End { events_written: 1, events_dropped: 0, packs_sent: 1, reason: EndReason::Finalize }
+//!     .encode(&mut bytes);
+//! let path = dir.join("sock");
+//! std::os::unix::net::UnixStream::connect(&path).unwrap().write_all(&bytes).unwrap();
+//!
+//! let run = server.finish(Duration::from_secs(10));
+//! assert_eq!(run.programs[0].mpi["MPI_Barrier"].time_ns, vec![20]);
+//! assert_eq!(run.accounting.events_analysed, 1);
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod error;
+mod sink;
+
+pub use error::{Error, ErrorKind};
+
+use hark_analyses::{registry, Config};
+use hark_board::Board;
+use hark_model::{Accounting, Run};
+use sink::{Counters, State};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How to start a [`Server`].
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Where to listen: `unix:/path` or `tcp:host:port` (port 0 picks one).
+    pub addr: String,
+    /// Board worker threads (at least 1). Default: the machine's cores.
+    pub workers: usize,
+    /// The analyses to run, by spec name (`mpi-profile`, ...); `None` runs
+    /// every one in [`hark_analyses::registry`]. `summary` is always run.
+    pub analyses: Option<Vec<String>>,
+    /// Time slices per program (fixed whatever the run's length).
+    pub slices: usize,
+    /// Bytes of events a program may have waiting for analysis before its
+    /// readers stop reading (back-pressure towards the probes).
+    pub max_in_flight: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            addr: "tcp:127.0.0.1:0".into(),
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            analyses: None,
+            slices: Config::default().slices,
+            max_in_flight: 256 << 20,
+        }
+    }
+}
+
+/// A snapshot for the live status line.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Status {
+    /// Connections accepted so far (processes that said hello).
+    pub connections: u64,
+    /// Connections still open.
+    pub open: u64,
+    /// Programs seen.
+    pub programs: usize,
+    /// Events received so far.
+    pub events_received: u64,
+    /// Events received per second since the previous call to `status`
+    /// (since the start for the first call).
+    pub events_per_s: f64,
+    /// Bytes of events received and not yet analysed.
+    pub bytes_in_flight: u64,
+    /// Connections whose stream was malformed or cut.
+    pub broken: u64,
+    /// Time readers spent waiting for the analyses to catch up, in ns.
+    pub throttled_ns: u64,
+}
+
+/// A running analysis server. See the crate documentation.
+pub struct Server {
+    transport: hark_transport::Server,
+    state: Arc<State>,
+    started: Instant,
+    last_status: Mutex<(Instant, u64)>,
+}
+
+impl Server {
+    /// Binds `config.addr`, starts the board's workers and accepts probe
+    /// connections on a background thread. Fails if the address cannot be
+    /// bound or an analysis name is unknown.
+    pub fn start(config: ServerConfig) -> Result<Server, Error> {
+        let analyses = match &config.analyses {
+            None => registry::all(),
+            Some(names) => {
+                let mut names: Vec<&str> = names.iter().map(String::as_str).collect();
+                if !names.contains(&"summary") {
+                    names.push("summary");
+                }
+                registry::select(&names).map_err(|e| Error::new(ErrorKind::Analyses(e)))?
+            }
+        };
+        let listener = hark_transport::Listener::bind(&config.addr)
+            .map_err(|e| Error::new(ErrorKind::Listen(e)))?;
+        let state = Arc::new(State {
+            board: Board::new(config.workers.max(1)),
+            analyses,
+            config: Config {
+                slices: config.slices,
+                ..Config::default()
+            },
+            max_in_flight: config.max_in_flight,
+            programs: Mutex::default(),
+            conns: Default::default(),
+            counters: Counters::default(),
+            problems: Mutex::default(),
+        });
+        let transport = listener.serve(state.clone());
+        let now = Instant::now();
+        Ok(Server {
+            transport,
+            state,
+            started: now,
+            last_status: Mutex::new((now, 0)),
+        })
+    }
+
+    /// The address probes should be given (`HARK_ADDR`), with the actual
+    /// port for TCP.
+    pub fn addr(&self) -> &str {
+        self.transport.addr()
+    }
+
+    /// A snapshot of what is going on; cheap enough for a few calls a second.
+    pub fn status(&self) -> Status {
+        let c = &self.state.counters;
+        let events = c.events.load(Ordering::Relaxed);
+        let now = Instant::now();
+        let mut last = self.last_status.lock().unwrap_or_else(|e| e.into_inner());
+        let dt = now.duration_since(last.0).as_secs_f64();
+        let rate = if dt > 0.0 {
+            (events - last.1) as f64 / dt
+        } else {
+            0.0
+        };
+        *last = (now, events);
+        let programs = self
+            .state
+            .programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        Status {
+            connections: c.accepted.load(Ordering::Relaxed),
+            open: c.open.load(Ordering::Relaxed),
+            programs: programs.len(),
+            events_received: events,
+            events_per_s: rate,
+            bytes_in_flight: programs.iter().map(|p| p.on.in_flight()).sum(),
+            broken: c.broken.load(Ordering::Relaxed),
+            throttled_ns: c.throttled_ns.load(Ordering::Relaxed),
+        }
+    }
+
+    /// How long the server has been running.
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Ends the run and returns its model.
+    ///
+    /// Waits up to `grace` for every open connection to close (call it once
+    /// the measured program has exited: its probes flush and close within
+    /// moments); connections still open then are cut and their ranks marked
+    /// partial. Then stops listening, lets the board analyse everything
+    /// received, and folds each program. Every program that connected is in
+    /// the run, in order of first connection.
+    pub fn finish(self, grace: Duration) -> Run {
+        let deadline = Instant::now() + grace;
+        // Open means accepted and not closed: a connection still in the
+        // accept backlog is not counted yet, so it must look settled twice,
+        // a few milliseconds apart.
+        let open = || {
+            self.transport
+                .connections()
+                .saturating_sub(self.state.counters.closed.load(Ordering::Relaxed))
+        };
+        let mut settled = 0;
+        while settled < 2 && Instant::now() < deadline {
+            settled = if open() == 0 { settled + 1 } else { 0 };
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if open() > 0 {
+            self.transport.abort_connections();
+        }
+        self.transport.shutdown();
+        let mut programs = self.state.fold();
+        self.state.board.shutdown();
+        let problems = std::mem::take(
+            &mut *self
+                .state
+                .problems
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        if let (Some(first), false) = (programs.first_mut(), problems.is_empty()) {
+            first.diagnostics.extend(problems);
+        }
+        let mut accounting = Accounting::default();
+        for p in &programs {
+            for r in &p.rank_info {
+                let a = &r.accounting;
+                accounting.events_written += a.events_written;
+                accounting.events_received += a.events_received;
+                accounting.events_analysed += a.events_analysed;
+                accounting.events_dropped += a.events_dropped;
+                accounting.partial_ranks += a.partial_ranks;
+            }
+        }
+        Run {
+            hark_version: env!("CARGO_PKG_VERSION").to_string(),
+            accounting,
+            programs,
+        }
+    }
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("addr", &self.addr())
+            .finish_non_exhaustive()
+    }
+}
