@@ -7,6 +7,11 @@
 //! event and bumps the level. Everything else — the first event of a thread,
 //! a full buffer, no buffer — goes to the cold path.
 //!
+//! When no buffer is to be had (lossy mode, pool exhausted), the thread
+//! writes into a small scratch buffer of its own whose contents are counted
+//! as dropped when it fills: dropping stays on the hot path instead of
+//! taking the cold path, and its lock, for every event.
+//!
 //! A slot lives on the heap and in the stream's registry, never freed, so
 //! that `finish` can collect the partial buffers of every thread, alive or
 //! not. Its fill level is an atomic only so that `finish` can read it from
@@ -27,15 +32,29 @@ pub(crate) struct Slot {
     /// Where event 0 of the current buffer goes. Stays valid memory even
     /// after the buffer is gone (buffers are never freed).
     base: AtomicPtr<Event>,
-    /// Events in the current buffer; `cap` when there is no buffer.
+    /// Events in the current buffer; `cap` or more when there is none.
     len: AtomicUsize,
-    cap: usize,
+    /// Events the current buffer holds (a pack buffer's, or the scratch's).
+    cap: AtomicUsize,
+    /// A pack buffer's capacity.
+    pack_cap: usize,
     thread: u16,
-    /// The buffer this slot owns, if any. Only the cold path, the thread-exit
-    /// flush and `finish` touch it, under this lock.
-    own: Mutex<Option<Buf>>,
+    /// What the slot writes into. Only the cold path, the thread-exit flush
+    /// and `finish` touch it, under this lock.
+    own: Mutex<Own>,
     stream: &'static Stream,
 }
+
+/// What a slot is writing into.
+pub(crate) struct Own {
+    buf: Option<Buf>,
+    /// True when `base` points into `scratch`: events there are dropped.
+    dropping: bool,
+    scratch: Option<Buf>,
+}
+
+/// Bytes of a scratch buffer.
+const SCRATCH_SIZE: usize = 16 << 10;
 
 struct Local {
     slot: Cell<*const Slot>,
@@ -90,7 +109,7 @@ pub(crate) fn record(mut ev: Event) {
         // SAFETY: slots are leaked, so a non-null slot pointer stays valid.
         let s = unsafe { &*slot };
         let n = s.len.load(Ordering::Relaxed);
-        if n < s.cap {
+        if n < s.cap.load(Ordering::Relaxed) {
             ev.thread = U16::new(s.thread);
             // SAFETY: `len < cap` means `base` points at a live buffer with
             // room for `cap` events, owned by this thread.
@@ -130,9 +149,14 @@ fn register(stream: &'static Stream) -> *const Slot {
         Box::leak(Box::new(Slot {
             base: AtomicPtr::new(std::ptr::null_mut()),
             len: AtomicUsize::new(cap),
-            cap,
+            cap: AtomicUsize::new(cap),
+            pack_cap: cap,
             thread,
-            own: Mutex::new(None),
+            own: Mutex::new(Own {
+                buf: None,
+                dropping: false,
+                scratch: None,
+            }),
             stream,
         }))
     });
@@ -143,45 +167,59 @@ fn register(stream: &'static Stream) -> *const Slot {
     slot
 }
 
-/// Ships the slot's buffer (full or not) and starts a new one with `ev`.
+/// Ships the slot's buffer (full or not), or counts its scratch as
+/// dropped, and starts a new buffer with `ev`.
 fn refill(s: &Slot, mut ev: Event) {
     let ship = &s.stream.ship;
     let mut own = s.own.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(buf) = own.take() {
-        let n = s.len.load(Ordering::Acquire).min(s.cap);
-        s.len.store(s.cap, Ordering::Relaxed);
-        ship.push_pack(buf, n);
-    }
+    settle(s, &mut own);
     if !s.stream.recording_allowed() {
         return;
     }
-    match ship.take_buffer() {
-        Some(buf) => {
-            // SAFETY: buffers are `pack_size` bytes, of which PACK_FRONT are
-            // the header and `cap` events follow.
-            let base = unsafe { buf.0.add(PACK_FRONT) } as *mut Event;
-            ev.thread = U16::new(s.thread);
-            // SAFETY: the buffer is ours and holds at least one event.
-            unsafe { base.write(ev) };
-            *own = Some(buf);
-            s.base.store(base, Ordering::Relaxed);
-            s.len.store(1, Ordering::Release);
-        }
+    ev.thread = U16::new(s.thread);
+    let (buf, cap, dropping) = match ship.take_buffer() {
+        Some(buf) => (buf, s.pack_cap, false),
         None => {
-            ship.written.fetch_add(1, Ordering::Relaxed);
-            ship.dropped.fetch_add(1, Ordering::Relaxed);
+            let scratch = *own.scratch.get_or_insert_with(|| {
+                Buf(Box::leak(vec![0u8; SCRATCH_SIZE].into_boxed_slice()).as_mut_ptr())
+            });
+            (scratch, crate::ship::capacity(SCRATCH_SIZE), true)
         }
+    };
+    // SAFETY: buffers are at least PACK_FRONT bytes plus `cap` events.
+    let base = unsafe { buf.0.add(PACK_FRONT) } as *mut Event;
+    // SAFETY: the buffer is this slot's and holds at least one event.
+    unsafe { base.write(ev) };
+    if !dropping {
+        own.buf = Some(buf);
     }
+    own.dropping = dropping;
+    s.base.store(base, Ordering::Relaxed);
+    s.cap.store(cap, Ordering::Relaxed);
+    s.len.store(1, Ordering::Release);
 }
 
-/// Takes the slot's buffer for shipping, with its fill level. After this
-/// the slot has no buffer; a racing owner that still writes does so into
-/// memory nobody reads.
-pub(crate) fn take(s: &Slot) -> Option<(Buf, usize)> {
+/// Hands what the slot holds to the shipper (a pack buffer) or to the
+/// drop count (the scratch); the slot then holds nothing.
+fn settle(s: &Slot, own: &mut Own) {
+    let cap = s.cap.load(Ordering::Relaxed);
+    let n = s.len.swap(usize::MAX / 2, Ordering::Acquire).min(cap);
+    let ship = &s.stream.ship;
+    if let Some(buf) = own.buf.take() {
+        ship.push_pack(buf, n);
+    } else if own.dropping {
+        ship.written.fetch_add(n as u64, Ordering::Relaxed);
+        ship.dropped.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    own.dropping = false;
+}
+
+/// Ships (or counts as dropped) what the slot holds. After this the slot
+/// has nothing; a racing owner that still writes does so into memory nobody
+/// reads, and its next event takes the cold path.
+pub(crate) fn take(s: &Slot) {
     let mut own = s.own.lock().unwrap_or_else(|p| p.into_inner());
-    let buf = own.take()?;
-    let n = s.len.swap(s.cap, Ordering::Acquire).min(s.cap);
-    Some((buf, n))
+    settle(s, &mut own);
 }
 
 fn flush_this_thread() {
@@ -190,10 +228,7 @@ fn flush_this_thread() {
         return;
     }
     // SAFETY: slots are leaked.
-    let s = unsafe { &*slot };
-    if let Some((buf, n)) = take(s) {
-        s.stream.ship.push_pack(buf, n);
-    }
+    take(unsafe { &*slot });
 }
 
 /// In a forked child: this thread's slot belongs to the parent's stream.

@@ -237,9 +237,7 @@ pub(crate) fn finish(reason: EndReason) {
     set_off();
     let slots: Vec<&'static Slot> = s.registry.lock().unwrap_or_else(|p| p.into_inner()).clone();
     for slot in slots {
-        if let Some((buf, n)) = local::take(slot) {
-            s.ship.push_pack(buf, n);
-        }
+        local::take(slot);
     }
     s.ship.push_end(reason);
     if !s.ship.wait_done(s.cfg.drain_timeout) {
