@@ -127,12 +127,25 @@ impl Clock {
     }
 }
 
+/// The same events cut into packs of `events` events (for the small-pack
+/// runs: the board's overhead grows as batches shrink).
+fn split(packs: &[Vec<Pack>], events: usize) -> Vec<Vec<Pack>> {
+    packs
+        .iter()
+        .map(|rank| {
+            rank.iter()
+                .flat_map(|p| p.0.chunks(events * EVENT_SIZE).map(|c| Pack(c.into())))
+                .collect()
+        })
+        .collect()
+}
+
 fn plain(packs: &[Vec<Pack>], rounds: usize) -> (Took, Vec<Table>) {
     let mut tables = vec![vec![Row::default(); OPS]; RANKS];
     let start = Clock::start();
     for round in 0..rounds {
         for (rank, table) in tables.iter_mut().enumerate() {
-            let pack = &packs[rank][round % DISTINCT_PACKS];
+            let pack = &packs[rank][round % packs[rank].len()];
             let events = Event::slice_from(&pack.0).expect("whole events");
             reduce(black_box(events), table);
         }
@@ -192,7 +205,7 @@ fn engine(
     let start = Clock::start();
     for round in 0..rounds {
         for (rank, packs) in packs.iter().enumerate() {
-            let pack = packs[round % DISTINCT_PACKS].clone();
+            let pack = packs[round % packs.len()].clone();
             let bytes = pack.0.len();
             board
                 .submit_keyed(level, rank as u64, Entry::with_bytes(pack_ty, pack, bytes))
@@ -299,6 +312,14 @@ fn main() {
         }
     }
 
+    // Small packs: the same events in packs of 1365 (64 KiB), 16 times as
+    // many jobs; work-stealing only.
+    const SMALL: usize = (64 << 10) / EVENT_SIZE;
+    let small = split(&packs, SMALL);
+    let small_rounds = rounds * EVENTS_PER_PACK.div_ceil(SMALL);
+    assert_eq!(plain(&small, small_rounds).1, want);
+    let mut small_t: [Vec<Took>; 3] = Default::default();
+
     let mut plain_t: Vec<Took> = Vec::new();
     let mut eng: Vec<[Vec<Took>; 2]> = vec![Default::default(), Default::default()];
     let mut chained: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
@@ -310,6 +331,14 @@ fn main() {
             for (w, times) in eng[k].iter_mut().enumerate() {
                 touch(&packs);
                 times.push(engine(&packs, rounds, w + 1, *kind).0);
+            }
+            if k == 0 {
+                touch(&small);
+                small_t[0].push(plain(&small, small_rounds).0);
+                for (w, times) in small_t.iter_mut().enumerate().skip(1) {
+                    touch(&small);
+                    times.push(engine(&small, small_rounds, w, *kind).0);
+                }
             }
             chained[k].push(dispatch_chained(jobs, *kind).as_secs_f64() * 1e9 / jobs as f64);
             fed[k].push(dispatch_fed(jobs, *kind).as_secs_f64() * 1e9 / jobs as f64);
@@ -349,6 +378,33 @@ fn main() {
             best(one) / best(two)
         );
         row(format!("board {name}, 2 workers"), two, speedup);
+    }
+    let [sp, s1, s2] = &small_t;
+    let (spw, spb) = (wall(sp), best(sp));
+    for (name, t, speedup) in [
+        ("plain loop, 1 thread, 64 KiB packs", sp, String::new()),
+        (
+            "board work-stealing, 1 worker, 64 KiB packs",
+            s1,
+            String::new(),
+        ),
+        (
+            "board work-stealing, 2 workers, 64 KiB packs",
+            s2,
+            format!("{:.2}x ({:.2}x)", wall(s1) / wall(s2), best(s1) / best(s2)),
+        ),
+    ] {
+        let (w, b) = (wall(t), best(t));
+        println!(
+            "| {name} | {:.1} ({:.1}) | {:.0} ({:.0}) | {:.1} | {:.3} ({:.3}) | {speedup} |",
+            w * 1e3,
+            b * 1e3,
+            events / w / 1e6,
+            events / b / 1e6,
+            cpu(t) * 1e3,
+            w / spw,
+            b / spb,
+        );
     }
     println!();
     println!("| job dispatch | chained, 1 worker (ns/job) | fed from a reader thread (ns/job) |");

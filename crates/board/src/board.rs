@@ -317,14 +317,25 @@ impl Board {
     /// count (they may wait forever).
     ///
     /// Never call it from an operation (it would wait for itself).
+    ///
+    /// # Panics
+    ///
+    /// If called from an operation of this board (instead of waiting
+    /// forever); the panic is contained and counted like any other.
     pub fn drain(&self) {
         let shared = self.shared();
+        shared.refuse_waiting_on_a_worker("drain");
         shared.wait_until(|| shared.outstanding.load(Ordering::SeqCst) == 0);
     }
 
     /// Waits until no job is queued or running on `level`. Other levels go
     /// on. Never call it from an operation.
+    ///
+    /// # Panics
+    ///
+    /// As [`Board::drain`].
     pub fn drain_level(&self, level: Level) {
+        self.shared().refuse_waiting_on_a_worker("drain_level");
         let counters = {
             let reg = self
                 .shared()
@@ -390,7 +401,21 @@ fn shutdown(shared: &Arc<Shared>, threads: &Mutex<Vec<JoinHandle<()>>>) {
     }
 }
 
+thread_local! {
+    /// The board whose worker runs on this thread, if any (its address).
+    static WORKER_OF: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 impl Shared {
+    fn refuse_waiting_on_a_worker(&self, what: &str) {
+        if WORKER_OF.with(|w| w.get()) == self as *const Shared as usize {
+            panic!(
+                "Board::{what} was called from an operation of the same board: it would wait for \
+                 itself forever (operations must not wait for the board)"
+            );
+        }
+    }
+
     pub(crate) fn intern(&self, name: &str) -> EntryType {
         if let Some(&ty) = self
             .types
@@ -804,6 +829,7 @@ impl KsInst {
 }
 
 fn worker_loop(shared: &Arc<Shared>, index: usize) {
+    WORKER_OF.with(|w| w.set(Arc::as_ptr(shared) as usize));
     let me = shared.queues.worker(index);
     loop {
         if let Some(job) = shared.queues.pop(&me) {

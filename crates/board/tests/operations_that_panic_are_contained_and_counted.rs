@@ -43,3 +43,32 @@ fn operations_that_panic_are_contained_and_counted() {
     assert_eq!(stats.levels[0].entries_live, 0);
     assert_eq!(stats.levels[0].bytes_live, 0);
 }
+
+#[test]
+fn an_operation_that_waits_for_its_own_board_is_stopped_not_hung() {
+    let board = Board::new(1);
+    let t = board.intern("t");
+    let level = board.create_level("p");
+    let handle = std::sync::Mutex::new(Some(board.clone()));
+    board
+        .register(
+            level,
+            KnowledgeSource::new("waits", &[t], move |_, _| {
+                // Take the handle out so the board is not kept alive by it.
+                if let Some(b) = handle.lock().unwrap().take() {
+                    b.drain();
+                }
+            }),
+        )
+        .unwrap();
+    board.submit(level, Entry::new(t, ())).unwrap();
+    board.drain();
+    let stats = board.stats();
+    let ks = &stats.knowledge_sources[0];
+    assert_eq!(ks.panics, 1);
+    assert!(ks
+        .last_error
+        .as_deref()
+        .unwrap()
+        .contains("wait for itself"));
+}
