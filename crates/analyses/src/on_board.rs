@@ -47,17 +47,52 @@ enum What {
 }
 
 /// An "events" entry: one pack of one stream. Its drop gives its bytes back
-/// to the program's in-flight count, which is what the server throttles on.
+/// to the program's in-flight count, which is what the server throttles on,
+/// and its buffer to the program's pool.
 struct Batch {
     info: Arc<StreamInfo>,
-    events: Box<[Event]>,
-    in_flight: Arc<AtomicU64>,
+    events: Vec<Event>,
+    flow: Arc<Flow>,
 }
 
 impl Drop for Batch {
     fn drop(&mut self) {
-        self.in_flight
+        self.flow
+            .in_flight
             .fetch_sub((self.events.len() * EVENT_SIZE) as u64, Ordering::Relaxed);
+        self.flow.give_back(std::mem::take(&mut self.events));
+    }
+}
+
+/// Buffers kept for reuse: enough for the packs in flight at the default
+/// limits, so that steady streaming allocates (and page-faults) nothing.
+const POOL: usize = 128;
+
+/// What is in flight on a level, and the pack buffers to reuse.
+#[derive(Default)]
+struct Flow {
+    in_flight: AtomicU64,
+    pool: Mutex<Vec<Vec<Event>>>,
+}
+
+impl Flow {
+    fn take(&self) -> Vec<Event> {
+        self.pool
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_default()
+    }
+
+    fn give_back(&self, mut buf: Vec<Event>) {
+        if buf.capacity() == 0 {
+            return;
+        }
+        buf.clear();
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < POOL {
+            pool.push(buf);
+        }
     }
 }
 
@@ -77,7 +112,7 @@ pub struct OnBoard {
     frames: EntryType,
     slots: Vec<Arc<Slots>>,
     ids: Vec<KsId>,
-    in_flight: Arc<AtomicU64>,
+    flow: Arc<Flow>,
 }
 
 fn board_error(e: hark_board::Error) -> Error {
@@ -150,7 +185,7 @@ impl OnBoard {
             frames,
             slots,
             ids,
-            in_flight: Arc::default(),
+            flow: Arc::default(),
         })
     }
 
@@ -167,7 +202,7 @@ impl OnBoard {
     /// Bytes of events submitted and not yet analysed by every analysis;
     /// the server stops reading while this is too high.
     pub fn in_flight(&self) -> u64 {
-        self.in_flight.load(Ordering::Relaxed)
+        self.flow.in_flight.load(Ordering::Relaxed)
     }
 
     /// Submits a stream's definitions (in stream order with its packs).
@@ -176,15 +211,19 @@ impl OnBoard {
         self.submit(info, What::Defs(defs), bytes)
     }
 
-    /// Submits a stream's pack of events (in stream order with its
-    /// definitions).
-    pub fn pack(&self, info: &Arc<StreamInfo>, events: Box<[Event]>) -> Result<(), Error> {
-        let bytes = events.len() * EVENT_SIZE;
-        self.in_flight.fetch_add(bytes as u64, Ordering::Relaxed);
+    /// Submits a copy of a stream's pack of events (in stream order with
+    /// its definitions). The copy goes into a reused buffer.
+    pub fn pack(&self, info: &Arc<StreamInfo>, events: &[Event]) -> Result<(), Error> {
+        let bytes = std::mem::size_of_val(events);
+        self.flow
+            .in_flight
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        let mut buf = self.flow.take();
+        buf.extend_from_slice(events);
         let batch = Arc::new(Batch {
             info: info.clone(),
-            events,
-            in_flight: self.in_flight.clone(),
+            events: buf,
+            flow: self.flow.clone(),
         });
         self.submit(info, What::Pack(batch), bytes)
     }

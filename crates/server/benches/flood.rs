@@ -1,1 +1,277 @@
-fn main() {}
+//! The server under a synthetic flood: N processes stream encoded packs of a
+//! realistic event mix as fast as they can over a Unix socket.
+//!
+//! `cargo bench -p hark-server --bench flood` runs, each in a fresh process so
+//! that peak memory is its own, three times each: 4 writers × 2.5·10^6
+//! events (1×), then 4 × 2.5·10^7 (10×, 10^8 events in all). For each it prints the events/s the
+//! server sustained, the time from the last writer's exit to the model in
+//! hand, the server's peak RSS, and the accounting (every event written must
+//! be analysed: the writers block instead of dropping, so a server that does
+//! not keep up shows as a lower rate, not as loss).
+//!
+//! `flood run <events per writer> <writers>` runs one measurement;
+//! `flood write <addr> <rank> <size> <events>` is one writer.
+
+use hark_server::{Server, ServerConfig};
+use hark_wire::{
+    encode_pack, op, ClockSource, Def, End, EndReason, Event, Flavour, Hello, NameKind, RankInfo,
+    EVENT_SIZE, HEADER_SIZE, PACK_HEADER_SIZE,
+};
+use std::io::Write;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const PACK_EVENTS: usize = (1 << 20) / EVENT_SIZE;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("write") => write(
+            &args[1],
+            num(&args[2]) as i32,
+            num(&args[3]) as i32,
+            num(&args[4]),
+        ),
+        Some("run") => run(num(&args[1]), num(&args[2]) as usize),
+        // `cargo bench` passes `--bench`: the whole comparison.
+        _ => {
+            for per_writer in [2_500_000u64, 25_000_000] {
+                for _ in 0..3 {
+                    let out = Command::new(std::env::current_exe().unwrap())
+                        .args(["run", &per_writer.to_string(), "4"])
+                        .output()
+                        .expect("running a measurement");
+                    print!("{}", String::from_utf8_lossy(&out.stdout));
+                    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+                }
+            }
+        }
+    }
+}
+
+fn num(s: &str) -> u64 {
+    s.parse().expect("a number")
+}
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn run(per_writer: u64, writers: usize) {
+    let dir = std::env::temp_dir().join(format!("hark-flood-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let addr = format!("unix:{}", dir.join("sock").display());
+    let server = Server::start(ServerConfig {
+        addr: addr.clone(),
+        ..ServerConfig::default()
+    })
+    .expect("starting the server");
+    let started = Instant::now();
+    let mut children: Vec<_> = (0..writers)
+        .map(|r| {
+            Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "write",
+                    &addr,
+                    &r.to_string(),
+                    &writers.to_string(),
+                    &per_writer.to_string(),
+                ])
+                .spawn()
+                .expect("starting a writer")
+        })
+        .collect();
+    for c in &mut children {
+        assert!(c.wait().unwrap().success(), "a writer failed");
+    }
+    let last_exit = Instant::now();
+    let run = server.finish(Duration::from_secs(60));
+    let ready = last_exit.elapsed();
+    let total = started.elapsed();
+    let a = &run.accounting;
+    let events = a.events_received;
+    println!(
+        "flood: {writers} writers x {per_writer} events: {events} events in {:.2} s = {:.1} M events/s; \
+         model ready {:.0} ms after the last writer ended; server peak RSS {} MiB; \
+         written {} received {} analysed {} dropped {} partial {}",
+        total.as_secs_f64(),
+        events as f64 / total.as_secs_f64() / 1e6,
+        ready.as_secs_f64() * 1e3,
+        peak_rss_kib() / 1024,
+        a.events_written,
+        a.events_received,
+        a.events_analysed,
+        a.events_dropped,
+        a.partial_ranks,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One writer: a probe's stream, packs of a fixed mix with time moving on.
+fn write(addr: &str, rank: i32, size: i32, events: u64) {
+    let path = addr.strip_prefix("unix:").expect("a unix: address");
+    let mut s = std::os::unix::net::UnixStream::connect(path).expect("connecting");
+    let mut head = Vec::new();
+    Hello {
+        program: "flood".into(),
+        argv: vec!["flood".into()],
+        host: "localhost".into(),
+        pid: std::process::id(),
+        rank,
+        size,
+        job: "bench".into(),
+        clock: ClockSource::Monotonic,
+        clock_ns: 0,
+        realtime_ns: 0,
+        pack_size: 1 << 20,
+    }
+    .encode(&mut head);
+    RankInfo {
+        world_rank: rank,
+        world_size: size,
+        appnum: 0,
+        thread_level: 0,
+        flavour: Flavour::OpenMpi,
+        library: "synthetic".into(),
+    }
+    .encode(&mut head);
+    Def::encode_all(
+        &[
+            Def::Comm {
+                id: 1,
+                members: (0..size).collect(),
+                remote: vec![],
+            },
+            Def::Name {
+                id: 2,
+                kind: NameKind::Region,
+                name: "step".into(),
+            },
+            Def::File {
+                id: 3,
+                path: format!("/tmp/out.{rank}"),
+            },
+            Def::Name {
+                id: 4,
+                kind: NameKind::Counter,
+                name: "residual".into(),
+            },
+        ],
+        &mut head,
+    );
+    s.write_all(&head).unwrap();
+
+    // One pack of the mix, one synthetic microsecond per event; each later
+    // pack is the same with its times moved on, as a long run would be.
+    let pattern = mix(rank, size);
+    // Whole copies of the mix per pack, so regions open and close in one.
+    let per_pack = PACK_EVENTS / pattern.len() * pattern.len();
+    let template: Vec<Event> = (0..per_pack)
+        .map(|i| {
+            let mut e = pattern[i % pattern.len()];
+            let t = i as u64 * 1000;
+            e.start.set(t);
+            e.end.set(t + e.end.get());
+            e
+        })
+        .collect();
+    let mut buf = Vec::with_capacity(HEADER_SIZE + PACK_HEADER_SIZE + PACK_EVENTS * EVENT_SIZE);
+    let mut pack = template.clone();
+    let (mut sent, mut seq) = (0u64, 0u64);
+    while sent < events {
+        let n = ((events - sent) as usize).min(per_pack);
+        let shift = seq * per_pack as u64 * 1000;
+        for (e, t) in pack[..n].iter_mut().zip(&template) {
+            e.start.set(t.start.get() + shift);
+            e.end.set(t.end.get() + shift);
+        }
+        buf.clear();
+        encode_pack(seq, &pack[..n], &mut buf);
+        s.write_all(&buf).unwrap();
+        sent += n as u64;
+        seq += 1;
+    }
+    buf.clear();
+    End {
+        events_written: events,
+        events_dropped: 0,
+        packs_sent: seq,
+        reason: EndReason::Finalize,
+    }
+    .encode(&mut buf);
+    s.write_all(&buf).unwrap();
+}
+
+/// A mix like a halo-exchange code's: non-blocking exchange and its waits,
+/// blocking sends, collectives, a region, I/O, a counter. `end` holds each
+/// event's duration.
+fn mix(rank: i32, size: i32) -> Vec<Event> {
+    let next = (rank + 1) % size;
+    let prev = (rank + size - 1) % size;
+    let f = |name: &str| op::mpi_op(name).unwrap();
+    let ev = |code: u16, dur: u64| Event::new(code, 0, dur);
+    let mut v = Vec::new();
+    let mut e = ev(op::REGION_BEGIN, 0);
+    e.obj.set(2);
+    v.push(e);
+    let mut e = ev(f("MPI_Isend"), 300);
+    e.peer.set(next);
+    e.bytes.set(4096);
+    e.extra.set(1);
+    e.obj.set(1);
+    v.push(e);
+    let mut e = ev(f("MPI_Irecv"), 200);
+    e.peer.set(prev);
+    e.bytes.set(4096);
+    e.extra.set(2);
+    e.obj.set(1);
+    v.push(e);
+    let mut e = ev(f("MPI_Waitall"), 900);
+    e.bytes.set(2);
+    v.push(e);
+    let mut e = ev(op::COMPLETE_SEND, 900);
+    e.peer.set(next);
+    e.bytes.set(4096);
+    e.extra.set(1);
+    v.push(e);
+    let mut e = ev(op::COMPLETE_RECV, 900);
+    e.peer.set(prev);
+    e.bytes.set(4096);
+    e.extra.set(2);
+    v.push(e);
+    let mut e = ev(f("MPI_Send"), 500);
+    e.peer.set(next);
+    e.bytes.set(64);
+    e.obj.set(1);
+    v.push(e);
+    let mut e = ev(f("MPI_Recv"), 700);
+    e.peer.set(prev);
+    e.bytes.set(64);
+    e.obj.set(1);
+    v.push(e);
+    let mut e = ev(f("MPI_Allreduce"), 800);
+    e.bytes.set(8);
+    e.extra.set(8);
+    e.obj.set(1);
+    v.push(e);
+    let mut e = ev(op::io::WRITE, 400);
+    e.obj.set(3);
+    e.peer.set(5);
+    e.bytes.set(1024);
+    v.push(e);
+    let mut e = ev(op::COUNTER, 0);
+    e.obj.set(4);
+    e.bytes.set(42);
+    v.push(e);
+    let mut e = ev(op::REGION_END, 0);
+    e.obj.set(2);
+    v.push(e);
+    v
+}

@@ -82,7 +82,7 @@ impl Default for ServerConfig {
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             analyses: None,
             slices: Config::default().slices,
-            max_in_flight: 256 << 20,
+            max_in_flight: 64 << 20,
         }
     }
 }

@@ -200,7 +200,7 @@ impl Sink for State {
                 c.acc.lock().unwrap_or_else(|e| e.into_inner()).received += n;
                 self.counters.events.fetch_add(n, Ordering::Relaxed);
                 self.throttle(&c.on);
-                c.on.pack(&c.info, events.into())
+                c.on.pack(&c.info, events)
             }
             Frame::Defs(defs) => c.on.defs(&c.info, defs),
             Frame::Rank(r) => {

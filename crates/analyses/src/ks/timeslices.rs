@@ -84,16 +84,22 @@ fn metric_name(m: usize) -> String {
 #[derive(Clone)]
 struct Series {
     shift: u32,
+    /// Past this shift, slice edges would not fit in a u64: the last slice
+    /// takes whatever lies beyond (only a corrupt clock gets there).
+    max_shift: u32,
     slices: usize,
     metrics: Vec<Option<Box<[u64]>>>,
 }
 
 impl Series {
     fn new(shift: u32, slices: usize) -> Series {
+        // Pairwise merging needs an even count.
+        let slices = (slices.max(2) + 1) & !1;
+        let max_shift = 63 - slices.next_power_of_two().trailing_zeros();
         Series {
-            shift,
-            // Pairwise merging needs an even count.
-            slices: (slices.max(2) + 1) & !1,
+            shift: shift.min(max_shift),
+            max_shift,
+            slices,
             metrics: vec![None; metric_count()],
         }
     }
@@ -101,10 +107,7 @@ impl Series {
     /// Coarsens until `rel` (ns since the origin) falls inside the slices.
     #[inline]
     fn fit(&mut self, rel: u64) {
-        // Past `max_shift`, slice edges would not fit in a u64: the last
-        // slice takes whatever lies beyond (only a corrupt clock gets there).
-        let max_shift = 63 - self.slices.next_power_of_two().trailing_zeros();
-        while (rel >> self.shift) >= self.slices as u64 && self.shift < max_shift {
+        while (rel >> self.shift) >= self.slices as u64 && self.shift < self.max_shift {
             self.coarsen();
         }
     }
@@ -132,16 +135,16 @@ impl Series {
         self.metrics[metric].get_or_insert_with(|| vec![0; n].into_boxed_slice())
     }
 
+    /// Adds `v` to slice `i` of `metric`.
     #[inline]
-    fn add(&mut self, metric: usize, rel: u64, v: u64) {
-        let i = self.index(rel);
+    fn add(&mut self, metric: usize, i: usize, v: u64) {
         self.slot(metric)[i].sat(v);
     }
 
-    /// Adds the duration `[start, end)` to the slices it covers.
+    /// Adds the duration `[start, end)`, which lies in slices `a..=b`, to
+    /// the slices it covers.
     #[inline]
-    fn add_span(&mut self, metric: usize, start: u64, end: u64) {
-        let (a, b) = (self.index(start), self.index(end));
+    fn add_span(&mut self, metric: usize, (a, b): (usize, usize), start: u64, end: u64) {
         let shift = self.shift;
         let slot = self.slot(metric);
         if a == b {
@@ -177,51 +180,59 @@ impl RankState for Rank {
             };
             let start = cx.since_origin(ev.start.get());
             let end = cx.since_origin(ev.end.get()).max(start);
-            match op::kind(code) {
+            let kind = op::kind(code);
+            if matches!(kind, op::OpKind::Mpi(_) | op::OpKind::Io(_)) {
+                s.fit(end);
+            } else if msg.is_some() {
+                s.fit(start);
+            } else {
+                continue;
+            }
+            // Counts and bytes go to the start's slice, durations are spread
+            // over the slices from the start's to the end's.
+            let at = s.index(start);
+            let span = (at, s.index(end));
+            match kind {
                 op::OpKind::Mpi(i) => {
-                    s.fit(end);
                     let class = FUNCTIONS[i].class;
                     let m = mpi_metric(i);
-                    s.add(MPI_CALLS, start, 1);
-                    s.add(m, start, 1);
-                    s.add_span(MPI_TIME, start, end);
-                    s.add_span(m + 1, start, end);
+                    s.add(MPI_CALLS, at, 1);
+                    s.add(m, at, 1);
+                    s.add_span(MPI_TIME, span, start, end);
+                    s.add_span(m + 1, span, start, end);
                     if moves_own_bytes(class) {
-                        s.add(m + 2, start, ev.bytes.get());
+                        s.add(m + 2, at, ev.bytes.get());
                     }
                     if class == Class::Collective || class == Class::Icollective {
-                        s.add(COLLECTIVE_BYTES, start, ev.bytes.get());
+                        s.add(COLLECTIVE_BYTES, at, ev.bytes.get());
                     }
                     if matches!(class, Class::FileMeta | Class::FileRead | Class::FileWrite) {
-                        s.add(IO_OPS, start, 1);
-                        s.add(IO_BYTES, start, ev.bytes.get());
-                        s.add_span(IO_TIME, start, end);
+                        s.add(IO_OPS, at, 1);
+                        s.add(IO_BYTES, at, ev.bytes.get());
+                        s.add_span(IO_TIME, span, start, end);
                     }
                 }
                 op::OpKind::Io(i) => {
-                    s.fit(end);
                     let m = io_metric(i);
-                    s.add(IO_OPS, start, 1);
-                    s.add(IO_BYTES, start, ev.bytes.get());
-                    s.add_span(IO_TIME, start, end);
-                    s.add(m, start, 1);
-                    s.add_span(m + 1, start, end);
-                    s.add(m + 2, start, ev.bytes.get());
+                    s.add(IO_OPS, at, 1);
+                    s.add(IO_BYTES, at, ev.bytes.get());
+                    s.add_span(IO_TIME, span, start, end);
+                    s.add(m, at, 1);
+                    s.add_span(m + 1, span, start, end);
+                    s.add(m + 2, at, ev.bytes.get());
                 }
                 op::OpKind::Detail => {
                     // A request completed: its bytes go to the function that
                     // posted it, as in the MPI profile.
                     if let Some(msg) = msg.filter(|m| FUNCTIONS[m.func].class != Class::Sendrecv) {
-                        s.fit(start);
-                        s.add(mpi_metric(msg.func) + 2, start, msg.bytes);
+                        s.add(mpi_metric(msg.func) + 2, at, msg.bytes);
                     }
                 }
                 _ => {}
             }
             if let Some(msg) = msg.filter(|m| m.send) {
-                s.fit(start);
-                s.add(P2P_MESSAGES, start, 1);
-                s.add(P2P_BYTES, start, msg.bytes);
+                s.add(P2P_MESSAGES, at, 1);
+                s.add(P2P_BYTES, at, msg.bytes);
             }
         }
     }

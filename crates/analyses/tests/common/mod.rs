@@ -169,7 +169,7 @@ pub fn run_on_board(procs: &[Proc], workers: usize) -> Vec<Program> {
                 Some(Step::Defs(d)) => on.defs(&infos[k], d.clone()).unwrap(),
                 Some(Step::Pack(e)) => {
                     accs[k].received += e.len() as u64;
-                    on.pack(&infos[k], e.clone().into_boxed_slice()).unwrap();
+                    on.pack(&infos[k], e).unwrap();
                 }
                 Some(Step::End) => accs[k].end = Some(end_frame(p.events_in_packs())),
                 None => {}
