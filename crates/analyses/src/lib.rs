@@ -7,8 +7,10 @@
 //! ([`Analysis`], listed in [`registry`]) keeps a small state per stream and
 //! folds all of them into a [`hark_model::Program`] at the end. Different
 //! streams may be fed from different threads at once; one stream is fed by
-//! one thread at a time. The board and the server decide who runs what;
-//! this crate does no I/O and spawns no thread.
+//! one thread at a time. [`OnBoard`] puts a program on a level of a
+//! [`hark_board::Board`], every analysis a knowledge source there; the server
+//! (`hark-server`) feeds it. This crate does no I/O and spawns no thread.
+//! What each analysis computes is in `docs/analyses.md`.
 //!
 //! Definitions are unified across processes ([`Unifier`]): names by text,
 //! files by path, communicators by members and creation order, so that ids
