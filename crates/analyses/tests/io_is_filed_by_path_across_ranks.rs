@@ -33,3 +33,28 @@ fn posix_stdio_and_mpi_io_land_under_the_same_path_on_every_rank() {
     assert_eq!(p.io.per_rank[1]["write"].bytes, 4096 + 12);
     assert_eq!(p.mpi["MPI_File_write_at"].bytes, vec![1000, 2000]);
 }
+
+#[test]
+fn a_non_blocking_mpi_io_call_gets_its_bytes_when_its_request_completes() {
+    let proc = Proc::mpi("app", 0, 1)
+        .defs(vec![file(4, "/tmp/ckpt")])
+        .pack(vec![
+            mpi("MPI_File_iwrite_at", 0, 10).obj(4).peer(-1).extra(11),
+            mpi("MPI_Wait", 20, 50).bytes(1),
+            ev(hark_wire::op::COMPLETE_OTHER, 20, 50)
+                .obj(4)
+                .peer(-1)
+                .bytes(512)
+                .extra(11),
+        ])
+        .end();
+    let p = run(&[proc]).remove(0);
+    let f = &p.io.files[0];
+    assert_eq!(f.path, "/tmp/ckpt");
+    let t = f.ops["MPI_File_iwrite_at"];
+    assert_eq!((t.calls, t.bytes, t.time_ns), (1, 512, 10));
+    assert_eq!(f.write_bytes, vec![512]);
+    assert_eq!(p.mpi["MPI_File_iwrite_at"].bytes, vec![512]);
+    assert_eq!(p.timeslices.metrics["io_bytes"][0].iter().sum::<u64>(), 512);
+    assert!(p.p2p.by_function.is_empty(), "not a message");
+}

@@ -10,6 +10,7 @@ use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
 use crate::fx::FxHashMap;
 use crate::sat::Sat;
 use crate::stream::StreamCx;
+use crate::tracker::Tracker;
 use crate::unify::UNDEFINED;
 use hark_model::{FileIo, Program, Totals};
 use hark_wire::mpi::{Class, FUNCTIONS};
@@ -88,26 +89,31 @@ pub(crate) fn is_io(code: u16) -> bool {
 #[derive(Default)]
 struct Rank {
     cells: FxHashMap<(File, u16), Totals>,
+    /// Non-blocking MPI-IO learns its bytes when its request completes.
+    tracker: Tracker,
 }
 
 impl RankState for Rank {
     fn events(&mut self, cx: &StreamCx<'_>, events: &[Event]) {
         for ev in events {
             let code = ev.op();
+            if code < op::IO_BASE {
+                if let Some(m) = self.tracker.step(ev).filter(|m| m.file) {
+                    // The completion of a non-blocking MPI-IO call: its
+                    // bytes go to the call, on the file the detail names.
+                    let file = file_of(cx, ev.obj.get(), -1);
+                    let code = op::MPI_BASE + m.func as u16;
+                    self.cells
+                        .entry((file, code))
+                        .or_default()
+                        .bytes
+                        .sat(m.bytes);
+                }
+            }
             if !is_io(code) {
                 continue;
             }
-            let local = ev.obj.get();
-            let global = if local == 0 {
-                UNDEFINED
-            } else {
-                cx.file(local)
-            };
-            let file = if global == UNDEFINED {
-                File::Fd(ev.peer.get())
-            } else {
-                File::Id(global)
-            };
+            let file = file_of(cx, ev.obj.get(), ev.peer.get());
             let t = self.cells.entry((file, code)).or_default();
             t.calls += 1;
             t.bytes.sat(ev.bytes.get());
@@ -116,6 +122,20 @@ impl RankState for Rank {
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+/// The file of an I/O event: its global file id, or its descriptor.
+fn file_of(cx: &StreamCx<'_>, local: u32, fd: i32) -> File {
+    let global = if local == 0 {
+        UNDEFINED
+    } else {
+        cx.file(local)
+    };
+    if global == UNDEFINED {
+        File::Fd(fd)
+    } else {
+        File::Id(global)
     }
 }
 

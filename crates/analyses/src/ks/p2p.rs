@@ -48,7 +48,7 @@ impl RankState for Rank {
             if ev.op() >= op::IO_BASE {
                 continue;
             }
-            if let Some(m) = self.tracker.step(ev) {
+            if let Some(m) = self.tracker.step(ev).filter(|m| !m.file) {
                 let c = self
                     .cells
                     .entry((m.peer, m.func as u16, m.send))

@@ -226,11 +226,14 @@ impl RankState for Rank {
                     // posted it, as in the MPI profile.
                     if let Some(msg) = msg.filter(|m| FUNCTIONS[m.func].class != Class::Sendrecv) {
                         s.add(mpi_metric(msg.func) + 2, at, msg.bytes);
+                        if msg.file {
+                            s.add(IO_BYTES, at, msg.bytes);
+                        }
                     }
                 }
                 _ => {}
             }
-            if let Some(msg) = msg.filter(|m| m.send) {
+            if let Some(msg) = msg.filter(|m| m.send && !m.file) {
                 s.add(P2P_MESSAGES, at, 1);
                 s.add(P2P_BYTES, at, msg.bytes);
             }
