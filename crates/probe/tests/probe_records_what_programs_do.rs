@@ -250,8 +250,11 @@ fn the_rust_crate_records_the_same_events() {
         .status()
         .unwrap();
     assert!(st.success());
-    let exe = common::probe_lib()
+    // target/<profile>/deps/<this test> → target/<profile>/examples/regions
+    let exe = std::env::current_exe()
+        .unwrap()
         .parent()
+        .and_then(|d| d.parent())
         .unwrap()
         .join("examples/regions");
     let p = Probed::new("rust-user");

@@ -34,6 +34,9 @@ use transport::Transport;
 /// Bytes reserved at the front of every buffer for the pack's frame header.
 pub(crate) const PACK_FRONT: usize = HEADER_SIZE + PACK_HEADER_SIZE;
 
+/// Buffers the shipper allocates at start, before any thread asks.
+const PREALLOCATED: usize = 2;
+
 /// A pack buffer: `pack_size` bytes, never freed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct Buf(pub *mut u8);
@@ -158,13 +161,40 @@ impl Ship {
             if g.allocated < self.max_buffers {
                 g.allocated += 1;
                 drop(g);
-                let mem = vec![0u8; self.pack_size].into_boxed_slice();
-                return Some(Buf(Box::leak(mem).as_mut_ptr()));
+                return Some(self.allocate());
             }
             if !self.lossless || !self.alive() {
                 return None;
             }
             g = self.freed.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// A new buffer with every page already mapped: a fresh allocation is
+    /// zero pages the kernel maps on first touch, and that fault (a few
+    /// hundred per MiB) must not land on the hot path.
+    fn allocate(&self) -> Buf {
+        let mem = Box::leak(vec![0u8; self.pack_size].into_boxed_slice());
+        for page in mem.chunks_mut(4096) {
+            // SAFETY: a volatile write to memory we own keeps the touch
+            // from being optimised away.
+            unsafe { std::ptr::write_volatile(page.as_mut_ptr(), 0) };
+        }
+        Buf(mem.as_mut_ptr())
+    }
+
+    /// Allocates up to `n` buffers ahead of need (the shipper does this at
+    /// start, off the program's threads).
+    pub(crate) fn preallocate(&self, n: usize) {
+        for _ in 0..n {
+            let mut g = self.lock();
+            if g.allocated >= self.max_buffers {
+                return;
+            }
+            g.allocated += 1;
+            drop(g);
+            let b = self.allocate();
+            self.release(b);
         }
     }
 
@@ -202,6 +232,7 @@ impl Ship {
     /// The shipper thread's body: sends queued items in order until the end
     /// of the stream. `on_failure` is told once if the transport fails.
     pub(crate) fn run(&self, mut transport: Box<dyn Transport>, on_failure: &dyn Fn(&str)) {
+        self.preallocate(PREALLOCATED);
         let mut seq = 0u64;
         loop {
             let item = {

@@ -31,12 +31,13 @@ pub fn probe_lib() -> PathBuf {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
         let exe = std::env::current_exe().expect("test binary path");
-        // target/<profile>/deps/<test> → target/<profile>/libhark.so
-        let lib = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target dir")
-            .join("libhark.so");
+        // target/<profile>/deps/<test>: the library cargo just built sits
+        // next to it, and is also copied to target/<profile>/.
+        let deps = exe.parent().expect("deps dir");
+        let lib = [deps.join("libhark.so"), deps.join("../libhark.so")]
+            .into_iter()
+            .find(|p| p.exists())
+            .unwrap_or_else(|| deps.join("libhark.so"));
         if !lib.exists() {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let st = Command::new(cargo)

@@ -1,0 +1,242 @@
+//! Shared helpers of the MPI integration tests: build a test program with an
+//! MPI flavour's compiler wrapper, run it under real `mpirun` with the probe
+//! preloaded and a collector listening, and render what arrived as text that
+//! a test compares with what the program did.
+#![allow(dead_code)]
+
+use hark_transport::collect::{self, Stream};
+use hark_wire::{op, Def, Event, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// An MPI installation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mpi {
+    OpenMpi,
+    Mpich,
+}
+
+impl Mpi {
+    fn suffix(self) -> &'static str {
+        match self {
+            Mpi::OpenMpi => "openmpi",
+            Mpi::Mpich => "mpich",
+        }
+    }
+}
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The `libhark.so` cargo built next to this test binary.
+pub fn libhark() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    let lib = dir.join("libhark.so");
+    assert!(lib.exists(), "{} is missing; build the probe first", lib.display());
+    lib
+}
+
+fn work_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().join("hark-mpi-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Compiles `tests/programs/mpi/<src>` with `mpi`'s wrapper for its
+/// language (by extension: `.c`, `.cc`, `.f`/`.f90`), with `flags`.
+pub fn build(mpi: Mpi, src: &str, flags: &[&str]) -> PathBuf {
+    let path = repo().join("tests/programs/mpi").join(src);
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let cc = match ext {
+        "c" => "mpicc",
+        "cc" | "cpp" => "mpicxx",
+        _ => "mpif90",
+    };
+    let stem = path.file_stem().unwrap().to_str().unwrap();
+    let out = work_dir().join(format!("{stem}-{}", mpi.suffix()));
+    let moddir = work_dir().join(format!("mod-{stem}-{}", mpi.suffix()));
+    std::fs::create_dir_all(&moddir).unwrap();
+    let mut cmd = Command::new(format!("{cc}.{}", mpi.suffix()));
+    cmd.arg("-O1").arg("-o").arg(&out).arg(&path).args(flags);
+    if cc == "mpif90" {
+        cmd.arg("-J").arg(&moddir);
+    } else {
+        cmd.arg("-pthread");
+    }
+    let res = cmd.output().expect("run the MPI compiler wrapper");
+    assert!(
+        res.status.success(),
+        "compiling {src} with {cc}.{} failed:\n{}",
+        mpi.suffix(),
+        String::from_utf8_lossy(&res.stderr)
+    );
+    out
+}
+
+/// What a job left behind.
+pub struct Job {
+    pub streams: Vec<Stream>,
+    pub stdout: String,
+    pub stderr: String,
+    pub success: bool,
+}
+
+/// Runs `exe args` on `np` ranks under `mpi`'s `mpirun`, with the probe
+/// preloaded (unless `probe` is false) and a collector listening; waits for
+/// `np` streams to close.
+pub fn run_with(mpi: Mpi, np: usize, exe: &Path, args: &[&str], probe: bool, env: &[(&str, &str)]) -> Job {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let sock = std::env::temp_dir().join(format!("hark-mpi-{}-{n}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&sock);
+    let addr = format!("unix:{}", sock.display());
+    let collector = collect::serve_collect(&addr).expect("collector listens");
+    let mut cmd = Command::new(format!("mpirun.{}", mpi.suffix()));
+    let mut vars: Vec<(String, String)> = vec![
+        ("HARK_IO".into(), "0".into()),
+        ("HARK_LOSSLESS".into(), "1".into()),
+    ];
+    if probe {
+        vars.push(("LD_PRELOAD".into(), libhark().display().to_string()));
+        vars.push(("HARK_ADDR".into(), addr.clone()));
+    }
+    for (k, v) in env {
+        vars.push((k.to_string(), v.to_string()));
+    }
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+    if mpi == Mpi::OpenMpi {
+        cmd.arg("--oversubscribe");
+        for (k, _) in &vars {
+            cmd.arg("-x").arg(k);
+        }
+    }
+    for (k, v) in &vars {
+        cmd.env(k, v);
+    }
+    cmd.arg("-np").arg(np.to_string()).arg(exe).args(args);
+    let out = cmd.output().expect("run mpirun");
+    let streams = if probe {
+        collector
+            .wait_closed(np, Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("{np} streams did not arrive: {e:?}\nstderr: {}", String::from_utf8_lossy(&out.stderr)))
+    } else {
+        Vec::new()
+    };
+    let _ = std::fs::remove_file(&sock);
+    Job {
+        streams,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        success: out.status.success(),
+    }
+}
+
+/// [`run_with`] with the probe and no extra environment.
+pub fn run(mpi: Mpi, np: usize, exe: &Path, args: &[&str]) -> Job {
+    run_with(mpi, np, exe, args, true, &[])
+}
+
+impl Job {
+    /// The stream of world rank `r`.
+    pub fn rank(&self, r: i32) -> &Stream {
+        self.streams
+            .iter()
+            .find(|s| s.ranks.first().map(|i| i.world_rank) == Some(r))
+            .unwrap_or_else(|| panic!("no stream says it is rank {r}"))
+    }
+}
+
+fn peer(p: i32) -> String {
+    match p {
+        PEER_ANY => "any".into(),
+        PEER_NULL => "null".into(),
+        PEER_ROOT => "root".into(),
+        PEER_NONE => "-".into(),
+        p => p.to_string(),
+    }
+}
+
+/// One line per MPI event and detail of `s`, in order: the function, the
+/// communicator as its members' world ranks (`[0 1 2 3]`), and the fields
+/// that apply. `keep` decides which events to show.
+pub fn render_with(s: &Stream, keep: impl Fn(&Event) -> bool) -> Vec<String> {
+    let mut comms: HashMap<u32, String> = HashMap::new();
+    for d in &s.defs {
+        if let Def::Comm { id, members, remote } = d {
+            let m: Vec<String> = members.iter().map(|r| r.to_string()).collect();
+            let mut text = format!("[{}]", m.join(" "));
+            if !remote.is_empty() {
+                let r: Vec<String> = remote.iter().map(|r| r.to_string()).collect();
+                text = format!("{text}<>[{}]", r.join(" "));
+            }
+            comms.insert(*id, text);
+        }
+        if let Def::File { id, path } = d {
+            let name = Path::new(path).file_name().map_or(path.clone(), |n| n.to_string_lossy().into_owned());
+            comms.insert(*id, format!("file:{name}"));
+        }
+    }
+    let mut out = Vec::new();
+    for e in &s.events {
+        let code = e.op();
+        if !matches!(op::kind(code), op::OpKind::Mpi(_) | op::OpKind::Detail) || !keep(e) {
+            continue;
+        }
+        let obj = e.obj.get();
+        let obj = if obj == 0 {
+            "-".to_string()
+        } else {
+            comms.get(&obj).cloned().unwrap_or_else(|| format!("#{obj}"))
+        };
+        let extra = match e.extra.get() {
+            EXTRA_NONE => "-".to_string(),
+            x => x.to_string(),
+        };
+        out.push(format!(
+            "{} {} peer={} tag={} bytes={} extra={}",
+            op::name(code),
+            obj,
+            peer(e.peer.get()),
+            e.tag.get(),
+            e.bytes.get(),
+            extra
+        ));
+    }
+    out
+}
+
+/// [`render_with`], leaving out `MPI_Test*` calls that completed nothing
+/// (how often a program polls is not deterministic).
+pub fn render(s: &Stream) -> Vec<String> {
+    render_with(s, |e| {
+        let name = op::name(e.op());
+        !(name.starts_with("MPI_Test") && e.bytes.get() == 0 && name != "MPI_Test_cancelled")
+    })
+}
+
+/// Asserts that `got` equals `want` (a block of lines; blank lines and
+/// leading spaces ignored), printing both on failure.
+pub fn assert_lines(what: &str, got: &[String], want: &str) {
+    let want: Vec<String> = want
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect();
+    if got != want.as_slice() {
+        panic!(
+            "{what}: recorded events differ.\n--- got ---\n{}\n--- want ---\n{}\n",
+            got.join("\n"),
+            want.join("\n")
+        );
+    }
+}
