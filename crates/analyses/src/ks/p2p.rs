@@ -5,16 +5,17 @@
 //! it is sent (or posted: `MPI_Isend`, a persistent `MPI_Start`). The
 //! per-function matrices also hold the receiving functions, seen from the
 //! receiver: `by_function["MPI_Recv"].messages[i][j]` counts messages rank j
-//! received from rank i. Messages to processes outside the program (MPMD
+//! received from rank i (the receive side of `MPI_Sendrecv` is left out: its
+//! sender counted that message). Messages to processes outside the program (MPMD
 //! coupling) are counted in a diagnostic, not in the matrices.
 
 use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
 use crate::fx::FxHashMap;
 use crate::sat::Sat;
 use crate::stream::StreamCx;
-use crate::tracker::Tracker;
+use crate::tracker::{Msg, Tracker};
 use hark_model::{Matrices, Program};
-use hark_wire::mpi::FUNCTIONS;
+use hark_wire::mpi::{Class, FUNCTIONS};
 use hark_wire::{op, Event};
 use std::any::Any;
 
@@ -48,7 +49,11 @@ impl RankState for Rank {
             if ev.op() >= op::IO_BASE {
                 continue;
             }
-            if let Some(m) = self.tracker.step(ev).filter(|m| !m.file) {
+            // The receive side of MPI_Sendrecv is the message its sender
+            // counted already: per-function matrices would hold it twice.
+            let counted =
+                |m: &Msg| !m.file && (m.send || FUNCTIONS[m.func].class != Class::Sendrecv);
+            if let Some(m) = self.tracker.step(ev).filter(counted) {
                 let c = self
                     .cells
                     .entry((m.peer, m.func as u16, m.send))
