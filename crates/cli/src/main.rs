@@ -1,1 +1,36 @@
-fn main() {}
+//! `hark`: measure a parallel program, and look at what was measured.
+//!
+//! `hark run -- COMMAND` runs the command with the probe preloaded and an
+//! analysis server listening inside `hark`, then writes the run directory
+//! (`summary.txt`, `report.html`, `profile.json`, `topology/*.dot`);
+//! `hark report RUN_DIR` renders a finished run again. The work is done by
+//! the library crates (`hark-server`, `hark-outputs`); this binary parses
+//! the command line, launches, and maps results to exit statuses.
+
+mod cli;
+mod launch;
+mod output;
+mod probe;
+mod report;
+mod run;
+mod rundir;
+mod status;
+
+use clap::Parser;
+
+fn main() {
+    let cli = cli::Cli::parse();
+    let result = match &cli.command {
+        cli::Command::Run(args) => run::run(args),
+        cli::Command::Report(args) => report::report(args),
+    };
+    let code = match result {
+        Ok(code) => code,
+        Err(e) if e.is::<output::Quiet>() => 0,
+        Err(e) => {
+            output::print_stderr(&format!("hark: error: {e:#}\n"));
+            2
+        }
+    };
+    std::process::exit(code);
+}

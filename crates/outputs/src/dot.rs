@@ -116,17 +116,7 @@ fn quote_lines(lines: &[&str]) -> String {
 pub fn file_names(run: &Run) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for p in &run.programs {
-        let mut base: String = p
-            .name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let mut base = crate::units::file_name_part(&p.name);
         if base.is_empty() || base.starts_with('.') {
             base.insert_str(0, "program");
         }

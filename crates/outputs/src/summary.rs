@@ -66,20 +66,24 @@ fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
 
 fn program(s: &mut String, p: &Program) {
     let (mpi, wall) = facts::mpi_and_wall(p);
+    let mpi_share = if p.mpi.is_empty() {
+        "no MPI".to_string()
+    } else {
+        format!("MPI {} of rank time", percent(mpi as f64, wall as f64))
+    };
     let _ = writeln!(
         s,
-        "== {} — {} {}, wall time {}, MPI {} of rank time",
+        "== {} — {} {}, wall time {}, {mpi_share}",
         p.name,
         p.ranks,
         plural(p.ranks, "rank", "ranks"),
         duration(p.wall_ns as f64),
-        percent(mpi as f64, wall as f64),
     );
     if !p.command.is_empty() {
         let _ = writeln!(s, "   command: {}", p.command.join(" "));
     }
     let per_rank = facts::mpi_percent_per_rank(p);
-    if per_rank.len() > 1 {
+    if per_rank.len() > 1 && !p.mpi.is_empty() {
         let spread = hark_model::Spread::of(&per_rank);
         let _ = writeln!(
             s,

@@ -66,6 +66,21 @@ pub fn percent(part: f64, whole: f64) -> String {
     }
 }
 
+/// `name` with every character other than ASCII letters, digits, `-`, `_`
+/// and `.` replaced by `_`: safe inside a file name, whatever a measured
+/// program is called.
+pub fn file_name_part(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,127 @@
+//! Finding the probe, `libhark.so`, to preload into the measured program.
+//!
+//! One library serves Open MPI, MPICH and programs without MPI alike: the
+//! probe finds out at run time which MPI (if any) the process uses. So
+//! "picking the probe that matches" is finding the one that belongs to this
+//! `hark`, in this order:
+//!
+//! 1. `--probe PATH` or the `HARK_PROBE` environment variable;
+//! 2. next to the `hark` executable (how `cargo build` lays out
+//!    `target/<profile>/`, and a plain install into one directory);
+//! 3. `../lib/hark/libhark.so` relative to the executable (an install into
+//!    `<prefix>/bin` and `<prefix>/lib/hark`).
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+
+/// The probe's file name.
+pub const FILE_NAME: &str = "libhark.so";
+
+/// The probe to preload: `explicit` if given, else found next to `exe`.
+pub fn locate(explicit: Option<&Path>, exe: &Path) -> Result<PathBuf> {
+    if let Some(p) = explicit {
+        if !p.is_file() {
+            bail!(
+                "the probe {} given by --probe or HARK_PROBE does not exist",
+                p.display()
+            );
+        }
+        return absolute(p);
+    }
+    let candidates = candidates(exe);
+    for c in &candidates {
+        if c.is_file() {
+            return absolute(c);
+        }
+    }
+    let looked: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
+    bail!(
+        "cannot find the probe {FILE_NAME} (looked at {}).\n\
+         Build it with `cargo build -p hark-probe` (add `--release` for a release `hark`), \
+         or name it with --probe PATH or HARK_PROBE=PATH",
+        looked.join(", ")
+    )
+}
+
+fn candidates(exe: &Path) -> Vec<PathBuf> {
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    vec![
+        dir.join(FILE_NAME),
+        dir.join("..").join("lib").join("hark").join(FILE_NAME),
+    ]
+}
+
+/// `LD_PRELOAD` needs an absolute path: the measured program may change
+/// directory, and launchers start processes elsewhere.
+fn absolute(p: &Path) -> Result<PathBuf> {
+    std::fs::canonicalize(p).with_context(|| format!("cannot resolve {}", p.display()))
+}
+
+/// `LD_PRELOAD` for the child: libraries the user already preloads come
+/// first (so a tool of theirs still sees every call first), then the probe.
+pub fn preload_value(existing: Option<&str>, probe: &Path) -> String {
+    let probe = probe.display().to_string();
+    match existing.map(str::trim) {
+        Some(e) if !e.is_empty() => {
+            let kept: Vec<&str> = e
+                .split([':', ' '])
+                .filter(|s| !s.is_empty() && *s != probe)
+                .collect();
+            if kept.is_empty() {
+                probe
+            } else {
+                format!("{}:{probe}", kept.join(":"))
+            }
+        }
+        _ => probe,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_is_found_next_to_the_executable_then_in_lib_hark() {
+        let root = std::env::temp_dir().join(format!("hark-probe-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let bin = root.join("bin");
+        let lib = root.join("lib").join("hark");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&lib).unwrap();
+        let exe = bin.join("hark");
+
+        let err = locate(None, &exe).unwrap_err().to_string();
+        assert!(err.contains("cargo build -p hark-probe"), "{err}");
+
+        std::fs::write(lib.join(FILE_NAME), b"").unwrap();
+        assert!(locate(None, &exe).unwrap().ends_with("lib/hark/libhark.so"));
+
+        std::fs::write(bin.join(FILE_NAME), b"").unwrap();
+        assert!(locate(None, &exe).unwrap().ends_with("bin/libhark.so"));
+
+        let err = locate(Some(&root.join("nope.so")), &exe)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("nope.so"), "{err}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_probe_is_preloaded_after_what_the_user_preloads() {
+        let probe = Path::new("/opt/hark/libhark.so");
+        let cases = [
+            (None, "/opt/hark/libhark.so"),
+            (Some(""), "/opt/hark/libhark.so"),
+            (Some("/x/a.so"), "/x/a.so:/opt/hark/libhark.so"),
+            (
+                Some("/x/a.so /x/b.so"),
+                "/x/a.so:/x/b.so:/opt/hark/libhark.so",
+            ),
+            (Some("/opt/hark/libhark.so"), "/opt/hark/libhark.so"),
+        ];
+        for (existing, want) in cases {
+            assert_eq!(preload_value(existing, probe), want, "{existing:?}");
+        }
+    }
+}

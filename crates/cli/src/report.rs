@@ -1,0 +1,33 @@
+//! `hark report RUN_DIR`: render a finished run again from its
+//! `profile.json`.
+
+use crate::cli::ReportArgs;
+use crate::output::print_stdout;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+/// Runs `hark report`; returns the process exit status.
+pub fn report(args: &ReportArgs) -> Result<i32> {
+    let (profile, dir) = if args.run_dir.is_dir() {
+        (
+            args.run_dir.join(hark_outputs::json::FILE_NAME),
+            args.run_dir.clone(),
+        )
+    } else {
+        let dir = args
+            .run_dir
+            .parent()
+            .map_or_else(|| PathBuf::from("."), PathBuf::from);
+        (args.run_dir.clone(), dir)
+    };
+    let run = hark_outputs::json::read(&profile)?;
+    let out = args.output.clone().unwrap_or(dir);
+    hark_outputs::write_all(&run, &out, |name| {
+        name != "json" && !(args.no_html && name == "html")
+    })
+    .with_context(|| format!("cannot write the outputs into {}", out.display()))?;
+    if !args.quiet {
+        print_stdout(&hark_outputs::summary::render(&run))?;
+    }
+    Ok(0)
+}

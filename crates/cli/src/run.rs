@@ -1,0 +1,287 @@
+//! `hark run`: measure a command from start to end.
+//!
+//! 1. find the probe and start the embedded server on a Unix socket in a
+//!    private temporary directory;
+//! 2. run the command with `LD_PRELOAD` and `HARK_*` set (and named on the
+//!    launcher's command line, see [`crate::launch`]), its standard streams
+//!    untouched;
+//! 3. show what arrives on stderr while it runs;
+//! 4. when it ends, let the server drain and fold the run, write the run
+//!    directory, print the summary and the directory's path (on stderr, so
+//!    the program's stdout stays exactly its own), and exit with the
+//!    command's status.
+
+use crate::cli::RunArgs;
+use crate::launch::{self, Launcher};
+use crate::output::print_stderr;
+use crate::status::{Mode, Progress, StatusLine};
+use crate::{probe, rundir};
+use anyhow::{Context, Result};
+use hark_model::Run;
+use hark_server::{Server, ServerConfig};
+use std::io::IsTerminal;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+/// How long the server waits, once the command has ended, for processes
+/// still connected (a daemon the program left behind) before cutting them
+/// off and marking them partial.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// Runs `hark run`; returns the exit status for `hark`.
+pub fn run(args: &RunArgs) -> Result<i32> {
+    if args.analyses.iter().any(|a| a == "list") {
+        return list_analyses();
+    }
+    let exe = std::env::current_exe().context("cannot find the hark executable")?;
+    let probe = probe::locate(args.probe.as_deref(), &exe)?;
+    let socket_dir = SocketDir::create()?;
+    let server = Server::start(ServerConfig {
+        addr: format!("unix:{}", socket_dir.socket().display()),
+        analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
+        ..ServerConfig::default()
+    })
+    .context("cannot start the analysis server")?;
+
+    let env = probe_env(args, &probe, server.addr());
+    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    let launcher = launch::detect(&args.command[0]);
+    let argv = launch::with_env_options(launcher, &args.command, &names);
+    if args.verbose {
+        print_stderr(&format!(
+            "hark: probe {}\nhark: server listening on {}\nhark: launcher: {}\nhark: running {}\n",
+            probe.display(),
+            server.addr(),
+            match launcher {
+                Launcher::OpenMpi => "Open MPI (environment passed with -x)",
+                Launcher::Hydra => "MPICH Hydra (environment passed with -genvlist)",
+                Launcher::Other => "none known (the command inherits the environment)",
+            },
+            argv.join(" ")
+        ));
+    }
+
+    let mut child = match Command::new(&argv[0]).args(&argv[1..]).envs(env).spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            print_stderr(&format!("hark: error: cannot run `{}`: {e}\n", argv[0]));
+            let _ = server.finish(Duration::ZERO);
+            // What a shell answers for a command it cannot find or run.
+            return Ok(if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            });
+        }
+    };
+    // The terminal's Ctrl-C and Ctrl-\ reach the whole foreground group: the
+    // program decides what they mean, and hark stays to write the report.
+    // Ignored only after the spawn: ignored signals would be inherited.
+    ignore_terminal_signals();
+
+    let mode = if args.quiet {
+        Mode::Off
+    } else if args.verbose {
+        Mode::Log
+    } else if std::io::stderr().is_terminal() {
+        Mode::Line
+    } else {
+        Mode::Off
+    };
+    let (status, ended) = std::thread::scope(|s| {
+        let line = StatusLine::start(s, mode, || progress(&server));
+        let status = child.wait();
+        let ended = Instant::now();
+        line.stop();
+        (status, ended)
+    });
+    let status = status.context("cannot wait for the command")?;
+    let code = exit_code(status);
+
+    let run = server.finish(GRACE);
+    let analysed = ended.elapsed();
+    let written = write_run_dir(args, &run);
+    let ready = ended.elapsed();
+    drop(socket_dir);
+    let dir = match written {
+        Ok(dir) => dir,
+        Err(e) => {
+            print_stderr(&format!("hark: error: {e:#}\n"));
+            return Ok(if code == 0 { 1 } else { code });
+        }
+    };
+    if args.verbose {
+        print_stderr(&format!(
+            "hark: report ready {:.3} s after the command ended (streams drained and analysed in {:.3} s, outputs written in {:.3} s)\n",
+            ready.as_secs_f64(),
+            analysed.as_secs_f64(),
+            (ready - analysed).as_secs_f64()
+        ));
+    }
+    if !args.quiet {
+        print_stderr(&format!(
+            "\n{}\nRun directory: {} (open report.html in a browser)\n",
+            hark_outputs::summary::render(&run),
+            dir.display()
+        ));
+        if run.programs.is_empty() {
+            print_stderr(
+                "hark: no process connected. Statically linked and setuid programs ignore LD_PRELOAD; \
+                 `hark run -v` shows the command and launcher hark used.\n",
+            );
+        }
+    }
+    Ok(code)
+}
+
+/// The environment the measured processes get.
+fn probe_env(args: &RunArgs, probe: &Path, addr: &str) -> Vec<(String, String)> {
+    let existing = std::env::var("LD_PRELOAD").ok();
+    let mut env = vec![
+        (
+            "LD_PRELOAD".to_string(),
+            probe::preload_value(existing.as_deref(), probe),
+        ),
+        ("HARK_ADDR".to_string(), addr.to_string()),
+    ];
+    if args.lossless {
+        env.push(("HARK_LOSSLESS".into(), "1".into()));
+    }
+    if let Some(size) = args.pack_size {
+        env.push(("HARK_PACK_SIZE".into(), size.to_string()));
+    }
+    if let Some(n) = args.buffers {
+        env.push(("HARK_BUFFERS".into(), n.to_string()));
+    }
+    if args.no_io {
+        env.push(("HARK_IO".into(), "0".into()));
+    }
+    env
+}
+
+fn progress(server: &Server) -> Progress {
+    let s = server.status();
+    Progress {
+        connected: s.open,
+        ended: s.connections.saturating_sub(s.open),
+        programs: s.programs as u64,
+        events: s.events_received,
+    }
+}
+
+/// The command's status as a shell reports it: its exit code, or 128 plus
+/// the number of the signal that ended it.
+pub fn exit_code(status: ExitStatus) -> i32 {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(sig)) => 128 + sig,
+        (None, None) => 1,
+    }
+}
+
+fn ignore_terminal_signals() {
+    for sig in [libc::SIGINT, libc::SIGQUIT] {
+        // SAFETY: setting a signal's disposition to SIG_IGN has no
+        // preconditions and installs no handler code.
+        unsafe {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
+}
+
+/// Writes every output into the run directory and returns its path.
+fn write_run_dir(args: &RunArgs, run: &Run) -> Result<PathBuf> {
+    let dir = match &args.output {
+        Some(dir) => dir.clone(),
+        None => {
+            let program = run
+                .programs
+                .first()
+                .map(|p| p.name.clone())
+                .unwrap_or_else(|| program_of(&args.command));
+            rundir::create_new(&args.out_dir, &program, &rundir::timestamp())?
+        }
+    };
+    hark_outputs::write_all(run, &dir, |_| true)
+        .with_context(|| format!("cannot write the run directory {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// The file name of the command's first word.
+fn program_of(command: &[String]) -> String {
+    command
+        .first()
+        .and_then(|c| Path::new(c).file_name())
+        .map_or_else(|| "run".into(), |n| n.to_string_lossy().into_owned())
+}
+
+fn list_analyses() -> Result<i32> {
+    let mut text = String::from("Analyses (select with --analyses a,b,c; summary always runs):\n");
+    for a in hark_analyses::registry::all() {
+        let spec = a.spec();
+        text.push_str(&format!("  {:<16} {}\n", spec.name, spec.description));
+    }
+    crate::output::print_stdout(&text)?;
+    Ok(0)
+}
+
+/// A private directory for the server's socket, removed when dropped.
+struct SocketDir(PathBuf);
+
+impl SocketDir {
+    fn create() -> Result<SocketDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        // Socket paths are limited to about 100 bytes: fall back to /tmp
+        // when TMPDIR is deep.
+        let mut base = std::env::temp_dir();
+        if base.as_os_str().len() > 60 {
+            base = PathBuf::from("/tmp");
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = base.join(format!("hark-{}-{nanos:x}", std::process::id()));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .with_context(|| {
+                format!(
+                    "cannot create a directory for the server's socket in {}",
+                    base.display()
+                )
+            })?;
+        Ok(SocketDir(dir))
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.0.join("hark.sock")
+    }
+}
+
+impl Drop for SocketDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn exit_statuses_read_as_a_shell_reads_them() {
+        assert_eq!(exit_code(ExitStatus::from_raw(0)), 0);
+        assert_eq!(exit_code(ExitStatus::from_raw(3 << 8)), 3);
+        assert_eq!(exit_code(ExitStatus::from_raw(libc::SIGKILL)), 128 + 9);
+        assert_eq!(exit_code(ExitStatus::from_raw(libc::SIGSEGV)), 128 + 11);
+    }
+
+    #[test]
+    fn the_program_is_named_after_the_commands_first_word() {
+        assert_eq!(program_of(&["/usr/bin/lmp".into(), "-in".into()]), "lmp");
+        assert_eq!(program_of(&[]), "run");
+    }
+}

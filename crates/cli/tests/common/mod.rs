@@ -1,0 +1,205 @@
+//! What the end-to-end tests share: the `hark` binary and its probe, C and
+//! Fortran compilers for the MPI flavours, running `hark run` into a
+//! directory, and reading the `profile.json` it leaves.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The `hark` binary under test.
+pub fn hark() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_hark"))
+}
+
+/// Makes sure `libhark.so` sits next to `hark`, building it with the same
+/// cargo and profile if it does not (`cargo test` builds binaries, not the
+/// probe's cdylib).
+pub fn probe() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let so = hark().with_file_name("libhark.so");
+            if !so.exists() {
+                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+                let mut cmd = Command::new(cargo);
+                cmd.args(["build", "-q", "-p", "hark-probe"]);
+                if hark().components().any(|c| c.as_os_str() == "release") {
+                    cmd.arg("--release");
+                }
+                let status = cmd.status().expect("cannot run cargo to build the probe");
+                assert!(status.success(), "building the probe failed");
+            }
+            assert!(
+                so.exists(),
+                "{} missing after building hark-probe",
+                so.display()
+            );
+            so
+        })
+        .clone()
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hark-e2e-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// An MPI flavour's tools.
+#[derive(Clone, Copy, Debug)]
+pub struct Mpi {
+    pub name: &'static str,
+    pub cc: &'static str,
+    pub fc: &'static str,
+    pub run: &'static str,
+}
+
+pub const OPEN_MPI: Mpi = Mpi {
+    name: "Open MPI",
+    cc: "mpicc.openmpi",
+    fc: "mpif90.openmpi",
+    run: "mpirun.openmpi",
+};
+pub const MPICH: Mpi = Mpi {
+    name: "MPICH",
+    cc: "mpicc.mpich",
+    fc: "mpif90.mpich",
+    run: "mpirun.mpich",
+};
+
+/// Whether `program` can be run (it is on PATH).
+pub fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The launcher's first words for `np` ranks, with what Open MPI needs to
+/// run as root and with more ranks than cores.
+pub fn launcher(mpi: Mpi, np: usize) -> Vec<String> {
+    let mut v = vec![mpi.run.to_string()];
+    if mpi.run.contains("openmpi") || mpi.run == "mpirun" {
+        v.push("--oversubscribe".into());
+    }
+    v.extend(["-np".to_string(), np.to_string()]);
+    v
+}
+
+/// Compiles the test program `src` (a path relative to this crate's
+/// `tests/programs/`, or absolute) with `compiler` into `dir`.
+pub fn compile(compiler: &str, src: &Path, dir: &Path, extra: &[&str]) -> PathBuf {
+    let src = if src.is_absolute() {
+        src.to_path_buf()
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/programs")
+            .join(src)
+    };
+    let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
+    let exe = dir.join(format!("{stem}-{}", compiler.replace('.', "-")));
+    let out = Command::new(compiler)
+        .args(extra)
+        .arg("-O1")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
+    assert!(
+        out.status.success(),
+        "{compiler} {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Sets what Open MPI needs to run in a test (as root, oversubscribed).
+pub fn mpi_env(cmd: &mut Command) -> &mut Command {
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        // Keep Open MPI off network interfaces a container may lack.
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+}
+
+/// Runs `hark run -o <dir>/run <hark_args> -- <command>` in `dir`.
+pub fn hark_run(dir: &Path, hark_args: &[&str], command: &[String]) -> (Output, PathBuf) {
+    probe();
+    let out_dir = dir.join("run");
+    let mut cmd = Command::new(hark());
+    cmd.current_dir(dir)
+        .arg("run")
+        .arg("-o")
+        .arg(&out_dir)
+        .args(hark_args)
+        .arg("--")
+        .args(command);
+    mpi_env(&mut cmd);
+    let out = cmd.output().expect("cannot run hark");
+    (out, out_dir)
+}
+
+/// Runs `command` without Hark, in `dir`, for comparison.
+pub fn bare_run(dir: &Path, command: &[String]) -> Output {
+    let mut cmd = Command::new(&command[0]);
+    cmd.current_dir(dir).args(&command[1..]);
+    mpi_env(&mut cmd);
+    cmd.output().expect("cannot run the command")
+}
+
+/// Panics with hark's stderr unless it exited with `code`.
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "hark exited with {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The `profile.json` of a run directory, as JSON.
+pub fn profile(run_dir: &Path) -> serde_json::Value {
+    let path = run_dir.join("profile.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// `profile["programs"][p]["mpi"][function][field]` as numbers per rank
+/// (empty when the function was not recorded).
+pub fn per_rank(profile: &serde_json::Value, p: usize, function: &str, field: &str) -> Vec<u64> {
+    profile["programs"][p]["mpi"][function][field]
+        .as_array()
+        .map(|a| a.iter().map(|v| v.as_u64().unwrap()).collect())
+        .unwrap_or_default()
+}
+
+/// A matrix of the profile as numbers.
+pub fn matrix(v: &serde_json::Value) -> Vec<Vec<u64>> {
+    v.as_array()
+        .map(|rows| {
+            rows.iter()
+                .map(|r| {
+                    r.as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|x| x.as_u64().unwrap())
+                        .collect()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Lost events of the whole run: written − analysed.
+pub fn lost(profile: &serde_json::Value) -> u64 {
+    let a = &profile["accounting"];
+    a["events_written"].as_u64().unwrap() - a["events_analysed"].as_u64().unwrap()
+}

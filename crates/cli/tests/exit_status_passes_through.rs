@@ -1,0 +1,70 @@
+//! `hark run` exits with the measured command's status: its exit code, 128
+//! plus the signal that killed it, 127 for a command that does not exist;
+//! and a failing command still leaves its run directory.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn the_commands_exit_status_is_hark_s() {
+    let dir = scratch("exit");
+    let cases: &[(&str, &[&str], i32)] = &[
+        ("zero", &["sh", "-c", "exit 0"], 0),
+        ("seven", &["sh", "-c", "exit 7"], 7),
+        ("terminated", &["sh", "-c", "kill -TERM $$"], 128 + 15),
+        ("killed", &["sh", "-c", "kill -KILL $$"], 128 + 9),
+        ("missing", &["./no-such-program-here"], 127),
+    ];
+    for (name, command, code) in cases {
+        let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
+        let case_dir = dir.join(name);
+        std::fs::create_dir_all(&case_dir).unwrap();
+        let (out, run_dir) = hark_run(&case_dir, &[], &command);
+        assert_exit(&out, *code);
+        if *code != 127 {
+            assert!(
+                run_dir.join("summary.txt").exists(),
+                "{name}: no run directory"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_default_run_directory_is_named_after_the_program() {
+    probe();
+    let dir = scratch("default-dir");
+    let mut cmd = std::process::Command::new(hark());
+    cmd.current_dir(&dir)
+        .args(["run", "-q", "--", "sh", "-c", "exit 0"]);
+    let out = cmd.output().unwrap();
+    assert_exit(&out, 0);
+    assert!(
+        out.stderr.is_empty(),
+        "quiet printed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let made: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert!(made[0].starts_with("hark-sh-"), "{made:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_missing_probe_is_a_clear_error() {
+    let dir = scratch("no-probe");
+    let out = std::process::Command::new(hark())
+        .current_dir(&dir)
+        .args(["run", "--probe", "/nonexistent/libhark.so", "--", "true"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/libhark.so"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

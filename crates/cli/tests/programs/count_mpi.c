@@ -1,0 +1,151 @@
+/* An independent count of MPI calls, to check Hark's numbers against.
+ *
+ * Preloaded (before Hark's probe) into an MPI program, it wraps a few MPI
+ * functions, counts each call and the bytes it sends (count x type size),
+ * forwards to the next definition found with dlsym(RTLD_NEXT) -- Hark's
+ * wrapper, then the MPI library -- and at MPI_Finalize writes one line per
+ * function, "name calls bytes", to $COUNT_DIR/count.<world rank>.
+ *
+ * It shares no code with Hark: it is the yardstick. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SEND, ISEND, SSEND, RSEND, RECV, IRECV, SENDRECV, WAIT, WAITALL, WAITANY,
+       TEST, IPROBE, PROBE, BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER,
+       ALLGATHERV, ALLTOALL, ALLTOALLV, GATHER, SCATTER, NFUNC };
+static const char *names[NFUNC] = {
+    "MPI_Send", "MPI_Isend", "MPI_Ssend", "MPI_Rsend", "MPI_Recv", "MPI_Irecv",
+    "MPI_Sendrecv", "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Test",
+    "MPI_Iprobe", "MPI_Probe", "MPI_Barrier", "MPI_Bcast", "MPI_Reduce",
+    "MPI_Allreduce", "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall",
+    "MPI_Alltoallv", "MPI_Gather", "MPI_Scatter"};
+static unsigned long long calls[NFUNC], bytes[NFUNC];
+
+static void *next(const char *name) {
+    void *p = dlsym(RTLD_NEXT, name);
+    if (!p) {
+        fprintf(stderr, "count_mpi: no next %s\n", name);
+        abort();
+    }
+    return p;
+}
+
+static unsigned long long size_of(int count, MPI_Datatype t) {
+    int s = 0;
+    PMPI_Type_size(t, &s);
+    return (unsigned long long)count * (unsigned long long)s;
+}
+
+#define FORWARD(idx, type, name, args)           \
+    static type real = 0;                        \
+    if (!real) real = (type)next(name);          \
+    calls[idx]++;                                \
+    return real args;
+
+typedef int (*send_t)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
+typedef int (*isend_t)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
+typedef int (*recv_t)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
+typedef int (*irecv_t)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
+
+int MPI_Send(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm) {
+    bytes[SEND] += size_of(c, t);
+    FORWARD(SEND, send_t, "MPI_Send", (b, c, t, d, tag, comm))
+}
+int MPI_Ssend(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm) {
+    bytes[SSEND] += size_of(c, t);
+    FORWARD(SSEND, send_t, "MPI_Ssend", (b, c, t, d, tag, comm))
+}
+int MPI_Rsend(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm) {
+    bytes[RSEND] += size_of(c, t);
+    FORWARD(RSEND, send_t, "MPI_Rsend", (b, c, t, d, tag, comm))
+}
+int MPI_Isend(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm, MPI_Request *r) {
+    bytes[ISEND] += size_of(c, t);
+    FORWARD(ISEND, isend_t, "MPI_Isend", (b, c, t, d, tag, comm, r))
+}
+int MPI_Recv(void *b, int c, MPI_Datatype t, int s, int tag, MPI_Comm comm, MPI_Status *st) {
+    FORWARD(RECV, recv_t, "MPI_Recv", (b, c, t, s, tag, comm, st))
+}
+int MPI_Irecv(void *b, int c, MPI_Datatype t, int s, int tag, MPI_Comm comm, MPI_Request *r) {
+    FORWARD(IRECV, irecv_t, "MPI_Irecv", (b, c, t, s, tag, comm, r))
+}
+typedef int (*sendrecv_t)(const void *, int, MPI_Datatype, int, int, void *, int, MPI_Datatype,
+                          int, int, MPI_Comm, MPI_Status *);
+int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int d, int stag, void *rb, int rc,
+                 MPI_Datatype rt, int s, int rtag, MPI_Comm comm, MPI_Status *status) {
+    bytes[SENDRECV] += size_of(sc, st);
+    FORWARD(SENDRECV, sendrecv_t, "MPI_Sendrecv", (sb, sc, st, d, stag, rb, rc, rt, s, rtag, comm, status))
+}
+typedef int (*wait_t)(MPI_Request *, MPI_Status *);
+int MPI_Wait(MPI_Request *r, MPI_Status *s) { FORWARD(WAIT, wait_t, "MPI_Wait", (r, s)) }
+typedef int (*waitall_t)(int, MPI_Request *, MPI_Status *);
+int MPI_Waitall(int n, MPI_Request *r, MPI_Status *s) { FORWARD(WAITALL, waitall_t, "MPI_Waitall", (n, r, s)) }
+typedef int (*waitany_t)(int, MPI_Request *, int *, MPI_Status *);
+int MPI_Waitany(int n, MPI_Request *r, int *i, MPI_Status *s) { FORWARD(WAITANY, waitany_t, "MPI_Waitany", (n, r, i, s)) }
+typedef int (*test_t)(MPI_Request *, int *, MPI_Status *);
+int MPI_Test(MPI_Request *r, int *f, MPI_Status *s) { FORWARD(TEST, test_t, "MPI_Test", (r, f, s)) }
+typedef int (*iprobe_t)(int, int, MPI_Comm, int *, MPI_Status *);
+int MPI_Iprobe(int s, int t, MPI_Comm c, int *f, MPI_Status *st) { FORWARD(IPROBE, iprobe_t, "MPI_Iprobe", (s, t, c, f, st)) }
+typedef int (*probe_t)(int, int, MPI_Comm, MPI_Status *);
+int MPI_Probe(int s, int t, MPI_Comm c, MPI_Status *st) { FORWARD(PROBE, probe_t, "MPI_Probe", (s, t, c, st)) }
+typedef int (*barrier_t)(MPI_Comm);
+int MPI_Barrier(MPI_Comm c) { FORWARD(BARRIER, barrier_t, "MPI_Barrier", (c)) }
+typedef int (*bcast_t)(void *, int, MPI_Datatype, int, MPI_Comm);
+int MPI_Bcast(void *b, int c, MPI_Datatype t, int root, MPI_Comm comm) {
+    FORWARD(BCAST, bcast_t, "MPI_Bcast", (b, c, t, root, comm))
+}
+typedef int (*reduce_t)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm);
+int MPI_Reduce(const void *s, void *r, int c, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm) {
+    FORWARD(REDUCE, reduce_t, "MPI_Reduce", (s, r, c, t, op, root, comm))
+}
+typedef int (*allreduce_t)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+int MPI_Allreduce(const void *s, void *r, int c, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
+    FORWARD(ALLREDUCE, allreduce_t, "MPI_Allreduce", (s, r, c, t, op, comm))
+}
+typedef int (*allgather_t)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+int MPI_Allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, MPI_Comm comm) {
+    FORWARD(ALLGATHER, allgather_t, "MPI_Allgather", (s, sc, st, r, rc, rt, comm))
+}
+typedef int (*allgatherv_t)(const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype, MPI_Comm);
+int MPI_Allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int *rc, const int *d, MPI_Datatype rt, MPI_Comm comm) {
+    FORWARD(ALLGATHERV, allgatherv_t, "MPI_Allgatherv", (s, sc, st, r, rc, d, rt, comm))
+}
+typedef int (*alltoall_t)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+int MPI_Alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, MPI_Comm comm) {
+    FORWARD(ALLTOALL, alltoall_t, "MPI_Alltoall", (s, sc, st, r, rc, rt, comm))
+}
+typedef int (*alltoallv_t)(const void *, const int *, const int *, MPI_Datatype, void *, const int *, const int *, MPI_Datatype, MPI_Comm);
+int MPI_Alltoallv(const void *s, const int *sc, const int *sd, MPI_Datatype st, void *r, const int *rc, const int *rd, MPI_Datatype rt, MPI_Comm comm) {
+    FORWARD(ALLTOALLV, alltoallv_t, "MPI_Alltoallv", (s, sc, sd, st, r, rc, rd, rt, comm))
+}
+typedef int (*gather_t)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm);
+int MPI_Gather(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
+    FORWARD(GATHER, gather_t, "MPI_Gather", (s, sc, st, r, rc, rt, root, comm))
+}
+int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
+    FORWARD(SCATTER, gather_t, "MPI_Scatter", (s, sc, st, r, rc, rt, root, comm))
+}
+
+typedef int (*finalize_t)(void);
+int MPI_Finalize(void) {
+    static finalize_t real = 0;
+    if (!real) real = (finalize_t)next("MPI_Finalize");
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const char *dir = getenv("COUNT_DIR");
+    if (dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/count.%d", dir, rank);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            for (int i = 0; i < NFUNC; i++)
+                if (calls[i]) fprintf(f, "%s %llu %llu\n", names[i], calls[i], bytes[i]);
+            fclose(f);
+        }
+    }
+    return real();
+}
