@@ -169,6 +169,31 @@ fn run(server: &Count, addr: Option<&str>, mode: &str, n: u64, env: &[(&str, &st
     }
 }
 
+/// GB/s of `total` bytes through a socket pair, 1 MiB writes and reads.
+fn raw_socket_gbs(total: usize) -> f64 {
+    use std::io::{Read, Write};
+    let (mut a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let t0 = Instant::now();
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 20];
+        let mut got = 0;
+        while let Ok(n) = b.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        got
+    });
+    let buf = vec![7u8; 1 << 20];
+    for _ in 0..total / buf.len() {
+        a.write_all(&buf).unwrap();
+    }
+    drop(a);
+    assert_eq!(reader.join().unwrap(), total);
+    total as f64 / t0.elapsed().as_secs_f64() / 1e9
+}
+
 fn main() {
     if let Ok(mode) = std::env::var("HARK_BENCH_CHILD") {
         child(&mode);
@@ -207,6 +232,11 @@ fn main() {
     println!("record() hot path:           {rec:.1} ns/event");
     println!("wrapper bookkeeping:         {wrap:.1} ns/call (enter + 2x now + record + leave)");
     println!("now():                       {now:.1} ns");
+
+    // The same machine's raw Unix-socket throughput, measured alongside:
+    // one thread sends the same 1 MiB buffer, another reads it, no events.
+    let raw = median((0..reps).map(|_| raw_socket_gbs(960 << 20)).collect());
+    println!("raw Unix socket, 1 MiB writes: {raw:.2} GB/s (median of {reps})");
 
     // Shipping: 20M events (960 MB) lossless, as fast as the loop goes;
     // time from the first event to the End frame written.

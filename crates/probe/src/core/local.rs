@@ -176,8 +176,13 @@ fn refill(s: &Slot, mut ev: Event) {
     if !s.stream.recording_allowed() {
         return;
     }
+    // Not holding the slot's lock while a lossless wait may block: `finish`
+    // on another thread must still be able to collect this slot.
+    drop(own);
+    let taken = ship.take_buffer();
+    let mut own = s.own.lock().unwrap_or_else(|p| p.into_inner());
     ev.thread = U16::new(s.thread);
-    let (buf, cap, dropping) = match ship.take_buffer() {
+    let (buf, cap, dropping) = match taken {
         Some(buf) => (buf, s.pack_cap, false),
         None => {
             let scratch = *own.scratch.get_or_insert_with(|| {
