@@ -54,6 +54,7 @@ mod on_board;
 mod program;
 pub mod registry;
 mod sat;
+mod slices;
 mod stream;
 mod tracker;
 mod unify;

@@ -9,11 +9,16 @@
 //! Call paths deeper than [`MAX_DEPTH`] are folded into their ancestor at
 //! that depth, so a recursive region cannot grow the state without bound.
 //!
+//! Over time, each call path has `region:<path>.calls` (at the slice where
+//! the region was entered) and `region:<path>.inclusive_ns` (spread over the
+//! slices it spans) in the program's time slices.
+//!
 //! Counters keep count, min, max and mean of their values over all ranks.
 
 use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
 use crate::fx::FxHashMap;
 use crate::sat::Sat;
+use crate::slices::{publish, Series};
 use crate::stream::StreamCx;
 use crate::unify::UNDEFINED;
 use crate::values::Values;
@@ -32,7 +37,7 @@ static SPEC: Spec = Spec {
     name: "regions",
     description: "Calls, inclusive and exclusive time of user regions per call path and rank; counter statistics.",
     sensitivities: &[Sensitivity::Defs, Sensitivity::Events, Sensitivity::ProgramEnd],
-    fills: &["regions"],
+    fills: &["regions", "timeslices"],
 };
 
 const ROOT: u32 = u32::MAX;
@@ -60,6 +65,8 @@ struct Rank {
     path_ids: FxHashMap<(u32, u32), u32>,
     stacks: Vec<Vec<Frame>>,
     counters: FxHashMap<u32, Values>,
+    /// Per path: calls (metric `2 * path`) and inclusive time (`2 * path + 1`).
+    series: Option<Series>,
     unbalanced: u64,
     unmatched: u64,
     undefined: u64,
@@ -106,7 +113,7 @@ impl Rank {
         });
     }
 
-    fn end(&mut self, thread: usize, name: u32, t: u64) {
+    fn end(&mut self, cx: &StreamCx<'_>, thread: usize, name: u32, t: u64) {
         let Some(stack) = self.stacks.get_mut(thread) else {
             self.unmatched += 1;
             return;
@@ -132,12 +139,23 @@ impl Rank {
             let p = &mut self.paths[f.path as usize];
             p.inclusive.sat(inclusive);
             p.exclusive.sat(inclusive.saturating_sub(f.children));
+            if let Some(s) = &mut self.series {
+                let (a, b) = (cx.since_origin(f.begin), cx.since_origin(t.max(f.begin)));
+                s.fit(b);
+                let span = (s.index(a), s.index(b));
+                let m = 2 * f.path as usize;
+                s.add(m, span.0, 1);
+                s.add_span(m + 1, span, a, b);
+            }
         }
     }
 }
 
 impl RankState for Rank {
     fn events(&mut self, cx: &StreamCx<'_>, events: &[Event]) {
+        if self.series.is_none() {
+            self.series = Some(Series::new(cx.slice_shift(), cx.slices()));
+        }
         for ev in events {
             let code = ev.op();
             if !(op::REGION_BEGIN..=op::COUNTER).contains(&code) || code == op::MARK {
@@ -151,7 +169,7 @@ impl RankState for Rank {
             let thread = ev.thread.get() as usize;
             match code {
                 op::REGION_BEGIN => self.begin(thread, name, ev.start.get()),
-                op::REGION_END => self.end(thread, name, ev.start.get()),
+                op::REGION_END => self.end(cx, thread, name, ev.start.get()),
                 _ => {
                     let v = ev.bytes.get() as i64;
                     self.counters.entry(name).or_default().add(v);
@@ -210,6 +228,29 @@ impl Analysis for Regions {
             undefined += rank.undefined;
             open += rank.stacks.iter().map(Vec::len).sum::<usize>();
         }
+        let ranks: Vec<&Rank> = cx.states::<Rank>().collect();
+        let names: Vec<Vec<String>> = ranks
+            .iter()
+            .map(|rank| {
+                (0..rank.paths.len())
+                    .map(|id| path_name(rank, id as u32, cx))
+                    .collect()
+            })
+            .collect();
+        let series = ranks
+            .iter()
+            .zip(&cx.ranks)
+            .map(|(rank, view)| {
+                rank.series
+                    .clone()
+                    .unwrap_or_else(|| Series::new(view.info.slice_shift(), view.info.slices()))
+            })
+            .collect();
+        let origin = cx.ranks.first().map_or(0, |r| r.info.origin_ns());
+        publish(&mut out.timeslices, origin, series, |r, m| {
+            let what = if m % 2 == 0 { "calls" } else { "inclusive_ns" };
+            Some(format!("region:{}.{what}", names[r].get(m / 2)?))
+        });
         for (name, c) in counters {
             let name = cx.unifier.name(name).unwrap_or("?").to_string();
             out.regions.counters.insert(name, c.stats());

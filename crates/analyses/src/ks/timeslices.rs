@@ -1,13 +1,10 @@
 //! Time slices: the main metrics per rank over time, in a fixed number of
 //! slices that coarsen as the run grows.
 //!
-//! A slice starts `1 << slice_shift` ns wide (about 1 ms). When an event falls
-//! beyond the last slice, neighbouring slices are merged pairwise and the
-//! width doubles, as many times as needed, so memory is
-//! `slices × metrics × ranks` whatever the run's length. Every rank of a
-//! program counts from the same origin on the common timeline, so its slice
-//! edges are the program's slice edges at any width; at the end, ranks are
-//! brought to the widest width any of them reached.
+//! A slice starts `1 << slice_shift` ns wide (about 1 ms) and doubles as the
+//! run grows (see `slices.rs`), so memory is `slices × metrics × ranks`
+//! whatever the run's length. At the end, ranks are brought to the widest
+//! width any of them reached; the regions' series join at the same width.
 //!
 //! Durations are split over the slices a call spans; counts and bytes go to
 //! the slice where the call started.
@@ -19,7 +16,7 @@
 
 use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
 use crate::ks::mpi_profile::moves_own_bytes;
-use crate::sat::Sat;
+use crate::slices::{publish, Series};
 use crate::stream::StreamCx;
 use crate::tracker::Tracker;
 use hark_model::Program;
@@ -64,9 +61,6 @@ fn mpi_metric(i: usize) -> usize {
 fn io_metric(i: usize) -> usize {
     FIXED.len() + 3 * FUNCTIONS.len() + 3 * i
 }
-fn metric_count() -> usize {
-    io_metric(op::IO_NAMES.len())
-}
 fn metric_name(m: usize) -> String {
     if m < FIXED.len() {
         return FIXED[m].to_string();
@@ -77,85 +71,6 @@ fn metric_name(m: usize) -> String {
         format!("{}.{what}", FUNCTIONS[func].name)
     } else {
         format!("{}.{what}", op::IO_NAMES[func - FUNCTIONS.len()])
-    }
-}
-
-/// One rank's slices.
-#[derive(Clone)]
-struct Series {
-    shift: u32,
-    /// Past this shift, slice edges would not fit in a u64: the last slice
-    /// takes whatever lies beyond (only a corrupt clock gets there).
-    max_shift: u32,
-    slices: usize,
-    metrics: Vec<Option<Box<[u64]>>>,
-}
-
-impl Series {
-    fn new(shift: u32, slices: usize) -> Series {
-        // Pairwise merging needs an even count.
-        let slices = (slices.max(2) + 1) & !1;
-        let max_shift = 63 - slices.next_power_of_two().trailing_zeros();
-        Series {
-            shift: shift.min(max_shift),
-            max_shift,
-            slices,
-            metrics: vec![None; metric_count()],
-        }
-    }
-
-    /// Coarsens until `rel` (ns since the origin) falls inside the slices.
-    #[inline]
-    fn fit(&mut self, rel: u64) {
-        while (rel >> self.shift) >= self.slices as u64 && self.shift < self.max_shift {
-            self.coarsen();
-        }
-    }
-
-    #[cold]
-    fn coarsen(&mut self) {
-        let half = self.slices / 2;
-        for m in self.metrics.iter_mut().flatten() {
-            for i in 0..half {
-                m[i] = m[2 * i].saturating_add(m[2 * i + 1]);
-            }
-            m[half..].fill(0);
-        }
-        self.shift += 1;
-    }
-
-    #[inline]
-    fn index(&self, rel: u64) -> usize {
-        ((rel >> self.shift) as usize).min(self.slices - 1)
-    }
-
-    #[inline]
-    fn slot(&mut self, metric: usize) -> &mut [u64] {
-        let n = self.slices;
-        self.metrics[metric].get_or_insert_with(|| vec![0; n].into_boxed_slice())
-    }
-
-    /// Adds `v` to slice `i` of `metric`.
-    #[inline]
-    fn add(&mut self, metric: usize, i: usize, v: u64) {
-        self.slot(metric)[i].sat(v);
-    }
-
-    /// Adds the duration `[start, end)`, which lies in slices `a..=b`, to
-    /// the slices it covers.
-    #[inline]
-    fn add_span(&mut self, metric: usize, (a, b): (usize, usize), start: u64, end: u64) {
-        let shift = self.shift;
-        let slot = self.slot(metric);
-        if a == b {
-            slot[a].sat(end - start);
-            return;
-        }
-        slot[a].sat(((a as u64 + 1) << shift) - start);
-        for s in &mut slot[a + 1..b] {
-            s.sat(1 << shift);
-        }
-        slot[b].sat(end.saturating_sub((b as u64) << shift));
     }
 }
 
@@ -252,7 +167,7 @@ impl Analysis for TimeSlices {
         Box::<Rank>::default()
     }
     fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
-        let mut ranks: Vec<Series> = cx
+        let ranks: Vec<Series> = cx
             .states::<Rank>()
             .zip(&cx.ranks)
             .map(|(r, view)| {
@@ -261,35 +176,9 @@ impl Analysis for TimeSlices {
                     .unwrap_or_else(|| Series::new(view.info.slice_shift(), view.info.slices()))
             })
             .collect();
-        let Some(shift) = ranks.iter().map(|s| s.shift).max() else {
-            return;
-        };
-        for s in &mut ranks {
-            while s.shift < shift {
-                s.coarsen();
-            }
-        }
-        let used = ranks
-            .iter()
-            .flat_map(|s| s.metrics.iter().flatten())
-            .filter_map(|m| m.iter().rposition(|&v| v > 0))
-            .max()
-            .map_or(0, |last| last + 1);
-        let t = &mut out.timeslices;
-        t.slice_ns = 1u64 << shift;
-        t.origin_ns = cx.ranks.first().map_or(0, |r| r.info.origin_ns());
-        for m in 0..metric_count() {
-            if ranks.iter().all(|s| s.metrics[m].is_none()) {
-                continue;
-            }
-            let per_rank = ranks
-                .iter()
-                .map(|s| match &s.metrics[m] {
-                    Some(v) => v[..used].to_vec(),
-                    None => vec![0; used],
-                })
-                .collect();
-            t.metrics.insert(metric_name(m), per_rank);
-        }
+        let origin = cx.ranks.first().map_or(0, |r| r.info.origin_ns());
+        publish(&mut out.timeslices, origin, ranks, |_, m| {
+            Some(metric_name(m))
+        });
     }
 }

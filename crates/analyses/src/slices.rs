@@ -1,0 +1,197 @@
+//! Time series in a fixed number of slices that coarsen as the run grows,
+//! shared by every knowledge source that reports over time.
+//!
+//! A slice starts `1 << slice_shift` ns wide. When an event falls beyond the
+//! last slice, neighbouring slices are merged pairwise and the width doubles,
+//! as many times as needed, so memory is `slices × metrics` per rank whatever
+//! the run's length. Every rank of a program counts from the program's
+//! origin with the same initial width, so slice edges agree at every width:
+//! series of different ranks, and of different knowledge sources, are
+//! brought to a common width by coarsening alone ([`publish`]).
+
+use crate::sat::Sat;
+use hark_model::TimeSlices;
+use std::collections::BTreeMap;
+
+/// One rank's series of one knowledge source; metrics are dense indices
+/// chosen by the knowledge source, allocated on first use.
+#[derive(Clone, Debug)]
+pub(crate) struct Series {
+    shift: u32,
+    /// Past this shift, slice edges would not fit in a u64: the last slice
+    /// takes whatever lies beyond (only a corrupt clock gets there).
+    max_shift: u32,
+    slices: usize,
+    metrics: Vec<Option<Box<[u64]>>>,
+}
+
+impl Series {
+    /// Slices `1 << shift` ns wide, `slices` of them (rounded up to even).
+    pub(crate) fn new(shift: u32, slices: usize) -> Series {
+        // Pairwise merging needs an even count.
+        let slices = (slices.max(2) + 1) & !1;
+        let max_shift = 63 - slices.next_power_of_two().trailing_zeros();
+        Series {
+            shift: shift.min(max_shift),
+            max_shift,
+            slices,
+            metrics: Vec::new(),
+        }
+    }
+
+    /// Coarsens until `rel` (ns since the origin) falls inside the slices.
+    #[inline]
+    pub(crate) fn fit(&mut self, rel: u64) {
+        while (rel >> self.shift) >= self.slices as u64 && self.shift < self.max_shift {
+            self.coarsen();
+        }
+    }
+
+    #[cold]
+    fn coarsen(&mut self) {
+        let half = self.slices / 2;
+        for m in self.metrics.iter_mut().flatten() {
+            for i in 0..half {
+                m[i] = m[2 * i].saturating_add(m[2 * i + 1]);
+            }
+            m[half..].fill(0);
+        }
+        self.shift += 1;
+    }
+
+    /// The slice holding `rel` (call [`Series::fit`] first).
+    #[inline]
+    pub(crate) fn index(&self, rel: u64) -> usize {
+        ((rel >> self.shift) as usize).min(self.slices - 1)
+    }
+
+    #[inline]
+    fn slot(&mut self, metric: usize) -> &mut [u64] {
+        if self.metrics.len() <= metric {
+            self.metrics.resize(metric + 1, None);
+        }
+        let n = self.slices;
+        self.metrics[metric].get_or_insert_with(|| vec![0; n].into_boxed_slice())
+    }
+
+    /// Adds `v` to slice `i` of `metric`.
+    #[inline]
+    pub(crate) fn add(&mut self, metric: usize, i: usize, v: u64) {
+        self.slot(metric)[i].sat(v);
+    }
+
+    /// Adds the duration `[start, end)`, which lies in slices `a..=b`, to
+    /// the slices it covers.
+    #[inline]
+    pub(crate) fn add_span(&mut self, metric: usize, (a, b): (usize, usize), start: u64, end: u64) {
+        let shift = self.shift;
+        let slot = self.slot(metric);
+        if a == b {
+            slot[a].sat(end - start);
+            return;
+        }
+        slot[a].sat(((a as u64 + 1) << shift) - start);
+        for s in &mut slot[a + 1..b] {
+            s.sat(1 << shift);
+        }
+        slot[b].sat(end.saturating_sub((b as u64) << shift));
+    }
+}
+
+/// Merges every rank's series (in program-rank order) into the model's time
+/// slices, under the names `name(rank, metric)` gives (`None` skips a
+/// metric; metrics of one rank with one name are summed).
+///
+/// Whatever is already in `out` (another knowledge source's metrics) and the
+/// new series are brought to the widest width either reached, and every
+/// metric is cut to the same number of slices: after the last slice holding
+/// anything in any metric.
+pub(crate) fn publish(
+    out: &mut TimeSlices,
+    origin_ns: u64,
+    mut ranks: Vec<Series>,
+    name: impl Fn(usize, usize) -> Option<String>,
+) {
+    let n = ranks.len();
+    let Some(mut shift) = ranks.iter().map(|s| s.shift).max() else {
+        return;
+    };
+    if !out.metrics.is_empty() && out.slice_ns.is_power_of_two() {
+        shift = shift.max(out.slice_ns.trailing_zeros());
+    }
+    for s in &mut ranks {
+        while s.shift < shift {
+            s.coarsen();
+        }
+    }
+    // What is there already, at the new width.
+    let old_shift = out.slice_ns.trailing_zeros();
+    if !out.metrics.is_empty() && old_shift < shift {
+        let k = shift - old_shift;
+        for rows in out.metrics.values_mut() {
+            for row in rows.iter_mut() {
+                let mut wide = vec![0u64; row.len().div_ceil(1 << k)];
+                for (i, v) in row.iter().enumerate() {
+                    wide[i >> k].sat(*v);
+                }
+                *row = wide;
+            }
+        }
+    }
+    let mut new: BTreeMap<String, Vec<Vec<u64>>> = BTreeMap::new();
+    for (r, s) in ranks.iter().enumerate() {
+        for (m, values) in s.metrics.iter().enumerate() {
+            let (Some(values), Some(name)) = (values, name(r, m)) else {
+                continue;
+            };
+            let rows = new.entry(name).or_insert_with(|| vec![Vec::new(); n]);
+            let row = &mut rows[r];
+            if row.len() < values.len() {
+                row.resize(values.len(), 0);
+            }
+            for (into, v) in row.iter_mut().zip(values.iter()) {
+                into.sat(*v);
+            }
+        }
+    }
+    out.metrics.extend(new);
+    let used = out
+        .metrics
+        .values()
+        .flatten()
+        .filter_map(|row| row.iter().rposition(|&v| v > 0))
+        .max()
+        .map_or(0, |last| last + 1);
+    for rows in out.metrics.values_mut() {
+        for row in rows.iter_mut() {
+            row.resize(used, 0);
+        }
+    }
+    out.slice_ns = 1u64 << shift;
+    out.origin_ns = origin_ns;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publishing_a_wider_series_coarsens_what_is_already_there() {
+        let mut out = TimeSlices::default();
+        let mut narrow = Series::new(4, 8);
+        narrow.fit(40);
+        let at = narrow.index(40);
+        narrow.add(0, at, 5);
+        publish(&mut out, 0, vec![narrow], |_, _| Some("a".into()));
+        assert_eq!((out.slice_ns, &out.metrics["a"][0]), (16, &vec![0, 0, 5]));
+        let mut wide = Series::new(4, 8);
+        wide.fit(1000);
+        let at = wide.index(1000);
+        wide.add(0, at, 7);
+        publish(&mut out, 0, vec![wide], |_, _| Some("b".into()));
+        // 1000 ns needs 8 slices of 128 ns.
+        assert_eq!(out.slice_ns, 128);
+        assert_eq!(out.metrics["a"][0], vec![5, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(out.metrics["b"][0], vec![0, 0, 0, 0, 0, 0, 0, 7]);
+    }
+}
