@@ -7,11 +7,11 @@
  *
  *   #include "hark.h"
  *   for (int it = 0; it < steps; it++) {
- *       hark_mark("step", it);
+ *       HARK_MARK("step", it);
  *       HARK_REGION_BEGIN("solve");
  *       solve();
  *       HARK_REGION_END("solve");
- *       hark_counter("residual_e9", (int64_t)(residual * 1e9));
+ *       HARK_COUNTER("residual_e9", (int64_t)(residual * 1e9));
  *   }
  *
  * Regions nest and must end in the reverse order they began, on the same

@@ -270,3 +270,35 @@ fn the_rust_crate_records_the_same_events() {
     }
     assert_eq!(user_events(run.only_stream()), want);
 }
+
+#[test]
+fn events_of_a_slow_thread_reach_a_live_server_before_the_program_ends() {
+    // 300 writes, pausing 0.5 s after every 100: the buffer never fills,
+    // yet the periodic flush sends events while the program runs.
+    let exe = compile("tests/programs/spin_io.c", &["cc"], &[]);
+    let p = Probed::new("flush").env("HARK_FLUSH_MS", "100");
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.args(["out.dat", "300", "500000"]).current_dir(&p.dir);
+    for (k, v) in &p.env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let live = loop {
+        let got = p.collector.streams().first().map_or(0, |s| s.events.len());
+        if got > 0 {
+            break child.try_wait().unwrap().is_none();
+        }
+        assert!(std::time::Instant::now() < deadline, "no events arrived");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(child.wait().unwrap().success());
+    assert!(live, "events arrived only after the program ended");
+    let s = &p
+        .collector
+        .wait_closed(1, std::time::Duration::from_secs(10))
+        .unwrap()[0];
+    // Flushing early loses nothing and counts nothing twice.
+    assert_eq!(count_on(s, io::WRITE, "out.dat"), 300);
+    assert!(s.packs.len() >= 3, "{} packs", s.packs.len());
+}

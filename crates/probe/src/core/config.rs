@@ -45,6 +45,9 @@ pub(crate) struct Config {
     pub send_timeout: Duration,
     /// `HARK_DRAIN_TIMEOUT_MS`: how long exit waits for the shipper, default 10000.
     pub drain_timeout: Duration,
+    /// `HARK_FLUSH_MS`: how often threads are asked for their partial
+    /// buffers (at their next event), default 1000; 0 never.
+    pub flush_every: Option<Duration>,
     /// `HARK_SKIP`: more program names to leave unmeasured.
     pub skip: Vec<String>,
 }
@@ -88,6 +91,7 @@ impl Config {
             connect_timeout: ms("HARK_CONNECT_TIMEOUT_MS", 3000),
             send_timeout: ms("HARK_SEND_TIMEOUT_MS", 60_000),
             drain_timeout: ms("HARK_DRAIN_TIMEOUT_MS", 10_000),
+            flush_every: Some(ms("HARK_FLUSH_MS", 1000)).filter(|d| !d.is_zero()),
             skip: get("HARK_SKIP")
                 .unwrap_or_default()
                 .split(',')

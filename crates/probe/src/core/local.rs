@@ -48,6 +48,9 @@ pub(crate) struct Slot {
 /// What a slot is writing into.
 pub(crate) struct Own {
     buf: Option<Buf>,
+    /// Events the current buffer (pack or scratch) holds; the slot's `cap`
+    /// may be lowered to 0 to ask the owner for an early flush.
+    cap: usize,
     /// True when `base` points into `scratch`: events there are dropped.
     dropping: bool,
     scratch: Option<Buf>,
@@ -154,6 +157,7 @@ fn register(stream: &'static Stream) -> *const Slot {
             thread,
             own: Mutex::new(Own {
                 buf: None,
+                cap,
                 dropping: false,
                 scratch: None,
             }),
@@ -199,6 +203,7 @@ fn refill(s: &Slot, mut ev: Event) {
         own.buf = Some(buf);
     }
     own.dropping = dropping;
+    own.cap = cap;
     s.base.store(base, Ordering::Relaxed);
     s.cap.store(cap, Ordering::Relaxed);
     s.len.store(1, Ordering::Release);
@@ -207,8 +212,7 @@ fn refill(s: &Slot, mut ev: Event) {
 /// Hands what the slot holds to the shipper (a pack buffer) or to the
 /// drop count (the scratch); the slot then holds nothing.
 fn settle(s: &Slot, own: &mut Own) {
-    let cap = s.cap.load(Ordering::Relaxed);
-    let n = s.len.swap(usize::MAX / 2, Ordering::Acquire).min(cap);
+    let n = s.len.swap(usize::MAX / 2, Ordering::Acquire).min(own.cap);
     let ship = &s.stream.ship;
     if let Some(buf) = own.buf.take() {
         ship.push_pack(buf, n);
@@ -217,6 +221,17 @@ fn settle(s: &Slot, own: &mut Own) {
         ship.dropped.fetch_add(n as u64, Ordering::Relaxed);
     }
     own.dropping = false;
+}
+
+/// Asks the slot's owner to ship its partial buffer at its next event, so
+/// a thread that records slowly does not keep its events for long. The hot
+/// path is untouched: the slot's capacity drops to 0, which sends the next
+/// `record` down the cold path, where the buffer is shipped as usual.
+pub(crate) fn request_flush(s: &Slot) {
+    let own = s.own.lock().unwrap_or_else(|p| p.into_inner());
+    if own.buf.is_some() && s.len.load(Ordering::Relaxed) > 0 {
+        s.cap.store(0, Ordering::Relaxed);
+    }
 }
 
 /// Ships (or counts as dropped) what the slot holds. After this the slot

@@ -149,11 +149,13 @@ impl Stream {
         }
         let ship = self.ship.clone();
         let addr = cfg.addr.clone();
+        let flush_every = cfg.flush_every;
+        let this: &'static Stream = self;
         let spawned = std::thread::Builder::new()
             .name("hark-shipper".into())
             .spawn(move || {
                 let _in = Internal::enter();
-                ship.run(Box::new(sock), &|e| {
+                let lost = |e: &str| {
                     warn_once(
                         "server-lost",
                         &format!(
@@ -161,6 +163,9 @@ impl Stream {
                              the program runs on and undelivered events are counted as dropped"
                         ),
                     )
+                };
+                ship.run(Box::new(sock), &lost, flush_every, &|| {
+                    this.request_flushes()
                 });
             });
         if let Err(e) = spawned {
@@ -197,6 +202,18 @@ impl Stream {
     pub(crate) fn send(&'static self, bytes: Vec<u8>) {
         if self.start() {
             self.ship.push_bytes(bytes);
+        }
+    }
+
+    /// Asks every thread holding a partly filled buffer to ship it.
+    fn request_flushes(&self) {
+        let slots = self
+            .registry
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for slot in slots {
+            local::request_flush(slot);
         }
     }
 

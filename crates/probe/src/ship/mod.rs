@@ -231,17 +231,43 @@ impl Ship {
 
     /// The shipper thread's body: sends queued items in order until the end
     /// of the stream. `on_failure` is told once if the transport fails.
-    pub(crate) fn run(&self, mut transport: Box<dyn Transport>, on_failure: &dyn Fn(&str)) {
+    ///
+    /// Every `flush_every` (if any), `flush` is called to ask threads for
+    /// their partial buffers, so that a live server sees slow threads too.
+    pub(crate) fn run(
+        &self,
+        mut transport: Box<dyn Transport>,
+        on_failure: &dyn Fn(&str),
+        flush_every: Option<Duration>,
+        flush: &dyn Fn(),
+    ) {
         self.preallocate(PREALLOCATED);
         let mut seq = 0u64;
+        let mut last_flush = Instant::now();
         loop {
-            let item = {
-                let mut g = self.lock();
-                loop {
-                    if let Some(item) = g.queue.pop_front() {
-                        break item;
+            let item = loop {
+                if let Some(every) = flush_every {
+                    if last_flush.elapsed() >= every {
+                        flush();
+                        last_flush = Instant::now();
                     }
-                    g = self.work.wait(g).unwrap_or_else(|p| p.into_inner());
+                }
+                let mut g = self.lock();
+                if let Some(item) = g.queue.pop_front() {
+                    break item;
+                }
+                g = match flush_every {
+                    Some(every) => {
+                        let left = every.saturating_sub(last_flush.elapsed());
+                        self.work
+                            .wait_timeout(g, left.max(Duration::from_millis(1)))
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0
+                    }
+                    None => self.work.wait(g).unwrap_or_else(|p| p.into_inner()),
+                };
+                if let Some(item) = g.queue.pop_front() {
+                    break item;
                 }
             };
             let mut send = |bytes: &[u8]| {
@@ -363,7 +389,7 @@ mod tests {
         let cap = Capture::default();
         let s = ship.clone();
         let c = cap.clone();
-        let t = std::thread::spawn(move || s.run(Box::new(c), &|_| {}));
+        let t = std::thread::spawn(move || s.run(Box::new(c), &|_| {}, None, &|| {}));
         for n in [3, 5, 0, 7] {
             let b = fill(&ship, n);
             ship.push_pack(b, n);
@@ -387,7 +413,7 @@ mod tests {
         let cap = Capture(Default::default(), Some(PACK_FRONT + 10 * EVENT_SIZE));
         let s = ship.clone();
         let c = cap.clone();
-        let t = std::thread::spawn(move || s.run(Box::new(c), &|_| {}));
+        let t = std::thread::spawn(move || s.run(Box::new(c), &|_| {}, None, &|| {}));
         for _ in 0..20 {
             // Lossless, but must not wait forever once the server is gone.
             match ship.take_buffer() {

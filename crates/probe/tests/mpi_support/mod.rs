@@ -131,6 +131,9 @@ pub fn run_with(mpi: Mpi, np: usize, exe: &Path, args: &[&str], probe: bool, env
     } else {
         Vec::new()
     };
+    // The collector wakes its accept loop through the socket: drop it
+    // before removing the socket file.
+    drop(collector);
     let _ = std::fs::remove_file(&sock);
     Job {
         streams,
