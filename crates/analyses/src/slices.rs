@@ -9,6 +9,7 @@
 //! series of different ranks, and of different knowledge sources, are
 //! brought to a common width by coarsening alone ([`publish`]).
 
+use crate::analysis::Finish;
 use crate::sat::Sat;
 use hark_model::TimeSlices;
 use std::collections::BTreeMap;
@@ -98,15 +99,34 @@ impl Series {
     }
 }
 
-/// Merges every rank's series (in program-rank order) into the model's time
-/// slices, under the names `name(rank, metric)` gives (`None` skips a
-/// metric; metrics of one rank with one name are summed).
+/// Merges every rank's series into the model's time slices, under the names
+/// `name(rank, metric)` gives (`None` skips a metric; metrics of one rank with
+/// one name are summed). `series` gives each rank's, in program-rank order
+/// (`None` for a rank that sent nothing).
 ///
 /// Whatever is already in `out` (another knowledge source's metrics) and the
 /// new series are brought to the widest width either reached, and every
 /// metric is cut to the same number of slices: after the last slice holding
 /// anything in any metric.
-pub(crate) fn publish(
+pub(crate) fn publish<'a>(
+    cx: &Finish<'_>,
+    out: &mut TimeSlices,
+    series: impl Iterator<Item = Option<&'a Series>>,
+    name: impl Fn(usize, usize) -> Option<String>,
+) {
+    let ranks: Vec<Series> = series
+        .zip(&cx.ranks)
+        .map(|(s, view)| {
+            s.cloned()
+                .unwrap_or_else(|| Series::new(view.info.slice_shift(), view.info.slices()))
+        })
+        .collect();
+    let origin_ns = cx.ranks.first().map_or(0, |r| r.info.origin_ns());
+    merge(out, origin_ns, ranks, name);
+}
+
+/// [`publish`] once the series are in hand.
+fn merge(
     out: &mut TimeSlices,
     origin_ns: u64,
     mut ranks: Vec<Series>,
@@ -182,13 +202,13 @@ mod tests {
         narrow.fit(40);
         let at = narrow.index(40);
         narrow.add(0, at, 5);
-        publish(&mut out, 0, vec![narrow], |_, _| Some("a".into()));
+        merge(&mut out, 0, vec![narrow], |_, _| Some("a".into()));
         assert_eq!((out.slice_ns, &out.metrics["a"][0]), (16, &vec![0, 0, 5]));
         let mut wide = Series::new(4, 8);
         wide.fit(1000);
         let at = wide.index(1000);
         wide.add(0, at, 7);
-        publish(&mut out, 0, vec![wide], |_, _| Some("b".into()));
+        merge(&mut out, 0, vec![wide], |_, _| Some("b".into()));
         // 1000 ns needs 8 slices of 128 ns.
         assert_eq!(out.slice_ns, 128);
         assert_eq!(out.metrics["a"][0], vec![5, 0, 0, 0, 0, 0, 0, 0]);

@@ -237,17 +237,8 @@ impl Analysis for Regions {
                     .collect()
             })
             .collect();
-        let series = ranks
-            .iter()
-            .zip(&cx.ranks)
-            .map(|(rank, view)| {
-                rank.series
-                    .clone()
-                    .unwrap_or_else(|| Series::new(view.info.slice_shift(), view.info.slices()))
-            })
-            .collect();
-        let origin = cx.ranks.first().map_or(0, |r| r.info.origin_ns());
-        publish(&mut out.timeslices, origin, series, |r, m| {
+        let series = ranks.iter().map(|r| r.series.as_ref());
+        publish(cx, &mut out.timeslices, series, |r, m| {
             let what = if m % 2 == 0 { "calls" } else { "inclusive_ns" };
             Some(format!("region:{}.{what}", names[r].get(m / 2)?))
         });

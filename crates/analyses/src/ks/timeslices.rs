@@ -167,18 +167,7 @@ impl Analysis for TimeSlices {
         Box::<Rank>::default()
     }
     fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
-        let ranks: Vec<Series> = cx
-            .states::<Rank>()
-            .zip(&cx.ranks)
-            .map(|(r, view)| {
-                r.series
-                    .clone()
-                    .unwrap_or_else(|| Series::new(view.info.slice_shift(), view.info.slices()))
-            })
-            .collect();
-        let origin = cx.ranks.first().map_or(0, |r| r.info.origin_ns());
-        publish(&mut out.timeslices, origin, ranks, |_, m| {
-            Some(metric_name(m))
-        });
+        let series = cx.states::<Rank>().map(|r| r.series.as_ref());
+        publish(cx, &mut out.timeslices, series, |_, m| Some(metric_name(m)));
     }
 }
