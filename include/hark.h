@@ -2,8 +2,10 @@
  *
  * Mark regions, iterations and counters in a program measured by Hark. The
  * functions live in the probe (libhark.so, preloaded by `hark run`); they
- * are declared weak here, so a program built with this header also runs,
- * unmeasured, without the probe: every call is then a no-op.
+ * are declared weak here, so a program built with this header also links and
+ * runs without the probe. Use the HARK_* macros below: they skip the call when
+ * the probe is absent, so they are then no-ops (a direct call to an absent
+ * weak function would crash; test `if (hark_mark)` first).
  *
  *   #include "hark.h"
  *   for (int it = 0; it < steps; it++) {
