@@ -66,7 +66,7 @@ impl Drop for Batch {
 
 /// Buffers kept for reuse: enough for the packs in flight at the default
 /// limits, so that steady streaming allocates (and page-faults) nothing.
-const POOL: usize = 128;
+const POOL: usize = 64;
 
 /// What is in flight on a level, and the pack buffers to reuse.
 #[derive(Default)]
