@@ -245,3 +245,41 @@ impl State {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hark_wire::ClockSource;
+
+    fn hello(clock_ns: u64, realtime_ns: u64) -> Hello {
+        Hello {
+            program: "p".into(),
+            argv: vec![],
+            host: "h".into(),
+            pid: 1,
+            rank: 0,
+            size: 1,
+            job: "j".into(),
+            clock: ClockSource::Tsc,
+            clock_ns,
+            realtime_ns,
+            pack_size: 1 << 20,
+        }
+    }
+
+    #[test]
+    fn a_small_handshake_offset_is_delay_and_the_probes_own_realtime_is_used() {
+        let h = hello(5_000, 1_000_000_000);
+        let off = timeline_offset(&h, 40_000);
+        assert_eq!(5_000u64.saturating_add_signed(off), 1_000_000_000);
+    }
+
+    #[test]
+    fn a_large_handshake_offset_is_clock_skew_and_is_applied() {
+        let h = hello(5_000, 1_000_000_000);
+        let off = timeline_offset(&h, 2_000_000_000);
+        assert_eq!(5_000u64.saturating_add_signed(off), 3_000_000_000);
+        let behind = timeline_offset(&h, -500_000_000);
+        assert_eq!(5_000u64.saturating_add_signed(behind), 500_000_000);
+    }
+}
