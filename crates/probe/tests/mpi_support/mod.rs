@@ -32,18 +32,31 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The `libhark.so` cargo built next to this test binary.
+/// The `libhark.so` cargo built with this test binary: `cargo test` leaves
+/// the fresh one next to it in `deps/` (and only `cargo build` copies it up).
 pub fn libhark() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    let lib = dir.join("libhark.so");
-    assert!(lib.exists(), "{} is missing; build the probe first", lib.display());
-    lib
+    let deps = exe.parent().unwrap();
+    for dir in [deps, deps.parent().unwrap()] {
+        let lib = dir.join("libhark.so");
+        if lib.exists() {
+            return lib;
+        }
+    }
+    panic!(
+        "libhark.so not found near {}; build the probe first",
+        deps.display()
+    );
 }
 
 fn work_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().join("hark-mpi-tests");
+    let dir = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("hark-mpi-tests");
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -90,7 +103,14 @@ pub struct Job {
 /// Runs `exe args` on `np` ranks under `mpi`'s `mpirun`, with the probe
 /// preloaded (unless `probe` is false) and a collector listening; waits for
 /// `np` streams to close.
-pub fn run_with(mpi: Mpi, np: usize, exe: &Path, args: &[&str], probe: bool, env: &[(&str, &str)]) -> Job {
+pub fn run_with(
+    mpi: Mpi,
+    np: usize,
+    exe: &Path,
+    args: &[&str],
+    probe: bool,
+    env: &[(&str, &str)],
+) -> Job {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let sock = std::env::temp_dir().join(format!("hark-mpi-{}-{n}.sock", std::process::id()));
@@ -127,7 +147,12 @@ pub fn run_with(mpi: Mpi, np: usize, exe: &Path, args: &[&str], probe: bool, env
     let streams = if probe {
         collector
             .wait_closed(np, Duration::from_secs(30))
-            .unwrap_or_else(|e| panic!("{np} streams did not arrive: {e:?}\nstderr: {}", String::from_utf8_lossy(&out.stderr)))
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{np} streams did not arrive: {e:?}\nstderr: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })
     } else {
         Vec::new()
     };
@@ -174,7 +199,12 @@ fn peer(p: i32) -> String {
 pub fn render_with(s: &Stream, keep: impl Fn(&Event) -> bool) -> Vec<String> {
     let mut comms: HashMap<u32, String> = HashMap::new();
     for d in &s.defs {
-        if let Def::Comm { id, members, remote } = d {
+        if let Def::Comm {
+            id,
+            members,
+            remote,
+        } = d
+        {
             let m: Vec<String> = members.iter().map(|r| r.to_string()).collect();
             let mut text = format!("[{}]", m.join(" "));
             if !remote.is_empty() {
@@ -184,7 +214,9 @@ pub fn render_with(s: &Stream, keep: impl Fn(&Event) -> bool) -> Vec<String> {
             comms.insert(*id, text);
         }
         if let Def::File { id, path } = d {
-            let name = Path::new(path).file_name().map_or(path.clone(), |n| n.to_string_lossy().into_owned());
+            let name = Path::new(path)
+                .file_name()
+                .map_or(path.clone(), |n| n.to_string_lossy().into_owned());
             comms.insert(*id, format!("file:{name}"));
         }
     }
@@ -198,7 +230,10 @@ pub fn render_with(s: &Stream, keep: impl Fn(&Event) -> bool) -> Vec<String> {
         let obj = if obj == 0 {
             "-".to_string()
         } else {
-            comms.get(&obj).cloned().unwrap_or_else(|| format!("#{obj}"))
+            comms
+                .get(&obj)
+                .cloned()
+                .unwrap_or_else(|| format!("#{obj}"))
         };
         let extra = match e.extra.get() {
             EXTRA_NONE => "-".to_string(),

@@ -1,0 +1,324 @@
+//! The two MPI ABIs the probe speaks, told apart at run time.
+//!
+//! One `libhark.so` serves programs built with Open MPI and with MPICH. The
+//! wrappers see every argument as a machine word (`usize`): on x86-64 SysV and
+//! aarch64 every MPI argument — `int`, pointer, handle, `MPI_Aint`,
+//! `MPI_Offset`, `MPI_Count` — travels in one integer register or one 8-byte
+//! stack slot, so forwarding the words forwards the call. What differs between
+//! the libraries is what the words mean, and that is all in this file:
+//!
+//! | what                    | Open MPI                         | MPICH                  |
+//! |-------------------------|----------------------------------|------------------------|
+//! | handles                 | pointers (8 bytes)               | `int` (4 bytes)        |
+//! | `MPI_File`              | pointer                          | pointer                |
+//! | predefined handles      | addresses of `ompi_mpi_*` symbols| integer constants      |
+//! | `MPI_Status`            | 24 bytes: source, tag, error, cancelled, `size_t` count | 20 bytes: count_lo, count_hi_and_cancelled, source, tag, error |
+//! | `MPI_ANY_SOURCE`        | -1                               | -2                     |
+//! | `MPI_PROC_NULL`         | -2                               | -1                     |
+//! | `MPI_ROOT`              | -4                               | -3                     |
+//! | `MPI_IN_PLACE`          | `(void *)1`                      | `(void *)-1`           |
+//! | `MPI_STATUS(ES)_IGNORE` | `NULL`                           | `(void *)1`            |
+//!
+//! Both libraries keep the received byte count in the status (Open MPI's
+//! `_ucount`, MPICH's `count_lo` plus the high bits), so the probe reads it
+//! without calling `MPI_Get_count`. `tests/mpi_abi_matches_both_libraries.rs`
+//! compiles a C program with each library's `mpicc` that prints these facts
+//! and checks them against the tables here.
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::OnceLock;
+
+/// `MPI_ANY_TAG`, the same in both.
+pub(crate) const ANY_TAG: i32 = -1;
+/// `MPI_UNDEFINED`, the same in both.
+pub(crate) const UNDEFINED: i32 = -32766;
+
+/// Which library, as far as the ABI goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Flavour {
+    /// Open MPI 4.x and 5.x.
+    OpenMpi,
+    /// MPICH 3.x/4.x and its ABI-compatible derivatives.
+    Mpich,
+}
+
+/// Constants and layouts of one flavour.
+#[derive(Debug)]
+pub(crate) struct Abi {
+    pub flavour: Flavour,
+    /// Bytes of a handle stored in memory (`MPI_Comm`, `MPI_Request`, ...).
+    pub handle_size: usize,
+    /// Bytes of one `MPI_Status`.
+    pub status_size: usize,
+    /// Offset of `MPI_SOURCE` in a status.
+    pub status_source: usize,
+    /// Offset of `MPI_TAG` in a status.
+    pub status_tag: usize,
+    pub any_source: i32,
+    pub proc_null: i32,
+    pub root: i32,
+    pub in_place: usize,
+    pub status_ignore: usize,
+    pub statuses_ignore: usize,
+    pub comm_world: usize,
+    pub comm_self: usize,
+    pub comm_null: usize,
+    pub request_null: usize,
+    pub datatype_null: usize,
+    pub message_null: usize,
+    pub message_no_proc: usize,
+    #[allow(dead_code)] // Kept for completeness; checked by the ABI test.
+    pub win_null: usize,
+    #[allow(dead_code)]
+    pub file_null: usize,
+    /// The `MPI_APPNUM` attribute key.
+    pub appnum_key: i32,
+    /// `MPI_CART` and `MPI_GRAPH` as `MPI_Topo_test` reports them.
+    pub topo_cart: i32,
+    pub topo_graph: i32,
+    /// `MPI_ERR_OTHER`, returned when the real function is missing.
+    pub err_other: i32,
+}
+
+/// MPICH's predefined handles are compile-time constants.
+pub(crate) const MPICH: Abi = Abi {
+    flavour: Flavour::Mpich,
+    handle_size: 4,
+    status_size: 20,
+    status_source: 8,
+    status_tag: 12,
+    any_source: -2,
+    proc_null: -1,
+    root: -3,
+    in_place: usize::MAX, // (void *)-1
+    status_ignore: 1,
+    statuses_ignore: 1,
+    comm_world: 0x4400_0000,
+    comm_self: 0x4400_0001,
+    comm_null: 0x0400_0000,
+    request_null: 0x2c00_0000,
+    datatype_null: 0x0c00_0000,
+    message_null: 0x2c00_0000,
+    message_no_proc: 0x6c00_0000,
+    win_null: 0x2000_0000,
+    file_null: 0,
+    appnum_key: 0x6440_000d,
+    topo_cart: 2,
+    topo_graph: 1,
+    err_other: 15,
+};
+
+/// Open MPI's layout; its predefined handles are filled in from `dlsym`.
+const OPEN_MPI_LAYOUT: Abi = Abi {
+    flavour: Flavour::OpenMpi,
+    handle_size: 8,
+    status_size: 24,
+    status_source: 0,
+    status_tag: 4,
+    any_source: -1,
+    proc_null: -2,
+    root: -4,
+    in_place: 1,
+    status_ignore: 0,
+    statuses_ignore: 0,
+    comm_world: 0,
+    comm_self: 0,
+    comm_null: 0,
+    request_null: 0,
+    datatype_null: 0,
+    message_null: 0,
+    message_no_proc: 0,
+    win_null: 0,
+    file_null: 0,
+    appnum_key: 4,
+    topo_cart: 1,
+    topo_graph: 2,
+    err_other: 16,
+};
+
+impl Abi {
+    /// The handle stored at `p` (an `MPI_Comm *`, an element of an
+    /// `MPI_Request[]`, ...).
+    ///
+    /// # Safety
+    /// `p` must point to a readable handle of this flavour.
+    #[inline(always)]
+    pub unsafe fn read_handle(&self, p: usize) -> usize {
+        // SAFETY: the caller promises `p` points to a handle; unaligned reads
+        // because Fortran arrays need not be 8-aligned.
+        unsafe {
+            if self.handle_size == 8 {
+                (p as *const usize).read_unaligned()
+            } else {
+                (p as *const u32).read_unaligned() as usize
+            }
+        }
+    }
+
+    /// A handle passed by value: Open MPI's is the whole word, MPICH's the low
+    /// 32 bits (the upper half of an `int` argument is unspecified).
+    #[inline(always)]
+    pub fn handle_arg(&self, w: usize) -> usize {
+        if self.handle_size == 8 {
+            w
+        } else {
+            w as u32 as usize
+        }
+    }
+
+    /// `MPI_SOURCE`, `MPI_TAG` and the byte count of the status at `p`.
+    ///
+    /// # Safety
+    /// `p` must point to a status of this flavour written by MPI.
+    #[inline]
+    pub unsafe fn read_status(&self, p: usize) -> (i32, i32, u64) {
+        // SAFETY: the caller promises a whole status at `p`.
+        unsafe {
+            let src = ((p + self.status_source) as *const i32).read_unaligned();
+            let tag = ((p + self.status_tag) as *const i32).read_unaligned();
+            let bytes = match self.flavour {
+                Flavour::OpenMpi => ((p + 16) as *const u64).read_unaligned(),
+                Flavour::Mpich => {
+                    let lo = (p as *const u32).read_unaligned() as u64;
+                    let hi = ((p + 4) as *const u32).read_unaligned() as u64;
+                    lo | ((hi >> 1) << 32)
+                }
+            };
+            (src, tag, bytes)
+        }
+    }
+
+    /// Whether the status at `p` says the request was cancelled.
+    ///
+    /// # Safety
+    /// As for [`Abi::read_status`].
+    pub unsafe fn status_cancelled(&self, p: usize) -> bool {
+        // SAFETY: the caller promises a whole status at `p`.
+        unsafe {
+            match self.flavour {
+                Flavour::OpenMpi => ((p + 12) as *const i32).read_unaligned() != 0,
+                Flavour::Mpich => ((p + 4) as *const u32).read_unaligned() & 1 != 0,
+            }
+        }
+    }
+
+    /// Whether a buffer argument is `MPI_IN_PLACE`.
+    pub fn is_in_place(&self, buf: usize) -> bool {
+        buf == self.in_place
+    }
+}
+
+static ABI: OnceLock<Abi> = OnceLock::new();
+// 0: not yet detected, 1: Open MPI, 2: MPICH, 3: no MPI in the process.
+static FLAVOUR: AtomicU8 = AtomicU8::new(0);
+
+/// Addresses of a symbol under every Fortran spelling a compiler might use.
+pub(crate) fn fortran_symbols(base: &str) -> [usize; 4] {
+    let upper = base.to_ascii_uppercase();
+    [
+        sym(&format!("{base}\0")),
+        sym(&format!("{base}_\0")),
+        sym(&format!("{base}__\0")),
+        sym(&format!("{upper}\0")),
+    ]
+}
+
+fn sym(name: &str) -> usize {
+    let Ok(c) = CStr::from_bytes_with_nul(name.as_bytes()) else {
+        return 0;
+    };
+    // SAFETY: `c` is NUL-terminated; dlsym has no other precondition.
+    unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) as usize }
+}
+
+/// The ABI of the MPI library in this process, detected on first use: Open MPI
+/// exports its predefined objects (`ompi_mpi_comm_world`), MPICH does not.
+/// `None` while no MPI library is loaded.
+#[inline(always)]
+pub(crate) fn get() -> Option<&'static Abi> {
+    match ABI.get() {
+        Some(a) => Some(a),
+        None => detect(),
+    }
+}
+
+// Runs on the first MPI call of the process (and again until MPI is found).
+#[cold]
+#[inline(never)]
+fn detect() -> Option<&'static Abi> {
+    let world = sym("ompi_mpi_comm_world\0");
+    let abi = if world != 0 {
+        Abi {
+            comm_world: world,
+            comm_self: sym("ompi_mpi_comm_self\0"),
+            comm_null: sym("ompi_mpi_comm_null\0"),
+            request_null: sym("ompi_request_null\0"),
+            datatype_null: sym("ompi_mpi_datatype_null\0"),
+            message_null: sym("ompi_message_null\0"),
+            message_no_proc: sym("ompi_message_no_proc\0"),
+            win_null: sym("ompi_mpi_win_null\0"),
+            file_null: sym("ompi_mpi_file_null\0"),
+            ..OPEN_MPI_LAYOUT
+        }
+    } else if sym("PMPI_Init\0") != 0 {
+        MPICH
+    } else {
+        FLAVOUR.store(3, Ordering::Relaxed);
+        return None;
+    };
+    let abi = ABI.get_or_init(|| abi);
+    FLAVOUR.store(
+        match abi.flavour {
+            Flavour::OpenMpi => 1,
+            Flavour::Mpich => 2,
+        },
+        Ordering::Relaxed,
+    );
+    Some(abi)
+}
+
+/// Whether Fortran entry points must record themselves: Open MPI's Fortran
+/// layer calls `PMPI_*` directly, so our C wrappers never see those calls;
+/// MPICH's calls the C `MPI_*` functions, where the C wrapper records them.
+#[inline(always)]
+pub(crate) fn fortran_records() -> bool {
+    match FLAVOUR.load(Ordering::Relaxed) {
+        1 => true,
+        0 => get().is_some_and(|a| a.flavour == Flavour::OpenMpi),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mpich_status_count_joins_both_halves() {
+        // count_lo, count_hi_and_cancelled (cancelled in bit 0), source, tag, error.
+        let st: [u32; 5] = [7, (1 << 1) | 1, 3, 42, 0];
+        // SAFETY: `st` is a whole MPICH status.
+        let (src, tag, bytes) = unsafe { MPICH.read_status(st.as_ptr() as usize) };
+        assert_eq!((src, tag, bytes), (3, 42, (1 << 32) | 7));
+        // SAFETY: as above.
+        assert!(unsafe { MPICH.status_cancelled(st.as_ptr() as usize) });
+    }
+
+    #[test]
+    fn open_mpi_status_has_a_full_width_count() {
+        let mut st = [0u8; 24];
+        st[0..4].copy_from_slice(&5i32.to_ne_bytes());
+        st[4..8].copy_from_slice(&9i32.to_ne_bytes());
+        st[16..24].copy_from_slice(&(3u64 << 33).to_ne_bytes());
+        // SAFETY: `st` is a whole Open MPI status.
+        let got = unsafe { OPEN_MPI_LAYOUT.read_status(st.as_ptr() as usize) };
+        assert_eq!(got, (5, 9, 3 << 33));
+    }
+
+    #[test]
+    fn mpich_handles_passed_by_value_ignore_the_upper_half() {
+        assert_eq!(MPICH.handle_arg(0xdead_beef_4400_0000), 0x4400_0000);
+        assert_eq!(OPEN_MPI_LAYOUT.handle_arg(0x7f00_1234), 0x7f00_1234);
+    }
+}

@@ -1,0 +1,223 @@
+//! The few MPI calls the probe makes itself, always through `PMPI_*` found by
+//! `dlsym` (so they are never recorded and never reach another tool's
+//! wrappers). Each is made only with arguments MPI has just accepted from the
+//! application, since an invalid handle would invoke the error handler and
+//! could abort the program.
+
+use super::abi::Abi;
+use crate::real::Real;
+use std::ffi::{c_int, c_void};
+
+macro_rules! pmpi {
+    ($name:literal, ($($a:ident),*)) => {{
+        static REAL: Real = Real::any($name);
+        let p = REAL.get();
+        if p.is_null() {
+            None
+        } else {
+            // SAFETY: the symbol is the MPI function of that name; every
+            // argument is one word (see abi.rs).
+            let f = unsafe {
+                std::mem::transmute::<*mut c_void, unsafe extern "C" fn($(pmpi!(@w $a)),*) -> c_int>(p)
+            };
+            // SAFETY: the callers pass valid handles and pointers to live
+            // outputs of the right size.
+            Some(unsafe { f($($a),*) })
+        }
+    }};
+    (@w $a:ident) => { usize };
+}
+
+fn ptr<T>(v: &mut T) -> usize {
+    v as *mut T as usize
+}
+
+/// Size in bytes of one element of `datatype` (`MPI_Type_size_x`).
+pub(crate) fn type_size(abi: &Abi, datatype: usize) -> u64 {
+    if datatype == abi.datatype_null {
+        return 0;
+    }
+    // MPICH encodes the size of its predefined types in the handle.
+    if abi.handle_size == 4 && datatype >> 30 == 1 {
+        return ((datatype >> 8) & 0xff) as u64;
+    }
+    let mut size: i64 = 0;
+    let out = ptr(&mut size);
+    match pmpi!(c"PMPI_Type_size_x", (datatype, out)) {
+        Some(0) => size.max(0) as u64,
+        _ => 0,
+    }
+}
+
+/// Whether `comm` is an inter-communicator.
+pub(crate) fn is_inter(comm: usize) -> bool {
+    let mut flag: c_int = 0;
+    let out = ptr(&mut flag);
+    pmpi!(c"PMPI_Comm_test_inter", (comm, out)) == Some(0) && flag != 0
+}
+
+/// World ranks of the local (or remote) group of `comm`, in rank order.
+pub(crate) fn members(abi: &Abi, comm: usize, remote: bool) -> Option<Vec<i32>> {
+    let mut group: usize = 0;
+    let mut world_group: usize = 0;
+    let g = ptr(&mut group);
+    let wg = ptr(&mut world_group);
+    let rc = if remote {
+        pmpi!(c"PMPI_Comm_remote_group", (comm, g))
+    } else {
+        pmpi!(c"PMPI_Comm_group", (comm, g))
+    };
+    if rc != Some(0) {
+        return None;
+    }
+    // MPICH groups are ints: only the low half of the word was written.
+    let group = abi.handle_arg(group);
+    let world = abi.comm_world;
+    if pmpi!(c"PMPI_Comm_group", (world, wg)) != Some(0) {
+        return None;
+    }
+    let world_group = abi.handle_arg(world_group);
+    let mut n: c_int = 0;
+    let np = ptr(&mut n);
+    pmpi!(c"PMPI_Group_size", (group, np));
+    let ranks: Vec<c_int> = (0..n).collect();
+    let mut out = vec![abi_undefined(); n.max(0) as usize];
+    let (r, o, nn) = (
+        ranks.as_ptr() as usize,
+        out.as_mut_ptr() as usize,
+        n as usize,
+    );
+    pmpi!(
+        c"PMPI_Group_translate_ranks",
+        (group, nn, r, world_group, o)
+    );
+    let mut g1 = group;
+    let mut g2 = world_group;
+    let (p1, p2) = (ptr(&mut g1), ptr(&mut g2));
+    pmpi!(c"PMPI_Group_free", (p1));
+    pmpi!(c"PMPI_Group_free", (p2));
+    // Ranks outside this world (spawned or connected jobs) have no world rank.
+    Some(
+        out.into_iter()
+            .map(|r| if r < 0 { hark_wire::PEER_NONE } else { r })
+            .collect(),
+    )
+}
+
+fn abi_undefined() -> c_int {
+    super::abi::UNDEFINED
+}
+
+/// `(rank, size)` of `comm`.
+pub(crate) fn rank_size(comm: usize) -> (i32, i32) {
+    let (mut r, mut s): (c_int, c_int) = (-1, -1);
+    let (rp, sp) = (ptr(&mut r), ptr(&mut s));
+    pmpi!(c"PMPI_Comm_rank", (comm, rp));
+    pmpi!(c"PMPI_Comm_size", (comm, sp));
+    (r, s)
+}
+
+/// The `MPI_APPNUM` attribute of `MPI_COMM_WORLD`, 0 if unset.
+pub(crate) fn appnum(abi: &Abi) -> i32 {
+    let mut val: *const c_int = std::ptr::null();
+    let mut flag: c_int = 0;
+    let (world, key) = (abi.comm_world, abi.appnum_key as usize);
+    let (vp, fp) = (ptr(&mut val), ptr(&mut flag));
+    if pmpi!(c"PMPI_Comm_get_attr", (world, key, vp, fp)) == Some(0) && flag != 0 && !val.is_null()
+    {
+        // SAFETY: MPI returns a pointer to the attribute's int value.
+        unsafe { *val }
+    } else {
+        0
+    }
+}
+
+/// The thread level MPI granted.
+pub(crate) fn thread_level() -> i32 {
+    let mut level: c_int = 0;
+    let lp = ptr(&mut level);
+    pmpi!(c"PMPI_Query_thread", (lp));
+    level
+}
+
+/// The first line of `MPI_Get_library_version`.
+pub(crate) fn library_version() -> String {
+    let mut buf = vec![0u8; 8192];
+    let mut len: c_int = 0;
+    let (bp, lp) = (buf.as_mut_ptr() as usize, ptr(&mut len));
+    if pmpi!(c"PMPI_Get_library_version", (bp, lp)) != Some(0) {
+        return String::new();
+    }
+    buf.truncate(len.clamp(0, 8192) as usize);
+    let s = String::from_utf8_lossy(&buf);
+    s.lines()
+        .next()
+        .unwrap_or("")
+        .trim_end_matches('\0')
+        .trim()
+        .to_string()
+}
+
+/// `(in, out)` neighbour counts of a communicator with a topology; `None`
+/// without one (neighbourhood collectives then fail in MPI itself).
+pub(crate) fn neighbours(abi: &Abi, comm: usize) -> Option<(usize, usize)> {
+    let mut topo: c_int = 0;
+    let tp = ptr(&mut topo);
+    if pmpi!(c"PMPI_Topo_test", (comm, tp)) != Some(0) {
+        return None;
+    }
+    if topo == abi.topo_cart {
+        let mut nd: c_int = 0;
+        let np = ptr(&mut nd);
+        pmpi!(c"PMPI_Cartdim_get", (comm, np));
+        let n = 2 * nd.max(0) as usize;
+        Some((n, n))
+    } else if topo == abi.topo_graph {
+        let (rank, _) = rank_size(comm);
+        let mut n: c_int = 0;
+        let np = ptr(&mut n);
+        let r = rank as usize;
+        pmpi!(c"PMPI_Graph_neighbors_count", (comm, r, np));
+        Some((n.max(0) as usize, n.max(0) as usize))
+    } else if topo == 3 {
+        let (mut i, mut o, mut w): (c_int, c_int, c_int) = (0, 0, 0);
+        let (ip, op, wp) = (ptr(&mut i), ptr(&mut o), ptr(&mut w));
+        pmpi!(c"PMPI_Dist_graph_neighbors_count", (comm, ip, op, wp));
+        Some((i.max(0) as usize, o.max(0) as usize))
+    } else {
+        None
+    }
+}
+
+/// Converts Fortran handles to C ones (only used with Open MPI, whose
+/// Fortran layer the probe wraps itself).
+pub(crate) mod f2c {
+    use super::*;
+
+    macro_rules! f2c {
+        ($fn:ident, $name:literal) => {
+            /// The C handle of a Fortran one (0 if MPI lacks the converter).
+            pub(crate) fn $fn(f: i32) -> usize {
+                static REAL: Real = Real::any($name);
+                let p = REAL.get();
+                if p.is_null() {
+                    return 0;
+                }
+                // SAFETY: `MPI_X_f2c(MPI_Fint) -> MPI_X`; a handle is one word.
+                let conv = unsafe {
+                    std::mem::transmute::<*mut c_void, unsafe extern "C" fn(c_int) -> usize>(p)
+                };
+                // SAFETY: the converters accept any value and return the
+                // null handle for invalid ones.
+                unsafe { conv(f) }
+            }
+        };
+    }
+
+    f2c!(comm, c"PMPI_Comm_f2c");
+    f2c!(datatype, c"PMPI_Type_f2c");
+    f2c!(request, c"PMPI_Request_f2c");
+    f2c!(win, c"PMPI_Win_f2c");
+    f2c!(file, c"PMPI_File_f2c");
+    f2c!(message, c"PMPI_Message_f2c");
+}
