@@ -73,3 +73,24 @@ fn a_send_to_proc_null_is_a_call_but_not_a_message() {
     assert_eq!(p.mpi["MPI_Send"].calls, vec![1]);
     assert_eq!(p.p2p.messages, vec![vec![0]]);
 }
+
+#[test]
+fn an_isend_counts_its_bytes_when_called_its_message_when_completed() {
+    // The second request is freed, never completed: its bytes were sent as
+    // far as the program's calls go (a PMPI counter agrees), but no message
+    // is known to have completed.
+    let proc = Proc::mpi("app", 0, 2)
+        .pack(vec![
+            mpi("MPI_Isend", 0, 2).peer(1).bytes(100).extra(1),
+            mpi("MPI_Isend", 3, 4).peer(1).bytes(50).extra(2),
+            mpi("MPI_Wait", 5, 9).bytes(1),
+            ev(op::COMPLETE_SEND, 5, 9).peer(1).bytes(100).extra(1),
+            mpi("MPI_Request_free", 10, 11).extra(2),
+        ])
+        .end();
+    let p = run(&[proc, Proc::mpi("app", 1, 2).end()]).remove(0);
+    assert_eq!(p.mpi["MPI_Isend"].bytes, vec![150, 0]);
+    assert_eq!(p.mpi["MPI_Isend"].size_histogram.counts.iter().sum::<u64>(), 2);
+    assert_eq!(p.p2p.bytes[0][1], 100);
+    assert_eq!(p.mpi["MPI_Wait"].bytes, vec![0, 0]);
+}

@@ -8,7 +8,7 @@ use crate::sat::Sat;
 use crate::stream::StreamCx;
 use crate::tracker::Tracker;
 use hark_model::{FunctionProfile, Program, Spread};
-use hark_wire::mpi::{Class, FUNCTIONS};
+use hark_wire::mpi::{Arg, Class, FUNCTIONS};
 use hark_wire::{op, Event};
 use std::any::Any;
 
@@ -45,21 +45,36 @@ impl Default for Func {
     }
 }
 
-/// Does a call of this class move the bytes in its own record? Request-based
-/// point-to-point transfers learn theirs when the request completes (and
-/// give them to the function that posted the request).
-pub(crate) fn moves_own_bytes(class: Class) -> bool {
-    matches!(
-        class,
+/// Does a call of function `func` carry its bytes in its own record? Sends
+/// do (`MPI_Isend` too: the bytes it sends, as a PMPI counter counts them,
+/// whether or not its request is ever completed), blocking receives carry the
+/// received bytes, collectives their send side, one-sided calls and blocking
+/// MPI-IO what they moved.
+pub(crate) fn own_bytes(func: usize) -> bool {
+    let f = &FUNCTIONS[func];
+    match f.class {
         Class::Send
-            | Class::Recv
-            | Class::Sendrecv
-            | Class::Collective
-            | Class::Icollective
-            | Class::Rma
-            | Class::FileRead
-            | Class::FileWrite
-    )
+        | Class::Recv
+        | Class::Sendrecv
+        | Class::Isend
+        | Class::Collective
+        | Class::Icollective
+        | Class::Rma => true,
+        Class::FileRead | Class::FileWrite => !f.args.contains(&Arg::RequestOut),
+        _ => false,
+    }
+}
+
+/// Does function `func` get its bytes when its requests complete? Non-blocking
+/// and persistent receives (the received bytes), persistent sends (at each
+/// completion) and non-blocking MPI-IO (what the status says was moved).
+pub(crate) fn completion_bytes(func: usize) -> bool {
+    let f = &FUNCTIONS[func];
+    match f.class {
+        Class::Irecv | Class::SendInit | Class::RecvInit => true,
+        Class::FileRead | Class::FileWrite => f.args.contains(&Arg::RequestOut),
+        _ => false,
+    }
 }
 
 #[derive(Default)]
@@ -88,23 +103,22 @@ impl RankState for Rank {
             }
             let msg = self.tracker.step(ev);
             if let op::OpKind::Mpi(i) = op::kind(code) {
-                let class = FUNCTIONS[i].class;
                 let d = ev.duration();
                 let f = self.func(i);
                 f.calls += 1;
                 f.time.sat(d);
                 f.min = f.min.min(d);
                 f.max = f.max.max(d);
-                if moves_own_bytes(class) {
+                if own_bytes(i) {
                     let b = ev.bytes.get();
                     f.bytes.sat(b);
                     f.sizes[size_bin(b)] += 1;
                 }
             } else if let Some(m) = msg {
                 // A request completed: its bytes belong to the function that
-                // posted it (MPI_Irecv, MPI_Isend, MPI_Send_init), except the
-                // receive side of MPI_Sendrecv, whose bytes are its sent ones.
-                if FUNCTIONS[m.func].class != Class::Sendrecv {
+                // posted it (MPI_Irecv, MPI_Send_init, MPI_File_iwrite), if
+                // that one did not count them when called.
+                if completion_bytes(m.func) {
                     let f = self.func(m.func);
                     f.bytes.sat(m.bytes);
                     f.sizes[size_bin(m.bytes)] += 1;

@@ -15,7 +15,7 @@
 //! POSIX and STDIO function called (`MPI_Send.time_ns`, `write.bytes`).
 
 use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
-use crate::ks::mpi_profile::moves_own_bytes;
+use crate::ks::mpi_profile::{completion_bytes, own_bytes};
 use crate::slices::{publish, Series};
 use crate::stream::StreamCx;
 use crate::tracker::Tracker;
@@ -115,7 +115,7 @@ impl RankState for Rank {
                     s.add(m, at, 1);
                     s.add_span(MPI_TIME, span, start, end);
                     s.add_span(m + 1, span, start, end);
-                    if moves_own_bytes(class) {
+                    if own_bytes(i) {
                         s.add(m + 2, at, ev.bytes.get());
                     }
                     if class == Class::Collective || class == Class::Icollective {
@@ -139,7 +139,7 @@ impl RankState for Rank {
                 op::OpKind::Detail => {
                     // A request completed: its bytes go to the function that
                     // posted it, as in the MPI profile.
-                    if let Some(msg) = msg.filter(|m| FUNCTIONS[m.func].class != Class::Sendrecv) {
+                    if let Some(msg) = msg.filter(|m| completion_bytes(m.func)) {
                         s.add(mpi_metric(msg.func) + 2, at, msg.bytes);
                         if msg.file {
                             s.add(IO_BYTES, at, msg.bytes);
