@@ -289,6 +289,20 @@ fn main() {
             .map(|_| run(&count, None, "record", m, &[]).rss_kib)
             .collect(),
     );
+    let quiet = median(
+        (0..reps)
+            .map(|_| run(&count, a, "record", 1000, &[]).rss_kib)
+            .collect(),
+    );
+    let quiet_passive = median(
+        (0..reps)
+            .map(|_| run(&count, None, "record", 1000, &[]).rss_kib)
+            .collect(),
+    );
+    println!(
+        "memory, quiet process (1000 events): peak RSS +{:.1} MiB over passive",
+        (quiet - quiet_passive) / 1024.0
+    );
     println!(
         "memory: peak RSS {probed:.0} KiB probed vs {passive:.0} KiB passive: +{:.1} MiB; pool {:.1} MiB",
         (probed - passive) / 1024.0,

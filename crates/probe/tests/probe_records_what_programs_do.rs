@@ -58,6 +58,18 @@ fn posix_calls_arrive_with_exact_bytes_offsets_and_errors() {
 }
 
 #[test]
+fn streams_also_travel_over_tcp() {
+    let exe = compile("tests/programs/posix_io.c", &["cc"], &[]);
+    let p = Probed::tcp("tcp");
+    assert!(p.collector.addr().starts_with("tcp:127.0.0.1:"));
+    let run = p.run(&exe, &["data.bin"]);
+    assert!(run.status.success(), "{}", run.stderr);
+    let s = run.only_stream();
+    assert!(s.is_clean());
+    assert_eq!(bytes_on(s, io::WRITE, "data.bin"), 5500);
+}
+
+#[test]
 fn stdio_calls_arrive_with_exact_bytes_and_formatted_output_counted() {
     // Plain, and fortified (the compiler then calls __printf_chk,
     // __fprintf_chk, __read_chk and friends instead).

@@ -35,7 +35,7 @@ use transport::Transport;
 pub(crate) const PACK_FRONT: usize = HEADER_SIZE + PACK_HEADER_SIZE;
 
 /// Buffers the shipper allocates at start, before any thread asks.
-const PREALLOCATED: usize = 2;
+const PREALLOCATED: usize = 1;
 
 /// A pack buffer: `pack_size` bytes, never freed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

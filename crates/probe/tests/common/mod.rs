@@ -140,7 +140,16 @@ impl Probed {
     pub fn with_options(tag: &str, options: Options) -> Probed {
         let dir = scratch(tag);
         let addr = format!("unix:{}", dir.join("hark.sock").display());
-        let collector = serve_collect_with(&addr, options).expect("collector");
+        Probed::at(dir, &addr, options)
+    }
+
+    /// A collector on TCP, loopback, on a free port.
+    pub fn tcp(tag: &str) -> Probed {
+        Probed::at(scratch(tag), "tcp:127.0.0.1:0", Options::default())
+    }
+
+    fn at(dir: PathBuf, addr: &str, options: Options) -> Probed {
+        let collector = serve_collect_with(addr, options).expect("collector");
         Probed {
             env: vec![
                 ("HARK_ADDR".into(), collector.addr().to_string()),
