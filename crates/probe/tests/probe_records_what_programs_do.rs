@@ -314,3 +314,28 @@ fn events_of_a_slow_thread_reach_a_live_server_before_the_program_ends() {
     assert_eq!(count_on(s, io::WRITE, "out.dat"), 300);
     assert!(s.packs.len() >= 3, "{} packs", s.packs.len());
 }
+
+#[test]
+fn more_threads_than_buffers_neither_starve_nor_deadlock() {
+    // 12 threads, a pool of 2 buffers: each thread holds a half-filled
+    // buffer while it waits at a barrier for the others.
+    let exe = compile("tests/programs/barrier_threads.c", &["cc"], &["-pthread"]);
+    for lossless in ["0", "1"] {
+        let p = Probed::new("barrier")
+            .env("HARK_BUFFERS", "2")
+            .env("HARK_LOSSLESS", lossless);
+        let run = p.run(&exe, &["12"]);
+        assert!(run.status.success(), "{}", run.stderr);
+        let s = run.only_stream();
+        let end = s.end.as_ref().unwrap();
+        assert_eq!(
+            (end.events_written, end.events_dropped),
+            (120, 0),
+            "lossless={lossless}"
+        );
+        let mut threads: Vec<u16> = s.events.iter().map(|e| e.thread.get()).collect();
+        threads.sort();
+        threads.dedup();
+        assert_eq!(threads.len(), 12);
+    }
+}

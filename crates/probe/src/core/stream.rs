@@ -195,6 +195,7 @@ impl Stream {
         let mut r = self.registry.lock().unwrap_or_else(|p| p.into_inner());
         let slot = make(r.len().min(u16::MAX as usize) as u16);
         r.push(slot);
+        self.ship.add_thread();
         slot
     }
 

@@ -23,7 +23,7 @@
 pub(crate) mod transport;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -65,6 +65,11 @@ pub(crate) struct Ship {
     done: Condvar,
     pack_size: usize,
     max_buffers: usize,
+    /// Threads that have recorded: each may hold a buffer while it fills
+    /// it, so the bound is never below `threads + 2` (else threads that
+    /// hold half-filled buffers and wait, say at a barrier, would starve
+    /// the others, and in lossless mode deadlock them).
+    threads: AtomicUsize,
     lossless: bool,
     /// Events the program recorded, delivered or not.
     pub written: AtomicU64,
@@ -93,6 +98,7 @@ impl Ship {
             done: Condvar::new(),
             pack_size,
             max_buffers,
+            threads: AtomicUsize::new(0),
             lossless,
             written: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
@@ -158,7 +164,7 @@ impl Ship {
             if let Some(b) = g.free.pop() {
                 return Some(b);
             }
-            if g.allocated < self.max_buffers {
+            if g.allocated < self.bound() {
                 g.allocated += 1;
                 drop(g);
                 return Some(self.allocate());
@@ -168,6 +174,18 @@ impl Ship {
             }
             g = self.freed.wait(g).unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    /// Counts a thread that records (see `threads`).
+    pub(crate) fn add_thread(&self) {
+        self.threads.fetch_add(1, Ordering::Relaxed);
+        // A waiter may now allocate.
+        self.freed.notify_all();
+    }
+
+    fn bound(&self) -> usize {
+        self.max_buffers
+            .max(self.threads.load(Ordering::Relaxed) + 2)
     }
 
     /// A new buffer with every page already mapped: a fresh allocation is
@@ -188,7 +206,7 @@ impl Ship {
     pub(crate) fn preallocate(&self, n: usize) {
         for _ in 0..n {
             let mut g = self.lock();
-            if g.allocated >= self.max_buffers {
+            if g.allocated >= self.bound() {
                 return;
             }
             g.allocated += 1;

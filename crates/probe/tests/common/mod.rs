@@ -187,7 +187,7 @@ impl Probed {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        let out = cmd.output().expect("running the program");
+        let out = output_within(cmd, self.timeout);
         let streams = self
             .collector
             .wait_closed(self.streams, self.timeout)
@@ -204,6 +204,47 @@ impl Probed {
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
             streams,
         }
+    }
+}
+
+/// Runs `cmd` to completion, killing it (and failing the test) if it takes
+/// longer than `timeout`: a hung probe must fail a test, not hang the suite.
+pub fn output_within(mut cmd: Command, timeout: Duration) -> std::process::Output {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running the program");
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let o = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let e = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the program did not finish within {timeout:?} (killed)");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    std::process::Output {
+        status,
+        stdout: o.join().unwrap(),
+        stderr: e.join().unwrap(),
     }
 }
 

@@ -278,3 +278,36 @@ pub fn assert_lines(what: &str, got: &[String], want: &str) {
         );
     }
 }
+
+/// The expected lines of each rank, from `tests/programs/mpi/<name>`:
+/// blocks headed `== rank N`, `#` lines are comments.
+pub fn expected(name: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(repo().join("tests/programs/mpi").join(name)).unwrap();
+    let mut ranks: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        if line.starts_with("== rank") {
+            ranks.push(String::new());
+        } else if let Some(r) = ranks.last_mut() {
+            r.push_str(line);
+            r.push('\n');
+        }
+    }
+    ranks
+}
+
+/// Builds `src` with `flags`, runs it on as many ranks as `expected` has
+/// blocks, and asserts every rank's stream renders as expected.
+pub fn check_program(mpi: Mpi, src: &str, flags: &[&str], expected_file: &str) {
+    let exe = build(mpi, src, flags);
+    let want = expected(expected_file);
+    let job = run(mpi, want.len(), &exe, &[]);
+    assert!(job.success, "the job failed: {}", job.stderr);
+    for (r, want) in want.iter().enumerate() {
+        let s = job.rank(r as i32);
+        assert!(s.is_clean(), "rank {r}: {:?}", s.closed);
+        assert_lines(&format!("{src} {flags:?} on {mpi:?}, rank {r}"), &render(s), want);
+    }
+}
