@@ -8,7 +8,8 @@
 //! batches of one rank run one after the other, so a state never needs a lock.
 //!
 //! The contract every knowledge source follows (the shared compliance test in
-//! `tests/every_analysis_complies.rs` checks the first three):
+//! `tests/every_analysis_complies.rs` checks the first and the third, and
+//! that the board gives the same result as feeding by hand):
 //!
 //! - it MUST NOT panic on any input: unknown op codes, undefined ids, peers
 //!   out of range and clocks going backwards are counted and reported in
@@ -26,11 +27,16 @@ use hark_model::Program;
 use hark_wire::Event;
 use std::any::Any;
 
-/// The board entries a knowledge source reacts to.
+/// What a knowledge source depends on.
+///
+/// On the board (`on_board.rs`) every analysis is a knowledge source
+/// sensitive to the `events` entries; definitions reach it through the
+/// stream's translation, which `unpack` fills from the `frames` entries
+/// before forwarding the batches that follow them; `program-end` is the fold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Sensitivity {
-    /// `defs`: a batch of definitions from one stream.
+    /// `defs`: the stream's definitions (names, files, communicators).
     Defs,
     /// `events`: a batch of events from one stream (one pack).
     Events,
@@ -39,7 +45,7 @@ pub enum Sensitivity {
 }
 
 impl Sensitivity {
-    /// The entry's name on the board.
+    /// Its name in specs and documentation.
     pub fn name(self) -> &'static str {
         match self {
             Sensitivity::Defs => "defs",

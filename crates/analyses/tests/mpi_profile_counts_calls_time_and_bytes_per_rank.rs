@@ -90,7 +90,10 @@ fn an_isend_counts_its_bytes_when_called_its_message_when_completed() {
         .end();
     let p = run(&[proc, Proc::mpi("app", 1, 2).end()]).remove(0);
     assert_eq!(p.mpi["MPI_Isend"].bytes, vec![150, 0]);
-    assert_eq!(p.mpi["MPI_Isend"].size_histogram.counts.iter().sum::<u64>(), 2);
+    assert_eq!(
+        p.mpi["MPI_Isend"].size_histogram.counts.iter().sum::<u64>(),
+        2
+    );
     assert_eq!(p.p2p.bytes[0][1], 100);
     assert_eq!(p.mpi["MPI_Wait"].bytes, vec![0, 0]);
 }
