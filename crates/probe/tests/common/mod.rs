@@ -77,8 +77,11 @@ pub fn compile_many(sources: &[&str], compiler: &[&str], flags: &[&str]) -> Path
     let stem = last.file_stem().unwrap().to_string_lossy().into_owned();
     let out_dir = std::env::temp_dir().join(format!("hark-probe-bin-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).unwrap();
-    let tag = compiler.join("_").replace(['/', ' ', '='], "_");
-    let exe = out_dir.join(format!("{stem}-{tag}"));
+    // Tests of one binary run in parallel and may build the same source:
+    // every build gets its own file, never overwriting one being run.
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let exe = out_dir.join(format!("{stem}-{n}"));
     let out = Command::new(compiler[0])
         .args(&compiler[1..])
         .arg("-o")
