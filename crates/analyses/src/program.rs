@@ -191,6 +191,20 @@ impl ProgramAnalysis {
             });
             ignored += r.info.ignored_defs();
         }
+        for (rank, r) in ranks
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.accounting.end.is_none())
+        {
+            let h = r.info.hello();
+            p.diagnostics.push(format!(
+                "rank {rank} (world rank {}, pid {} on {}) ended without its end-of-stream record (killed or crashed?); the {} events that arrived are kept",
+                r.info.world_rank(),
+                h.pid,
+                h.host,
+                r.accounting.received
+            ));
+        }
         if ignored > 0 {
             p.diagnostics.push(format!(
                 "{ignored} definitions had ids out of range and were ignored"

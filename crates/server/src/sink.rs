@@ -99,8 +99,11 @@ impl State {
 
     /// Folds every program, in order of first connection.
     pub(crate) fn fold(&self) -> Vec<Program> {
-        let programs =
+        let mut programs =
             std::mem::take(&mut *self.programs.lock().unwrap_or_else(|e| e.into_inner()));
+        // In order of first connection: readers say hello in whatever order
+        // their threads run, connections are numbered as accepted.
+        programs.sort_by_key(|p| p.conns.iter().min().copied());
         let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
         let mut out = Vec::new();
         for slot in programs {

@@ -95,15 +95,14 @@ fn stream(program: &str, rank: i32, size: i32, appnum: i32, n: u64, end: bool) -
     b
 }
 
+/// Connects one socket per stream, in order (connections are numbered as
+/// accepted), then writes them all at once.
 fn send_all(path: &Path, streams: Vec<Vec<u8>>) {
     let threads: Vec<_> = streams
         .into_iter()
         .map(|bytes| {
-            let path = path.to_path_buf();
-            std::thread::spawn(move || {
-                let mut s = UnixStream::connect(&path).unwrap();
-                s.write_all(&bytes).unwrap();
-            })
+            let mut s = UnixStream::connect(path).unwrap();
+            std::thread::spawn(move || s.write_all(&bytes).unwrap())
         })
         .collect();
     for t in threads {
