@@ -58,6 +58,18 @@ fn posix_calls_arrive_with_exact_bytes_offsets_and_errors() {
 }
 
 #[test]
+fn duplicated_descriptors_keep_their_file() {
+    let exe = compile("tests/programs/dup_io.c", &["cc"], &[]);
+    let p = Probed::new("dup");
+    let run = p.run(&exe, &["d.txt"]);
+    assert!(run.status.success(), "{}", run.stderr);
+    let s = run.only_stream();
+    assert_eq!(count_on(s, io::WRITE, "d.txt"), 3);
+    assert_eq!(bytes_on(s, io::WRITE, "d.txt"), 9);
+    assert_eq!(count_on(s, io::CLOSE, "d.txt"), 4);
+}
+
+#[test]
 fn streams_also_travel_over_tcp() {
     let exe = compile("tests/programs/posix_io.c", &["cc"], &[]);
     let p = Probed::tcp("tcp");

@@ -8,6 +8,9 @@
 //! 0–2), the bytes the call moved in `bytes`, the offset for positioned
 //! calls in `extra`, and `errno` in `tag` when the call failed.
 //!
+//! `dup`, `dup2` and `dup3` record nothing but carry the file id over to
+//! the new descriptor, so I/O on it is attributed to the right file.
+//!
 //! `open(path, flags, ...)` is variadic in C; on the ABIs the probe builds
 //! for (x86_64 and aarch64 Linux) the optional `mode` travels exactly like a
 //! third fixed argument, so the wrappers take it as one and pass it on.
@@ -262,4 +265,68 @@ macro_rules! sync_like {
 sync_like! {
     fsync = c"fsync", io::FSYNC;
     fdatasync = c"fdatasync", io::FDATASYNC;
+}
+
+/// After a successful duplication, `new` is the same file as `old`. No
+/// event is recorded (there is no op for it); the table just follows.
+fn duplicated(old: c_int, new: c_int) {
+    if new >= 0 && core::io_enabled() {
+        core::set_fd_file(new, core::fd_file(old));
+    }
+}
+
+/// Wraps `dup`: the new descriptor keeps the file id.
+///
+/// # Safety
+/// As the C function.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn dup(old: c_int) -> c_int {
+    let Some(f) = real!(c"dup": unsafe extern "C" fn(c_int) -> c_int) else {
+        return missing();
+    };
+    // SAFETY: forwarding the caller's argument.
+    let r = unsafe { f(old) };
+    keep_errno(|| duplicated(old, r));
+    r
+}
+
+/// Wraps `dup2`: `new` now names `old`'s file.
+///
+/// # Safety
+/// As the C function.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    let Some(f) = real!(c"dup2": unsafe extern "C" fn(c_int, c_int) -> c_int) else {
+        return missing();
+    };
+    // SAFETY: forwarding the caller's arguments.
+    let r = unsafe { f(old, new) };
+    keep_errno(|| duplicated(old, r));
+    r
+}
+
+/// Wraps `dup3`: `new` now names `old`'s file.
+///
+/// # Safety
+/// As the C function.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    let Some(f) = real!(c"dup3": unsafe extern "C" fn(c_int, c_int, c_int) -> c_int) else {
+        return missing();
+    };
+    // SAFETY: forwarding the caller's arguments.
+    let r = unsafe { f(old, new, flags) };
+    keep_errno(|| duplicated(old, r));
+    r
+}
+
+/// Runs `f` (probe bookkeeping) with `errno` saved and restored, inside the
+/// probe so that nothing it does is recorded, and never lets it panic out.
+fn keep_errno(f: impl FnOnce()) {
+    let Some(_g) = core::enter_always() else {
+        return;
+    };
+    let e = super::errno();
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    super::set_errno(e);
 }

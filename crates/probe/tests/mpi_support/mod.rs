@@ -299,15 +299,39 @@ pub fn expected(name: &str) -> Vec<String> {
 }
 
 /// Builds `src` with `flags`, runs it on as many ranks as `expected` has
-/// blocks, and asserts every rank's stream renders as expected.
+/// blocks, and asserts every rank's stream renders as expected. With
+/// `HARK_BLESS=1` in the environment it rewrites the expected file from what
+/// was recorded instead (review the diff before committing it).
 pub fn check_program(mpi: Mpi, src: &str, flags: &[&str], expected_file: &str) {
     let exe = build(mpi, src, flags);
     let want = expected(expected_file);
     let job = run(mpi, want.len(), &exe, &[]);
     assert!(job.success, "the job failed: {}", job.stderr);
+    if std::env::var_os("HARK_BLESS").is_some() {
+        let path = repo().join("tests/programs/mpi").join(expected_file);
+        let old = std::fs::read_to_string(&path).unwrap();
+        let mut text: String = old
+            .lines()
+            .filter(|l| l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        for r in 0..want.len() {
+            text.push_str(&format!("== rank {r}\n"));
+            for line in render(job.rank(r as i32)) {
+                text.push_str(&line);
+                text.push('\n');
+            }
+        }
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
     for (r, want) in want.iter().enumerate() {
         let s = job.rank(r as i32);
         assert!(s.is_clean(), "rank {r}: {:?}", s.closed);
-        assert_lines(&format!("{src} {flags:?} on {mpi:?}, rank {r}"), &render(s), want);
+        assert_lines(
+            &format!("{src} {flags:?} on {mpi:?}, rank {r}"),
+            &render(s),
+            want,
+        );
     }
 }
