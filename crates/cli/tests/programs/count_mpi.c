@@ -36,6 +36,7 @@ static void *next(const char *name) {
 
 static unsigned long long size_of(int count, MPI_Datatype t) {
     int s = 0;
+    if (count <= 0) return 0;
     PMPI_Type_size(t, &s);
     return (unsigned long long)count * (unsigned long long)s;
 }
@@ -52,19 +53,19 @@ typedef int (*recv_t)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status 
 typedef int (*irecv_t)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
 
 int MPI_Send(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm) {
-    bytes[SEND] += size_of(c, t);
+    if (d != MPI_PROC_NULL) bytes[SEND] += size_of(c, t);
     FORWARD(SEND, send_t, "MPI_Send", (b, c, t, d, tag, comm))
 }
 int MPI_Ssend(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm) {
-    bytes[SSEND] += size_of(c, t);
+    if (d != MPI_PROC_NULL) bytes[SSEND] += size_of(c, t);
     FORWARD(SSEND, send_t, "MPI_Ssend", (b, c, t, d, tag, comm))
 }
 int MPI_Rsend(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm) {
-    bytes[RSEND] += size_of(c, t);
+    if (d != MPI_PROC_NULL) bytes[RSEND] += size_of(c, t);
     FORWARD(RSEND, send_t, "MPI_Rsend", (b, c, t, d, tag, comm))
 }
 int MPI_Isend(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm, MPI_Request *r) {
-    bytes[ISEND] += size_of(c, t);
+    if (d != MPI_PROC_NULL) bytes[ISEND] += size_of(c, t);
     FORWARD(ISEND, isend_t, "MPI_Isend", (b, c, t, d, tag, comm, r))
 }
 int MPI_Recv(void *b, int c, MPI_Datatype t, int s, int tag, MPI_Comm comm, MPI_Status *st) {
@@ -77,7 +78,7 @@ typedef int (*sendrecv_t)(const void *, int, MPI_Datatype, int, int, void *, int
                           int, int, MPI_Comm, MPI_Status *);
 int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int d, int stag, void *rb, int rc,
                  MPI_Datatype rt, int s, int rtag, MPI_Comm comm, MPI_Status *status) {
-    bytes[SENDRECV] += size_of(sc, st);
+    if (d != MPI_PROC_NULL) bytes[SENDRECV] += size_of(sc, st);
     FORWARD(SENDRECV, sendrecv_t, "MPI_Sendrecv", (sb, sc, st, d, stag, rb, rc, rt, s, rtag, comm, status))
 }
 typedef int (*wait_t)(MPI_Request *, MPI_Status *);
