@@ -12,21 +12,18 @@
 //! [`Msg`].
 
 use crate::fx::FxHashMap;
-use hark_wire::mpi::{Arg, Class, FUNCTIONS};
-use hark_wire::{op, Event, PEER_NONE};
+use hark_wire::mpi::{Class, FUNCTIONS};
+use hark_wire::{op, Event};
 
 /// Outstanding requests above this many are forgotten (with a diagnostic):
 /// a program that never completes its requests must not grow the server.
 const MAX_PENDING: usize = 1 << 20;
 
-/// A message seen from one side, or a non-blocking MPI-IO transfer.
+/// A message seen from one side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Msg {
-    /// True for the sending side (for MPI-IO: a write).
+    /// True for the sending side.
     pub send: bool,
-    /// True for a non-blocking MPI-IO transfer (`MPI_File_iwrite`, ...)
-    /// that completed: no peer, `bytes` from the status.
-    pub file: bool,
     /// Index in `FUNCTIONS` of the function that names the message's kind:
     /// the send or receive call, or the one that posted the request.
     pub func: usize,
@@ -86,7 +83,6 @@ impl Tracker {
         let msg = |send| {
             (peer >= 0).then_some(Msg {
                 send,
-                file: false,
                 func,
                 peer,
                 bytes: ev.bytes.get(),
@@ -111,18 +107,6 @@ impl Tracker {
                 }
                 None
             }
-            Class::FileRead | Class::FileWrite
-                if FUNCTIONS[func].args.contains(&Arg::RequestOut) =>
-            {
-                // A non-blocking MPI-IO call: its bytes come at completion.
-                let posted = Posted {
-                    func: func as u16,
-                    persistent: false,
-                    time_ns: ev.duration(),
-                };
-                self.post(ev.extra.get(), posted);
-                None
-            }
             Class::RequestMisc if FUNCTIONS[func].name == "MPI_Request_free" => {
                 self.pending.remove(&ev.extra.get());
                 None
@@ -142,18 +126,6 @@ impl Tracker {
         let send = match code {
             op::COMPLETE_SEND => true,
             op::COMPLETE_RECV => false,
-            op::COMPLETE_OTHER => {
-                let p = posted?;
-                let class = FUNCTIONS[p.func as usize].class;
-                return matches!(class, Class::FileRead | Class::FileWrite).then_some(Msg {
-                    send: class == Class::FileWrite,
-                    file: true,
-                    func: p.func as usize,
-                    peer: PEER_NONE,
-                    bytes: ev.bytes.get(),
-                    time_ns: p.time_ns,
-                });
-            }
             _ => return None,
         };
         let peer = ev.peer.get();
@@ -170,7 +142,6 @@ impl Tracker {
         };
         Some(Msg {
             send,
-            file: false,
             func,
             peer,
             bytes: ev.bytes.get(),

@@ -35,11 +35,17 @@ fn posix_stdio_and_mpi_io_land_under_the_same_path_on_every_rank() {
 }
 
 #[test]
-fn a_non_blocking_mpi_io_call_gets_its_bytes_when_its_request_completes() {
+fn a_non_blocking_mpi_io_call_counts_the_bytes_it_asked_for_once() {
+    // As the probe writes it: the call holds the posted bytes and the request
+    // id; its completion repeats them (or reports a cancellation).
     let proc = Proc::mpi("app", 0, 1)
         .defs(vec![file(4, "/tmp/ckpt")])
         .pack(vec![
-            mpi("MPI_File_iwrite_at", 0, 10).obj(4).peer(-1).extra(11),
+            mpi("MPI_File_iwrite_at", 0, 10)
+                .obj(4)
+                .peer(-1)
+                .bytes(512)
+                .extra(11),
             mpi("MPI_Wait", 20, 50).bytes(1),
             ev(hark_wire::op::COMPLETE_OTHER, 20, 50)
                 .obj(4)

@@ -10,7 +10,6 @@ use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
 use crate::fx::FxHashMap;
 use crate::sat::Sat;
 use crate::stream::StreamCx;
-use crate::tracker::Tracker;
 use crate::unify::UNDEFINED;
 use hark_model::{FileIo, Program, Totals};
 use hark_wire::mpi::{Class, FUNCTIONS};
@@ -89,27 +88,12 @@ pub(crate) fn is_io(code: u16) -> bool {
 #[derive(Default)]
 struct Rank {
     cells: FxHashMap<(File, u16), Totals>,
-    /// Non-blocking MPI-IO learns its bytes when its request completes.
-    tracker: Tracker,
 }
 
 impl RankState for Rank {
     fn events(&mut self, cx: &StreamCx<'_>, events: &[Event]) {
         for ev in events {
             let code = ev.op();
-            if code < op::IO_BASE {
-                if let Some(m) = self.tracker.step(ev).filter(|m| m.file) {
-                    // The completion of a non-blocking MPI-IO call: its
-                    // bytes go to the call, on the file the detail names.
-                    let file = file_of(cx, ev.obj.get(), -1);
-                    let code = op::MPI_BASE + m.func as u16;
-                    self.cells
-                        .entry((file, code))
-                        .or_default()
-                        .bytes
-                        .sat(m.bytes);
-                }
-            }
             if !is_io(code) {
                 continue;
             }

@@ -8,7 +8,7 @@ use crate::sat::Sat;
 use crate::stream::StreamCx;
 use crate::tracker::Tracker;
 use hark_model::{FunctionProfile, Program, Spread};
-use hark_wire::mpi::{Arg, Class, FUNCTIONS};
+use hark_wire::mpi::{Class, FUNCTIONS};
 use hark_wire::{op, Event};
 use std::any::Any;
 
@@ -48,33 +48,31 @@ impl Default for Func {
 /// Does a call of function `func` carry its bytes in its own record? Sends
 /// do (`MPI_Isend` too: the bytes it sends, as a PMPI counter counts them,
 /// whether or not its request is ever completed), blocking receives carry the
-/// received bytes, collectives their send side, one-sided calls and blocking
-/// MPI-IO what they moved.
+/// received bytes, collectives their send side, one-sided calls and MPI-IO
+/// what they moved (non-blocking MPI-IO: what they asked to move).
 pub(crate) fn own_bytes(func: usize) -> bool {
-    let f = &FUNCTIONS[func];
-    match f.class {
+    matches!(
+        FUNCTIONS[func].class,
         Class::Send
-        | Class::Recv
-        | Class::Sendrecv
-        | Class::Isend
-        | Class::Collective
-        | Class::Icollective
-        | Class::Rma => true,
-        Class::FileRead | Class::FileWrite => !f.args.contains(&Arg::RequestOut),
-        _ => false,
-    }
+            | Class::Recv
+            | Class::Sendrecv
+            | Class::Isend
+            | Class::Collective
+            | Class::Icollective
+            | Class::Rma
+            | Class::FileRead
+            | Class::FileWrite
+    )
 }
 
-/// Does function `func` get its bytes when its requests complete? Non-blocking
-/// and persistent receives (the received bytes), persistent sends (at each
-/// completion) and non-blocking MPI-IO (what the status says was moved).
+/// Does function `func` get its bytes when its requests complete?
+/// Non-blocking and persistent receives (the received bytes) and persistent
+/// sends (at each completion).
 pub(crate) fn completion_bytes(func: usize) -> bool {
-    let f = &FUNCTIONS[func];
-    match f.class {
-        Class::Irecv | Class::SendInit | Class::RecvInit => true,
-        Class::FileRead | Class::FileWrite => f.args.contains(&Arg::RequestOut),
-        _ => false,
-    }
+    matches!(
+        FUNCTIONS[func].class,
+        Class::Irecv | Class::SendInit | Class::RecvInit
+    )
 }
 
 #[derive(Default)]
@@ -116,8 +114,8 @@ impl RankState for Rank {
                 }
             } else if let Some(m) = msg {
                 // A request completed: its bytes belong to the function that
-                // posted it (MPI_Irecv, MPI_Send_init, MPI_File_iwrite), if
-                // that one did not count them when called.
+                // posted it (MPI_Irecv, MPI_Send_init), if that one did not
+                // count them when called.
                 if completion_bytes(m.func) {
                     let f = self.func(m.func);
                     f.bytes.sat(m.bytes);

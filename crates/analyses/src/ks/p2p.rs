@@ -51,8 +51,7 @@ impl RankState for Rank {
             }
             // The receive side of MPI_Sendrecv is the message its sender
             // counted already: per-function matrices would hold it twice.
-            let counted =
-                |m: &Msg| !m.file && (m.send || FUNCTIONS[m.func].class != Class::Sendrecv);
+            let counted = |m: &Msg| m.send || FUNCTIONS[m.func].class != Class::Sendrecv;
             if let Some(m) = self.tracker.step(ev).filter(counted) {
                 let c = self
                     .cells

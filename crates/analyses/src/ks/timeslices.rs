@@ -141,14 +141,11 @@ impl RankState for Rank {
                     // posted it, as in the MPI profile.
                     if let Some(msg) = msg.filter(|m| completion_bytes(m.func)) {
                         s.add(mpi_metric(msg.func) + 2, at, msg.bytes);
-                        if msg.file {
-                            s.add(IO_BYTES, at, msg.bytes);
-                        }
                     }
                 }
                 _ => {}
             }
-            if let Some(msg) = msg.filter(|m| m.send && !m.file) {
+            if let Some(msg) = msg.filter(|m| m.send) {
                 s.add(P2P_MESSAGES, at, 1);
                 s.add(P2P_BYTES, at, msg.bytes);
             }
