@@ -210,3 +210,30 @@ fn a_connection_still_open_at_the_deadline_is_cut_and_marked_partial() {
     assert!(run.programs[0].rank_info[0].partial);
     drop(hung);
 }
+
+#[test]
+fn readers_wait_for_the_analyses_instead_of_queueing_without_bound() {
+    // One byte in flight: every pack waits until the one before it has been
+    // analysed by every knowledge source. Nothing may be lost or hang.
+    let (path, addr) = socket("throttle");
+    let server = Server::start(ServerConfig {
+        addr,
+        workers: 1,
+        max_in_flight: 1,
+        ..ServerConfig::default()
+    })
+    .unwrap();
+    send_all(
+        &path,
+        vec![
+            stream("ring", 0, 2, 0, 20_000, true),
+            stream("ring", 1, 2, 0, 20_000, true),
+        ],
+    );
+    // Each reader submits only below the limit: at most one pack each.
+    let status = server.status();
+    assert!(status.bytes_in_flight <= 2 * 1000 * 48, "{status:?}");
+    let run = server.finish(Duration::from_secs(20));
+    assert_eq!(run.accounting.events_analysed, 2 * 20_001);
+    assert_eq!(run.programs[0].mpi["MPI_Send"].calls, vec![20_000, 0]);
+}
