@@ -360,8 +360,14 @@ fn main() {
     };
     let w_on = calls(true, "write_devnull");
     let w_off = calls(false, "write_devnull");
+    let t_on = calls(true, "ftell_memstream");
+    let t_off = calls(false, "ftell_memstream");
     let counter = calls(true, "hark_counter");
     println!("write(/dev/null, 1 byte):    {w_on:.1} ns probed, {w_off:.1} ns passive: +{:.1} ns per wrapped call", w_on - w_off);
+    println!(
+        "ftell(memory stream):        {t_on:.1} ns probed, {t_off:.1} ns passive: +{:.1} ns per wrapped call",
+        t_on - t_off
+    );
     println!("hark_counter() via libhark:  {counter:.1} ns/call");
     server.shutdown();
     let _ = std::fs::remove_dir_all(&dir);

@@ -69,19 +69,26 @@ pub(crate) fn io<R: Copy>(
         return call();
     }
     // errno is cleared so that the call's own errno can be told apart, and
-    // put back as it was if the call did not set it.
-    let saved = errno();
-    set_errno(0);
+    // put back as it was if the call did not set it. Its address is this
+    // thread's for the whole call: looked up once.
+    // SAFETY: __errno_location returns this thread's errno slot.
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: as above, valid for this thread's life.
+    let saved = unsafe { *errno };
+    // SAFETY: as above.
+    unsafe { *errno = 0 };
     let t0 = core::now();
     let r = call();
     let t1 = core::now();
-    let err = errno();
+    // SAFETY: as above.
+    let err = unsafe { *errno };
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut ev = Event::new(op, t0, t1);
         fill(&mut ev, r, err);
         core::record(ev);
     }));
-    set_errno(if err == 0 { saved } else { err });
+    // SAFETY: as above.
+    unsafe { *errno = if err == 0 { saved } else { err } };
     r
 }
 

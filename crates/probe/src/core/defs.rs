@@ -116,6 +116,15 @@ pub(crate) fn set_fd(fd: i32, id: u32) {
     }
 }
 
+/// The table's entry for `fd` (0: unknown or out of range).
+#[inline]
+pub(crate) fn fd_lookup(fd: i32) -> u32 {
+    usize::try_from(fd)
+        .ok()
+        .and_then(|i| FDS.get(i))
+        .map_or(0, |slot| slot.load(Ordering::Relaxed))
+}
+
 /// The file id of descriptor `fd`: what it was opened as, `<stdin>`,
 /// `<stdout>` or `<stderr>` for the standard ones, 0 if unknown.
 pub(crate) fn fd_file(fd: i32) -> u32 {

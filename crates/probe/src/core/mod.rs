@@ -120,9 +120,16 @@ pub fn set_fd_file(fd: i32, id: u32) {
 
 /// The file id descriptor `fd` was opened as (`<stdin>`, `<stdout>`,
 /// `<stderr>` for 0–2), or 0 if unknown.
+#[inline]
 pub fn fd_file(fd: i32) -> u32 {
-    let _in = local::Internal::enter();
-    std::panic::catch_unwind(|| defs::fd_file(fd)).unwrap_or(0)
+    match defs::fd_lookup(fd) {
+        0 if (0..=2).contains(&fd) => {
+            // First use of a standard descriptor: define it (rare).
+            let _in = local::Internal::enter();
+            std::panic::catch_unwind(|| defs::fd_file(fd)).unwrap_or(0)
+        }
+        id => id,
+    }
 }
 
 /// Whether `fd` is the probe's own socket, which the program must not close.

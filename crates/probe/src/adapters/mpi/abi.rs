@@ -278,16 +278,51 @@ fn detect() -> Option<&'static Abi> {
     Some(abi)
 }
 
-/// Whether Fortran entry points must record themselves: Open MPI's Fortran
-/// layer calls `PMPI_*` directly, so our C wrappers never see those calls;
-/// MPICH's calls the C `MPI_*` functions, where the C wrapper records them.
+/// Whether a Fortran entry point must record itself. Open MPI's Fortran
+/// layers call `PMPI_*` directly, so our C wrappers never see those calls.
+/// MPICH's `mpif.h`/`use mpi` layer calls the C `MPI_*` functions, where the
+/// C wrapper records them; its `use mpi_f08` layer calls `PMPI_*` for the
+/// functions without choice buffers (those are the `mpi_x_f08_` symbols; the
+/// ones with buffers, `mpi_x_f08ts_`, call `MPI_x` and are not wrapped).
 #[inline(always)]
-pub(crate) fn fortran_records() -> bool {
+pub(crate) fn fortran_records(f08: bool) -> bool {
     match FLAVOUR.load(Ordering::Relaxed) {
         1 => true,
-        0 => get().is_some_and(|a| a.flavour == Flavour::OpenMpi),
+        2 => f08,
+        0 => match get().map(|a| a.flavour) {
+            Some(Flavour::OpenMpi) => true,
+            Some(Flavour::Mpich) => f08,
+            None => false,
+        },
         _ => false,
     }
+}
+
+/// Addresses of `name` in every loaded library that defines it (a Fortran
+/// sentinel object can be defined both in the Fortran library and in the C
+/// one), plus the global one.
+pub(crate) fn symbol_everywhere(name: &str, libs: &[&str]) -> Vec<usize> {
+    let mut out = vec![sym(&format!("{name}\0"))];
+    let Ok(cname) = std::ffi::CString::new(name) else {
+        return out;
+    };
+    for lib in libs {
+        let Ok(clib) = std::ffi::CString::new(*lib) else {
+            continue;
+        };
+        // SAFETY: NUL-terminated names; RTLD_NOLOAD only looks at libraries
+        // already loaded and never runs constructors.
+        let h = unsafe { libc::dlopen(clib.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        if h.is_null() {
+            continue;
+        }
+        // SAFETY: `h` is a live handle from dlopen.
+        out.push(unsafe { libc::dlsym(h, cname.as_ptr()) } as usize);
+        // SAFETY: balances the dlopen above (the library stays loaded).
+        unsafe { libc::dlclose(h) };
+    }
+    out.retain(|&a| a != 0);
+    out
 }
 
 #[cfg(test)]

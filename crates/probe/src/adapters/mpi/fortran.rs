@@ -22,23 +22,36 @@ use super::plan::{Kind, Plan, Pos, NO};
 use super::{at, deref_int, guarded, PLANS};
 use std::sync::OnceLock;
 
-/// Fortran sentinels: the addresses of Open MPI's common blocks.
+/// Fortran sentinels: addresses of the objects `MPI_IN_PLACE`,
+/// `MPI_STATUS_IGNORE` and `MPI_STATUSES_IGNORE` stand for in Fortran (Open
+/// MPI's common blocks under every compiler spelling; MPICH's `mpi_f08`
+/// objects, defined both in libmpichfort and libmpich).
 struct Sentinels {
-    in_place: [usize; 4],
-    status_ignore: [usize; 4],
-    statuses_ignore: [usize; 4],
+    in_place: Vec<usize>,
+    status_ignore: Vec<usize>,
+    statuses_ignore: Vec<usize>,
 }
 
-fn sentinels() -> &'static Sentinels {
+fn sentinels(abi: &Abi) -> &'static Sentinels {
     static S: OnceLock<Sentinels> = OnceLock::new();
-    S.get_or_init(|| Sentinels {
-        in_place: abi::fortran_symbols("mpi_fortran_in_place"),
-        status_ignore: abi::fortran_symbols("mpi_fortran_status_ignore"),
-        statuses_ignore: abi::fortran_symbols("mpi_fortran_statuses_ignore"),
+    S.get_or_init(|| match abi.flavour {
+        abi::Flavour::OpenMpi => Sentinels {
+            in_place: abi::fortran_symbols("mpi_fortran_in_place").to_vec(),
+            status_ignore: abi::fortran_symbols("mpi_fortran_status_ignore").to_vec(),
+            statuses_ignore: abi::fortran_symbols("mpi_fortran_statuses_ignore").to_vec(),
+        },
+        abi::Flavour::Mpich => {
+            let libs = ["libmpichfort.so.12", "libmpich.so.12"];
+            Sentinels {
+                in_place: abi::symbol_everywhere("MPIR_F08_MPI_IN_PLACE", &libs),
+                status_ignore: abi::symbol_everywhere("MPIR_F08_MPI_STATUS_IGNORE_OBJ", &libs),
+                statuses_ignore: abi::symbol_everywhere("MPIR_F08_MPI_STATUSES_IGNORE_OBJ", &libs),
+            }
+        }
     })
 }
 
-fn is(set: &[usize; 4], p: usize) -> bool {
+fn is(set: &[usize], p: usize) -> bool {
     p != 0 && set.contains(&p)
 }
 
@@ -95,7 +108,7 @@ fn before_f(abi: &Abi, plan: &Plan, w: &mut [usize], s: &mut Scratch) {
         return;
     }
     let p = &plan.pos;
-    let sen = sentinels();
+    let sen = sentinels(abi);
     if let Some(st) = at(w, p.status) {
         if is(&sen.status_ignore, st) {
             w[p.status as usize] = s.status.as_mut_ptr() as usize;
@@ -176,7 +189,7 @@ fn to_c(abi: &Abi, plan: &Plan, w: &[usize], c: &mut [usize; 16], o: &mut Outs) 
         _ => {}
     }
     let rc = w.get(arity).map_or(0, |&e| fint(e));
-    let sen = sentinels();
+    let sen = sentinels(abi);
     let ints = [
         p.send_count,
         p.recv_count,
@@ -257,7 +270,13 @@ fn to_c(abi: &Abi, plan: &Plan, w: &[usize], c: &mut [usize; 16], o: &mut Outs) 
         }
         if let Some(v) = at(w, p.indices) {
             let n = at(w, p.out_count).map_or(0, fint).max(0) as usize;
-            o.indices = (0..n).map(|k| fint(v + 4 * k) - 1).collect();
+            // MPICH 4.0's `mpi_f08` Waitsome/Testsome return the C indices
+            // unconverted (0-based); the test of bindings.F90 shows it.
+            let base = match abi.flavour {
+                abi::Flavour::OpenMpi => 1,
+                abi::Flavour::Mpich => 0,
+            };
+            o.indices = (0..n).map(|k| fint(v + 4 * k) - base).collect();
             c[p.indices as usize] = o.indices.as_ptr() as usize;
         }
     }

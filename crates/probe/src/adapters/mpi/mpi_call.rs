@@ -195,9 +195,14 @@ pub(crate) mod f2c {
     use super::*;
 
     macro_rules! f2c {
-        ($fn:ident, $name:literal) => {
+        ($fn:ident, $name:literal, $int_handles:literal) => {
             /// The C handle of a Fortran one (0 if MPI lacks the converter).
+            /// MPICH's handles are the same integers in both languages (its
+            /// converters are macros, not functions).
             pub(crate) fn $fn(f: i32) -> usize {
+                if $int_handles && super::super::abi::get().is_some_and(|a| a.handle_size == 4) {
+                    return f as u32 as usize;
+                }
                 static REAL: Real = Real::any($name);
                 let p = REAL.get();
                 if p.is_null() {
@@ -214,10 +219,11 @@ pub(crate) mod f2c {
         };
     }
 
-    f2c!(comm, c"PMPI_Comm_f2c");
-    f2c!(datatype, c"PMPI_Type_f2c");
-    f2c!(request, c"PMPI_Request_f2c");
-    f2c!(win, c"PMPI_Win_f2c");
-    f2c!(file, c"PMPI_File_f2c");
-    f2c!(message, c"PMPI_Message_f2c");
+    f2c!(comm, c"PMPI_Comm_f2c", true);
+    f2c!(datatype, c"PMPI_Type_f2c", true);
+    f2c!(request, c"PMPI_Request_f2c", true);
+    f2c!(win, c"PMPI_Win_f2c", true);
+    // MPICH's MPI_File is a pointer: its converter is a real function.
+    f2c!(file, c"PMPI_File_f2c", false);
+    f2c!(message, c"PMPI_Message_f2c", true);
 }
