@@ -235,3 +235,51 @@ fn a_shell_script_and_every_process_it_starts_stream_cleanly() {
         .unwrap();
     assert_eq!(bash.hello.program, "bash");
 }
+
+#[test]
+fn a_server_that_never_accepts_delays_start_by_the_connect_timeout_only() {
+    use std::os::unix::net::UnixStream;
+    let dir = scratch("backlog");
+    let path = dir.join("full.sock");
+    // A listener with a backlog of 0 that never accepts, its queue filled
+    // by one waiting connection: the next connect cannot complete.
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: plain socket calls on a fresh descriptor and a valid address.
+    let lfd = unsafe {
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+        let mut sa: libc::sockaddr_un = std::mem::zeroed();
+        sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        for (d, s) in sa.sun_path.iter_mut().zip(c.as_bytes()) {
+            *d = *s as libc::c_char;
+        }
+        let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        assert_eq!(
+            libc::bind(fd, (&sa as *const libc::sockaddr_un).cast(), len),
+            0
+        );
+        assert_eq!(libc::listen(fd, 0), 0);
+        fd
+    };
+    let _waiting = UnixStream::connect(&path).unwrap();
+    let exe = compile("tests/programs/posix_io.c", &["cc"], &[]);
+    let t0 = Instant::now();
+    let out = common::output_within(
+        {
+            let mut cmd = Command::new(&exe);
+            cmd.arg("data.bin")
+                .current_dir(&dir)
+                .env("LD_PRELOAD", probe_lib())
+                .env("HARK_ADDR", format!("unix:{}", path.display()))
+                .env("HARK_CONNECT_TIMEOUT_MS", "300");
+            cmd
+        },
+        Duration::from_secs(30),
+    );
+    let took = t0.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(warnings(&stderr).len(), 1, "{stderr}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    // SAFETY: closing the test's own listener.
+    unsafe { libc::close(lfd) };
+}
