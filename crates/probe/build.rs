@@ -27,8 +27,8 @@ fn main() {
         c_wrapper(&mut s, i, f);
         if let Some(arity) = fortran_arity(f) {
             let lower = f.name.to_ascii_lowercase();
-            fortran_wrapper(&mut s, i, f, &format!("{lower}_"), arity);
-            fortran_wrapper(&mut s, i, f, &format!("{lower}_f08_"), arity);
+            fortran_wrapper(&mut s, i, f, &format!("{lower}_"), arity, false);
+            fortran_wrapper(&mut s, i, f, &format!("{lower}_f08_"), arity, true);
         }
     }
     std::fs::write(format!("{out}/mpi_wrappers.rs"), s).expect("write mpi_wrappers.rs");
@@ -234,7 +234,7 @@ fn fortran_arity(f: &Function) -> Option<usize> {
     }
 }
 
-fn fortran_wrapper(s: &mut String, i: usize, f: &Function, sym: &str, n: usize) {
+fn fortran_wrapper(s: &mut String, i: usize, f: &Function, sym: &str, n: usize, f08: bool) {
     let (params, args, from_w) = words(n);
     let types = vec!["usize"; n].join(", ");
     let enter = if always(f) { "enter_always" } else { "enter" };
@@ -255,7 +255,7 @@ pub unsafe extern "C" fn {sym}({params}) {{
     // {name}, whose arguments are all passed by reference (one pointer each)
     // plus hidden string lengths; forwarding the words forwards the call.
     let real = unsafe {{ std::mem::transmute::<*mut c_void, F>(p) }};
-    if !abi::fortran_records() {{
+    if !abi::fortran_records({f08}) {{
         // SAFETY: as above.
         return unsafe {{ real({args}) }};
     }}

@@ -72,8 +72,15 @@ pub fn build(mpi: Mpi, src: &str, flags: &[&str]) -> PathBuf {
         _ => "mpif90",
     };
     let stem = path.file_stem().unwrap().to_str().unwrap();
-    let out = work_dir().join(format!("{stem}-{}", mpi.suffix()));
-    let moddir = work_dir().join(format!("mod-{stem}-{}", mpi.suffix()));
+    // One executable per (source, flags, library): tests run in parallel.
+    let tag: String = flags
+        .iter()
+        .flat_map(|f| f.chars())
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let name = format!("{stem}{tag}-{}", mpi.suffix());
+    let out = work_dir().join(&name);
+    let moddir = work_dir().join(format!("mod-{name}"));
     std::fs::create_dir_all(&moddir).unwrap();
     let mut cmd = Command::new(format!("{cc}.{}", mpi.suffix()));
     cmd.arg("-O1").arg("-o").arg(&out).arg(&path).args(flags);
@@ -111,6 +118,10 @@ pub fn run_with(
     probe: bool,
     env: &[(&str, &str)],
 ) -> Job {
+    // One job at a time: MPI ranks busy-poll, and several jobs at once on a
+    // small machine slow each other down past any timeout.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let sock = std::env::temp_dir().join(format!("hark-mpi-{}-{n}.sock", std::process::id()));
@@ -144,7 +155,7 @@ pub fn run_with(
     }
     cmd.arg("-np").arg(np.to_string()).arg(exe).args(args);
     let out = cmd.output().expect("run mpirun");
-    let streams = if probe {
+    let streams = if probe && out.status.success() {
         collector
             .wait_closed(np, Duration::from_secs(30))
             .unwrap_or_else(|e| {
