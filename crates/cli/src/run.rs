@@ -84,9 +84,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let mode = if args.quiet {
         Mode::Off
     } else if args.verbose {
-        Mode::Log
+        Mode::Verbose
     } else if std::io::stderr().is_terminal() {
-        Mode::Line
+        Mode::Lines
     } else {
         Mode::Off
     };

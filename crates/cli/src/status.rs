@@ -1,9 +1,11 @@
 //! What is arriving while the program runs, shown on stderr.
 //!
-//! Two ways: a status line redrawn in place twice a second (only when
-//! stderr is a terminal: a log file would fill with carriage returns), or,
-//! in verbose mode, one line each time processes connect or end. The line is
-//! erased before the summary is printed.
+//! The program shares the terminal, so hark never redraws a line in place
+//! (that would overwrite or garble the program's own output): it prints
+//! whole lines, which interleave with the program's lines like any two
+//! processes' would. A line is printed when processes connect or end, and
+//! otherwise after 1, 2, 4, ... seconds, then once a minute, so a long run
+//! stays quiet. Shown only when stderr is a terminal (or in verbose mode).
 
 use crate::output::print_stderr;
 use hark_outputs::units::count;
@@ -30,10 +32,10 @@ pub struct Progress {
 pub enum Mode {
     /// Not at all.
     Off,
-    /// One line redrawn in place.
-    Line,
-    /// A new line whenever processes connect or end.
-    Log,
+    /// A line when processes connect or end, else ever more rarely.
+    Lines,
+    /// A line when processes connect or end, else every 5 seconds.
+    Verbose,
 }
 
 /// The status for `now`, given the previous reading `dt` earlier.
@@ -70,7 +72,6 @@ pub fn line(now: Progress, before: Progress, dt: Duration) -> String {
 pub struct StatusLine<'scope> {
     stop: Arc<AtomicBool>,
     thread: Option<ScopedJoinHandle<'scope, ()>>,
-    mode: Mode,
 }
 
 impl<'scope> StatusLine<'scope> {
@@ -88,52 +89,64 @@ impl<'scope> StatusLine<'scope> {
             let stop = stop.clone();
             scope.spawn(move || show(mode, &stop, poll))
         });
-        StatusLine { stop, thread, mode }
+        StatusLine { stop, thread }
     }
 
-    /// Stops, erasing the line in [`Mode::Line`].
+    /// Stops showing progress.
     pub fn stop(mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
-            if self.mode == Mode::Line {
-                print_stderr("\r\x1b[K");
-            }
         }
+    }
+}
+
+/// When the next periodic line is due, `shown` lines after the start.
+pub fn next_period(mode: Mode, shown: u32) -> Duration {
+    match mode {
+        Mode::Verbose => Duration::from_secs(5),
+        // 1, 2, 4, ... 32 seconds, then every minute.
+        _ => Duration::from_secs((1u64 << shown.min(6)).min(60)),
     }
 }
 
 fn show(mode: Mode, stop: &AtomicBool, poll: impl Fn() -> Progress) {
     let mut before = poll();
-    let mut t0 = Instant::now();
-    let mut logged = (u64::MAX, u64::MAX);
-    loop {
-        // Sleep in small steps so stopping is prompt.
-        for _ in 0..10 {
-            if stop.load(Ordering::Relaxed) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+    let mut t_before = Instant::now();
+    let mut shown = 0;
+    let mut due = t_before + next_period(mode, shown);
+    let mut last_processes = (before.connected, before.ended);
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
         let now = poll();
         let t = Instant::now();
-        let text = line(now, before, t - t0);
-        match mode {
-            Mode::Line => print_stderr(&format!("\r\x1b[K{text}")),
-            Mode::Log if (now.connected, now.ended) != logged => {
-                logged = (now.connected, now.ended);
-                print_stderr(&format!("{text}\n"));
-            }
-            _ => {}
+        let processes = (now.connected, now.ended);
+        // Say when processes connect or end, once they have settled for a
+        // moment (a launch connects many at once); otherwise when due.
+        let changed = processes != last_processes && t - t_before >= Duration::from_millis(500);
+        if changed || t >= due {
+            print_stderr(&format!("{}\n", line(now, before, t - t_before)));
+            shown += 1;
+            due = t + next_period(mode, shown);
+            last_processes = processes;
+            before = now;
+            t_before = t;
         }
-        before = now;
-        t0 = t;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn periodic_lines_grow_rare() {
+        let secs: Vec<u64> = (0..9)
+            .map(|k| next_period(Mode::Lines, k).as_secs())
+            .collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        assert_eq!(next_period(Mode::Verbose, 7).as_secs(), 5);
+    }
 
     #[test]
     fn the_status_line_counts_processes_events_and_their_rate() {
