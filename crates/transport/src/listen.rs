@@ -111,7 +111,10 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
                     let fd = s.as_raw_fd();
                     (Box::new(s), fd)
                 }
-                Err(_) => continue,
+                Err(e) => {
+                    accept_failed(&e);
+                    continue;
+                }
             },
             Socket::Tcp(l) => match l.accept() {
                 Ok((s, _)) => {
@@ -119,7 +122,10 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
                     let fd = s.as_raw_fd();
                     (Box::new(s), fd)
                 }
-                Err(_) => continue,
+                Err(e) => {
+                    accept_failed(&e);
+                    continue;
+                }
             },
         };
         if shared.stopping.load(Ordering::Acquire) {
@@ -138,6 +144,14 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
             Ok(h) => shared.readers.lock().unwrap().push(h),
             Err(e) => eprintln!("hark: cannot start a reader thread for connection {id}: {e}"),
         }
+    }
+}
+
+/// A failed `accept` (out of descriptors, say) is retried after a pause,
+/// so that a persistent failure does not spin a core.
+fn accept_failed(e: &std::io::Error) {
+    if e.kind() != std::io::ErrorKind::Interrupted {
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 
