@@ -107,7 +107,7 @@ impl RankState for NoState {
 pub struct RankView<'a> {
     /// Its stream.
     pub info: &'a StreamInfo,
-    pub(crate) states: &'a [Box<dyn RankState>],
+    pub(crate) states: &'a [&'a dyn RankState],
 }
 
 /// What [`Analysis::finish`] gets: the program's ranks in program-rank order.

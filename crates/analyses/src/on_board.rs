@@ -21,7 +21,7 @@
 
 use crate::analysis::RankState;
 use crate::fx::FxHashMap;
-use crate::program::ProgramAnalysis;
+use crate::program::{ProgramAnalysis, RankRef};
 use crate::stream::{RankInput, StreamAccounting, StreamInfo};
 use crate::{Error, ErrorKind};
 use hark_board::{Board, Entry, EntryType, KnowledgeSource, KsId, Level};
@@ -240,6 +240,75 @@ impl OnBoard {
                 Entry::with_bytes(self.frames, frame, bytes),
             )
             .map_err(board_error)
+    }
+
+    /// The program's model as analysed so far, while it runs (for a live
+    /// view): every analysis folds what its states hold now. Ranks are not
+    /// marked partial. Each rank's states are locked while the fold runs
+    /// (milliseconds), which pauses that rank's analysis meanwhile.
+    pub fn snapshot(&self, ranks: &[(Arc<StreamInfo>, StreamAccounting)]) -> Vec<Program> {
+        // Per analysis, per rank: its slot, if the rank sent events yet.
+        let slots: Vec<Vec<Option<Arc<Mutex<Slot>>>>> = self
+            .slots
+            .iter()
+            .map(|map| {
+                let map = map.lock().unwrap_or_else(|e| e.into_inner());
+                ranks
+                    .iter()
+                    .map(|(info, _)| map.get(&info.conn()).cloned())
+                    .collect()
+            })
+            .collect();
+        let guards: Vec<Vec<Option<std::sync::MutexGuard<'_, Slot>>>> = slots
+            .iter()
+            .map(|per_rank| {
+                per_rank
+                    .iter()
+                    .map(|s| {
+                        s.as_ref()
+                            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()))
+                    })
+                    .collect()
+            })
+            .collect();
+        let empty: Vec<Box<dyn RankState>> = self
+            .program
+            .analyses()
+            .iter()
+            .map(|a| a.new_rank())
+            .collect();
+        let accounting: Vec<StreamAccounting> = ranks
+            .iter()
+            .enumerate()
+            .map(|(r, (_, acc))| {
+                let analysed = guards
+                    .iter()
+                    .map(|g| g[r].as_ref().map_or(0, |s| s.analysed))
+                    .min()
+                    .unwrap_or(0);
+                StreamAccounting {
+                    analysed,
+                    ..acc.clone()
+                }
+            })
+            .collect();
+        let refs = ranks
+            .iter()
+            .enumerate()
+            .map(|(r, (info, _))| RankRef {
+                info,
+                accounting: &accounting[r],
+                states: guards
+                    .iter()
+                    .zip(&empty)
+                    .map(|(g, empty)| match &g[r] {
+                        Some(slot) => slot.state.as_ref(),
+                        None => empty.as_ref(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        self.program.fold_all(refs, true)
     }
 
     /// Waits until every submitted batch is analysed, folds the ranks into

@@ -7,13 +7,21 @@
 //! their world ranks (peers of messages are world ranks too), and the
 //! translation to program ranks happens once, in [`ProgramAnalysis::finish`].
 
-use crate::analysis::{Analysis, Finish, RankView};
-use crate::stream::{RankInput, Stream, StreamInfo};
+use crate::analysis::{Analysis, Finish, RankState, RankView};
+use crate::stream::{RankInput, Stream, StreamAccounting, StreamInfo};
 use crate::unify::Unifier;
 use hark_model::{Accounting, Program, RankInfo};
 use hark_wire::Hello;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
+
+/// One rank's part of a fold, by reference (from owned [`RankInput`]s at the
+/// end, or from the board's live states for a snapshot).
+pub(crate) struct RankRef<'a> {
+    pub(crate) info: &'a Arc<StreamInfo>,
+    pub(crate) accounting: &'a StreamAccounting,
+    pub(crate) states: Vec<&'a dyn RankState>,
+}
 
 /// Settings shared by every program.
 #[derive(Clone, Debug)]
@@ -126,7 +134,27 @@ impl ProgramAnalysis {
     /// appnum. A rank whose end-of-stream record is missing is kept, with
     /// what arrived, and marked partial.
     pub fn finish_ranks(&self, ranks: Vec<RankInput>) -> Vec<Program> {
-        let mut by_app: BTreeMap<i32, Vec<RankInput>> = BTreeMap::new();
+        let refs = ranks
+            .iter()
+            .map(|r| RankRef {
+                info: &r.info,
+                accounting: &r.accounting,
+                states: r.states.iter().map(|s| s.as_ref()).collect(),
+            })
+            .collect();
+        self.fold_all(refs, false)
+    }
+
+    /// Folds ranks given by reference. `live`: the program is still running,
+    /// so a missing end-of-stream record means nothing yet.
+    pub(crate) fn fold_all(&self, mut ranks: Vec<RankRef<'_>>, live: bool) -> Vec<Program> {
+        // World ranks first, in order; processes without one (not MPI) after
+        // them, in order of connection.
+        ranks.sort_by_key(|r| {
+            let w = r.info.world_rank();
+            (r.info.appnum(), w < 0, w, r.info.conn())
+        });
+        let mut by_app: BTreeMap<i32, Vec<RankRef<'_>>> = BTreeMap::new();
         for r in ranks {
             by_app.entry(r.info.appnum()).or_default().push(r);
         }
@@ -138,24 +166,18 @@ impl ProgramAnalysis {
             .unwrap_or_else(|e| e.into_inner());
         by_app
             .into_iter()
-            .map(|(appnum, mut ranks)| {
-                // World ranks first, in order; processes without one (not
-                // MPI) after them, in order of connection.
-                ranks.sort_by_key(|r| {
-                    let w = r.info.world_rank();
-                    (w < 0, w, r.info.conn())
-                });
+            .map(|(appnum, ranks)| {
                 let name = if apps > 1 {
                     format!("{} (app {appnum})", self.name)
                 } else {
                     self.name.clone()
                 };
-                self.fold(name, &ranks, &unifier)
+                self.fold(name, &ranks, &unifier, live)
             })
             .collect()
     }
 
-    fn fold(&self, name: String, ranks: &[RankInput], unifier: &Unifier) -> Program {
+    fn fold(&self, name: String, ranks: &[RankRef<'_>], unifier: &Unifier, live: bool) -> Program {
         let mut world_to_program = HashMap::new();
         for (i, r) in ranks.iter().enumerate() {
             let w = r.info.world_rank();
@@ -174,8 +196,9 @@ impl ProgramAnalysis {
         };
         let mut ignored = 0;
         for r in ranks {
-            let acc = &r.accounting;
+            let acc = r.accounting;
             let end = acc.end.as_ref();
+            let partial = end.is_none() && !live;
             p.rank_info.push(RankInfo {
                 world_rank: r.info.world_rank(),
                 host: r.info.hello().host.clone(),
@@ -185,16 +208,16 @@ impl ProgramAnalysis {
                     events_received: acc.received,
                     events_analysed: acc.analysed,
                     events_dropped: end.map_or(0, |e| e.events_dropped),
-                    partial_ranks: end.is_none() as u64,
+                    partial_ranks: partial as u64,
                 },
-                partial: end.is_none(),
+                partial,
             });
             ignored += r.info.ignored_defs();
         }
         for (rank, r) in ranks
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.accounting.end.is_none())
+            .filter(|(_, r)| r.accounting.end.is_none() && !live)
         {
             let h = r.info.hello();
             p.diagnostics.push(format!(
@@ -215,7 +238,7 @@ impl ProgramAnalysis {
                 ranks: ranks
                     .iter()
                     .map(|r| RankView {
-                        info: &r.info,
+                        info: r.info,
                         states: &r.states,
                     })
                     .collect(),

@@ -176,3 +176,10 @@ fn density_maps_lay_out_every_per_rank_metric() {
     assert_eq!(m.values, p.mpi["MPI_Send"].calls);
     assert!(m.imbalance >= 1.0);
 }
+
+#[test]
+fn a_snapshot_once_everything_is_analysed_is_the_final_model() {
+    let procs: Vec<Proc> = (0..3).map(|r| busy(r, 3, 40 + r as u64)).collect();
+    let (snapshot, last) = run_on_board_with_snapshot(&procs, 2);
+    assert_eq!(json(&snapshot), json(&last));
+}

@@ -238,22 +238,35 @@ impl Server {
         if let (Some(first), false) = (programs.first_mut(), problems.is_empty()) {
             first.diagnostics.extend(problems);
         }
-        let mut accounting = Accounting::default();
-        for p in &programs {
-            for r in &p.rank_info {
-                let a = &r.accounting;
-                accounting.events_written += a.events_written;
-                accounting.events_received += a.events_received;
-                accounting.events_analysed += a.events_analysed;
-                accounting.events_dropped += a.events_dropped;
-                accounting.partial_ranks += a.partial_ranks;
-            }
+        run_of(programs)
+    }
+
+    /// The run as analysed so far, while the programs run (for a live
+    /// view). Nothing is marked partial; `events_analysed` trails
+    /// `events_received` by what is still queued. Each rank's analysis
+    /// pauses for the milliseconds the fold takes.
+    pub fn snapshot(&self) -> Run {
+        run_of(self.state.snapshot())
+    }
+}
+
+/// A run from its programs: the totals of every rank's accounting.
+fn run_of(programs: Vec<hark_model::Program>) -> Run {
+    let mut accounting = Accounting::default();
+    for p in &programs {
+        for r in &p.rank_info {
+            let a = &r.accounting;
+            accounting.events_written += a.events_written;
+            accounting.events_received += a.events_received;
+            accounting.events_analysed += a.events_analysed;
+            accounting.events_dropped += a.events_dropped;
+            accounting.partial_ranks += a.partial_ranks;
         }
-        Run {
-            hark_version: env!("CARGO_PKG_VERSION").to_string(),
-            accounting,
-            programs,
-        }
+    }
+    Run {
+        hark_version: env!("CARGO_PKG_VERSION").to_string(),
+        accounting,
+        programs,
     }
 }
 

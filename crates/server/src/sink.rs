@@ -97,6 +97,32 @@ impl State {
         }
     }
 
+    /// Every program's model as analysed so far, in order of first connection.
+    pub(crate) fn snapshot(&self) -> Vec<Program> {
+        let mut programs: Vec<(Option<u64>, Arc<OnBoard>, Vec<u64>)> = self
+            .programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|p| (p.conns.iter().min().copied(), p.on.clone(), p.conns.clone()))
+            .collect();
+        programs.sort_by_key(|p| p.0);
+        let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        for (_, on, ids) in programs {
+            let ranks: Vec<_> = ids
+                .iter()
+                .filter_map(|id| conns.get(id))
+                .map(|c| {
+                    let acc = c.acc.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    (c.info.clone(), acc)
+                })
+                .collect();
+            out.extend(on.snapshot(&ranks));
+        }
+        out
+    }
+
     /// Folds every program, in order of first connection.
     pub(crate) fn fold(&self) -> Vec<Program> {
         let mut programs =

@@ -237,3 +237,44 @@ fn readers_wait_for_the_analyses_instead_of_queueing_without_bound() {
     assert_eq!(run.accounting.events_analysed, 2 * 20_001);
     assert_eq!(run.programs[0].mpi["MPI_Send"].calls, vec![20_000, 0]);
 }
+
+#[test]
+fn a_snapshot_shows_what_is_analysed_while_the_program_runs() {
+    let (path, addr) = socket("snapshot");
+    let server = start(&addr);
+    let mut running = UnixStream::connect(&path).unwrap();
+    running
+        .write_all(&stream("ring", 0, 1, 0, 3000, false))
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let live = loop {
+        let run = server.snapshot();
+        if run.accounting.events_analysed == 3001 || std::time::Instant::now() > deadline {
+            break run;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(live.accounting.events_analysed, 3001);
+    let p = &live.programs[0];
+    assert_eq!(p.mpi["MPI_Send"].calls, vec![3000]);
+    assert!(!p.rank_info[0].partial, "still running is not partial");
+    assert!(
+        !p.diagnostics.iter().any(|d| d.contains("end-of-stream")),
+        "{:?}",
+        p.diagnostics
+    );
+    // The run goes on after a snapshot, and ends as usual.
+    let mut end = Vec::new();
+    End {
+        events_written: 3001,
+        events_dropped: 0,
+        packs_sent: 4,
+        reason: EndReason::Exit,
+    }
+    .encode(&mut end);
+    running.write_all(&end).unwrap();
+    drop(running);
+    let run = server.finish(Duration::from_secs(20));
+    assert!(!run.programs[0].rank_info[0].partial);
+    assert_eq!(run.accounting.events_written, 3001);
+}

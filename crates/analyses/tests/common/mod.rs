@@ -145,6 +145,12 @@ pub fn run_with(procs: &[Proc], config: Config) -> Vec<Program> {
 /// Feeds the processes through a board with `workers` workers, interleaving
 /// their frames, and folds them.
 pub fn run_on_board(procs: &[Proc], workers: usize) -> Vec<Program> {
+    run_on_board_with_snapshot(procs, workers).1
+}
+
+/// As [`run_on_board`], also taking a snapshot once every batch is analysed
+/// and before the fold: `(snapshot, final)`.
+pub fn run_on_board_with_snapshot(procs: &[Proc], workers: usize) -> (Vec<Program>, Vec<Program>) {
     let board = hark_board::Board::new(workers);
     let name = procs
         .first()
@@ -176,9 +182,12 @@ pub fn run_on_board(procs: &[Proc], workers: usize) -> Vec<Program> {
             }
         }
     }
-    let out = on.finish(infos.into_iter().zip(accs).collect());
+    let ranks: Vec<_> = infos.into_iter().zip(accs).collect();
+    board.drain_level(on.level());
+    let snapshot = on.snapshot(&ranks);
+    let out = on.finish(ranks);
     board.shutdown();
-    out
+    (snapshot, out)
 }
 
 /// The JSON of a model, for comparing whole results.
