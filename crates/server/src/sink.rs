@@ -110,15 +110,7 @@ impl State {
         let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
         let mut out = Vec::new();
         for (_, on, ids) in programs {
-            let ranks: Vec<_> = ids
-                .iter()
-                .filter_map(|id| conns.get(id))
-                .map(|c| {
-                    let acc = c.acc.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                    (c.info.clone(), acc)
-                })
-                .collect();
-            out.extend(on.snapshot(&ranks));
+            out.extend(on.snapshot(&ranks_of(&conns, &ids)));
         }
         out
     }
@@ -133,16 +125,7 @@ impl State {
         let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
         let mut out = Vec::new();
         for slot in programs {
-            let ranks = slot
-                .conns
-                .iter()
-                .filter_map(|id| conns.get(id))
-                .map(|c| {
-                    let acc = c.acc.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                    (c.info.clone(), acc)
-                })
-                .collect();
-            let mut folded = slot.on.finish(ranks);
+            let mut folded = slot.on.finish(ranks_of(&conns, &slot.conns));
             for p in &mut folded {
                 for id in &slot.conns {
                     let Some(c) = conns.get(id) else { continue };
@@ -161,6 +144,20 @@ impl State {
         }
         out
     }
+}
+
+/// The streams `ids` with their accounting so far.
+fn ranks_of(
+    conns: &HashMap<u64, Arc<Conn>>,
+    ids: &[u64],
+) -> Vec<(Arc<StreamInfo>, StreamAccounting)> {
+    ids.iter()
+        .filter_map(|id| conns.get(id))
+        .map(|c| {
+            let acc = c.acc.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            (c.info.clone(), acc)
+        })
+        .collect()
 }
 
 impl Sink for State {
