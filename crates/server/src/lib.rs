@@ -13,6 +13,11 @@
 //! dies without its end-of-stream record is kept with what arrived, marked
 //! partial, and named in the report.
 //!
+//! The API: [`Server::start`] with a [`ServerConfig`]; [`Server::addr`] for
+//! the probes' `HARK_ADDR`; [`Server::status`] for a live status line;
+//! [`Server::snapshot`] for the model so far (a live view);
+//! [`Server::finish`] for the final [`Run`](hark_model::Run).
+//!
 //! ```
 //! use hark_server::{Server, ServerConfig};
 //! use hark_wire::{op, ClockSource, End, EndReason, Event, Hello, encode_pack};
