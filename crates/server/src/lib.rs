@@ -16,7 +16,7 @@
 //! The API: [`Server::start`] with a [`ServerConfig`]; [`Server::addr`] for
 //! the probes' `HARK_ADDR`; [`Server::status`] for a live status line;
 //! [`Server::snapshot`] for the model so far (a live view);
-//! [`Server::finish`] for the final [`Run`](hark_model::Run).
+//! [`Server::finish`] for the final [`hark_model::Run`].
 //!
 //! ```
 //! use hark_server::{Server, ServerConfig};
