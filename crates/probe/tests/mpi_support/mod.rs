@@ -346,3 +346,17 @@ pub fn check_program(mpi: Mpi, src: &str, flags: &[&str], expected_file: &str) {
         );
     }
 }
+
+/// [`render`] split by the thread that recorded each line: one sequence per
+/// thread, sorted (thread numbers follow first use, which races).
+pub fn render_by_thread(s: &Stream) -> Vec<Vec<String>> {
+    let threads: std::collections::BTreeSet<u16> =
+        s.events.iter().map(|e| e.thread.get()).collect();
+    let mut out: Vec<Vec<String>> = threads
+        .into_iter()
+        .map(|t| render_with(s, |e| e.thread.get() == t))
+        .filter(|l| !l.is_empty())
+        .collect();
+    out.sort();
+    out
+}

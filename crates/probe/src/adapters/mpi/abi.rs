@@ -356,4 +356,106 @@ mod tests {
         assert_eq!(MPICH.handle_arg(0xdead_beef_4400_0000), 0x4400_0000);
         assert_eq!(OPEN_MPI_LAYOUT.handle_arg(0x7f00_1234), 0x7f00_1234);
     }
+
+    /// Compiles `tests/programs/mpi/abi_facts.c` with `mpicc.<flavour>`, runs
+    /// it as a singleton and returns its `key value` lines.
+    fn facts(flavour: &str) -> std::collections::HashMap<String, String> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let src = root.join("tests/programs/mpi/abi_facts.c");
+        let dir = std::env::temp_dir().join(format!("hark-abi-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let exe = dir.join(format!("abi_facts-{flavour}"));
+        let cc = std::process::Command::new(format!("mpicc.{flavour}"))
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .arg("-ldl")
+            .output()
+            .expect("run mpicc");
+        assert!(
+            cc.status.success(),
+            "{}",
+            String::from_utf8_lossy(&cc.stderr)
+        );
+        let out = std::process::Command::new(&exe)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .expect("run abi_facts");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// Checks the layout and constants of `abi` against what the compiler
+    /// wrapper of that library says.
+    fn check(abi: &Abi, f: &std::collections::HashMap<String, String>) {
+        let n = |k: &str| -> i64 { f[k].parse().unwrap_or_else(|_| panic!("{k}: {}", f[k])) };
+        let u = |k: &str| -> usize { f[k].parse().unwrap_or_else(|_| panic!("{k}: {}", f[k])) };
+        assert_eq!(u("handle_size"), abi.handle_size);
+        assert_eq!(u("file_size"), 8, "MPI_File is a pointer in both");
+        assert_eq!(u("status_size"), abi.status_size);
+        assert_eq!(u("status_source"), abi.status_source);
+        assert_eq!(u("status_tag"), abi.status_tag);
+        assert_eq!(n("any_source"), abi.any_source as i64);
+        assert_eq!(n("proc_null"), abi.proc_null as i64);
+        assert_eq!(n("root"), abi.root as i64);
+        assert_eq!(n("any_tag"), ANY_TAG as i64);
+        assert_eq!(n("undefined"), UNDEFINED as i64);
+        assert_eq!(u("in_place"), abi.in_place);
+        assert_eq!(u("status_ignore"), abi.status_ignore);
+        assert_eq!(u("statuses_ignore"), abi.statuses_ignore);
+        assert_eq!(n("appnum_key"), abi.appnum_key as i64);
+        assert_eq!(n("topo_cart"), abi.topo_cart as i64);
+        assert_eq!(n("topo_graph"), abi.topo_graph as i64);
+        assert_eq!(n("err_other"), abi.err_other as i64);
+        assert_eq!(n("cart_topo"), abi.topo_cart as i64);
+        let raw: Vec<u8> = f["status_raw"]
+            .split(' ')
+            .map(|b| b.parse().unwrap())
+            .collect();
+        // SAFETY: `raw` holds a whole status of this flavour.
+        let (src, tag, bytes) = unsafe { abi.read_status(raw.as_ptr() as usize) };
+        assert_eq!((src, tag, bytes), (0, 42, u("status_count") as u64));
+    }
+
+    #[test]
+    fn open_mpi_tables_match_what_mpicc_compiles() {
+        let f = facts("openmpi");
+        check(&OPEN_MPI_LAYOUT, &f);
+        assert_eq!(
+            f["ompi_symbols_match"], "1",
+            "predefined handles are the ompi_* symbols"
+        );
+    }
+
+    #[test]
+    fn mpich_tables_match_what_mpicc_compiles() {
+        let f = facts("mpich");
+        check(&MPICH, &f);
+        for (k, v) in [
+            ("comm_world", MPICH.comm_world),
+            ("comm_self", MPICH.comm_self),
+            ("comm_null", MPICH.comm_null),
+            ("request_null", MPICH.request_null),
+            ("datatype_null", MPICH.datatype_null),
+            ("message_null", MPICH.message_null),
+            ("message_no_proc", MPICH.message_no_proc),
+            ("win_null", MPICH.win_null),
+            ("file_null", MPICH.file_null),
+        ] {
+            assert_eq!(f[k].parse::<usize>().unwrap(), v, "{k}");
+        }
+        // Predefined datatypes carry their size in bits 8..16.
+        let int: usize = f["int_handle"].parse().unwrap();
+        assert_eq!((int >> 8) & 0xff, 4);
+        assert_eq!(int >> 30, 1, "MPI_INT is a builtin handle");
+    }
 }
