@@ -121,34 +121,37 @@ fn stdio_calls_arrive_with_exact_bytes_and_formatted_output_counted() {
 #[test]
 fn a_forked_child_streams_on_its_own_and_the_parent_stays_exact() {
     let exe = compile("tests/programs/fork.c", &["cc"], &[]);
-    let p = Probed::new("fork").streams(2);
-    let run = p.run(&exe, &["parent.dat", "child.dat"]);
-    assert!(run.status.success(), "{}", run.stderr);
-    assert_eq!(run.streams.len(), 2);
-    let parent = run
-        .streams
-        .iter()
-        .find(|s| s.file_id("child.dat").is_none())
-        .unwrap();
-    let child = run
-        .streams
-        .iter()
-        .find(|s| s.file_id("child.dat").is_some())
-        .unwrap();
-    assert_ne!(parent.hello.pid, child.hello.pid);
-    assert!(parent.is_clean() && child.is_clean());
-    assert_eq!(bytes_on(parent, io::WRITE, "parent.dat"), 400);
-    assert_eq!(count_on(parent, io::WRITE, "parent.dat"), 2);
-    // The child's stream starts with the definitions it inherited, so its
-    // write on the parent's descriptor is still attributed to the file.
-    assert_eq!(bytes_on(child, io::WRITE, "child.dat"), 200);
-    assert_eq!(bytes_on(child, io::WRITE, "parent.dat"), 7);
-    for s in [parent, child] {
-        let end = s.end.as_ref().unwrap();
-        assert_eq!(
-            (end.events_written, end.events_dropped),
-            (s.events.len() as u64, 0)
-        );
+    // The child leaves by exit, then by _exit: both close its stream.
+    for how in ["exit", "_exit"] {
+        let p = Probed::new("fork").streams(2);
+        let run = p.run(&exe, &["parent.dat", "child.dat", how]);
+        assert!(run.status.success(), "{}", run.stderr);
+        assert_eq!(run.streams.len(), 2);
+        let parent = run
+            .streams
+            .iter()
+            .find(|s| s.file_id("child.dat").is_none())
+            .unwrap();
+        let child = run
+            .streams
+            .iter()
+            .find(|s| s.file_id("child.dat").is_some())
+            .unwrap();
+        assert_ne!(parent.hello.pid, child.hello.pid);
+        assert!(parent.is_clean() && child.is_clean(), "{how}");
+        assert_eq!(bytes_on(parent, io::WRITE, "parent.dat"), 400);
+        assert_eq!(count_on(parent, io::WRITE, "parent.dat"), 2);
+        // The child's stream starts with the definitions it inherited, so its
+        // write on the parent's descriptor is still attributed to the file.
+        assert_eq!(bytes_on(child, io::WRITE, "child.dat"), 200, "{how}");
+        assert_eq!(bytes_on(child, io::WRITE, "parent.dat"), 7, "{how}");
+        for s in [parent, child] {
+            let end = s.end.as_ref().unwrap();
+            assert_eq!(
+                (end.events_written, end.events_dropped),
+                (s.events.len() as u64, 0)
+            );
+        }
     }
 }
 

@@ -1,5 +1,6 @@
-/* A parent and a forked child write to different files.
- * Usage: fork PARENT_FILE CHILD_FILE */
+/* A parent and a forked child write to different files; the child leaves
+ * with exit, or with _exit if a third argument says "_exit".
+ * Usage: fork PARENT_FILE CHILD_FILE [exit|_exit] */
 #include <fcntl.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -17,6 +18,7 @@ int main(int argc, char **argv) {
         write(c, buf, 200);
         write(fd, buf, 7); /* the inherited descriptor, from the child */
         close(c);
+        if (argc > 3 && argv[3][0] == '_') _exit(0);
         return 0;
     }
     int st;
