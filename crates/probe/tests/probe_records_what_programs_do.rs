@@ -111,6 +111,12 @@ fn stdio_calls_arrive_with_exact_bytes_and_formatted_output_counted() {
         assert_eq!(count_on(s, io::FCLOSE, f), 3, "{flags:?}");
         assert_eq!(bytes_on(s, io::FPRINTF, "<stdout>"), 4, "{flags:?}");
         assert_eq!(run.stdout, "n=7\n");
+        let line = "1 2 3 4 5 6 7 8 9 10|1.5 2.5 3.5 4.5 5.5 6.5 7.5 8.5 9.5 10.5|end\n";
+        assert_eq!(
+            std::fs::read_to_string(p.dir.join("fmt.txt")).unwrap(),
+            line
+        );
+        assert_eq!(bytes_on(s, io::FPRINTF, "fmt.txt"), line.len() as u64);
         // stdio's own read/write calls are internal: never counted twice.
         assert!(s
             .events_of(io::WRITE)

@@ -283,3 +283,25 @@ fn a_server_that_never_accepts_delays_start_by_the_connect_timeout_only() {
     // SAFETY: closing the test's own listener.
     unsafe { libc::close(lfd) };
 }
+
+#[test]
+fn a_python_worker_forked_and_ended_with_os_exit_streams_cleanly() {
+    let p = Probed::new("pyfork").streams(2);
+    let mut cmd = Command::new("/usr/bin/python3");
+    cmd.args([
+        "-c",
+        "import os\npid = os.fork()\nif pid == 0:\n    f = open('c.txt', 'wb', buffering=0)\n    f.write(b'x' * 100)\n    os._exit(0)\nos.waitpid(pid, 0)\nprint('ok')",
+    ])
+    .current_dir(&p.dir);
+    let run = p.run_command(cmd);
+    assert!(run.status.success(), "{}", run.stderr);
+    assert_eq!(run.stdout, "ok\n");
+    let child = run
+        .streams
+        .iter()
+        .find(|s| s.file_id("c.txt").is_some())
+        .expect("the child's stream");
+    assert!(child.is_clean(), "{:?}", child.closed);
+    assert_eq!(common::bytes_on(child, io::WRITE, "c.txt"), 100);
+    assert!(run.streams.iter().all(|s| s.is_clean()));
+}

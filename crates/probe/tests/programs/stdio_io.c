@@ -26,6 +26,14 @@ int main(int argc, char **argv) {
     (void)a; (void)d;
     fclose(f);
 
+    /* More arguments than registers, integer and floating point: the
+     * variadic trampolines must pass the stack ones too. */
+    FILE *g = fopen("fmt.txt", "w");
+    fprintf(g, "%d %d %d %d %d %d %d %d %d %d|%.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f|%s\n",
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+            1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, "end");
+    fclose(g);
+
     printf("%s=%d\n", "n", 7);                                 /* 4 bytes */
     fflush(stdout);
     return 0;
