@@ -252,6 +252,22 @@ fn user_regions_marks_counters_and_pauses_arrive_in_order() {
 }
 
 #[test]
+fn a_cpp_scoped_region_begins_and_ends() {
+    use hark_wire::op::{REGION_BEGIN, REGION_END};
+    let exe = compile("tests/programs/user_api.cpp", &["c++"], &[]);
+    let p = Probed::new("cpp");
+    let run = p.run(&exe, &[]);
+    assert!(run.status.success(), "{}", run.stderr);
+    let got = user_events(run.only_stream());
+    let one = [
+        (REGION_BEGIN, "work".to_string(), 0),
+        (REGION_END, "work".into(), 0),
+    ];
+    let want: Vec<_> = (0..3).flat_map(|_| one.clone()).collect();
+    assert_eq!(got, want);
+}
+
+#[test]
 fn the_fortran_module_records_the_same_events() {
     use hark_wire::op::{COUNTER, MARK, REGION_BEGIN, REGION_END};
     let module = common::crate_dir().join("../../include/hark.f90");
