@@ -293,19 +293,27 @@ fn the_fortran_module_records_the_same_events() {
 #[test]
 fn the_rust_crate_records_the_same_events() {
     use hark_wire::op::{COUNTER, MARK, REGION_BEGIN, REGION_END};
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let st = std::process::Command::new(cargo)
-        .args(["build", "-q", "-p", "hark-user", "--example", "regions"])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    // target/<profile>/deps/<this test> → target/<profile>/examples/regions
-    let exe = std::env::current_exe()
+    // Built into this test's own target directory and profile:
+    // target/<profile>/deps/<this test> → target/<profile>/examples/regions.
+    let profile_dir = std::env::current_exe()
         .unwrap()
         .parent()
         .and_then(|d| d.parent())
         .unwrap()
-        .join("examples/regions");
+        .to_path_buf();
+    let target = profile_dir.parent().unwrap();
+    let profile = profile_dir.file_name().unwrap().to_str().unwrap();
+    let profile = if profile == "debug" { "dev" } else { profile };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let st = std::process::Command::new(cargo)
+        .args(["build", "-q", "-p", "hark-user", "--example", "regions"])
+        .args(["--profile", profile])
+        .arg("--target-dir")
+        .arg(target)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let exe = profile_dir.join("examples/regions");
     let p = Probed::new("rust-user");
     let run = p.run(&exe, &[]);
     assert!(run.status.success(), "{}", run.stderr);

@@ -129,9 +129,13 @@ pub fn run_with(
     let addr = format!("unix:{}", sock.display());
     let collector = collect::serve_collect(&addr).expect("collector listens");
     let mut cmd = Command::new(format!("mpirun.{}", mpi.suffix()));
+    let scratch = work_dir().join(format!("run-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
     let mut vars: Vec<(String, String)> = vec![
         ("HARK_IO".into(), "0".into()),
         ("HARK_LOSSLESS".into(), "1".into()),
+        // Where test programs may write files.
+        ("HARK_TEST_DIR".into(), scratch.display().to_string()),
     ];
     if probe {
         vars.push(("LD_PRELOAD".into(), libhark().display().to_string()));
@@ -171,6 +175,7 @@ pub fn run_with(
     // before removing the socket file.
     drop(collector);
     let _ = std::fs::remove_file(&sock);
+    let _ = std::fs::remove_dir_all(&scratch);
     Job {
         streams,
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
