@@ -14,8 +14,9 @@
 //!
 //! A slot lives on the heap and in the stream's registry, never freed, so
 //! that `finish` can collect the partial buffers of every thread, alive or
-//! not. Its fill level is an atomic only so that `finish` can read it from
-//! another thread; the owner's loads and stores are plain moves on x86.
+//! not. Its fill level and capacity are atomics only so that `finish` and
+//! the shipper's flush requests can touch them from another thread; the
+//! owner's relaxed loads and stores are plain moves on x86.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -34,7 +35,9 @@ pub(crate) struct Slot {
     base: AtomicPtr<Event>,
     /// Events in the current buffer; `cap` or more when there is none.
     len: AtomicUsize,
-    /// Events the current buffer holds (a pack buffer's, or the scratch's).
+    /// Events the current buffer holds (a pack buffer's, or the scratch's);
+    /// lowered to 0 by the shipper to ask for an early flush (see
+    /// [`request_flush`]). The hot path compares against it.
     cap: AtomicUsize,
     /// A pack buffer's capacity.
     pack_cap: usize,
