@@ -58,6 +58,62 @@ fn posix_calls_arrive_with_exact_bytes_offsets_and_errors() {
 }
 
 #[test]
+fn timestamps_are_on_the_hosts_monotonic_clock() {
+    let exe = compile("tests/programs/posix_io.c", &["cc"], &[]);
+    let p = Probed::new("clock");
+    let before = monotonic_ns();
+    let run = p.run(&exe, &["data.bin"]);
+    let after = monotonic_ns();
+    assert!(run.status.success(), "{}", run.stderr);
+    let s = run.only_stream();
+    // The probe clock is anchored to CLOCK_MONOTONIC: every event, and the
+    // handshake's reference, falls inside the run as this test saw it.
+    let h = &s.hello;
+    assert!(
+        (before..=after).contains(&h.clock_ns),
+        "{} not in {before}..{after}",
+        h.clock_ns
+    );
+    for e in &s.events {
+        assert!(before <= e.start.get() && e.end.get() <= after, "{e:?}");
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    assert!(
+        now - h.realtime_ns < 60_000_000_000,
+        "realtime reference is off"
+    );
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[test]
+fn with_io_off_only_the_stream_itself_arrives() {
+    let exe = compile("tests/programs/posix_io.c", &["cc"], &[]);
+    let p = Probed::new("io-off").env("HARK_IO", "0");
+    let run = p.run(&exe, &["data.bin"]);
+    assert!(run.status.success(), "{}", run.stderr);
+    let s = run.only_stream();
+    assert!(s.is_clean());
+    assert!(
+        s.events.is_empty(),
+        "{:?}",
+        &s.events[..s.events.len().min(3)]
+    );
+    assert_eq!(s.end.as_ref().unwrap().events_written, 0);
+}
+
+#[test]
 fn duplicated_descriptors_keep_their_file() {
     let exe = compile("tests/programs/dup_io.c", &["cc"], &[]);
     let p = Probed::new("dup");
@@ -186,6 +242,20 @@ fn each_thread_is_recorded_as_its_own_thread() {
         threads.push(t[0]);
     }
     assert_ne!(threads[0], threads[1]);
+    // Each thread's events are in its own time order, each lasting >= 0.
+    for t in &threads {
+        let starts: Vec<u64> = s
+            .events
+            .iter()
+            .filter(|e| e.thread.get() == *t)
+            .map(|e| e.start.get())
+            .collect();
+        assert!(
+            starts.windows(2).all(|w| w[0] <= w[1]),
+            "thread {t} out of order"
+        );
+    }
+    assert!(s.events.iter().all(|e| e.start.get() <= e.end.get()));
     assert!(s.packs.len() >= 8, "{} packs", s.packs.len());
     let seqs: Vec<u64> = s.packs.iter().map(|p| p.0).collect();
     assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
