@@ -269,11 +269,14 @@ pub fn render_with(s: &Stream, keep: impl Fn(&Event) -> bool) -> Vec<String> {
 }
 
 /// [`render_with`], leaving out `MPI_Test*` calls that completed nothing
-/// (how often a program polls is not deterministic).
+/// and `MPI_Iprobe`/`MPI_Improbe` calls that found nothing (how often a
+/// program polls is not deterministic).
 pub fn render(s: &Stream) -> Vec<String> {
     render_with(s, |e| {
         let name = op::name(e.op());
-        !(name.starts_with("MPI_Test") && e.bytes.get() == 0 && name != "MPI_Test_cancelled")
+        let idle_test = name.starts_with("MPI_Test") && e.bytes.get() == 0;
+        let idle_probe = matches!(name, "MPI_Iprobe" | "MPI_Improbe") && e.extra.get() == 0;
+        !(idle_test || idle_probe)
     })
 }
 

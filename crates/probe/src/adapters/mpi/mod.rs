@@ -691,8 +691,11 @@ unsafe fn complete(abi: &Abi, plan: &Plan, w: &[usize], ok: bool, mut ev: Event,
 
 /// The detail record of one completed request.
 unsafe fn detail(abi: &Abi, r: &Req, st: usize, t0: u64, t1: u64) -> Event {
+    // Only a request the program cancelled can have been cancelled; other
+    // requests' statuses (Open MPI's MPI-IO ones) may leave the flag unset
+    // garbage.
     // SAFETY: per the caller, `st` is 0 or a status MPI wrote.
-    let cancelled = st != 0 && unsafe { abi.status_cancelled(st) };
+    let cancelled = r.cancelled && st != 0 && unsafe { abi.status_cancelled(st) };
     let code = if cancelled {
         op::CANCELLED
     } else {

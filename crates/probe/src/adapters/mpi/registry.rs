@@ -328,6 +328,12 @@ pub(crate) fn window(handle: usize) -> Option<(u32, Arc<Comm>)> {
 
 /// Forgets a freed window, returning its id.
 pub(crate) fn free_window(handle: usize) -> Option<u32> {
+    if std::env::var_os("HARK_DBG").is_some() {
+        eprintln!(
+            "DBG free {handle:x} in {:x?}",
+            tables().windows.read().unwrap().keys().collect::<Vec<_>>()
+        );
+    }
     tables()
         .windows
         .write()
@@ -423,5 +429,30 @@ mod tests {
         );
         assert!(complete_request(0x2000).is_some());
         assert!(complete_request(0x2000).is_none());
+    }
+
+    #[test]
+    fn requests_sharing_a_handle_complete_in_posting_order() {
+        // Open MPI returns one shared request object for sends it completed
+        // inline; each posting must still complete once, in order.
+        let r = |id| Req {
+            kind: ReqKind::Send,
+            id,
+            comm: None,
+            obj: 1,
+            peer: id as i32,
+            tag: 0,
+            bytes: 8,
+            persistent: false,
+            cancelled: false,
+        };
+        for id in [11, 12, 13] {
+            add_request(0x3000, r(id));
+        }
+        let ids: Vec<u64> = (0..4)
+            .filter_map(|_| complete_request(0x3000))
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(ids, [11, 12, 13]);
     }
 }
