@@ -65,7 +65,7 @@ pub(crate) fn heatmap(
         }
     }
     let max = grid.iter().flatten().copied().max().unwrap_or(0);
-    let size = (cells.max(1) as f64 * 40.0).clamp(120.0, 420.0);
+    let size = (cells.max(1) as f64 * 64.0).clamp(160.0, 420.0);
     let c = size / cells.max(1) as f64;
     let (left, top) = (44.0, 34.0);
     let (w, h) = (left + size + 16.0, top + size + 56.0);
@@ -107,14 +107,17 @@ pub(crate) fn heatmap(
                 block_label(j, block, n),
                 esc(&fmt(v))
             );
-            if show_values && v > 0 {
+            // A value is written in its cell only where it fits (about
+            // 5.5 px per character at the cells' font size).
+            let text = fmt(v);
+            if show_values && v > 0 && text.chars().count() as f64 * 5.5 < c - 4.0 {
                 let _ = write!(
                     s,
                     r#"<text x="{:.1}" y="{:.1}" class="cell" fill="{}" text-anchor="middle">{}</text>"#,
                     x + c / 2.0,
                     y + c / 2.0 + 4.0,
                     ink(t),
-                    esc(&fmt(v))
+                    esc(&text)
                 );
             }
         }
