@@ -305,3 +305,17 @@ fn a_python_worker_forked_and_ended_with_os_exit_streams_cleanly() {
     assert_eq!(common::bytes_on(child, io::WRITE, "c.txt"), 100);
     assert!(run.streams.iter().all(|s| s.is_clean()));
 }
+
+#[test]
+fn a_program_closing_and_dup2ing_every_descriptor_keeps_the_stream() {
+    let exe = compile("tests/programs/fd_churn.c", &["cc"], &[]);
+    let p = Probed::new("churn");
+    let run = p.run(&exe, &["f.txt"]);
+    assert!(run.status.success(), "{}", run.stderr);
+    assert!(warnings(&run.stderr).is_empty(), "{}", run.stderr);
+    let s = run.only_stream();
+    assert!(s.is_clean(), "{:?}", s.closed);
+    assert_eq!(common::bytes_on(s, io::WRITE, "f.txt"), 11);
+    // The file got only what the program wrote: no pack went into it.
+    assert_eq!(std::fs::read(p.dir.join("f.txt")).unwrap(), b"still here\n");
+}

@@ -10,6 +10,8 @@
 //!
 //! `dup`, `dup2` and `dup3` record nothing but carry the file id over to
 //! the new descriptor, so I/O on it is attributed to the right file.
+//! `close`, `close_range`, `closefrom`, `dup2` and `dup3` never take the
+//! probe's own socket away: they step around it, or move it first.
 //!
 //! `open(path, flags, ...)` is variadic in C; on the ABIs the probe builds
 //! for (x86_64 and aarch64 Linux) the optional `mode` travels exactly like a
@@ -299,6 +301,7 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
     let Some(f) = real!(c"dup2": unsafe extern "C" fn(c_int, c_int) -> c_int) else {
         return missing();
     };
+    core::free_fd_for_program(new);
     // SAFETY: forwarding the caller's arguments.
     let r = unsafe { f(old, new) };
     keep_errno(|| duplicated(old, r));
@@ -314,6 +317,7 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
     let Some(f) = real!(c"dup3": unsafe extern "C" fn(c_int, c_int, c_int) -> c_int) else {
         return missing();
     };
+    core::free_fd_for_program(new);
     // SAFETY: forwarding the caller's arguments.
     let r = unsafe { f(old, new, flags) };
     keep_errno(|| duplicated(old, r));
@@ -329,4 +333,76 @@ fn keep_errno(f: impl FnOnce()) {
     let e = super::errno();
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     super::set_errno(e);
+}
+
+/// Wraps `close_range`: the probe's socket, if in the range, is stepped
+/// around (the range is closed in two parts). Nothing is recorded.
+///
+/// # Safety
+/// As the C function.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
+    let Some(f) = real!(c"close_range": unsafe extern "C" fn(c_uint, c_uint, c_int) -> c_int)
+    else {
+        return missing();
+    };
+    let probe = probe_fd().filter(|&p| first <= p && p <= last);
+    match probe {
+        None => {
+            // SAFETY: forwarding the caller's arguments.
+            unsafe { f(first, last, flags) }
+        }
+        Some(p) => {
+            // SAFETY: the same call, on the two parts of the range that do
+            // not hold the probe's socket.
+            let below = if p > first {
+                unsafe { f(first, p - 1, flags) }
+            } else {
+                0
+            };
+            // SAFETY: as above.
+            let above = if p < last {
+                unsafe { f(p + 1, last, flags) }
+            } else {
+                0
+            };
+            if below != 0 {
+                below
+            } else {
+                above
+            }
+        }
+    }
+}
+
+/// Wraps `closefrom`: closes every descriptor from `low` up except the
+/// probe's socket.
+///
+/// # Safety
+/// As the C function.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn closefrom(low: c_int) {
+    let Some(f) = real!(c"closefrom": unsafe extern "C" fn(c_int)) else {
+        return;
+    };
+    match probe_fd().filter(|&p| low >= 0 && p >= low as c_uint) {
+        None => {
+            // SAFETY: forwarding the caller's argument.
+            unsafe { f(low) }
+        }
+        Some(p) => {
+            if p > low as c_uint {
+                // SAFETY: closing the caller's descriptors below the socket.
+                unsafe { close_range(low as c_uint, p - 1, 0) };
+            }
+            // SAFETY: and the ones above it.
+            unsafe { f(p as c_int + 1) }
+        }
+    }
+}
+
+/// The probe's socket descriptor, if there is one.
+fn probe_fd() -> Option<c_uint> {
+    let fd = core::probe_fd();
+    (fd >= 0).then_some(fd as c_uint)
 }

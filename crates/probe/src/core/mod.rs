@@ -132,9 +132,25 @@ pub fn fd_file(fd: i32) -> u32 {
     }
 }
 
+/// The probe's own socket descriptor, or -1.
+pub fn probe_fd() -> i32 {
+    stream::current().map_or(-1, |s| s.socket())
+}
+
 /// Whether `fd` is the probe's own socket, which the program must not close.
 pub fn is_probe_fd(fd: i32) -> bool {
     fd >= 0 && stream::current().is_some_and(|s| s.socket() == fd)
+}
+
+/// Before the program `dup2`s onto descriptor `fd`: if that is the probe's
+/// socket, the socket moves to another number first.
+pub fn free_fd_for_program(fd: i32) {
+    if is_probe_fd(fd) {
+        let _in = local::Internal::enter();
+        if let Some(s) = stream::current() {
+            s.move_socket_off(fd);
+        }
+    }
 }
 
 /// Whether POSIX and STDIO calls are to be recorded (`HARK_IO`, default on).

@@ -10,7 +10,7 @@
 //! only when the child records its first event or definition. A child that
 //! just `exec`s therefore opens no stream at all.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hark_wire::{Def, EndReason, Hello};
@@ -33,7 +33,7 @@ pub(crate) struct Stream {
     registry: Mutex<Vec<&'static Slot>>,
     phase: AtomicU8,
     start_lock: Mutex<()>,
-    socket: AtomicI32,
+    socket: transport::SharedFd,
     /// The process this stream belongs to (a `vfork` child shares the
     /// parent's memory, and with it this stream, under another pid).
     pub pid: u32,
@@ -63,7 +63,7 @@ fn install(cfg: Config) -> &'static Stream {
         registry: Mutex::new(Vec::new()),
         phase: AtomicU8::new(LAZY),
         start_lock: Mutex::new(()),
-        socket: AtomicI32::new(-1),
+        socket: transport::SharedFd::new(),
         // SAFETY: getpid has no preconditions.
         pid: unsafe { libc::getpid() } as u32,
     }));
@@ -121,8 +121,8 @@ impl Stream {
             return self.phase.load(Ordering::Acquire) == RUNNING;
         }
         let cfg = &self.cfg;
-        let sock = match transport::connect(&cfg.addr, cfg.connect_timeout, cfg.send_timeout) {
-            Ok(s) => s,
+        let fd = match transport::connect(&cfg.addr, cfg.connect_timeout, cfg.send_timeout) {
+            Ok(fd) => fd,
             Err(e) => {
                 warn_once(
                     "connect",
@@ -135,9 +135,8 @@ impl Stream {
                 return false;
             }
         };
-        use crate::ship::transport::Transport;
-        self.socket
-            .store(sock.fd().unwrap_or(-1), Ordering::Relaxed);
+        self.socket.set(fd);
+        let sock = transport::Socket::new(&self.socket);
         let mut hello = Vec::new();
         make_hello(cfg).encode(&mut hello);
         self.ship.push_bytes(hello);
@@ -220,7 +219,13 @@ impl Stream {
 
     /// The socket's descriptor, which the program must not close.
     pub(crate) fn socket(&self) -> i32 {
-        self.socket.load(Ordering::Relaxed)
+        self.socket.get()
+    }
+
+    /// Moves the socket off descriptor `fd` if it is there (before the
+    /// program `dup2`s onto that number).
+    pub(crate) fn move_socket_off(&self, fd: i32) {
+        self.socket.move_off(fd)
     }
 }
 

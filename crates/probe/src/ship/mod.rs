@@ -373,9 +373,6 @@ mod tests {
             Ok(())
         }
         fn close(&mut self) {}
-        fn fd(&self) -> Option<std::os::fd::RawFd> {
-            None
-        }
     }
 
     fn fill(ship: &Ship, n: usize) -> Buf {

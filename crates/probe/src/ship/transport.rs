@@ -6,6 +6,8 @@
 
 use std::io;
 use std::os::fd::{IntoRawFd, RawFd};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::RwLock;
 use std::time::Duration;
 
 /// A byte sink for whole frames.
@@ -15,20 +17,72 @@ pub(crate) trait Transport: Send {
     fn send(&mut self, bytes: &[u8]) -> io::Result<()>;
     /// Says nothing more will be sent (the peer then sees end of stream).
     fn close(&mut self);
-    /// The file descriptor this transport owns, if any, so the probe can
-    /// keep the program from closing it.
-    fn fd(&self) -> Option<RawFd>;
+}
+
+/// The descriptor of a stream's socket, shared by the shipper, which sends
+/// on it, and the program's wrappers, which must neither close it nor
+/// replace it: `close`, `close_range` and `closefrom` step around it, and a
+/// `dup2`/`dup3` onto its number first moves the socket to another one.
+pub(crate) struct SharedFd {
+    fd: AtomicI32,
+    // Read-held across each send, write-held while the socket moves or
+    // closes: no send ever goes to a number the program is taking over.
+    moving: RwLock<()>,
+}
+
+impl SharedFd {
+    pub(crate) const fn new() -> SharedFd {
+        SharedFd {
+            fd: AtomicI32::new(-1),
+            moving: RwLock::new(()),
+        }
+    }
+
+    /// The descriptor, or -1.
+    pub(crate) fn get(&self) -> RawFd {
+        self.fd.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set(&self, fd: RawFd) {
+        self.fd.store(fd, Ordering::Relaxed);
+    }
+
+    /// If the socket is descriptor `n`, moves it to a higher free number
+    /// (waiting for a send in progress), so that `n` can be taken.
+    pub(crate) fn move_off(&self, n: RawFd) {
+        if n < 0 || self.get() != n {
+            return;
+        }
+        let _w = self.moving.write().unwrap_or_else(|p| p.into_inner());
+        if self.get() != n {
+            return;
+        }
+        // SAFETY: duplicates our own socket to the lowest free number above
+        // `n`; the old number is left for the program to take over.
+        let moved = unsafe { libc::fcntl(n, libc::F_DUPFD_CLOEXEC, n + 1) };
+        if moved >= 0 {
+            self.set(moved);
+        }
+    }
 }
 
 /// A connected stream socket, written with `send(MSG_NOSIGNAL)` so that a
 /// dead server raises `EPIPE` instead of killing the program with SIGPIPE.
 pub(crate) struct Socket {
-    fd: RawFd,
+    fd: &'static SharedFd,
+}
+
+impl Socket {
+    /// The transport over the socket `fd` holds.
+    pub(crate) fn new(fd: &'static SharedFd) -> Socket {
+        Socket { fd }
+    }
 }
 
 /// Connects to `addr` (`unix:/path` or `tcp:host:port`) within `timeout`;
 /// writes that make no progress for `send_timeout` fail with a timeout.
-pub(crate) fn connect(addr: &str, timeout: Duration, send_timeout: Duration) -> io::Result<Socket> {
+/// Returns the socket's descriptor, close-on-exec, at a high number.
+pub(crate) fn connect(addr: &str, timeout: Duration, send_timeout: Duration) -> io::Result<RawFd> {
     let fd = if let Some(path) = addr.strip_prefix("unix:") {
         connect_unix(path, timeout)?
     } else if let Some(hostport) = addr.strip_prefix("tcp:") {
@@ -76,7 +130,7 @@ pub(crate) fn connect(addr: &str, timeout: Duration, send_timeout: Duration) -> 
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );
     }
-    Ok(Socket { fd })
+    Ok(fd)
 }
 
 /// Connects to a Unix socket within `timeout`. A blocking `connect` would
@@ -184,16 +238,13 @@ fn move_out_of_the_way(fd: RawFd) -> RawFd {
 
 impl Transport for Socket {
     fn send(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        let _r = self.fd.moving.read().unwrap_or_else(|p| p.into_inner());
+        let fd = self.fd.get();
         while !bytes.is_empty() {
-            // SAFETY: `bytes` is a valid readable slice; `fd` is our socket.
-            let n = unsafe {
-                libc::send(
-                    self.fd,
-                    bytes.as_ptr().cast(),
-                    bytes.len(),
-                    libc::MSG_NOSIGNAL,
-                )
-            };
+            // SAFETY: `bytes` is a valid readable slice; `fd` is our socket,
+            // which cannot move or close while the read lock is held.
+            let n =
+                unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
             if n < 0 {
                 let e = io::Error::last_os_error();
                 if e.kind() == io::ErrorKind::Interrupted {
@@ -207,19 +258,17 @@ impl Transport for Socket {
     }
 
     fn close(&mut self) {
-        if self.fd >= 0 {
+        let _w = self.fd.moving.write().unwrap_or_else(|p| p.into_inner());
+        let fd = self.fd.get();
+        if fd >= 0 {
             // SAFETY: the socket is ours. shutdown tells the peer we are
             // done even if a forked child still holds a copy; the raw close
             // syscall bypasses the probe's own `close` wrapper.
             unsafe {
-                libc::shutdown(self.fd, libc::SHUT_WR);
-                libc::syscall(libc::SYS_close, self.fd);
+                libc::shutdown(fd, libc::SHUT_WR);
+                libc::syscall(libc::SYS_close, fd);
             }
-            self.fd = -1;
+            self.fd.set(-1);
         }
-    }
-
-    fn fd(&self) -> Option<RawFd> {
-        (self.fd >= 0).then_some(self.fd)
     }
 }

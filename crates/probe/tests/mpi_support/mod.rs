@@ -118,6 +118,19 @@ pub fn run_with(
     probe: bool,
     env: &[(&str, &str)],
 ) -> Job {
+    run_in_dir(mpi, np, exe, args, probe, env, None)
+}
+
+/// [`run_with`] in working directory `cwd` (the ranks start there).
+pub fn run_in_dir(
+    mpi: Mpi,
+    np: usize,
+    exe: &Path,
+    args: &[&str],
+    probe: bool,
+    env: &[(&str, &str)],
+    cwd: Option<&Path>,
+) -> Job {
     // One job at a time: MPI ranks busy-poll, and several jobs at once on a
     // small machine slow each other down past any timeout.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -156,6 +169,9 @@ pub fn run_with(
     }
     for (k, v) in &vars {
         cmd.env(k, v);
+    }
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
     }
     cmd.arg("-np").arg(np.to_string()).arg(exe).args(args);
     let out = cmd.output().expect("run mpirun");
