@@ -98,7 +98,7 @@ fn against_a_slow_server(tag: &str, delay: Duration, lossless: bool) -> common::
 
 #[test]
 fn a_slow_server_in_lossy_mode_drops_and_the_totals_reconcile_exactly() {
-    let s = against_a_slow_server("lossy", Duration::from_millis(10), false);
+    let s = against_a_slow_server("lossy", Duration::from_millis(50), false);
     let end = s.end.clone().unwrap();
     // open + 20000 writes + close, every one either delivered or dropped.
     assert_eq!(end.events_written, 20002);
