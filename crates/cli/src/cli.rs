@@ -33,7 +33,11 @@ pub struct Cli {
 pub enum Command {
     /// Measure a command: run it with the probe preloaded, then write the run
     /// directory and print the summary.
-    #[command(after_help = RUN_EXAMPLES, after_long_help = RUN_LONG)]
+    #[command(
+        after_help = RUN_EXAMPLES,
+        after_long_help = RUN_LONG,
+        override_usage = "hark run [OPTIONS] -- COMMAND [ARGS]..."
+    )]
     Run(RunArgs),
     /// Render the summary, report.html and topology/*.dot of a finished run
     /// again from its profile.json, and print the summary.
@@ -138,8 +142,9 @@ pub struct RunArgs {
     #[arg(short, long)]
     pub verbose: bool,
 
-    /// The command to measure, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    /// The command to measure, after `--` (required, except with
+    /// `--analyses list`).
+    #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 

@@ -16,7 +16,7 @@ use crate::launch::{self, Launcher};
 use crate::output::print_stderr;
 use crate::status::{Mode, Progress, StatusLine};
 use crate::{probe, rundir};
-use anyhow::{Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use hark_model::Run;
 use hark_server::{Server, ServerConfig};
 use std::io::IsTerminal;
@@ -35,6 +35,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if args.analyses.iter().any(|a| a == "list") {
         return list_analyses();
     }
+    if args.command.is_empty() {
+        bail!("no command to measure: write it after `--`, e.g. `hark run -- mpirun -np 4 ./app`");
+    }
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
     let socket_dir = SocketDir::create()?;
@@ -43,7 +46,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
         ..ServerConfig::default()
     })
-    .context("cannot start the analysis server")?;
+    // The server's error already names its cause: no chain to print twice.
+    .map_err(|e| anyhow!("cannot start the analysis server: {e}"))?;
 
     let env = probe_env(args, &probe, server.addr());
     let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();

@@ -68,3 +68,28 @@ fn a_missing_probe_is_a_clear_error() {
     assert!(err.contains("/nonexistent/libhark.so"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn mistakes_on_the_command_line_exit_2_with_the_reason() {
+    let dir = scratch("usage");
+    let cases: &[(&[&str], &str)] = &[
+        (&["run"], "no command to measure"),
+        (
+            &["run", "--analyses", "mpi-profile,bogus", "--", "true"],
+            "no analysis is called `bogus`",
+        ),
+        (&["run", "--pack-size", "1G", "--", "true"], "unknown unit"),
+        (&["frobnicate"], "unrecognized subcommand"),
+    ];
+    for (args, says) in cases {
+        let out = std::process::Command::new(hark())
+            .current_dir(&dir)
+            .args(*args)
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
