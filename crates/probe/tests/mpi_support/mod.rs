@@ -175,6 +175,8 @@ pub fn run_in_dir(
     }
     cmd.arg("-np").arg(np.to_string()).arg(exe).args(args);
     let out = cmd.output().expect("run mpirun");
+    // A failed job may still have streams (a killed rank); one that never
+    // started has none, so it is not waited for long.
     let streams = if probe && out.status.success() {
         collector
             .wait_closed(np, Duration::from_secs(30))
@@ -184,6 +186,10 @@ pub fn run_in_dir(
                     String::from_utf8_lossy(&out.stderr)
                 )
             })
+    } else if probe {
+        collector
+            .wait_closed(np, Duration::from_secs(5))
+            .unwrap_or_else(|_| collector.streams())
     } else {
         Vec::new()
     };
