@@ -5,11 +5,14 @@
 //! themselves and look up once per event, so a multiply-rotate hash (the one
 //! rustc uses, "FxHash") is worth the ~10x it saves on the hot path.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A `HashMap` with [`FxHasher`].
 pub(crate) type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// A `HashSet` with [`FxHasher`].
+pub(crate) type FxHashSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;
 
 /// rustc's FxHash: one rotate, xor and multiply per word.
 #[derive(Default, Clone, Copy)]

@@ -24,6 +24,40 @@ pub(crate) struct Series {
     max_shift: u32,
     slices: usize,
     metrics: Vec<Option<Box<[u64]>>>,
+    /// How each metric's neighbouring slices merge (sum unless set).
+    kinds: Vec<Combine>,
+}
+
+/// How two neighbouring slices of a metric merge when the width doubles.
+///
+/// Values are unsigned and 0 means "nothing in this slice", so a knowledge
+/// source keeping a statistic other than a sum encodes it to fit: a maximum
+/// of `v` as `v + 1`, a minimum as `!v` (the largest `!v` is the smallest
+/// `v`), a last value as `v + 1`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Combine {
+    /// Counts, bytes, durations: the sum.
+    #[default]
+    Sum,
+    /// The larger of the two.
+    Max,
+    /// The later one, unless it is empty (0).
+    Last,
+}
+
+impl Combine {
+    #[inline]
+    fn apply(self, into: &mut u64, v: u64) {
+        match self {
+            Combine::Sum => into.sat(v),
+            Combine::Max => *into = (*into).max(v),
+            Combine::Last => {
+                if v != 0 {
+                    *into = v;
+                }
+            }
+        }
+    }
 }
 
 impl Series {
@@ -37,6 +71,7 @@ impl Series {
             max_shift,
             slices,
             metrics: Vec::new(),
+            kinds: Vec::new(),
         }
     }
 
@@ -51,9 +86,13 @@ impl Series {
     #[cold]
     fn coarsen(&mut self) {
         let half = self.slices / 2;
-        for m in self.metrics.iter_mut().flatten() {
+        for (k, m) in self.metrics.iter_mut().enumerate() {
+            let Some(m) = m else { continue };
+            let kind = self.kinds.get(k).copied().unwrap_or_default();
             for i in 0..half {
-                m[i] = m[2 * i].saturating_add(m[2 * i + 1]);
+                let mut v = m[2 * i];
+                kind.apply(&mut v, m[2 * i + 1]);
+                m[i] = v;
             }
             m[half..].fill(0);
         }
@@ -79,6 +118,25 @@ impl Series {
     #[inline]
     pub(crate) fn add(&mut self, metric: usize, i: usize, v: u64) {
         self.slot(metric)[i].sat(v);
+    }
+
+    /// Folds `v` into slice `i` of `metric`, which merges as `kind` (the
+    /// same kind every time; see [`Combine`] for the encodings).
+    #[inline]
+    pub(crate) fn keep(&mut self, metric: usize, i: usize, v: u64, kind: Combine) {
+        if self.kinds.len() <= metric {
+            self.kinds.resize(metric + 1, Combine::Sum);
+        }
+        self.kinds[metric] = kind;
+        kind.apply(&mut self.slot(metric)[i], v);
+    }
+
+    /// The sum of `metric` over all slices (0 if never used).
+    pub(crate) fn total(&self, metric: usize) -> u64 {
+        self.metrics
+            .get(metric)
+            .and_then(Option::as_ref)
+            .map_or(0, |m| m.iter().fold(0u64, |a, &v| a.saturating_add(v)))
     }
 
     /// Adds the duration `[start, end)`, which lies in slices `a..=b`, to

@@ -264,7 +264,9 @@ pub struct TimeSlices {
     /// Start of slice 0, in ns on the run's common timeline.
     pub origin_ns: u64,
     /// Metric name (`mpi_time_ns`, `mpi_calls`, `p2p_bytes`, `io_bytes`,
-    /// or `MPI_Send.time_ns`) → per rank → per slice.
+    /// `MPI_Send.time_ns`, `file:<path>.write_bytes`, `comm:<i>.calls`,
+    /// `counter:<name>.max`, `p2p_to:<rank>.bytes`, ...; the full list is in
+    /// `docs/profile-json.md`) → per rank → per slice.
     pub metrics: BTreeMap<String, Vec<Vec<u64>>>,
 }
 

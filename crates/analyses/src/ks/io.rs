@@ -34,19 +34,19 @@ static SPEC: Spec = Spec {
 
 /// A file: a global file id, or a descriptor never seen opened.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-enum File {
+pub(crate) enum File {
     Id(u32),
     Fd(i32),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Dir {
+pub(crate) enum Dir {
     Read,
     Write,
     Other,
 }
 
-fn direction(code: u16) -> Dir {
+pub(crate) fn direction(code: u16) -> Dir {
     match op::kind(code) {
         op::OpKind::Io(_) => match code {
             op::io::READ
@@ -110,7 +110,7 @@ impl RankState for Rank {
 }
 
 /// The file of an I/O event: its global file id, or its descriptor.
-fn file_of(cx: &StreamCx<'_>, local: u32, fd: i32) -> File {
+pub(crate) fn file_of(cx: &StreamCx<'_>, local: u32, fd: i32) -> File {
     let global = if local == 0 {
         UNDEFINED
     } else {
@@ -123,7 +123,7 @@ fn file_of(cx: &StreamCx<'_>, local: u32, fd: i32) -> File {
     }
 }
 
-fn file_name(file: File, cx: &Finish<'_>) -> String {
+pub(crate) fn file_name(file: File, cx: &Finish<'_>) -> String {
     match file {
         File::Id(id) => cx
             .unifier
