@@ -80,15 +80,21 @@ fn a_server_killed_mid_run_costs_one_warning_and_the_program_finishes() {
     );
 }
 
-/// Runs 20000 one-byte writes against a collector that sleeps `delay`
-/// after every pack, with 2 buffers of 4 KiB.
-fn against_a_slow_server(tag: &str, delay: Duration, lossless: bool) -> common::Stream {
+/// Runs `writes` one-byte writes against a collector that sleeps `delay`
+/// after every pack, with 2 buffers of `pack_size`.
+fn against_a_slow_server(
+    tag: &str,
+    delay: Duration,
+    lossless: bool,
+    pack_size: &str,
+    writes: u64,
+) -> common::Stream {
     let exe = compile("tests/programs/spin_io.c", &["cc"], &[]);
     let p = Probed::with_options(tag, Options { pack_delay: delay })
-        .env("HARK_PACK_SIZE", "4K")
+        .env("HARK_PACK_SIZE", pack_size)
         .env("HARK_BUFFERS", "2")
         .env("HARK_LOSSLESS", if lossless { "1" } else { "0" });
-    let run = p.run(&exe, &["out.dat", "20000", "0"]);
+    let run = p.run(&exe, &["out.dat", &writes.to_string(), "0"]);
     assert!(run.status.success(), "{}", run.stderr);
     assert!(warnings(&run.stderr).is_empty(), "{}", run.stderr);
     let s = run.only_stream().clone();
@@ -98,10 +104,13 @@ fn against_a_slow_server(tag: &str, delay: Duration, lossless: bool) -> common::
 
 #[test]
 fn a_slow_server_in_lossy_mode_drops_and_the_totals_reconcile_exactly() {
-    let s = against_a_slow_server("lossy", Duration::from_millis(50), false);
+    // 100000 events in 64 KiB packs (~74 packs) against a server taking
+    // 50 ms per pack: it would need almost 4 s, the program takes a fraction
+    // of that, and the socket's own buffers hold only a few packs.
+    let s = against_a_slow_server("lossy", Duration::from_millis(50), false, "64K", 100_000);
     let end = s.end.clone().unwrap();
-    // open + 20000 writes + close, every one either delivered or dropped.
-    assert_eq!(end.events_written, 20002);
+    // open + the writes + close, every one either delivered or dropped.
+    assert_eq!(end.events_written, 100_002);
     assert_eq!(
         end.events_written,
         s.events.len() as u64 + end.events_dropped
@@ -115,7 +124,7 @@ fn a_slow_server_in_lossy_mode_drops_and_the_totals_reconcile_exactly() {
 
 #[test]
 fn a_slow_server_in_lossless_mode_gets_every_event() {
-    let s = against_a_slow_server("lossless", Duration::from_millis(1), true);
+    let s = against_a_slow_server("lossless", Duration::from_millis(1), true, "4K", 20_000);
     let end = s.end.clone().unwrap();
     assert_eq!((end.events_written, end.events_dropped), (20002, 0));
     assert_eq!(s.events_of(io::WRITE).count(), 20000);

@@ -48,6 +48,9 @@ pub(crate) struct Config {
     /// `HARK_FLUSH_MS`: how often threads are asked for their partial
     /// buffers (at their next event), default 1000; 0 never.
     pub flush_every: Option<Duration>,
+    /// `HARK_SOCKET_BUFFER`: the kernel send buffer asked for, in bytes;
+    /// default the pack size (at least 256 KiB).
+    pub socket_buffer: usize,
     /// `HARK_SKIP`: more program names to leave unmeasured.
     pub skip: Vec<String>,
 }
@@ -92,6 +95,10 @@ impl Config {
             send_timeout: ms("HARK_SEND_TIMEOUT_MS", 60_000),
             drain_timeout: ms("HARK_DRAIN_TIMEOUT_MS", 10_000),
             flush_every: Some(ms("HARK_FLUSH_MS", 1000)).filter(|d| !d.is_zero()),
+            socket_buffer: get("HARK_SOCKET_BUFFER")
+                .and_then(|v| parse_size(&v))
+                .unwrap_or(pack_size)
+                .max(256 << 10),
             skip: get("HARK_SKIP")
                 .unwrap_or_default()
                 .split(',')

@@ -121,7 +121,12 @@ impl Stream {
             return self.phase.load(Ordering::Acquire) == RUNNING;
         }
         let cfg = &self.cfg;
-        let fd = match transport::connect(&cfg.addr, cfg.connect_timeout, cfg.send_timeout) {
+        let fd = match transport::connect(
+            &cfg.addr,
+            cfg.connect_timeout,
+            cfg.send_timeout,
+            cfg.socket_buffer,
+        ) {
             Ok(fd) => fd,
             Err(e) => {
                 warn_once(

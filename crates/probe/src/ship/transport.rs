@@ -81,8 +81,17 @@ impl Socket {
 
 /// Connects to `addr` (`unix:/path` or `tcp:host:port`) within `timeout`;
 /// writes that make no progress for `send_timeout` fail with a timeout.
+/// The kernel's send buffer is asked to be `socket_buffer` bytes (by
+/// default one pack): room to keep the socket busy between two sends, but
+/// no second, hidden pool of packs behind the probe's own (the kernel caps
+/// it at `net.core.wmem_max`).
 /// Returns the socket's descriptor, close-on-exec, at a high number.
-pub(crate) fn connect(addr: &str, timeout: Duration, send_timeout: Duration) -> io::Result<RawFd> {
+pub(crate) fn connect(
+    addr: &str,
+    timeout: Duration,
+    send_timeout: Duration,
+    socket_buffer: usize,
+) -> io::Result<RawFd> {
     let fd = if let Some(path) = addr.strip_prefix("unix:") {
         connect_unix(path, timeout)?
     } else if let Some(hostport) = addr.strip_prefix("tcp:") {
@@ -111,7 +120,7 @@ pub(crate) fn connect(addr: &str, timeout: Duration, send_timeout: Duration) -> 
         tv_sec: send_timeout.as_secs() as libc::time_t,
         tv_usec: send_timeout.subsec_micros() as libc::suseconds_t,
     };
-    let sndbuf: libc::c_int = 4 << 20;
+    let sndbuf = socket_buffer.min(i32::MAX as usize) as libc::c_int;
     // SAFETY: `fd` is a socket we own; the option values are valid for
     // their sizes. Failures only lose a tuning, so they are ignored.
     unsafe {
