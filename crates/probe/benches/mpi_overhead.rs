@@ -1,0 +1,130 @@
+//! What the probe adds to an MPI call: `tests/programs/mpi/bench/overhead.c`
+//! (a loop of `MPI_Iprobe`, of `MPI_Test` on a pending receive, and an
+//! 8-byte ping-pong) runs on 2 ranks under real `mpirun`, alternately with
+//! and without `libhark.so` preloaded, with Open MPI and with MPICH. With the
+//! probe, a counting server in this process receives the streams (so every
+//! call is recorded and shipped, as in real use).
+//!
+//! `cargo bench -p hark-probe --bench mpi_overhead` prints a Markdown table:
+//! medians over all repetitions of ns per call (per round trip for the
+//! ping-pong) and the difference. Numbers go in BENCHMARKS.md.
+
+use hark_transport::{Closed, ConnId, Listener, Sink};
+use hark_wire::{Frame, Hello};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+#[derive(Default)]
+struct Count {
+    events: AtomicU64,
+}
+
+impl Sink for Count {
+    fn on_hello(&self, _: ConnId, _: &Hello, _: i64) {}
+    fn on_frame(&self, _: ConnId, frame: Frame<'_>) {
+        if let Frame::Pack { events, .. } = frame {
+            self.events
+                .fetch_add(events.len() as u64, Ordering::Relaxed);
+        }
+    }
+    fn on_close(&self, _: ConnId, _: Closed) {}
+}
+
+fn libhark() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    [deps, deps.parent().unwrap()]
+        .iter()
+        .map(|d| d.join("libhark.so"))
+        .find(|p| p.exists())
+        .expect("libhark.so next to the bench binary")
+}
+
+fn build(flavour: &str, dir: &Path) -> PathBuf {
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/mpi/bench/overhead.c");
+    let out = dir.join(format!("overhead-{flavour}"));
+    let st = Command::new(format!("mpicc.{flavour}"))
+        .args(["-O2", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("mpicc");
+    assert!(st.success());
+    out
+}
+
+/// One job; rank 0's per-repetition numbers.
+fn run(flavour: &str, exe: &Path, mode: &str, n: u64, reps: u32, probe: Option<&str>) -> Vec<f64> {
+    let mut cmd = Command::new(format!("mpirun.{flavour}"));
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("HARK_IO", "0");
+    if let Some(addr) = probe {
+        cmd.env("LD_PRELOAD", libhark()).env("HARK_ADDR", addr);
+        if flavour == "openmpi" {
+            cmd.args(["-x", "LD_PRELOAD", "-x", "HARK_ADDR", "-x", "HARK_IO"]);
+        }
+    }
+    let out = cmd
+        .arg("-np")
+        .arg("2")
+        .arg(exe)
+        .args([mode, &n.to_string(), &reps.to_string()])
+        .output()
+        .expect("mpirun");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn main() {
+    let dir = std::env::temp_dir().join(format!("hark-mpi-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let addr = format!("unix:{}", dir.join("sock").display());
+    let sink = Arc::new(Count::default());
+    let server = Listener::bind(&addr).expect("bind").serve(sink.clone());
+    let rounds = 3;
+    println!("| library | loop | calls × reps × rounds | without probe (median) | with probe (median) | added |");
+    println!("|---|---|---|---|---|---|");
+    for flavour in ["openmpi", "mpich"] {
+        let exe = build(flavour, &dir);
+        for (mode, n, unit) in [
+            ("iprobe", 200_000, "ns/call"),
+            ("test", 200_000, "ns/call"),
+            ("pingpong", 20_000, "ns/round trip"),
+        ] {
+            let reps = 7;
+            let (mut plain, mut probed) = (Vec::new(), Vec::new());
+            let before = sink.events.load(Ordering::Relaxed);
+            for _ in 0..rounds {
+                plain.extend(run(flavour, &exe, mode, n, reps, None));
+                probed.extend(run(flavour, &exe, mode, n, reps, Some(&addr)));
+            }
+            let recorded = sink.events.load(Ordering::Relaxed) - before;
+            let (a, b) = (median(plain), median(probed));
+            println!(
+                "| {flavour} | {mode} | {n} × {reps} × {rounds} | {a:.1} {unit} | {b:.1} {unit} | {:+.1} {unit} |",
+                b - a
+            );
+            // Every call of every repetition reached the server.
+            let calls = 2 * n * (reps as u64 + 1) * rounds as u64;
+            eprintln!("{flavour} {mode}: {recorded} events received for {calls} loop calls");
+        }
+    }
+    server.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}
