@@ -18,7 +18,7 @@ mod svg;
 use crate::facts::{self, cell};
 use crate::units::{bytes, count, duration, percent};
 use crate::{dot, Error, Output};
-use hark_model::{Program, Run, Spread};
+use hark_model::{DensityMap, Program, Run, Spread};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -472,10 +472,10 @@ fn density_maps(h: &mut String, p: &Program) {
         return;
     }
     let mut maps: Vec<_> = p.density.iter().collect();
-    maps.sort_by(|a, b| b.1.imbalance.total_cmp(&a.1.imbalance).then(a.0.cmp(b.0)));
+    maps.sort_by(|a, b| density_order(a.0, a.1, b.0, b.1));
     let _ = write!(
         h,
-        "<h4>Density maps</h4><p class=\"hint\">Each metric on a grid of ranks (rank r at row r / columns, column r mod columns), most imbalanced first; imbalance is max / mean.</p>\n<div class=\"figures smalls\">"
+        "<h4>Density maps</h4><p class=\"hint\">Each metric on a grid of ranks (rank r at row r / columns, column r mod columns). Times first, ordered by the time imbalance costs (max − mean), then the other metrics by max / mean.</p>\n<div class=\"figures smalls\">"
     );
     for (name, map) in maps.iter().take(MAX_DENSITY_MAPS) {
         let fmt = metric_format(name);
@@ -489,7 +489,11 @@ fn density_maps(h: &mut String, p: &Program) {
             map.spread.max_rank
         );
     }
-    h.push_str("</div>\n<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>Metric</th><th>Min</th><th>Mean</th><th>Max</th><th>Max / mean</th></tr></thead><tbody>\n");
+    let _ = write!(
+        h,
+        "</div>\n<details><summary>All {} per-rank metrics</summary><div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>Metric</th><th>Min</th><th>Mean</th><th>Max</th><th>Max / mean</th></tr></thead><tbody>\n",
+        maps.len()
+    );
     for (name, map) in &maps {
         let fmt = metric_format(name);
         let _ = write!(h, "<tr><td>{}</td>", esc(name));
@@ -497,7 +501,23 @@ fn density_maps(h: &mut String, p: &Program) {
         num(h, map.imbalance, &format!("{:.2}", map.imbalance));
         h.push_str("</tr>\n");
     }
-    h.push_str("</tbody></table></div>\n");
+    h.push_str("</tbody></table></div></details>\n");
+}
+
+/// Density maps in the order they are shown: time metrics first, by the
+/// time the imbalance costs (max − mean); then the others by max / mean.
+fn density_order(an: &str, a: &DensityMap, bn: &str, b: &DensityMap) -> std::cmp::Ordering {
+    let (at, bt) = (an.ends_with("_ns"), bn.ends_with("_ns"));
+    let cost = |m: &DensityMap| m.spread.max - m.spread.mean;
+    bt.cmp(&at)
+        .then_with(|| {
+            if at && bt {
+                cost(b).total_cmp(&cost(a))
+            } else {
+                b.imbalance.total_cmp(&a.imbalance)
+            }
+        })
+        .then(an.cmp(bn))
 }
 
 /// How to print a metric named like `MPI_Send.time_ns`, `write.bytes` or
@@ -579,38 +599,57 @@ fn over_time(h: &mut String, p: &Program) {
         duration(ts.slice_ns as f64)
     );
     let end = duration((slices as u64 * ts.slice_ns) as f64);
-    for (name, per_rank) in &ts.metrics {
-        let slice = ts.slice_ns as f64;
-        let (series, fmt, title): (Vec<Vec<f64>>, Format, String) = if name.ends_with("time_ns") {
-            // Time in a slice reads best as the share of the slice.
-            (
-                per_rank
-                    .iter()
-                    .map(|r| r.iter().map(|&v| 100.0 * v as f64 / slice).collect())
-                    .collect(),
-                Box::new(|v| format!("{v:.0} %")),
-                format!("{name} (% of each slice)"),
-            )
-        } else if name.ends_with("bytes") {
-            (
-                to_f64(per_rank),
-                Box::new(|v| bytes(v as u64)),
-                format!("{name} (per slice)"),
-            )
-        } else {
-            (
-                to_f64(per_rank),
-                Box::new(|v| count(v.round() as u64)),
-                format!("{name} (per slice)"),
-            )
-        };
-        let _ = write!(
-            h,
-            "<figure>{}</figure>",
-            svg::spread_chart(&title, &series, &end, &*fmt)
-        );
+    // Whole-program metrics (`mpi_time_ns`, `p2p_bytes`) are shown; the
+    // per-function ones (`MPI_Send.time_ns`) fold away, there can be dozens.
+    let (overall, per_function): (Vec<_>, Vec<_>) =
+        ts.metrics.iter().partition(|(name, _)| !name.contains('.'));
+    for (name, per_rank) in overall {
+        h.push_str(&time_chart(name, per_rank, ts.slice_ns, &end));
     }
     h.push_str("</div>\n");
+    if !per_function.is_empty() {
+        let _ = write!(
+            h,
+            "<details><summary>Per function and operation ({} metrics)</summary><div class=\"figures\">",
+            per_function.len()
+        );
+        for (name, per_rank) in per_function {
+            h.push_str(&time_chart(name, per_rank, ts.slice_ns, &end));
+        }
+        h.push_str("</div></details>\n");
+    }
+}
+
+/// One metric over time as a chart in a figure.
+fn time_chart(name: &str, per_rank: &[Vec<u64>], slice_ns: u64, end: &str) -> String {
+    let slice = slice_ns as f64;
+    let (series, fmt, title): (Vec<Vec<f64>>, Format, String) = if name.ends_with("time_ns") {
+        // Time in a slice reads best as the share of the slice.
+        (
+            per_rank
+                .iter()
+                .map(|r| r.iter().map(|&v| 100.0 * v as f64 / slice).collect())
+                .collect(),
+            Box::new(|v| format!("{v:.0} %")),
+            format!("{name} (% of each slice)"),
+        )
+    } else if name.ends_with("bytes") {
+        (
+            to_f64(per_rank),
+            Box::new(|v| bytes(v as u64)),
+            format!("{name} (per slice)"),
+        )
+    } else {
+        (
+            to_f64(per_rank),
+            Box::new(|v| count(v.round() as u64)),
+            format!("{name} (per slice)"),
+        )
+    };
+    format!(
+        "<figure>{}</figure>",
+        svg::spread_chart(&title, &series, end, &*fmt)
+    )
 }
 
 fn to_f64(m: &[Vec<u64>]) -> Vec<Vec<f64>> {
@@ -777,6 +816,7 @@ tbody tr:hover{background:#f0f4f9}
 figure{margin:6px 0}
 figcaption{font-size:12px;max-width:520px}
 .smalls figcaption{max-width:170px;word-break:break-all}
+details{margin:8px 0}summary{cursor:pointer;color:var(--accent);font-weight:600}
 svg{display:block;max-width:100%;height:auto}
 svg text{font-family:system-ui,Helvetica,Arial,sans-serif}
 svg .tick{font-size:10px;fill:#5b6775}svg .axis{font-size:11px;fill:#5b6775}
