@@ -1,6 +1,8 @@
 //! `hark run -- mpirun -np 2 ./ocean : -np 2 ./atmos` measures both programs
 //! into one report, a chapter each, with each program's own ranks.
 
+#[path = "../../outputs/tests/common/chromium.rs"]
+mod chromium;
 mod common;
 
 use common::*;
@@ -72,5 +74,24 @@ fn two_programs_of_an_mpmd_launch_get_a_chapter_each() {
     assert!(
         run_dir.join("topology/ocean.dot").exists() && run_dir.join("topology/atmos.dot").exists()
     );
+
+    // The real report, opened in a browser: its script runs to the end and
+    // nothing is logged (no errors, no blocked fetches).
+    match chromium::chromium() {
+        None => eprintln!("skipped the browser check: no chromium (apt install chromium)"),
+        Some(browser) => {
+            let v = chromium::visit(
+                browser,
+                &run_dir.join("report.html"),
+                &dir,
+                &["--dump-dom".into()],
+            );
+            assert!(v.console.is_empty(), "the report logged: {:#?}", v.console);
+            assert!(
+                v.dom.contains("data-ready=\"1\""),
+                "the report's script did not finish"
+            );
+        }
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -5,6 +5,8 @@
 //! that expected outputs can be reasoned about.
 #![allow(dead_code)]
 
+pub mod chromium;
+
 use hark_model::*;
 use std::collections::BTreeMap;
 
