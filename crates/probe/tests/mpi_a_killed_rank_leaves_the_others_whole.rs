@@ -49,14 +49,18 @@ fn survivors_are_whole_and_the_killed_rank_is_marked() {
     let killed = job.rank(3);
     assert_eq!(killed.closed, Some(Closed::NoEnd));
     assert!(killed.end.is_none());
-    // What was flushed before the kill: everything before the Iprobe that
-    // triggered the flush (the Iprobe itself may or may not have made it).
+    // What was flushed before the kill: everything before the Iprobes that
+    // triggered flushes, then some of those Iprobes (how many made it
+    // depends on timing).
     let lines = render_with(killed, |_| true);
     let before = [
         "MPI_Init - peer=- tag=0 bytes=0 extra=-",
         "MPI_Send [0 1 2 3] peer=0 tag=1 bytes=8 extra=-",
         "MPI_Comm_split [0 1 2 3] peer=- tag=0 bytes=0 extra=-",
     ];
-    assert!(lines.len() <= 4 && lines.len() >= 3, "{lines:?}");
+    assert!(lines.len() >= 3, "{lines:?}");
     assert_eq!(lines[..3], before);
+    for l in &lines[3..] {
+        assert_eq!(l, "MPI_Iprobe [3] peer=any tag=0 bytes=0 extra=0");
+    }
 }

@@ -22,12 +22,14 @@ int main(int argc, char **argv) {
   /* The survivors' communicator, made while all four are alive. */
   MPI_Comm_split(MPI_COMM_WORLD, rank == 3 ? MPI_UNDEFINED : 0, rank, &three);
   if (rank == 3) {
-    int flag;
+    int flag, k;
     /* The probe's periodic flush (HARK_FLUSH_MS) hands a thread's partial
-     * buffer over at its next event: wait, make one, let it ship, die. */
-    usleep(300 * 1000);
-    MPI_Iprobe(MPI_ANY_SOURCE, 0, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
-    usleep(300 * 1000);
+     * buffer over at its next event: make a few, slowly, then die. */
+    for (k = 0; k < 10; k++) {
+      usleep(100 * 1000);
+      MPI_Iprobe(MPI_ANY_SOURCE, 0, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+    }
+    usleep(200 * 1000);
     raise(SIGKILL);
   }
   /* Second round among 0-2: 50 allreduces of 2 doubles. */
@@ -35,5 +37,8 @@ int main(int argc, char **argv) {
   MPI_Comm_free(&three);
   printf("rank %d done\n", rank);
   fflush(stdout);
+  /* Stay until rank 3 is gone: mpirun kills whatever is left of a job whose
+   * processes exit without MPI_Finalize. */
+  usleep(1500 * 1000);
   return 0;
 }

@@ -348,33 +348,8 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             ev.bytes.set(n as u64);
             emit(ev);
         }
-        Kind::Probe => {
-            let comm = comm_of(abi, w, p);
-            let found = ok && flag_set(w, p);
-            if let Some(c) = &comm {
-                ev.obj.set(c.id);
-                ev.peer.set(c.peer(abi, at(w, p.source).map_or(-1, int)));
-                ev.tag.set(at(w, p.tag).map_or(0, int));
-                ev.extra.set(found as u64);
-                if found {
-                    if let Some(st) = at(w, p.status) {
-                        // SAFETY: MPI wrote the status.
-                        let (src, tag, n) = unsafe { abi.read_status(st) };
-                        ev.peer.set(c.peer(abi, src));
-                        ev.tag.set(tag);
-                        ev.bytes.set(n);
-                    }
-                    if let Some(m) = at(w, p.message_out) {
-                        // SAFETY: an `MPI_Message *` MPI wrote.
-                        let m = unsafe { abi.read_handle(m) };
-                        if m != abi.message_no_proc && m != abi.message_null {
-                            registry::add_message(m, c.clone());
-                        }
-                    }
-                }
-            }
-            emit(ev);
-        }
+        // SAFETY: as for `record`.
+        Kind::Probe => unsafe { probe(abi, plan, w, ok, t0, t1) },
         Kind::Complete => {
             // SAFETY: outputs MPI wrote.
             unsafe { complete(abi, plan, w, ok, ev, s) };
@@ -571,6 +546,65 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             emit(ev);
         }
         Kind::Timed => emit(ev),
+    }
+}
+
+/// `Probe`/`Iprobe`/`Mprobe`/`Improbe`: a hot path of polling programs, so
+/// its own small function building the event in one piece.
+#[inline(never)]
+unsafe fn probe(abi: &Abi, plan: &Plan, w: &[usize], ok: bool, t0: u64, t1: u64) {
+    let p = &plan.pos;
+    let found = ok && flag_set(w, p);
+    let Some(c) = comm_of(abi, w, p) else {
+        emit(Event::new(plan.op, t0, t1));
+        return;
+    };
+    let (mut peer, mut tag, mut bytes) = (
+        c.peer(abi, at(w, p.source).map_or(-1, int)),
+        at(w, p.tag).map_or(0, int),
+        0,
+    );
+    if found {
+        if let Some(st) = at(w, p.status) {
+            // SAFETY: MPI wrote the status.
+            let (src, t, n) = unsafe { abi.read_status(st) };
+            (peer, tag, bytes) = (c.peer(abi, src), t, n);
+        }
+        if let Some(m) = at(w, p.message_out) {
+            // SAFETY: an `MPI_Message *` MPI wrote.
+            let m = unsafe { abi.read_handle(m) };
+            if m != abi.message_no_proc && m != abi.message_null {
+                registry::add_message(m, c.clone());
+            }
+        }
+    }
+    emit(event(plan.op, t0, t1, c.id, peer, tag, bytes, found as u64));
+}
+
+/// An event with every field given, built in one piece.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn event(
+    op: u16,
+    t0: u64,
+    t1: u64,
+    obj: u32,
+    peer: i32,
+    tag: i32,
+    bytes: u64,
+    extra: u64,
+) -> Event {
+    use zerocopy::little_endian::{I32, U16, U32, U64};
+    Event {
+        start: U64::new(t0),
+        end: U64::new(t1),
+        bytes: U64::new(bytes),
+        extra: U64::new(extra),
+        op: U16::new(op),
+        thread: U16::new(0),
+        obj: U32::new(obj),
+        peer: I32::new(peer),
+        tag: I32::new(tag),
     }
 }
 
