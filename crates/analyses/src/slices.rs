@@ -254,6 +254,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn coarsening_merges_each_metric_its_own_way() {
+        // (kind, values kept in slices 0..4) → slices 0 and 1 once the
+        // width doubles.
+        let cases: [(Combine, [u64; 4], [u64; 2]); 4] = [
+            (Combine::Sum, [1, 2, 3, 4], [3, 7]),
+            (Combine::Max, [5, 2, 0, 9], [5, 9]),
+            (Combine::Last, [5, 2, 7, 0], [2, 7]),
+            (Combine::Last, [0, 0, 0, 3], [0, 3]),
+        ];
+        for (kind, before, after) in cases {
+            let mut s = Series::new(4, 4);
+            for (i, v) in before.into_iter().enumerate() {
+                if v > 0 {
+                    s.keep(0, i, v, kind);
+                }
+            }
+            s.fit(64);
+            assert_eq!(s.shift, 5, "{kind:?}");
+            let m = s.metrics[0].as_deref().unwrap_or(&[0; 4]);
+            assert_eq!(m[..2], after, "{kind:?} {before:?}");
+            assert_eq!(m[2..], [0, 0], "{kind:?}");
+        }
+    }
+
+    #[test]
     fn publishing_a_wider_series_coarsens_what_is_already_there() {
         let mut out = TimeSlices::default();
         let mut narrow = Series::new(4, 8);
