@@ -10,6 +10,7 @@
 mod exec;
 mod posix;
 mod stdio;
+mod threads;
 mod user;
 #[cfg(target_arch = "x86_64")]
 mod variadic;

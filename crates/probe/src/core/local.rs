@@ -91,6 +91,12 @@ pub(crate) fn swap_inside(v: bool) -> bool {
     LOCAL.with(|l| l.inside.replace(v))
 }
 
+/// Whether this thread is inside the probe now.
+#[inline(always)]
+pub(crate) fn is_inside() -> bool {
+    LOCAL.with(|l| l.inside.get())
+}
+
 /// Marks this thread as inside the probe for the probe's own work (init,
 /// shipping, warnings), restoring the previous state on drop.
 pub(crate) struct Internal(bool);

@@ -75,6 +75,20 @@ fn enter_inner() -> Option<Guard> {
     Some(Guard { _private: () })
 }
 
+/// Whether this thread is inside the probe now: within a wrapped call
+/// (whose callee's own calls are not the program's), or the probe's own.
+#[inline(always)]
+pub fn is_inside() -> bool {
+    local::is_inside()
+}
+
+/// Marks this thread, for the rest of its life, as belonging to a library
+/// rather than to the program: nothing it does is recorded. For threads a
+/// wrapped call starts, such as the MPI library's progress threads.
+pub fn adopt_thread() {
+    local::swap_inside(true);
+}
+
 /// Nanoseconds on the probe clock (TSC calibrated, or CLOCK_MONOTONIC).
 #[inline(always)]
 pub fn now() -> u64 {
