@@ -281,7 +281,7 @@ fn to_c(abi: &Abi, plan: &Plan, w: &[usize], c: &mut [usize; 16], o: &mut Outs) 
         }
     }
     // Datatype arrays (w variants): one per peer of the communicator.
-    if p.send_types != NO || p.recv_types != NO {
+    if rc == 0 && (p.send_types != NO || p.recv_types != NO) {
         let comm = c[p.comm as usize];
         let n = super::registry::comm(abi, comm).map_or(0, |c| {
             let (i, o) = super::mpi_call::neighbours(abi, comm).unwrap_or((0, 0));

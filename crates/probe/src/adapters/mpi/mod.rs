@@ -260,7 +260,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             }
         }
         Kind::Send | Kind::PostSend { .. } | Kind::Sendrecv => {
-            let comm = comm_of(abi, w, p);
+            let comm = comm_of(abi, w, p, ok);
             if let Some(c) = &comm {
                 ev.obj.set(c.id);
                 ev.peer.set(c.peer(abi, at(w, p.dest).map_or(-1, int)));
@@ -296,7 +296,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
         }
         Kind::Recv => {
             let comm = if p.comm != NO {
-                comm_of(abi, w, p)
+                comm_of(abi, w, p, ok)
             } else {
                 registry::take_message(s.handle)
             };
@@ -322,7 +322,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
         }
         Kind::PostRecv { persistent } => {
             let comm = if p.comm != NO {
-                comm_of(abi, w, p)
+                comm_of(abi, w, p, ok)
             } else {
                 registry::take_message(s.handle)
             };
@@ -373,7 +373,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             emit(ev);
         }
         Kind::Coll(shape) => {
-            let comm = comm_of(abi, w, p);
+            let comm = comm_of(abi, w, p, ok);
             if let Some(c) = &comm {
                 ev.obj.set(c.id);
                 ev.tag.set(c.next_seq());
@@ -396,7 +396,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
         }
         Kind::CommCreate => {
             let parent = if p.comm != NO {
-                comm_of(abi, w, p)
+                comm_of(abi, w, p, ok)
             } else {
                 None
             };
@@ -436,7 +436,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             emit(ev);
         }
         Kind::WinCreate => {
-            let comm = comm_of(abi, w, p);
+            let comm = comm_of(abi, w, p, ok);
             if let Some(c) = comm {
                 ev.obj.set(c.id);
                 if ok {
@@ -480,7 +480,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             emit(ev);
         }
         Kind::FileOpen => {
-            if let Some(c) = comm_of(abi, w, p) {
+            if let Some(c) = comm_of(abi, w, p, ok) {
                 ev.peer.set(PEER_NONE);
                 let _ = c;
             }
@@ -555,7 +555,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
 unsafe fn probe(abi: &Abi, plan: &Plan, w: &[usize], ok: bool, t0: u64, t1: u64) {
     let p = &plan.pos;
     let found = ok && flag_set(w, p);
-    let Some(c) = comm_of(abi, w, p) else {
+    let Some(c) = comm_of(abi, w, p, ok) else {
         emit(Event::new(plan.op, t0, t1));
         return;
     };
@@ -608,10 +608,18 @@ fn event(
     }
 }
 
-/// The communicator argument's registry entry.
+/// The communicator argument's registry entry. A communicator seen for the
+/// first time is described with MPI calls, but only if the call succeeded: a
+/// handle MPI rejected must not reach `MPI_Comm_group`, whose error handler
+/// could abort the program.
 #[inline(always)]
-fn comm_of(abi: &Abi, w: &[usize], p: &Pos) -> Option<Arc<Comm>> {
-    registry::comm(abi, abi.handle_arg(at(w, p.comm)?))
+fn comm_of(abi: &Abi, w: &[usize], p: &Pos, ok: bool) -> Option<Arc<Comm>> {
+    let h = abi.handle_arg(at(w, p.comm)?);
+    if ok {
+        registry::comm(abi, h)
+    } else {
+        registry::known_comm(h)
+    }
 }
 
 /// Registers the request the call just returned; its id.

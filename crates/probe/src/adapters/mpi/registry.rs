@@ -193,6 +193,16 @@ pub(crate) fn comm(abi: &Abi, handle: usize) -> Option<Arc<Comm>> {
     learn_comm(abi, handle)
 }
 
+/// The communicator behind `handle` if already known; never calls MPI.
+pub(crate) fn known_comm(handle: usize) -> Option<Arc<Comm>> {
+    if let Some((h, w)) = WORLD.get() {
+        if *h == handle {
+            return Some(w.clone());
+        }
+    }
+    tables().comms.read().ok()?.get(&handle).cloned()
+}
+
 /// Registers a communicator just created, whether or not seen before (a
 /// handle can be reused after `MPI_Comm_free`).
 pub(crate) fn new_comm(abi: &Abi, handle: usize) -> Option<Arc<Comm>> {
