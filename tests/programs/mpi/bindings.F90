@@ -15,11 +15,15 @@ program bindings
   type(MPI_Status) :: st
   type(MPI_Request) :: rq(2)
   type(MPI_Comm) :: half
+  type(MPI_File) :: fh
 #else
   integer :: st(MPI_STATUS_SIZE)
   integer :: rq(2)
   integer :: half
+  integer :: fh
 #endif
+  integer(kind=MPI_OFFSET_KIND) :: offset
+  character(len=512) :: dir
   integer :: rank, size, ierr, right, left, idx, outcount, indices(2)
   double precision :: d(16), e(16)
   integer :: ints(8)
@@ -70,6 +74,15 @@ program bindings
   call MPI_Reduce(d, e, 3, MPI_DOUBLE_PRECISION, MPI_MAX, 0, half, ierr)
   call MPI_Barrier(half, ierr)
   call MPI_Comm_free(half, ierr)
+
+  ! MPI-IO: each rank writes 3 integers at offset 12*rank of one file, then
+  ! closes it. The name is blank-padded, its length passed hidden.
+  call get_environment_variable("HARK_TEST_DIR", dir)
+  call MPI_File_open(MPI_COMM_WORLD, trim(dir) // "/fortran.dat", &
+                     MPI_MODE_CREATE + MPI_MODE_WRONLY, MPI_INFO_NULL, fh, ierr)
+  offset = 12 * rank
+  call MPI_File_write_at(fh, offset, ints, 3, MPI_INTEGER, MPI_STATUS_IGNORE, ierr)
+  call MPI_File_close(fh, ierr)
 
   call MPI_Finalize(ierr)
 end program bindings
