@@ -21,7 +21,7 @@ use crate::real::Real;
 use abi::Abi;
 use hark_wire::{op, EndReason, Event, Flavour, RankInfo, EXTRA_NONE, PEER_NONE, PEER_NULL};
 use plan::{Kind, Plan, Pos, Shape, NO, NONE};
-use registry::{Comm, Req, ReqKind};
+use registry::{Comm, CommRef, Req, ReqKind};
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -276,7 +276,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             if let Kind::PostSend { persistent } = plan.kind {
                 if ok {
                     ev.extra
-                        .set(post(abi, w, p, ReqKind::Send, &comm, &ev, persistent));
+                        .set(post(abi, w, p, ReqKind::Send, &arc(&comm), &ev, persistent));
                 }
             }
             emit(ev);
@@ -298,7 +298,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             let comm = if p.comm != NO {
                 comm_of(abi, w, p, ok)
             } else {
-                registry::take_message(s.handle)
+                registry::take_message(s.handle).map(CommRef::Other)
             };
             if let Some(c) = &comm {
                 ev.obj.set(c.id);
@@ -324,7 +324,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             let comm = if p.comm != NO {
                 comm_of(abi, w, p, ok)
             } else {
-                registry::take_message(s.handle)
+                registry::take_message(s.handle).map(CommRef::Other)
             };
             if let Some(c) = &comm {
                 ev.obj.set(c.id);
@@ -339,7 +339,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                     at(w, p.recv_type).unwrap_or(0),
                 ));
                 ev.extra
-                    .set(post(abi, w, p, ReqKind::Recv, &comm, &ev, persistent));
+                    .set(post(abi, w, p, ReqKind::Recv, &arc(&comm), &ev, persistent));
             }
             emit(ev);
         }
@@ -390,7 +390,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             if ok && p.request_out != NO {
                 let mut posted = ev;
                 posted.bytes.set(ev.bytes.get());
-                let _ = post(abi, w, p, ReqKind::Other, &comm, &posted, false);
+                let _ = post(abi, w, p, ReqKind::Other, &arc(&comm), &posted, false);
             }
             emit(ev);
         }
@@ -412,15 +412,15 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                             newcomm: h,
                             parent: parent.as_ref().map_or(0, |c| c.id),
                         };
-                        let _ = post(abi, w, p, kind, &parent, &ev, false);
+                        let _ = post(abi, w, p, kind, &arc(&parent), &ev, false);
                     } else {
                         let made = if p.comm == NO {
-                            registry::comm(abi, h)
+                            registry::comm(abi, h).map(|c| c.id)
                         } else {
-                            registry::new_comm(abi, h)
+                            registry::new_comm(abi, h).map(|c| c.id)
                         };
-                        if let Some(n) = made {
-                            ev.extra.set(n.id as u64);
+                        if let Some(id) = made {
+                            ev.extra.set(id as u64);
                         }
                     }
                 }
@@ -443,7 +443,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                     if let Some(out) = at(w, p.win_out) {
                         // SAFETY: an `MPI_Win *` MPI wrote.
                         let h = unsafe { abi.read_handle(out) };
-                        ev.extra.set(registry::add_window(h, c) as u64);
+                        ev.extra.set(registry::add_window(h, c.arc()) as u64);
                     }
                 }
             }
@@ -574,7 +574,7 @@ unsafe fn probe(abi: &Abi, plan: &Plan, w: &[usize], ok: bool, t0: u64, t1: u64)
             // SAFETY: an `MPI_Message *` MPI wrote.
             let m = unsafe { abi.read_handle(m) };
             if m != abi.message_no_proc && m != abi.message_null {
-                registry::add_message(m, c.clone());
+                registry::add_message(m, c.arc());
             }
         }
     }
@@ -613,13 +613,18 @@ fn event(
 /// handle MPI rejected must not reach `MPI_Comm_group`, whose error handler
 /// could abort the program.
 #[inline(always)]
-fn comm_of(abi: &Abi, w: &[usize], p: &Pos, ok: bool) -> Option<Arc<Comm>> {
+fn comm_of(abi: &Abi, w: &[usize], p: &Pos, ok: bool) -> Option<CommRef> {
     let h = abi.handle_arg(at(w, p.comm)?);
     if ok {
         registry::comm(abi, h)
     } else {
         registry::known_comm(h)
     }
+}
+
+/// A shared handle on an optional communicator, for a request to keep.
+fn arc(c: &Option<CommRef>) -> Option<Arc<Comm>> {
+    c.as_ref().map(CommRef::arc)
 }
 
 /// Registers the request the call just returned; its id.

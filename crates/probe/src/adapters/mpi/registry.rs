@@ -86,6 +86,34 @@ impl Comm {
     }
 }
 
+/// A communicator from the registry: `MPI_COMM_WORLD` is borrowed (no
+/// reference count to touch on the hottest path), others are shared.
+pub(crate) enum CommRef {
+    World(&'static Arc<Comm>),
+    Other(Arc<Comm>),
+}
+
+impl std::ops::Deref for CommRef {
+    type Target = Comm;
+    #[inline(always)]
+    fn deref(&self) -> &Comm {
+        match self {
+            CommRef::World(c) => c,
+            CommRef::Other(c) => c,
+        }
+    }
+}
+
+impl CommRef {
+    /// A shared handle, for what outlives the call (requests, messages).
+    pub fn arc(&self) -> Arc<Comm> {
+        match self {
+            CommRef::World(c) => Arc::clone(c),
+            CommRef::Other(c) => c.clone(),
+        }
+    }
+}
+
 /// What a pending request will complete.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ReqKind {
@@ -181,26 +209,23 @@ fn insert_comm(handle: usize, c: Arc<Comm>) {
 /// before the probe started, by a call it does not wrap, or while paused).
 /// `None` for `MPI_COMM_NULL` or when MPI cannot describe it.
 #[inline]
-pub(crate) fn comm(abi: &Abi, handle: usize) -> Option<Arc<Comm>> {
-    if let Some((h, w)) = WORLD.get() {
-        if *h == handle {
-            return Some(w.clone());
-        }
+pub(crate) fn comm(abi: &Abi, handle: usize) -> Option<CommRef> {
+    if let Some(c) = known_comm(handle) {
+        return Some(c);
     }
-    if let Some(c) = tables().comms.read().ok()?.get(&handle) {
-        return Some(c.clone());
-    }
-    learn_comm(abi, handle)
+    learn_comm(abi, handle).map(CommRef::Other)
 }
 
 /// The communicator behind `handle` if already known; never calls MPI.
-pub(crate) fn known_comm(handle: usize) -> Option<Arc<Comm>> {
+#[inline]
+pub(crate) fn known_comm(handle: usize) -> Option<CommRef> {
     if let Some((h, w)) = WORLD.get() {
         if *h == handle {
-            return Some(w.clone());
+            return Some(CommRef::World(w));
         }
     }
-    tables().comms.read().ok()?.get(&handle).cloned()
+    let c = tables().comms.read().ok()?.get(&handle)?.clone();
+    Some(CommRef::Other(c))
 }
 
 /// Registers a communicator just created, whether or not seen before (a
