@@ -1,9 +1,11 @@
 //! What the probe adds to an MPI call: `tests/programs/mpi/bench/overhead.c`
-//! (a loop of `MPI_Iprobe`, of `MPI_Test` on a pending receive, and an
-//! 8-byte ping-pong) runs on 2 ranks under real `mpirun`, alternately with
-//! and without `libhark.so` preloaded, with Open MPI and with MPICH. With the
-//! probe, a counting server in this process receives the streams (so every
-//! call is recorded and shipped, as in real use).
+//! (a loop of `MPI_Iprobe` and one of `MPI_Test` on a pending receive, on 1
+//! rank, and an 8-byte ping-pong on 2 ranks) runs under real `mpirun`,
+//! alternately with and without `libhark.so` preloaded, with Open MPI and
+//! with MPICH. With the probe, a counting server in this process receives
+//! the streams (so every call is recorded and shipped, as in real use). The
+//! loops run on one rank so that, on a 2-core machine, the rank does not
+//! share its core with the server and the probe's shipper.
 //!
 //! `cargo bench -p hark-probe --bench mpi_overhead` prints a Markdown table:
 //! medians over all repetitions of ns per call (per round trip for the
@@ -57,7 +59,15 @@ fn build(flavour: &str, dir: &Path) -> PathBuf {
 }
 
 /// One job; rank 0's per-repetition numbers.
-fn run(flavour: &str, exe: &Path, mode: &str, n: u64, reps: u32, probe: Option<&str>) -> Vec<f64> {
+fn run(
+    flavour: &str,
+    exe: &Path,
+    np: u32,
+    mode: &str,
+    n: u64,
+    reps: u32,
+    probe: Option<&str>,
+) -> Vec<f64> {
     let mut cmd = Command::new(format!("mpirun.{flavour}"));
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -70,7 +80,7 @@ fn run(flavour: &str, exe: &Path, mode: &str, n: u64, reps: u32, probe: Option<&
     }
     let out = cmd
         .arg("-np")
-        .arg("2")
+        .arg(np.to_string())
         .arg(exe)
         .args([mode, &n.to_string(), &reps.to_string()])
         .output()
@@ -98,30 +108,30 @@ fn main() {
     let sink = Arc::new(Count::default());
     let server = Listener::bind(&addr).expect("bind").serve(sink.clone());
     let rounds = 3;
-    println!("| library | loop | calls × reps × rounds | without probe (median) | with probe (median) | added |");
-    println!("|---|---|---|---|---|---|");
+    println!("| library | loop | ranks | calls × reps × rounds | without probe (median) | with probe (median) | added |");
+    println!("|---|---|---|---|---|---|---|");
     for flavour in ["openmpi", "mpich"] {
         let exe = build(flavour, &dir);
-        for (mode, n, unit) in [
-            ("iprobe", 200_000, "ns/call"),
-            ("test", 200_000, "ns/call"),
-            ("pingpong", 20_000, "ns/round trip"),
+        for (mode, np, n, unit) in [
+            ("iprobe", 1, 200_000, "ns/call"),
+            ("test", 1, 200_000, "ns/call"),
+            ("pingpong", 2, 20_000, "ns/round trip"),
         ] {
             let reps = 7;
             let (mut plain, mut probed) = (Vec::new(), Vec::new());
             let before = sink.events.load(Ordering::Relaxed);
             for _ in 0..rounds {
-                plain.extend(run(flavour, &exe, mode, n, reps, None));
-                probed.extend(run(flavour, &exe, mode, n, reps, Some(&addr)));
+                plain.extend(run(flavour, &exe, np, mode, n, reps, None));
+                probed.extend(run(flavour, &exe, np, mode, n, reps, Some(&addr)));
             }
             let recorded = sink.events.load(Ordering::Relaxed) - before;
             let (a, b) = (median(plain), median(probed));
             println!(
-                "| {flavour} | {mode} | {n} × {reps} × {rounds} | {a:.1} {unit} | {b:.1} {unit} | {:+.1} {unit} |",
+                "| {flavour} | {mode} | {np} | {n} × {reps} × {rounds} | {a:.1} {unit} | {b:.1} {unit} | {:+.1} {unit} |",
                 b - a
             );
             // Every call of every repetition reached the server.
-            let calls = 2 * n * (reps as u64 + 1) * rounds as u64;
+            let calls = np as u64 * n * (reps as u64 + 1) * rounds as u64;
             eprintln!("{flavour} {mode}: {recorded} events received for {calls} loop calls");
         }
     }

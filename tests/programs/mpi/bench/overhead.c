@@ -9,12 +9,14 @@
 #include <string.h>
 
 int main(int argc, char **argv) {
-  int rank, i, r, flag;
+  int rank, size, peer, i, r, flag;
   long n, reps;
-  char buf[8] = {0};
+  char buf[8] = {0}, sbuf[8] = {0};
   MPI_Request req;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  peer = (rank + 1) % size;
   if (argc < 4) {
     if (rank == 0) fprintf(stderr, "usage: overhead iprobe|test|pingpong N REPS\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
@@ -30,13 +32,17 @@ int main(int argc, char **argv) {
       t1 = MPI_Wtime();
     } else if (strcmp(argv[1], "test") == 0) {
       /* A receive nothing matches until the end. */
-      MPI_Irecv(buf, 8, MPI_BYTE, 1 - rank, 2, MPI_COMM_WORLD, &req);
+      MPI_Irecv(buf, 8, MPI_BYTE, peer, 2, MPI_COMM_WORLD, &req);
       t0 = MPI_Wtime();
       for (i = 0; i < n; i++) MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
       t1 = MPI_Wtime();
       MPI_Barrier(MPI_COMM_WORLD);
-      MPI_Send(buf, 8, MPI_BYTE, 1 - rank, 2, MPI_COMM_WORLD);
-      MPI_Wait(&req, MPI_STATUS_IGNORE);
+      {
+        MPI_Request sreq;
+        MPI_Isend(sbuf, 8, MPI_BYTE, (rank + size - 1) % size, 2, MPI_COMM_WORLD, &sreq);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        MPI_Wait(&sreq, MPI_STATUS_IGNORE);
+      }
     } else {
       t0 = MPI_Wtime();
       for (i = 0; i < n; i++) {
