@@ -378,7 +378,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                 ev.obj.set(c.id);
                 ev.tag.set(c.next_seq());
                 if let Some(root) = at(w, p.root) {
-                    ev.peer.set(c.peer_or_self(abi, int(root)));
+                    ev.peer.set(c.peer(abi, int(root)));
                 }
                 if ok {
                     // SAFETY: the collective's arguments, accepted by MPI.
@@ -388,9 +388,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                 }
             }
             if ok && p.request_out != NO {
-                let mut posted = ev;
-                posted.bytes.set(ev.bytes.get());
-                let _ = post(abi, w, p, ReqKind::Other, &arc(&comm), &posted, false);
+                let _ = post(abi, w, p, ReqKind::Other, &arc(&comm), &ev, false);
             }
             emit(ev);
         }
@@ -471,8 +469,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                     .set(bytes(abi, count, at(w, p.origin_type).unwrap_or(0)));
                 if p.request_out != NO {
                     let comm = win.map(|(_, c)| c);
-                    let mut posted = ev;
-                    posted.obj.set(ev.obj.get());
+                    let posted = ev;
                     ev.extra
                         .set(post(abi, w, p, ReqKind::Other, &comm, &posted, false));
                 }
@@ -480,10 +477,6 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             emit(ev);
         }
         Kind::FileOpen => {
-            if let Some(c) = comm_of(abi, w, p, ok) {
-                ev.peer.set(PEER_NONE);
-                let _ = c;
-            }
             if ok {
                 if let (Some(out), Some(name)) = (at(w, p.file_out), at(w, p.file_name)) {
                     // SAFETY: an `MPI_File *` MPI wrote; a NUL-terminated name.
@@ -815,14 +808,6 @@ unsafe fn sum_w(abi: &Abi, counts: usize, types: usize, n: usize) -> u64 {
             bytes(abi, c, t)
         })
         .sum()
-}
-
-impl Comm {
-    /// The root argument of a collective as a world rank: as a peer for
-    /// inter-communicators (`MPI_ROOT`, `MPI_PROC_NULL`, remote ranks).
-    fn peer_or_self(&self, abi: &Abi, root: i32) -> i32 {
-        self.peer(abi, root)
-    }
 }
 
 /// `(sent, received)` bytes of a collective: the bytes of the send buffer it
