@@ -76,6 +76,11 @@ How it works:
   stays passive in launchers themselves. The program's own output passes
   through untouched; hark's status line and summary go to stderr.
 
+Signals:
+  Ctrl-C reaches the command directly; SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2
+  sent to hark are passed on to it. Either way hark writes the run directory
+  once the command has ended.
+
 Exit status:
   The command's own exit status (128+N when a signal N ended it). If hark
   itself fails before the command runs, 2; if only writing the run

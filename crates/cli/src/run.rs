@@ -23,6 +23,7 @@ use std::io::IsTerminal;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long the server waits, once the command has ended, for processes
@@ -84,6 +85,10 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     // program decides what they mean, and hark stays to write the report.
     // Ignored only after the spawn: ignored signals would be inherited.
     ignore_terminal_signals();
+    // A batch system's SIGTERM (time limit) or a closed session's SIGHUP
+    // goes to hark alone: pass it on, and write the report when the command
+    // ends.
+    forward_signals_to(child.id());
 
     let mode = if args.quiet {
         Mode::Off
@@ -182,6 +187,35 @@ pub fn exit_code(status: ExitStatus) -> i32 {
         (Some(code), _) => code,
         (None, Some(sig)) => 128 + sig,
         (None, None) => 1,
+    }
+}
+
+/// The process the signal handler forwards to (0: none).
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int) {
+    let pid = CHILD.load(Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe and has no memory preconditions.
+        unsafe {
+            libc::kill(pid, sig);
+        }
+    }
+}
+
+fn forward_signals_to(pid: u32) {
+    CHILD.store(pid as i32, Ordering::Relaxed);
+    for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2] {
+        // SAFETY: `forward` only loads an atomic and calls kill, both
+        // async-signal-safe; the sigaction struct is fully initialised
+        // (zeroed, then the handler and an empty mask set).
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = forward as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
     }
 }
 

@@ -93,3 +93,40 @@ fn mistakes_on_the_command_line_exit_2_with_the_reason() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_sigterm_to_hark_reaches_the_command_and_the_report_is_still_written() {
+    probe();
+    let dir = scratch("sigterm");
+    let ready = dir.join("ready");
+    // The command says when its trap is set, then waits to be terminated.
+    let script = format!(
+        "trap 'exit 3' TERM; touch {}; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; exit 9",
+        ready.display()
+    );
+    let mut child = std::process::Command::new(hark())
+        .current_dir(&dir)
+        .args(["run", "-q", "-o"])
+        .arg(dir.join("run"))
+        .args(["--", "bash", "-c", &script])
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !ready.exists() {
+        assert!(t0.elapsed().as_secs() < 30, "the command never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "hark did not pass SIGTERM on: {status:?}"
+    );
+    assert!(
+        dir.join("run/summary.txt").exists(),
+        "no run directory after SIGTERM"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
