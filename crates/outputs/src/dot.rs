@@ -20,7 +20,7 @@ pub const DIR_NAME: &str = "topology";
 /// The point-to-point topology of `p` in the DOT language.
 pub fn render(p: &Program) -> String {
     let mut s = String::new();
-    let n = p.ranks;
+    let n = crate::facts::ranks(p);
     let max_bytes = p
         .p2p
         .bytes

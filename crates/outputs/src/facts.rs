@@ -112,9 +112,26 @@ pub(crate) fn mpi_and_wall(p: &Program) -> (u64, u64) {
     (p.mpi_time_ns.iter().sum(), p.rank_wall_ns.iter().sum())
 }
 
+/// The ranks the per-rank data actually covers: `p.ranks`, but never more
+/// than the longest per-rank vector, so a hand-edited `profile.json` that
+/// claims a billion ranks cannot make an output loop a billion times.
+pub(crate) fn ranks(p: &Program) -> usize {
+    let held = [
+        p.rank_info.len(),
+        p.p2p.messages.len(),
+        p.mpi_time_ns.len(),
+        p.rank_wall_ns.len(),
+    ]
+    .into_iter()
+    .chain(p.mpi.values().map(|f| f.calls.len()))
+    .max()
+    .unwrap_or(0);
+    p.ranks.min(held)
+}
+
 /// Share of each rank's wall time spent in MPI, in percent.
 pub(crate) fn mpi_percent_per_rank(p: &Program) -> Vec<f64> {
-    (0..p.ranks)
+    (0..ranks(p))
         .map(|r| {
             let mpi = p.mpi_time_ns.get(r).copied().unwrap_or(0) as f64;
             let wall = p.rank_wall_ns.get(r).copied().unwrap_or(0) as f64;

@@ -74,3 +74,22 @@ fn topology_dot_lists_every_pair_with_its_traffic() {
         }
     "##]].assert_eq(&dot);
 }
+
+#[test]
+fn a_profile_claiming_more_ranks_than_it_holds_renders_at_once() {
+    // A hand-edited profile.json: the outputs go by the data present.
+    let mut run = common::two_programs();
+    run.programs[0].ranks = 1_000_000_000_000;
+    let t0 = std::time::Instant::now();
+    let dir = std::env::temp_dir().join(format!("hark-outputs-huge-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    hark_outputs::write_all(&run, &dir, |_| true).unwrap();
+    let dot = std::fs::read_to_string(dir.join("topology/ocean.dot")).unwrap();
+    assert_eq!(
+        dot.matches(" [label=\"").count(),
+        4 + 8,
+        "4 ranks and 8 edges"
+    );
+    assert!(t0.elapsed().as_secs() < 60);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -284,7 +284,7 @@ fn p2p(h: &mut String, p: &Program) {
         h.push_str("<p class=\"none\">No point-to-point messages between ranks.</p>\n");
         return;
     }
-    let n = p.ranks;
+    let n = facts::ranks(p);
     h.push_str("<div class=\"figures\">");
     let maps: [Heat<'_>; 3] = [
         ("Messages", &p.p2p.messages, &count),
@@ -337,7 +337,7 @@ const MAX_DRAWN_EDGES: usize = 2000;
 const MAX_GRAPHVIZ_EDGES: usize = 4000;
 
 fn topology(h: &mut String, p: &Program, options: &Options) {
-    let n = p.ranks;
+    let n = facts::ranks(p);
     let mut edges = Vec::new();
     for i in 0..n {
         for j in 0..n {
@@ -388,7 +388,7 @@ fn topology(h: &mut String, p: &Program, options: &Options) {
 }
 
 fn density(h: &mut String, p: &Program) {
-    let n = p.ranks;
+    let n = facts::ranks(p);
     if n == 0 {
         h.push_str("<p class=\"none\">No ranks.</p>\n");
         return;
@@ -675,7 +675,7 @@ fn io(h: &mut String, p: &Program) {
     );
     h.push_str("<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>File</th><th>Ranks</th><th>Read</th><th>Written</th><th>Calls</th><th>Time</th><th>Operations</th></tr></thead><tbody>\n");
     for f in &p.io.files {
-        let ranks = (0..p.ranks)
+        let ranks = (0..facts::ranks(p))
             .filter(|&r| {
                 f.read_bytes.get(r).copied().unwrap_or(0)
                     + f.write_bytes.get(r).copied().unwrap_or(0)
