@@ -6,6 +6,7 @@
 //! `hark report RUN_DIR` renders a finished run again. The work is done by
 //! the library crates (`hark-server`, `hark-outputs`); this binary parses
 //! the command line, launches, and maps results to exit statuses.
+//! `docs/outputs.md` walks through `hark run` step by step.
 
 mod cli;
 mod launch;

@@ -69,8 +69,7 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&*self.source)
-    }
-}
+// The message already includes the cause (a reader needs both in one
+// line), so no `source()`: error reporters that walk the chain would print
+// the cause twice.
+impl std::error::Error for Error {}

@@ -11,7 +11,7 @@
 //! | `html`    | `report.html`     | [`html`] (self-contained, works offline) |
 //!
 //! The list lives in one place, [`OUTPUTS`]; [`write_all`] writes them all (or
-//! those a filter keeps).
+//! those a filter keeps). `docs/outputs.md` describes what each file holds.
 //!
 //! ```
 //! use hark_model::{Run, Program};
