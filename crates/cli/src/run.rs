@@ -102,6 +102,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let (status, ended) = std::thread::scope(|s| {
         let line = StatusLine::start(s, mode, || progress(&server));
         let status = child.wait();
+        // Reaped: its pid may be reused, so no more forwarding to it.
+        CHILD.store(0, Ordering::Relaxed);
         let ended = Instant::now();
         line.stop();
         (status, ended)
