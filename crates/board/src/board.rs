@@ -600,7 +600,9 @@ impl Shared {
             let mut keys = lock(&shards[shard_of(key)]);
             let next = keys.get_mut(&key).and_then(|w| w.pop_front());
             match next {
-                Some(next) => self.queues.push(next),
+                // To the shared queue, not this worker's own: keys rotate
+                // fairly over the workers instead of sticking to one.
+                Some(next) => self.queues.push_shared(next),
                 None => {
                     keys.remove(&key);
                 }
