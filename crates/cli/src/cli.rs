@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 const EXAMPLES: &str = "\
 Examples:
-  hark run -- mpirun -np 4 ./app input.dat       measure an MPI program
-  hark run -- mpirun -np 2 ./ocean : -np 2 ./atmos   two programs, one report
-  hark run -- ./serial_tool data.csv             a program without MPI
-  hark report hark-app-20260101-120000           render a finished run again
+  hark run -- mpirun -np 4 ./app input.dat            measure an MPI program
+  hark run -- mpirun -np 2 ./ocean : -np 2 ./atmos    two programs, one report
+  hark run -- ./serial_tool data.csv                  a program without MPI
+  hark report hark-app-20260101-120000                render a finished run again
 
 Each run leaves a directory hark-<program>-<timestamp>/ with summary.txt,
 report.html (open it in a browser; it works offline), profile.json and
