@@ -10,8 +10,15 @@ use mpi_support::*;
 
 fn check(mpi: Mpi) {
     let exe = build(mpi, "writes_one_file.c", &[]);
-    let job = run_with(mpi, 2, &exe, &[], true, &[("HARK_IO", "1")]);
+    // The ranks write their files in a directory of their own.
+    let dir = std::env::temp_dir().join(format!(
+        "hark-library-threads-{mpi:?}-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = run_in_dir(mpi, 2, &exe, &[], true, &[("HARK_IO", "1")], Some(&dir));
     assert!(job.success, "the job failed: {}{}", job.stdout, job.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
     for rank in 0..2 {
         let s = job.rank(rank);
         let path_of = |id: u32| {
