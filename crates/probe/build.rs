@@ -187,7 +187,7 @@ fn c_wrapper(s: &mut String, i: usize, f: &Function) {
 #[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
 pub unsafe extern "C" fn {name}({params}) -> c_int {{
     type F = unsafe extern "C" fn({types}) -> c_int;
-    static REAL: Real = Real::any(c"P{name}");
+    static REAL: Sym = Sym::new(c"P{name}");
     let p = REAL.get();
     if p.is_null() {{
         return missing({i});

@@ -228,8 +228,8 @@ fn sym(name: &str) -> usize {
     let Ok(c) = CStr::from_bytes_with_nul(name.as_bytes()) else {
         return 0;
     };
-    // SAFETY: `c` is NUL-terminated; dlsym has no other precondition.
-    unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) as usize }
+    // Anywhere: the library may have come in through an `RTLD_LOCAL` dlopen.
+    super::resolve::find(c) as usize
 }
 
 /// The ABI of the MPI library in this process, detected on first use: Open MPI

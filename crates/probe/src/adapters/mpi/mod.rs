@@ -16,12 +16,14 @@ mod fortran;
 mod mpi_call;
 mod plan;
 mod registry;
+mod resolve;
 
 use crate::real::Real;
 use abi::Abi;
 use hark_wire::{op, EndReason, Event, Flavour, RankInfo, EXTRA_NONE, PEER_NONE, PEER_NULL};
 use plan::{Kind, Plan, Pos, Shape, NO, NONE};
 use registry::{Comm, CommRef, Req, ReqKind};
+use resolve::Sym;
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

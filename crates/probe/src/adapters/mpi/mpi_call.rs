@@ -5,12 +5,12 @@
 //! could abort the program.
 
 use super::abi::Abi;
-use crate::real::Real;
+use super::resolve::Sym;
 use std::ffi::{c_int, c_void};
 
 macro_rules! pmpi {
     ($name:literal, ($($a:ident),*)) => {{
-        static REAL: Real = Real::any($name);
+        static REAL: Sym = Sym::new($name);
         let p = REAL.get();
         if p.is_null() {
             None
@@ -203,7 +203,7 @@ pub(crate) mod f2c {
                 if $int_handles && super::super::abi::get().is_some_and(|a| a.handle_size == 4) {
                     return f as u32 as usize;
                 }
-                static REAL: Real = Real::any($name);
+                static REAL: Sym = Sym::new($name);
                 let p = REAL.get();
                 if p.is_null() {
                     return 0;
