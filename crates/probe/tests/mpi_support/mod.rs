@@ -174,7 +174,7 @@ pub fn run_in_dir(
         cmd.current_dir(dir);
     }
     cmd.arg("-np").arg(np.to_string()).arg(exe).args(args);
-    let out = cmd.output().expect("run mpirun");
+    let out = output_within(cmd, Duration::from_secs(120));
     // A failed job may still have streams (a killed rank); one that never
     // started has none, so it is not waited for long.
     let streams = if probe && out.status.success() {
@@ -203,6 +203,48 @@ pub fn run_in_dir(
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         success: out.status.success(),
+    }
+}
+
+/// Runs `cmd` to completion, or kills it (and fails the test) after `limit`:
+/// a job that hangs must not hang the test suite.
+fn output_within(mut cmd: Command, limit: Duration) -> std::process::Output {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run mpirun");
+    // Drain the pipes on threads so a chatty job cannot block on them.
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = so.read_to_end(&mut b);
+        b
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = se.read_to_end(&mut b);
+        b
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for mpirun") {
+            break st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the job did not finish within {limit:?}; killed it");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::process::Output {
+        status,
+        stdout: t_out.join().unwrap_or_default(),
+        stderr: t_err.join().unwrap_or_default(),
     }
 }
 

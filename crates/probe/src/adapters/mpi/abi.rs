@@ -228,8 +228,8 @@ fn sym(name: &str) -> usize {
     let Ok(c) = CStr::from_bytes_with_nul(name.as_bytes()) else {
         return 0;
     };
-    // Anywhere: the library may have come in through an `RTLD_LOCAL` dlopen.
-    super::resolve::find(c) as usize
+    // Data objects: see `find_data` for why the global scope comes first.
+    super::resolve::find_data(c) as usize
 }
 
 /// The ABI of the MPI library in this process, detected on first use: Open MPI

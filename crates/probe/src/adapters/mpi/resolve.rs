@@ -62,6 +62,20 @@ pub(crate) fn find(name: &CStr) -> *mut c_void {
     in_loaded_objects(name)
 }
 
+/// A data object of the MPI library (`ompi_mpi_comm_world`, a Fortran
+/// sentinel): the global scope first, because a program that refers to it
+/// has a copy relocation, and the copy in the executable is the live one
+/// (`RTLD_NEXT` would find the library's unused original); then any loaded
+/// object, for a library opened with `RTLD_LOCAL`.
+pub(crate) fn find_data(name: &CStr) -> *mut c_void {
+    // SAFETY: `name` is NUL-terminated; dlsym has no other precondition.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    if !p.is_null() {
+        return p;
+    }
+    in_loaded_objects(name)
+}
+
 /// Asks every loaded object, by handle, for `name`.
 #[cold]
 fn in_loaded_objects(name: &CStr) -> *mut c_void {
