@@ -34,6 +34,11 @@ fn mpich_mpif_h() {
 }
 
 #[test]
+fn mpich_use_mpi() {
+    check(Mpi::Mpich, 2);
+}
+
+#[test]
 fn mpich_use_mpi_f08() {
     check(Mpi::Mpich, 3);
 }
