@@ -1,7 +1,7 @@
 //! Listening, accepting, and the per-connection reader loop.
 
 use std::io::{BufReader, Read};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
@@ -77,9 +77,9 @@ impl Listener {
             live: Mutex::new(Vec::new()),
         });
         let addr = self.addr.clone();
-        let path = match &self.socket {
-            Socket::Unix(_, p) => Some(p.clone()),
-            Socket::Tcp(_) => None,
+        let (path, listen_fd) = match &self.socket {
+            Socket::Unix(l, p) => (Some(p.clone()), l.as_raw_fd()),
+            Socket::Tcp(l) => (None, l.as_raw_fd()),
         };
         let sh = shared.clone();
         let accept = std::thread::Builder::new()
@@ -89,6 +89,7 @@ impl Listener {
         Server {
             addr,
             path,
+            listen_fd,
             shared,
             accept: Some(accept),
         }
@@ -112,6 +113,9 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
                     (Box::new(s), fd)
                 }
                 Err(e) => {
+                    if shared.stopping.load(Ordering::Acquire) {
+                        return;
+                    }
                     accept_failed(&e);
                     continue;
                 }
@@ -123,6 +127,9 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
                     (Box::new(s), fd)
                 }
                 Err(e) => {
+                    if shared.stopping.load(Ordering::Acquire) {
+                        return;
+                    }
                     accept_failed(&e);
                     continue;
                 }
@@ -239,6 +246,9 @@ fn realtime_ns() -> u64 {
 pub struct Server {
     addr: String,
     path: Option<PathBuf>,
+    // The accept thread's listening socket, which it owns and closes; kept
+    // here only to wake that thread by shutting the socket down.
+    listen_fd: i32,
     shared: Arc<Shared>,
     accept: Option<JoinHandle<()>>,
 }
@@ -279,13 +289,12 @@ impl Server {
             return;
         };
         self.shared.stopping.store(true, Ordering::Release);
-        // Wake the accept thread with a connection of our own.
-        match &self.path {
-            Some(p) => drop(UnixStream::connect(p)),
-            None => drop(TcpStream::connect(
-                self.addr.trim_start_matches("tcp:").to_string(),
-            )),
-        }
+        // Wake the accept thread: shutting a listening socket down makes a
+        // blocked accept() fail at once on Linux. A connection of our own
+        // would need the socket file, which someone may have removed.
+        // SAFETY: the descriptor stays open until the accept thread, which
+        // owns it, returns; it is joined just below.
+        unsafe { libc::shutdown(self.listen_fd, libc::SHUT_RDWR) };
         let _ = accept.join();
         if let Some(p) = &self.path {
             let _ = std::fs::remove_file(p);
