@@ -196,18 +196,18 @@ pub unsafe extern "C" fn {name}({params}) -> c_int {{
     // one integer register or stack slot (see abi.rs), so forwarding the
     // words forwards the call.
     let real = unsafe {{ std::mem::transmute::<*mut c_void, F>(p) }};
-    let Some(_g) = crate::core::{enter}() else {{
+    let Some(g) = crate::core::{enter}() else {{
         // SAFETY: as above.
         return unsafe {{ real({args}) }};
     }};
     let mut w = [{args}];
     let mut s = Scratch::new();
-    before({i}, &mut w, &mut s);
+    before({i}, &g, &mut w, &mut s);
     let t0 = crate::core::now();
     // SAFETY: as above; `before` only swaps in pointers to live buffers of `s`.
     let rc = unsafe {{ real({from_w}) }};
     let t1 = crate::core::now();
-    after({i}, &w, rc, t0, t1, &mut s);
+    after({i}, &g, &w, rc, t0, t1, &mut s);
     rc
 }}
 "#,
@@ -259,18 +259,18 @@ pub unsafe extern "C" fn {sym}({params}) {{
         // SAFETY: as above.
         return unsafe {{ real({args}) }};
     }}
-    let Some(_g) = crate::core::{enter}() else {{
+    let Some(g) = crate::core::{enter}() else {{
         // SAFETY: as above.
         return unsafe {{ real({args}) }};
     }};
     let mut w = w;
     let mut s = fortran::Scratch::new();
-    fortran::before({i}, &mut w, &mut s);
+    fortran::before({i}, &g, &mut w, &mut s);
     let t0 = crate::core::now();
     // SAFETY: as above; `before` only swaps in pointers to live buffers of `s`.
     unsafe {{ real({from_w}) }};
     let t1 = crate::core::now();
-    fortran::after({i}, &w, t0, t1, &mut s);
+    fortran::after({i}, &g, &w, t0, t1, &mut s);
 }}
 "#,
         name = f.name

@@ -10,6 +10,10 @@
 //! `cargo bench -p hark-probe --bench mpi_overhead` prints a Markdown table:
 //! medians over all repetitions of ns per call (per round trip for the
 //! ping-pong) and the difference. Numbers go in BENCHMARKS.md.
+//!
+//! It then prints the floor of any timed wrapper on this machine: the cost
+//! of two back-to-back `rdtsc` (the start and end reads every recorded call
+//! needs), measured in this process during the same run.
 
 use hark_transport::{Closed, ConnId, Listener, Sink};
 use hark_wire::{Frame, Hello};
@@ -137,4 +141,33 @@ fn main() {
     }
     server.shutdown();
     let _ = std::fs::remove_dir_all(&dir);
+    println!();
+    println!(
+        "Floor: two back-to-back rdtsc (start and end of a call) = {:.1} ns (median of 21 × 10^7)",
+        two_rdtsc_ns()
+    );
+}
+
+/// Nanoseconds per pair of `rdtsc` reads, the probe clock's own cost.
+#[cfg(target_arch = "x86_64")]
+fn two_rdtsc_ns() -> f64 {
+    let n = 10_000_000u32;
+    let mut per = Vec::new();
+    for _ in 0..21 {
+        let mut acc = 0u64;
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            // SAFETY: rdtsc has no preconditions on x86_64.
+            let (a, b) = unsafe { (core::arch::x86_64::_rdtsc(), core::arch::x86_64::_rdtsc()) };
+            acc = acc.wrapping_add(b.wrapping_sub(a));
+        }
+        std::hint::black_box(acc);
+        per.push(t.elapsed().as_nanos() as f64 / n as f64);
+    }
+    median(per)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn two_rdtsc_ns() -> f64 {
+    f64::NAN
 }

@@ -62,7 +62,9 @@ pub(crate) struct Own {
 /// Bytes of a scratch buffer.
 const SCRATCH_SIZE: usize = 16 << 10;
 
-struct Local {
+/// A thread's probe state. Wrappers look it up once per call (see
+/// [`enter`]); the guard they hold keeps its address for the rest of the call.
+pub(crate) struct Local {
     slot: Cell<*const Slot>,
     inside: Cell<bool>,
 }
@@ -91,6 +93,26 @@ pub(crate) fn swap_inside(v: bool) -> bool {
     LOCAL.with(|l| l.inside.replace(v))
 }
 
+/// Enters the probe on this thread: this thread's `Local`, or `None` if the
+/// thread is already inside (the flag is then left set, as it was). One
+/// thread-local access; the caller leaves with [`leave`].
+#[inline(always)]
+pub(crate) fn enter() -> Option<*const Local> {
+    LOCAL.with(|l| {
+        if l.inside.replace(true) {
+            None
+        } else {
+            Some(l as *const Local)
+        }
+    })
+}
+
+/// Leaves the probe entered with [`enter`], through the `Local` it returned.
+#[inline(always)]
+pub(crate) fn leave(l: &Local) {
+    l.inside.set(false);
+}
+
 /// Whether this thread is inside the probe now.
 #[inline(always)]
 pub(crate) fn is_inside() -> bool {
@@ -115,17 +137,34 @@ impl Drop for Internal {
 
 /// Appends `ev` to this thread's buffer.
 #[inline(always)]
-pub(crate) fn record(mut ev: Event) {
-    let slot = LOCAL.with(|l| l.slot.get());
+pub(crate) fn record(ev: Event) {
+    LOCAL.with(|l| record_in(l, ev))
+}
+
+/// Appends `ev` to the buffer of the thread whose `Local` `l` is (the
+/// calling thread's: `Local`s are thread-locals, and a guard cannot leave
+/// its thread).
+///
+/// The event is stored as built and its `thread` field set in the buffer
+/// afterwards: patching the caller's copy first would make the 48-byte copy
+/// read back a just-written 2-byte field (a store-forwarding stall).
+#[inline(always)]
+pub(crate) fn record_in(l: &Local, ev: Event) {
+    let slot = l.slot.get();
     if !slot.is_null() {
         // SAFETY: slots are leaked, so a non-null slot pointer stays valid.
         let s = unsafe { &*slot };
         let n = s.len.load(Ordering::Relaxed);
         if n < s.cap.load(Ordering::Relaxed) {
-            ev.thread = U16::new(s.thread);
             // SAFETY: `len < cap` means `base` points at a live buffer with
             // room for `cap` events, owned by this thread.
-            unsafe { s.base.load(Ordering::Relaxed).add(n).write(ev) };
+            let at = unsafe { s.base.load(Ordering::Relaxed).add(n) };
+            // SAFETY: as above; `Event` has alignment 1, so its `thread`
+            // field is a valid place to write.
+            unsafe {
+                at.write(ev);
+                std::ptr::addr_of_mut!((*at).thread).write(U16::new(s.thread));
+            }
             s.len.store(n + 1, Ordering::Release);
             return;
         }

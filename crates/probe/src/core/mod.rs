@@ -33,14 +33,33 @@ use std::sync::Mutex;
 use hark_wire::{op, Def, EndReason, Event, NameKind, RankInfo};
 
 /// A token proving this thread is inside the probe; dropping it leaves.
+///
+/// It holds the address of the thread's probe state, looked up once by
+/// [`enter`], so that [`Guard::record`] and leaving need no further
+/// thread-local access (in a preloaded library each one is a call to
+/// `__tls_get_addr`). It cannot leave its thread (it is neither `Send` nor
+/// `Sync`).
 pub struct Guard {
-    _private: (),
+    local: *const local::Local,
+}
+
+impl Guard {
+    /// Appends one event to this thread's buffer (sets its `thread` field),
+    /// like [`record`] but without looking the thread up again.
+    #[inline(always)]
+    pub fn record(&self, ev: Event) {
+        // SAFETY: `local` is this thread's `Local` (a guard stays on its
+        // thread), a `const` thread-local without destructor: valid for as
+        // long as the thread runs, so for as long as the guard lives.
+        local::record_in(unsafe { &*self.local }, ev)
+    }
 }
 
 impl Drop for Guard {
     #[inline(always)]
     fn drop(&mut self) {
-        local::swap_inside(false);
+        // SAFETY: as in `record`.
+        local::leave(unsafe { &*self.local });
     }
 }
 
@@ -68,11 +87,8 @@ pub fn enter_always() -> Option<Guard> {
 
 #[inline(always)]
 fn enter_inner() -> Option<Guard> {
-    if local::swap_inside(true) {
-        // Already inside: leave the flag set, as it was.
-        return None;
-    }
-    Some(Guard { _private: () })
+    // Already inside: `local::enter` leaves the flag set, as it was.
+    local::enter().map(|local| Guard { local })
 }
 
 /// Whether this thread is inside the probe now: within a wrapped call

@@ -20,6 +20,7 @@ use super::abi::{self, Abi};
 use super::mpi_call::f2c;
 use super::plan::{Kind, Plan, Pos, NO};
 use super::{at, deref_int, guarded, PLANS};
+use crate::core::Guard;
 use std::sync::OnceLock;
 
 /// Fortran sentinels: addresses of the objects `MPI_IN_PLACE`,
@@ -97,13 +98,13 @@ fn fint(p: usize) -> i32 {
 
 /// Before the real Fortran call: swap in our status buffers, convert the
 /// handles the call overwrites.
-pub(crate) fn before(i: usize, w: &mut [usize], s: &mut Scratch) {
+pub(crate) fn before(i: usize, g: &Guard, w: &mut [usize], s: &mut Scratch) {
     let plan = &PLANS[i];
     let Some(abi) = abi::get() else { return };
-    guarded(|| before_f(abi, plan, w, s));
+    guarded(|| before_f(abi, plan, g, w, s));
 }
 
-fn before_f(abi: &Abi, plan: &Plan, w: &mut [usize], s: &mut Scratch) {
+fn before_f(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut Scratch) {
     if matches!(plan.kind, Kind::Init | Kind::Pcontrol) {
         return;
     }
@@ -141,14 +142,14 @@ fn before_f(abi: &Abi, plan: &Plan, w: &mut [usize], s: &mut Scratch) {
     }
     if plan.kind == Kind::Abort {
         let t = crate::core::now();
-        super::emit(hark_wire::Event::new(plan.op, t, t));
+        super::emit(g, hark_wire::Event::new(plan.op, t, t));
         crate::core::finish(hark_wire::EndReason::Abort);
     }
 }
 
 /// After the real Fortran call: convert the arguments to their C form and
 /// record as for C.
-pub(crate) fn after(i: usize, w: &[usize], t0: u64, t1: u64, s: &mut Scratch) {
+pub(crate) fn after(i: usize, g: &Guard, w: &[usize], t0: u64, t1: u64, s: &mut Scratch) {
     let plan = &PLANS[i];
     let Some(abi) = abi::get() else { return };
     let mut c = [0usize; 16];
@@ -156,7 +157,7 @@ pub(crate) fn after(i: usize, w: &[usize], t0: u64, t1: u64, s: &mut Scratch) {
     guarded(|| {
         let rc = to_c(abi, plan, w, &mut c, &mut outs);
         let arity = plan.arity as usize;
-        super::after(i, &c[..arity], rc, t0, t1, &mut s.c);
+        super::after(i, g, &c[..arity], rc, t0, t1, &mut s.c);
     });
 }
 

@@ -18,6 +18,7 @@ mod plan;
 mod registry;
 mod resolve;
 
+use crate::core::Guard;
 use crate::real::Real;
 use abi::Abi;
 use hark_wire::{op, EndReason, Event, Flavour, RankInfo, EXTRA_NONE, PEER_NONE, PEER_NULL};
@@ -89,10 +90,11 @@ fn guarded(f: impl FnOnce()) {
     }
 }
 
+/// Records `ev` through the wrapper's guard, unless paused.
 #[inline(always)]
-fn emit(ev: Event) {
+fn emit(g: &Guard, ev: Event) {
     if !PAUSED.load(Ordering::Relaxed) {
-        crate::core::record(ev);
+        g.record(ev);
     }
 }
 
@@ -147,7 +149,7 @@ fn bytes(abi: &Abi, count: i32, datatype: usize) -> u64 {
 /// Reads what the call will overwrite and swaps in buffers for ignored
 /// statuses. Runs before the real call, inside the probe.
 #[inline(always)]
-pub(crate) fn before(i: usize, w: &mut [usize], s: &mut Scratch) {
+pub(crate) fn before(i: usize, g: &Guard, w: &mut [usize], s: &mut Scratch) {
     let plan = &PLANS[i];
     if !needs_before(plan) {
         return;
@@ -155,7 +157,7 @@ pub(crate) fn before(i: usize, w: &mut [usize], s: &mut Scratch) {
     let Some(abi) = abi::get() else { return };
     // SAFETY: the words are the program's arguments to this very function,
     // valid as the MPI standard requires them to be.
-    guarded(|| unsafe { before_c(abi, plan, w, s) });
+    guarded(|| unsafe { before_c(abi, plan, g, w, s) });
 }
 
 #[inline(always)]
@@ -172,7 +174,7 @@ fn needs_before(plan: &Plan) -> bool {
         || plan.kind == Kind::Abort
 }
 
-unsafe fn before_c(abi: &Abi, plan: &Plan, w: &mut [usize], s: &mut Scratch) {
+unsafe fn before_c(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut Scratch) {
     let p = &plan.pos;
     if let Some(st) = at(w, p.status) {
         if st == abi.status_ignore {
@@ -217,23 +219,41 @@ unsafe fn before_c(abi: &Abi, plan: &Plan, w: &mut [usize], s: &mut Scratch) {
     }
     if plan.kind == Kind::Abort {
         let t = crate::core::now();
-        emit(Event::new(plan.op, t, t));
+        emit(g, Event::new(plan.op, t, t));
         crate::core::finish(EndReason::Abort);
     }
 }
 
 /// Records the call: runs after the real call returned `rc`.
 #[inline(always)]
-pub(crate) fn after(i: usize, w: &[usize], rc: c_int, t0: u64, t1: u64, s: &mut Scratch) {
+pub(crate) fn after(
+    i: usize,
+    g: &Guard,
+    w: &[usize],
+    rc: c_int,
+    t0: u64,
+    t1: u64,
+    s: &mut Scratch,
+) {
     let plan = &PLANS[i];
     let Some(abi) = abi::get() else { return };
     // SAFETY: the words are the program's arguments to this very function,
     // which MPI has just accepted (rc) or rejected; outputs are only read on
     // success.
-    guarded(|| unsafe { record(abi, plan, w, rc, t0, t1, s) });
+    guarded(|| unsafe { record(abi, plan, g, w, rc, t0, t1, s) });
 }
 
-unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u64, s: &Scratch) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn record(
+    abi: &Abi,
+    plan: &Plan,
+    g: &Guard,
+    w: &[usize],
+    rc: c_int,
+    t0: u64,
+    t1: u64,
+    s: &Scratch,
+) {
     let p = &plan.pos;
     let mut ev = Event::new(plan.op, t0, t1);
     let ok = rc == 0;
@@ -242,23 +262,23 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             if ok {
                 init(abi);
             }
-            emit(ev);
+            emit(g, ev);
         }
         Kind::Finalize => {
-            emit(ev);
+            emit(g, ev);
             crate::core::finish(EndReason::Finalize);
         }
         Kind::Abort => {}
         Kind::Pcontrol => {
             let level = at(w, p.level).map_or(1, int);
             if level == 0 {
-                emit(ev);
+                emit(g, ev);
                 PAUSED.store(true, Ordering::Relaxed);
                 crate::core::set_recording(false);
             } else {
                 crate::core::set_recording(true);
                 PAUSED.store(false, Ordering::Relaxed);
-                emit(ev);
+                emit(g, ev);
             }
         }
         Kind::Send | Kind::PostSend { .. } | Kind::Sendrecv => {
@@ -281,7 +301,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                         .set(post(abi, w, p, ReqKind::Send, &arc(&comm), &ev, persistent));
                 }
             }
-            emit(ev);
+            emit(g, ev);
             if plan.kind == Kind::Sendrecv && ok {
                 if let (Some(c), Some(st)) = (&comm, at(w, p.status)) {
                     let mut d = Event::new(op::COMPLETE_RECV, t0, t1);
@@ -292,7 +312,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                     d.tag.set(tag);
                     d.bytes.set(n);
                     d.extra.set(0);
-                    emit(d);
+                    emit(g, d);
                 }
             }
         }
@@ -320,7 +340,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                     ev.bytes.set(n);
                 }
             }
-            emit(ev);
+            emit(g, ev);
         }
         Kind::PostRecv { persistent } => {
             let comm = if p.comm != NO {
@@ -343,18 +363,18 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                 ev.extra
                     .set(post(abi, w, p, ReqKind::Recv, &arc(&comm), &ev, persistent));
             }
-            emit(ev);
+            emit(g, ev);
         }
         Kind::Start => {
             let n = if p.requests != NO { s.reqs.len() } else { 1 };
             ev.bytes.set(n as u64);
-            emit(ev);
+            emit(g, ev);
         }
         // SAFETY: as for `record`.
-        Kind::Probe => unsafe { probe(abi, plan, w, ok, t0, t1) },
+        Kind::Probe => unsafe { probe(abi, plan, g, w, ok, t0, t1) },
         Kind::Complete => {
             // SAFETY: outputs MPI wrote.
-            unsafe { complete(abi, plan, w, ok, ev, s) };
+            unsafe { complete(abi, plan, g, w, ok, ev, s) };
         }
         Kind::RequestFree => {
             if let Some(r) = registry::request(s.req) {
@@ -363,7 +383,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             if ok {
                 registry::free_request(s.req);
             }
-            emit(ev);
+            emit(g, ev);
         }
         Kind::Cancel => {
             if let Some(r) = registry::request(s.req) {
@@ -372,7 +392,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             if ok {
                 registry::cancel_request(s.req);
             }
-            emit(ev);
+            emit(g, ev);
         }
         Kind::Coll(shape) => {
             let comm = comm_of(abi, w, p, ok);
@@ -392,7 +412,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             if ok && p.request_out != NO {
                 let _ = post(abi, w, p, ReqKind::Other, &arc(&comm), &ev, false);
             }
-            emit(ev);
+            emit(g, ev);
         }
         Kind::CommCreate => {
             let parent = if p.comm != NO {
@@ -425,7 +445,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                     }
                 }
             }
-            emit(ev);
+            emit(g, ev);
         }
         Kind::CommFree => {
             if ok {
@@ -433,7 +453,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                     ev.obj.set(c.id);
                 }
             }
-            emit(ev);
+            emit(g, ev);
         }
         Kind::WinCreate => {
             let comm = comm_of(abi, w, p, ok);
@@ -447,7 +467,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                     }
                 }
             }
-            emit(ev);
+            emit(g, ev);
         }
         Kind::WinFree => {
             if ok {
@@ -455,7 +475,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                     ev.obj.set(id);
                 }
             }
-            emit(ev);
+            emit(g, ev);
         }
         Kind::WinOther | Kind::Rma | Kind::RmaSync => {
             let win = at(w, p.win).and_then(|h| registry::window(abi.handle_arg(h)));
@@ -476,7 +496,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                         .set(post(abi, w, p, ReqKind::Other, &comm, &posted, false));
                 }
             }
-            emit(ev);
+            emit(g, ev);
         }
         Kind::FileOpen => {
             if ok {
@@ -493,13 +513,13 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                     ev.obj.set(registry::add_file(h, path));
                 }
             }
-            emit(ev);
+            emit(g, ev);
         }
         Kind::FileClose => {
             if ok {
                 ev.obj.set(registry::close_file(s.handle));
             }
-            emit(ev);
+            emit(g, ev);
         }
         Kind::FileOther => {
             if let Some(f) = at(w, p.file) {
@@ -508,7 +528,7 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
             if let Some(off) = at(w, p.offset) {
                 ev.extra.set(off as u64);
             }
-            emit(ev);
+            emit(g, ev);
         }
         Kind::FileIo { write } => {
             if let Some(f) = at(w, p.file) {
@@ -538,20 +558,20 @@ unsafe fn record(abi: &Abi, plan: &Plan, w: &[usize], rc: c_int, t0: u64, t1: u6
                         .set(post(abi, w, p, ReqKind::Other, &None, &ev, false));
                 }
             }
-            emit(ev);
+            emit(g, ev);
         }
-        Kind::Timed => emit(ev),
+        Kind::Timed => emit(g, ev),
     }
 }
 
 /// `Probe`/`Iprobe`/`Mprobe`/`Improbe`: a hot path of polling programs, so
 /// its own small function building the event in one piece.
 #[inline(never)]
-unsafe fn probe(abi: &Abi, plan: &Plan, w: &[usize], ok: bool, t0: u64, t1: u64) {
+unsafe fn probe(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64, t1: u64) {
     let p = &plan.pos;
     let found = ok && flag_set(w, p);
     let Some(c) = comm_of(abi, w, p, ok) else {
-        emit(Event::new(plan.op, t0, t1));
+        emit(g, Event::new(plan.op, t0, t1));
         return;
     };
     let (mut peer, mut tag, mut bytes) = (
@@ -573,7 +593,10 @@ unsafe fn probe(abi: &Abi, plan: &Plan, w: &[usize], ok: bool, t0: u64, t1: u64)
             }
         }
     }
-    emit(event(plan.op, t0, t1, c.id, peer, tag, bytes, found as u64));
+    emit(
+        g,
+        event(plan.op, t0, t1, c.id, peer, tag, bytes, found as u64),
+    );
 }
 
 /// An event with every field given, built in one piece.
@@ -678,7 +701,15 @@ fn init(abi: &Abi) {
 
 /// `Wait*`/`Test*`: the call's event (`bytes` = requests completed), then a
 /// detail per completed request the probe knows.
-unsafe fn complete(abi: &Abi, plan: &Plan, w: &[usize], ok: bool, mut ev: Event, s: &Scratch) {
+unsafe fn complete(
+    abi: &Abi,
+    plan: &Plan,
+    g: &Guard,
+    w: &[usize],
+    ok: bool,
+    mut ev: Event,
+    s: &Scratch,
+) {
     let p = &plan.pos;
     let flag = ok && flag_set(w, p);
     let st_size = abi.status_size;
@@ -725,9 +756,9 @@ unsafe fn complete(abi: &Abi, plan: &Plan, w: &[usize], ok: bool, mut ev: Event,
         })
         .collect();
     ev.bytes.set(details.len() as u64);
-    emit(ev);
+    emit(g, ev);
     for d in details {
-        emit(d);
+        emit(g, d);
     }
 }
 
