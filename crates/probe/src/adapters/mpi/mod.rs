@@ -155,6 +155,15 @@ pub(crate) fn before(i: usize, g: &Guard, w: &mut [usize], s: &mut Scratch) {
         return;
     }
     let Some(abi) = abi::get() else { return };
+    if only_status_or_request(plan) {
+        // The common case of polling and point-to-point calls, kept inline
+        // (the plan is a constant here) and out of the panic guard, whose
+        // closure is an out-of-line call: nothing in it can panic.
+        // SAFETY: the words are the program's arguments to this very
+        // function, valid as the MPI standard requires them to be.
+        unsafe { status_and_request(abi, plan, w, s) };
+        return;
+    }
     // SAFETY: the words are the program's arguments to this very function,
     // valid as the MPI standard requires them to be.
     guarded(|| unsafe { before_c(abi, plan, g, w, s) });
@@ -174,24 +183,51 @@ fn needs_before(plan: &Plan) -> bool {
         || plan.kind == Kind::Abort
 }
 
-unsafe fn before_c(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut Scratch) {
+/// Whether all `before` has to do is [`status_and_request`].
+#[inline(always)]
+fn only_status_or_request(plan: &Plan) -> bool {
     let p = &plan.pos;
-    if let Some(st) = at(w, p.status) {
-        if st == abi.status_ignore {
-            w[p.status as usize] = s.status.as_mut_ptr() as usize;
-        }
-    }
-    if let Some(st) = at(w, p.statuses) {
-        if st == abi.statuses_ignore {
-            let n = at(w, p.request_count).map_or(0, int).max(0) as usize;
-            s.statuses = vec![0; n * abi.status_size];
-            w[p.statuses as usize] = s.statuses.as_mut_ptr() as usize;
+    p.statuses == NO
+        && p.requests == NO
+        && p.comm_freed == NO
+        && p.win_freed == NO
+        && p.file_closed == NO
+        && p.message == NO
+        && plan.kind != Kind::Abort
+}
+
+/// Swaps our status in for `MPI_STATUS_IGNORE` and reads the request
+/// handle the call may overwrite. Cannot panic (no indexing, no allocation).
+///
+/// # Safety
+/// `w` are the program's arguments to the function of `plan`.
+#[inline(always)]
+unsafe fn status_and_request(abi: &Abi, plan: &Plan, w: &mut [usize], s: &mut Scratch) {
+    let p = &plan.pos;
+    if p.status != NO {
+        if let Some(st) = w.get_mut(p.status as usize) {
+            if *st == abi.status_ignore {
+                *st = s.status.as_mut_ptr() as usize;
+            }
         }
     }
     if let Some(r) = at(w, p.request) {
         if r != 0 {
             // SAFETY: an `MPI_Request *` argument.
             s.req = unsafe { abi.read_handle(r) };
+        }
+    }
+}
+
+unsafe fn before_c(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut Scratch) {
+    let p = &plan.pos;
+    // SAFETY: per the caller.
+    unsafe { status_and_request(abi, plan, w, s) };
+    if let Some(st) = at(w, p.statuses) {
+        if st == abi.statuses_ignore {
+            let n = at(w, p.request_count).map_or(0, int).max(0) as usize;
+            s.statuses = vec![0; n * abi.status_size];
+            w[p.statuses as usize] = s.statuses.as_mut_ptr() as usize;
         }
     }
     if let Some(r) = at(w, p.requests) {
@@ -712,38 +748,42 @@ unsafe fn complete(
 ) {
     let p = &plan.pos;
     let flag = ok && flag_set(w, p);
+    if !flag {
+        // Nothing completed (a `Test*` polling): no details to collect.
+        ev.bytes.set(0);
+        emit(g, ev);
+        return;
+    }
     let st_size = abi.status_size;
     // (request handle, status address)
     let mut done: Vec<(usize, usize)> = Vec::new();
-    if flag {
-        if p.request != NO {
-            if s.req != abi.request_null {
-                done.push((s.req, at(w, p.status).unwrap_or(0)));
+    if p.request != NO {
+        if s.req != abi.request_null {
+            done.push((s.req, at(w, p.status).unwrap_or(0)));
+        }
+    } else if p.index != NO {
+        // SAFETY: an `int *` MPI wrote.
+        let idx = unsafe { deref_int(at(w, p.index).unwrap_or(0)) };
+        if let Some(&r) = usize::try_from(idx).ok().and_then(|i| s.reqs.get(i)) {
+            done.push((r, at(w, p.status).unwrap_or(0)));
+        }
+    } else if p.out_count != NO {
+        // SAFETY: an `int *` MPI wrote.
+        let n = unsafe { deref_int(at(w, p.out_count).unwrap_or(0)) };
+        let indices = at(w, p.indices).unwrap_or(0);
+        let sts = at(w, p.statuses).unwrap_or(0);
+        for k in 0..n.max(0) as usize {
+            // SAFETY: MPI wrote `n` indices.
+            let j = unsafe { deref_int(indices + 4 * k) };
+            if let Some(&r) = usize::try_from(j).ok().and_then(|i| s.reqs.get(i)) {
+                done.push((r, sts + k * st_size));
             }
-        } else if p.index != NO {
-            // SAFETY: an `int *` MPI wrote.
-            let idx = unsafe { deref_int(at(w, p.index).unwrap_or(0)) };
-            if let Some(&r) = usize::try_from(idx).ok().and_then(|i| s.reqs.get(i)) {
-                done.push((r, at(w, p.status).unwrap_or(0)));
-            }
-        } else if p.out_count != NO {
-            // SAFETY: an `int *` MPI wrote.
-            let n = unsafe { deref_int(at(w, p.out_count).unwrap_or(0)) };
-            let indices = at(w, p.indices).unwrap_or(0);
-            let sts = at(w, p.statuses).unwrap_or(0);
-            for k in 0..n.max(0) as usize {
-                // SAFETY: MPI wrote `n` indices.
-                let j = unsafe { deref_int(indices + 4 * k) };
-                if let Some(&r) = usize::try_from(j).ok().and_then(|i| s.reqs.get(i)) {
-                    done.push((r, sts + k * st_size));
-                }
-            }
-        } else {
-            let sts = at(w, p.statuses).unwrap_or(0);
-            for (j, &r) in s.reqs.iter().enumerate() {
-                if r != abi.request_null {
-                    done.push((r, sts + j * st_size));
-                }
+        }
+    } else {
+        let sts = at(w, p.statuses).unwrap_or(0);
+        for (j, &r) in s.reqs.iter().enumerate() {
+            if r != abi.request_null {
+                done.push((r, sts + j * st_size));
             }
         }
     }
