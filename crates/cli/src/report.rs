@@ -20,6 +20,14 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
             .map_or_else(|| PathBuf::from("."), PathBuf::from);
         (args.run_dir.clone(), dir)
     };
+    if !profile.exists() {
+        anyhow::bail!(
+            "{} is not a Hark run: expected a run directory holding {} (as `hark run` leaves), or the path of a {} file",
+            args.run_dir.display(),
+            hark_outputs::json::FILE_NAME,
+            hark_outputs::json::FILE_NAME
+        );
+    }
     let run = hark_outputs::json::read(&profile)?;
     let out = args.output.clone().unwrap_or(dir);
     hark_outputs::write_all(&run, &out, |name| {

@@ -89,6 +89,18 @@ fn a_directory_without_a_profile_is_a_clear_error() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(says), "{err}");
     }
+    // A path that is not there at all says what `hark report` expected.
+    let out = Command::new(hark())
+        .arg("report")
+        .arg(dir.join("no-such-run"))
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is not a Hark run: expected a run directory"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
