@@ -63,7 +63,7 @@ pub(crate) fn io<R: Copy>(
     call: impl FnOnce() -> R,
     fill: impl FnOnce(&mut Event, R, c_int),
 ) -> R {
-    let Some(_g) = core::enter() else {
+    let Some(g) = core::enter() else {
         return call();
     };
     if !core::io_enabled() {
@@ -86,7 +86,7 @@ pub(crate) fn io<R: Copy>(
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut ev = Event::new(op, t0, t1);
         fill(&mut ev, r, err);
-        core::record(ev);
+        g.record(ev);
     }));
     // SAFETY: as above.
     unsafe { *errno = if err == 0 { saved } else { err } };

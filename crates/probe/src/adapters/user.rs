@@ -48,7 +48,7 @@ fn name_id(kind: NameKind, name: &[u8]) -> u32 {
 
 /// Records one user event of kind `op` about `name`, with `value` in `bytes`.
 fn user(op: u16, kind: NameKind, name: &[u8], value: Option<i64>) {
-    let Some(_g) = core::enter() else {
+    let Some(g) = core::enter() else {
         return;
     };
     let _ = std::panic::catch_unwind(|| {
@@ -58,7 +58,7 @@ fn user(op: u16, kind: NameKind, name: &[u8], value: Option<i64>) {
         if let Some(v) = value {
             ev.bytes.set(v as u64);
         }
-        core::record(ev);
+        g.record(ev);
     });
 }
 

@@ -16,11 +16,23 @@ use hark_wire::ClockSource;
 const MONOTONIC: u8 = 0;
 const TSC: u8 = 1;
 
-static MODE: AtomicU8 = AtomicU8::new(MONOTONIC);
-static TSC0: AtomicU64 = AtomicU64::new(0);
-static NS0: AtomicU64 = AtomicU64::new(0);
-// Nanoseconds per tick, scaled by 2^32.
-static MULT: AtomicU64 = AtomicU64::new(0);
+/// The clock's constants, set once by [`init`] and only read after. One
+/// static rather than four: `now` finds them all through one address (in a
+/// shared library, each static's address is a load of its own).
+struct Calibration {
+    mode: AtomicU8,
+    tsc0: AtomicU64,
+    ns0: AtomicU64,
+    /// Nanoseconds per tick, scaled by 2^32.
+    mult: AtomicU64,
+}
+
+static CLOCK: Calibration = Calibration {
+    mode: AtomicU8::new(MONOTONIC),
+    tsc0: AtomicU64::new(0),
+    ns0: AtomicU64::new(0),
+    mult: AtomicU64::new(0),
+};
 
 /// How long the calibration spins.
 const CALIBRATION_NS: u64 = 3_000_000;
@@ -28,9 +40,10 @@ const CALIBRATION_NS: u64 = 3_000_000;
 /// Nanoseconds on the probe clock.
 #[inline(always)]
 pub(crate) fn now() -> u64 {
-    if MODE.load(Relaxed) == TSC {
-        let ticks = rdtsc().saturating_sub(TSC0.load(Relaxed));
-        NS0.load(Relaxed) + ((ticks as u128 * MULT.load(Relaxed) as u128) >> 32) as u64
+    let c = &CLOCK;
+    if c.mode.load(Relaxed) == TSC {
+        let ticks = rdtsc().saturating_sub(c.tsc0.load(Relaxed));
+        c.ns0.load(Relaxed) + ((ticks as u128 * c.mult.load(Relaxed) as u128) >> 32) as u64
     } else {
         clock_ns(libc::CLOCK_MONOTONIC)
     }
@@ -38,7 +51,7 @@ pub(crate) fn now() -> u64 {
 
 /// The clock `now` reads.
 pub(crate) fn source() -> ClockSource {
-    if MODE.load(Relaxed) == TSC {
+    if CLOCK.mode.load(Relaxed) == TSC {
         ClockSource::Tsc
     } else {
         ClockSource::Monotonic
@@ -74,7 +87,7 @@ fn rdtsc() -> u64 {
 /// (`tsc`, `monotonic`, or empty for the best available).
 pub(crate) fn init(wanted: &str) {
     if wanted == "monotonic" || !cfg!(target_arch = "x86_64") || !tsc_is_usable() {
-        MODE.store(MONOTONIC, Relaxed);
+        CLOCK.mode.store(MONOTONIC, Relaxed);
         return;
     }
     // Each reference reading brackets CLOCK_MONOTONIC between two TSC reads
@@ -98,14 +111,14 @@ pub(crate) fn init(wanted: &str) {
         (t1, n1) = pair();
     }
     if t1 <= t0 {
-        MODE.store(MONOTONIC, Relaxed);
+        CLOCK.mode.store(MONOTONIC, Relaxed);
         return;
     }
     let mult = (((n1 - n0) as u128) << 32) / (t1 - t0) as u128;
-    TSC0.store(t0, Relaxed);
-    NS0.store(n0, Relaxed);
-    MULT.store(mult as u64, Relaxed);
-    MODE.store(TSC, Relaxed);
+    CLOCK.tsc0.store(t0, Relaxed);
+    CLOCK.ns0.store(n0, Relaxed);
+    CLOCK.mult.store(mult as u64, Relaxed);
+    CLOCK.mode.store(TSC, Relaxed);
 }
 
 fn tsc_is_usable() -> bool {

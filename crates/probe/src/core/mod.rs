@@ -55,6 +55,12 @@ impl Guard {
     }
 }
 
+// A guard may be used inside `catch_unwind`: what it points to (a flag and a
+// slot pointer, each written in one store) cannot be left half-updated by a
+// panic, so nothing broken can be observed after one.
+impl std::panic::UnwindSafe for Guard {}
+impl std::panic::RefUnwindSafe for Guard {}
+
 impl Drop for Guard {
     #[inline(always)]
     fn drop(&mut self) {

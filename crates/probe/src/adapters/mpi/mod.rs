@@ -273,10 +273,22 @@ pub(crate) fn after(
 ) {
     let plan = &PLANS[i];
     let Some(abi) = abi::get() else { return };
-    // SAFETY: the words are the program's arguments to this very function,
-    // which MPI has just accepted (rc) or rejected; outputs are only read on
-    // success.
-    guarded(|| unsafe { record(abi, plan, g, w, rc, t0, t1, s) });
+    // The polling calls go straight to their recorder (the plan is a
+    // constant here), not through `record`'s dispatch and its large frame.
+    let ok = rc == 0;
+    match plan.kind {
+        // SAFETY: the words are the program's arguments to this very
+        // function, which MPI has just accepted (rc) or rejected; outputs are
+        // only read on success.
+        Kind::Probe => guarded(|| unsafe { probe(abi, plan, g, w, ok, t0, t1) }),
+        Kind::Complete => {
+            let ev = Event::new(plan.op, t0, t1);
+            // SAFETY: as above.
+            guarded(|| unsafe { complete(abi, plan, g, w, ok, ev, s) })
+        }
+        // SAFETY: as above.
+        _ => guarded(|| unsafe { record(abi, plan, g, w, rc, t0, t1, s) }),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
