@@ -281,11 +281,8 @@ pub(crate) fn after(
         // function, which MPI has just accepted (rc) or rejected; outputs are
         // only read on success.
         Kind::Probe => guarded(|| unsafe { probe(abi, plan, g, w, ok, t0, t1) }),
-        Kind::Complete => {
-            let ev = Event::new(plan.op, t0, t1);
-            // SAFETY: as above.
-            guarded(|| unsafe { complete(abi, plan, g, w, ok, ev, s) })
-        }
+        // SAFETY: as above.
+        Kind::Complete => guarded(|| unsafe { complete(abi, plan, g, w, ok, t0, t1, s) }),
         // SAFETY: as above.
         _ => guarded(|| unsafe { record(abi, plan, g, w, rc, t0, t1, s) }),
     }
@@ -422,7 +419,7 @@ unsafe fn record(
         Kind::Probe => unsafe { probe(abi, plan, g, w, ok, t0, t1) },
         Kind::Complete => {
             // SAFETY: outputs MPI wrote.
-            unsafe { complete(abi, plan, g, w, ok, ev, s) };
+            unsafe { complete(abi, plan, g, w, ok, t0, t1, s) };
         }
         Kind::RequestFree => {
             if let Some(r) = registry::request(s.req) {
@@ -749,23 +746,26 @@ fn init(abi: &Abi) {
 
 /// `Wait*`/`Test*`: the call's event (`bytes` = requests completed), then a
 /// detail per completed request the probe knows.
+#[allow(clippy::too_many_arguments)]
 unsafe fn complete(
     abi: &Abi,
     plan: &Plan,
     g: &Guard,
     w: &[usize],
     ok: bool,
-    mut ev: Event,
+    t0: u64,
+    t1: u64,
     s: &Scratch,
 ) {
     let p = &plan.pos;
     let flag = ok && flag_set(w, p);
     if !flag {
-        // Nothing completed (a `Test*` polling): no details to collect.
-        ev.bytes.set(0);
-        emit(g, ev);
+        // Nothing completed (a `Test*` polling): no details to collect. The
+        // event is built here, in one piece, not handed in through memory.
+        emit(g, Event::new(plan.op, t0, t1));
         return;
     }
+    let mut ev = Event::new(plan.op, t0, t1);
     let st_size = abi.status_size;
     // (request handle, status address)
     let mut done: Vec<(usize, usize)> = Vec::new();
