@@ -8,6 +8,10 @@
 //! the command line, launches, and maps results to exit statuses.
 //! `docs/outputs.md` walks through `hark run` step by step.
 
+// The doc comments in `cli.rs` are clap's help text, printed as written:
+// `hark-<program>-<timestamp>/` there is text for people, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 mod cli;
 mod launch;
 mod output;

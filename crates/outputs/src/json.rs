@@ -18,7 +18,7 @@ pub fn render(run: &Run) -> String {
     serde_json::to_string_pretty(run).expect("the model serialises to JSON")
 }
 
-/// Reads a `profile.json` written by [`Json`] (directly, or a run directory's).
+/// Reads a `profile.json` as `hark run` writes it (directly, or a run directory's).
 pub fn read(path: &Path) -> Result<Run, Error> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     serde_json::from_reader(BufReader::new(file)).map_err(|e| Error::json(path, e))

@@ -1,6 +1,6 @@
 //! Hark's wire format: the binary stream from a probe to a server.
 //!
-//! A stream is a sequence of [`frame`]s: a [`Hello`] saying who is speaking,
+//! A stream is a sequence of frames ([`Kind`]): a [`Hello`] saying who is speaking,
 //! then definitions ([`Def`]), packs of fixed-size [`Event`] records, an
 //! optional [`RankInfo`] once MPI is up, and an [`End`] with the probe's
 //! totals. Events are 48-byte little-endian records read in place, without
