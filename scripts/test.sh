@@ -6,6 +6,11 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 # Open MPI refuses root without these; CI runs as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The house rules, checked where every change passes: formatted, no clippy
+# warning, rustdoc clean.
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # The probe and the example plugin are cdylibs that tests load; build them first.
 cargo build --workspace --all-targets
 cargo test --workspace --no-fail-fast -- --test-threads=2
