@@ -14,6 +14,13 @@
 //! It then prints the floor of any timed wrapper on this machine: the cost
 //! of two back-to-back `rdtsc` (the start and end reads every recorded call
 //! needs), measured in this process during the same run.
+//!
+//! To compare two builds of the probe in one run (the machine is too noisy
+//! for numbers from different runs to be compared), point
+//! `HARK_BENCH_BASELINE` at another `libhark.so`: each round then also runs
+//! it, and the table gains its columns. `HARK_BENCH_ONLY=mpich/test` (a
+//! comma-separated list of `library/loop`) runs only those rows, and
+//! `HARK_BENCH_ROUNDS` sets the rounds (3).
 
 use hark_transport::{Closed, ConnId, Listener, Sink};
 use hark_wire::{Frame, Hello};
@@ -70,14 +77,14 @@ fn run(
     mode: &str,
     n: u64,
     reps: u32,
-    probe: Option<&str>,
+    probe: Option<(&Path, &str)>,
 ) -> Vec<f64> {
     let mut cmd = Command::new(format!("mpirun.{flavour}"));
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("HARK_IO", "0");
-    if let Some(addr) = probe {
-        cmd.env("LD_PRELOAD", libhark()).env("HARK_ADDR", addr);
+    if let Some((lib, addr)) = probe {
+        cmd.env("LD_PRELOAD", lib).env("HARK_ADDR", addr);
         if flavour == "openmpi" {
             cmd.args(["-x", "LD_PRELOAD", "-x", "HARK_ADDR", "-x", "HARK_IO"]);
         }
@@ -111,9 +118,23 @@ fn main() {
     let addr = format!("unix:{}", dir.join("sock").display());
     let sink = Arc::new(Count::default());
     let server = Listener::bind(&addr).expect("bind").serve(sink.clone());
-    let rounds = 3;
-    println!("| library | loop | ranks | calls × reps × rounds | without probe (median) | with probe (median) | added |");
-    println!("|---|---|---|---|---|---|---|");
+    let rounds: u32 = std::env::var("HARK_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    let only = std::env::var("HARK_BENCH_ONLY").unwrap_or_default();
+    let baseline = std::env::var_os("HARK_BENCH_BASELINE").map(PathBuf::from);
+    let lib = libhark();
+    let extra = if baseline.is_some() {
+        " baseline probe (median) | baseline added |"
+    } else {
+        ""
+    };
+    println!("| library | loop | ranks | calls × reps × rounds | without probe (median) |{extra} with probe (median) | added |");
+    println!(
+        "|---|---|---|---|---|{}---|---|",
+        if baseline.is_some() { "---|---|" } else { "" }
+    );
     for flavour in ["openmpi", "mpich"] {
         let exe = build(flavour, &dir);
         for (mode, np, n, unit) in [
@@ -121,21 +142,34 @@ fn main() {
             ("test", 1, 200_000, "ns/call"),
             ("pingpong", 2, 20_000, "ns/round trip"),
         ] {
+            if !only.is_empty() && !only.split(',').any(|o| o == format!("{flavour}/{mode}")) {
+                continue;
+            }
             let reps = 7;
-            let (mut plain, mut probed) = (Vec::new(), Vec::new());
+            let (mut plain, mut probed, mut based) = (Vec::new(), Vec::new(), Vec::new());
             let before = sink.events.load(Ordering::Relaxed);
             for _ in 0..rounds {
                 plain.extend(run(flavour, &exe, np, mode, n, reps, None));
-                probed.extend(run(flavour, &exe, np, mode, n, reps, Some(&addr)));
+                if let Some(base) = &baseline {
+                    based.extend(run(flavour, &exe, np, mode, n, reps, Some((base, &addr))));
+                }
+                probed.extend(run(flavour, &exe, np, mode, n, reps, Some((&lib, &addr))));
             }
             let recorded = sink.events.load(Ordering::Relaxed) - before;
             let (a, b) = (median(plain), median(probed));
+            let base = if baseline.is_some() {
+                let c = median(based);
+                format!(" {c:.1} {unit} | {:+.1} {unit} |", c - a)
+            } else {
+                String::new()
+            };
             println!(
-                "| {flavour} | {mode} | {np} | {n} × {reps} × {rounds} | {a:.1} {unit} | {b:.1} {unit} | {:+.1} {unit} |",
+                "| {flavour} | {mode} | {np} | {n} × {reps} × {rounds} | {a:.1} {unit} |{base} {b:.1} {unit} | {:+.1} {unit} |",
                 b - a
             );
             // Every call of every repetition reached the server.
-            let calls = np as u64 * n * (reps as u64 + 1) * rounds as u64;
+            let runs = if baseline.is_some() { 2 } else { 1 };
+            let calls = np as u64 * n * (reps as u64 + 1) * rounds as u64 * runs;
             eprintln!("{flavour} {mode}: {recorded} events received for {calls} loop calls");
         }
     }
