@@ -64,18 +64,91 @@ const SCRATCH_SIZE: usize = 16 << 10;
 
 /// A thread's probe state. Wrappers look it up once per call (see
 /// [`enter`]); the guard they hold keeps its address for the rest of the call.
+/// All zeros is its initial state (null slot, not inside): see [`tls`].
+#[repr(C)]
 pub(crate) struct Local {
     slot: Cell<*const Slot>,
     inside: Cell<bool>,
 }
 
 thread_local! {
-    static LOCAL: Local = const {
-        Local { slot: Cell::new(std::ptr::null()), inside: Cell::new(false) }
-    };
     // Registered on a thread's first event: its destructor ships the thread's
     // partial buffer when the thread exits.
     static EXIT_FLUSH: ExitFlush = const { ExitFlush };
+}
+
+/// This thread's `Local`, lent to `f` (as `LocalKey::with`, but never fails:
+/// the state has no destructor and lives as long as the thread).
+#[inline(always)]
+fn with_local<R>(f: impl FnOnce(&Local) -> R) -> R {
+    // SAFETY: `tls::get` is this thread's `Local`, valid while the thread
+    // runs; the reference does not escape `f`.
+    f(unsafe { &*tls::get() })
+}
+
+/// Where each thread's `Local` lives.
+///
+/// On x86-64 Linux it sits in the static TLS block and is reached with the
+/// initial-exec model: two instructions (`fs:0` plus an offset from the
+/// GOT). Rust's `thread_local!` in a shared library uses the general-dynamic
+/// model, a call to `__tls_get_addr` on every access — the largest single
+/// cost of the hot path before this, and stable Rust cannot choose the
+/// model. The static TLS block has room for a preloaded library (and glibc
+/// keeps surplus for a few small ones opened later with `dlopen`).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod tls {
+    use super::Local;
+
+    const _: () = assert!(size_of::<Local>() == 16 && align_of::<Local>() <= 8);
+
+    // 16 zero bytes of thread-local storage: a `Local` with a null slot, not
+    // inside. Hidden: the name never leaves libhark.so.
+    std::arch::global_asm!(
+        ".pushsection .tbss,\"awT\",@nobits",
+        ".p2align 3",
+        ".globl hark_probe_local",
+        ".hidden hark_probe_local",
+        ".type hark_probe_local,@tls_object",
+        ".size hark_probe_local,16",
+        "hark_probe_local:",
+        ".zero 16",
+        ".popsection",
+    );
+
+    /// This thread's `Local`.
+    #[inline(always)]
+    pub(super) fn get() -> *const Local {
+        let p: *const Local;
+        // SAFETY: reads the thread pointer and the symbol's TLS offset from
+        // the GOT; both are valid for as long as the thread runs.
+        unsafe {
+            std::arch::asm!(
+                "mov {p}, qword ptr fs:[0]",
+                "add {p}, qword ptr [rip + hark_probe_local@GOTTPOFF]",
+                p = out(reg) p,
+                options(pure, readonly, nostack),
+            );
+        }
+        p
+    }
+}
+
+/// Elsewhere: a `const` thread-local without destructor.
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+mod tls {
+    use super::Local;
+    use std::cell::Cell;
+
+    thread_local! {
+        static LOCAL: Local = const {
+            Local { slot: Cell::new(std::ptr::null()), inside: Cell::new(false) }
+        };
+    }
+
+    #[inline(always)]
+    pub(super) fn get() -> *const Local {
+        with_local(|l| l as *const Local)
+    }
 }
 
 struct ExitFlush;
@@ -90,7 +163,7 @@ impl Drop for ExitFlush {
 /// Whether this thread is inside the probe; sets it and returns the old value.
 #[inline(always)]
 pub(crate) fn swap_inside(v: bool) -> bool {
-    LOCAL.with(|l| l.inside.replace(v))
+    with_local(|l| l.inside.replace(v))
 }
 
 /// Enters the probe on this thread: this thread's `Local`, or `None` if the
@@ -98,7 +171,7 @@ pub(crate) fn swap_inside(v: bool) -> bool {
 /// thread-local access; the caller leaves with [`leave`].
 #[inline(always)]
 pub(crate) fn enter() -> Option<*const Local> {
-    LOCAL.with(|l| {
+    with_local(|l| {
         if l.inside.replace(true) {
             None
         } else {
@@ -116,7 +189,7 @@ pub(crate) fn leave(l: &Local) {
 /// Whether this thread is inside the probe now.
 #[inline(always)]
 pub(crate) fn is_inside() -> bool {
-    LOCAL.with(|l| l.inside.get())
+    with_local(|l| l.inside.get())
 }
 
 /// Marks this thread as inside the probe for the probe's own work (init,
@@ -138,7 +211,7 @@ impl Drop for Internal {
 /// Appends `ev` to this thread's buffer.
 #[inline(always)]
 pub(crate) fn record(ev: Event) {
-    LOCAL.with(|l| record_in(l, ev))
+    with_local(|l| record_in(l, ev))
 }
 
 /// Appends `ev` to the buffer of the thread whose `Local` `l` is (the
@@ -191,14 +264,19 @@ pub(crate) fn record_in(l: &Local, ev: Event) {
             return;
         }
     }
-    record_slow(ev);
+    // Handed over in six registers, not through memory: an `Event` passed by
+    // value would be built on the stack before the fast path's bounds check,
+    // on every call.
+    let [a, b, c, d, e, f] = zerocopy::transmute!(ev);
+    record_slow(a, b, c, d, e, f);
 }
 
 // Runs on a thread's first event, when its buffer is full, and while no
 // buffer is to be had.
 #[cold]
 #[inline(never)]
-fn record_slow(ev: Event) {
+fn record_slow(a: u64, b: u64, c: u64, d: u64, e: u64, f: u64) {
+    let ev: Event = zerocopy::transmute!([a, b, c, d, e, f]);
     let _ = std::panic::catch_unwind(|| {
         let Some(stream) = stream::current() else {
             return;
@@ -206,7 +284,7 @@ fn record_slow(ev: Event) {
         if !stream.start() {
             return;
         }
-        let mut slot = LOCAL.with(|l| l.slot.get());
+        let mut slot = with_local(|l| l.slot.get());
         // SAFETY: slots are leaked.
         if slot.is_null() || !std::ptr::eq(unsafe { &*slot }.stream, stream) {
             slot = register(stream);
@@ -234,7 +312,7 @@ fn register(stream: &'static Stream) -> *const Slot {
             stream,
         }))
     });
-    LOCAL.with(|l| l.slot.set(slot));
+    with_local(|l| l.slot.set(slot));
     // Fails only while the thread is being torn down; its buffer then waits
     // in the registry for `finish`.
     let _ = EXIT_FLUSH.try_with(|_| ());
@@ -313,7 +391,7 @@ pub(crate) fn take(s: &Slot) {
 }
 
 fn flush_this_thread() {
-    let slot = LOCAL.with(|l| l.slot.get());
+    let slot = with_local(|l| l.slot.get());
     if slot.is_null() {
         return;
     }
@@ -323,5 +401,5 @@ fn flush_this_thread() {
 
 /// In a forked child: this thread's slot belongs to the parent's stream.
 pub(crate) fn forget_slot() {
-    LOCAL.with(|l| l.slot.set(std::ptr::null()));
+    with_local(|l| l.slot.set(std::ptr::null()));
 }
