@@ -200,14 +200,18 @@ pub unsafe extern "C" fn {name}({params}) -> c_int {{
         // SAFETY: as above.
         return unsafe {{ real({args}) }};
     }};
+    let Some(abi) = abi::get() else {{
+        // SAFETY: as above.
+        return unsafe {{ real({args}) }};
+    }};
     let mut w = [{args}];
     let mut s = Scratch::new();
-    before({i}, &g, &mut w, &mut s);
-    let t0 = crate::core::now();
+    before({i}, abi, &g, &mut w, &mut s);
+    let span = crate::core::Span::start();
     // SAFETY: as above; `before` only swaps in pointers to live buffers of `s`.
     let rc = unsafe {{ real({from_w}) }};
-    let t1 = crate::core::now();
-    after({i}, &g, &w, rc, t0, t1, &mut s);
+    let (t0, t1) = span.stop();
+    after({i}, abi, &g, &w, rc, t0, t1, &mut s);
     rc
 }}
 "#,
@@ -266,10 +270,10 @@ pub unsafe extern "C" fn {sym}({params}) {{
     let mut w = w;
     let mut s = fortran::Scratch::new();
     fortran::before({i}, &g, &mut w, &mut s);
-    let t0 = crate::core::now();
+    let span = crate::core::Span::start();
     // SAFETY: as above; `before` only swaps in pointers to live buffers of `s`.
     unsafe {{ real({from_w}) }};
-    let t1 = crate::core::now();
+    let (t0, t1) = span.stop();
     fortran::after({i}, &g, &w, t0, t1, &mut s);
 }}
 "#,

@@ -49,6 +49,47 @@ pub(crate) fn now() -> u64 {
     }
 }
 
+/// The two readings around a call: one check of the clock's mode for both,
+/// and the TSC's ticks turned into nanoseconds together, after the call (so
+/// nothing but the tick count is live across it).
+pub(crate) struct Span {
+    tsc: bool,
+    start: u64,
+}
+
+impl Span {
+    /// Reads the clock at the start of a call.
+    #[inline(always)]
+    pub(crate) fn start() -> Span {
+        let tsc = CLOCK.mode.load(Relaxed) == TSC;
+        Span {
+            tsc,
+            start: if tsc {
+                rdtsc()
+            } else {
+                clock_ns(libc::CLOCK_MONOTONIC)
+            },
+        }
+    }
+
+    /// Reads the clock at the end of the call: `(start, end)` in nanoseconds.
+    #[inline(always)]
+    pub(crate) fn stop(self) -> (u64, u64) {
+        if !self.tsc {
+            return (self.start, clock_ns(libc::CLOCK_MONOTONIC));
+        }
+        let end = rdtsc();
+        let c = &CLOCK;
+        let (tsc0, ns0, mult) = (
+            c.tsc0.load(Relaxed),
+            c.ns0.load(Relaxed),
+            c.mult.load(Relaxed) as u128,
+        );
+        let ns = |t: u64| ns0 + ((t.saturating_sub(tsc0) as u128 * mult) >> 32) as u64;
+        (ns(self.start), ns(end))
+    }
+}
+
 /// The clock `now` reads.
 pub(crate) fn source() -> ClockSource {
     if CLOCK.mode.load(Relaxed) == TSC {

@@ -117,6 +117,9 @@ pub fn now() -> u64 {
     clock::now()
 }
 
+/// Clock readings around a call (cheaper than two [`now`]s).
+pub(crate) use clock::Span;
+
 /// Appends one event to this thread's buffer (sets its `thread` field).
 /// No lock, no allocation, no system call on the common path.
 #[inline(always)]

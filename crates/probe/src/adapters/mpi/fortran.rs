@@ -126,7 +126,7 @@ fn before_f(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut Scratch)
         s.c.req = f2c::request(fint(r));
     }
     if let Some(r) = at(w, p.requests) {
-        s.c.reqs = (0..n).map(|j| f2c::request(fint(r + 4 * j))).collect();
+        s.c.many().reqs = (0..n).map(|j| f2c::request(fint(r + 4 * j))).collect();
     }
     if let Some(h) = at(w, p.comm_freed) {
         s.c.handle = f2c::comm(fint(h));
@@ -157,7 +157,7 @@ pub(crate) fn after(i: usize, g: &Guard, w: &[usize], t0: u64, t1: u64, s: &mut 
     guarded(|| {
         let rc = to_c(abi, plan, w, &mut c, &mut outs);
         let arity = plan.arity as usize;
-        super::after(i, g, &c[..arity], rc, t0, t1, &mut s.c);
+        super::after(i, abi, g, &c[..arity], rc, t0, t1, &mut s.c);
     });
 }
 

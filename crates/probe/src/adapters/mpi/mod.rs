@@ -35,19 +35,27 @@ include!(concat!(env!("OUT_DIR"), "/mpi_wrappers.rs"));
 /// keep the registries right) but record nothing.
 static PAUSED: AtomicBool = AtomicBool::new(false);
 
-/// Per-call scratch space, on the wrapper's stack.
+/// Per-call scratch space, on the wrapper's stack. Small, because every
+/// wrapper fills it in: what only calls on many requests need is allocated
+/// by those calls.
 pub(crate) struct Scratch {
     /// Our status, swapped in for `MPI_STATUS_IGNORE` (largest is 24 bytes).
     status: [u64; 4],
-    /// Our statuses, swapped in for `MPI_STATUSES_IGNORE`.
-    statuses: Vec<u8>,
     /// The request handle before the call (`Wait`, `Test`, `Start`, ...).
     req: usize,
-    /// The request handles before the call (`Waitall`, ...).
-    reqs: Vec<usize>,
     /// A handle the call frees or consumes (communicator, window, file,
     /// matched message), read before the call.
     handle: usize,
+    many: Option<Box<Many>>,
+}
+
+/// Scratch space of the calls on arrays of requests.
+#[derive(Default)]
+pub(crate) struct Many {
+    /// Our statuses, swapped in for `MPI_STATUSES_IGNORE`.
+    statuses: Vec<u8>,
+    /// The request handles before the call (`Waitall`, ...).
+    pub(crate) reqs: Vec<usize>,
 }
 
 impl Scratch {
@@ -55,11 +63,19 @@ impl Scratch {
     pub(crate) fn new() -> Scratch {
         Scratch {
             status: [0; 4],
-            statuses: Vec::new(),
             req: 0,
-            reqs: Vec::new(),
             handle: 0,
+            many: None,
         }
+    }
+
+    /// The request handles read before the call (none if it takes no array).
+    fn reqs(&self) -> &[usize] {
+        self.many.as_ref().map_or(&[], |m| &m.reqs)
+    }
+
+    pub(crate) fn many(&mut self) -> &mut Many {
+        self.many.get_or_insert_with(Default::default)
     }
 }
 
@@ -149,12 +165,11 @@ fn bytes(abi: &Abi, count: i32, datatype: usize) -> u64 {
 /// Reads what the call will overwrite and swaps in buffers for ignored
 /// statuses. Runs before the real call, inside the probe.
 #[inline(always)]
-pub(crate) fn before(i: usize, g: &Guard, w: &mut [usize], s: &mut Scratch) {
+pub(crate) fn before(i: usize, abi: &Abi, g: &Guard, w: &mut [usize], s: &mut Scratch) {
     let plan = &PLANS[i];
     if !needs_before(plan) {
         return;
     }
-    let Some(abi) = abi::get() else { return };
     if only_status_or_request(plan) {
         // The common case of polling and point-to-point calls, kept inline
         // (the plan is a constant here) and out of the panic guard, whose
@@ -226,14 +241,15 @@ unsafe fn before_c(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut S
     if let Some(st) = at(w, p.statuses) {
         if st == abi.statuses_ignore {
             let n = at(w, p.request_count).map_or(0, int).max(0) as usize;
-            s.statuses = vec![0; n * abi.status_size];
-            w[p.statuses as usize] = s.statuses.as_mut_ptr() as usize;
+            let statuses = &mut s.many().statuses;
+            *statuses = vec![0; n * abi.status_size];
+            w[p.statuses as usize] = statuses.as_mut_ptr() as usize;
         }
     }
     if let Some(r) = at(w, p.requests) {
         let n = at(w, p.request_count).map_or(0, int).max(0) as usize;
         if r != 0 {
-            s.reqs = (0..n)
+            s.many().reqs = (0..n)
                 // SAFETY: an `MPI_Request[n]` argument.
                 .map(|j| unsafe { abi.read_handle(r + j * abi.handle_size) })
                 .collect();
@@ -262,8 +278,10 @@ unsafe fn before_c(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut S
 
 /// Records the call: runs after the real call returned `rc`.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn after(
     i: usize,
+    abi: &Abi,
     g: &Guard,
     w: &[usize],
     rc: c_int,
@@ -272,15 +290,21 @@ pub(crate) fn after(
     s: &mut Scratch,
 ) {
     let plan = &PLANS[i];
-    let Some(abi) = abi::get() else { return };
-    // The polling calls go straight to their recorder (the plan is a
-    // constant here), not through `record`'s dispatch and its large frame.
+    // The polling calls (`Iprobe`, `Test*` that completed nothing) are
+    // recorded here, inlined into their wrapper where the plan is a constant,
+    // and outside the panic guard, whose closure is an out-of-line call:
+    // that code cannot panic (no indexing, no allocation, no unwrap); what
+    // can (learning a new communicator) is guarded where it is called. They
+    // record without `emit`'s pause check: their wrappers are entered only
+    // while recording (`core::enter`), never while paused.
     let ok = rc == 0;
     match plan.kind {
         // SAFETY: the words are the program's arguments to this very
         // function, which MPI has just accepted (rc) or rejected; outputs are
         // only read on success.
-        Kind::Probe => guarded(|| unsafe { probe(abi, plan, g, w, ok, t0, t1) }),
+        Kind::Probe => unsafe { probe(abi, plan, g, w, ok, t0, t1) },
+        // SAFETY: an `int *flag` MPI wrote, read only on success.
+        Kind::Complete if !(ok && flag_set(w, &plan.pos)) => g.record(Event::new(plan.op, t0, t1)),
         // SAFETY: as above.
         Kind::Complete => guarded(|| unsafe { complete(abi, plan, g, w, ok, t0, t1, s) }),
         // SAFETY: as above.
@@ -411,7 +435,7 @@ unsafe fn record(
             emit(g, ev);
         }
         Kind::Start => {
-            let n = if p.requests != NO { s.reqs.len() } else { 1 };
+            let n = if p.requests != NO { s.reqs().len() } else { 1 };
             ev.bytes.set(n as u64);
             emit(g, ev);
         }
@@ -609,14 +633,18 @@ unsafe fn record(
     }
 }
 
-/// `Probe`/`Iprobe`/`Mprobe`/`Improbe`: a hot path of polling programs, so
-/// its own small function building the event in one piece.
-#[inline(never)]
+/// `Probe`/`Iprobe`/`Mprobe`/`Improbe`: a hot path of polling programs,
+/// inlined into its wrapper, so it must not panic (see [`after`]).
+///
+/// # Safety
+/// `w` are the program's arguments to the function of `plan`, which MPI has
+/// just accepted (`ok`) or rejected.
+#[inline(always)]
 unsafe fn probe(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64, t1: u64) {
     let p = &plan.pos;
     let found = ok && flag_set(w, p);
-    let Some(c) = comm_of(abi, w, p, ok) else {
-        emit(g, Event::new(plan.op, t0, t1));
+    let Some(c) = comm_of_guarded(abi, w, p, ok) else {
+        g.record(Event::new(plan.op, t0, t1));
         return;
     };
     let (mut peer, mut tag, mut bytes) = (
@@ -634,14 +662,11 @@ unsafe fn probe(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u6
             // SAFETY: an `MPI_Message *` MPI wrote.
             let m = unsafe { abi.read_handle(m) };
             if m != abi.message_no_proc && m != abi.message_null {
-                registry::add_message(m, c.arc());
+                guarded(|| registry::add_message(m, c.arc()));
             }
         }
     }
-    emit(
-        g,
-        event(plan.op, t0, t1, c.id, peer, tag, bytes, found as u64),
-    );
+    g.record(event(plan.op, t0, t1, c.id, peer, tag, bytes, found as u64));
 }
 
 /// An event with every field given, built in one piece.
@@ -683,6 +708,22 @@ fn comm_of(abi: &Abi, w: &[usize], p: &Pos, ok: bool) -> Option<CommRef> {
     } else {
         registry::known_comm(h)
     }
+}
+
+/// [`comm_of`] for code outside the panic guard: learning a new
+/// communicator (MPI calls, allocation) runs inside one.
+#[inline(always)]
+fn comm_of_guarded(abi: &Abi, w: &[usize], p: &Pos, ok: bool) -> Option<CommRef> {
+    let h = abi.handle_arg(at(w, p.comm)?);
+    if let Some(c) = registry::known_comm(h) {
+        return Some(c);
+    }
+    if !ok {
+        return None;
+    }
+    let mut c = None;
+    guarded(|| c = registry::comm(abi, h));
+    c
 }
 
 /// A shared handle on an optional communicator, for a request to keep.
@@ -776,7 +817,7 @@ unsafe fn complete(
     } else if p.index != NO {
         // SAFETY: an `int *` MPI wrote.
         let idx = unsafe { deref_int(at(w, p.index).unwrap_or(0)) };
-        if let Some(&r) = usize::try_from(idx).ok().and_then(|i| s.reqs.get(i)) {
+        if let Some(&r) = usize::try_from(idx).ok().and_then(|i| s.reqs().get(i)) {
             done.push((r, at(w, p.status).unwrap_or(0)));
         }
     } else if p.out_count != NO {
@@ -787,13 +828,13 @@ unsafe fn complete(
         for k in 0..n.max(0) as usize {
             // SAFETY: MPI wrote `n` indices.
             let j = unsafe { deref_int(indices + 4 * k) };
-            if let Some(&r) = usize::try_from(j).ok().and_then(|i| s.reqs.get(i)) {
+            if let Some(&r) = usize::try_from(j).ok().and_then(|i| s.reqs().get(i)) {
                 done.push((r, sts + k * st_size));
             }
         }
     } else {
         let sts = at(w, p.statuses).unwrap_or(0);
-        for (j, &r) in s.reqs.iter().enumerate() {
+        for (j, &r) in s.reqs().iter().enumerate() {
             if r != abi.request_null {
                 done.push((r, sts + j * st_size));
             }

@@ -216,14 +216,20 @@ pub(crate) fn comm(abi: &Abi, handle: usize) -> Option<CommRef> {
     learn_comm(abi, handle).map(CommRef::Other)
 }
 
-/// The communicator behind `handle` if already known; never calls MPI.
-#[inline]
+/// The communicator behind `handle` if already known; never calls MPI and
+/// never panics. `MPI_COMM_WORLD` is found inline, the others out of line.
+#[inline(always)]
 pub(crate) fn known_comm(handle: usize) -> Option<CommRef> {
     if let Some((h, w)) = WORLD.get() {
         if *h == handle {
             return Some(CommRef::World(w));
         }
     }
+    known_other(handle)
+}
+
+#[inline(never)]
+fn known_other(handle: usize) -> Option<CommRef> {
     let c = tables().comms.read().ok()?.get(&handle)?.clone();
     Some(CommRef::Other(c))
 }
