@@ -87,8 +87,8 @@ fn child(mode: &str) {
                 // clock reads, one record, leave.
                 for i in i..end {
                     if let Some(_g) = core::enter() {
-                        let a = core::now();
-                        let b = core::now();
+                        let a = core::stamp();
+                        let b = core::stamp();
                         let mut ev = Event::new(op::io::WRITE, a, b);
                         ev.bytes.set(i);
                         core::record(ev);
@@ -98,7 +98,7 @@ fn child(mode: &str) {
             "now" => {
                 let mut x = 0;
                 for _ in i..end {
-                    x ^= core::now();
+                    x ^= core::stamp();
                 }
                 std::hint::black_box(x);
             }

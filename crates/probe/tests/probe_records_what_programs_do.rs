@@ -4,6 +4,7 @@ mod common;
 
 use common::{bytes_on, compile, count_on, Probed};
 use hark_wire::op::io;
+use hark_wire::ClockSource;
 
 #[test]
 fn posix_calls_arrive_with_exact_bytes_offsets_and_errors() {
@@ -60,31 +61,41 @@ fn posix_calls_arrive_with_exact_bytes_offsets_and_errors() {
 #[test]
 fn timestamps_are_on_the_hosts_monotonic_clock() {
     let exe = compile("tests/programs/posix_io.c", &["cc"], &[]);
-    let p = Probed::new("clock");
-    let before = monotonic_ns();
-    let run = p.run(&exe, &["data.bin"]);
-    let after = monotonic_ns();
-    assert!(run.status.success(), "{}", run.stderr);
-    let s = run.only_stream();
-    // The probe clock is anchored to CLOCK_MONOTONIC: every event, and the
-    // handshake's reference, falls inside the run as this test saw it.
-    let h = &s.hello;
-    assert!(
-        (before..=after).contains(&h.clock_ns),
-        "{} not in {before}..{after}",
-        h.clock_ns
-    );
-    for e in &s.events {
-        assert!(before <= e.start.get() && e.end.get() <= after, "{e:?}");
+    // The default clock (the TSC where usable: events carry ticks, which
+    // the reader turns into nanoseconds) and the forced fallback.
+    for clock in ["", "monotonic"] {
+        let p = Probed::new("clock").env("HARK_CLOCK", clock);
+        let before = monotonic_ns();
+        let run = p.run(&exe, &["data.bin"]);
+        let after = monotonic_ns();
+        assert!(run.status.success(), "{}", run.stderr);
+        let s = run.only_stream();
+        if clock == "monotonic" {
+            assert_eq!(s.hello.clock, ClockSource::Monotonic);
+        }
+        // The probe clock is anchored to CLOCK_MONOTONIC: every event, and
+        // the handshake's reference, falls inside the run as this test saw it.
+        let h = &s.hello;
+        assert!(
+            (before..=after).contains(&h.clock_ns),
+            "{clock:?}: {} not in {before}..{after}",
+            h.clock_ns
+        );
+        for e in &s.events {
+            assert!(
+                before <= e.start.get() && e.start.get() <= e.end.get() && e.end.get() <= after,
+                "{clock:?}: {e:?} not in {before}..{after}"
+            );
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        assert!(
+            now - h.realtime_ns < 60_000_000_000,
+            "realtime reference is off"
+        );
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    assert!(
-        now - h.realtime_ns < 60_000_000_000,
-        "realtime reference is off"
-    );
 }
 
 fn monotonic_ns() -> u64 {

@@ -286,7 +286,7 @@ mod tests {
             rank: 0,
             size: 1,
             job: "j".into(),
-            clock: ClockSource::Tsc,
+            clock: ClockSource::Monotonic,
             clock_ns,
             realtime_ns,
             pack_size: 1 << 20,

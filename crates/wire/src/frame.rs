@@ -10,11 +10,12 @@ use crate::codec::{Reader, Writer};
 use crate::error::ErrorKind;
 use crate::{Error, Event, EVENT_SIZE};
 use std::io::Read;
+use zerocopy::FromBytes;
 
 /// The first four bytes of a [`Hello`] payload.
 pub const MAGIC: [u8; 4] = *b"HARK";
 /// Version of the format this crate reads and writes.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Size of a frame header.
 pub const HEADER_SIZE: usize = 8;
 /// Largest payload a reader accepts (a pack is about 1 MiB by default).
@@ -53,12 +54,44 @@ impl Kind {
 
 /// The clock the probe's timestamps come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
 pub enum ClockSource {
-    /// The time-stamp counter, calibrated to nanoseconds.
-    Tsc = 1,
-    /// `clock_gettime(CLOCK_MONOTONIC)`.
-    Monotonic = 2,
+    /// The time-stamp counter. Events carry raw ticks, so that the probe's
+    /// hot path does no arithmetic; [`FrameReader`] turns them into
+    /// nanoseconds of the probe clock, in place, as it reads each pack.
+    Tsc(TickScale),
+    /// `clock_gettime(CLOCK_MONOTONIC)`: events carry nanoseconds.
+    Monotonic,
+}
+
+/// The probe's calibration of the TSC against `CLOCK_MONOTONIC`:
+/// `ns = ns0 + ((ticks − tsc0) × mult) >> 32`, ticks before `tsc0` taken as
+/// `tsc0`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TickScale {
+    /// The TSC at the calibration's anchor.
+    pub tsc0: u64,
+    /// `CLOCK_MONOTONIC` at the anchor, in nanoseconds.
+    pub ns0: u64,
+    /// Nanoseconds per tick, scaled by 2^32.
+    pub mult: u64,
+}
+
+impl TickScale {
+    /// Nanoseconds of the probe clock at `ticks`.
+    #[inline]
+    pub fn ns(&self, ticks: u64) -> u64 {
+        let d = ticks.saturating_sub(self.tsc0) as u128;
+        self.ns0
+            .wrapping_add(((d * self.mult as u128) >> 32) as u64)
+    }
+
+    /// Turns the start and end of `events` from ticks into nanoseconds.
+    pub fn convert(&self, events: &mut [Event]) {
+        for e in events {
+            e.start.set(self.ns(e.start.get()));
+            e.end.set(self.ns(e.end.get()));
+        }
+    }
 }
 
 /// The first frame of every stream: who is speaking.
@@ -230,8 +263,11 @@ impl Hello {
                 .i32(self.rank)
                 .i32(self.size)
                 .str(&self.job);
-            w.u8(self.clock as u8)
-                .u64(self.clock_ns)
+            match self.clock {
+                ClockSource::Tsc(t) => w.u8(1).u64(t.tsc0).u64(t.ns0).u64(t.mult),
+                ClockSource::Monotonic => w.u8(2),
+            };
+            w.u64(self.clock_ns)
                 .u64(self.realtime_ns)
                 .u32(self.pack_size);
         })
@@ -268,7 +304,11 @@ impl Hello {
             size: r.i32("size")?,
             job: r.str("job")?,
             clock: match r.u8("clock")? {
-                1 => ClockSource::Tsc,
+                1 => ClockSource::Tsc(TickScale {
+                    tsc0: r.u64("tsc0")?,
+                    ns0: r.u64("ns0")?,
+                    mult: r.u64("mult")?,
+                }),
                 2 => ClockSource::Monotonic,
                 c => return Err(Error::malformed(format!("hello: unknown clock source {c}"))),
             },
@@ -443,11 +483,14 @@ impl<'a> Frame<'a> {
     }
 }
 
-/// Reads frames one by one from a byte stream, reusing one buffer.
+/// Reads frames one by one from a byte stream, reusing one buffer. Packs
+/// of a stream whose `Hello` says [`ClockSource::Tsc`] come out with their
+/// timestamps in nanoseconds (converted in the buffer, not copied).
 pub struct FrameReader<R> {
     inner: R,
     buf: Vec<u8>,
     offset: u64,
+    ticks: Option<TickScale>,
 }
 
 impl<R: Read> FrameReader<R> {
@@ -457,6 +500,7 @@ impl<R: Read> FrameReader<R> {
             inner,
             buf: Vec::new(),
             offset: 0,
+            ticks: None,
         }
     }
 
@@ -490,9 +534,23 @@ impl<R: Read> FrameReader<R> {
         }
         let start = self.offset;
         self.offset += (HEADER_SIZE + len) as u64;
-        Frame::decode(kind, &self.buf)
-            .map(Some)
-            .map_err(|e| at(e, start))
+        if let (Kind::Pack, Some(scale)) = (kind, self.ticks) {
+            if let Some(events) = self
+                .buf
+                .get_mut(PACK_HEADER_SIZE..)
+                .and_then(|b| <[Event]>::mut_from_bytes(b).ok())
+            {
+                scale.convert(events);
+            }
+        }
+        let frame = Frame::decode(kind, &self.buf).map_err(|e| at(e, start))?;
+        if let Frame::Hello(h) = &frame {
+            self.ticks = match h.clock {
+                ClockSource::Tsc(t) => Some(t),
+                ClockSource::Monotonic => None,
+            };
+        }
+        Ok(Some(frame))
     }
 }
 

@@ -38,5 +38,6 @@ pub use event::{
 };
 pub use frame::{
     encode_pack, write_pack_header, ClockSource, Def, End, EndReason, Flavour, Frame, FrameReader,
-    Hello, Kind, NameKind, RankInfo, HEADER_SIZE, MAGIC, MAX_PAYLOAD, PACK_HEADER_SIZE, VERSION,
+    Hello, Kind, NameKind, RankInfo, TickScale, HEADER_SIZE, MAGIC, MAX_PAYLOAD, PACK_HEADER_SIZE,
+    VERSION,
 };

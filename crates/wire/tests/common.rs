@@ -64,7 +64,13 @@ pub fn sample_hello() -> Hello {
         rank: 2,
         size: 4,
         job: "job-1".into(),
-        clock: ClockSource::Tsc,
+        // 1.5 ns per tick from tick 4 (= 1000 ns): the sample's events are
+        // in ticks, and a reader sees them in nanoseconds.
+        clock: ClockSource::Tsc(TickScale {
+            tsc0: 4,
+            ns0: 1000,
+            mult: 3 << 31,
+        }),
         clock_ns: 123,
         realtime_ns: 1_700_000_000_000_000_000,
         pack_size: 1 << 20,

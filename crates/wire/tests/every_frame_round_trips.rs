@@ -46,7 +46,10 @@ fn every_frame_round_trips() {
                 (send.bytes.get(), send.peer.get(), send.tag.get()),
                 (800, 3, 7)
             );
-            assert_eq!(send.duration(), 10);
+            // Ticks 10..20 at 1.5 ns per tick from tick 4 = 1000 ns.
+            assert_eq!((send.start.get(), send.end.get()), (1009, 1024));
+            assert_eq!(send.duration(), 15);
+            assert_eq!(events[1].start.get(), 1039);
             assert_eq!(events[1].extra.get(), EXTRA_NONE);
             assert_eq!(op::kind(events[1].op()), op::OpKind::User);
         }
@@ -58,6 +61,44 @@ fn every_frame_round_trips() {
     }
     assert!(r.next_frame().unwrap().is_none());
     assert_eq!(r.offset(), stream.len() as u64);
+}
+
+#[test]
+fn ticks_become_nanoseconds_only_under_a_tsc_hello() {
+    let scale = TickScale {
+        tsc0: 100,
+        ns0: 7,
+        mult: 1 << 32,
+    };
+    // Before the anchor counts as the anchor; far ticks do not overflow.
+    assert_eq!(scale.ns(50), 7);
+    assert_eq!(scale.ns(150), 57);
+    let ghz3 = TickScale {
+        tsc0: 0,
+        ns0: 0,
+        mult: (1u64 << 32) / 3,
+    };
+    // A year of ticks at 3 GHz is a year, to within a microsecond per second.
+    let year_ns = 86_400 * 365 * 1_000_000_000u64;
+    let got = ghz3.ns(3 * year_ns);
+    assert!(
+        got <= year_ns && year_ns - got < year_ns / 1_000_000,
+        "{got}"
+    );
+
+    let mut hello = common::sample_hello();
+    hello.clock = ClockSource::Monotonic;
+    let mut s = Vec::new();
+    hello.encode(&mut s);
+    encode_pack(0, &[Event::new(op::REGION_BEGIN, 10, 20)], &mut s);
+    let mut r = FrameReader::new(&s[..]);
+    assert!(matches!(r.next_frame().unwrap(), Some(Frame::Hello(_))));
+    match r.next_frame().unwrap() {
+        Some(Frame::Pack { events, .. }) => {
+            assert_eq!((events[0].start.get(), events[0].end.get()), (10, 20))
+        }
+        f => panic!("expected pack, got {f:?}"),
+    }
 }
 
 #[test]

@@ -78,9 +78,9 @@ pub(crate) fn io<R: Copy>(
     let saved = unsafe { *errno };
     // SAFETY: as above.
     unsafe { *errno = 0 };
-    let t0 = core::now();
+    let t0 = core::stamp();
     let r = call();
-    let t1 = core::now();
+    let t1 = core::stamp();
     // SAFETY: as above.
     let err = unsafe { *errno };
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

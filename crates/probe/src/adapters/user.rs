@@ -52,7 +52,7 @@ fn user(op: u16, kind: NameKind, name: &[u8], value: Option<i64>) {
         return;
     };
     let _ = std::panic::catch_unwind(|| {
-        let t = core::now();
+        let t = core::stamp();
         let mut ev = Event::new(op, t, t);
         ev.obj.set(name_id(kind, name));
         if let Some(v) = value {

@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 
-use hark_wire::ClockSource;
+use hark_wire::{ClockSource, TickScale};
 
 const MONOTONIC: u8 = 0;
 const TSC: u8 = 1;
@@ -38,20 +38,31 @@ static CLOCK: Calibration = Calibration {
 const CALIBRATION_NS: u64 = 3_000_000;
 
 /// Nanoseconds on the probe clock.
-#[inline(always)]
 pub(crate) fn now() -> u64 {
-    let c = &CLOCK;
-    if c.mode.load(Relaxed) == TSC {
-        let ticks = rdtsc().saturating_sub(c.tsc0.load(Relaxed));
-        c.ns0.load(Relaxed) + ((ticks as u128 * c.mult.load(Relaxed) as u128) >> 32) as u64
+    match source() {
+        ClockSource::Tsc(scale) => scale.ns(rdtsc()),
+        ClockSource::Monotonic => clock_ns(libc::CLOCK_MONOTONIC),
+    }
+}
+
+/// A timestamp for an event: TSC ticks (the server turns them into
+/// nanoseconds with the calibration the stream's `Hello` carries, see
+/// [`source`]), or `CLOCK_MONOTONIC` nanoseconds.
+#[inline(always)]
+pub(crate) fn stamp() -> u64 {
+    read(CLOCK.mode.load(Relaxed) == TSC)
+}
+
+#[inline(always)]
+fn read(tsc: bool) -> u64 {
+    if tsc {
+        rdtsc()
     } else {
         clock_ns(libc::CLOCK_MONOTONIC)
     }
 }
 
-/// The two readings around a call: one check of the clock's mode for both,
-/// and the TSC's ticks turned into nanoseconds together, after the call (so
-/// nothing but the tick count is live across it).
+/// The two [`stamp`]s around a call, with one check of the clock's mode.
 pub(crate) struct Span {
     tsc: bool,
     start: u64,
@@ -64,36 +75,26 @@ impl Span {
         let tsc = CLOCK.mode.load(Relaxed) == TSC;
         Span {
             tsc,
-            start: if tsc {
-                rdtsc()
-            } else {
-                clock_ns(libc::CLOCK_MONOTONIC)
-            },
+            start: read(tsc),
         }
     }
 
-    /// Reads the clock at the end of the call: `(start, end)` in nanoseconds.
+    /// Reads the clock at the end of the call: `(start, end)`.
     #[inline(always)]
     pub(crate) fn stop(self) -> (u64, u64) {
-        if !self.tsc {
-            return (self.start, clock_ns(libc::CLOCK_MONOTONIC));
-        }
-        let end = rdtsc();
-        let c = &CLOCK;
-        let (tsc0, ns0, mult) = (
-            c.tsc0.load(Relaxed),
-            c.ns0.load(Relaxed),
-            c.mult.load(Relaxed) as u128,
-        );
-        let ns = |t: u64| ns0 + ((t.saturating_sub(tsc0) as u128 * mult) >> 32) as u64;
-        (ns(self.start), ns(end))
+        (self.start, read(self.tsc))
     }
 }
 
-/// The clock `now` reads.
+/// The clock [`stamp`] reads, with the TSC's calibration.
 pub(crate) fn source() -> ClockSource {
-    if CLOCK.mode.load(Relaxed) == TSC {
-        ClockSource::Tsc
+    let c = &CLOCK;
+    if c.mode.load(Relaxed) == TSC {
+        ClockSource::Tsc(TickScale {
+            tsc0: c.tsc0.load(Relaxed),
+            ns0: c.ns0.load(Relaxed),
+            mult: c.mult.load(Relaxed),
+        })
     } else {
         ClockSource::Monotonic
     }

@@ -111,10 +111,11 @@ pub fn adopt_thread() {
     local::swap_inside(true);
 }
 
-/// Nanoseconds on the probe clock (TSC calibrated, or CLOCK_MONOTONIC).
+/// A timestamp for an event: TSC ticks or `CLOCK_MONOTONIC` nanoseconds, as
+/// the stream's `Hello` says (the server reads both as nanoseconds).
 #[inline(always)]
-pub fn now() -> u64 {
-    clock::now()
+pub fn stamp() -> u64 {
+    clock::stamp()
 }
 
 /// Clock readings around a call (cheaper than two [`now`]s).
@@ -216,7 +217,7 @@ pub fn set_rank(info: RankInfo) {
 pub fn set_recording(on: bool) {
     if !on {
         if let Some(_g) = enter() {
-            let t = now();
+            let t = stamp();
             record(Event::new(op::PAUSE, t, t));
         }
         stream::set_paused(true);
@@ -225,7 +226,7 @@ pub fn set_recording(on: bool) {
         stream::set_paused(false);
         if was_paused {
             if let Some(_g) = enter() {
-                let t = now();
+                let t = stamp();
                 record(Event::new(op::RESUME, t, t));
             }
         }

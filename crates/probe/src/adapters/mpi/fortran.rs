@@ -141,7 +141,7 @@ fn before_f(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut Scratch)
         s.c.handle = f2c::message(fint(h));
     }
     if plan.kind == Kind::Abort {
-        let t = crate::core::now();
+        let t = crate::core::stamp();
         super::emit(g, hark_wire::Event::new(plan.op, t, t));
         crate::core::finish(hark_wire::EndReason::Abort);
     }

@@ -270,7 +270,7 @@ unsafe fn before_c(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut S
         }
     }
     if plan.kind == Kind::Abort {
-        let t = crate::core::now();
+        let t = crate::core::stamp();
         emit(g, Event::new(plan.op, t, t));
         crate::core::finish(EndReason::Abort);
     }
@@ -303,6 +303,10 @@ pub(crate) fn after(
         // function, which MPI has just accepted (rc) or rejected; outputs are
         // only read on success.
         Kind::Probe => unsafe { probe(abi, plan, g, w, ok, t0, t1) },
+        // SAFETY: as above.
+        Kind::Send => unsafe { send(abi, plan, g, w, ok, t0, t1) },
+        // SAFETY: as above.
+        Kind::Recv if plan.pos.comm != NO => unsafe { recv(abi, plan, g, w, ok, t0, t1) },
         // SAFETY: an `int *flag` MPI wrote, read only on success.
         Kind::Complete if !(ok && flag_set(w, &plan.pos)) => g.record(Event::new(plan.op, t0, t1)),
         // SAFETY: as above.
@@ -667,6 +671,61 @@ unsafe fn probe(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u6
         }
     }
     g.record(event(plan.op, t0, t1, c.id, peer, tag, bytes, found as u64));
+}
+
+/// A blocking send (`Send`, `Ssend`, `Bsend`, `Rsend`): inlined into its
+/// wrapper, so it must not panic (see [`after`]).
+///
+/// # Safety
+/// As for [`probe`].
+#[inline(always)]
+unsafe fn send(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64, t1: u64) {
+    let p = &plan.pos;
+    let Some(c) = comm_of_guarded(abi, w, p, ok) else {
+        g.record(Event::new(plan.op, t0, t1));
+        return;
+    };
+    let peer = c.peer(abi, at(w, p.dest).map_or(-1, int));
+    let bytes = if ok && peer != PEER_NULL {
+        bytes(
+            abi,
+            at(w, p.send_count).map_or(0, int),
+            at(w, p.send_type).unwrap_or(0),
+        )
+    } else {
+        0
+    };
+    let tag = at(w, p.tag).map_or(0, int);
+    g.record(event(plan.op, t0, t1, c.id, peer, tag, bytes, EXTRA_NONE));
+}
+
+/// A blocking receive on a communicator (`Recv`; not `Mrecv`): inlined
+/// into its wrapper, so it must not panic (see [`after`]).
+///
+/// # Safety
+/// As for [`probe`].
+#[inline(always)]
+unsafe fn recv(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64, t1: u64) {
+    let p = &plan.pos;
+    let Some(c) = comm_of_guarded(abi, w, p, ok) else {
+        let mut ev = Event::new(plan.op, t0, t1);
+        ev.tag.set(at(w, p.tag).map_or(0, int));
+        g.record(ev);
+        return;
+    };
+    let (mut peer, mut tag, mut bytes) = (
+        c.peer(abi, at(w, p.source).map_or(-1, int)),
+        at(w, p.tag).map_or(0, int),
+        0,
+    );
+    if ok {
+        if let Some(st) = at(w, p.status) {
+            // SAFETY: MPI wrote the status (ours if the program ignored it).
+            let (src, t, n) = unsafe { abi.read_status(st) };
+            (peer, tag, bytes) = (c.peer(abi, src), t, n);
+        }
+    }
+    g.record(event(plan.op, t0, t1, c.id, peer, tag, bytes, EXTRA_NONE));
 }
 
 /// An event with every field given, built in one piece.
