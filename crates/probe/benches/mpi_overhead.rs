@@ -21,6 +21,10 @@
 //! it, and the table gains its columns. `HARK_BENCH_ONLY=mpich/test` (a
 //! comma-separated list of `library/loop`) runs only those rows, and
 //! `HARK_BENCH_ROUNDS` sets the rounds (3).
+//!
+//! Last, where valgrind is installed, it counts with callgrind the
+//! instructions the probe adds to each `Iprobe` and `Test` (see
+//! [`instructions`]): exact and repeatable, unlike the times.
 
 use hark_transport::{Closed, ConnId, Listener, Sink};
 use hark_wire::{Frame, Hello};
@@ -163,8 +167,15 @@ fn main() {
             } else {
                 String::new()
             };
+            // A round trip is four wrapped calls in a row: send and receive
+            // on each rank.
+            let per_call = if mode == "pingpong" {
+                format!(" ({:+.1} ns per call)", (b - a) / 4.0)
+            } else {
+                String::new()
+            };
             println!(
-                "| {flavour} | {mode} | {np} | {n} × {reps} × {rounds} | {a:.1} {unit} |{base} {b:.1} {unit} | {:+.1} {unit} |",
+                "| {flavour} | {mode} | {np} | {n} × {reps} × {rounds} | {a:.1} {unit} |{base} {b:.1} {unit} | {:+.1} {unit}{per_call} |",
                 b - a
             );
             // Every call of every repetition reached the server.
@@ -173,6 +184,7 @@ fn main() {
             eprintln!("{flavour} {mode}: {recorded} events received for {calls} loop calls");
         }
     }
+    instructions(&dir, &lib, baseline.as_deref(), &addr, &only);
     server.shutdown();
     let _ = std::fs::remove_dir_all(&dir);
     println!();
@@ -180,6 +192,90 @@ fn main() {
         "Floor: two back-to-back rdtsc (start and end of a call) = {:.1} ns (median of 21 × 10^7)",
         two_rdtsc_ns()
     );
+}
+
+/// Prints the instructions the probe adds per call, counted by callgrind:
+/// the same for the same binaries whatever else the machine is doing, so
+/// it shows small changes the timings cannot. Each loop runs on one
+/// process (no `mpirun`) at two lengths, with and without the probe; the
+/// difference of the differences, per call, is what the probe adds.
+/// Skipped when valgrind is missing.
+fn instructions(dir: &Path, lib: &Path, baseline: Option<&Path>, addr: &str, only: &str) {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        println!("\n(valgrind not found: no instruction counts)");
+        return;
+    }
+    println!();
+    println!(
+        "| library | loop | instructions per call, without probe | added by the probe |{}",
+        if baseline.is_some() {
+            " added by the baseline |"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "|---|---|---|---|{}",
+        if baseline.is_some() { "---|" } else { "" }
+    );
+    let (n1, n2) = (20_000u64, 40_000u64);
+    for flavour in ["openmpi", "mpich"] {
+        let exe = dir.join(format!("overhead-{flavour}"));
+        for mode in ["iprobe", "test"] {
+            if !only.is_empty() && !only.split(',').any(|o| o == format!("{flavour}/{mode}")) {
+                continue;
+            }
+            // Instructions per call of the loop: two lengths, one repetition
+            // plus the warm-up (2 n calls each).
+            let per_call = |probe: Option<&Path>| -> Option<f64> {
+                let a = callgrind_total(dir, &exe, mode, n1, probe, addr)?;
+                let b = callgrind_total(dir, &exe, mode, n2, probe, addr)?;
+                Some((b as f64 - a as f64) / (2 * (n2 - n1)) as f64)
+            };
+            let plain = per_call(None);
+            let probed = per_call(Some(lib));
+            let based = baseline.map(|b| per_call(Some(b)));
+            let show = |x: Option<f64>| x.map_or("?".to_string(), |x| format!("{x:.0}"));
+            let diff = |x: Option<f64>| show(x.zip(plain).map(|(x, p)| x - p));
+            let base = based.map_or(String::new(), |b| format!(" {} |", diff(b)));
+            println!(
+                "| {flavour} | {mode} | {} | {} |{base}",
+                show(plain),
+                diff(probed)
+            );
+        }
+    }
+}
+
+/// Instructions of one run of the loop under callgrind (`None` if it failed).
+fn callgrind_total(
+    dir: &Path,
+    exe: &Path,
+    mode: &str,
+    n: u64,
+    probe: Option<&Path>,
+    addr: &str,
+) -> Option<u64> {
+    let out = dir.join("callgrind.out");
+    let mut cmd = Command::new("valgrind");
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("HARK_IO", "0")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(exe)
+        .args([mode, &n.to_string(), "1"]);
+    if let Some(lib) = probe {
+        cmd.env("LD_PRELOAD", lib).env("HARK_ADDR", addr);
+    }
+    let st = cmd.output().ok()?;
+    if !st.status.success() {
+        return None;
+    }
+    let text = std::fs::read_to_string(&out).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("summary:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// Nanoseconds per pair of `rdtsc` reads, the probe clock's own cost.
