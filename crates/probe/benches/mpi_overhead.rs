@@ -25,6 +25,7 @@
 //! Last, where valgrind is installed, it counts with callgrind the
 //! instructions the probe adds to each `Iprobe` and `Test` (see
 //! [`instructions`]): exact and repeatable, unlike the times.
+//! `HARK_BENCH_INSTRUCTIONS=0` skips that.
 
 use hark_transport::{Closed, ConnId, Listener, Sink};
 use hark_wire::{Frame, Hello};
@@ -201,6 +202,9 @@ fn main() {
 /// difference of the differences, per call, is what the probe adds.
 /// Skipped when valgrind is missing.
 fn instructions(dir: &Path, lib: &Path, baseline: Option<&Path>, addr: &str, only: &str) {
+    if std::env::var("HARK_BENCH_INSTRUCTIONS").is_ok_and(|v| v == "0") {
+        return;
+    }
     if Command::new("valgrind").arg("--version").output().is_err() {
         println!("\n(valgrind not found: no instruction counts)");
         return;
