@@ -229,6 +229,36 @@ fn a_forked_child_streams_on_its_own_and_the_parent_stays_exact() {
 }
 
 #[test]
+fn execl_execle_and_execlp_close_the_stream_and_pass_every_argument() {
+    let exe = compile("tests/programs/exec_l.c", &["cc"], &[]);
+    for (how, streams, env) in [("l", 2, ""), ("le", 1, "from-execle"), ("lp", 2, "")] {
+        // execle's environment has no LD_PRELOAD: the shell is not probed.
+        let p = Probed::new("exec-l").streams(streams);
+        let run = p.run(&exe, &["data.bin", how]);
+        assert!(run.status.success(), "{how}: {}", run.stderr);
+        // The nine arguments, six past the registers, reached the shell,
+        // and execle's environment replaced the program's.
+        let out = std::fs::read_to_string(p.dir.join("out.txt")).unwrap();
+        assert_eq!(out, format!("a b c d e [{env}]\n"), "{how}");
+        let s = run
+            .streams
+            .iter()
+            .find(|s| s.hello.program.starts_with("exec_l"))
+            .unwrap_or_else(|| {
+                let programs: Vec<_> = run.streams.iter().map(|s| &s.hello.program).collect();
+                panic!("{how}: no stream of exec_l in {programs:?}")
+            });
+        // Closed before the exec, with its totals: nothing lost.
+        assert!(s.is_clean(), "{how}");
+        assert_eq!(bytes_on(s, io::WRITE, "data.bin"), 100, "{how}");
+        assert_eq!(
+            s.end.as_ref().unwrap().events_written,
+            s.events.len() as u64
+        );
+    }
+}
+
+#[test]
 fn each_thread_is_recorded_as_its_own_thread() {
     let exe = compile("tests/programs/threads.c", &["cc"], &["-pthread"]);
     // Small packs, so each thread fills several.

@@ -8,9 +8,8 @@
 //! probe (a signal handler interrupting it) or from a `vfork` child.
 //!
 //! If the exec then fails, the process runs on unmeasured. `execl`,
-//! `execle` and `execlp` are not wrapped (glibc turns them into `execve`
-//! internally, out of reach): a process that uses them ends its stream
-//! without `End` (the reader reports it as closed without totals).
+//! `execle` and `execlp` are variadic: their entry points (x86-64 only)
+//! are in `variadic.rs` and end up in the wrappers here.
 
 use std::ffi::{c_char, c_int};
 

@@ -10,6 +10,11 @@
 //! arguments), then calls a Rust function with the named arguments and a
 //! pointer to that `va_list`, which times the real `v*` function. Only
 //! x86-64 gets these; elsewhere the `v*` wrappers still record.
+//!
+//! `execl`, `execle` and `execlp` have no `v*` form taking a `va_list`:
+//! their Rust side reads the arguments from it into an `argv` and calls
+//! the probe's own `execv`, `execve` or `execvp` (which close the stream
+//! before the exec), as glibc's versions call `execve` internally.
 
 use std::ffi::{c_char, c_int};
 
@@ -79,6 +84,117 @@ variadic! {
     __isoc99_fscanf(2, "rdx") => fscanf_va;
     scanf(1, "rsi") => scanf_va;
     __isoc99_scanf(1, "rsi") => scanf_va;
+    execl(2, "rdx") => execl_va;
+    execle(2, "rdx") => execle_va;
+    execlp(2, "rdx") => execlp_va;
+}
+
+type Argv = *const *const c_char;
+
+extern "C" fn execl_va(path: *const c_char, arg0: *const c_char, ap: VaList) -> c_int {
+    // SAFETY: `ap` is the va_list of the caller's arguments after `arg0`.
+    unsafe { with_argv(arg0, ap, false, |argv, _| super::exec::execv(path, argv)) }
+}
+
+extern "C" fn execle_va(path: *const c_char, arg0: *const c_char, ap: VaList) -> c_int {
+    // SAFETY: as above; `execle`'s environment follows the NULL.
+    unsafe {
+        with_argv(arg0, ap, true, |argv, envp| {
+            super::exec::execve(path, argv, envp)
+        })
+    }
+}
+
+extern "C" fn execlp_va(file: *const c_char, arg0: *const c_char, ap: VaList) -> c_int {
+    // SAFETY: as above.
+    unsafe { with_argv(arg0, ap, false, |argv, _| super::exec::execvp(file, argv)) }
+}
+
+/// The x86-64 System V `va_list` the entry points build.
+#[repr(C)]
+struct RawVaList {
+    gp_offset: u32,
+    fp_offset: u32,
+    overflow_arg_area: *const usize,
+    reg_save_area: *const u8,
+}
+
+/// The next pointer argument of `ap`.
+///
+/// # Safety
+/// `ap` is a live va_list with at least one more integer argument.
+unsafe fn next_ptr(ap: *mut RawVaList) -> *const c_char {
+    // SAFETY: per the caller; integer arguments are in the register save
+    // area until `gp_offset` reaches 48, then on the caller's stack.
+    unsafe {
+        let a = &mut *ap;
+        if a.gp_offset < 48 {
+            let p = a.reg_save_area.add(a.gp_offset as usize) as *const *const c_char;
+            a.gp_offset += 8;
+            p.read()
+        } else {
+            let p = a.overflow_arg_area as *const *const c_char;
+            a.overflow_arg_area = a.overflow_arg_area.add(1);
+            p.read()
+        }
+    }
+}
+
+/// Arguments `execl` and friends accept at most (beyond, `E2BIG`): the
+/// list must end with a NULL, and a missing one must not loop forever.
+const MAX_ARGS: usize = 1 << 20;
+
+/// Reads `arg0` and the arguments that follow up to and including the NULL
+/// into an `argv`, and with `with_envp` the pointer after the NULL
+/// (`execle`'s environment), and calls `exec` with them. The `argv` lives on the stack unless it is long:
+/// the caller may be a `vfork` child, which should not touch the heap.
+///
+/// # Safety
+/// `ap` is the va_list of a NULL-terminated list of `char *` after `arg0`,
+/// followed by one more pointer if `with_envp`.
+unsafe fn with_argv(
+    arg0: *const c_char,
+    ap: VaList,
+    with_envp: bool,
+    exec: impl FnOnce(Argv, Argv) -> c_int,
+) -> c_int {
+    let ap = ap as *mut RawVaList;
+    let mut small = [std::ptr::null::<c_char>(); 64];
+    let mut large = Vec::new();
+    let mut n = 0;
+    let mut arg = arg0;
+    loop {
+        if n < small.len() {
+            small[n] = arg;
+        } else {
+            if large.is_empty() {
+                large.extend_from_slice(&small);
+            }
+            large.push(arg);
+        }
+        n += 1;
+        if arg.is_null() {
+            break;
+        }
+        if n == MAX_ARGS {
+            super::set_errno(libc::E2BIG);
+            return -1;
+        }
+        // SAFETY: per the caller, the list goes on until its NULL.
+        arg = unsafe { next_ptr(ap) };
+    }
+    let argv = if large.is_empty() {
+        small.as_ptr()
+    } else {
+        large.as_ptr()
+    };
+    let envp = if with_envp {
+        // SAFETY: `execle`'s environment pointer follows the NULL.
+        unsafe { next_ptr(ap) as Argv }
+    } else {
+        std::ptr::null()
+    };
+    exec(argv, envp)
 }
 
 extern "C" fn fprintf_va(f: *mut FILE, fmt: *const c_char, ap: VaList) -> c_int {
