@@ -411,6 +411,20 @@ table! {
     "MPI_File_write_at_all_end" FileWrite [File, Other, Status],
     "MPI_File_write_ordered_begin" FileWrite [File, SendBuf, SendCount, SendType],
     "MPI_File_write_ordered_end" FileWrite [File, Other, Status],
+
+    // Dynamic processes (appended: op codes stay stable). The communicators
+    // they create are defined like any other; members of another world have
+    // no world rank here.
+    "MPI_Comm_spawn" CommCreate [Str, Str, Other, Other, Other, Comm, NewComm, Other],
+    "MPI_Comm_spawn_multiple" CommCreate [Other, Str, Str, Other, Other, Other, Comm, NewComm, Other],
+    "MPI_Comm_accept" CommCreate [Str, Other, Other, Comm, NewComm],
+    "MPI_Comm_connect" CommCreate [Str, Other, Other, Comm, NewComm],
+    "MPI_Comm_join" CommCreate [Other, NewComm],
+    "MPI_Open_port" Other [Other, Str],
+    "MPI_Close_port" Other [Str],
+    "MPI_Publish_name" Other [Str, Other, Str],
+    "MPI_Unpublish_name" Other [Str, Other, Str],
+    "MPI_Lookup_name" Other [Str, Other, Str],
 }
 
 /// The function called `name` (C spelling), if wrapped.

@@ -131,6 +131,26 @@ pub fn run_in_dir(
     env: &[(&str, &str)],
     cwd: Option<&Path>,
 ) -> Job {
+    run_job(mpi, np, np, exe, args, probe, env, cwd)
+}
+
+/// [`run_with`] for a job that starts more processes than its `np` ranks
+/// (`MPI_Comm_spawn`): waits for `streams` streams.
+pub fn run_spawning(mpi: Mpi, np: usize, streams: usize, exe: &Path) -> Job {
+    run_job(mpi, np, streams, exe, &[], true, &[], None)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_job(
+    mpi: Mpi,
+    np: usize,
+    streams: usize,
+    exe: &Path,
+    args: &[&str],
+    probe: bool,
+    env: &[(&str, &str)],
+    cwd: Option<&Path>,
+) -> Job {
     // One job at a time: MPI ranks busy-poll, and several jobs at once on a
     // small machine slow each other down past any timeout.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -177,18 +197,19 @@ pub fn run_in_dir(
     let out = output_within(cmd, Duration::from_secs(120));
     // A failed job may still have streams (a killed rank); one that never
     // started has none, so it is not waited for long.
+    let n = streams;
     let streams = if probe && out.status.success() {
         collector
-            .wait_closed(np, Duration::from_secs(30))
+            .wait_closed(n, Duration::from_secs(30))
             .unwrap_or_else(|e| {
                 panic!(
-                    "{np} streams did not arrive: {e:?}\nstderr: {}",
+                    "{n} streams did not arrive: {e:?}\nstderr: {}",
                     String::from_utf8_lossy(&out.stderr)
                 )
             })
     } else if probe {
         collector
-            .wait_closed(np, Duration::from_secs(5))
+            .wait_closed(n, Duration::from_secs(5))
             .unwrap_or_else(|_| collector.streams())
     } else {
         Vec::new()
