@@ -15,7 +15,7 @@
 use hark_server::{Server, ServerConfig};
 use hark_wire::{
     encode_pack, op, ClockSource, Def, End, EndReason, Event, Flavour, Hello, NameKind, RankInfo,
-    EVENT_SIZE, HEADER_SIZE, PACK_HEADER_SIZE,
+    TickScale, EVENT_SIZE, HEADER_SIZE, PACK_HEADER_SIZE,
 };
 use std::io::Write;
 use std::process::Command;
@@ -127,7 +127,13 @@ fn write(addr: &str, rank: i32, size: i32, events: u64) {
         rank,
         size,
         job: "bench".into(),
-        clock: ClockSource::Monotonic,
+        // As a probe on the TSC sends it, so the server converts every
+        // event as it reads (here at one tick per nanosecond).
+        clock: ClockSource::Tsc(TickScale {
+            tsc0: 0,
+            ns0: 0,
+            mult: 1 << 32,
+        }),
         clock_ns: 0,
         realtime_ns: 0,
         pack_size: 1 << 20,
