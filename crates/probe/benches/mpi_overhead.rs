@@ -20,7 +20,8 @@
 //! `HARK_BENCH_BASELINE` at another `libhark.so`: each round then also runs
 //! it, and the table gains its columns. `HARK_BENCH_ONLY=mpich/test` (a
 //! comma-separated list of `library/loop`) runs only those rows, and
-//! `HARK_BENCH_ROUNDS` sets the rounds (3).
+//! `HARK_BENCH_ROUNDS` sets the rounds (3). Open MPI runs with `--bind-to
+//! none` unless `HARK_BENCH_OMPI_BIND` says otherwise (see [`run`]).
 //!
 //! Last, where valgrind is installed, it counts with callgrind the
 //! instructions the probe adds to each `Iprobe` and `Test` (see
@@ -93,6 +94,15 @@ fn run(
         if flavour == "openmpi" {
             cmd.args(["-x", "LD_PRELOAD", "-x", "HARK_ADDR", "-x", "HARK_IO"]);
         }
+    }
+    if flavour == "openmpi" {
+        // Open MPI binds each rank to a core, and the probe's shipper thread
+        // inherits the binding: shipping would then share the measured
+        // rank's core, as it never does under MPICH (no binding). Unbound,
+        // both libraries measure the call path alone (shipping has its own
+        // bench); HARK_BENCH_OMPI_BIND=core measures the bound case.
+        let bind = std::env::var("HARK_BENCH_OMPI_BIND").unwrap_or_else(|_| "none".into());
+        cmd.args(["--bind-to", &bind]);
     }
     let out = cmd
         .arg("-np")
