@@ -651,17 +651,9 @@ unsafe fn probe(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u6
         g.record(Event::new(plan.op, t0, t1));
         return;
     };
-    let (mut peer, mut tag, mut bytes) = (
-        c.peer(abi, at(w, p.source).map_or(-1, int)),
-        at(w, p.tag).map_or(0, int),
-        0,
-    );
+    // SAFETY: per the caller; the status is read only if a message was found.
+    let (peer, tag, bytes) = unsafe { matched(abi, &c, w, p, found) };
     if found {
-        if let Some(st) = at(w, p.status) {
-            // SAFETY: MPI wrote the status.
-            let (src, t, n) = unsafe { abi.read_status(st) };
-            (peer, tag, bytes) = (c.peer(abi, src), t, n);
-        }
         if let Some(m) = at(w, p.message_out) {
             // SAFETY: an `MPI_Message *` MPI wrote.
             let m = unsafe { abi.read_handle(m) };
@@ -713,19 +705,30 @@ unsafe fn recv(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64
         g.record(ev);
         return;
     };
-    let (mut peer, mut tag, mut bytes) = (
+    // SAFETY: per the caller; the status is read only if the call succeeded.
+    let (peer, tag, bytes) = unsafe { matched(abi, &c, w, p, ok) };
+    g.record(event(plan.op, t0, t1, c.id, peer, tag, bytes, EXTRA_NONE));
+}
+
+/// Peer, tag and bytes of a receive or probe on `c`: from the status when
+/// `read` (a message matched) and there is one, else the source and tag
+/// asked for, and no bytes.
+///
+/// # Safety
+/// `w` are the program's arguments; with `read`, MPI wrote their status
+/// (ours if the program ignored it).
+#[inline(always)]
+unsafe fn matched(abi: &Abi, c: &Comm, w: &[usize], p: &Pos, read: bool) -> (i32, i32, u64) {
+    if let (true, Some(st)) = (read, at(w, p.status)) {
+        // SAFETY: per the caller.
+        let (src, tag, n) = unsafe { abi.read_status(st) };
+        return (c.peer(abi, src), tag, n);
+    }
+    (
         c.peer(abi, at(w, p.source).map_or(-1, int)),
         at(w, p.tag).map_or(0, int),
         0,
-    );
-    if ok {
-        if let Some(st) = at(w, p.status) {
-            // SAFETY: MPI wrote the status (ours if the program ignored it).
-            let (src, t, n) = unsafe { abi.read_status(st) };
-            (peer, tag, bytes) = (c.peer(abi, src), t, n);
-        }
-    }
-    g.record(event(plan.op, t0, t1, c.id, peer, tag, bytes, EXTRA_NONE));
+    )
 }
 
 /// An event with every field given, built in one piece.
