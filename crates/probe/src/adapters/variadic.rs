@@ -146,8 +146,9 @@ const MAX_ARGS: usize = 1 << 20;
 
 /// Reads `arg0` and the arguments that follow up to and including the NULL
 /// into an `argv`, and with `with_envp` the pointer after the NULL
-/// (`execle`'s environment), and calls `exec` with them. The `argv` lives on the stack unless it is long:
-/// the caller may be a `vfork` child, which should not touch the heap.
+/// (`execle`'s environment), and calls `exec` with them. The `argv` lives
+/// on the stack unless it is long: the caller may be a `vfork` child, which
+/// should not touch the heap.
 ///
 /// # Safety
 /// `ap` is the va_list of a NULL-terminated list of `char *` after `arg0`,

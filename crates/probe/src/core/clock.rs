@@ -1,13 +1,15 @@
-//! The probe clock: nanoseconds from the time-stamp counter where it is
-//! usable, from `CLOCK_MONOTONIC` otherwise.
+//! The probe clock: the time-stamp counter where it is usable,
+//! `CLOCK_MONOTONIC` otherwise.
 //!
 //! The TSC is used only when the CPU says it ticks at a constant rate and
 //! keeps ticking in deep sleep (`constant_tsc` and `nonstop_tsc` in
 //! `/proc/cpuinfo`). It is calibrated once at start against
-//! `CLOCK_MONOTONIC` over a few milliseconds and anchored to it, so both
-//! clocks agree at start and the server can treat every timestamp as
-//! monotonic nanoseconds. A 3 ms calibration is good to about 10 ppm: a
-//! drift of 10 µs per second of run, far below what the analyses resolve.
+//! `CLOCK_MONOTONIC` over a few milliseconds and anchored to it. Events
+//! carry the ticks as read ([`stamp`]); the calibration travels in the
+//! stream's `Hello` and the server's reader turns ticks into nanoseconds
+//! that agree with `CLOCK_MONOTONIC`. A 3 ms calibration is good to about
+//! 10 ppm: a drift of 10 µs per second of run, far below what the analyses
+//! resolve.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 

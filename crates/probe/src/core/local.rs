@@ -147,7 +147,7 @@ mod tls {
 
     #[inline(always)]
     pub(super) fn get() -> *const Local {
-        with_local(|l| l as *const Local)
+        LOCAL.with(|l| l as *const Local)
     }
 }
 

@@ -118,7 +118,7 @@ pub fn stamp() -> u64 {
     clock::stamp()
 }
 
-/// Clock readings around a call (cheaper than two [`now`]s).
+/// Clock readings around a call (one mode check for both [`stamp`]s).
 pub(crate) use clock::Span;
 
 /// Appends one event to this thread's buffer (sets its `thread` field).

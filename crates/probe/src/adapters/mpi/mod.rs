@@ -290,8 +290,9 @@ pub(crate) fn after(
     s: &mut Scratch,
 ) {
     let plan = &PLANS[i];
-    // The polling calls (`Iprobe`, `Test*` that completed nothing) are
-    // recorded here, inlined into their wrapper where the plan is a constant,
+    // The hot calls (`Iprobe`, `Test*` that completed nothing, blocking
+    // `Send`/`Recv`) are recorded here, inlined into their wrapper where the
+    // plan is a constant,
     // and outside the panic guard, whose closure is an out-of-line call:
     // that code cannot panic (no indexing, no allocation, no unwrap); what
     // can (learning a new communicator) is guarded where it is called. They
