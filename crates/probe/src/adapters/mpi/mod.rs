@@ -701,8 +701,16 @@ unsafe fn send(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64
 unsafe fn recv(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64, t1: u64) {
     let p = &plan.pos;
     let Some(c) = comm_of_guarded(abi, w, p, ok) else {
+        // A communicator that cannot be described: no peer, but the tag and
+        // bytes are still known.
         let mut ev = Event::new(plan.op, t0, t1);
         ev.tag.set(at(w, p.tag).map_or(0, int));
+        if let (true, Some(st)) = (ok, at(w, p.status)) {
+            // SAFETY: MPI wrote the status (ours if the program ignored it).
+            let (_, tag, n) = unsafe { abi.read_status(st) };
+            ev.tag.set(tag);
+            ev.bytes.set(n);
+        }
         g.record(ev);
         return;
     };
