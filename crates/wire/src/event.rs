@@ -63,9 +63,11 @@ pub const EXTRA_NONE: u64 = u64::MAX;
 )]
 #[repr(C)]
 pub struct Event {
-    /// Start of the call, in nanoseconds of the probe's clock.
+    /// Start of the call, in nanoseconds of the probe's clock. On the wire,
+    /// under a [`ClockSource::Tsc`](crate::ClockSource::Tsc) Hello, TSC ticks
+    /// until [`FrameReader`](crate::FrameReader) converts them.
     pub start: U64,
-    /// End of the call, in nanoseconds of the probe's clock.
+    /// End of the call, likewise.
     pub end: U64,
     /// Bytes moved, or a counter's value.
     pub bytes: U64,

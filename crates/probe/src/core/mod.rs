@@ -8,7 +8,8 @@
 //! 1. `let Some(_g) = core::enter() else { return real(args) };` — None when
 //!    recording is paused or off, the probe is not initialised, or this thread
 //!    is already inside the probe (its own I/O, a nested MPI call);
-//! 2. `let t0 = core::now();` call the real function; `let t1 = core::now();`
+//! 2. `let t0 = core::stamp();` call the real function; `let t1 =
+//!    core::stamp();` (or `Span::start()`/`stop()` around it);
 //! 3. fill an `Event` (`Event::new(op, t0, t1)` and its fields) and
 //!    `core::record(ev)`; details of the same call follow with more `record`s.
 //!

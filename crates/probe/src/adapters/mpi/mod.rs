@@ -159,7 +159,9 @@ fn bytes(abi: &Abi, count: i32, datatype: usize) -> u64 {
     if count <= 0 {
         return 0;
     }
-    count as u64 * mpi_call::type_size(abi, abi.handle_arg(datatype))
+    // Saturating: reached outside the panic guard (see `after`), where an
+    // overflow check of a debug build must not fire.
+    (count as u64).saturating_mul(mpi_call::type_size(abi, abi.handle_arg(datatype)))
 }
 
 /// Reads what the call will overwrite and swaps in buffers for ignored
@@ -295,9 +297,7 @@ pub(crate) fn after(
     // plan is a constant,
     // and outside the panic guard, whose closure is an out-of-line call:
     // that code cannot panic (no indexing, no allocation, no unwrap); what
-    // can (learning a new communicator) is guarded where it is called. They
-    // record without `emit`'s pause check: their wrappers are entered only
-    // while recording (`core::enter`), never while paused.
+    // can (learning a new communicator) is guarded where it is called.
     let ok = rc == 0;
     match plan.kind {
         // SAFETY: the words are the program's arguments to this very
@@ -309,7 +309,7 @@ pub(crate) fn after(
         // SAFETY: as above.
         Kind::Recv if plan.pos.comm != NO => unsafe { recv(abi, plan, g, w, ok, t0, t1) },
         // SAFETY: an `int *flag` MPI wrote, read only on success.
-        Kind::Complete if !(ok && flag_set(w, &plan.pos)) => g.record(Event::new(plan.op, t0, t1)),
+        Kind::Complete if !(ok && flag_set(w, &plan.pos)) => emit(g, Event::new(plan.op, t0, t1)),
         // SAFETY: as above.
         Kind::Complete => guarded(|| unsafe { complete(abi, plan, g, w, ok, t0, t1, s) }),
         // SAFETY: as above.
@@ -649,7 +649,7 @@ unsafe fn probe(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u6
     let p = &plan.pos;
     let found = ok && flag_set(w, p);
     let Some(c) = comm_of_guarded(abi, w, p, ok) else {
-        g.record(Event::new(plan.op, t0, t1));
+        emit(g, Event::new(plan.op, t0, t1));
         return;
     };
     // SAFETY: per the caller; the status is read only if a message was found.
@@ -663,7 +663,10 @@ unsafe fn probe(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u6
             }
         }
     }
-    g.record(event(plan.op, t0, t1, c.id, peer, tag, bytes, found as u64));
+    emit(
+        g,
+        event(plan.op, t0, t1, c.id, peer, tag, bytes, found as u64),
+    );
 }
 
 /// A blocking send (`Send`, `Ssend`, `Bsend`, `Rsend`): inlined into its
@@ -675,7 +678,7 @@ unsafe fn probe(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u6
 unsafe fn send(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64, t1: u64) {
     let p = &plan.pos;
     let Some(c) = comm_of_guarded(abi, w, p, ok) else {
-        g.record(Event::new(plan.op, t0, t1));
+        emit(g, Event::new(plan.op, t0, t1));
         return;
     };
     let peer = c.peer(abi, at(w, p.dest).map_or(-1, int));
@@ -689,7 +692,10 @@ unsafe fn send(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64
         0
     };
     let tag = at(w, p.tag).map_or(0, int);
-    g.record(event(plan.op, t0, t1, c.id, peer, tag, bytes, EXTRA_NONE));
+    emit(
+        g,
+        event(plan.op, t0, t1, c.id, peer, tag, bytes, EXTRA_NONE),
+    );
 }
 
 /// A blocking receive on a communicator (`Recv`; not `Mrecv`): inlined
@@ -711,12 +717,15 @@ unsafe fn recv(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64
             ev.tag.set(tag);
             ev.bytes.set(n);
         }
-        g.record(ev);
+        emit(g, ev);
         return;
     };
     // SAFETY: per the caller; the status is read only if the call succeeded.
     let (peer, tag, bytes) = unsafe { matched(abi, &c, w, p, ok) };
-    g.record(event(plan.op, t0, t1, c.id, peer, tag, bytes, EXTRA_NONE));
+    emit(
+        g,
+        event(plan.op, t0, t1, c.id, peer, tag, bytes, EXTRA_NONE),
+    );
 }
 
 /// Peer, tag and bytes of a receive or probe on `c`: from the status when
