@@ -212,12 +212,33 @@ pub fn set_rank(info: RankInfo) {
     });
 }
 
+/// Whether recording is paused: one state for `MPI_Pcontrol` and
+/// `hark_pause`/`hark_resume`, so either API undoes the other.
+#[inline(always)]
+pub fn paused() -> bool {
+    stream::paused()
+}
+
 /// Pauses (`false`) or resumes (`true`) recording: `MPI_Pcontrol(0|1)`,
 /// `hark_pause`/`hark_resume`. Records a `PAUSE` event before pausing and a
 /// `RESUME` event after resuming, so the reader knows the gap is deliberate.
 pub fn set_recording(on: bool) {
+    set_recording_with(on, |ev| {
+        if let Some(g) = enter() {
+            g.record(ev)
+        }
+    })
+}
+
+/// [`set_recording`] from inside a wrapper (`MPI_Pcontrol`), which holds
+/// the thread's guard: the markers are recorded through it.
+pub fn set_recording_in(g: &Guard, on: bool) {
+    set_recording_with(on, |ev| g.record(ev))
+}
+
+fn set_recording_with(on: bool, record: impl Fn(Event)) {
     if !on {
-        if let Some(_g) = enter() {
+        if stream::RECORDING.load(Ordering::Relaxed) {
             let t = stamp();
             record(Event::new(op::PAUSE, t, t));
         }
@@ -225,11 +246,9 @@ pub fn set_recording(on: bool) {
     } else {
         let was_paused = !stream::RECORDING.load(Ordering::Relaxed);
         stream::set_paused(false);
-        if was_paused {
-            if let Some(_g) = enter() {
-                let t = stamp();
-                record(Event::new(op::RESUME, t, t));
-            }
+        if was_paused && stream::RECORDING.load(Ordering::Relaxed) {
+            let t = stamp();
+            record(Event::new(op::RESUME, t, t));
         }
     }
 }

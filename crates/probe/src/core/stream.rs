@@ -234,6 +234,12 @@ impl Stream {
     }
 }
 
+/// Whether recording is paused (`MPI_Pcontrol(0)`, `hark_pause`).
+#[inline(always)]
+pub(crate) fn paused() -> bool {
+    PAUSED.load(Ordering::Relaxed)
+}
+
 /// Pauses or resumes recording.
 pub(crate) fn set_paused(paused: bool) {
     PAUSED.store(paused, Ordering::Relaxed);

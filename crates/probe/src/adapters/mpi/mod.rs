@@ -26,14 +26,9 @@ use plan::{Kind, Plan, Pos, Shape, NO, NONE};
 use registry::{Comm, CommRef, Req, ReqKind};
 use resolve::Sym;
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 include!(concat!(env!("OUT_DIR"), "/mpi_wrappers.rs"));
-
-/// Paused by `MPI_Pcontrol(0)`: bookkeeping calls still enter the probe (to
-/// keep the registries right) but record nothing.
-static PAUSED: AtomicBool = AtomicBool::new(false);
 
 /// Per-call scratch space, on the wrapper's stack. Small, because every
 /// wrapper fills it in: what only calls on many requests need is allocated
@@ -106,10 +101,12 @@ fn guarded(f: impl FnOnce()) {
     }
 }
 
-/// Records `ev` through the wrapper's guard, unless paused.
+/// Records `ev` through the wrapper's guard, unless recording is paused
+/// (`MPI_Pcontrol(0)` or `hark_pause`): bookkeeping calls still enter the
+/// probe while paused, to keep the registries right, but record nothing.
 #[inline(always)]
 fn emit(g: &Guard, ev: Event) {
-    if !PAUSED.load(Ordering::Relaxed) {
+    if !crate::core::paused() {
         g.record(ev);
     }
 }
@@ -347,11 +344,9 @@ unsafe fn record(
             let level = at(w, p.level).map_or(1, int);
             if level == 0 {
                 emit(g, ev);
-                PAUSED.store(true, Ordering::Relaxed);
-                crate::core::set_recording(false);
+                crate::core::set_recording_in(g, false);
             } else {
-                crate::core::set_recording(true);
-                PAUSED.store(false, Ordering::Relaxed);
+                crate::core::set_recording_in(g, true);
                 emit(g, ev);
             }
         }
