@@ -149,23 +149,26 @@ fn plans(s: &mut String) {
 
 /// Whether the wrapper may skip recording while paused: bookkeeping calls
 /// (communicators, windows, files, request frees, init/finalize) always
-/// enter, so that registries stay right across `MPI_Pcontrol(0)`.
+/// enter, so that registries stay right across `MPI_Pcontrol(0)`, and so do
+/// collectives, so that their per-communicator sequence numbers stay the
+/// same on every rank when ranks pause differently.
 fn always(f: &Function) -> bool {
     let k = kind(f);
-    [
-        "Kind::Init",
-        "Kind::Finalize",
-        "Kind::Abort",
-        "Kind::Pcontrol",
-        "Kind::RequestFree",
-        "Kind::CommCreate",
-        "Kind::CommFree",
-        "Kind::WinCreate",
-        "Kind::WinFree",
-        "Kind::FileOpen",
-        "Kind::FileClose",
-    ]
-    .contains(&k.as_str())
+    k.starts_with("Kind::Coll(")
+        || [
+            "Kind::Init",
+            "Kind::Finalize",
+            "Kind::Abort",
+            "Kind::Pcontrol",
+            "Kind::RequestFree",
+            "Kind::CommCreate",
+            "Kind::CommFree",
+            "Kind::WinCreate",
+            "Kind::WinFree",
+            "Kind::FileOpen",
+            "Kind::FileClose",
+        ]
+        .contains(&k.as_str())
 }
 
 fn words(n: usize) -> (String, String, String) {

@@ -1,8 +1,10 @@
 //! `MPI_Pcontrol(0|1)` and the user API's `hark_pause`/`hark_resume` pause
 //! and resume one and the same recording: either undoes the other. While
 //! paused nothing is recorded, but communicators made meanwhile are still
-//! described when recording resumes; `pause`/`resume` markers say where the
-//! gaps are deliberate. Both libraries, 2 ranks (`tests/programs/mpi/pause.c`).
+//! described when recording resumes, and collectives still count in the
+//! sequence numbers that match their instances across ranks, even when only
+//! some ranks pause; `pause`/`resume` markers say where the gaps are
+//! deliberate. Both libraries, 2 ranks (`tests/programs/mpi/pause.c`).
 
 mod mpi_support;
 use hark_wire::op;
@@ -30,6 +32,17 @@ fn pcontrol_and_the_user_api_pause_and_resume_everything() {
                 }
             }
             let (me, peer) = (r, 1 - r);
+            // World collectives: #0 recorded, #1 and #2 paused on both ranks,
+            // #3 recorded, #4 paused on rank 0 only, #5 recorded: the
+            // sequence numbers (`tag`) count the paused ones too.
+            let last = if r == 0 {
+                "MPI_Pcontrol - peer=- tag=0 bytes=0 extra=-
+                 pause
+                 resume
+                 MPI_Pcontrol - peer=- tag=0 bytes=0 extra=-"
+            } else {
+                "MPI_Barrier [0 1] peer=- tag=4 bytes=0 extra=0"
+            };
             assert_lines(
                 &format!("{mpi:?} rank {r}"),
                 &lines,
@@ -48,7 +61,9 @@ fn pcontrol_and_the_user_api_pause_and_resume_everything() {
                      MPI_Pcontrol - peer=- tag=0 bytes=0 extra=-
                      pause
                      resume
-                     MPI_Barrier [0 1] peer=- tag=1 bytes=0 extra=0
+                     MPI_Barrier [0 1] peer=- tag=3 bytes=0 extra=0
+                     {last}
+                     MPI_Barrier [0 1] peer=- tag=5 bytes=0 extra=0
                      MPI_Comm_free [{me}] peer=- tag=0 bytes=0 extra=-
                      MPI_Comm_free [0 1] peer=- tag=0 bytes=0 extra=-
                      MPI_Finalize - peer=- tag=0 bytes=0 extra=-"

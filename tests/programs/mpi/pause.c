@@ -1,6 +1,7 @@
 /* MPI_Pcontrol and the user API's pause share one state. Run on 2 ranks.
  * Paused, calls are not recorded, but communicators made meanwhile are
- * still known when recording resumes. */
+ * still known when recording resumes, and collectives still count in the
+ * per-communicator sequence numbers (rank 0 alone pauses around one). */
 #include <mpi.h>
 #include "hark.h"
 
@@ -27,6 +28,10 @@ int main(int argc, char **argv) {
   MPI_Pcontrol(0);
   HARK_RESUME();                                     /* and lifts MPI_Pcontrol(0) */
   MPI_Barrier(MPI_COMM_WORLD);                       /* recorded */
+  if (rank == 0) MPI_Pcontrol(0);                    /* ranks pause differently: */
+  MPI_Barrier(MPI_COMM_WORLD);                       /* only rank 1 records it */
+  if (rank == 0) MPI_Pcontrol(1);
+  MPI_Barrier(MPI_COMM_WORLD);                       /* same sequence number on both */
   MPI_Comm_free(&solo);
   MPI_Comm_free(&dup);
   MPI_Finalize();

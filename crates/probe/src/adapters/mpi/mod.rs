@@ -463,6 +463,13 @@ unsafe fn record(
             }
             emit(g, ev);
         }
+        Kind::Coll(_) if crate::core::paused() => {
+            // Entered while paused only to keep the sequence numbers in step
+            // with ranks that record this collective.
+            if let Some(c) = comm_of(abi, w, p, ok) {
+                c.next_seq();
+            }
+        }
         Kind::Coll(shape) => {
             let comm = comm_of(abi, w, p, ok);
             if let Some(c) = &comm {
