@@ -650,7 +650,7 @@ unsafe fn record(
 unsafe fn probe(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64, t1: u64) {
     let p = &plan.pos;
     let found = ok && flag_set(w, p);
-    let Some(c) = comm_of_guarded(abi, w, p, ok) else {
+    let Some(c) = comm_of(abi, w, p, ok) else {
         emit(g, Event::new(plan.op, t0, t1));
         return;
     };
@@ -679,7 +679,7 @@ unsafe fn probe(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u6
 #[inline(always)]
 unsafe fn send(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64, t1: u64) {
     let p = &plan.pos;
-    let Some(c) = comm_of_guarded(abi, w, p, ok) else {
+    let Some(c) = comm_of(abi, w, p, ok) else {
         emit(g, Event::new(plan.op, t0, t1));
         return;
     };
@@ -708,7 +708,7 @@ unsafe fn send(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64
 #[inline(always)]
 unsafe fn recv(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64, t1: u64) {
     let p = &plan.pos;
-    let Some(c) = comm_of_guarded(abi, w, p, ok) else {
+    let Some(c) = comm_of(abi, w, p, ok) else {
         // A communicator that cannot be described: no peer, but the tag and
         // bytes are still known.
         let mut ev = Event::new(plan.op, t0, t1);
@@ -781,21 +781,11 @@ fn event(
 /// The communicator argument's registry entry. A communicator seen for the
 /// first time is described with MPI calls, but only if the call succeeded: a
 /// handle MPI rejected must not reach `MPI_Comm_group`, whose error handler
-/// could abort the program.
+/// could abort the program. Describing it (MPI calls, allocation) runs under
+/// its own panic guard, so the inline recorders, which have none, can call
+/// this too.
 #[inline(always)]
 fn comm_of(abi: &Abi, w: &[usize], p: &Pos, ok: bool) -> Option<CommRef> {
-    let h = abi.handle_arg(at(w, p.comm)?);
-    if ok {
-        registry::comm(abi, h)
-    } else {
-        registry::known_comm(h)
-    }
-}
-
-/// [`comm_of`] for code outside the panic guard: learning a new
-/// communicator (MPI calls, allocation) runs inside one.
-#[inline(always)]
-fn comm_of_guarded(abi: &Abi, w: &[usize], p: &Pos, ok: bool) -> Option<CommRef> {
     let h = abi.handle_arg(at(w, p.comm)?);
     if let Some(c) = registry::known_comm(h) {
         return Some(c);
