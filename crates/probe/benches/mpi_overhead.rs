@@ -157,7 +157,7 @@ fn main() {
             ("test", 1, 200_000, "ns/call"),
             ("pingpong", 2, 20_000, "ns/round trip"),
         ] {
-            if !only.is_empty() && !only.split(',').any(|o| o == format!("{flavour}/{mode}")) {
+            if !selected(&only, flavour, mode) {
                 continue;
             }
             let reps = 7;
@@ -205,6 +205,11 @@ fn main() {
     );
 }
 
+/// Whether `HARK_BENCH_ONLY` (`only`, empty for all) asks for this row.
+fn selected(only: &str, flavour: &str, mode: &str) -> bool {
+    only.is_empty() || only.split(',').any(|o| o == format!("{flavour}/{mode}"))
+}
+
 /// Prints the instructions the probe adds per call, counted by callgrind:
 /// the same for the same binaries whatever else the machine is doing, so
 /// it shows small changes the timings cannot. Each loop runs on one
@@ -236,7 +241,7 @@ fn instructions(dir: &Path, lib: &Path, baseline: Option<&Path>, addr: &str, onl
     for flavour in ["openmpi", "mpich"] {
         let exe = dir.join(format!("overhead-{flavour}"));
         for mode in ["iprobe", "test"] {
-            if !only.is_empty() && !only.split(',').any(|o| o == format!("{flavour}/{mode}")) {
+            if !selected(only, flavour, mode) {
                 continue;
             }
             // Instructions per call of the loop: two lengths, one repetition
