@@ -72,10 +72,112 @@ pub struct Program {
     /// `mpi_time_ns`, `write.bytes`, ...) laid out for spotting imbalance.
     #[serde(default)]
     pub density: BTreeMap<String, DensityMap>,
+    /// Wait states (Scalasca's pattern catalogue), by pattern name:
+    /// `late_sender`, `late_sender_wrong_order`, `late_receiver`,
+    /// `wait_nxn`, `wait_barrier`, `late_broadcast`, `early_reduce`. Every
+    /// pattern is present (zero when it never occurred) in MPI programs.
+    #[serde(default)]
+    pub waits: BTreeMap<String, WaitPattern>,
+    /// Who made whom wait, over all patterns.
+    #[serde(default)]
+    pub wait_causes: WaitCauses,
+    /// POP efficiencies of the whole program (absent without MPI).
+    #[serde(default)]
+    pub efficiency: Option<Efficiency>,
+    /// The same, per top-level region (by region name).
+    #[serde(default)]
+    pub efficiency_by_region: BTreeMap<String, Efficiency>,
+    /// The same, per time slice (indexed like [`TimeSlices`]; a slice no
+    /// rank was inside the measured window is all zero).
+    #[serde(default)]
+    pub efficiency_slices: Vec<Efficiency>,
+    /// The job digest: the findings that cost the most time, costliest
+    /// first (at most five).
+    #[serde(default)]
+    pub digest: Vec<Finding>,
     /// What the analyses noticed but could not use (unknown op codes,
     /// unbalanced regions, ...), one sentence each.
     #[serde(default)]
     pub diagnostics: Vec<String>,
+}
+
+/// One wait-state pattern of a program.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WaitPattern {
+    /// Per rank: time that rank spent waiting in this pattern, in ns.
+    pub time_ns: Vec<u64>,
+    /// Per rank: instances (calls that waited) of this pattern.
+    pub instances: Vec<u64>,
+    /// Per MPI function the waiting happened in.
+    pub by_function: BTreeMap<String, WaitCell>,
+    /// Per region call path of the waiting rank (`outer/inner`; `""`
+    /// outside any region).
+    pub by_callpath: BTreeMap<String, WaitCell>,
+    /// Per time slice (of the waiting rank's entry into the call), summed
+    /// over ranks; indexed like [`TimeSlices`].
+    pub slices: Vec<WaitCell>,
+    /// Per region the late rank was in before it arrived (the cause), its
+    /// call path; `""` outside any region.
+    pub cause_callpaths: BTreeMap<String, WaitCell>,
+}
+
+/// Waiting time and instances.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitCell {
+    /// Time spent waiting, in ns.
+    pub time_ns: u64,
+    /// Instances.
+    pub instances: u64,
+}
+
+/// Who made whom wait.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WaitCauses {
+    /// `time_ns[late][waiting]`: time rank `waiting` waited for rank `late`,
+    /// over all patterns, in ns (program ranks; empty without waits).
+    pub time_ns: Vec<Vec<u64>>,
+    /// Per rank: in how many wait-state instances it was the late one.
+    pub late_instances: Vec<u64>,
+}
+
+/// POP efficiencies, fractions of 1. `parallel = load_balance ×
+/// communication` and `communication = serialisation × transfer` hold
+/// exactly (`docs/analyses.md` gives the definitions).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Efficiency {
+    /// Parallel efficiency: mean useful time / runtime.
+    pub parallel: f64,
+    /// Load balance: mean useful time / max useful time.
+    pub load_balance: f64,
+    /// Communication efficiency: max useful time / runtime.
+    pub communication: f64,
+    /// Serialisation efficiency: max useful time / ideal runtime.
+    pub serialisation: f64,
+    /// Transfer efficiency: ideal runtime / runtime.
+    pub transfer: f64,
+    /// The runtime these are fractions of, in ns.
+    pub runtime_ns: u64,
+    /// Useful time (outside MPI) of the mean rank, in ns.
+    pub mean_useful_ns: u64,
+    /// Useful time of the busiest rank, in ns.
+    pub max_useful_ns: u64,
+    /// The runtime with no time spent moving data (only waiting and
+    /// computing), in ns.
+    pub ideal_runtime_ns: u64,
+}
+
+/// One finding of the job digest.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// `high` (≥ 10 % of rank time), `medium` (≥ 3 %) or `low`.
+    pub severity: String,
+    /// A short title (`Wait at N×N in MPI_Allreduce`).
+    pub title: String,
+    /// One sentence with its numbers, where the time goes and where to
+    /// look next.
+    pub detail: String,
+    /// Rank time it costs, summed over ranks, in ns.
+    pub time_ns: u64,
 }
 
 /// One per-rank metric, laid out as a grid of ranks for spotting imbalance
