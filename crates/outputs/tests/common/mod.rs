@@ -326,6 +326,7 @@ fn ocean() -> Program {
         timeslices: timeslices(n, 48, |r, k| (10 + (r * 5 + k * 3) % 25) as u64 * MS),
         density: BTreeMap::new(),
         diagnostics: vec![],
+        ..Program::default()
     }
 }
 
@@ -399,6 +400,7 @@ fn atmos() -> Program {
         diagnostics: vec![
             "Rank 1 left region \"solve\" it never entered; the exit was ignored.".into(),
         ],
+        ..Program::default()
     }
 }
 
