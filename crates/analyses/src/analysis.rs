@@ -1,45 +1,61 @@
 //! What a knowledge source is, as far as the analyses are concerned.
 //!
 //! A knowledge source ([`Analysis`]) keeps one state per rank
-//! ([`RankState`]) that it feeds with that rank's event batches, in stream
-//! order, and folds all ranks' states into the program's model once the
-//! program is over ([`Analysis::finish`]). The per-rank split is what makes
-//! the work parallel: batches of different ranks run on different workers,
-//! batches of one rank run one after the other, so a state never needs a lock.
+//! ([`RankState`]) that it feeds with that rank's inputs, and folds all
+//! ranks' states into the program's model once the program is over
+//! ([`Analysis::finish`]). The per-rank split is what makes the work
+//! parallel: inputs of different ranks run on different workers, inputs of
+//! one rank run one after the other, so a state never needs a lock.
+//!
+//! A rank's state is also its *partial result*: it serialises, and its ids
+//! can be renumbered ([`RankState::remap`]), so states made by different
+//! servers (or analyser ranks) merge into one program ([`crate::Partial`]).
+//! Every derived value (spreads, histograms, density maps, efficiencies, the
+//! digest) is computed in `finish`, once, from the merged states: one server
+//! or many give the same model.
 //!
 //! The contract every knowledge source follows (the shared compliance test in
-//! `tests/every_analysis_complies.rs` checks the first and the third, and
-//! that the board gives the same result as feeding by hand):
+//! `tests/every_analysis_complies.rs` checks it):
 //!
 //! - it MUST NOT panic on any input: unknown op codes, undefined ids, peers
 //!   out of range and clocks going backwards are counted and reported in
-//!   [`Program::diagnostics`](hark_model::Program), never printed at runtime;
+//!   [`Program::diagnostics`](hark_model::Program), never printed at runtime
+//!   (a panic is contained and named in the diagnostics, and that analysis's
+//!   results are then incomplete);
 //! - its per-rank state MUST stay bounded by what the model holds (functions,
 //!   peers, files, regions, time slices), never grow with the number of
 //!   events;
-//! - its result MUST NOT depend on how a rank's events are cut into batches;
-//! - it SHOULD touch only the events it cares about: one pass, a match on the
+//! - its result MUST NOT depend on how a rank's events are cut into batches,
+//!   nor on how ranks are split between servers whose partials are merged;
+//! - `remap` MUST renumber every global id the state holds;
+//! - it SHOULD touch only the inputs it cares about: one pass, a match on the
 //!   op code, and a `continue` for the rest.
 
-use crate::stream::{StreamCx, StreamInfo};
-use crate::unify::Unifier;
+use crate::stream::StreamCx;
+use crate::track::{Msg, Wait};
+use crate::unify::{IdMap, Unifier};
 use hark_model::Program;
 use hark_wire::Event;
-use std::any::Any;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::collections::HashMap;
 
-/// What a knowledge source depends on.
-///
-/// On the board (`on_board.rs`) every analysis is a knowledge source
-/// sensitive to the `events` entries; definitions reach it through the
-/// stream's translation, which `unpack` fills from the `frames` entries
-/// before forwarding the batches that follow them; `program-end` is the fold.
+/// What a knowledge source depends on. On the board, each is an entry type
+/// the knowledge source is registered for (`on_board.rs`); `Defs` and
+/// `ProgramEnd` are not entries but say that the knowledge source reads the
+/// stream's id translation or folds at the end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Sensitivity {
-    /// `defs`: the stream's definitions (names, files, communicators).
+    /// `defs`: the stream's definitions (names, files, communicators),
+    /// through [`StreamCx`]'s translation.
     Defs,
-    /// `events`: a batch of events from one stream (one pack).
+    /// `batches`: one pack of one stream's events, with the point-to-point
+    /// messages its requests completed ([`Input::events`], [`Input::msgs`]).
     Events,
+    /// `waits`: wait states found across ranks, for the rank that waited
+    /// ([`Input::waits`]).
+    Waits,
     /// `program-end`: every stream of the program has closed.
     ProgramEnd,
 }
@@ -49,7 +65,8 @@ impl Sensitivity {
     pub fn name(self) -> &'static str {
         match self {
             Sensitivity::Defs => "defs",
-            Sensitivity::Events => "events",
+            Sensitivity::Events => "batches",
+            Sensitivity::Waits => "waits",
             Sensitivity::ProgramEnd => "program-end",
         }
     }
@@ -62,80 +79,106 @@ pub struct Spec {
     pub name: &'static str,
     /// One sentence: what it computes.
     pub description: &'static str,
-    /// What it reacts to.
+    /// What it reacts to: it is registered on the board for exactly the
+    /// entry types named here.
     pub sensitivities: &'static [Sensitivity],
     /// The parts of the model it fills (`Program` field names).
     pub fills: &'static [&'static str],
 }
 
+/// What a rank's state is fed: one of its batches, or wait states found for
+/// it. Exactly one of `events`/`waits` is non-empty.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Input<'a> {
+    /// The events of one pack, in stream order.
+    pub events: &'a [Event],
+    /// The point-to-point messages that pack completed, in stream order
+    /// (the request tracker ran once for all knowledge sources).
+    pub msgs: &'a [Msg],
+    /// Wait states in which this rank waited.
+    pub waits: &'a [Wait],
+}
+
 /// A knowledge source: per-rank reduction, then a fold into the model.
 pub trait Analysis: Send + Sync + 'static {
+    /// Its per-rank state, which is also its partial result.
+    type Rank: RankState;
+
     /// Its description.
     fn spec(&self) -> &'static Spec;
 
     /// A fresh state for a rank that just connected.
-    fn new_rank(&self) -> Box<dyn RankState>;
+    fn new_rank(&self) -> Self::Rank;
 
-    /// Folds every rank's state into `out`, once the program is over.
+    /// Folds every rank's state into `out`, once the program is over (or
+    /// for a snapshot).
     ///
-    /// Called once per program, after every rank's last batch, in registry
-    /// order: a knowledge source listed later sees what earlier ones wrote
-    /// into `out` (the density maps read the profiles this way).
-    fn finish(&self, cx: &Finish<'_>, out: &mut Program);
+    /// `ranks` are in program-rank order, as `cx.ranks`. Called after every
+    /// rank's last input, in registry order: a knowledge source listed later
+    /// sees what earlier ones wrote into `out` (the density maps and the
+    /// digest read the profiles this way).
+    fn finish(&self, cx: &Finish<'_>, ranks: &[&Self::Rank], out: &mut Program);
 }
 
 /// A knowledge source's state for one rank.
-pub trait RankState: Any + Send {
-    /// Consumes one batch of this rank's events, in stream order.
-    fn events(&mut self, cx: &StreamCx<'_>, events: &[Event]);
+pub trait RankState: Send + Serialize + DeserializeOwned + 'static {
+    /// Consumes one input of this rank. Event batches come in stream order;
+    /// waits come in any order, so what they add must commute.
+    fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>);
 
-    /// Itself, for [`Finish::states`] to downcast.
-    fn as_any(&self) -> &dyn Any;
+    /// Renumbers every global id (communicator, file, name) the state holds
+    /// through `ids`, when states from another server join this program's
+    /// tables. Ids `ids` does not know become [`crate::UNDEFINED`].
+    fn remap(&mut self, ids: &IdMap);
 }
 
-/// The state of a knowledge source that needs none per rank.
+/// The state of a knowledge source that needs none per rank (it folds
+/// only what the others put in the model).
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct NoState;
 
 impl RankState for NoState {
-    fn events(&mut self, _: &StreamCx<'_>, _: &[Event]) {}
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+    fn fold(&mut self, _: &StreamCx<'_>, _: &Input<'_>) {}
+    fn remap(&mut self, _: &IdMap) {}
 }
 
-/// One rank, as [`Analysis::finish`] sees it.
-pub struct RankView<'a> {
-    /// Its stream.
-    pub info: &'a StreamInfo,
-    pub(crate) states: &'a [&'a dyn RankState],
+/// One rank of a program, as [`Analysis::finish`] sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RankMeta {
+    /// Rank in `MPI_COMM_WORLD`, -1 without MPI.
+    pub world_rank: i32,
+    /// `MPI_APPNUM`, 0 when unknown.
+    pub appnum: i32,
+    /// Host it ran on.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// Its command line.
+    pub argv: Vec<String>,
+    /// Its handshake on the common timeline (orders processes without a
+    /// world rank).
+    pub hello_ns: u64,
+    /// Its connection's number on the server that received it: the order
+    /// of processes whose handshakes tie.
+    pub conn: u64,
 }
 
-/// What [`Analysis::finish`] gets: the program's ranks in program-rank order.
+/// What [`Analysis::finish`] gets besides the states.
 pub struct Finish<'a> {
     /// The ranks, indexed by program rank.
-    pub ranks: Vec<RankView<'a>>,
+    pub ranks: &'a [RankMeta],
     /// The program's global names, files and communicators.
     pub unifier: &'a Unifier,
-    pub(crate) index: usize,
-    pub(crate) world_to_program: &'a std::collections::HashMap<i32, usize>,
+    /// The program's origin on the common timeline.
+    pub origin_ns: u64,
+    /// A time slice starts `1 << slice_shift` ns wide.
+    pub slice_shift: u32,
+    /// The fixed number of time slices.
+    pub slices: usize,
+    pub(crate) world_to_program: &'a HashMap<i32, usize>,
 }
 
-impl<'a> Finish<'a> {
-    /// This knowledge source's state of every rank, in program-rank order.
-    ///
-    /// # Panics
-    /// If `T` is not the type this knowledge source's `new_rank` returns —
-    /// a programming error in the knowledge source, not a data error.
-    pub fn states<T: RankState>(&self) -> impl Iterator<Item = &'a T> + '_ {
-        let index = self.index;
-        self.ranks.iter().map(move |r| {
-            r.states[index]
-                .as_any()
-                .downcast_ref::<T>()
-                .expect("a knowledge source's finish asks for its own state type")
-        })
-    }
-
+impl Finish<'_> {
     /// Number of ranks.
     pub fn len(&self) -> usize {
         self.ranks.len()

@@ -17,6 +17,8 @@ pub enum ErrorKind {
     UnknownAnalysis(String),
     /// The board refused an entry or a knowledge source (shutting down, level retired).
     Board(String),
+    /// A partial result could not be read or merged; the text says why.
+    Partial(String),
 }
 
 impl Error {
@@ -34,6 +36,7 @@ impl fmt::Display for Error {
         match &self.kind {
             ErrorKind::UnknownAnalysis(what) => f.write_str(what),
             ErrorKind::Board(what) => write!(f, "the analysis board refused: {what}"),
+            ErrorKind::Partial(what) => f.write_str(what),
         }
     }
 }

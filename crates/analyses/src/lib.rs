@@ -3,14 +3,18 @@
 //!
 //! A measured program is a [`ProgramAnalysis`]; each of its processes is a
 //! [`Stream`] fed with that process's frames in order (rank info,
-//! definitions, event batches, end of stream). Every knowledge source
-//! ([`Analysis`], listed in [`registry`]) keeps a small state per stream and
-//! folds all of them into a [`hark_model::Program`] at the end. Different
-//! streams may be fed from different threads at once; one stream is fed by
-//! one thread at a time. [`OnBoard`] puts a program on a level of a
-//! [`hark_board::Board`], every analysis a knowledge source there; the server
-//! (`hark-server`) feeds it. This crate does no I/O and spawns no thread.
-//! What each analysis computes is in `docs/analyses.md`.
+//! definitions, event batches, end of stream). A per-stream tracker runs
+//! once over each batch and publishes what it implies (messages completed,
+//! sends and receives to match, arrivals at collectives); message matching
+//! and collective instances relate ranks to each other and publish the wait
+//! states they find ([`matching`]). Every knowledge source ([`Analysis`],
+//! listed in [`registry`]) keeps a small state per rank that is also its
+//! partial result: a program's [`Partial`] serialises and merges with
+//! another server's, and every derived value is computed once, from the
+//! merged partial ([`Partial::finish`]). [`OnBoard`] puts a program on a
+//! level of a [`hark_board::Board`], every analysis a knowledge source
+//! there; the server (`hark-server`) feeds it. This crate does no I/O and
+//! spawns no thread. What each analysis computes is in `docs/analyses.md`.
 //!
 //! Definitions are unified across processes ([`Unifier`]): names by text,
 //! files by path, communicators by members and creation order, so that ids
@@ -46,23 +50,30 @@
 #![forbid(unsafe_code)]
 
 mod analysis;
+mod dynamic;
 mod error;
 mod fx;
 mod hist;
 mod ks;
+pub mod matching;
 mod on_board;
+mod partial;
 mod program;
 pub mod registry;
 mod sat;
 mod slices;
 mod stream;
+mod track;
 mod tracker;
 mod unify;
 mod values;
 
-pub use analysis::{Analysis, Finish, NoState, RankState, RankView, Sensitivity, Spec};
+pub use analysis::{Analysis, Finish, Input, NoState, RankMeta, RankState, Sensitivity, Spec};
+pub use dynamic::{DynAnalysis, DynRank};
 pub use error::{Error, ErrorKind};
-pub use on_board::{OnBoard, EVENTS, FRAMES};
+pub use on_board::{OnBoard, ARRIVALS, BATCHES, FRAMES, P2P_OPS, WAITS};
+pub use partial::{Partial, RankAccounting, RankPartial};
 pub use program::{Config, ProgramAnalysis};
-pub use stream::{RankInput, Stream, StreamAccounting, StreamCx, StreamInfo};
-pub use unify::{CommDef, Translation, Unifier, UNDEFINED};
+pub use stream::{Stream, StreamAccounting, StreamCx, StreamInfo};
+pub use track::{Msg, Pattern, Wait};
+pub use unify::{CommDef, IdMap, Tables, Translation, Unifier, UNDEFINED};

@@ -1,39 +1,92 @@
-//! The knowledge sources on the board: one level per program, a data flow of
-//! two entry types, every analysis a board knowledge source.
+//! The knowledge sources on the board: one level per program, every
+//! analysis a board knowledge source.
 //!
 //! ```text
-//!  server reader ──"frames"──▶ unpack ──"events"──▶ summary, mpi-profile, p2p-topology, ...
-//!  (keyed by connection)      (serial by key:        (each serial by key: one rank's
-//!                              unifies definitions,    batches in order, ranks and
-//!                              forwards packs)         analyses in parallel)
+//!  server reader ─"frames"─▶ unpack ─"batches"──▶ summary, mpi-profile, ...  (serial by stream)
+//!  (keyed by stream)        (serial    │
+//!                           by stream) ├"p2p-ops"─▶ match-p2p ────────┐       (serial by receiver)
+//!                                      └"arrivals"▶ match-collectives ┤       (serial by instance)
+//!                                                                     └"waits"▶ wait-states, efficiency
+//!                                                                               (serial by stream)
 //! ```
 //!
-//! Every entry is keyed by its connection, and every knowledge source here
-//! runs the jobs of one key in order, so a rank's definitions are unified
-//! before the batches that follow them are analysed, and each analysis sees a
-//! rank's batches in stream order (region nesting and time slices need it).
-//! Different ranks, and different analyses of one rank, run on different
-//! workers at once.
+//! `unpack` unifies a stream's definitions and runs its tracker once
+//! (`track.rs`): it publishes the pack with the messages it completed
+//! (`batches`), each send and receive for matching (`p2p-ops`, keyed by the
+//! receiving rank, so every message channel lives on one key), and each
+//! entry into a blocking collective (`arrivals`, keyed by communicator and
+//! sequence number). The matchers publish the wait states they find
+//! (`waits`), keyed by the stream of the rank that waited. Every analysis is
+//! registered for exactly the entry types its spec names.
 //!
-//! Per-rank states live in the knowledge sources' closures, one map per
-//! analysis per level; [`OnBoard::finish`] drains the level, takes them out
-//! and folds them with [`ProgramAnalysis::finish_ranks`].
+//! States live in the knowledge sources' closures, one map per analysis per
+//! level (and one per matcher); [`OnBoard::finish`] drains the level, takes
+//! them out and folds them through a [`Partial`], as a merge of partials
+//! from several servers would. [`OnBoard::snapshot`] copies one state at a
+//! time, under that state's lock only, and folds the copies outside.
 
-use crate::analysis::RankState;
+use crate::analysis::{Input, Sensitivity};
+use crate::dynamic::DynRank;
 use crate::fx::FxHashMap;
-use crate::program::{ProgramAnalysis, RankRef};
-use crate::stream::{RankInput, StreamAccounting, StreamInfo};
+use crate::matching::{Instances, P2pMatcher};
+use crate::partial::Partial;
+use crate::program::{rank_accounting, ProgramAnalysis};
+use crate::stream::{StreamAccounting, StreamInfo};
+use crate::track::{Arrival, Derived, Msg, P2pOp, Track, Wait};
 use crate::{Error, ErrorKind};
-use hark_board::{Board, Entry, EntryType, KnowledgeSource, KsId, Level};
+use hark_board::{Board, Context, Entry, EntryType, KnowledgeSource, KsId, Level};
 use hark_model::Program;
 use hark_wire::{Def, Event, EVENT_SIZE};
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// The board entry type of stream input, submitted by the server.
 pub const FRAMES: &str = "frames";
-/// The board entry type of event batches, submitted by `unpack`.
-pub const EVENTS: &str = "events";
+/// The board entry type of a pack with the messages it completed.
+pub const BATCHES: &str = "batches";
+/// The board entry type of point-to-point operations to match.
+pub const P2P_OPS: &str = "p2p-ops";
+/// The board entry type of arrivals at collectives.
+pub const ARRIVALS: &str = "arrivals";
+/// The board entry type of wait states, for the rank that waited.
+pub const WAITS: &str = "waits";
+
+/// Keys of the collective instances: an instance's arrivals share one.
+const INSTANCE_KEYS: u64 = 64;
+
+/// An entry type whose payload type is fixed at compile time: entries are
+/// made and read only through it, so a payload is never of another type.
+struct Typed<T> {
+    ty: EntryType,
+    _payload: PhantomData<fn(T) -> T>,
+}
+
+impl<T> Clone for Typed<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Typed<T> {}
+
+impl<T: Send + Sync + 'static> Typed<T> {
+    fn new(board: &Board, name: &str) -> Typed<T> {
+        Typed {
+            ty: board.intern(name),
+            _payload: PhantomData,
+        }
+    }
+    fn entry(self, payload: T, bytes: usize) -> Entry {
+        Entry::with_bytes(self.ty, payload, bytes)
+    }
+    /// The payload of an entry of this type.
+    fn get(self, entry: &Entry) -> &T {
+        entry
+            .get::<T>()
+            .expect("entries of a typed entry type are made by `Typed::entry`")
+    }
+}
 
 /// A "frames" entry: one frame of one stream that the analyses consume.
 struct Frame {
@@ -46,11 +99,10 @@ enum What {
     Pack(Arc<Batch>),
 }
 
-/// An "events" entry: one pack of one stream. Its drop gives its bytes back
-/// to the program's in-flight count, which is what the server throttles on,
-/// and its buffer to the program's pool.
+/// One pack of one stream. Its drop gives its bytes back to the program's
+/// in-flight count, which is what the server throttles on, and its buffer to
+/// the program's pool.
 struct Batch {
-    info: Arc<StreamInfo>,
     events: Vec<Event>,
     flow: Arc<Flow>,
 }
@@ -62,6 +114,19 @@ impl Drop for Batch {
             .fetch_sub((self.events.len() * EVENT_SIZE) as u64, Ordering::Relaxed);
         self.flow.give_back(std::mem::take(&mut self.events));
     }
+}
+
+/// A "batches" entry: a pack and the messages its requests completed.
+struct Tracked {
+    info: Arc<StreamInfo>,
+    batch: Arc<Batch>,
+    msgs: Vec<Msg>,
+}
+
+/// A "waits" entry.
+struct Waits {
+    info: Arc<StreamInfo>,
+    waits: Vec<Wait>,
 }
 
 /// Buffers kept for reuse: enough for the packs in flight at the default
@@ -97,20 +162,54 @@ impl Flow {
 }
 
 struct Slot {
-    state: Box<dyn RankState>,
+    state: Box<dyn DynRank>,
     analysed: u64,
 }
 
-/// One analysis's per-rank states on one level.
-type Slots = Mutex<FxHashMap<u64, Arc<Mutex<Slot>>>>;
+/// A keyed map of states, each behind its own lock.
+type Keyed<S> = Mutex<FxHashMap<u64, Arc<Mutex<S>>>>;
+
+fn slot_of<S>(map: &Keyed<S>, key: u64, make: impl FnOnce() -> S) -> Arc<Mutex<S>> {
+    map.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(key)
+        .or_insert_with(|| Arc::new(Mutex::new(make())))
+        .clone()
+}
+
+fn lock<S>(m: &Mutex<S>) -> std::sync::MutexGuard<'_, S> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Everything the level's knowledge sources keep.
+#[derive(Default)]
+struct States {
+    /// Per analysis: per stream.
+    ranks: Vec<Keyed<Slot>>,
+    tracks: Keyed<Track>,
+    p2p: Keyed<P2pMatcher>,
+    collectives: Keyed<Instances>,
+    /// Streams by world rank, for routing waits.
+    streams: RwLock<BTreeMap<i32, Arc<StreamInfo>>>,
+}
+
+/// The entry types of a level.
+#[derive(Clone, Copy)]
+struct Types {
+    frames: Typed<Frame>,
+    batches: Typed<Tracked>,
+    p2p: Typed<Vec<P2pOp>>,
+    arrivals: Typed<Vec<Arrival>>,
+    waits: Typed<Waits>,
+}
 
 /// A program installed on a board level.
 pub struct OnBoard {
     board: Board,
     level: Level,
     program: ProgramAnalysis,
-    frames: EntryType,
-    slots: Vec<Arc<Slots>>,
+    types: Types,
+    states: Arc<States>,
     ids: Vec<KsId>,
     flow: Arc<Flow>,
 }
@@ -119,71 +218,216 @@ fn board_error(e: hark_board::Error) -> Error {
     Error::new(ErrorKind::Board(e.to_string()))
 }
 
+/// Sends waits to the streams of the ranks that waited.
+fn route(ctx: &mut Context<'_>, states: &States, ty: Typed<Waits>, waits: Vec<Wait>) {
+    if waits.is_empty() {
+        return;
+    }
+    let mut by_rank: BTreeMap<i32, Vec<Wait>> = BTreeMap::new();
+    for w in waits {
+        by_rank.entry(w.waiter).or_default().push(w);
+    }
+    let streams = states.streams.read().unwrap_or_else(|e| e.into_inner());
+    for (rank, waits) in by_rank {
+        let Some(info) = streams.get(&rank) else {
+            ctx.report_error(format!(
+                "{} waits of world rank {rank}, which has no stream in this program, were ignored",
+                waits.len()
+            ));
+            continue;
+        };
+        let bytes = waits.len() * std::mem::size_of::<Wait>();
+        let entry = ty.entry(
+            Waits {
+                info: info.clone(),
+                waits,
+            },
+            bytes,
+        );
+        ctx.submit_keyed(info.conn(), entry);
+    }
+}
+
+/// Publishes what a pack yielded: matching inputs by key.
+fn publish(ctx: &mut Context<'_>, types: Types, derived: Derived) {
+    let mut by_receiver: BTreeMap<i32, Vec<P2pOp>> = BTreeMap::new();
+    for op in derived.ops {
+        by_receiver.entry(op.dst).or_default().push(op);
+    }
+    for (rank, ops) in by_receiver {
+        let bytes = ops.len() * std::mem::size_of::<P2pOp>();
+        ctx.submit_keyed(rank as u32 as u64, types.p2p.entry(ops, bytes));
+    }
+    let mut by_instance: BTreeMap<u64, Vec<Arrival>> = BTreeMap::new();
+    for a in derived.arrivals {
+        let key = (a.comm as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ a.seq as u32 as u64;
+        by_instance.entry(key % INSTANCE_KEYS).or_default().push(a);
+    }
+    for (key, arrivals) in by_instance {
+        let bytes = arrivals.len() * std::mem::size_of::<Arrival>();
+        ctx.submit_keyed(key, types.arrivals.entry(arrivals, bytes));
+    }
+}
+
 impl OnBoard {
     /// Creates a level named after `program` on `board` and registers on it
-    /// `unpack` and every analysis of `program`.
+    /// `unpack`, the matchers and every analysis of `program`.
     pub fn install(board: &Board, program: ProgramAnalysis) -> Result<OnBoard, Error> {
         let level = board.create_level(program.name());
-        let frames = board.intern(FRAMES);
-        let events = board.intern(EVENTS);
+        let types = Types {
+            frames: Typed::new(board, FRAMES),
+            batches: Typed::new(board, BATCHES),
+            p2p: Typed::new(board, P2P_OPS),
+            arrivals: Typed::new(board, ARRIVALS),
+            waits: Typed::new(board, WAITS),
+        };
+        let states = Arc::new(States {
+            ranks: program
+                .analyses()
+                .iter()
+                .map(|_| Keyed::default())
+                .collect(),
+            ..States::default()
+        });
         let mut ids = Vec::new();
-        ids.push(
-            board
-                .register(
-                    level,
-                    KnowledgeSource::new("unpack", &[frames], move |ctx, entries| {
-                        let Some(frame) = entries[0].get::<Frame>() else {
-                            ctx.report_error("unpack: a `frames` entry that is not a stream frame");
-                            return;
-                        };
-                        match &frame.what {
-                            What::Defs(defs) => frame.info.define(defs),
-                            What::Pack(batch) => {
-                                let bytes = batch.events.len() * EVENT_SIZE;
-                                ctx.submit(Entry::with_bytes(events, batch.clone(), bytes));
+        let mut register = |ks: KnowledgeSource| -> Result<(), Error> {
+            ids.push(
+                board
+                    .register(level, ks.serial_by_key())
+                    .map_err(board_error)?,
+            );
+            Ok(())
+        };
+
+        let st = states.clone();
+        register(KnowledgeSource::new(
+            "unpack",
+            &[types.frames.ty],
+            move |ctx, entries| {
+                let frame = types.frames.get(&entries[0]);
+                let info = &frame.info;
+                match &frame.what {
+                    What::Defs(defs) => info.define(defs),
+                    What::Pack(batch) => {
+                        let world = info.world_rank();
+                        if world >= 0 {
+                            let known = st
+                                .streams
+                                .read()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .contains_key(&world);
+                            if !known {
+                                st.streams
+                                    .write()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .entry(world)
+                                    .or_insert_with(|| info.clone());
                             }
                         }
-                    })
-                    .serial_by_key(),
-                )
-                .map_err(board_error)?,
-        );
-        let mut slots = Vec::new();
-        for analysis in program.analyses() {
-            let mine: Arc<Slots> = Arc::default();
-            slots.push(mine.clone());
-            let analysis = analysis.clone();
-            let name = analysis.spec().name;
-            let ks = KnowledgeSource::new(name, &[events], move |ctx, entries| {
-                let Some(batch) = entries[0].get::<Arc<Batch>>() else {
-                    ctx.report_error(format!("{name}: an `events` entry that is not a batch"));
-                    return;
-                };
-                let slot = {
-                    let mut map = mine.lock().unwrap_or_else(|e| e.into_inner());
-                    map.entry(batch.info.conn())
-                        .or_insert_with(|| {
-                            Arc::new(Mutex::new(Slot {
-                                state: analysis.new_rank(),
-                                analysed: 0,
-                            }))
-                        })
-                        .clone()
-                };
-                let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
-                let cx = batch.info.cx();
-                slot.state.events(&cx, &batch.events);
-                slot.analysed += batch.events.len() as u64;
-            })
-            .serial_by_key();
-            ids.push(board.register(level, ks).map_err(board_error)?);
+                        let track = slot_of(&st.tracks, info.conn(), Track::default);
+                        let mut derived = {
+                            let cx = info.cx();
+                            lock(&track).pack(&cx, world, &batch.events)
+                        };
+                        let tracked = Tracked {
+                            info: info.clone(),
+                            batch: batch.clone(),
+                            msgs: std::mem::take(&mut derived.msgs),
+                        };
+                        let bytes = tracked.batch.events.len() * EVENT_SIZE;
+                        ctx.submit(types.batches.entry(tracked, bytes));
+                        publish(ctx, types, derived);
+                    }
+                }
+            },
+        ))?;
+
+        let st = states.clone();
+        register(KnowledgeSource::new(
+            "match-p2p",
+            &[types.p2p.ty],
+            move |ctx, entries| {
+                let Some(key) = ctx.key() else { return };
+                let m = slot_of(&st.p2p, key, P2pMatcher::default);
+                let mut waits = Vec::new();
+                {
+                    let mut m = lock(&m);
+                    for op in types.p2p.get(&entries[0]) {
+                        m.add(op.clone(), &mut waits);
+                    }
+                }
+                route(ctx, &st, types.waits, waits);
+            },
+        ))?;
+
+        let st = states.clone();
+        register(KnowledgeSource::new(
+            "match-collectives",
+            &[types.arrivals.ty],
+            move |ctx, entries| {
+                let Some(key) = ctx.key() else { return };
+                let m = slot_of(&st.collectives, key, Instances::default);
+                let mut waits = Vec::new();
+                {
+                    let mut m = lock(&m);
+                    for a in types.arrivals.get(&entries[0]) {
+                        m.add(a.clone(), &mut waits);
+                    }
+                }
+                route(ctx, &st, types.waits, waits);
+            },
+        ))?;
+
+        for (index, analysis) in program.analyses().iter().enumerate() {
+            let spec = analysis.spec();
+            if spec.sensitivities.contains(&Sensitivity::Events) {
+                let (st, analysis) = (states.clone(), analysis.clone());
+                register(KnowledgeSource::new(
+                    spec.name,
+                    &[types.batches.ty],
+                    move |_, entries| {
+                        let t = types.batches.get(&entries[0]);
+                        let slot = slot_of(&st.ranks[index], t.info.conn(), || Slot {
+                            state: analysis.new_rank(),
+                            analysed: 0,
+                        });
+                        let mut slot = lock(&slot);
+                        let input = Input {
+                            events: &t.batch.events,
+                            msgs: &t.msgs,
+                            waits: &[],
+                        };
+                        slot.state.fold(&t.info.cx(), &input);
+                        slot.analysed += t.batch.events.len() as u64;
+                    },
+                ))?;
+            }
+            if spec.sensitivities.contains(&Sensitivity::Waits) {
+                let (st, analysis) = (states.clone(), analysis.clone());
+                register(KnowledgeSource::new(
+                    spec.name,
+                    &[types.waits.ty],
+                    move |_, entries| {
+                        let w = types.waits.get(&entries[0]);
+                        let slot = slot_of(&st.ranks[index], w.info.conn(), || Slot {
+                            state: analysis.new_rank(),
+                            analysed: 0,
+                        });
+                        let input = Input {
+                            waits: &w.waits,
+                            ..Input::default()
+                        };
+                        lock(&slot).state.fold(&w.info.cx(), &input);
+                    },
+                ))?;
+            }
         }
         Ok(OnBoard {
             board: board.clone(),
             level,
             program,
-            frames,
-            slots,
+            types,
+            states,
             ids,
             flow: Arc::default(),
         })
@@ -221,7 +465,6 @@ impl OnBoard {
         let mut buf = self.flow.take();
         buf.extend_from_slice(events);
         let batch = Arc::new(Batch {
-            info: info.clone(),
             events: buf,
             flow: self.flow.clone(),
         });
@@ -237,139 +480,148 @@ impl OnBoard {
             .submit_keyed(
                 self.level,
                 info.conn(),
-                Entry::with_bytes(self.frames, frame, bytes),
+                self.types.frames.entry(frame, bytes),
             )
             .map_err(board_error)
     }
 
-    /// The program's model as analysed so far, while it runs (for a live
-    /// view): every analysis folds what its states hold now. Ranks are not
-    /// marked partial. Each rank's states are locked while the fold runs
-    /// (milliseconds), which pauses that rank's analysis meanwhile.
-    pub fn snapshot(&self, ranks: &[(Arc<StreamInfo>, StreamAccounting)]) -> Vec<Program> {
-        // Per analysis, per rank: its slot, if the rank sent events yet.
-        let slots: Vec<Vec<Option<Arc<Mutex<Slot>>>>> = self
-            .slots
+    /// Knowledge sources of this level that panicked or reported errors.
+    fn troubles(&self) -> Vec<String> {
+        self.board
+            .stats()
+            .knowledge_sources
             .iter()
-            .map(|map| {
-                let map = map.lock().unwrap_or_else(|e| e.into_inner());
-                ranks
-                    .iter()
-                    .map(|(info, _)| map.get(&info.conn()).cloned())
-                    .collect()
-            })
-            .collect();
-        let guards: Vec<Vec<Option<std::sync::MutexGuard<'_, Slot>>>> = slots
-            .iter()
-            .map(|per_rank| {
-                per_rank
-                    .iter()
-                    .map(|s| {
-                        s.as_ref()
-                            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()))
-                    })
-                    .collect()
-            })
-            .collect();
-        let empty: Vec<Box<dyn RankState>> = self
-            .program
-            .analyses()
-            .iter()
-            .map(|a| a.new_rank())
-            .collect();
-        let accounting: Vec<StreamAccounting> = ranks
-            .iter()
-            .enumerate()
-            .map(|(r, (_, acc))| {
-                let analysed = guards
-                    .iter()
-                    .map(|g| g[r].as_ref().map_or(0, |s| s.analysed))
-                    .min()
-                    .unwrap_or(0);
-                StreamAccounting {
-                    analysed,
-                    ..acc.clone()
+            .filter(|k| self.ids.contains(&k.id) && (k.panics > 0 || k.errors > 0))
+            .map(|k| {
+                let last = k.last_error.as_deref().unwrap_or("no message");
+                if k.panics > 0 {
+                    format!(
+                        "analysis `{}` failed {} times while analysing and skipped those inputs (last: {last}); its results are incomplete",
+                        k.name, k.panics
+                    )
+                } else {
+                    format!("analysis `{}` reported {} problems (last: {last})", k.name, k.errors)
                 }
             })
-            .collect();
-        let refs = ranks
-            .iter()
-            .enumerate()
-            .map(|(r, (info, _))| RankRef {
-                info,
-                accounting: &accounting[r],
-                states: guards
-                    .iter()
-                    .zip(&empty)
-                    .map(|(g, empty)| match &g[r] {
-                        Some(slot) => slot.state.as_ref(),
-                        None => empty.as_ref(),
-                    })
-                    .collect(),
-            })
-            .collect();
-        self.program.fold_all(refs, true)
+            .collect()
     }
 
-    /// Waits until every submitted batch is analysed, folds the ranks into
-    /// the program's model, and retires the level. Call once, after the
-    /// last submission; later submissions are refused.
+    /// The program's partial result, copying one state at a time.
+    fn partial(&self, ranks: &[(Arc<StreamInfo>, StreamAccounting)], take: bool) -> Partial {
+        let mut partial = self.program.empty_partial();
+        let analyses = self.program.analyses();
+        for (info, acc) in ranks {
+            let conn = info.conn();
+            let mut analysed = u64::MAX;
+            let mut saved: Vec<Box<dyn DynRank>> = Vec::new();
+            for (a, map) in analyses.iter().zip(&self.states.ranks) {
+                let slot = lock(map).get(&conn).cloned();
+                match slot {
+                    Some(slot) => {
+                        let s = lock(&slot);
+                        if a.spec().sensitivities.contains(&Sensitivity::Events) {
+                            analysed = analysed.min(s.analysed);
+                        }
+                        // A copy: reload what it saves (it owns no ids
+                        // that need renumbering here).
+                        saved.push(
+                            a.load(&s.state.save(), &crate::unify::IdMap::identity())
+                                .unwrap_or_else(|_| a.new_rank()),
+                        );
+                    }
+                    None => {
+                        if a.spec().sensitivities.contains(&Sensitivity::Events) {
+                            analysed = 0;
+                        }
+                        saved.push(a.new_rank());
+                    }
+                }
+            }
+            let mut accounting = rank_accounting(acc);
+            accounting.analysed = if analysed == u64::MAX { 0 } else { analysed };
+            let refs: Vec<&dyn DynRank> = saved.iter().map(|s| s.as_ref()).collect();
+            partial.push_rank(info.meta(), accounting, &refs);
+            let forgotten = lock(&self.states.tracks)
+                .get(&conn)
+                .map_or(0, |t| lock(t).forgotten());
+            partial.add_counts(forgotten, info.ignored_defs());
+        }
+        let copy_or_take = |map: &Keyed<P2pMatcher>| -> BTreeMap<i32, P2pMatcher> {
+            let map = lock(map);
+            map.iter()
+                .map(|(&k, m)| {
+                    let mut m = lock(m);
+                    let m = if take {
+                        std::mem::take(&mut *m)
+                    } else {
+                        m.clone()
+                    };
+                    (k as u32 as i32, m)
+                })
+                .collect()
+        };
+        let p2p = copy_or_take(&self.states.p2p);
+        let mut collectives = Instances::default();
+        for m in lock(&self.states.collectives).values() {
+            let mut m = lock(m);
+            let m = if take {
+                std::mem::take(&mut *m)
+            } else {
+                m.clone()
+            };
+            partial.add_waits(collectives.merge(m));
+        }
+        partial.set_matching(p2p, collectives);
+        for t in self.troubles() {
+            partial.add_panic(t);
+        }
+        partial
+    }
+
+    /// The program's model as analysed so far, while it runs (for a live
+    /// view). Each state is copied under its own lock, one at a time, and
+    /// folded outside the locks; ranks are not marked partial.
+    pub fn snapshot(&self, ranks: &[(Arc<StreamInfo>, StreamAccounting)]) -> Vec<Program> {
+        self.partial(ranks, false)
+            .finish(self.program.analyses(), true)
+    }
+
+    /// Waits until every submitted batch is analysed, then returns the
+    /// program's partial result and retires the level. Call once, after
+    /// the last submission; later submissions are refused.
     ///
     /// `ranks` are the program's streams with their accounting as the
     /// server kept it (`received`, `end`); `analysed` is filled in here as
     /// the events every analysis consumed.
-    pub fn finish(&self, ranks: Vec<(Arc<StreamInfo>, StreamAccounting)>) -> Vec<Program> {
+    pub fn finish_partial(&self, ranks: Vec<(Arc<StreamInfo>, StreamAccounting)>) -> Partial {
         self.board.drain_level(self.level);
-        let mut maps: Vec<FxHashMap<u64, Arc<Mutex<Slot>>>> = self
-            .slots
+        // Receives each tracker still holds (a call cut by the end of the
+        // stream) are matched now.
+        let tracks: Vec<(u64, Arc<Mutex<Track>>)> = lock(&self.states.tracks)
             .iter()
-            .map(|s| std::mem::take(&mut *s.lock().unwrap_or_else(|e| e.into_inner())))
+            .map(|(&k, t)| (k, t.clone()))
             .collect();
+        let mut waits = Vec::new();
+        for (_, t) in tracks {
+            let derived = lock(&t).flush();
+            for op in derived.ops {
+                let m = slot_of(&self.states.p2p, op.dst as u32 as u64, P2pMatcher::default);
+                lock(&m).add(op, &mut waits);
+            }
+        }
+        let mut partial = self.partial(&ranks, true);
+        partial.add_waits(waits);
         for id in &self.ids {
             self.board.remove(*id);
         }
         self.board.retire_level(self.level);
-        let inputs = ranks
-            .into_iter()
-            .map(|(info, mut accounting)| {
-                let mut analysed = u64::MAX;
-                let states = self
-                    .program
-                    .analyses()
-                    .iter()
-                    .zip(maps.iter_mut())
-                    .map(|(analysis, map)| match map.remove(&info.conn()) {
-                        Some(slot) => {
-                            let slot = match Arc::try_unwrap(slot) {
-                                Ok(m) => m.into_inner().unwrap_or_else(|e| e.into_inner()),
-                                // Still shared: a job is running despite the
-                                // drain (cannot happen); analyse nothing more.
-                                Err(shared) => {
-                                    let mut g = shared.lock().unwrap_or_else(|e| e.into_inner());
-                                    Slot {
-                                        state: std::mem::replace(&mut g.state, analysis.new_rank()),
-                                        analysed: g.analysed,
-                                    }
-                                }
-                            };
-                            analysed = analysed.min(slot.analysed);
-                            slot.state
-                        }
-                        None => {
-                            analysed = 0;
-                            analysis.new_rank()
-                        }
-                    })
-                    .collect();
-                accounting.analysed = if analysed == u64::MAX { 0 } else { analysed };
-                RankInput {
-                    info,
-                    accounting,
-                    states,
-                }
-            })
-            .collect();
-        self.program.finish_ranks(inputs)
+        partial
+    }
+
+    /// [`OnBoard::finish_partial`], folded into the program's model.
+    pub fn finish(&self, ranks: Vec<(Arc<StreamInfo>, StreamAccounting)>) -> Vec<Program> {
+        self.finish_partial(ranks)
+            .finish(self.program.analyses(), false)
     }
 }
 

@@ -5,23 +5,19 @@
 //! the program* is the order of its processes' world ranks, and the last
 //! process to connect may well be world rank 0. So streams accumulate under
 //! their world ranks (peers of messages are world ranks too), and the
-//! translation to program ranks happens once, in [`ProgramAnalysis::finish`].
+//! translation to program ranks happens once, when the partial result is
+//! folded ([`crate::Partial::finish`]).
 
-use crate::analysis::{Analysis, Finish, RankState, RankView};
-use crate::stream::{RankInput, Stream, StreamAccounting, StreamInfo};
+use crate::dynamic::DynAnalysis;
+use crate::matching::{Instances, P2pMatcher};
+use crate::partial::{Partial, RankAccounting};
+use crate::stream::{Stream, StreamAccounting, StreamInfo};
+use crate::track::{Derived, Wait};
 use crate::unify::Unifier;
-use hark_model::{Accounting, Program, RankInfo};
+use hark_model::Program;
 use hark_wire::Hello;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-
-/// One rank's part of a fold, by reference (from owned [`RankInput`]s at the
-/// end, or from the board's live states for a snapshot).
-pub(crate) struct RankRef<'a> {
-    pub(crate) info: &'a Arc<StreamInfo>,
-    pub(crate) accounting: &'a StreamAccounting,
-    pub(crate) states: Vec<&'a dyn RankState>,
-}
 
 /// Settings shared by every program.
 #[derive(Clone, Debug)]
@@ -42,17 +38,45 @@ impl Default for Config {
     }
 }
 
+/// Matching for streams fed by hand (the board has keyed knowledge sources
+/// for it instead).
+#[derive(Default)]
+pub(crate) struct Hand {
+    pub(crate) p2p: BTreeMap<i32, P2pMatcher>,
+    pub(crate) collectives: Instances,
+    pub(crate) waits: Vec<Wait>,
+}
+
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) unifier: Mutex<Unifier>,
-    pub(crate) analyses: Vec<Arc<dyn Analysis>>,
+    pub(crate) analyses: Vec<Arc<dyn DynAnalysis>>,
     pub(crate) origin_ns: u64,
     pub(crate) config: Config,
+    pub(crate) hand: Mutex<Hand>,
 }
 
-impl std::fmt::Debug for dyn Analysis {
+impl std::fmt::Debug for Hand {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.spec().name)
+        f.debug_struct("Hand").finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    /// Matches what a hand-fed stream's pack yielded.
+    pub(crate) fn hand_match(&self, derived: Derived) {
+        let mut hand = self.hand.lock().unwrap_or_else(|e| e.into_inner());
+        let Hand {
+            p2p,
+            collectives,
+            waits,
+        } = &mut *hand;
+        for op in derived.ops {
+            p2p.entry(op.dst).or_default().add(op, waits);
+        }
+        for a in derived.arrivals {
+            collectives.add(a, waits);
+        }
     }
 }
 
@@ -86,7 +110,7 @@ impl ProgramAnalysis {
     pub fn new(
         name: &str,
         origin_ns: u64,
-        analyses: Vec<Arc<dyn Analysis>>,
+        analyses: Vec<Arc<dyn DynAnalysis>>,
         config: Config,
     ) -> ProgramAnalysis {
         ProgramAnalysis {
@@ -96,6 +120,7 @@ impl ProgramAnalysis {
                 analyses,
                 origin_ns,
                 config,
+                hand: Mutex::default(),
             }),
         }
     }
@@ -106,7 +131,7 @@ impl ProgramAnalysis {
     }
 
     /// The program's knowledge sources, in fold order.
-    pub fn analyses(&self) -> &[Arc<dyn Analysis>] {
+    pub fn analyses(&self) -> &[Arc<dyn DynAnalysis>] {
         &self.shared.analyses
     }
 
@@ -122,132 +147,57 @@ impl ProgramAnalysis {
         Stream::new(self.stream_info(conn, hello, offset_ns))
     }
 
-    /// Folds streams fed by hand (see [`ProgramAnalysis::finish_ranks`]).
-    pub fn finish(&self, streams: Vec<Stream>) -> Vec<Program> {
-        self.finish_ranks(streams.into_iter().map(Stream::into_input).collect())
-    }
-
-    /// Folds the program's ranks into its model.
-    ///
-    /// Usually one program; more when an MPMD launch ran the same executable
-    /// as several applications (`MPI_APPNUM` tells them apart), in order of
-    /// appnum. A rank whose end-of-stream record is missing is kept, with
-    /// what arrived, and marked partial.
-    pub fn finish_ranks(&self, ranks: Vec<RankInput>) -> Vec<Program> {
-        let refs = ranks
-            .iter()
-            .map(|r| RankRef {
-                info: &r.info,
-                accounting: &r.accounting,
-                states: r.states.iter().map(|s| s.as_ref()).collect(),
-            })
-            .collect();
-        self.fold_all(refs, false)
-    }
-
-    /// Folds ranks given by reference. `live`: the program is still running,
-    /// so a missing end-of-stream record means nothing yet.
-    pub(crate) fn fold_all(&self, mut ranks: Vec<RankRef<'_>>, live: bool) -> Vec<Program> {
-        // World ranks first, in order; processes without one (not MPI) after
-        // them, in order of connection.
-        ranks.sort_by_key(|r| {
-            let w = r.info.world_rank();
-            (r.info.appnum(), w < 0, w, r.info.conn())
-        });
-        let mut by_app: BTreeMap<i32, Vec<RankRef<'_>>> = BTreeMap::new();
-        for r in ranks {
-            by_app.entry(r.info.appnum()).or_default().push(r);
-        }
-        let apps = by_app.len();
+    /// An empty partial result of this program, with its tables as they are.
+    pub(crate) fn empty_partial(&self) -> Partial {
         let unifier = self
             .shared
             .unifier
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        by_app
-            .into_iter()
-            .map(|(appnum, ranks)| {
-                let name = if apps > 1 {
-                    format!("{} (app {appnum})", self.name)
-                } else {
-                    self.name.clone()
-                };
-                self.fold(name, &ranks, &unifier, live)
-            })
-            .collect()
+        Partial::new(
+            &self.name,
+            self.shared.origin_ns,
+            self.shared.config.slice_shift,
+            self.shared.config.slices,
+            &self.shared.analyses,
+            &unifier,
+        )
     }
 
-    fn fold(&self, name: String, ranks: &[RankRef<'_>], unifier: &Unifier, live: bool) -> Program {
-        let mut world_to_program = HashMap::new();
-        for (i, r) in ranks.iter().enumerate() {
-            let w = r.info.world_rank();
-            if w >= 0 {
-                world_to_program.entry(w).or_insert(i);
-            }
+    /// The partial result of streams fed by hand.
+    pub fn partial(&self, streams: Vec<Stream>) -> Partial {
+        let parts: Vec<_> = streams.into_iter().map(Stream::into_parts).collect();
+        let mut partial = self.empty_partial();
+        for (info, acc, states, forgotten) in &parts {
+            let states: Vec<_> = states.iter().map(|s| s.as_ref()).collect();
+            partial.push_rank(info.meta(), rank_accounting(acc), &states);
+            partial.add_counts(*forgotten, info.ignored_defs());
         }
-        let mut p = Program {
-            name,
-            command: ranks
-                .first()
-                .map(|r| r.info.hello().argv.clone())
-                .unwrap_or_default(),
-            ranks: ranks.len(),
-            ..Program::default()
-        };
-        let mut ignored = 0;
-        for r in ranks {
-            let acc = r.accounting;
-            let end = acc.end.as_ref();
-            let partial = end.is_none() && !live;
-            p.rank_info.push(RankInfo {
-                world_rank: r.info.world_rank(),
-                host: r.info.hello().host.clone(),
-                pid: r.info.hello().pid,
-                accounting: Accounting {
-                    events_written: end.map_or(acc.received, |e| e.events_written),
-                    events_received: acc.received,
-                    events_analysed: acc.analysed,
-                    events_dropped: end.map_or(0, |e| e.events_dropped),
-                    partial_ranks: partial as u64,
-                },
-                partial,
-            });
-            ignored += r.info.ignored_defs();
-        }
-        for (rank, r) in ranks
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.accounting.end.is_none() && !live)
-        {
-            let h = r.info.hello();
-            p.diagnostics.push(format!(
-                "rank {rank} (world rank {}, pid {} on {}) ended without its end-of-stream record (killed or crashed?); the {} events that arrived are kept",
-                r.info.world_rank(),
-                h.pid,
-                h.host,
-                r.accounting.received
-            ));
-        }
-        if ignored > 0 {
-            p.diagnostics.push(format!(
-                "{ignored} definitions had ids out of range and were ignored"
-            ));
-        }
-        for (index, analysis) in self.shared.analyses.iter().enumerate() {
-            let cx = Finish {
-                ranks: ranks
-                    .iter()
-                    .map(|r| RankView {
-                        info: r.info,
-                        states: &r.states,
-                    })
-                    .collect(),
-                unifier,
-                index,
-                world_to_program: &world_to_program,
-            };
-            analysis.finish(&cx, &mut p);
-        }
-        p
+        let hand = std::mem::take(&mut *self.shared.hand.lock().unwrap_or_else(|e| e.into_inner()));
+        partial.set_matching(hand.p2p, hand.collectives);
+        partial.add_waits(hand.waits);
+        partial
+    }
+
+    /// Folds streams fed by hand into the program's model.
+    ///
+    /// Usually one program; more when an MPMD launch ran the same executable
+    /// as several applications (`MPI_APPNUM` tells them apart), in order of
+    /// appnum. A rank whose end-of-stream record is missing is kept, with
+    /// what arrived, and marked partial.
+    pub fn finish(&self, streams: Vec<Stream>) -> Vec<Program> {
+        self.partial(streams).finish(&self.shared.analyses, false)
+    }
+}
+
+/// A stream's accounting as a partial result keeps it.
+pub(crate) fn rank_accounting(acc: &StreamAccounting) -> RankAccounting {
+    RankAccounting {
+        received: acc.received,
+        analysed: acc.analysed,
+        end: acc
+            .end
+            .as_ref()
+            .map(|e| (e.events_written, e.events_dropped)),
     }
 }

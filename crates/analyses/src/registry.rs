@@ -2,16 +2,17 @@
 //! one line here (see `ks/template.rs`).
 //!
 //! Order matters only at the end of a program: knowledge sources fold their
-//! results into the model in this order, and the density maps, which read
-//! the other results, come last.
+//! results into the model in this order. The wait states read the time
+//! slices' width, the efficiencies the slices too, the density maps every
+//! per-rank result, and the digest everything: they come last.
 
-use crate::analysis::Analysis;
+use crate::dynamic::DynAnalysis;
 use crate::ks;
 use crate::{Error, ErrorKind};
 use std::sync::Arc;
 
 /// Every knowledge source, in fold order.
-pub fn all() -> Vec<Arc<dyn Analysis>> {
+pub fn all() -> Vec<Arc<dyn DynAnalysis>> {
     vec![
         Arc::new(ks::summary::Summary),
         Arc::new(ks::mpi_profile::MpiProfile),
@@ -21,13 +22,16 @@ pub fn all() -> Vec<Arc<dyn Analysis>> {
         Arc::new(ks::regions::Regions),
         Arc::new(ks::template::Marks),
         Arc::new(ks::timeslices::TimeSlices),
+        Arc::new(ks::waits::WaitStates),
+        Arc::new(ks::efficiency::Efficiencies),
         Arc::new(ks::density::Density),
+        Arc::new(ks::digest::Digest),
     ]
 }
 
 /// The knowledge sources named in `names` (spec names, as `all()` lists
 /// them), in fold order whatever the order of `names`.
-pub fn select(names: &[&str]) -> Result<Vec<Arc<dyn Analysis>>, Error> {
+pub fn select(names: &[&str]) -> Result<Vec<Arc<dyn DynAnalysis>>, Error> {
     let all = all();
     if let Some(unknown) = names
         .iter()

@@ -12,11 +12,12 @@
 use crate::analysis::Finish;
 use crate::sat::Sat;
 use hark_model::TimeSlices;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One rank's series of one knowledge source; metrics are dense indices
 /// chosen by the knowledge source, allocated on first use.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Series {
     shift: u32,
     /// Past this shift, slice edges would not fit in a u64: the last slice
@@ -34,7 +35,7 @@ pub(crate) struct Series {
 /// source keeping a statistic other than a sum encodes it to fit: a maximum
 /// of `v` as `v + 1`, a minimum as `!v` (the largest `!v` is the smallest
 /// `v`), a last value as `v + 1`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Combine {
     /// Counts, bytes, durations: the sum.
     #[default]
@@ -172,15 +173,92 @@ pub(crate) fn publish<'a>(
     series: impl Iterator<Item = Option<&'a Series>>,
     name: impl Fn(usize, usize) -> Option<String>,
 ) {
-    let ranks: Vec<Series> = series
-        .zip(&cx.ranks)
-        .map(|(s, view)| {
-            s.cloned()
-                .unwrap_or_else(|| Series::new(view.info.slice_shift(), view.info.slices()))
+    let ranks = filled(cx, series);
+    merge(out, cx.origin_ns, ranks, name);
+}
+
+/// Every rank's series, an empty one for a rank that has none.
+fn filled<'a>(cx: &Finish<'_>, series: impl Iterator<Item = Option<&'a Series>>) -> Vec<Series> {
+    let mut ranks: Vec<Series> = series
+        .map(|s| s.cloned().unwrap_or_else(|| empty(cx)))
+        .collect();
+    ranks.resize_with(cx.len(), || empty(cx));
+    ranks
+}
+
+fn empty(cx: &Finish<'_>) -> Series {
+    Series::new(cx.slice_shift, cx.slices)
+}
+
+/// Every rank's series brought to the width of the model's time slices
+/// `out` (or wider, if a series is; the caller then has slices of another
+/// width than the model's: it is told the width), as rows per rank per
+/// metric, each `slices.len()` long.
+pub(crate) fn at_width<'a>(
+    cx: &Finish<'_>,
+    out: &TimeSlices,
+    series: impl Iterator<Item = Option<&'a Series>>,
+) -> (u64, Vec<Vec<Vec<u64>>>) {
+    let mut ranks = filled(cx, series);
+    let mut shift = ranks
+        .iter()
+        .map(|s| s.shift)
+        .max()
+        .unwrap_or(cx.slice_shift);
+    if out.slice_ns.is_power_of_two() && !out.metrics.is_empty() {
+        shift = shift.max(out.slice_ns.trailing_zeros());
+    }
+    let rows = ranks
+        .iter_mut()
+        .map(|s| {
+            while s.shift < shift {
+                s.coarsen();
+            }
+            s.metrics
+                .iter()
+                .map(|m| m.as_deref().map_or_else(Vec::new, <[u64]>::to_vec))
+                .collect()
         })
         .collect();
-    let origin_ns = cx.ranks.first().map_or(0, |r| r.info.origin_ns());
-    merge(out, origin_ns, ranks, name);
+    (1u64 << shift, rows)
+}
+
+/// The sum over ranks of every rank's series, per metric, at the model's
+/// width (see [`at_width`]); rows are cut to the model's number of slices.
+pub(crate) fn publish_series<'a>(
+    cx: &Finish<'_>,
+    out: &TimeSlices,
+    series: impl Iterator<Item = Option<&'a Series>>,
+) -> Vec<Vec<u64>> {
+    let (_, ranks) = at_width(cx, out, series);
+    let used = out
+        .metrics
+        .values()
+        .flatten()
+        .map(Vec::len)
+        .max()
+        .unwrap_or(0);
+    let mut sum: Vec<Vec<u64>> = Vec::new();
+    for rank in ranks {
+        for (m, row) in rank.into_iter().enumerate() {
+            if sum.len() <= m {
+                sum.resize(m + 1, Vec::new());
+            }
+            let into = &mut sum[m];
+            if into.len() < row.len() {
+                into.resize(row.len(), 0);
+            }
+            for (a, v) in into.iter_mut().zip(row) {
+                a.sat(v);
+            }
+        }
+    }
+    for row in &mut sum {
+        if used > 0 {
+            row.resize(used, 0);
+        }
+    }
+    sum
 }
 
 /// [`publish`] once the series are in hand.

@@ -4,9 +4,11 @@
 //! owner of all knowledge sources' states for feeding a process by hand
 //! ([`Stream`]).
 
-use crate::analysis::RankState;
+use crate::analysis::{Input, RankMeta};
+use crate::dynamic::DynRank;
 use crate::program::Shared;
-use crate::unify::Translation;
+use crate::track::Track;
+use crate::unify::{Translation, UNDEFINED};
 use hark_wire::{Def, End, Event, Hello, RankInfo};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
@@ -27,7 +29,7 @@ pub struct StreamInfo {
     slices: usize,
     rank: Mutex<Option<RankInfo>>,
     translation: RwLock<Translation>,
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl StreamInfo {
@@ -75,6 +77,20 @@ impl StreamInfo {
         self.origin_ns
     }
 
+    /// Who this process is, as the fold sees it.
+    pub fn meta(&self) -> RankMeta {
+        let rank = self.rank_info();
+        RankMeta {
+            world_rank: rank.as_ref().map_or(self.hello.rank, |r| r.world_rank),
+            appnum: rank.as_ref().map_or(0, |r| r.appnum.max(0)),
+            host: self.hello.host.clone(),
+            pid: self.hello.pid,
+            argv: self.hello.argv.clone(),
+            hello_ns: self.common(self.hello.clock_ns),
+            conn: self.conn,
+        }
+    }
+
     /// A probe timestamp on the run's common timeline, in ns.
     #[inline]
     pub fn common(&self, probe_ns: u64) -> u64 {
@@ -116,8 +132,11 @@ impl StreamInfo {
     /// the translation while it lives: drop it before defining more).
     pub fn cx(&self) -> StreamCx<'_> {
         StreamCx {
-            info: self,
-            translation: self.translation.read().unwrap_or_else(|e| e.into_inner()),
+            info: Some(self),
+            translation: Some(self.translation.read().unwrap_or_else(|e| e.into_inner())),
+            origin_ns: self.origin_ns,
+            slice_shift: self.slice_shift,
+            slices: self.slices,
         }
     }
 
@@ -129,51 +148,93 @@ impl StreamInfo {
     }
 }
 
-/// What a knowledge source may ask about the stream a batch comes from.
+/// What a knowledge source may ask about the stream an input comes from.
+///
+/// Waits folded when partial results merge come with no stream: then ids
+/// are all undefined and times are already on the common timeline.
 pub struct StreamCx<'a> {
-    info: &'a StreamInfo,
-    translation: RwLockReadGuard<'a, Translation>,
+    info: Option<&'a StreamInfo>,
+    translation: Option<RwLockReadGuard<'a, Translation>>,
+    origin_ns: u64,
+    slice_shift: u32,
+    slices: usize,
 }
 
 impl StreamCx<'_> {
-    /// The stream's identity.
-    pub fn info(&self) -> &StreamInfo {
-        self.info
+    /// A view with no stream behind it (see the type's doc).
+    pub(crate) fn bare(origin_ns: u64, slice_shift: u32, slices: usize) -> StreamCx<'static> {
+        StreamCx {
+            info: None,
+            translation: None,
+            origin_ns,
+            slice_shift,
+            slices,
+        }
     }
     /// A probe timestamp on the run's common timeline, in ns.
     #[inline]
     pub fn common(&self, probe_ns: u64) -> u64 {
-        self.info.common(probe_ns)
+        self.info.map_or(probe_ns, |i| i.common(probe_ns))
     }
     /// A probe timestamp as ns since the program's origin (0 if before it).
     #[inline]
     pub fn since_origin(&self, probe_ns: u64) -> u64 {
-        self.info
-            .common(probe_ns)
-            .saturating_sub(self.info.origin_ns)
+        self.common(probe_ns).saturating_sub(self.origin_ns)
+    }
+    /// The program's origin on the common timeline.
+    pub fn origin_ns(&self) -> u64 {
+        self.origin_ns
     }
     /// The initial width of a time slice is `1 << slice_shift()` ns.
     pub fn slice_shift(&self) -> u32 {
-        self.info.slice_shift
+        self.slice_shift
     }
     /// The fixed number of time slices.
     pub fn slices(&self) -> usize {
-        self.info.slices
+        self.slices
     }
     /// The global id of local communicator `local` ([`crate::UNDEFINED`] if not defined).
     #[inline]
     pub fn comm(&self, local: u32) -> u32 {
-        self.translation.comm(local)
+        self.translation
+            .as_ref()
+            .map_or(UNDEFINED, |t| t.comm(local))
     }
     /// The global id of local file `local` ([`crate::UNDEFINED`] if not defined).
     #[inline]
     pub fn file(&self, local: u32) -> u32 {
-        self.translation.file(local)
+        self.translation
+            .as_ref()
+            .map_or(UNDEFINED, |t| t.file(local))
     }
     /// The global id of local name `local` ([`crate::UNDEFINED`] if not defined).
     #[inline]
     pub fn name(&self, local: u32) -> u32 {
-        self.translation.name(local)
+        self.translation
+            .as_ref()
+            .map_or(UNDEFINED, |t| t.name(local))
+    }
+    /// The text of global name `global` (takes the program's tables' lock:
+    /// call it once per new name, not per event).
+    pub fn name_text(&self, global: u32) -> Option<String> {
+        let info = self.info?;
+        let unifier = info
+            .shared
+            .unifier
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        unifier.name(global).map(str::to_string)
+    }
+    /// The number of members of global communicator `global` (takes the
+    /// program's tables' lock), 0 if undefined.
+    pub fn comm_size(&self, global: u32) -> usize {
+        let Some(info) = self.info else { return 0 };
+        let unifier = info
+            .shared
+            .unifier
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        unifier.comm(global).map_or(0, |c| c.members.len())
     }
 }
 
@@ -188,22 +249,14 @@ pub struct StreamAccounting {
     pub end: Option<End>,
 }
 
-/// One rank's part of a program's fold: its info, accounting, and each
-/// knowledge source's state (in the order of the program's analyses).
-pub struct RankInput {
-    /// The stream.
-    pub info: Arc<StreamInfo>,
-    /// Its accounting.
-    pub accounting: StreamAccounting,
-    /// One state per knowledge source of the program, in order.
-    pub states: Vec<Box<dyn RankState>>,
-}
-
 /// One measured process with every knowledge source's state, fed by hand
 /// in stream order (tests, tools; the server feeds states through the board).
+/// Its cross-rank results (messages matched with other streams, collective
+/// instances) are found by the program it was opened on.
 pub struct Stream {
     info: Arc<StreamInfo>,
-    states: Vec<Box<dyn RankState>>,
+    states: Vec<Box<dyn DynRank>>,
+    track: Track,
     acc: StreamAccounting,
 }
 
@@ -213,6 +266,7 @@ impl Stream {
         Stream {
             info: Arc::new(info),
             states,
+            track: Track::default(),
             acc: StreamAccounting::default(),
         }
     }
@@ -236,9 +290,17 @@ impl Stream {
     pub fn events(&mut self, events: &[Event]) {
         self.acc.received += events.len() as u64;
         let cx = self.info.cx();
+        let derived = self.track.pack(&cx, self.info.world_rank(), events);
+        let input = Input {
+            events,
+            msgs: &derived.msgs,
+            waits: &[],
+        };
         for state in &mut self.states {
-            state.events(&cx, events);
+            state.fold(&cx, &input);
         }
+        drop(cx);
+        self.info.shared.hand_match(derived);
         self.acc.analysed += events.len() as u64;
     }
 
@@ -252,12 +314,19 @@ impl Stream {
         &self.acc
     }
 
-    /// Gives up the stream for folding.
-    pub fn into_input(self) -> RankInput {
-        RankInput {
-            info: self.info,
-            accounting: self.acc,
-            states: self.states,
-        }
+    /// Gives up the stream for folding: its receives still held are matched
+    /// first.
+    pub(crate) fn into_parts(
+        mut self,
+    ) -> (
+        Arc<StreamInfo>,
+        StreamAccounting,
+        Vec<Box<dyn DynRank>>,
+        u64,
+    ) {
+        let derived = self.track.flush();
+        self.info.shared.hand_match(derived);
+        let forgotten = self.track.forgotten();
+        (self.info, self.acc, self.states, forgotten)
     }
 }

@@ -19,9 +19,10 @@ use hark_wire::{op, Event};
 /// a program that never completes its requests must not grow the server.
 const MAX_PENDING: usize = 1 << 20;
 
-/// A message seen from one side.
+/// A point-to-point message seen from one side, complete: published by the
+/// per-stream tracker with every batch (`Input::msgs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Msg {
+pub struct Msg {
     /// True for the sending side.
     pub send: bool,
     /// Index in `FUNCTIONS` of the function that names the message's kind:
@@ -34,6 +35,9 @@ pub(crate) struct Msg {
     /// Time of the call that moved it, or of the call that posted its
     /// request (the wait is timed as a call of its own).
     pub time_ns: u64,
+    /// Start of the event that completed it (probe clock, ns): the call's
+    /// own record, or the completion record that follows a `MPI_Wait*`.
+    pub start: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -66,7 +70,7 @@ impl Tracker {
     /// The message `ev` completes, if any. Feed every event of the stream,
     /// in order.
     #[inline]
-    pub fn step(&mut self, ev: &Event) -> Option<Msg> {
+    pub(crate) fn step(&mut self, ev: &Event) -> Option<Msg> {
         let code = ev.op();
         if code >= op::COMPLETE_RECV {
             return self.detail(code, ev);
@@ -87,6 +91,7 @@ impl Tracker {
                 peer,
                 bytes: ev.bytes.get(),
                 time_ns: ev.duration(),
+                start: ev.start.get(),
             })
         };
         match FUNCTIONS[func].class {
@@ -146,6 +151,7 @@ impl Tracker {
             peer,
             bytes: ev.bytes.get(),
             time_ns,
+            start: ev.start.get(),
         })
     }
 }

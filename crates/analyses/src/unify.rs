@@ -12,9 +12,17 @@
 //! the process defined before: creating a communicator is collective, so every
 //! member defines the same sequence, and `MPI_Comm_dup(MPI_COMM_WORLD)` stays
 //! apart from `MPI_COMM_WORLD` itself.
+//!
+//! Global ids are given in order of arrival, so two servers number the same
+//! program differently. A partial result carries its [`Tables`]; joining them
+//! into another unifier ([`Unifier::absorb`]) gives an [`IdMap`] that
+//! renumbers its states. Before a program is folded its tables are put in a
+//! canonical order ([`Unifier::canonical`]: by kind and text, by path, by
+//! size and members), so that the model never depends on arrival order.
 
 use crate::fx::FxHashMap;
 use hark_wire::{Def, NameKind};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// Largest local id a stream may use; ids come from one counter per process,
@@ -26,7 +34,7 @@ const MAX_LOCAL_ID: u32 = 1 << 24;
 pub const UNDEFINED: u32 = u32::MAX;
 
 /// A communicator, by the world ranks of its members.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CommDef {
     /// World ranks of the local group, in communicator rank order.
     pub members: Vec<i32>,
@@ -42,7 +50,75 @@ pub struct Unifier {
     files: Vec<String>,
     file_ids: HashMap<String, u32>,
     comms: Vec<CommDef>,
+    /// Per global comm id: how many with the same members came before it.
+    comm_occurrence: Vec<u32>,
     comm_ids: HashMap<(CommDef, u32), u32>,
+}
+
+/// A unifier's tables as data: what a partial result carries so that its
+/// ids can be understood elsewhere. Entry `i` of each list has global id `i`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tables {
+    /// Names: kind (`NameKind` as a byte) and text.
+    pub names: Vec<(u8, String)>,
+    /// File paths.
+    pub files: Vec<String>,
+    /// Communicators and their occurrence (see the module doc).
+    pub comms: Vec<(CommDef, u32)>,
+}
+
+/// Renumbers global ids from one set of tables to another (see
+/// [`RankState::remap`](crate::RankState::remap)). Ids it does not know
+/// (and [`UNDEFINED`]) become [`UNDEFINED`].
+#[derive(Clone, Debug, Default)]
+pub struct IdMap {
+    identity: bool,
+    names: Vec<u32>,
+    files: Vec<u32>,
+    comms: Vec<u32>,
+}
+
+impl IdMap {
+    /// The map that changes nothing.
+    pub fn identity() -> IdMap {
+        IdMap {
+            identity: true,
+            ..IdMap::default()
+        }
+    }
+
+    /// The new id of name `id`.
+    #[inline]
+    pub fn name(&self, id: u32) -> u32 {
+        if self.identity {
+            return id;
+        }
+        get(&self.names, id)
+    }
+    /// The new id of file `id`.
+    #[inline]
+    pub fn file(&self, id: u32) -> u32 {
+        if self.identity {
+            return id;
+        }
+        get(&self.files, id)
+    }
+    /// The new id of communicator `id`.
+    #[inline]
+    pub fn comm(&self, id: u32) -> u32 {
+        if self.identity {
+            return id;
+        }
+        get(&self.comms, id)
+    }
+}
+
+fn name_kind(byte: u8) -> NameKind {
+    match byte {
+        2 => NameKind::Counter,
+        3 => NameKind::Mark,
+        _ => NameKind::Region,
+    }
 }
 
 impl Unifier {
@@ -76,6 +152,62 @@ impl Unifier {
         self.comms.len()
     }
 
+    /// The tables as data.
+    pub fn tables(&self) -> Tables {
+        Tables {
+            names: self
+                .names
+                .iter()
+                .map(|(k, n)| (*k as u8, n.clone()))
+                .collect(),
+            files: self.files.clone(),
+            comms: self
+                .comms
+                .iter()
+                .cloned()
+                .zip(self.comm_occurrence.iter().copied())
+                .collect(),
+        }
+    }
+
+    /// Interns every entry of `tables` (from another unifier) and returns the
+    /// map from their ids to this unifier's.
+    pub fn absorb(&mut self, tables: &Tables) -> IdMap {
+        IdMap {
+            identity: false,
+            names: tables
+                .names
+                .iter()
+                .map(|(k, n)| self.intern_name(name_kind(*k), n))
+                .collect(),
+            files: tables.files.iter().map(|p| self.intern_file(p)).collect(),
+            comms: tables
+                .comms
+                .iter()
+                .map(|(c, o)| self.intern_comm(c.clone(), *o))
+                .collect(),
+        }
+    }
+
+    /// The same tables in canonical order (names by kind and text, files by
+    /// path, communicators by size, largest first, then members, remote
+    /// group and occurrence), and the
+    /// map from this unifier's ids to the canonical ones.
+    pub fn canonical(&self) -> (Unifier, IdMap) {
+        let mut t = self.tables();
+        t.names.sort();
+        t.files.sort();
+        // The largest first, so that the world leads as it was made first.
+        t.comms.sort_by(|a, b| {
+            (std::cmp::Reverse(a.0.members.len()), a)
+                .cmp(&(std::cmp::Reverse(b.0.members.len()), b))
+        });
+        let mut canonical = Unifier::new();
+        canonical.absorb(&t);
+        let ids = canonical.absorb(&self.tables());
+        (canonical, ids)
+    }
+
     fn intern_name(&mut self, kind: NameKind, name: &str) -> u32 {
         let key = (kind as u8, name.to_string());
         if let Some(&id) = self.name_ids.get(&key) {
@@ -104,6 +236,7 @@ impl Unifier {
         }
         let id = self.comms.len() as u32;
         self.comms.push(key.0.clone());
+        self.comm_occurrence.push(occurrence);
         self.comm_ids.insert(key, id);
         id
     }
@@ -238,6 +371,44 @@ mod tests {
         assert_ne!(a.comm(1), a.comm(2));
         assert_eq!(a.comm(5), UNDEFINED);
         assert_eq!(u.comm_count(), 2);
+    }
+
+    #[test]
+    fn tables_absorbed_elsewhere_map_to_the_same_things_and_canonical_order_ignores_arrival() {
+        let defs = |first: &str, second: &str| {
+            vec![
+                Def::File {
+                    id: 1,
+                    path: first.into(),
+                },
+                Def::File {
+                    id: 2,
+                    path: second.into(),
+                },
+                Def::Comm {
+                    id: 3,
+                    members: vec![0, 1],
+                    remote: vec![],
+                },
+                Def::Comm {
+                    id: 4,
+                    members: vec![0, 1],
+                    remote: vec![],
+                },
+            ]
+        };
+        let (mut a, mut b) = (Unifier::new(), Unifier::new());
+        let (mut ta, mut tb) = (Translation::default(), Translation::default());
+        ta.define(&defs("x", "y"), &mut a);
+        tb.define(&defs("y", "x"), &mut b);
+        assert_ne!(ta.file(1), tb.file(2), "arrival order numbers them");
+        let ids = a.absorb(&b.tables());
+        assert_eq!(ids.file(tb.file(2)), ta.file(1));
+        assert_eq!(ids.comm(tb.comm(4)), ta.comm(4));
+        assert_eq!(ids.file(UNDEFINED), UNDEFINED);
+        let (ca, _) = a.canonical();
+        let (cb, _) = b.canonical();
+        assert_eq!(ca.tables(), cb.tables());
     }
 
     #[test]

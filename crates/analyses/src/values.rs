@@ -4,7 +4,7 @@ use hark_model::CounterStats;
 
 /// Running statistics of `i64` values; the sum is kept in `i128` so that it
 /// cannot overflow before 2^64 values.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Values {
     count: u64,
     min: i64,

@@ -119,6 +119,9 @@ pub struct WaitPattern {
     /// Per region the late rank was in before it arrived (the cause), its
     /// call path; `""` outside any region.
     pub cause_callpaths: BTreeMap<String, WaitCell>,
+    /// Per rank: the waiting it caused by being late, and in how many
+    /// instances it was the late one.
+    pub late: Vec<WaitCell>,
 }
 
 /// Waiting time and instances.

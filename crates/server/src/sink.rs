@@ -14,7 +14,7 @@
 //! drops and counts what it cannot send: memory stays bounded and the loss
 //! is reported, never hidden.
 
-use hark_analyses::{Analysis, Config, OnBoard, ProgramAnalysis, StreamAccounting, StreamInfo};
+use hark_analyses::{Config, DynAnalysis, OnBoard, ProgramAnalysis, StreamAccounting, StreamInfo};
 use hark_board::Board;
 use hark_model::Program;
 use hark_transport::{Closed, ConnId, Sink};
@@ -69,7 +69,7 @@ pub(crate) struct Counters {
 
 pub(crate) struct State {
     pub(crate) board: Board,
-    pub(crate) analyses: Vec<Arc<dyn Analysis>>,
+    pub(crate) analyses: Vec<Arc<dyn DynAnalysis>>,
     pub(crate) config: Config,
     pub(crate) max_in_flight: u64,
     pub(crate) programs: Mutex<Vec<ProgramSlot>>,

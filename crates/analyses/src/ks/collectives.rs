@@ -1,15 +1,16 @@
 //! Collectives per communicator: calls, bytes (send side) and time of each
 //! collective function, summed over the communicator's members.
 
-use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
+use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::fx::FxHashMap;
 use crate::sat::Sat;
 use crate::stream::StreamCx;
+use crate::unify::IdMap;
 use crate::unify::UNDEFINED;
 use hark_model::{CommCollectives, Program, Totals};
 use hark_wire::mpi::{Class, FUNCTIONS};
-use hark_wire::{op, Event};
-use std::any::Any;
+use hark_wire::op;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// See the module documentation.
@@ -26,15 +27,17 @@ static SPEC: Spec = Spec {
     fills: &["collectives"],
 };
 
-#[derive(Default)]
-struct Rank {
+/// Per rank: totals per communicator and function.
+#[derive(Default, Serialize, Deserialize)]
+pub struct Rank {
     /// (global comm, function) → totals.
     cells: FxHashMap<(u32, u16), Totals>,
     undefined: u64,
 }
 
 impl RankState for Rank {
-    fn events(&mut self, cx: &StreamCx<'_>, events: &[Event]) {
+    fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        let events = input.events;
         for ev in events {
             let op::OpKind::Mpi(i) = op::kind(ev.op()) else {
                 continue;
@@ -52,22 +55,26 @@ impl RankState for Rank {
             t.time_ns.sat(ev.duration());
         }
     }
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn remap(&mut self, ids: &IdMap) {
+        self.cells = std::mem::take(&mut self.cells)
+            .into_iter()
+            .map(|((comm, f), t)| ((ids.comm(comm), f), t))
+            .collect();
     }
 }
 
 impl Analysis for Collectives {
+    type Rank = Rank;
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
-    fn new_rank(&self) -> Box<dyn RankState> {
-        Box::<Rank>::default()
+    fn new_rank(&self) -> Rank {
+        Rank::default()
     }
-    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
+    fn finish(&self, cx: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
         let mut comms: BTreeMap<u32, BTreeMap<String, Totals>> = BTreeMap::new();
         let mut undefined = 0;
-        for rank in cx.states::<Rank>() {
+        for rank in ranks.iter().copied() {
             undefined += rank.undefined;
             for (&(comm, func), t) in &rank.cells {
                 let into = comms

@@ -9,7 +9,7 @@
 //! It has no per-rank state: it runs last and reads the profiles already in
 //! the model. Metrics that are zero on every rank are left out.
 
-use crate::analysis::{Analysis, Finish, NoState, RankState, Sensitivity, Spec};
+use crate::analysis::{Analysis, Finish, NoState, Sensitivity, Spec};
 use crate::sat::Sat;
 use hark_model::{DensityMap, Program, Spread};
 use std::collections::BTreeMap;
@@ -45,13 +45,14 @@ fn map(values: Vec<u64>, columns: usize) -> Option<DensityMap> {
 }
 
 impl Analysis for Density {
+    type Rank = NoState;
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
-    fn new_rank(&self) -> Box<dyn RankState> {
-        Box::new(NoState)
+    fn new_rank(&self) -> NoState {
+        NoState
     }
-    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
+    fn finish(&self, cx: &Finish<'_>, _: &[&NoState], out: &mut Program) {
         let n = cx.len();
         if n == 0 {
             return;

@@ -6,15 +6,16 @@
 //! descriptors inherited or opened before the probe started) is filed under
 //! `<stdin>`, `<stdout>`, `<stderr>` or `<fd N>`.
 
-use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
+use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::fx::FxHashMap;
 use crate::sat::Sat;
 use crate::stream::StreamCx;
+use crate::unify::IdMap;
 use crate::unify::UNDEFINED;
 use hark_model::{FileIo, Program, Totals};
 use hark_wire::mpi::{Class, FUNCTIONS};
-use hark_wire::{op, Event};
-use std::any::Any;
+use hark_wire::op;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// See the module documentation.
@@ -33,7 +34,7 @@ static SPEC: Spec = Spec {
 };
 
 /// A file: a global file id, or a descriptor never seen opened.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub(crate) enum File {
     Id(u32),
     Fd(i32),
@@ -85,13 +86,15 @@ pub(crate) fn is_io(code: u16) -> bool {
     }
 }
 
-#[derive(Default)]
-struct Rank {
+/// Per rank: totals per file and operation.
+#[derive(Default, Serialize, Deserialize)]
+pub struct Rank {
     cells: FxHashMap<(File, u16), Totals>,
 }
 
 impl RankState for Rank {
-    fn events(&mut self, cx: &StreamCx<'_>, events: &[Event]) {
+    fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        let events = input.events;
         for ev in events {
             let code = ev.op();
             if !is_io(code) {
@@ -104,8 +107,20 @@ impl RankState for Rank {
             t.time_ns.sat(ev.duration());
         }
     }
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn remap(&mut self, ids: &IdMap) {
+        self.cells = std::mem::take(&mut self.cells)
+            .into_iter()
+            .map(|((f, op), t)| ((f.remap(ids), op), t))
+            .collect();
+    }
+}
+
+impl File {
+    pub(crate) fn remap(self, ids: &IdMap) -> File {
+        match self {
+            File::Id(id) => File::Id(ids.file(id)),
+            fd => fd,
+        }
     }
 }
 
@@ -137,17 +152,18 @@ pub(crate) fn file_name(file: File, cx: &Finish<'_>) -> String {
 }
 
 impl Analysis for IoProfile {
+    type Rank = Rank;
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
-    fn new_rank(&self) -> Box<dyn RankState> {
-        Box::<Rank>::default()
+    fn new_rank(&self) -> Rank {
+        Rank::default()
     }
-    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
+    fn finish(&self, cx: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
         let n = cx.len();
         let mut files: BTreeMap<String, FileIo> = BTreeMap::new();
         out.io.per_rank = vec![BTreeMap::new(); n];
-        for (r, rank) in cx.states::<Rank>().enumerate() {
+        for (r, rank) in ranks.iter().copied().enumerate() {
             for (&(file, code), t) in &rank.cells {
                 let path = file_name(file, cx);
                 let f = files.entry(path.clone()).or_insert_with(|| FileIo {

@@ -2,6 +2,8 @@
 
 pub(crate) mod collectives;
 pub(crate) mod density;
+pub(crate) mod digest;
+pub(crate) mod efficiency;
 pub(crate) mod io;
 pub(crate) mod mpi_profile;
 pub(crate) mod p2p;
@@ -9,3 +11,4 @@ pub(crate) mod regions;
 pub(crate) mod summary;
 pub(crate) mod template;
 pub(crate) mod timeslices;
+pub(crate) mod waits;

@@ -2,15 +2,15 @@
 //! bytes; across ranks, the spread of each function's time and a histogram
 //! of it; per function, a histogram of message sizes (mpiP's view).
 
-use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
+use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::hist::{rank_histogram, size_bin, size_histogram, SIZE_BINS};
 use crate::sat::Sat;
 use crate::stream::StreamCx;
-use crate::tracker::Tracker;
+use crate::unify::IdMap;
 use hark_model::{FunctionProfile, Program, Spread};
 use hark_wire::mpi::{Class, FUNCTIONS};
-use hark_wire::{op, Event};
-use std::any::Any;
+use hark_wire::op;
+use serde::{Deserialize, Serialize};
 
 /// See the module documentation.
 pub struct MpiProfile;
@@ -22,14 +22,14 @@ static SPEC: Spec = Spec {
     fills: &["mpi"],
 };
 
-#[derive(Clone)]
+#[derive(Clone, Serialize, Deserialize)]
 struct Func {
     calls: u64,
     bytes: u64,
     time: u64,
     min: u64,
     max: u64,
-    sizes: [u64; SIZE_BINS],
+    sizes: Box<[u64]>,
 }
 
 impl Default for Func {
@@ -40,7 +40,7 @@ impl Default for Func {
             time: 0,
             min: u64::MAX,
             max: 0,
-            sizes: [0; SIZE_BINS],
+            sizes: vec![0; SIZE_BINS].into_boxed_slice(),
         }
     }
 }
@@ -75,11 +75,11 @@ pub(crate) fn completion_bytes(func: usize) -> bool {
     )
 }
 
-#[derive(Default)]
-struct Rank {
+/// Per rank: per function totals.
+#[derive(Default, Serialize, Deserialize)]
+pub struct Rank {
     /// Indexed like `FUNCTIONS`; boxed lazily, since a program calls few.
     funcs: Vec<Option<Box<Func>>>,
-    tracker: Tracker,
 }
 
 impl Rank {
@@ -93,13 +93,13 @@ impl Rank {
 }
 
 impl RankState for Rank {
-    fn events(&mut self, _: &StreamCx<'_>, events: &[Event]) {
+    fn fold(&mut self, _: &StreamCx<'_>, input: &Input<'_>) {
+        let events = input.events;
         for ev in events {
             let code = ev.op();
             if code >= op::IO_BASE {
                 continue;
             }
-            let msg = self.tracker.step(ev);
             if let op::OpKind::Mpi(i) = op::kind(code) {
                 let d = ev.duration();
                 let f = self.func(i);
@@ -112,35 +112,32 @@ impl RankState for Rank {
                     f.bytes.sat(b);
                     f.sizes[size_bin(b)] += 1;
                 }
-            } else if let Some(m) = msg {
-                // A request completed: its bytes belong to the function that
-                // posted it (MPI_Irecv, MPI_Send_init), if that one did not
-                // count them when called.
-                if completion_bytes(m.func) {
-                    let f = self.func(m.func);
-                    f.bytes.sat(m.bytes);
-                    f.sizes[size_bin(m.bytes)] += 1;
-                }
             }
         }
+        // A request completed: its bytes belong to the function that
+        // posted it (MPI_Irecv, MPI_Send_init), if that one did not count
+        // them when called.
+        for m in input.msgs.iter().filter(|m| completion_bytes(m.func)) {
+            let f = self.func(m.func);
+            f.bytes.sat(m.bytes);
+            f.sizes[size_bin(m.bytes)] += 1;
+        }
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+    fn remap(&mut self, _: &IdMap) {}
 }
 
 impl Analysis for MpiProfile {
+    type Rank = Rank;
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
-    fn new_rank(&self) -> Box<dyn RankState> {
-        Box::<Rank>::default()
+    fn new_rank(&self) -> Rank {
+        Rank::default()
     }
-    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
-        let ranks: Vec<&Rank> = cx.states::<Rank>().collect();
+    fn finish(&self, _: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
+        let ranks: Vec<&Rank> = ranks.to_vec();
         let n = ranks.len();
         let used = ranks.iter().map(|r| r.funcs.len()).max().unwrap_or(0);
-        let mut forgotten = 0;
         for (i, func) in FUNCTIONS.iter().enumerate().take(used) {
             if !ranks
                 .iter()
@@ -174,14 +171,6 @@ impl Analysis for MpiProfile {
             p.time_histogram = rank_histogram(&times);
             p.size_histogram = size_histogram(&sizes);
             out.mpi.insert(func.name.to_string(), p);
-        }
-        for r in &ranks {
-            forgotten += r.tracker.forgotten;
-        }
-        if forgotten > 0 {
-            out.diagnostics.push(format!(
-                "mpi-profile: {forgotten} outstanding requests were forgotten (over a million open at once); their received bytes are missing"
-            ));
         }
     }
 }

@@ -9,15 +9,15 @@
 //! sender counted that message). Messages to processes outside the program (MPMD
 //! coupling) are counted in a diagnostic, not in the matrices.
 
-use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
+use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::fx::FxHashMap;
 use crate::sat::Sat;
 use crate::stream::StreamCx;
-use crate::tracker::{Msg, Tracker};
+use crate::track::Msg;
+use crate::unify::IdMap;
 use hark_model::{Matrices, Program};
 use hark_wire::mpi::{Class, FUNCTIONS};
-use hark_wire::{op, Event};
-use std::any::Any;
+use serde::{Deserialize, Serialize};
 
 /// See the module documentation.
 pub struct P2pTopology;
@@ -29,43 +29,36 @@ static SPEC: Spec = Spec {
     fills: &["p2p"],
 };
 
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, Serialize, Deserialize)]
 struct Cell {
     messages: u64,
     bytes: u64,
     time: u64,
 }
 
-#[derive(Default)]
-struct Rank {
+/// Per rank: totals per peer, function and direction.
+#[derive(Default, Serialize, Deserialize)]
+pub struct Rank {
     /// (peer world rank, function, sent?) → totals.
     cells: FxHashMap<(i32, u16, bool), Cell>,
-    tracker: Tracker,
 }
 
 impl RankState for Rank {
-    fn events(&mut self, _: &StreamCx<'_>, events: &[Event]) {
-        for ev in events {
-            if ev.op() >= op::IO_BASE {
-                continue;
-            }
-            // The receive side of MPI_Sendrecv is the message its sender
-            // counted already: per-function matrices would hold it twice.
-            let counted = |m: &Msg| m.send || FUNCTIONS[m.func].class != Class::Sendrecv;
-            if let Some(m) = self.tracker.step(ev).filter(counted) {
-                let c = self
-                    .cells
-                    .entry((m.peer, m.func as u16, m.send))
-                    .or_default();
-                c.messages += 1;
-                c.bytes.sat(m.bytes);
-                c.time.sat(m.time_ns);
-            }
+    fn fold(&mut self, _: &StreamCx<'_>, input: &Input<'_>) {
+        // The receive side of MPI_Sendrecv is the message its sender
+        // counted already: per-function matrices would hold it twice.
+        let counted = |m: &&Msg| m.send || FUNCTIONS[m.func].class != Class::Sendrecv;
+        for m in input.msgs.iter().filter(counted) {
+            let c = self
+                .cells
+                .entry((m.peer, m.func as u16, m.send))
+                .or_default();
+            c.messages += 1;
+            c.bytes.sat(m.bytes);
+            c.time.sat(m.time_ns);
         }
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+    fn remap(&mut self, _: &IdMap) {}
 }
 
 fn square(n: usize) -> Matrices {
@@ -83,17 +76,18 @@ fn add(m: &mut Matrices, i: usize, j: usize, c: &Cell) {
 }
 
 impl Analysis for P2pTopology {
+    type Rank = Rank;
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
-    fn new_rank(&self) -> Box<dyn RankState> {
-        Box::<Rank>::default()
+    fn new_rank(&self) -> Rank {
+        Rank::default()
     }
-    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
+    fn finish(&self, cx: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
         let n = cx.len();
         let mut all = square(n);
         let mut outside = 0u64;
-        for (me, rank) in cx.states::<Rank>().enumerate() {
+        for (me, rank) in ranks.iter().copied().enumerate() {
             for (&(peer, func, send), c) in &rank.cells {
                 let Some(peer) = cx.program_rank(peer) else {
                     outside += c.messages;

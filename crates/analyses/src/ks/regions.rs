@@ -15,16 +15,17 @@
 //!
 //! Counters keep count, min, max and mean of their values over all ranks.
 
-use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
+use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::fx::FxHashMap;
 use crate::sat::Sat;
 use crate::slices::{publish, Series};
 use crate::stream::StreamCx;
+use crate::unify::IdMap;
 use crate::unify::UNDEFINED;
 use crate::values::Values;
 use hark_model::{Program, RegionProfile};
-use hark_wire::{op, Event};
-use std::any::Any;
+use hark_wire::op;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Call paths deeper than this are attributed to their ancestor at this depth.
@@ -42,6 +43,7 @@ static SPEC: Spec = Spec {
 
 const ROOT: u32 = u32::MAX;
 
+#[derive(Serialize, Deserialize)]
 struct Path {
     parent: u32,
     name: u32,
@@ -50,6 +52,7 @@ struct Path {
     exclusive: u64,
 }
 
+#[derive(Serialize, Deserialize)]
 struct Frame {
     path: u32,
     name: u32,
@@ -59,8 +62,9 @@ struct Frame {
     folded: bool,
 }
 
-#[derive(Default)]
-struct Rank {
+/// Per rank: call paths, open regions and counters.
+#[derive(Default, Serialize, Deserialize)]
+pub struct Rank {
     paths: Vec<Path>,
     path_ids: FxHashMap<(u32, u32), u32>,
     stacks: Vec<Vec<Frame>>,
@@ -152,7 +156,8 @@ impl Rank {
 }
 
 impl RankState for Rank {
-    fn events(&mut self, cx: &StreamCx<'_>, events: &[Event]) {
+    fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        let events = input.events;
         if self.series.is_none() {
             self.series = Some(Series::new(cx.slice_shift(), cx.slices()));
         }
@@ -177,8 +182,23 @@ impl RankState for Rank {
             }
         }
     }
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn remap(&mut self, ids: &IdMap) {
+        for p in &mut self.paths {
+            p.name = ids.name(p.name);
+        }
+        self.path_ids = self
+            .paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| ((p.parent, p.name), i as u32))
+            .collect();
+        for f in self.stacks.iter_mut().flatten() {
+            f.name = ids.name(f.name);
+        }
+        self.counters = std::mem::take(&mut self.counters)
+            .into_iter()
+            .map(|(name, v)| (ids.name(name), v))
+            .collect();
     }
 }
 
@@ -194,17 +214,18 @@ fn path_name(rank: &Rank, mut id: u32, cx: &Finish<'_>) -> String {
 }
 
 impl Analysis for Regions {
+    type Rank = Rank;
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
-    fn new_rank(&self) -> Box<dyn RankState> {
-        Box::<Rank>::default()
+    fn new_rank(&self) -> Rank {
+        Rank::default()
     }
-    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
+    fn finish(&self, cx: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
         let n = cx.len();
         let mut counters: BTreeMap<u32, Values> = BTreeMap::new();
         let (mut unbalanced, mut unmatched, mut undefined, mut open) = (0, 0, 0, 0);
-        for (r, rank) in cx.states::<Rank>().enumerate() {
+        for (r, rank) in ranks.iter().copied().enumerate() {
             for (id, p) in rank.paths.iter().enumerate() {
                 let name = path_name(rank, id as u32, cx);
                 let into = out
@@ -228,7 +249,7 @@ impl Analysis for Regions {
             undefined += rank.undefined;
             open += rank.stacks.iter().map(Vec::len).sum::<usize>();
         }
-        let ranks: Vec<&Rank> = cx.states::<Rank>().collect();
+        let ranks: Vec<&Rank> = ranks.to_vec();
         let names: Vec<Vec<String>> = ranks
             .iter()
             .map(|rank| {

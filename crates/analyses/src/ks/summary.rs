@@ -2,12 +2,13 @@
 //! common timeline), how much of it was spent inside MPI, and the program's
 //! wall time. Every other result is read against these.
 
-use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
+use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::sat::Sat;
 use crate::stream::StreamCx;
+use crate::unify::IdMap;
 use hark_model::Program;
-use hark_wire::{op, Event};
-use std::any::Any;
+use hark_wire::op;
+use serde::{Deserialize, Serialize};
 
 /// See the module documentation.
 pub struct Summary;
@@ -19,7 +20,8 @@ static SPEC: Spec = Spec {
     fills: &["wall_ns", "rank_wall_ns", "mpi_time_ns"],
 };
 
-struct Rank {
+#[derive(Serialize, Deserialize)]
+pub struct Rank {
     first: u64,
     last: u64,
     mpi: u64,
@@ -27,7 +29,8 @@ struct Rank {
 }
 
 impl RankState for Rank {
-    fn events(&mut self, cx: &StreamCx<'_>, events: &[Event]) {
+    fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        let events = input.events;
         let (mut first, mut last) = (u64::MAX, 0u64);
         for ev in events {
             let (s, e) = (ev.start.get(), ev.end.get());
@@ -49,26 +52,25 @@ impl RankState for Rank {
             self.last = self.last.max(cx.common(last));
         }
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+    fn remap(&mut self, _: &IdMap) {}
 }
 
 impl Analysis for Summary {
+    type Rank = Rank;
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
-    fn new_rank(&self) -> Box<dyn RankState> {
-        Box::new(Rank {
+    fn new_rank(&self) -> Rank {
+        Rank {
             first: u64::MAX,
             last: 0,
             mpi: 0,
             unknown: 0,
-        })
+        }
     }
-    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
+    fn finish(&self, _: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
         let (mut first, mut last, mut unknown) = (u64::MAX, 0u64, 0u64);
-        for r in cx.states::<Rank>() {
+        for r in ranks.iter().copied() {
             out.mpi_time_ns.push(r.mpi);
             if r.first == u64::MAX {
                 out.rank_wall_ns.push(0);

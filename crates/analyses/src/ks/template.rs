@@ -31,14 +31,15 @@
 
 // Everything a knowledge source needs comes from the crate's `ks` module
 // (the trait and its context types) and from the wire (the event record).
-use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
+use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::fx::FxHashMap;
 use crate::stream::StreamCx;
+use crate::unify::IdMap;
 use crate::unify::UNDEFINED;
 use crate::values::Values;
 use hark_model::Program;
-use hark_wire::{op, Event};
-use std::any::Any;
+use hark_wire::op;
+use serde::{Deserialize, Serialize};
 
 /// Iteration marks as counters (the template knowledge source).
 pub struct Marks;
@@ -56,15 +57,18 @@ static SPEC: Spec = Spec {
 
 // The per-rank state: one small record per mark name. Its size grows with
 // the number of distinct marks, never with the number of events.
-#[derive(Default)]
-struct Rank {
+// It is also the analysis's partial result: it serialises (a server sends
+// it to another to merge), so everything in it derives serde's traits.
+#[derive(Default, Serialize, Deserialize)]
+pub struct Rank {
     marks: FxHashMap<u32, Values>,
     // Marks whose name was never defined: counted, reported in `finish`.
     undefined: u64,
 }
 
 impl RankState for Rank {
-    fn events(&mut self, cx: &StreamCx<'_>, events: &[Event]) {
+    fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        let events = input.events;
         for ev in events {
             // Cheapest check first: most events are not ours.
             if ev.op() != op::MARK {
@@ -86,27 +90,32 @@ impl RankState for Rank {
         }
     }
 
-    // Lets `Finish::states` hand the state back with its concrete type.
-    fn as_any(&self) -> &dyn Any {
-        self
+    // States from another server hold that server's global ids: renumber
+    // every id the state keeps (here, the marks' names).
+    fn remap(&mut self, ids: &IdMap) {
+        self.marks = std::mem::take(&mut self.marks)
+            .into_iter()
+            .map(|(name, v)| (ids.name(name), v))
+            .collect();
     }
 }
 
 impl Analysis for Marks {
+    type Rank = Rank;
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
 
-    fn new_rank(&self) -> Box<dyn RankState> {
-        Box::<Rank>::default()
+    fn new_rank(&self) -> Rank {
+        Rank::default()
     }
 
-    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
+    fn finish(&self, cx: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
         // Merge the ranks. Global ids index the program's unifier, which
         // turns them back into names.
         let mut merged: FxHashMap<u32, Values> = FxHashMap::default();
         let mut undefined = 0;
-        for rank in cx.states::<Rank>() {
+        for rank in ranks.iter().copied() {
             undefined += rank.undefined;
             for (&name, m) in &rank.marks {
                 merged.entry(name).or_default().merge(m);

@@ -39,18 +39,18 @@
 //! `.min_negative`, `.max_negative`, `.last_negative` and `.sum_negative`
 //! (the value is `v - v_negative`), and all four read 0 where `.count` is 0.
 
-use crate::analysis::{Analysis, Finish, RankState, Sensitivity, Spec};
+use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::fx::{FxHashMap, FxHashSet};
 use crate::ks::io::{direction, file_name, file_of, is_io, Dir, File};
 use crate::ks::mpi_profile::{completion_bytes, own_bytes};
 use crate::slices::{publish, Combine, Series};
 use crate::stream::StreamCx;
-use crate::tracker::Tracker;
+use crate::unify::IdMap;
 use crate::unify::UNDEFINED;
 use hark_model::Program;
 use hark_wire::mpi::{Class, FUNCTIONS};
-use hark_wire::{op, Event};
-use std::any::Any;
+use hark_wire::op;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::hash::Hash;
 
@@ -155,6 +155,11 @@ fn metric(m: usize) -> Option<Metric> {
 
 /// The first [`KEYS`] keys met get slots `0..KEYS`; later ones share slot
 /// `KEYS`.
+#[derive(Serialize, Deserialize)]
+#[serde(bound(
+    serialize = "K: Serialize + Eq + Hash",
+    deserialize = "K: Deserialize<'de> + Eq + Hash"
+))]
 struct Keys<K> {
     slots: FxHashMap<K, usize>,
     order: Vec<K>,
@@ -186,13 +191,26 @@ impl<K: Copy + Eq + Hash> Keys<K> {
         self.folded += 1;
         KEYS
     }
+
+    /// Renumbers the keys, keeping their slots.
+    fn remap(&mut self, f: impl Fn(K) -> K) {
+        for k in &mut self.order {
+            *k = f(*k);
+        }
+        self.slots = self
+            .order
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| (k, i))
+            .collect();
+    }
 }
 
-#[derive(Default)]
-struct Rank {
+/// Per rank: the series and which keys have series of their own.
+#[derive(Default, Serialize, Deserialize)]
+pub struct Rank {
     /// Made on the first batch, when the stream's settings are known.
     series: Option<Series>,
-    tracker: Tracker,
     files: Keys<File>,
     comms: Keys<u32>,
     counters: Keys<u32>,
@@ -205,23 +223,19 @@ struct Rank {
 }
 
 impl RankState for Rank {
-    fn events(&mut self, cx: &StreamCx<'_>, events: &[Event]) {
+    fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        let events = input.events;
         let s = self
             .series
             .get_or_insert_with(|| Series::new(cx.slice_shift(), cx.slices()));
         for ev in events {
             let code = ev.op();
-            let msg = if code < op::IO_BASE {
-                self.tracker.step(ev)
-            } else {
-                None
-            };
             let start = cx.since_origin(ev.start.get());
             let end = cx.since_origin(ev.end.get()).max(start);
             let kind = op::kind(code);
             if matches!(kind, op::OpKind::Mpi(_) | op::OpKind::Io(_)) {
                 s.fit(end);
-            } else if msg.is_some() || code == op::COUNTER {
+            } else if code == op::COUNTER {
                 s.fit(start);
             } else {
                 continue;
@@ -272,13 +286,6 @@ impl RankState for Rank {
                     s.add_span(m + 1, span, start, end);
                     s.add(m + 2, at, bytes);
                 }
-                op::OpKind::Detail => {
-                    // A request completed: its bytes go to the function that
-                    // posted it, as in the MPI profile.
-                    if let Some(msg) = msg.filter(|m| completion_bytes(m.func)) {
-                        s.add(mpi_metric(msg.func) + 2, at, msg.bytes);
-                    }
-                }
                 op::OpKind::User if code == op::COUNTER => {
                     let name = cx.name(ev.obj.get());
                     if name != UNDEFINED {
@@ -315,22 +322,39 @@ impl RankState for Rank {
                 }
                 s.add_span(f + 4, span, start, end);
             }
-            if let Some(msg) = msg.filter(|m| m.send) {
-                s.add(P2P_MESSAGES, at, 1);
-                s.add(P2P_BYTES, at, msg.bytes);
-                match usize::try_from(msg.peer) {
-                    Ok(peer) if peer < PAIR_RANKS => {
-                        let p = PAIRS + PER_PAIR.len() * peer;
-                        s.add(p, at, 1);
-                        s.add(p + 1, at, msg.bytes);
-                    }
-                    _ => self.far_peers += 1,
+        }
+        for msg in input.msgs {
+            let start = cx.since_origin(msg.start);
+            s.fit(start);
+            let at = s.index(start);
+            // A request completed: its bytes go to the function that posted
+            // it, as in the MPI profile.
+            if completion_bytes(msg.func) {
+                s.add(mpi_metric(msg.func) + 2, at, msg.bytes);
+            }
+            if !msg.send {
+                continue;
+            }
+            s.add(P2P_MESSAGES, at, 1);
+            s.add(P2P_BYTES, at, msg.bytes);
+            match usize::try_from(msg.peer) {
+                Ok(peer) if peer < PAIR_RANKS => {
+                    let p = PAIRS + PER_PAIR.len() * peer;
+                    s.add(p, at, 1);
+                    s.add(p + 1, at, msg.bytes);
                 }
+                _ => self.far_peers += 1,
             }
         }
     }
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn remap(&mut self, ids: &IdMap) {
+        self.files.remap(|f| f.remap(ids));
+        self.comms.remap(|c| ids.comm(c));
+        self.counters.remap(|c| ids.name(c));
+        self.comm_ids = std::mem::take(&mut self.comm_ids)
+            .into_iter()
+            .map(|c| ids.comm(c))
+            .collect();
     }
 }
 
@@ -361,14 +385,15 @@ fn busiest<K: Copy + Ord + Hash>(
 }
 
 impl Analysis for TimeSlices {
+    type Rank = Rank;
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
-    fn new_rank(&self) -> Box<dyn RankState> {
-        Box::<Rank>::default()
+    fn new_rank(&self) -> Rank {
+        Rank::default()
     }
-    fn finish(&self, cx: &Finish<'_>, out: &mut Program) {
-        let ranks: Vec<&Rank> = cx.states::<Rank>().collect();
+    fn finish(&self, cx: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
+        let ranks: Vec<&Rank> = ranks.to_vec();
         let n = ranks.len();
         let (files, file_keys) = busiest(&ranks, |r| &r.files, |k| FILES + PER_FILE.len() * k);
         let (comms, comm_keys) = busiest(&ranks, |r| &r.comms, |k| COMMS + PER_COMM.len() * k);

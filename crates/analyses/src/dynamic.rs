@@ -1,0 +1,88 @@
+//! The registry's view of a knowledge source: [`Analysis`] with its state
+//! type erased, so that knowledge sources of different state types live in
+//! one list.
+//!
+//! Knowledge sources are written against the typed [`Analysis`] trait; the
+//! one blanket implementation here is the only place a state is downcast,
+//! and every state it downcasts was made by the same knowledge source's
+//! `new_rank` or `load`, so the types always agree.
+
+use crate::analysis::{Analysis, Finish, Input, RankState, Spec};
+use crate::stream::StreamCx;
+use crate::unify::IdMap;
+use crate::{Error, ErrorKind};
+use hark_model::Program;
+use std::any::Any;
+
+/// A rank's state with its type erased.
+pub trait DynRank: Any + Send {
+    /// [`RankState::fold`].
+    fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>);
+    /// The state as a partial result: its serialised bytes.
+    fn save(&self) -> Vec<u8>;
+    /// Itself, for the downcast in `finish`.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: RankState> DynRank for T {
+    fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        RankState::fold(self, cx, input)
+    }
+    fn save(&self) -> Vec<u8> {
+        // Serialising plain data into a Vec cannot fail; an empty result
+        // would load as an error and be reported, never misread.
+        postcard::to_allocvec(self).unwrap_or_default()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A knowledge source with its state type erased (see the module doc).
+pub trait DynAnalysis: Send + Sync + 'static {
+    /// [`Analysis::spec`].
+    fn spec(&self) -> &'static Spec;
+    /// [`Analysis::new_rank`], boxed.
+    fn new_rank(&self) -> Box<dyn DynRank>;
+    /// A state saved by [`DynRank::save`] (possibly by another server),
+    /// its ids renumbered through `ids`.
+    fn load(&self, bytes: &[u8], ids: &IdMap) -> Result<Box<dyn DynRank>, Error>;
+    /// [`Analysis::finish`] over states this knowledge source made.
+    fn finish(&self, cx: &Finish<'_>, ranks: &[&dyn DynRank], out: &mut Program);
+}
+
+impl<A: Analysis> DynAnalysis for A {
+    fn spec(&self) -> &'static Spec {
+        Analysis::spec(self)
+    }
+    fn new_rank(&self) -> Box<dyn DynRank> {
+        Box::new(Analysis::new_rank(self))
+    }
+    fn load(&self, bytes: &[u8], ids: &IdMap) -> Result<Box<dyn DynRank>, Error> {
+        let mut state: A::Rank = postcard::from_bytes(bytes).map_err(|e| {
+            Error::new(ErrorKind::Partial(format!(
+                "the saved state of `{}` does not decode ({e}): was it saved by another version of Hark?",
+                Analysis::spec(self).name
+            )))
+        })?;
+        state.remap(ids);
+        Ok(Box::new(state))
+    }
+    fn finish(&self, cx: &Finish<'_>, ranks: &[&dyn DynRank], out: &mut Program) {
+        let typed: Vec<&A::Rank> = ranks
+            .iter()
+            .map(|r| {
+                r.as_any()
+                    .downcast_ref::<A::Rank>()
+                    .expect("states are made by their own knowledge source")
+            })
+            .collect();
+        Analysis::finish(self, cx, &typed, out)
+    }
+}
+
+impl std::fmt::Debug for dyn DynAnalysis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.spec().name)
+    }
+}

@@ -1,0 +1,320 @@
+//! POP efficiencies, per program, per top-level region and per time slice.
+//!
+//! Definitions (`docs/analyses.md` says why):
+//!
+//! - a rank's measured window runs from the end of its `MPI_Init` to the
+//!   start of its `MPI_Finalize` (its first and last events without them);
+//!   the runtime `T` is the program's window: the earliest start to the
+//!   latest end, on the common timeline;
+//! - useful time `U_i` is a rank's window minus its time in MPI (I/O outside
+//!   MPI counts as useful: it is the program's own work);
+//! - waiting time `W_i` is the time the rank spent in wait states
+//!   (`wait-states`), transfer time `X_i = MPI_i − W_i`;
+//! - load balance `LB = mean U / max U`, communication efficiency
+//!   `CommE = max U / T`, parallel efficiency `PE = LB × CommE`;
+//! - the ideal runtime, with data moved in no time but every dependency
+//!   kept, is `T* = max_i (T − X_i)`; serialisation `SerE = max U / T*`,
+//!   transfer `TE = T* / T`, so that `CommE = SerE × TE` exactly.
+
+use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
+use crate::sat::Sat;
+use crate::slices::{at_width, Series};
+use crate::stream::StreamCx;
+use crate::unify::{IdMap, UNDEFINED};
+use hark_model::{Efficiency, Program};
+use hark_wire::mpi::{Class, FUNCTIONS};
+use hark_wire::{op, Event};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// See the module documentation.
+pub struct Efficiencies;
+
+static SPEC: Spec = Spec {
+    name: "efficiency",
+    description: "POP efficiencies (parallel, load balance, communication, serialisation, transfer) per program, top-level region and time slice.",
+    sensitivities: &[
+        Sensitivity::Defs,
+        Sensitivity::Events,
+        Sensitivity::Waits,
+        Sensitivity::ProgramEnd,
+    ],
+    fills: &["efficiency", "efficiency_by_region", "efficiency_slices"],
+};
+
+/// Series metrics: MPI time (outside Init/Finalize), waiting time.
+const MPI: usize = 0;
+const WAIT: usize = 1;
+
+/// Top-level regions one rank keeps apart before the rest are ignored.
+const MAX_REGIONS: usize = 256;
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+struct Part {
+    /// Time inside (regions: inclusive, over calls).
+    inside: u64,
+    mpi: u64,
+    wait: u64,
+}
+
+/// One rank's times.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Rank {
+    /// Window: end of MPI_Init and start of MPI_Finalize (common ns).
+    init_end: Option<u64>,
+    fin_start: Option<u64>,
+    first: Option<u64>,
+    last: u64,
+    whole: Part,
+    /// Per top-level region (global name id).
+    regions: BTreeMap<u32, Part>,
+    /// Per thread: depth of open regions and the top-level one with its
+    /// entry time.
+    threads: Vec<(u32, u32, u64)>,
+    series: Option<Series>,
+}
+
+impl Rank {
+    fn region(&mut self, name: u32) -> Option<&mut Part> {
+        if !self.regions.contains_key(&name) && self.regions.len() >= MAX_REGIONS {
+            return None;
+        }
+        Some(self.regions.entry(name).or_default())
+    }
+
+    /// The window (start, end), if the rank recorded anything.
+    fn window(&self) -> Option<(u64, u64)> {
+        let start = self.init_end.or(self.first)?;
+        let end = self.fin_start.unwrap_or(self.last).max(start);
+        Some((start, end))
+    }
+}
+
+impl RankState for Rank {
+    fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        if self.series.is_none() {
+            self.series = Some(Series::new(cx.slice_shift(), cx.slices()));
+        }
+        for ev in input.events {
+            self.event(cx, ev);
+        }
+        for w in input.waits {
+            self.whole.wait.sat(w.time_ns);
+            if w.region != UNDEFINED {
+                if let Some(p) = self.region(w.region) {
+                    p.wait.sat(w.time_ns);
+                }
+            }
+            if let Some(s) = &mut self.series {
+                let a = w.enter_ns.saturating_sub(cx.origin_ns());
+                let b = a.saturating_add(w.time_ns);
+                s.fit(b);
+                s.add_span(WAIT, (s.index(a), s.index(b)), a, b);
+            }
+        }
+    }
+    fn remap(&mut self, ids: &IdMap) {
+        self.regions = std::mem::take(&mut self.regions)
+            .into_iter()
+            .map(|(k, v)| (ids.name(k), v))
+            .filter(|(k, _)| *k != UNDEFINED)
+            .collect();
+        for t in &mut self.threads {
+            t.1 = ids.name(t.1);
+        }
+    }
+}
+
+impl Rank {
+    fn event(&mut self, cx: &StreamCx<'_>, ev: &Event) {
+        let code = ev.op();
+        let thread = ev.thread.get() as usize;
+        match op::kind(code) {
+            op::OpKind::Mpi(i) => {
+                let (start, end) = (cx.common(ev.start.get()), cx.common(ev.end.get()));
+                self.first = Some(self.first.map_or(start, |f| f.min(start)));
+                self.last = self.last.max(end);
+                match FUNCTIONS[i].class {
+                    Class::Init => self.init_end = Some(end),
+                    Class::Finalize => self.fin_start = Some(start),
+                    _ => {
+                        let d = end.saturating_sub(start);
+                        self.whole.mpi.sat(d);
+                        if let Some(&(depth, top, _)) = self.threads.get(thread) {
+                            if depth > 0 {
+                                if let Some(p) = self.region(top) {
+                                    p.mpi.sat(d);
+                                }
+                            }
+                        }
+                        if let Some(s) = &mut self.series {
+                            let a = start.saturating_sub(cx.origin_ns());
+                            let b = end.saturating_sub(cx.origin_ns()).max(a);
+                            s.fit(b);
+                            s.add_span(MPI, (s.index(a), s.index(b)), a, b);
+                        }
+                    }
+                }
+            }
+            op::OpKind::Io(_) | op::OpKind::User => {
+                let (start, end) = (cx.common(ev.start.get()), cx.common(ev.end.get()));
+                self.first = Some(self.first.map_or(start, |f| f.min(start)));
+                self.last = self.last.max(end);
+                if code != op::REGION_BEGIN && code != op::REGION_END {
+                    return;
+                }
+                if self.threads.len() <= thread {
+                    self.threads.resize(thread + 1, (0, UNDEFINED, 0));
+                }
+                let name = cx.name(ev.obj.get());
+                let t = &mut self.threads[thread];
+                if code == op::REGION_BEGIN {
+                    if t.0 == 0 {
+                        *t = (0, name, start);
+                    }
+                    t.0 += 1;
+                } else if t.0 > 0 {
+                    t.0 -= 1;
+                    if t.0 == 0 {
+                        let (top, since) = (t.1, t.2);
+                        if top != UNDEFINED {
+                            if let Some(p) = self.region(top) {
+                                p.inside.sat(start.saturating_sub(since));
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The efficiencies of ranks whose windows are `inside[i]` long, with MPI
+/// and waiting times `mpi[i]` and `wait[i]`, over a runtime `t`.
+fn pop(t: u64, parts: &[Part]) -> Efficiency {
+    let n = parts.len();
+    if n == 0 || t == 0 {
+        return Efficiency::default();
+    }
+    let useful: Vec<u64> = parts
+        .iter()
+        .map(|p| p.inside.saturating_sub(p.mpi))
+        .collect();
+    let max_useful = useful.iter().copied().max().unwrap_or(0).min(t);
+    let mean_useful = useful.iter().map(|&u| u as f64).sum::<f64>() / n as f64;
+    let ideal = parts
+        .iter()
+        .map(|p| t.saturating_sub(p.mpi.saturating_sub(p.wait)))
+        .max()
+        .unwrap_or(t)
+        .clamp(max_useful, t);
+    let ratio = |a: f64, b: f64| {
+        if b > 0.0 {
+            (a / b).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    };
+    let load_balance = ratio(mean_useful, max_useful as f64);
+    let serialisation = ratio(max_useful as f64, ideal as f64);
+    let transfer = ratio(ideal as f64, t as f64);
+    let communication = serialisation * transfer;
+    Efficiency {
+        parallel: load_balance * communication,
+        load_balance,
+        communication,
+        serialisation,
+        transfer,
+        runtime_ns: t,
+        mean_useful_ns: mean_useful.round() as u64,
+        max_useful_ns: max_useful,
+        ideal_runtime_ns: ideal,
+    }
+}
+
+impl Analysis for Efficiencies {
+    type Rank = Rank;
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+    fn new_rank(&self) -> Rank {
+        Rank::default()
+    }
+    fn finish(&self, cx: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
+        if ranks.is_empty() || !ranks.iter().any(|r| r.init_end.is_some()) {
+            return;
+        }
+        let windows: Vec<Option<(u64, u64)>> = ranks.iter().map(|r| r.window()).collect();
+        let start = windows.iter().flatten().map(|w| w.0).min().unwrap_or(0);
+        let end = windows.iter().flatten().map(|w| w.1).max().unwrap_or(0);
+        let parts: Vec<Part> = ranks
+            .iter()
+            .zip(&windows)
+            .map(|(r, w)| Part {
+                inside: w.map_or(0, |(a, b)| b - a),
+                ..r.whole
+            })
+            .collect();
+        out.efficiency = Some(pop(end.saturating_sub(start), &parts));
+
+        let mut names: Vec<u32> = ranks
+            .iter()
+            .flat_map(|r| r.regions.keys().copied())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        for name in names {
+            let parts: Vec<Part> = ranks
+                .iter()
+                .map(|r| r.regions.get(&name).copied().unwrap_or_default())
+                .collect();
+            let t = parts.iter().map(|p| p.inside).max().unwrap_or(0);
+            if t == 0 {
+                continue;
+            }
+            let region = cx.unifier.name(name).unwrap_or("?").to_string();
+            out.efficiency_by_region.insert(region, pop(t, &parts));
+        }
+
+        // Per slice: each rank's window cut to the slice.
+        let (width, rows) = at_width(cx, &out.timeslices, ranks.iter().map(|r| r.series.as_ref()));
+        let slices = rows
+            .iter()
+            .flat_map(|r| r.iter().map(Vec::len))
+            .max()
+            .unwrap_or(0)
+            .max(
+                out.timeslices
+                    .metrics
+                    .values()
+                    .flatten()
+                    .map(Vec::len)
+                    .max()
+                    .unwrap_or(0),
+            );
+        let origin = cx.origin_ns;
+        let overlap = |(a, b): (u64, u64), s: usize| {
+            let (lo, hi) = (origin + s as u64 * width, origin + (s as u64 + 1) * width);
+            b.min(hi).saturating_sub(a.max(lo))
+        };
+        out.efficiency_slices = (0..slices)
+            .map(|s| {
+                let parts: Vec<Part> = rows
+                    .iter()
+                    .zip(&windows)
+                    .map(|(r, w)| {
+                        let at =
+                            |m: usize| r.get(m).and_then(|row| row.get(s)).copied().unwrap_or(0);
+                        Part {
+                            inside: w.map_or(0, |w| overlap(w, s)),
+                            mpi: at(MPI),
+                            wait: at(WAIT),
+                        }
+                    })
+                    .collect();
+                pop(overlap((start, end), s), &parts)
+            })
+            .collect();
+    }
+}

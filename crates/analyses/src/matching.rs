@@ -1,0 +1,479 @@
+//! Message matching and collective instances, across ranks, online.
+//!
+//! Both are keyed knowledge sources on the board (`on_board.rs`): their
+//! inputs come from every stream's tracker ([`crate::track`]), and each key
+//! is served by one job at a time while keys run in parallel.
+//!
+//! **Point-to-point** ([`P2pMatcher`], keyed by the receiving world rank).
+//! Every send to a rank and every receive of that rank meet at its key.
+//! Within a channel (communicator, source, tag; the destination is the key)
+//! MPI does not let messages overtake, so the n-th send matches the n-th
+//! receive. Each matched pair is judged against Scalasca's patterns:
+//!
+//! - *Late Sender*: the receive blocked (`MPI_Recv`, the receive side of
+//!   `MPI_Sendrecv`, a `MPI_Wait*` completing it) and was entered before the
+//!   send: it waited `min(send enter, receive leave) − receive enter`. A call
+//!   completing several receives (`MPI_Waitall`) is one instance that waited
+//!   as long as its latest message, caused by that message's sender.
+//! - *Late Sender / Wrong Order*: a Late Sender while a message that this
+//!   rank received later (within the next [`ORDER_WINDOW`] receives) had
+//!   been sent before the receive began: the receive order kept the rank
+//!   waiting for a message while another was already there.
+//! - *Late Receiver*: a blocking send entered before its receive was
+//!   posted and left after it: it waited `receive post − send enter`.
+//!
+//! **Collectives** ([`Instances`], keyed by communicator and sequence
+//! number): an instance is complete when every member has arrived, then:
+//! Wait at N×N and Wait at Barrier (each rank waits for the last to enter),
+//! Late Broadcast (non-root ranks wait for the root), Early Reduce (the root
+//! waits for the first non-root).
+//!
+//! What cannot be matched (a rank that died, a request never completed, a
+//! message to another program) is held, bounded by [`MAX_HELD_PER_KEY`]
+//! operations per key and [`MAX_INSTANCES`] instances per key, counted when
+//! dropped or left over at the end, and never held forever.
+//!
+//! The states are partial results: they serialise, and two of one key merge
+//! ([`P2pMatcher::merge`], [`Instances::merge`]): what one held unmatched the
+//! other may complete, so the merged state is the one a single server would
+//! have.
+
+use crate::track::{Arrival, P2pOp, Pattern, Side, Wait};
+use crate::unify::IdMap;
+use hark_wire::mpi::FUNCTIONS;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Operations one key holds unmatched before the oldest are dropped.
+pub const MAX_HELD_PER_KEY: usize = 1 << 16;
+
+/// Incomplete collective instances one key holds before the oldest are
+/// dropped.
+pub const MAX_INSTANCES: usize = 1 << 12;
+
+/// Later receives a Late Sender is compared with for Wrong Order.
+pub const ORDER_WINDOW: u64 = 8;
+
+/// Counts for the diagnostics.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unmatched {
+    /// Sends never matched with a receive (left at the end, or dropped).
+    pub sends: u64,
+    /// Receives never matched with a send.
+    pub recvs: u64,
+    /// Collective arrivals of instances that never completed.
+    pub arrivals: u64,
+    /// Of those, dropped while the run went on because too many were held.
+    pub dropped: u64,
+    /// Receives that completed before their send began (clock condition
+    /// violations: the clocks are not aligned well enough).
+    pub clock_violations: u64,
+}
+
+impl Unmatched {
+    /// Adds `other`'s counts.
+    pub fn add(&mut self, other: &Unmatched) {
+        self.sends += other.sends;
+        self.recvs += other.recvs;
+        self.arrivals += other.arrivals;
+        self.dropped += other.dropped;
+        self.clock_violations += other.clock_violations;
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Channel {
+    sends: VecDeque<P2pOp>,
+    recvs: VecDeque<P2pOp>,
+}
+
+/// A Late Sender waiting to be judged for Wrong Order, and its call.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct CallWait {
+    /// Receives of the call matched so far, of `in_call`.
+    matched: u32,
+    in_call: u32,
+    /// The call's latest wait so far and what caused it.
+    wait: Option<Wait>,
+    /// Receive sequence number of the message it waited for longest.
+    seq: u64,
+    /// When the call began waiting.
+    block_enter: u64,
+}
+
+/// Point-to-point matching for one receiving rank (see the module doc).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct P2pMatcher {
+    channels: BTreeMap<(u32, i32, i32), Channel>,
+    held: usize,
+    /// Calls with receives still to match, by call number.
+    calls: BTreeMap<u64, CallWait>,
+    /// Matched receives by sequence number: when their send was entered.
+    sent_at: BTreeMap<u64, u64>,
+    /// Late Senders judged complete, waiting for the later receives of the
+    /// order window, by receive sequence number.
+    judged: BTreeMap<u64, (Wait, u64)>,
+    unmatched: Unmatched,
+}
+
+impl P2pMatcher {
+    /// Takes one operation; returns the wait states it completes.
+    pub(crate) fn add(&mut self, op: P2pOp, out: &mut Vec<Wait>) {
+        let key = (op.comm, op.src, op.tag);
+        let ch = self.channels.entry(key).or_default();
+        match op.side {
+            Side::Send => ch.sends.push_back(op),
+            Side::Recv => ch.recvs.push_back(op),
+        }
+        self.held += 1;
+        self.drain(key, out);
+        if self.held > MAX_HELD_PER_KEY {
+            self.drop_oldest();
+        }
+    }
+
+    fn drain(&mut self, key: (u32, i32, i32), out: &mut Vec<Wait>) {
+        loop {
+            let Some(ch) = self.channels.get_mut(&key) else {
+                return;
+            };
+            if ch.sends.is_empty() || ch.recvs.is_empty() {
+                if ch.sends.is_empty() && ch.recvs.is_empty() {
+                    self.channels.remove(&key);
+                }
+                return;
+            }
+            let (s, r) = (
+                ch.sends.pop_front().expect("not empty"),
+                ch.recvs.pop_front().expect("not empty"),
+            );
+            self.held -= 2;
+            self.pair(s, r, out);
+        }
+    }
+
+    /// Judges a matched send and receive.
+    fn pair(&mut self, s: P2pOp, r: P2pOp, out: &mut Vec<Wait>) {
+        if let Some((_, leave)) = r.block {
+            if leave < s.post_ns {
+                self.unmatched.clock_violations += 1;
+            }
+        }
+        // Late Receiver: a blocking send entered before the receive was
+        // posted, and still in the call when it was.
+        if let Some((enter, leave)) = s.block {
+            if r.post_ns > enter && leave > r.post_ns {
+                out.push(Wait {
+                    pattern: Pattern::LateReceiver,
+                    waiter: s.src,
+                    enter_ns: enter,
+                    time_ns: r.post_ns - enter,
+                    func: s.func,
+                    callpath: s.callpath.clone(),
+                    region: s.region,
+                    late: r.dst,
+                    late_callpath: r.callpath.clone(),
+                });
+            }
+        }
+        self.sent_at.insert(r.seq, s.post_ns);
+        let late = r.block.and_then(|(enter, leave)| {
+            (s.post_ns > enter).then(|| Wait {
+                pattern: Pattern::LateSender,
+                waiter: r.dst,
+                enter_ns: enter,
+                time_ns: s.post_ns.min(leave).saturating_sub(enter),
+                func: r.func,
+                callpath: r.callpath.clone(),
+                region: r.region,
+                late: s.src,
+                late_callpath: s.callpath.clone(),
+            })
+        });
+        let call = self.calls.entry(r.call).or_insert_with(|| CallWait {
+            matched: 0,
+            in_call: r.in_call.max(1),
+            wait: None,
+            seq: r.seq,
+            block_enter: r.block.map_or(0, |b| b.0),
+        });
+        call.matched += 1;
+        if let Some(w) = late {
+            // The call's instance is its longest wait; ties go to the
+            // smaller world rank, so the result never depends on order.
+            let longer = call.wait.as_ref().is_none_or(|c| {
+                (w.time_ns, std::cmp::Reverse(w.late)) > (c.time_ns, std::cmp::Reverse(c.late))
+            });
+            if longer {
+                call.seq = r.seq;
+                call.wait = Some(w);
+            }
+        }
+        if call.matched >= call.in_call {
+            let call = self.calls.remove(&r.call).expect("just used");
+            if let Some(w) = call.wait {
+                self.judged.insert(call.seq, (w, call.block_enter));
+            }
+        }
+        self.judge(false, out);
+    }
+
+    /// Decides Wrong Order for the Late Senders whose window is complete
+    /// (all when `all`), and bounds what is remembered.
+    fn judge(&mut self, all: bool, out: &mut Vec<Wait>) {
+        while let Some((&seq, _)) = self.judged.first_key_value() {
+            let window = seq + 1..=seq + ORDER_WINDOW;
+            let complete = self.sent_at.range(window.clone()).count() as u64 == ORDER_WINDOW;
+            if !(all || complete || self.judged.len() > MAX_HELD_PER_KEY) {
+                break;
+            }
+            let (mut w, block_enter) = self.judged.remove(&seq).expect("first key");
+            if self
+                .sent_at
+                .range(window)
+                .any(|(_, &sent)| sent < block_enter)
+            {
+                w.pattern = Pattern::LateSenderWrongOrder;
+            }
+            out.push(w);
+        }
+        // Sends of receives before every receive still to be judged (or the
+        // last window) are no longer needed.
+        let keep_from = self
+            .judged
+            .first_key_value()
+            .map(|(&s, _)| s)
+            .into_iter()
+            .chain(self.calls.values().map(|c| c.seq))
+            // Receives not matched yet will need the sends after them.
+            .chain(
+                self.channels
+                    .values()
+                    .filter_map(|ch| ch.recvs.front().map(|r| r.seq)),
+            )
+            .min()
+            .unwrap_or(u64::MAX)
+            .min(
+                self.sent_at
+                    .last_key_value()
+                    .map_or(0, |(&s, _)| s.saturating_sub(ORDER_WINDOW)),
+            );
+        while let Some((&s, _)) = self.sent_at.first_key_value() {
+            if s >= keep_from && self.sent_at.len() <= 2 * MAX_HELD_PER_KEY {
+                break;
+            }
+            self.sent_at.remove(&s);
+        }
+    }
+
+    fn drop_oldest(&mut self) {
+        // The channel whose oldest operation is oldest loses it.
+        let oldest = self
+            .channels
+            .iter()
+            .filter_map(|(k, ch)| {
+                let s = ch.sends.front().map(|o| o.post_ns);
+                let r = ch.recvs.front().map(|o| o.post_ns);
+                s.into_iter().chain(r).min().map(|t| (t, *k))
+            })
+            .min();
+        let Some((_, key)) = oldest else { return };
+        let ch = self.channels.get_mut(&key).expect("found above");
+        let send_first = match (ch.sends.front(), ch.recvs.front()) {
+            (Some(s), Some(r)) => s.post_ns <= r.post_ns,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if send_first {
+            ch.sends.pop_front();
+            self.unmatched.sends += 1;
+        } else {
+            ch.recvs.pop_front();
+            self.unmatched.recvs += 1;
+        }
+        self.unmatched.dropped += 1;
+        self.held -= 1;
+    }
+
+    /// Merges another server's state of the same key into this one; returns
+    /// the wait states that only the two together complete.
+    pub fn merge(&mut self, other: P2pMatcher) -> Vec<Wait> {
+        let mut out = Vec::new();
+        self.unmatched.add(&other.unmatched);
+        self.calls.extend(other.calls);
+        self.sent_at.extend(other.sent_at);
+        self.judged.extend(other.judged);
+        let mut keys = Vec::new();
+        for (key, ch) in other.channels {
+            let mine = self.channels.entry(key).or_default();
+            self.held += ch.sends.len() + ch.recvs.len();
+            // A channel's sends all come from one stream, and so do its
+            // receives: one side is empty here or there.
+            mine.sends.extend(ch.sends);
+            mine.recvs.extend(ch.recvs);
+            keys.push(key);
+        }
+        for key in keys {
+            self.drain(key, &mut out);
+        }
+        self.judge(false, &mut out);
+        out
+    }
+
+    /// The end: judges what waits for its window, counts what is left.
+    pub fn finish(&mut self) -> (Vec<Wait>, Unmatched) {
+        let mut out = Vec::new();
+        for (_, call) in std::mem::take(&mut self.calls) {
+            if let Some(w) = call.wait {
+                self.judged.insert(call.seq, (w, call.block_enter));
+            }
+        }
+        self.judge(true, &mut out);
+        for ch in std::mem::take(&mut self.channels).into_values() {
+            self.unmatched.sends += ch.sends.len() as u64;
+            self.unmatched.recvs += ch.recvs.len() as u64;
+        }
+        self.held = 0;
+        (out, std::mem::take(&mut self.unmatched))
+    }
+
+    /// Renumbers communicator ids.
+    pub fn remap(&mut self, ids: &IdMap) {
+        let channels = std::mem::take(&mut self.channels);
+        for ((comm, src, tag), mut ch) in channels {
+            ch.sends.iter_mut().for_each(|o| o.remap(ids));
+            ch.recvs.iter_mut().for_each(|o| o.remap(ids));
+            let into = self.channels.entry((ids.comm(comm), src, tag)).or_default();
+            into.sends.extend(ch.sends);
+            into.recvs.extend(ch.recvs);
+        }
+    }
+}
+
+/// Collective instances of one key (see the module doc).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Instances {
+    /// (communicator, sequence number) → arrivals so far.
+    open: BTreeMap<(u32, i32), Vec<Arrival>>,
+    unmatched: Unmatched,
+}
+
+impl Instances {
+    /// Takes one arrival; returns the wait states of the instance it
+    /// completes, if it does.
+    pub(crate) fn add(&mut self, a: Arrival, out: &mut Vec<Wait>) {
+        let size = a.size as usize;
+        let key = (a.comm, a.seq);
+        let arrivals = self.open.entry(key).or_default();
+        if arrivals.iter().any(|x| x.rank == a.rank) {
+            // A rank arriving twice at one instance: its sequence numbers
+            // are off (it paused differently?); keep the first.
+            self.unmatched.arrivals += 1;
+            return;
+        }
+        arrivals.push(a);
+        if arrivals.len() >= size.max(1) {
+            let arrivals = self.open.remove(&key).expect("just used");
+            judge_instance(arrivals, out);
+        } else if self.open.len() > MAX_INSTANCES {
+            let (&oldest, _) = self.open.first_key_value().expect("not empty");
+            let lost = self.open.remove(&oldest).map_or(0, |v| v.len() as u64);
+            self.unmatched.arrivals += lost;
+            self.unmatched.dropped += lost;
+        }
+    }
+
+    /// Merges another server's state; returns the wait states of the
+    /// instances only the two together complete.
+    pub fn merge(&mut self, other: Instances) -> Vec<Wait> {
+        let mut out = Vec::new();
+        self.unmatched.add(&other.unmatched);
+        for (_, arrivals) in other.open {
+            for a in arrivals {
+                self.add(a, &mut out);
+            }
+        }
+        out
+    }
+
+    /// The end: counts what never completed.
+    pub fn finish(&mut self) -> Unmatched {
+        for (_, arrivals) in std::mem::take(&mut self.open) {
+            self.unmatched.arrivals += arrivals.len() as u64;
+        }
+        std::mem::take(&mut self.unmatched)
+    }
+
+    /// Renumbers communicator ids.
+    pub fn remap(&mut self, ids: &IdMap) {
+        let open = std::mem::take(&mut self.open);
+        for ((comm, seq), mut arrivals) in open {
+            arrivals.iter_mut().for_each(|a| a.remap(ids));
+            self.open
+                .entry((ids.comm(comm), seq))
+                .or_default()
+                .extend(arrivals);
+        }
+    }
+}
+
+/// The wait states of one complete collective instance.
+fn judge_instance(mut arrivals: Vec<Arrival>, out: &mut Vec<Wait>) {
+    // Rank order, so that ties are broken the same on every server.
+    arrivals.sort_by_key(|a| a.rank);
+    let Some(first) = arrivals.first() else {
+        return;
+    };
+    let Some(pattern) = Pattern::of_collective(FUNCTIONS[first.func as usize].name) else {
+        return;
+    };
+    let wait = |w: &Arrival, until: u64, late: &Arrival| Wait {
+        pattern,
+        waiter: w.rank,
+        enter_ns: w.enter_ns,
+        time_ns: until.min(w.leave_ns).saturating_sub(w.enter_ns),
+        func: w.func,
+        callpath: w.callpath.clone(),
+        region: w.region,
+        late: late.rank,
+        late_callpath: late.callpath.clone(),
+    };
+    match pattern {
+        Pattern::WaitNxN | Pattern::WaitBarrier => {
+            let last = arrivals
+                .iter()
+                .max_by_key(|a| (a.enter_ns, std::cmp::Reverse(a.rank)))
+                .expect("not empty");
+            for a in &arrivals {
+                if a.rank != last.rank && last.enter_ns > a.enter_ns {
+                    out.push(wait(a, last.enter_ns, last));
+                }
+            }
+        }
+        Pattern::LateBroadcast => {
+            let Some(root) = arrivals.iter().find(|a| a.rank == a.root) else {
+                return;
+            };
+            for a in &arrivals {
+                if a.rank != root.rank && root.enter_ns > a.enter_ns {
+                    out.push(wait(a, root.enter_ns, root));
+                }
+            }
+        }
+        Pattern::EarlyReduce => {
+            let Some(root) = arrivals.iter().find(|a| a.rank == a.root) else {
+                return;
+            };
+            let first = arrivals
+                .iter()
+                .filter(|a| a.rank != root.rank)
+                .min_by_key(|a| (a.enter_ns, a.rank));
+            if let Some(first) = first {
+                if first.enter_ns > root.enter_ns {
+                    out.push(wait(root, first.enter_ns, first));
+                }
+            }
+        }
+        _ => {}
+    }
+}

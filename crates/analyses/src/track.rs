@@ -1,0 +1,575 @@
+//! The per-stream tracker: one pass over each pack, once for every knowledge
+//! source, that publishes what the events imply.
+//!
+//! It runs the request [`Tracker`] (which message each completion
+//! completes), keeps each thread's region stack, and turns the pack into
+//! derived entries:
+//!
+//! - [`Msg`]s: the point-to-point messages the pack completed, for the
+//!   per-rank knowledge sources (the `batches` entry: events and messages);
+//! - [`P2pOp`]s: each send when it is posted and each receive when it
+//!   completes, with the times of the call that posted it and of the call
+//!   that waited for it, for message matching (keyed by the receiving rank);
+//! - [`Arrival`]s: each rank's entry into a blocking collective, for the
+//!   collective instances (keyed by communicator and sequence number).
+//!
+//! Times in `P2pOp` and `Arrival` are on the run's common timeline (the
+//! stream's clock mapping applied), since they are compared across ranks.
+
+use crate::fx::FxHashMap;
+use crate::stream::StreamCx;
+pub use crate::tracker::Msg;
+use crate::tracker::Tracker;
+use crate::unify::{IdMap, UNDEFINED};
+use hark_wire::mpi::{Class, FUNCTIONS};
+use hark_wire::{op, Event};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Requests and calls remembered above this many are forgotten (counted):
+/// a program that never completes its requests must not grow the server.
+const MAX_HELD: usize = 1 << 20;
+
+/// Distinct call paths one stream names before the rest share one name.
+const MAX_PATHS: usize = 4096;
+
+/// Open regions one thread keeps track of; deeper ones are ignored.
+const MAX_STACK: usize = 1024;
+
+/// The call path of events outside any region.
+pub(crate) const NO_REGION: &str = "";
+
+/// A wait-state pattern (Scalasca's pattern catalogue; `docs/analyses.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Pattern {
+    /// A receive waited for a send that was entered later.
+    LateSender,
+    /// A late sender while a message sent earlier was already there.
+    LateSenderWrongOrder,
+    /// A blocking send waited for a receive that was posted later.
+    LateReceiver,
+    /// Waiting for the last rank in an N×N collective.
+    WaitNxN,
+    /// Waiting for the last rank in a barrier.
+    WaitBarrier,
+    /// Non-root ranks waiting for the root of a one-to-all collective.
+    LateBroadcast,
+    /// The root of an all-to-one collective waiting for the first sender.
+    EarlyReduce,
+}
+
+impl Pattern {
+    /// Every pattern, in report order.
+    pub const ALL: [Pattern; 7] = [
+        Pattern::LateSender,
+        Pattern::LateSenderWrongOrder,
+        Pattern::LateReceiver,
+        Pattern::WaitNxN,
+        Pattern::WaitBarrier,
+        Pattern::LateBroadcast,
+        Pattern::EarlyReduce,
+    ];
+
+    /// Its key in `profile.json` (`late_sender`, ...).
+    pub fn key(self) -> &'static str {
+        match self {
+            Pattern::LateSender => "late_sender",
+            Pattern::LateSenderWrongOrder => "late_sender_wrong_order",
+            Pattern::LateReceiver => "late_receiver",
+            Pattern::WaitNxN => "wait_nxn",
+            Pattern::WaitBarrier => "wait_barrier",
+            Pattern::LateBroadcast => "late_broadcast",
+            Pattern::EarlyReduce => "early_reduce",
+        }
+    }
+
+    /// Its name in reports (`Late Sender`, ...).
+    pub fn title(self) -> &'static str {
+        match self {
+            Pattern::LateSender => "Late Sender",
+            Pattern::LateSenderWrongOrder => "Late Sender / Wrong Order",
+            Pattern::LateReceiver => "Late Receiver",
+            Pattern::WaitNxN => "Wait at N×N",
+            Pattern::WaitBarrier => "Wait at Barrier",
+            Pattern::LateBroadcast => "Late Broadcast",
+            Pattern::EarlyReduce => "Early Reduce",
+        }
+    }
+
+    /// The pattern a blocking collective of class `name` can show, if any.
+    pub(crate) fn of_collective(name: &str) -> Option<Pattern> {
+        Some(match name {
+            "MPI_Barrier" => Pattern::WaitBarrier,
+            "MPI_Allreduce"
+            | "MPI_Allgather"
+            | "MPI_Allgatherv"
+            | "MPI_Alltoall"
+            | "MPI_Alltoallv"
+            | "MPI_Alltoallw"
+            | "MPI_Reduce_scatter"
+            | "MPI_Reduce_scatter_block" => Pattern::WaitNxN,
+            "MPI_Bcast" | "MPI_Scatter" | "MPI_Scatterv" => Pattern::LateBroadcast,
+            "MPI_Reduce" | "MPI_Gather" | "MPI_Gatherv" => Pattern::EarlyReduce,
+            _ => return None,
+        })
+    }
+}
+
+/// One wait state: a rank that waited in an MPI call for another rank.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Wait {
+    /// The pattern.
+    pub pattern: Pattern,
+    /// World rank that waited.
+    pub waiter: i32,
+    /// When the waiting call was entered, on the common timeline.
+    pub enter_ns: u64,
+    /// How long it waited, in ns.
+    pub time_ns: u64,
+    /// Index in `FUNCTIONS` of the call it waited in.
+    pub func: u16,
+    /// The waiting rank's region call path (`outer/inner`, `""` for none).
+    pub callpath: Arc<str>,
+    /// The waiting rank's top-level region (global name id), or
+    /// `UNDEFINED` outside any region.
+    pub region: u32,
+    /// World rank that was late (the cause).
+    pub late: i32,
+    /// The region call path the late rank was in when it arrived.
+    pub late_callpath: Arc<str>,
+}
+
+/// Which side of a message a [`P2pOp`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Side {
+    Send,
+    Recv,
+}
+
+/// One side of a point-to-point message, for matching.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct P2pOp {
+    pub side: Side,
+    /// Global communicator id.
+    pub comm: u32,
+    /// World ranks of sender and receiver.
+    pub src: i32,
+    pub dst: i32,
+    /// Actual tag.
+    pub tag: i32,
+    /// Order of this side in its stream: sends in posting order, receives
+    /// in completion order.
+    pub seq: u64,
+    /// Entry into the call that posted it (common ns).
+    pub post_ns: u64,
+    /// The call that blocked for it, if one did (enter, leave; common ns):
+    /// a blocking send or receive, or a `MPI_Wait*` completing a receive.
+    pub block: Option<(u64, u64)>,
+    /// The blocking call's function (index in `FUNCTIONS`).
+    pub func: u16,
+    /// Receives: which call of the stream completed it, and how many
+    /// receives that call completed (`MPI_Waitall` completes several).
+    pub call: u64,
+    pub in_call: u32,
+    /// Region call path when it was posted (sends) or waited for
+    /// (receives), and its top-level region (global name id).
+    pub callpath: Arc<str>,
+    pub region: u32,
+}
+
+/// A rank entering a blocking collective.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Arrival {
+    /// Global communicator id and the collective's sequence number on it.
+    pub comm: u32,
+    pub seq: i32,
+    /// World rank arriving, and the root's (`PEER_NONE` without one).
+    pub rank: i32,
+    pub root: i32,
+    pub func: u16,
+    /// Enter and leave, common ns.
+    pub enter_ns: u64,
+    pub leave_ns: u64,
+    pub callpath: Arc<str>,
+    pub region: u32,
+    /// Members of the communicator: arrivals that complete an instance.
+    pub size: u32,
+}
+
+impl Wait {
+    pub(crate) fn remap(&mut self, ids: &IdMap) {
+        self.region = ids.name(self.region);
+    }
+}
+
+impl P2pOp {
+    pub(crate) fn remap(&mut self, ids: &IdMap) {
+        self.comm = ids.comm(self.comm);
+        self.region = ids.name(self.region);
+    }
+}
+
+impl Arrival {
+    pub(crate) fn remap(&mut self, ids: &IdMap) {
+        self.comm = ids.comm(self.comm);
+        self.region = ids.name(self.region);
+    }
+}
+
+/// What one pack yields.
+#[derive(Default)]
+pub(crate) struct Derived {
+    pub msgs: Vec<Msg>,
+    pub ops: Vec<P2pOp>,
+    pub arrivals: Vec<Arrival>,
+}
+
+/// A persistent send's fixed arguments, for each `MPI_Start`.
+#[derive(Clone, Copy)]
+struct PersistentSend {
+    comm: u32,
+    peer: i32,
+    tag: i32,
+}
+
+/// Receives of the call being completed on one thread, held until all the
+/// call's completion records are seen (a pack may cut them).
+#[derive(Default)]
+struct OpenCall {
+    call: u64,
+    details_left: u64,
+    recvs: Vec<P2pOp>,
+}
+
+/// One stream's tracking state.
+#[derive(Default)]
+pub(crate) struct Track {
+    tracker: Tracker,
+    /// Per thread: open regions (global name ids).
+    stacks: Vec<Vec<u32>>,
+    /// Call path names by region stack.
+    paths: FxHashMap<Vec<u32>, Arc<str>>,
+    /// Per thread: the last MPI call (function, enter, leave), which detail
+    /// records belong to.
+    last_call: Vec<(u16, u64, u64)>,
+    /// Per thread: receives of the call whose details are being read.
+    open: Vec<OpenCall>,
+    /// Outstanding receive requests: posting time (common ns) and whether
+    /// the request is persistent.
+    posted_recvs: FxHashMap<u64, (u64, bool)>,
+    persistent_sends: FxHashMap<u64, PersistentSend>,
+    /// Members per global communicator (looked up once each).
+    sizes: FxHashMap<u32, u32>,
+    sends: u64,
+    recvs: u64,
+    calls: u64,
+    /// Requests forgotten because too many were outstanding.
+    pub(crate) forgotten: u64,
+}
+
+fn hold<V>(map: &mut FxHashMap<u64, V>, forgotten: &mut u64, key: u64, v: V) {
+    if map.len() >= MAX_HELD {
+        *forgotten += map.len() as u64;
+        map.clear();
+    }
+    map.insert(key, v);
+}
+
+impl Track {
+    /// Requests the tracker forgot, for the diagnostics.
+    pub(crate) fn forgotten(&self) -> u64 {
+        self.forgotten + self.tracker.forgotten
+    }
+
+    /// The call path of `thread` and its top-level region.
+    fn callpath(&mut self, cx: &StreamCx<'_>, thread: usize) -> (Arc<str>, u32) {
+        let top = self
+            .stacks
+            .get(thread)
+            .and_then(|s| s.first().copied())
+            .unwrap_or(UNDEFINED);
+        (self.path_name(cx, thread), top)
+    }
+
+    fn path_name(&mut self, cx: &StreamCx<'_>, thread: usize) -> Arc<str> {
+        let stack = match self.stacks.get(thread) {
+            // Past the depth the regions keep, a path is its ancestor's.
+            Some(s) if !s.is_empty() => &s[..s.len().min(crate::ks::regions::MAX_DEPTH)],
+            _ => return Arc::from(NO_REGION),
+        };
+        if let Some(p) = self.paths.get(stack) {
+            return p.clone();
+        }
+        if self.paths.len() >= MAX_PATHS {
+            return Arc::from("<other>");
+        }
+        let name: Arc<str> = Arc::from(
+            stack
+                .iter()
+                .map(|&id| cx.name_text(id).unwrap_or_else(|| "?".into()))
+                .collect::<Vec<_>>()
+                .join("/"),
+        );
+        self.paths.insert(stack.to_vec(), name.clone());
+        name
+    }
+
+    /// Tracks one pack, in stream order.
+    pub(crate) fn pack(&mut self, cx: &StreamCx<'_>, me: i32, events: &[Event]) -> Derived {
+        let mut out = Derived::default();
+        for ev in events {
+            let code = ev.op();
+            let thread = ev.thread.get() as usize;
+            if code < op::IO_BASE {
+                if let Some(m) = self.tracker.step(ev) {
+                    out.msgs.push(m);
+                }
+            }
+            match op::kind(code) {
+                op::OpKind::Mpi(func) => self.call(cx, me, thread, func, ev, &mut out),
+                op::OpKind::Detail => self.detail(cx, me, thread, code, ev, &mut out),
+                op::OpKind::User if code == op::REGION_BEGIN || code == op::REGION_END => {
+                    let name = cx.name(ev.obj.get());
+                    if self.stacks.len() <= thread {
+                        self.stacks.resize_with(thread + 1, Vec::new);
+                    }
+                    let stack = &mut self.stacks[thread];
+                    if code == op::REGION_BEGIN {
+                        if stack.len() < MAX_STACK {
+                            stack.push(name);
+                        }
+                    } else if let Some(at) = stack.iter().rposition(|&n| n == name) {
+                        stack.truncate(at);
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn call(
+        &mut self,
+        cx: &StreamCx<'_>,
+        me: i32,
+        thread: usize,
+        func: usize,
+        ev: &Event,
+        out: &mut Derived,
+    ) {
+        let (enter, leave) = (cx.common(ev.start.get()), cx.common(ev.end.get()));
+        if self.last_call.len() <= thread {
+            self.last_call.resize(thread + 1, (0, 0, 0));
+            self.open.resize_with(thread + 1, OpenCall::default);
+        }
+        self.last_call[thread] = (func as u16, enter, leave);
+        self.calls += 1;
+        // A new call: whatever the last one left open is complete.
+        self.close_call(thread, out);
+        let class = FUNCTIONS[func].class;
+        let (peer, tag, comm) = (ev.peer.get(), ev.tag.get(), cx.comm(ev.obj.get()));
+        match class {
+            Class::Send | Class::Isend | Class::Sendrecv if peer >= 0 => {
+                let block = (class == Class::Send).then_some((enter, leave));
+                let path = self.callpath(cx, thread);
+                out.ops
+                    .push(self.send(comm, me, peer, tag, enter, block, func, path));
+            }
+            Class::Recv if peer >= 0 => {
+                let (callpath, region) = self.callpath(cx, thread);
+                self.recvs += 1;
+                out.ops.push(P2pOp {
+                    side: Side::Recv,
+                    comm,
+                    src: peer,
+                    dst: me,
+                    tag,
+                    seq: self.recvs,
+                    post_ns: enter,
+                    block: Some((enter, leave)),
+                    func: func as u16,
+                    call: self.calls,
+                    in_call: 1,
+                    callpath,
+                    region,
+                });
+            }
+            Class::Irecv | Class::RecvInit => {
+                let posted = (enter, class == Class::RecvInit);
+                hold(
+                    &mut self.posted_recvs,
+                    &mut self.forgotten,
+                    ev.extra.get(),
+                    posted,
+                );
+            }
+            Class::SendInit if peer >= 0 => {
+                let p = PersistentSend { comm, peer, tag };
+                hold(
+                    &mut self.persistent_sends,
+                    &mut self.forgotten,
+                    ev.extra.get(),
+                    p,
+                );
+            }
+            Class::Start => {
+                let req = ev.extra.get();
+                if let Some(p) = self.persistent_sends.get(&req).copied() {
+                    let path = self.callpath(cx, thread);
+                    out.ops
+                        .push(self.send(p.comm, me, p.peer, p.tag, enter, None, func, path));
+                } else if let Some(posted) = self.posted_recvs.get_mut(&req) {
+                    posted.0 = enter;
+                }
+            }
+            Class::RequestMisc if FUNCTIONS[func].name == "MPI_Request_free" => {
+                let req = ev.extra.get();
+                self.posted_recvs.remove(&req);
+                self.persistent_sends.remove(&req);
+            }
+            Class::Wait | Class::Test => {
+                let open = &mut self.open[thread];
+                open.call = self.calls;
+                open.details_left = ev.bytes.get();
+            }
+            Class::Collective
+                if Pattern::of_collective(FUNCTIONS[func].name).is_some() && comm != UNDEFINED =>
+            {
+                let (callpath, region) = self.callpath(cx, thread);
+                let size = *self
+                    .sizes
+                    .entry(comm)
+                    .or_insert_with(|| cx.comm_size(comm) as u32);
+                out.arrivals.push(Arrival {
+                    comm,
+                    seq: tag,
+                    rank: me,
+                    root: peer,
+                    func: func as u16,
+                    enter_ns: enter,
+                    leave_ns: leave,
+                    callpath,
+                    region,
+                    size,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn send(
+        &mut self,
+        comm: u32,
+        me: i32,
+        peer: i32,
+        tag: i32,
+        enter: u64,
+        block: Option<(u64, u64)>,
+        func: usize,
+        (callpath, region): (Arc<str>, u32),
+    ) -> P2pOp {
+        self.sends += 1;
+        P2pOp {
+            side: Side::Send,
+            comm,
+            src: me,
+            dst: peer,
+            tag,
+            seq: self.sends,
+            post_ns: enter,
+            block,
+            func: func as u16,
+            call: 0,
+            in_call: 1,
+            callpath,
+            region,
+        }
+    }
+
+    fn detail(
+        &mut self,
+        cx: &StreamCx<'_>,
+        me: i32,
+        thread: usize,
+        code: u16,
+        ev: &Event,
+        out: &mut Derived,
+    ) {
+        let Some(&(func, enter, leave)) = self.last_call.get(thread) else {
+            return;
+        };
+        let req = ev.extra.get();
+        let class = FUNCTIONS[func as usize].class;
+        let posted = self.posted_recvs.get(&req).copied();
+        // Persistent receives stay posted until freed (the next Start sets
+        // their time again); others are done once completed or cancelled.
+        if matches!(posted, Some((_, false)))
+            && (code == op::CANCELLED || code == op::COMPLETE_RECV)
+        {
+            self.posted_recvs.remove(&req);
+        }
+        let posted = posted.map(|p| p.0);
+        if class == Class::Wait || class == Class::Test {
+            let open = &mut self.open[thread];
+            open.details_left = open.details_left.saturating_sub(1);
+        }
+        let peer = ev.peer.get();
+        if code == op::COMPLETE_RECV && peer >= 0 {
+            let (post_ns, block) = match class {
+                // The receive side of MPI_Sendrecv follows its call.
+                Class::Sendrecv => (enter, Some((enter, leave))),
+                Class::Wait => (posted.unwrap_or(enter), Some((enter, leave))),
+                _ => (posted.unwrap_or(enter), None),
+            };
+            let (callpath, region) = self.callpath(cx, thread);
+            self.recvs += 1;
+            let op = P2pOp {
+                side: Side::Recv,
+                comm: cx.comm(ev.obj.get()),
+                src: peer,
+                dst: me,
+                tag: ev.tag.get(),
+                seq: self.recvs,
+                post_ns,
+                block,
+                func,
+                call: self.calls,
+                in_call: 1,
+                callpath,
+                region,
+            };
+            if class == Class::Wait || class == Class::Test {
+                self.open[thread].recvs.push(op);
+            } else {
+                out.ops.push(op);
+            }
+        }
+        if (class == Class::Wait || class == Class::Test) && self.open[thread].details_left == 0 {
+            self.close_call(thread, out);
+        }
+    }
+
+    /// Publishes the receives of `thread`'s open call, each knowing how
+    /// many the call completed.
+    fn close_call(&mut self, thread: usize, out: &mut Derived) {
+        let Some(open) = self.open.get_mut(thread) else {
+            return;
+        };
+        let n = open.recvs.len() as u32;
+        for mut op in open.recvs.drain(..) {
+            op.in_call = n;
+            out.ops.push(op);
+        }
+        open.details_left = 0;
+    }
+
+    /// Publishes every receive still held (end of stream).
+    pub(crate) fn flush(&mut self) -> Derived {
+        let mut out = Derived::default();
+        for t in 0..self.open.len() {
+            self.close_call(t, &mut out);
+        }
+        out
+    }
+}
