@@ -2,7 +2,7 @@
 //! frames, fed by hand or through the board, folded into a model.
 #![allow(dead_code)]
 
-use hark_analyses::{registry, Config, OnBoard, ProgramAnalysis, StreamAccounting};
+use hark_analyses::{registry, Config, OnBoard, Partial, ProgramAnalysis, StreamAccounting};
 use hark_model::Program;
 use hark_wire::{op, ClockSource, Def, End, EndReason, Event, Flavour, Hello, NameKind, RankInfo};
 use std::sync::Arc;
@@ -119,15 +119,29 @@ pub fn run(procs: &[Proc]) -> Vec<Program> {
 }
 
 pub fn run_with(procs: &[Proc], config: Config) -> Vec<Program> {
-    let name = procs
-        .first()
-        .map_or("none".into(), |p| p.hello.program.clone());
-    let pa = program(&name, config);
-    let streams = procs
+    let all: Vec<(u64, &Proc)> = procs
         .iter()
         .enumerate()
-        .map(|(conn, p)| {
-            let mut s = pa.open(conn as u64, p.hello.clone(), p.offset_ns);
+        .map(|(i, p)| (i as u64, p))
+        .collect();
+    let name = name_of(procs);
+    partial_by_hand(&name, &all, config).finish(&registry::all(), false)
+}
+
+fn name_of(procs: &[Proc]) -> String {
+    procs
+        .first()
+        .map_or("none".into(), |p| p.hello.program.clone())
+}
+
+/// Feeds `procs` (each with its connection number) by hand into a program
+/// called `name`, as one server would, and returns its partial result.
+pub fn partial_by_hand(name: &str, procs: &[(u64, &Proc)], config: Config) -> Partial {
+    let pa = program(name, config);
+    let streams = procs
+        .iter()
+        .map(|&(conn, p)| {
+            let mut s = pa.open(conn, p.hello.clone(), p.offset_ns);
             for step in &p.steps {
                 match step {
                     Step::Rank(r) => s.rank(r.clone()),
@@ -139,7 +153,7 @@ pub fn run_with(procs: &[Proc], config: Config) -> Vec<Program> {
             s
         })
         .collect();
-    pa.finish(streams)
+    pa.partial(streams)
 }
 
 /// Feeds the processes through a board with `workers` workers, interleaving
@@ -151,25 +165,38 @@ pub fn run_on_board(procs: &[Proc], workers: usize) -> Vec<Program> {
 /// As [`run_on_board`], also taking a snapshot once every batch is analysed
 /// and before the fold: `(snapshot, final)`.
 pub fn run_on_board_with_snapshot(procs: &[Proc], workers: usize) -> (Vec<Program>, Vec<Program>) {
-    let board = hark_board::Board::new(workers);
-    let name = procs
-        .first()
-        .map_or("none".into(), |p| p.hello.program.clone());
-    let on = OnBoard::install(&board, program(&name, Config::default())).unwrap();
-    let infos: Vec<_> = procs
+    let all: Vec<(u64, &Proc)> = procs
         .iter()
         .enumerate()
-        .map(|(conn, p)| {
-            Arc::new(
-                on.program()
-                    .stream_info(conn as u64, p.hello.clone(), p.offset_ns),
-            )
-        })
+        .map(|(i, p)| (i as u64, p))
+        .collect();
+    let (snapshot, partial) = on_board(&name_of(procs), &all, workers);
+    (snapshot, partial.finish(&registry::all(), false))
+}
+
+/// Feeds `procs` (each with its connection number) through a board with
+/// `workers` workers, interleaving their frames, as one server would: a
+/// snapshot once everything is analysed, and the partial result.
+pub fn on_board(name: &str, procs: &[(u64, &Proc)], workers: usize) -> (Vec<Program>, Partial) {
+    on_board_with(program(name, Config::default()), procs, workers)
+}
+
+/// As [`on_board`], for a program with analyses of its own.
+pub fn on_board_with(
+    program: ProgramAnalysis,
+    procs: &[(u64, &Proc)],
+    workers: usize,
+) -> (Vec<Program>, Partial) {
+    let board = hark_board::Board::new(workers);
+    let on = OnBoard::install(&board, program).unwrap();
+    let infos: Vec<_> = procs
+        .iter()
+        .map(|&(conn, p)| Arc::new(on.program().stream_info(conn, p.hello.clone(), p.offset_ns)))
         .collect();
     let mut accs = vec![StreamAccounting::default(); procs.len()];
-    let longest = procs.iter().map(|p| p.steps.len()).max().unwrap_or(0);
+    let longest = procs.iter().map(|p| p.1.steps.len()).max().unwrap_or(0);
     for i in 0..longest {
-        for (k, p) in procs.iter().enumerate() {
+        for (k, (_, p)) in procs.iter().enumerate() {
             match p.steps.get(i) {
                 Some(Step::Rank(r)) => infos[k].set_rank(r.clone()),
                 Some(Step::Defs(d)) => on.defs(&infos[k], d.clone()).unwrap(),
@@ -185,9 +212,9 @@ pub fn run_on_board_with_snapshot(procs: &[Proc], workers: usize) -> (Vec<Progra
     let ranks: Vec<_> = infos.into_iter().zip(accs).collect();
     board.drain_level(on.level());
     let snapshot = on.snapshot(&ranks);
-    let out = on.finish(ranks);
+    let partial = on.finish_partial(ranks);
     board.shutdown();
-    (snapshot, out)
+    (snapshot, partial)
 }
 
 /// The JSON of a model, for comparing whole results.
@@ -266,4 +293,97 @@ pub fn name(id: u32, kind: NameKind, name: &str) -> Def {
         kind,
         name: name.into(),
     }
+}
+
+/// A deterministic pseudo-random generator (xorshift), so failures replay.
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A plausible busy rank: every kind of event, ids mostly defined.
+pub fn busy(rank: i32, size: i32, seed: u64) -> Proc {
+    let mut rng = Rng(seed | 1);
+    let defs = vec![
+        comm(1, &(0..size).collect::<Vec<_>>()),
+        file(2, "/data/in"),
+        file(3, "/data/out"),
+        name(4, NameKind::Region, "solve"),
+        name(5, NameKind::Region, "io"),
+        name(6, NameKind::Counter, "iters"),
+        name(7, NameKind::Mark, "step"),
+        comm(8, &[rank]),
+    ];
+    // Ranks define in different orders, so servers number ids differently.
+    let mut defs = defs;
+    defs.rotate_left(rank as usize % 8);
+    let ops: Vec<u16> = [
+        "MPI_Send",
+        "MPI_Recv",
+        "MPI_Isend",
+        "MPI_Irecv",
+        "MPI_Wait",
+        "MPI_Waitall",
+        "MPI_Allreduce",
+        "MPI_Bcast",
+        "MPI_Barrier",
+        "MPI_Sendrecv",
+        "MPI_File_read_at",
+    ]
+    .iter()
+    .map(|n| op::mpi_op(n).unwrap())
+    .chain([
+        op::io::WRITE,
+        op::io::READ,
+        op::io::FWRITE,
+        op::REGION_BEGIN,
+        op::REGION_END,
+        op::COUNTER,
+        op::MARK,
+        op::COMPLETE_RECV,
+        op::COMPLETE_SEND,
+    ])
+    .collect();
+    let mut t = 0u64;
+    let events: Vec<Event> = (0..5000)
+        .map(|_| {
+            t += rng.below(2000);
+            let code = ops[rng.below(ops.len() as u64) as usize];
+            Event::new(code, t, t + rng.below(500))
+                .peer(rng.below(size as u64 + 1) as i32 - 1)
+                .bytes(rng.below(1 << 16))
+                .extra(rng.below(8))
+                .obj(rng.below(9) as u32)
+                .thread(rng.below(2) as u16)
+        })
+        .collect();
+    // Collectives number their instances per communicator, as the probe does.
+    let mut seq = [0i32; 16];
+    let events: Vec<Event> = events
+        .into_iter()
+        .map(|mut e| {
+            let collective = ["MPI_Allreduce", "MPI_Bcast", "MPI_Barrier"]
+                .iter()
+                .any(|n| op::mpi_op(n) == Some(e.op()));
+            if collective {
+                let c = e.obj.get() as usize % seq.len();
+                e.tag.set(seq[c]);
+                seq[c] += 1;
+            }
+            e
+        })
+        .collect();
+    let mut p = Proc::mpi("busy", rank, size).defs(defs);
+    for chunk in events.chunks(1500) {
+        p = p.pack(chunk.to_vec());
+    }
+    p.end()
 }
