@@ -290,3 +290,31 @@ fn names_in_waits_regions_and_findings_are_escaped() {
     )));
     assert!(page.contains(&format!("{escaped} in <code>{escaped}</code>")));
 }
+
+#[test]
+fn a_ragged_or_hand_edited_model_still_renders() {
+    let mut run = common::two_programs();
+    let p = &mut run.programs[0];
+    // Per-rank vectors shorter than the ranks, a ragged matrix, numbers
+    // that are not numbers, slices without a slice width.
+    p.waits.get_mut("late_sender").unwrap().time_ns.truncate(1);
+    p.waits.get_mut("wait_nxn").unwrap().instances.clear();
+    p.wait_causes.time_ns[1].clear();
+    p.wait_causes.time_ns.truncate(3);
+    p.wait_causes.late_instances.clear();
+    let mut e = p.efficiency.unwrap();
+    e.parallel = f64::NAN;
+    e.transfer = f64::INFINITY;
+    p.efficiency = Some(e);
+    p.timeslices.slice_ns = 0;
+    let page = page(&run);
+    let head = between(&page, "<h2>1. ocean</h2>", "<nav class=\"toc\">");
+    assert!(head.contains("<td class=\"n unknown\">-</td>"));
+    let why = between(&page, "<h3 id=\"p0-why\">Why</h3>", "<h3 id=\"p0-mpi\">");
+    assert!(why.contains("<title>parallel: -</title>"));
+    // Without a slice width there is no time axis, so no chart over time.
+    assert!(!why.contains("efficiencies per slice"));
+    // The rows the matrix has are drawn; the missing ones are empty.
+    assert!(why.contains("<title>0 → 3: 120.00 ms</title>"));
+    assert!(!why.contains("<title>3 → 0:"));
+}

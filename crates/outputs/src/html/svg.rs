@@ -420,9 +420,11 @@ pub(crate) fn rank_bars(wall: &[u64], mpi: &[u64], fmt: &dyn Fn(f64) -> String) 
 }
 
 /// How an efficiency reads: `good` from 80 %, `fair` from 60 %, else
-/// `poor` (a CSS class of the report).
+/// `poor`; `unknown` when it is not a number (a CSS class of the report).
 pub(crate) fn grade(v: f64) -> &'static str {
-    if v >= 0.8 {
+    if !v.is_finite() {
+        "unknown"
+    } else if v >= 0.8 {
         "good"
     } else if v >= 0.6 {
         "fair"
