@@ -48,11 +48,11 @@ fn patterns(p: &Program) -> Vec<(&str, &WaitPattern)> {
 }
 
 /// A call path as the tree shows it.
-fn callpath(path: &str) -> String {
+fn callpath(path: &str) -> &str {
     if path.is_empty() {
-        "(outside any region)".to_string()
+        "(outside any region)"
     } else {
-        path.to_string()
+        path
     }
 }
 
@@ -214,14 +214,10 @@ fn wait_tree(h: &mut String, patterns: &[(&str, &WaitPattern)], rank_time: u64) 
         );
         tree_row(h, pattern_name(key), cell, &scale, "pattern");
         h.push_str("</summary><ul>");
-        for (title, cells, name) in [
-            (
-                "In MPI function",
-                &w.by_function,
-                &(|s: &str| s.to_string()) as &dyn Fn(&str) -> String,
-            ),
-            ("At call path (waiting rank)", &w.by_callpath, &callpath),
-            ("After call path (late rank)", &w.cause_callpaths, &callpath),
+        for (title, cells, paths) in [
+            ("In MPI function", &w.by_function, false),
+            ("At call path (waiting rank)", &w.by_callpath, true),
+            ("After call path (late rank)", &w.cause_callpaths, true),
         ] {
             if cells.is_empty() {
                 continue;
@@ -234,7 +230,8 @@ fn wait_tree(h: &mut String, patterns: &[(&str, &WaitPattern)], rank_time: u64) 
             sorted.sort_by(|a, b| b.1.time_ns.cmp(&a.1.time_ns).then(a.0.cmp(b.0)));
             for (label, c) in sorted {
                 h.push_str("<li>");
-                tree_row(h, &name(label), c, &scale, "leaf");
+                let name = if paths { callpath(label) } else { label };
+                tree_row(h, name, c, &scale, "leaf");
                 h.push_str("</li>");
             }
             h.push_str("</ul></details></li>");
