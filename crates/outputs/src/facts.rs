@@ -3,7 +3,7 @@
 //! line. Computing them here once keeps the summary and the report agreeing.
 
 use crate::units;
-use hark_model::{Accounting, Program, Run, Spread};
+use hark_model::{Accounting, Efficiency, Finding, Program, Run, Spread};
 
 /// One MPI function of a program, totalled over ranks.
 pub(crate) struct FunctionRow<'a> {
@@ -220,4 +220,37 @@ pub(crate) fn program_accounting(p: &Program) -> Accounting {
         a.partial_ranks += u64::from(info.partial);
     }
     a
+}
+
+/// The five POP efficiencies in the order they nest (parallel = load
+/// balance × communication, communication = serialisation × transfer),
+/// with their names and their depth in that tree.
+pub(crate) fn efficiencies(e: &Efficiency) -> [(&'static str, usize, f64); 5] {
+    [
+        ("parallel", 0, e.parallel),
+        ("load balance", 1, e.load_balance),
+        ("communication", 1, e.communication),
+        ("serialisation", 2, e.serialisation),
+        ("transfer", 2, e.transfer),
+    ]
+}
+
+/// The program's top-level regions that have efficiencies, longest
+/// runtime first (ties by name).
+pub(crate) fn regions_by_runtime(p: &Program) -> Vec<(&str, &Efficiency)> {
+    let mut rows: Vec<(&str, &Efficiency)> = p
+        .efficiency_by_region
+        .iter()
+        .map(|(name, e)| (name.as_str(), e))
+        .collect();
+    rows.sort_by(|a, b| b.1.runtime_ns.cmp(&a.1.runtime_ns).then(a.0.cmp(b.0)));
+    rows
+}
+
+/// The digest's findings, costliest first (the analyses order them so; a
+/// hand-edited `profile.json` may not), ties in the model's order.
+pub(crate) fn findings(p: &Program) -> Vec<&Finding> {
+    let mut f: Vec<&Finding> = p.digest.iter().collect();
+    f.sort_by_key(|f| std::cmp::Reverse(f.time_ns));
+    f
 }

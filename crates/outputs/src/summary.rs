@@ -1,15 +1,16 @@
 //! `summary.txt`: the few lines a person reads first, also printed by
 //! `hark run` when the program ends.
 //!
-//! Per program: ranks, wall time, share of time in MPI, the functions that
-//! took the most time with their spread across ranks, the heaviest
+//! Per program: ranks, wall time, share of time in MPI; the POP
+//! efficiencies and the job digest's findings (MPI programs); the functions
+//! that took the most time with their spread across ranks, the heaviest
 //! communication pairs, I/O totals; then the run's accounting line. Plain
 //! text, fixed-width columns, no colour (it goes to files and pipes too).
 
 use crate::facts::{self, FunctionRow};
-use crate::units::{bytes, count, duration, percent};
+use crate::units::{bytes, count, duration, fraction, percent, wrap};
 use crate::{Error, Output};
-use hark_model::{Program, Run};
+use hark_model::{Efficiency, Program, Run};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -18,6 +19,9 @@ const TOP_FUNCTIONS: usize = 10;
 const TOP_PAIRS: usize = 5;
 const TOP_FILES: usize = 5;
 const TOP_DIAGNOSTICS: usize = 3;
+const TOP_REGIONS: usize = 5;
+/// Width a finding's sentence is wrapped to, indent included.
+const DETAIL_WIDTH: usize = 100;
 
 /// The summary of `run` as text, ending in a newline.
 pub fn render(run: &Run) -> String {
@@ -92,6 +96,8 @@ fn program(s: &mut String, p: &Program) {
         );
     }
 
+    verdict(s, p, wall);
+
     let rows = facts::functions_by_time(p);
     if !rows.is_empty() {
         s.push('\n');
@@ -161,6 +167,56 @@ fn program(s: &mut String, p: &Program) {
         "   Events: {}",
         facts::accounting_line(&facts::program_accounting(p))
     );
+}
+
+/// The efficiencies (of the whole program, then of its longest top-level
+/// regions) and the digest's findings, costliest first. Nothing for a
+/// program without either (one that made no MPI calls).
+fn verdict(s: &mut String, p: &Program, rank_time: u64) {
+    if let Some(e) = &p.efficiency {
+        s.push('\n');
+        let mut header = vec!["Efficiency"];
+        header.extend(facts::efficiencies(e).map(|(name, _, _)| name));
+        let mut t = Table::new(&header);
+        t.row(efficiency_row("whole program".into(), e));
+        let regions = facts::regions_by_runtime(p);
+        for (name, e) in regions.iter().take(TOP_REGIONS) {
+            t.row(efficiency_row(format!("region {name}"), e));
+        }
+        t.write(s);
+        if regions.len() > TOP_REGIONS {
+            let _ = writeln!(
+                s,
+                "   ... and {} more regions in report.html",
+                regions.len() - TOP_REGIONS
+            );
+        }
+    }
+    if p.digest.is_empty() {
+        if p.efficiency.is_some() {
+            let _ = writeln!(s, "   Findings: none");
+        }
+        return;
+    }
+    s.push('\n');
+    let _ = writeln!(s, "   Findings, costliest first:");
+    for f in facts::findings(p) {
+        let _ = writeln!(
+            s,
+            "   {:<6}  {} — {}, {} of rank time",
+            f.severity,
+            f.title,
+            duration(f.time_ns as f64),
+            percent(f.time_ns as f64, rank_time as f64)
+        );
+        s.push_str(&wrap(&f.detail, DETAIL_WIDTH - 11, "           "));
+    }
+}
+
+fn efficiency_row(label: String, e: &Efficiency) -> Vec<String> {
+    let mut row = vec![label];
+    row.extend(facts::efficiencies(e).map(|(_, _, v)| fraction(v)));
+    row
 }
 
 fn functions(s: &mut String, rows: &[FunctionRow<'_>], mpi_total: u64) {

@@ -66,6 +66,42 @@ pub fn percent(part: f64, whole: f64) -> String {
     }
 }
 
+/// A fraction of 1 as a percentage with one decimal: `0.234` reads
+/// `23.4 %`; `-` when it is not a number (a hand-edited `profile.json`).
+pub fn fraction(v: f64) -> String {
+    if v.is_finite() {
+        format!("{:.1} %", 100.0 * v)
+    } else {
+        "-".to_string()
+    }
+}
+
+/// `text` broken into lines of at most `width` characters at spaces (a
+/// longer word gets a line of its own), each after `indent`.
+pub fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split_whitespace() {
+        let len = word.chars().count();
+        if line > 0 && line + 1 + len > width {
+            out.push('\n');
+            line = 0;
+        }
+        if line == 0 {
+            out.push_str(indent);
+        } else {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += len;
+    }
+    if line > 0 {
+        out.push('\n');
+    }
+    out
+}
+
 /// `name` with every character other than ASCII letters, digits, `-`, `_`
 /// and `.` replaced by `_`: safe inside a file name, whatever a measured
 /// program is called.
@@ -102,6 +138,11 @@ mod tests {
             (count(1_234_567), "1,234,567"),
             (percent(1.0, 4.0), "25.0 %"),
             (percent(1.0, 0.0), "-"),
+            (fraction(0.8125), "81.2 %"),
+            (fraction(f64::NAN), "-"),
+            (wrap("one two  three", 7, "> "), "> one two\n> three\n"),
+            (wrap("a verylongword b", 4, ""), "a\nverylongword\nb\n"),
+            (wrap("", 4, "  "), ""),
         ];
         for (got, want) in cases {
             assert_eq!(got, want);

@@ -55,6 +55,10 @@ fn the_report_runs_its_script_logs_nothing_and_can_be_photographed() {
         "the report's script did not run to its end"
     );
     assert!(v.dom.contains("<h2>1. ocean</h2>") && v.dom.contains("<h2>2. atmos</h2>"));
+    assert!(
+        v.dom.contains("<h3 id=\"p0-why\">Why</h3>") && v.dom.contains("<svg class=\"effbars\""),
+        "the Why section is missing"
+    );
 
     let png = match std::env::var_os("HARK_SCREENSHOT") {
         Some(p) => PathBuf::from(p),

@@ -1,7 +1,9 @@
 //! `report.html`: one self-contained page, a chapter per program.
 //!
-//! Each chapter holds an overview (ranks, wall time, MPI share, events),
-//! the MPI profile as a table sortable by any column, the point-to-point
+//! Each chapter opens with the program's POP efficiencies and the job
+//! digest, then holds an overview (ranks, wall time, MPI share, events), why
+//! it is slow (efficiency bars, the wait-state tree, who made whom wait,
+//! efficiencies over time: `why.rs`), the MPI profile as a table sortable by any column, the point-to-point
 //! matrices as heatmaps, the topology as a graph (laid out by Graphviz's
 //! `dot` when it is installed, drawn on a circle by Hark otherwise), a
 //! density map of per-rank metrics, collectives, metrics over time, I/O,
@@ -14,6 +16,7 @@
 //! `<body data-ready="1">`, which the browser test checks.
 
 mod svg;
+mod why;
 
 use crate::facts::{self, cell};
 use crate::units::{bytes, count, duration, percent};
@@ -132,8 +135,9 @@ fn header(h: &mut String, run: &Run) {
 }
 
 /// The sections of a chapter, in order: anchor suffix and heading.
-const SECTIONS: [(&str, &str); 11] = [
+const SECTIONS: [(&str, &str); 12] = [
     ("overview", "Overview"),
+    ("why", "Why"),
     ("mpi", "MPI profile"),
     ("p2p", "Point-to-point"),
     ("topology", "Topology"),
@@ -149,10 +153,12 @@ const SECTIONS: [(&str, &str); 11] = [
 fn chapter(h: &mut String, k: usize, p: &Program, options: &Options) {
     let _ = write!(
         h,
-        "<section class=\"chapter\" id=\"p{k}\">\n<h2>{}. {}</h2>\n<nav class=\"toc\">",
+        "<section class=\"chapter\" id=\"p{k}\">\n<h2>{}. {}</h2>\n",
         k + 1,
         esc(&p.name)
     );
+    why::verdict(h, p);
+    h.push_str("<nav class=\"toc\">");
     for (id, title) in SECTIONS {
         let _ = write!(h, "<a href=\"#p{k}-{id}\">{title}</a>");
     }
@@ -161,6 +167,7 @@ fn chapter(h: &mut String, k: usize, p: &Program, options: &Options) {
         let _ = writeln!(h, "<h3 id=\"p{k}-{id}\">{title}</h3>");
         match id {
             "overview" => overview(h, p),
+            "why" => why::why(h, p),
             "mpi" => mpi_profile(h, p),
             "p2p" => p2p(h, p),
             "topology" => topology(h, p, options),
@@ -275,6 +282,12 @@ fn imbalance(s: &Spread) -> f64 {
 /// A matrix to draw: its title, the matrix, how to print a value.
 type Heat<'a> = (&'a str, &'a Vec<Vec<u64>>, &'a dyn Fn(u64) -> String);
 
+/// The axes of a traffic matrix.
+const TRAFFIC: svg::Axes<'static> = svg::Axes {
+    rows: "from rank",
+    columns: "to rank",
+};
+
 /// How to print a value of a metric.
 type Format = Box<dyn Fn(f64) -> String>;
 
@@ -298,7 +311,7 @@ fn p2p(h: &mut String, p: &Program) {
         let _ = write!(
             h,
             "<figure>{}<figcaption>{} from rank (row) to rank (column)</figcaption></figure>",
-            svg::heatmap(&format!("{}: {title}", p.name), m, n, fmt),
+            svg::heatmap(&format!("{}: {title}", p.name), m, n, &TRAFFIC, fmt),
             title
         );
     }
@@ -458,7 +471,12 @@ fn density(h: &mut String, p: &Program) {
     let _ = writeln!(
         h,
         "<figure>{}<figcaption>One row per rank; each column is coloured against its own largest value (hover for numbers).</figcaption></figure>",
-        svg::density(&format!("{}: per-rank metrics", p.name), n, &cols)
+        svg::density(
+            &format!("{}: per-rank metrics", p.name),
+            n,
+            &cols,
+            svg::Scale::PerColumn
+        )
     );
     density_maps(h, p);
 }
@@ -826,6 +844,28 @@ svg .axisline{stroke:#9aa5b1;stroke-width:1}
 svg .band{fill:#21918c;fill-opacity:.22;stroke:none}
 svg .line{fill:none;stroke:#3b528b;stroke-width:1.8}
 svg .mpi{fill:var(--mpi)}svg .comp{fill:var(--comp)}
+svg .grid{stroke:#e3e7ec;stroke-width:1}svg .track{fill:var(--soft)}
+svg .good,td.good{fill:#3a9a5b;color:#1f6b3a}svg .fair,td.fair{fill:#e8912d;color:#9a5a0c}svg .poor,td.poor{fill:#c8453b;color:#b3261e}
+svg .e-par,svg .e-lb,svg .e-comm,svg .e-ser,svg .e-tr{fill:none;stroke-width:1.8}
+svg .e-par{stroke:#1d2733;stroke-width:2.4}svg .e-lb{stroke:#21918c}svg .e-comm{stroke:#3b528b}
+svg .e-ser{stroke:#e8912d;stroke-dasharray:5 3}svg .e-tr{stroke:#b3261e;stroke-dasharray:2 2}
+.verdict{margin:6px 0 10px}
+table.eff td.n{font-weight:600}
+ol.digest{margin:6px 0 10px;padding-left:0;list-style:none;max-width:980px}
+ol.digest li{border-left:4px solid var(--line);background:var(--soft);padding:6px 10px;margin:6px 0}
+ol.digest .sev{display:inline-block;min-width:4.5em;font-size:11px;font-weight:700;text-transform:uppercase;letter-spacing:.04em}
+ol.digest .cost{color:var(--muted);font-size:12.5px;margin-left:6px}
+li.sev-high{border-left-color:#c8453b!important}li.sev-high .sev{color:#b3261e}
+li.sev-medium{border-left-color:#e8912d!important}li.sev-medium .sev{color:#9a5a0c}
+li.sev-low{border-left-color:#9aa5b1!important}li.sev-low .sev{color:var(--muted)}
+ul.tree,ul.tree ul{list-style:none;margin:0;padding-left:0}ul.tree ul{padding-left:1.4em}
+ul.tree{max-width:900px;font-size:13px}ul.tree details{margin:0}ul.tree summary{font-weight:400;color:var(--ink)}
+ul.tree li>.trow{margin-left:1.1em}
+.trow{display:inline-flex;align-items:center;gap:10px;width:calc(100% - 1.2em);padding:2px 0;border-bottom:1px solid #eef0f3}
+.trow.pattern .tname{font-weight:600}.trow.group{color:var(--muted);font-style:italic;border-bottom:none}
+.tname{flex:1 1 auto;min-width:8em;word-break:break-all}
+.pbar{flex:0 0 120px;height:9px;background:var(--soft);border:1px solid var(--line)}.pbar i{display:block;height:100%;background:var(--mpi)}
+.tnum{flex:0 0 6.5em;text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.tnum.share{flex-basis:4.5em}.tnum.inst{flex-basis:10em}
 svg .edge{fill:none;stroke-opacity:.85}svg circle.edge{stroke:#3b528b}
 svg .node{fill:#dbe8f6;stroke:#2f5d8a;stroke-width:1.5}
 svg .nodelabel{font-size:11px;fill:#1d2733}

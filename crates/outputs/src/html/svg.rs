@@ -1,6 +1,7 @@
 //! The report's pictures, drawn as inline SVG: heatmaps, line charts with a
-//! spread band, per-rank bars and a circular graph. Everything is computed
-//! here; the page needs no script to show them.
+//! spread band or one line per series, per-rank bars, efficiency bars and a
+//! circular graph. Everything is computed here; the page needs no script to
+//! show them.
 
 use super::esc;
 use std::fmt::Write as _;
@@ -48,12 +49,20 @@ const EMPTY: &str = "#eef0f3";
 /// grouped into blocks whose values add up.
 const MAX_CELLS: usize = 128;
 
-/// A square matrix as a heatmap: rows are senders, columns receivers.
-/// `fmt` prints a value for tooltips and the legend.
+/// What the rows and the columns of a rank × rank heatmap are: `from rank`
+/// and `to rank` for traffic.
+pub(crate) struct Axes<'a> {
+    pub rows: &'a str,
+    pub columns: &'a str,
+}
+
+/// A square rank × rank matrix as a heatmap, `m[row][column]`. `fmt`
+/// prints a value for tooltips and the legend.
 pub(crate) fn heatmap(
     title: &str,
     m: &[Vec<u64>],
     n: usize,
+    axes: &Axes<'_>,
     fmt: &dyn Fn(u64) -> String,
 ) -> String {
     let block = n.div_ceil(MAX_CELLS).max(1);
@@ -77,10 +86,12 @@ pub(crate) fn heatmap(
     );
     let _ = write!(
         s,
-        r#"<text x="{:.1}" y="14" class="axis" text-anchor="middle">to rank →</text><text x="12" y="{:.1}" class="axis" text-anchor="middle" transform="rotate(-90 12 {:.1})">from rank →</text>"#,
+        r#"<text x="{:.1}" y="14" class="axis" text-anchor="middle">{} →</text><text x="12" y="{:.1}" class="axis" text-anchor="middle" transform="rotate(-90 12 {:.1})">{} →</text>"#,
         left + size / 2.0,
+        esc(axes.columns),
         top + size / 2.0,
-        top + size / 2.0
+        top + size / 2.0,
+        esc(axes.rows)
     );
     let label_every = (cells as f64 / 16.0).ceil().max(1.0) as usize;
     for k in (0..cells).step_by(label_every) {
@@ -95,10 +106,19 @@ pub(crate) fn heatmap(
         );
     }
     let show_values = cells <= 8;
+    // Empty cells are the background: a sparse matrix of many ranks (a
+    // ring, a stencil) then costs a rectangle per pair that is there.
+    let _ = write!(
+        s,
+        r#"<rect x="{left}" y="{top}" width="{size:.2}" height="{size:.2}" fill="{EMPTY}"/>"#
+    );
     for (i, row) in grid.iter().enumerate() {
         for (j, &v) in row.iter().enumerate() {
+            if v == 0 {
+                continue;
+            }
             let t = if max == 0 { 0.0 } else { v as f64 / max as f64 };
-            let fill = if v == 0 { EMPTY.to_string() } else { colour(t) };
+            let fill = colour(t);
             let (x, y) = (left + j as f64 * c, top + i as f64 * c);
             let _ = write!(
                 s,
@@ -110,7 +130,7 @@ pub(crate) fn heatmap(
             // A value is written in its cell only where it fits (about
             // 5.5 px per character at the cells' font size).
             let text = fmt(v);
-            if show_values && v > 0 && text.chars().count() as f64 * 5.5 < c - 4.0 {
+            if show_values && text.chars().count() as f64 * 5.5 < c - 4.0 {
                 let _ = write!(
                     s,
                     r#"<text x="{:.1}" y="{:.1}" class="cell" fill="{}" text-anchor="middle">{}</text>"#,
@@ -167,13 +187,30 @@ pub(crate) struct Column {
     pub fmt: Box<dyn Fn(f64) -> String>,
 }
 
-/// Ranks × metrics, each column coloured against its own maximum.
-pub(crate) fn density(title: &str, ranks: usize, columns: &[Column]) -> String {
+/// How the columns of a [`density`] map are coloured.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Scale {
+    /// Each column against its own largest value (columns of different
+    /// units).
+    PerColumn,
+    /// Every cell against the largest of all, with a legend (columns of
+    /// one unit). Every column prints with the first one's format.
+    Shared,
+}
+
+/// Ranks × metrics, coloured as `scale` says.
+pub(crate) fn density(title: &str, ranks: usize, columns: &[Column], scale: Scale) -> String {
     let cw = 78.0;
     let rh = (420.0 / ranks.max(1) as f64).clamp(2.0, 22.0);
     let (left, top) = (52.0, 96.0);
-    let w = left + cw * columns.len() as f64 + 8.0;
-    let h = top + rh * ranks as f64 + 8.0;
+    // Room on the right for the last column's slanted name.
+    let w = left + cw * columns.len() as f64 + 60.0;
+    let legend_h = if scale == Scale::Shared { 40.0 } else { 0.0 };
+    let h = top + rh * ranks as f64 + 8.0 + legend_h;
+    let overall = columns
+        .iter()
+        .flat_map(|c| c.values.iter().copied())
+        .fold(0.0, f64::max);
     let mut s = String::new();
     let _ = write!(
         s,
@@ -201,7 +238,10 @@ pub(crate) fn density(title: &str, ranks: usize, columns: &[Column]) -> String {
         );
     }
     for (k, col) in columns.iter().enumerate() {
-        let max = col.values.iter().copied().fold(0.0, f64::max);
+        let max = match scale {
+            Scale::PerColumn => col.values.iter().copied().fold(0.0, f64::max),
+            Scale::Shared => overall,
+        };
         for r in 0..ranks {
             let v = col.values.get(r).copied().unwrap_or(0.0);
             let t = if max > 0.0 { v / max } else { 0.0 };
@@ -221,6 +261,18 @@ pub(crate) fn density(title: &str, ranks: usize, columns: &[Column]) -> String {
                 esc(&(col.fmt)(v))
             );
         }
+    }
+    if let (Scale::Shared, Some(first)) = (scale, columns.first()) {
+        let width = cw * columns.len() as f64 - 2.0;
+        let y = top + rh * ranks as f64 + 10.0;
+        legend(
+            &mut s,
+            left + 1.0,
+            y,
+            width,
+            &(first.fmt)(0.0),
+            &(first.fmt)(overall),
+        );
     }
     s.push_str("</svg>");
     s
@@ -367,6 +419,163 @@ pub(crate) fn rank_bars(wall: &[u64], mpi: &[u64], fmt: &dyn Fn(f64) -> String) 
     s
 }
 
+/// How an efficiency reads: `good` from 80 %, `fair` from 60 %, else
+/// `poor`; `unknown` when it is not a number (a CSS class of the report).
+pub(crate) fn grade(v: f64) -> &'static str {
+    if !v.is_finite() {
+        "unknown"
+    } else if v >= 0.8 {
+        "good"
+    } else if v >= 0.6 {
+        "fair"
+    } else {
+        "poor"
+    }
+}
+
+/// Horizontal bars from 0 to 100 % for efficiencies: `(name, depth, value)`,
+/// each name indented by its depth in the tree of factors.
+pub(crate) fn efficiency_bars(title: &str, rows: &[(&str, usize, f64)]) -> String {
+    let bh = 22.0;
+    let (left, width, top) = (150.0, 360.0, 18.0);
+    let (w, h) = (left + width + 64.0, top + bh * rows.len() as f64 + 22.0);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg class="effbars" viewBox="0 0 {w:.0} {h:.0}" width="{w:.0}" height="{h:.0}" role="img" aria-label="{t}"><title>{t}</title>"#,
+        t = esc(title)
+    );
+    // Tracks, then the grid over them, then the bars over both.
+    for k in 0..rows.len() {
+        let _ = write!(
+            s,
+            r#"<rect x="{left}" y="{:.1}" width="{width}" height="{:.0}" class="track"/>"#,
+            top + bh * k as f64 + 2.0,
+            bh - 6.0
+        );
+    }
+    let base = top + bh * rows.len() as f64;
+    for (k, label) in ["0 %", "50 %", "100 %"].iter().enumerate() {
+        let x = left + width * k as f64 / 2.0;
+        let anchor = ["start", "middle", "end"][k];
+        let _ = write!(
+            s,
+            r#"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{base:.1}" class="grid"/><text x="{x:.1}" y="{:.1}" class="tick" text-anchor="{anchor}">{label}</text>"#,
+            base + 14.0
+        );
+    }
+    for (k, &(name, depth, v)) in rows.iter().enumerate() {
+        let y = top + bh * k as f64;
+        let shown = if v.is_finite() {
+            v.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let _ = write!(
+            s,
+            r#"<text x="{:.0}" y="{:.1}" class="axis">{}</text><rect x="{left}" y="{:.1}" width="{:.2}" height="{:.0}" class="{}"><title>{}: {}</title></rect><text x="{:.1}" y="{:.1}" class="axis">{}</text>"#,
+            8.0 + 14.0 * depth as f64,
+            y + bh - 8.0,
+            esc(name),
+            y + 2.0,
+            width * shown,
+            bh - 6.0,
+            grade(v),
+            esc(name),
+            crate::units::fraction(v),
+            left + width + 6.0,
+            y + bh - 8.0,
+            crate::units::fraction(v)
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// One line of a [`lines_chart`]: its name, its CSS class and its values,
+/// `None` where there is nothing to draw (the line breaks there).
+pub(crate) struct Line<'a> {
+    pub name: &'a str,
+    pub class: &'a str,
+    pub values: Vec<Option<f64>>,
+}
+
+/// Lines over time on a 0 to 100 % scale (values are fractions of 1), one
+/// per series, with a legend.
+pub(crate) fn lines_chart(title: &str, lines: &[Line<'_>], x_end_label: &str) -> String {
+    let slices = lines.iter().map(|l| l.values.len()).max().unwrap_or(0);
+    let (w, h) = (720.0, 240.0);
+    let (left, right, top, bottom) = (46.0, 12.0, 44.0, 26.0);
+    let (pw, ph) = (w - left - right, h - top - bottom);
+    let x = |k: usize| left + pw * (k as f64 + 0.5) / slices.max(1) as f64;
+    let y = |v: f64| top + ph * (1.0 - v.clamp(0.0, 1.0));
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg class="chart" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{t}"><title>{t}</title><text x="{left}" y="15" class="charttitle">{t}</text>"#,
+        t = esc(title)
+    );
+    for v in [0.0, 0.5, 1.0] {
+        let _ = write!(
+            s,
+            r#"<line x1="{left}" y1="{yv:.1}" x2="{r}" y2="{yv:.1}" class="{c}"/><text x="{lx}" y="{ty:.1}" class="tick" text-anchor="end">{p:.0} %</text>"#,
+            yv = y(v),
+            r = left + pw,
+            c = if v == 0.0 { "axisline" } else { "grid" },
+            lx = left - 4.0,
+            ty = y(v) + 3.5,
+            p = 100.0 * v
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{left}" y="{xl}" class="tick">0 s</text><text x="{r}" y="{xl}" class="tick" text-anchor="end">{xe}</text>"#,
+        r = left + pw,
+        xl = h - 8.0,
+        xe = esc(x_end_label)
+    );
+    let mut lx = left;
+    for line in lines {
+        let _ = write!(
+            s,
+            r#"<line x1="{lx:.1}" y1="28" x2="{:.1}" y2="28" class="{}"/><text x="{:.1}" y="32" class="tick">{}</text>"#,
+            lx + 18.0,
+            esc(line.class),
+            lx + 22.0,
+            esc(line.name)
+        );
+        lx += 34.0 + 6.0 * line.name.chars().count() as f64;
+        // Consecutive values join; a missing one starts a new stroke.
+        let mut d = String::new();
+        let mut pen_down = false;
+        for (k, v) in line.values.iter().enumerate() {
+            match v {
+                Some(v) if v.is_finite() => {
+                    let _ = write!(
+                        d,
+                        "{}{:.1},{:.1}",
+                        if pen_down { "L" } else { "M" },
+                        x(k),
+                        y(*v)
+                    );
+                    pen_down = true;
+                }
+                _ => pen_down = false,
+            }
+        }
+        if !d.is_empty() {
+            let _ = write!(
+                s,
+                r#"<path d="{d}" class="{}"><title>{}</title></path>"#,
+                esc(line.class),
+                esc(line.name)
+            );
+        }
+    }
+    s.push_str("</svg>");
+    s
+}
+
 /// An edge of a graph drawn by [`circle_graph`].
 pub(crate) struct Edge {
     pub from: usize,
@@ -457,14 +666,32 @@ mod tests {
     }
 
     #[test]
+    fn empty_cells_of_a_heatmap_are_its_background() {
+        let m = vec![vec![0, 5, 0], vec![0, 0, 7], vec![0, 0, 0]];
+        let axes = Axes {
+            rows: "from",
+            columns: "to",
+        };
+        let svg = heatmap("t", &m, 3, &axes, &|v| v.to_string());
+        // The background, two cells, the legend's 24 steps.
+        assert_eq!(svg.matches("<rect").count(), 1 + 2 + 24);
+        assert!(svg.contains("<title>0 → 1: 5</title>") && svg.contains("<title>1 → 2: 7</title>"));
+    }
+
+    #[test]
     fn large_matrices_are_drawn_in_blocks_that_add_up() {
         let n = 300;
         let m: Vec<Vec<u64>> = (0..n)
             .map(|i| (0..n).map(|j| (i + j) as u64 % 3).collect())
             .collect();
-        let svg = heatmap("t", &m, n, &|v| v.to_string());
-        // 300 ranks in blocks of 3: 100 × 100 cells, not 90,000.
-        assert_eq!(svg.matches("<rect").count(), 100 * 100 + 24);
+        let axes = Axes {
+            rows: "from",
+            columns: "to",
+        };
+        let svg = heatmap("t", &m, n, &axes, &|v| v.to_string());
+        // 300 ranks in blocks of 3: 100 × 100 cells, not 90,000, on one
+        // background.
+        assert_eq!(svg.matches("<rect").count(), 1 + 100 * 100 + 24);
         assert!(svg.contains("0–2 → 0–2"));
     }
 }
