@@ -113,7 +113,8 @@ fn read_stamps(prefix: &Path, np: usize) -> Stamps {
 
 /// Per rank, the waiting (ns) and instances of `pattern` that really
 /// happened: the pattern's definition applied to the enter times the
-/// program stamped (the waiting rank's wait, when positive, is an instance).
+/// program stamped, for every rank the pattern lets wait (a positive wait is
+/// an instance).
 fn happened(pattern: &str, np: usize, reps: usize, stamps: &Stamps) -> Vec<(u64, u64)> {
     let mut per_rank = vec![(0, 0); np];
     for k in 0..reps {
@@ -125,17 +126,23 @@ fn happened(pattern: &str, np: usize, reps: usize, stamps: &Stamps) -> Vec<(u64,
                 .get(&r)
                 .unwrap_or_else(|| panic!("rank {r} stamped no {pattern} {k}")) as i64
         };
+        let root = k % np;
         for (r, cell) in per_rank.iter_mut().enumerate() {
-            if !waits_in(pattern, r, k, np) {
-                continue;
-            }
-            let others = (0..np).filter(|&o| o != r);
             let wait = match pattern {
-                // The partner's enter (sender, or receiver for late_receiver).
-                "late_sender" | "late_sender_wrong_order" | "late_receiver" => at(r ^ 1) - at(r),
+                // The receiver (the sender in late_receiver) waits for its
+                // partner's enter.
+                "late_sender" | "late_sender_wrong_order" | "late_receiver" => {
+                    if !waits_in(pattern, r, k, np) {
+                        continue;
+                    }
+                    at(r ^ 1) - at(r)
+                }
                 "wait_nxn" | "wait_barrier" => (0..np).map(at).max().unwrap() - at(r),
-                "late_broadcast" => at(k % np) - at(r),
-                "early_reduce" => others.map(at).min().unwrap() - at(r),
+                "late_broadcast" if r != root => at(root) - at(r),
+                "early_reduce" if r == root => {
+                    (0..np).filter(|&o| o != r).map(at).min().unwrap() - at(r)
+                }
+                "late_broadcast" | "early_reduce" => continue,
                 _ => unreachable!("{pattern}"),
             };
             if wait > 0 {
@@ -465,8 +472,8 @@ fn the_comparison_passes_the_truth_and_names_what_is_off() {
     );
 }
 
-/// The truth from stamps: waits follow the definitions (a late rank has no
-/// instance, early_reduce counts from the earliest non-root).
+/// The truth from stamps: waits follow the definitions (the last rank has no
+/// instance, whoever it is; early_reduce counts from the earliest non-root).
 #[test]
 fn the_truth_follows_the_definitions() {
     let mut stamps = Stamps::new();
@@ -483,6 +490,8 @@ fn the_truth_follows_the_definitions() {
     put("early_reduce", 1, &[150, 100, 140]);
     put("late_broadcast", 2, &[100, 130, 120]);
     put("late_sender", 0, &[100, 160, 999]); // rank 2 sits out at 3 ranks
+                                             // Rank 1 came last, not rank 0 as scheduled: rank 0 waited.
+    put("wait_nxn", 0, &[100, 300, 120]);
     assert_eq!(
         happened("wait_barrier", 3, 1, &stamps),
         vec![(0, 0), (200 * MS, 1), (180 * MS, 1)]
@@ -492,6 +501,10 @@ fn the_truth_follows_the_definitions() {
     // Rank 1 entered after the root: it did not wait.
     let bcast = happened("late_broadcast", 3, 3, &stamps);
     assert_eq!(bcast, vec![(20 * MS, 1), (0, 0), (0, 0)]);
+    assert_eq!(
+        happened("wait_nxn", 3, 1, &stamps),
+        vec![(200 * MS, 1), (0, 0), (180 * MS, 1)]
+    );
     let p2p = happened("late_sender", 3, 1, &stamps);
     assert_eq!(p2p, vec![(60 * MS, 1), (0, 0), (0, 0)]);
 }

@@ -9,9 +9,10 @@
 ! sleeps MS milliseconds (usleep: no MPI) before its call. Point-to-point
 ! patterns pair rank 2i with 2i+1 (an odd last rank sits out) and the rank
 ! whose parity equals k's waits; in collectives the late rank (or root) is
-! mod(k, nprocs): the others wait, except in early_reduce where the non-roots
+! mod(k, size): the others wait, except in early_reduce where the non-roots
 ! sleep and the root waits. Before each repetition the ranks meet by polling
 ! MPI_TESTALL on a duplicate of MPI_COMM_WORLD, which is no wait state.
+!
 ! With stamps=PREFIX each rank writes to PREFIX.RANK, for each call of a
 ! pattern it makes, `PATTERN K RANK NS`: CLOCK_MONOTONIC just before the call
 ! (waits.c says why).

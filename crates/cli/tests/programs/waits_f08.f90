@@ -15,6 +15,7 @@
 ! early_reduce where the non-roots sleep and the root waits. Before each
 ! repetition the ranks meet by polling MPI_Testall on a duplicate of
 ! MPI_COMM_WORLD, which is no wait state.
+!
 ! With stamps=PREFIX each rank writes to PREFIX.RANK, for each call of a
 ! pattern it makes, `PATTERN K RANK NS`: CLOCK_MONOTONIC just before the call
 ! (waits.c says why).
