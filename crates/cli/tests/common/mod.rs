@@ -3,6 +3,7 @@
 //! directory, and reading the `profile.json` it leaves.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -130,6 +131,16 @@ pub fn mpi_env(cmd: &mut Command) -> &mut Command {
 
 /// Runs `hark run -o <dir>/run <hark_args> -- <command>` in `dir`.
 pub fn hark_run(dir: &Path, hark_args: &[&str], command: &[String]) -> (Output, PathBuf) {
+    hark_run_env(dir, hark_args, command, &[])
+}
+
+/// [`hark_run`] with more environment variables for `hark` and all it starts.
+pub fn hark_run_env(
+    dir: &Path,
+    hark_args: &[&str],
+    command: &[String],
+    env: &[(&str, &str)],
+) -> (Output, PathBuf) {
     probe();
     let out_dir = dir.join("run");
     let mut cmd = Command::new(hark());
@@ -141,6 +152,7 @@ pub fn hark_run(dir: &Path, hark_args: &[&str], command: &[String]) -> (Output, 
         .arg("--")
         .args(command);
     mpi_env(&mut cmd);
+    cmd.envs(env.iter().copied());
     let out = cmd.output().expect("cannot run hark");
     (out, out_dir)
 }
@@ -202,4 +214,113 @@ pub fn matrix(v: &serde_json::Value) -> Vec<Vec<u64>> {
 pub fn lost(profile: &serde_json::Value) -> u64 {
     let a = &profile["accounting"];
     a["events_written"].as_u64().unwrap() - a["events_analysed"].as_u64().unwrap()
+}
+
+/// The wait-state patterns of `programs[i].waits`, in the order of
+/// Scalasca's catalogue.
+pub const WAIT_PATTERNS: [&str; 7] = [
+    "late_sender",
+    "late_sender_wrong_order",
+    "late_receiver",
+    "wait_nxn",
+    "wait_barrier",
+    "late_broadcast",
+    "early_reduce",
+];
+
+/// `programs[p].waits[pattern]` as `(time_ns, instances)` per rank; panics
+/// naming the missing key.
+pub fn waits(profile: &serde_json::Value, p: usize, pattern: &str) -> (Vec<u64>, Vec<u64>) {
+    let w = &profile["programs"][p]["waits"][pattern];
+    let field = |f: &str| -> Vec<u64> {
+        w[f].as_array()
+            .unwrap_or_else(|| panic!("profile.json has no programs[{p}].waits.{pattern}.{f}"))
+            .iter()
+            .map(|v| {
+                v.as_u64()
+                    .unwrap_or_else(|| panic!("waits.{pattern}.{f}: {v}"))
+            })
+            .collect()
+    };
+    (field("time_ns"), field("instances"))
+}
+
+/// Checks what holds for the waits of every MPI program: every pattern has
+/// a value per rank, and no rank waits longer (over all patterns) than it
+/// spent in MPI.
+pub fn check_waits_fit(profile: &serde_json::Value, p: usize) {
+    let prog = &profile["programs"][p];
+    let ranks = prog["ranks"].as_u64().unwrap() as usize;
+    let in_mpi: Vec<u64> = prog["mpi_time_ns"]
+        .as_array()
+        .expect("programs[p].mpi_time_ns")
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let mut total = vec![0u64; ranks];
+    for pattern in WAIT_PATTERNS {
+        let (time, instances) = waits(profile, p, pattern);
+        assert_eq!(time.len(), ranks, "waits.{pattern}.time_ns: one per rank");
+        assert_eq!(
+            instances.len(),
+            ranks,
+            "waits.{pattern}.instances: one per rank"
+        );
+        for r in 0..ranks {
+            assert!(
+                time[r] == 0 || instances[r] > 0,
+                "rank {r} waited {} ns in {pattern} in no instance",
+                time[r]
+            );
+            total[r] += time[r];
+        }
+    }
+    for r in 0..ranks {
+        assert!(
+            total[r] <= in_mpi[r],
+            "rank {r} waited {} ns in all patterns but spent only {} ns in MPI",
+            total[r],
+            in_mpi[r]
+        );
+    }
+}
+
+/// `programs[p].efficiency`, after checking that every one is a fraction of
+/// 1 and that `parallel = load_balance × communication` and
+/// `communication = serialisation × transfer` hold to 1e-9.
+pub fn efficiency(profile: &serde_json::Value, p: usize) -> BTreeMap<&'static str, f64> {
+    let e = &profile["programs"][p]["efficiency"];
+    let names = [
+        "parallel",
+        "load_balance",
+        "communication",
+        "serialisation",
+        "transfer",
+    ];
+    let map: BTreeMap<&str, f64> = names
+        .iter()
+        .map(|&n| {
+            let v = e[n]
+                .as_f64()
+                .unwrap_or_else(|| panic!("profile.json has no programs[{p}].efficiency.{n}: {e}"));
+            assert!(
+                (0.0..=1.0).contains(&v),
+                "efficiency.{n} = {v} is not in [0, 1]"
+            );
+            (n, v)
+        })
+        .collect();
+    let product = map["load_balance"] * map["communication"];
+    assert!(
+        (map["parallel"] - product).abs() <= 1e-9,
+        "parallel {} != load_balance × communication {product}",
+        map["parallel"]
+    );
+    let product = map["serialisation"] * map["transfer"];
+    assert!(
+        (map["communication"] - product).abs() <= 1e-9,
+        "communication {} != serialisation × transfer {product}",
+        map["communication"]
+    );
+    map
 }

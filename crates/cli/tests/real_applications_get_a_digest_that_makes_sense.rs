@@ -1,0 +1,142 @@
+//! Programs nobody here wrote — Debian's LAMMPS (the Lennard-Jones melt from
+//! `lammps-examples`) and the HPC Challenge benchmark `hpcc` — measured at
+//! np 4 through Open MPI's `mpirun` (their MPI), four ranks on fewer cores:
+//! their digest holds 3 to 5 findings, costliest first, none costing more
+//! than the program's rank time, each with a severity that fits its share;
+//! their efficiencies are fractions of 1 that obey their identities; and
+//! they wait (LAMMPS in its halo exchanges or its reductions).
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// Checks the digest and the efficiencies of program 0 and returns the sum
+/// of every rank's waiting time over all patterns.
+fn check_why(profile: &serde_json::Value, what: &str) -> u64 {
+    let p = &profile["programs"][0];
+    let rank_time: u64 = p["rank_wall_ns"]
+        .as_array()
+        .expect("programs[0].rank_wall_ns")
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    let digest = p["digest"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: profile.json has no programs[0].digest"));
+    let shown = serde_json::to_string_pretty(digest).unwrap();
+    assert!(
+        (3..=5).contains(&digest.len()),
+        "{what}: {} findings, want 3 to 5\n{shown}",
+        digest.len()
+    );
+    let mut previous = u64::MAX;
+    for (i, f) in digest.iter().enumerate() {
+        let time = f["time_ns"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{what}: finding {i} has no time_ns\n{shown}"));
+        assert!(
+            time <= previous,
+            "{what}: finding {i} costs more than the one before it\n{shown}"
+        );
+        previous = time;
+        assert!(
+            time <= rank_time,
+            "{what}: finding {i} costs {time} ns, more than all ranks' time {rank_time} ns\n{shown}"
+        );
+        // `high` from 10 % of rank time, `medium` from 3 % (the model's
+        // rule); within 5 % of a threshold either side will do.
+        let share = time as f64 / rank_time as f64;
+        let severity = |s: f64| match s {
+            s if s >= 0.10 => "high",
+            s if s >= 0.03 => "medium",
+            _ => "low",
+        };
+        let fits = [severity(share * 0.95), severity(share * 1.05)];
+        assert!(
+            fits.iter().any(|&s| f["severity"].as_str() == Some(s)),
+            "{what}: finding {i} costs {:.1} % of rank time, so its severity is {}\n{shown}",
+            share * 100.0,
+            fits[1]
+        );
+        for key in ["title", "detail"] {
+            let text = f[key].as_str().unwrap_or_default();
+            assert!(
+                !text.trim().is_empty(),
+                "{what}: finding {i} has no {key}\n{shown}"
+            );
+        }
+        assert!(
+            f["detail"].as_str().unwrap().contains(char::is_numeric),
+            "{what}: finding {i} gives no number\n{shown}"
+        );
+    }
+    let e = efficiency(profile, 0);
+    eprintln!("{what}: efficiency {e:?}\n{what}: digest {shown}");
+    check_waits_fit(profile, 0);
+    WAIT_PATTERNS
+        .iter()
+        .map(|pattern| waits(profile, 0, pattern).0.iter().sum::<u64>())
+        .sum()
+}
+
+#[test]
+fn lammps_melt_on_four_ranks_gets_a_digest_that_makes_sense() {
+    let input = Path::new("/usr/share/lammps/examples/melt/in.melt");
+    if !have("lmp") || !input.exists() || !have(OPEN_MPI.run) {
+        eprintln!(
+            "skipped: needs lammps, lammps-examples and Open MPI (scripts/deps.sh installs them)"
+        );
+        return;
+    }
+    let dir = scratch("lammps-why");
+    std::fs::copy(input, dir.join("in.melt")).unwrap();
+    let mut command = launcher(OPEN_MPI, 4);
+    command.extend(["lmp", "-in", "in.melt", "-log", "none"].map(String::from));
+    let (out, run_dir) = hark_run(&dir, &[], &command);
+    assert_exit(&out, 0);
+    let profile = profile(&run_dir);
+    assert_eq!(profile["programs"][0]["ranks"].as_u64(), Some(4));
+    check_why(&profile, "LAMMPS");
+    let waited = |pattern| waits(&profile, 0, pattern).0.iter().sum::<u64>();
+    assert!(
+        waited("late_sender") + waited("wait_nxn") > 0,
+        "LAMMPS on 4 ranks never waited in a late sender or at an N×N collective: {}",
+        profile["programs"][0]["waits"]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn hpcc_on_four_ranks_gets_a_digest_that_makes_sense() {
+    let example = Path::new("/usr/share/doc/hpcc/examples/_hpccinf.txt");
+    if !have("hpcc") || !example.exists() || !have(OPEN_MPI.run) {
+        eprintln!("skipped: needs hpcc and Open MPI (scripts/deps.sh installs them)");
+        return;
+    }
+    let dir = scratch("hpcc-why");
+    // The shipped example (a 2 x 2 grid) with N = 200: seconds, not minutes.
+    let input = std::fs::read_to_string(example)
+        .unwrap()
+        .replace("1000         Ns", "200          Ns")
+        .replace("80           NBs", "40           NBs");
+    assert!(
+        input.contains("200          Ns"),
+        "hpccinf.txt changed shape"
+    );
+    std::fs::write(dir.join("hpccinf.txt"), input).unwrap();
+    let mut command = launcher(OPEN_MPI, 4);
+    command.push("hpcc".into());
+    let (out, run_dir) = hark_run(&dir, &[], &command);
+    assert_exit(&out, 0);
+    let results = std::fs::read_to_string(dir.join("hpccoutf.txt")).unwrap();
+    assert!(
+        results.contains("End of HPC Challenge tests."),
+        "hpcc did not finish"
+    );
+    let profile = profile(&run_dir);
+    assert_eq!(profile["programs"][0]["ranks"].as_u64(), Some(4));
+    let waited = check_why(&profile, "hpcc");
+    assert!(waited > 0, "hpcc on 4 ranks never waited");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
