@@ -16,9 +16,11 @@
 //!   completing several receives (`MPI_Waitall`) is one instance that waited
 //!   as long as its latest message, caused by that message's sender.
 //! - *Late Sender / Wrong Order*: a Late Sender while a message that this
-//!   rank received later (within the next [`ORDER_WINDOW`] receives) had
-//!   been sent before the receive began: the receive order kept the rank
-//!   waiting for a message while another was already there.
+//!   rank received later (within its next [`ORDER_WINDOW`] receives) had
+//!   been sent before the one it waited for: the receive order kept the
+//!   rank waiting while another message could have been taken. (Comparing
+//!   two sends, rather than a send with the receive, keeps the judgement on
+//!   one clock when both come from one sender.)
 //! - *Late Receiver*: a blocking send entered before its receive was
 //!   posted and left after it: it waited `receive post − send enter`.
 //!
@@ -97,8 +99,8 @@ struct CallWait {
     wait: Option<Wait>,
     /// Receive sequence number of the message it waited for longest.
     seq: u64,
-    /// When the call began waiting.
-    block_enter: u64,
+    /// When the message it waited for longest was sent.
+    sent: u64,
 }
 
 /// Point-to-point matching for one receiving rank (see the module doc).
@@ -195,7 +197,7 @@ impl P2pMatcher {
             in_call: r.in_call.max(1),
             wait: None,
             seq: r.seq,
-            block_enter: r.block.map_or(0, |b| b.0),
+            sent: s.post_ns,
         });
         call.matched += 1;
         if let Some(w) = late {
@@ -206,13 +208,14 @@ impl P2pMatcher {
             });
             if longer {
                 call.seq = r.seq;
+                call.sent = s.post_ns;
                 call.wait = Some(w);
             }
         }
         if call.matched >= call.in_call {
             let call = self.calls.remove(&r.call).expect("just used");
             if let Some(w) = call.wait {
-                self.judged.insert(call.seq, (w, call.block_enter));
+                self.judged.insert(call.seq, (w, call.sent));
             }
         }
         self.judge(false, out);
@@ -227,12 +230,8 @@ impl P2pMatcher {
             if !(all || complete || self.judged.len() > MAX_HELD_PER_KEY) {
                 break;
             }
-            let (mut w, block_enter) = self.judged.remove(&seq).expect("first key");
-            if self
-                .sent_at
-                .range(window)
-                .any(|(_, &sent)| sent < block_enter)
-            {
+            let (mut w, awaited) = self.judged.remove(&seq).expect("first key");
+            if self.sent_at.range(window).any(|(_, &sent)| sent < awaited) {
                 w.pattern = Pattern::LateSenderWrongOrder;
             }
             out.push(w);
@@ -325,7 +324,7 @@ impl P2pMatcher {
         let mut out = Vec::new();
         for (_, call) in std::mem::take(&mut self.calls) {
             if let Some(w) = call.wait {
-                self.judged.insert(call.seq, (w, call.block_enter));
+                self.judged.insert(call.seq, (w, call.sent));
             }
         }
         self.judge(true, &mut out);

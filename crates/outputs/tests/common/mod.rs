@@ -352,6 +352,7 @@ fn pattern(
         m
     };
     WaitPattern {
+        late: Vec::new(),
         time_ns: time_ms.iter().map(|t| t * MS).collect(),
         instances: instances.to_vec(),
         by_function: one(function),
