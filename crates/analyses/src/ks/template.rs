@@ -15,10 +15,17 @@
 //!
 //! # Rules
 //!
-//! - **Threading.** `events` is called for one rank at a time, in that rank's
-//!   stream order, but different ranks' states run on different threads at
-//!   once. Keep everything in the per-rank state and nothing in `self`;
-//!   `finish` runs alone, after every rank's last batch.
+//! - **Threading.** `fold` is called for one rank at a time, in that rank's
+//!   stream order for event batches (`Input::events`, with the messages the
+//!   tracker found in `Input::msgs`), in any order for wait states
+//!   (`Input::waits`, if the spec names `Waits`). Different ranks' states run
+//!   on different threads at once. Keep everything in the per-rank state and
+//!   nothing in `self`; `finish` runs alone, after every rank's last input.
+//! - **Partial results.** The per-rank state is what a server sends another
+//!   to merge: it derives serde's traits, and `remap` renumbers every global
+//!   id it holds (communicators, files, names). Compute nothing derived in
+//!   the state (a mean, a histogram, a spread): `finish` computes it, once,
+//!   from the merged states.
 //! - **Errors.** Never panic and never print. Data you cannot use (an
 //!   undefined id, an impossible value) is counted in the state and reported
 //!   once, in `finish`, as a sentence in `Program::diagnostics`.
@@ -29,8 +36,8 @@
 //!   names users wrote (the mark's name), prefixed when they share a map with
 //!   other kinds (`mark:`).
 
-// Everything a knowledge source needs comes from the crate's `ks` module
-// (the trait and its context types) and from the wire (the event record).
+// Everything a knowledge source needs comes from the crate's analysis
+// module (the trait and its context types) and from the wire (op codes).
 use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::fx::FxHashMap;
 use crate::stream::StreamCx;
@@ -50,7 +57,9 @@ static SPEC: Spec = Spec {
     name: "marks",
     description: "Iteration and phase marks as counters `mark:<name>`: how many, and the iteration numbers' range and mean.",
     // Marks name their mark through a definition, so it needs the `defs`
-    // (which the stream applies before any later batch) and the `events`.
+    // (which the stream applies before any later batch) and the `batches`.
+    // Each sensitivity is real: the board registers the knowledge source for
+    // exactly these entry types.
     sensitivities: &[Sensitivity::Defs, Sensitivity::Events, Sensitivity::ProgramEnd],
     fills: &["regions.counters"],
 };
