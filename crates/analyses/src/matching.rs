@@ -15,12 +15,12 @@
 //!   send: it waited `min(send enter, receive leave) − receive enter`. A call
 //!   completing several receives (`MPI_Waitall`) is one instance that waited
 //!   as long as its latest message, caused by that message's sender.
-//! - *Late Sender / Wrong Order*: a Late Sender while a message that this
-//!   rank received later (within its next [`ORDER_WINDOW`] receives) had
-//!   been sent before the one it waited for: the receive order kept the
-//!   rank waiting while another message could have been taken. (Comparing
-//!   two sends, rather than a send with the receive, keeps the judgement on
-//!   one clock when both come from one sender.)
+//! - *Late Sender / Wrong Order*: a Late Sender while a message the same
+//!   sender sent this rank earlier (on another tag or communicator) is still
+//!   to be received: the receive order kept the rank waiting while another
+//!   message was there to take. Across senders this would need a window of
+//!   receives held back, and two ranks' clocks compared; within one sender
+//!   it is decided when the pair is matched, on one clock.
 //! - *Late Receiver*: a blocking send entered before its receive was
 //!   posted and left after it: it waited `receive post − send enter`.
 //!
@@ -40,6 +40,7 @@
 //! other may complete, so the merged state is the one a single server would
 //! have.
 
+use crate::fx::FxHashMap;
 use crate::track::{Arrival, P2pOp, Pattern, Side, Wait};
 use crate::unify::IdMap;
 use hark_wire::mpi::FUNCTIONS;
@@ -52,9 +53,6 @@ pub const MAX_HELD_PER_KEY: usize = 1 << 16;
 /// Incomplete collective instances one key holds before the oldest are
 /// dropped.
 pub const MAX_INSTANCES: usize = 1 << 12;
-
-/// Later receives a Late Sender is compared with for Wrong Order.
-pub const ORDER_WINDOW: u64 = 8;
 
 /// Counts for the diagnostics.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,32 +87,38 @@ struct Channel {
     recvs: VecDeque<P2pOp>,
 }
 
-/// A Late Sender waiting to be judged for Wrong Order, and its call.
+/// A call that completes several receives (`MPI_Waitall`): its longest
+/// wait so far, until all its receives are matched.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct CallWait {
-    /// Receives of the call matched so far, of `in_call`.
     matched: u32,
     in_call: u32,
-    /// The call's latest wait so far and what caused it.
     wait: Option<Wait>,
-    /// Receive sequence number of the message it waited for longest.
-    seq: u64,
-    /// When the message it waited for longest was sent.
-    sent: u64,
 }
+
+/// The key of a channel: communicator, source, tag (the destination is
+/// the matcher's key).
+type ChannelKey = (u32, i32, i32);
 
 /// Point-to-point matching for one receiving rank (see the module doc).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct P2pMatcher {
-    channels: BTreeMap<(u32, i32, i32), Channel>,
+    channels: FxHashMap<ChannelKey, Channel>,
     held: usize,
-    /// Calls with receives still to match, by call number.
+    /// Sends not matched yet, by sender and the sender's order, with their
+    /// channel: what Wrong Order looks for.
+    pending: BTreeMap<(i32, u64), ChannelKey>,
+    /// Sends matched lately, by sender and the sender's order: the order
+    /// of the receive that took each. Kept while a later pair could still
+    /// be out of order with it.
+    matched: BTreeMap<(i32, u64), u64>,
+    /// The last receive (by this rank's order) that reached this key.
+    last_recv: u64,
+    /// `matched` is pruned when it grows past this (doubling, so pruning
+    /// costs O(1) per pair).
+    prune_at: usize,
+    /// Calls completing several receives, by (receiver's) call number.
     calls: BTreeMap<u64, CallWait>,
-    /// Matched receives by sequence number: when their send was entered.
-    sent_at: BTreeMap<u64, u64>,
-    /// Late Senders judged complete, waiting for the later receives of the
-    /// order window, by receive sequence number.
-    judged: BTreeMap<u64, (Wait, u64)>,
     unmatched: Unmatched,
 }
 
@@ -124,8 +128,14 @@ impl P2pMatcher {
         let key = (op.comm, op.src, op.tag);
         let ch = self.channels.entry(key).or_default();
         match op.side {
-            Side::Send => ch.sends.push_back(op),
-            Side::Recv => ch.recvs.push_back(op),
+            Side::Send => {
+                self.pending.insert((op.src, op.seq), key);
+                ch.sends.push_back(op)
+            }
+            Side::Recv => {
+                self.last_recv = self.last_recv.max(op.seq);
+                ch.recvs.push_back(op)
+            }
         }
         self.held += 1;
         self.drain(key, out);
@@ -134,11 +144,8 @@ impl P2pMatcher {
         }
     }
 
-    fn drain(&mut self, key: (u32, i32, i32), out: &mut Vec<Wait>) {
-        loop {
-            let Some(ch) = self.channels.get_mut(&key) else {
-                return;
-            };
+    fn drain(&mut self, key: ChannelKey, out: &mut Vec<Wait>) {
+        while let Some(ch) = self.channels.get_mut(&key) {
             if ch.sends.is_empty() || ch.recvs.is_empty() {
                 if ch.sends.is_empty() && ch.recvs.is_empty() {
                     self.channels.remove(&key);
@@ -150,6 +157,7 @@ impl P2pMatcher {
                 ch.recvs.pop_front().expect("not empty"),
             );
             self.held -= 2;
+            self.pending.remove(&(s.src, s.seq));
             self.pair(s, r, out);
         }
     }
@@ -171,33 +179,46 @@ impl P2pMatcher {
                     enter_ns: enter,
                     time_ns: r.post_ns - enter,
                     func: s.func,
-                    callpath: s.callpath.clone(),
+                    path: s.path,
                     region: s.region,
                     late: r.dst,
-                    late_callpath: r.callpath.clone(),
+                    late_path: r.path,
                 });
             }
         }
-        self.sent_at.insert(r.seq, s.post_ns);
         let late = r.block.and_then(|(enter, leave)| {
             (s.post_ns > enter).then(|| Wait {
-                pattern: Pattern::LateSender,
+                // Wrong Order: a message this sender sent earlier, to this
+                // rank, is still waiting to be received. Both sends are on
+                // the sender's clock, and the earlier one reached this key
+                // first, so the judgement never depends on timing.
+                pattern: if self.out_of_order(&s, &r) {
+                    Pattern::LateSenderWrongOrder
+                } else {
+                    Pattern::LateSender
+                },
                 waiter: r.dst,
                 enter_ns: enter,
                 time_ns: s.post_ns.min(leave).saturating_sub(enter),
                 func: r.func,
-                callpath: r.callpath.clone(),
+                path: r.path,
                 region: r.region,
                 late: s.src,
-                late_callpath: s.callpath.clone(),
+                late_path: s.path,
             })
         });
-        let call = self.calls.entry(r.call).or_insert_with(|| CallWait {
+        self.matched.insert((s.src, s.seq), r.seq);
+        if self.matched.len() > self.prune_at.max(256) {
+            self.forget_matched();
+        }
+        if r.in_call <= 1 {
+            out.extend(late);
+            return;
+        }
+        let call = self.calls.entry(r.call).or_insert(CallWait {
             matched: 0,
-            in_call: r.in_call.max(1),
+            in_call: r.in_call,
             wait: None,
-            seq: r.seq,
-            sent: s.post_ns,
         });
         call.matched += 1;
         if let Some(w) = late {
@@ -207,62 +228,63 @@ impl P2pMatcher {
                 (w.time_ns, std::cmp::Reverse(w.late)) > (c.time_ns, std::cmp::Reverse(c.late))
             });
             if longer {
-                call.seq = r.seq;
-                call.sent = s.post_ns;
                 call.wait = Some(w);
             }
         }
         if call.matched >= call.in_call {
             let call = self.calls.remove(&r.call).expect("just used");
-            if let Some(w) = call.wait {
-                self.judged.insert(call.seq, (w, call.sent));
-            }
+            out.extend(call.wait);
         }
-        self.judge(false, out);
     }
 
-    /// Decides Wrong Order for the Late Senders whose window is complete
-    /// (all when `all`), and bounds what is remembered.
-    fn judge(&mut self, all: bool, out: &mut Vec<Wait>) {
-        while let Some((&seq, _)) = self.judged.first_key_value() {
-            let window = seq + 1..=seq + ORDER_WINDOW;
-            let complete = self.sent_at.range(window.clone()).count() as u64 == ORDER_WINDOW;
-            if !(all || complete || self.judged.len() > MAX_HELD_PER_KEY) {
-                break;
-            }
-            let (mut w, awaited) = self.judged.remove(&seq).expect("first key");
-            if self.sent_at.range(window).any(|(_, &sent)| sent < awaited) {
-                w.pattern = Pattern::LateSenderWrongOrder;
-            }
-            out.push(w);
+    /// Did `r` take `s` while a message the same sender sent earlier was
+    /// taken by a later receive, or is still to be taken? Depends only on
+    /// the two ranks' orders, never on which pair was matched first.
+    fn out_of_order(&self, s: &P2pOp, r: &P2pOp) -> bool {
+        let earlier = (s.src, 0)..(s.src, s.seq);
+        if self
+            .matched
+            .range(earlier.clone())
+            .any(|(_, &taken)| taken > r.seq)
+        {
+            return true;
         }
-        // Sends of receives before every receive still to be judged (or the
-        // last window) are no longer needed.
-        let keep_from = self
-            .judged
-            .first_key_value()
-            .map(|(&s, _)| s)
-            .into_iter()
-            .chain(self.calls.values().map(|c| c.seq))
-            // Receives not matched yet will need the sends after them.
-            .chain(
-                self.channels
-                    .values()
-                    .filter_map(|ch| ch.recvs.front().map(|r| r.seq)),
-            )
+        // Online, a pending send never has its receive queued (pairs are
+        // matched as soon as both are there), so the first one decides;
+        // only while partials merge does the channel's queue matter.
+        self.pending.range(earlier).any(|(&(_, seq), key)| {
+            let Some(ch) = self.channels.get(key) else {
+                return true;
+            };
+            // Its receive, if it has reached this key, is the one at the
+            // same place in the channel.
+            let at = ch.sends.iter().position(|o| o.seq == seq);
+            match at.and_then(|k| ch.recvs.get(k)) {
+                Some(taker) => taker.seq > r.seq,
+                None => true,
+            }
+        })
+    }
+
+    /// Forgets matched sends whose receive comes before any receive still
+    /// to be paired: no later pair can be out of order with them.
+    fn forget_matched(&mut self) {
+        let first_open = self
+            .channels
+            .values()
+            .filter_map(|ch| ch.recvs.front().map(|r| r.seq))
             .min()
-            .unwrap_or(u64::MAX)
-            .min(
-                self.sent_at
-                    .last_key_value()
-                    .map_or(0, |(&s, _)| s.saturating_sub(ORDER_WINDOW)),
-            );
-        while let Some((&s, _)) = self.sent_at.first_key_value() {
-            if s >= keep_from && self.sent_at.len() <= 2 * MAX_HELD_PER_KEY {
-                break;
-            }
-            self.sent_at.remove(&s);
+            .unwrap_or(self.last_recv + 1);
+        self.matched.retain(|_, taken| *taken >= first_open);
+        // A receive that is never matched would keep everything after it:
+        // past the bound, the earliest-taken go first.
+        if self.matched.len() > MAX_HELD_PER_KEY {
+            let mut taken: Vec<u64> = self.matched.values().copied().collect();
+            let cut = taken.len() - MAX_HELD_PER_KEY;
+            let (_, &mut keep_from, _) = taken.select_nth_unstable(cut);
+            self.matched.retain(|_, t| *t >= keep_from);
         }
+        self.prune_at = 2 * self.matched.len();
     }
 
     fn drop_oldest(&mut self) {
@@ -284,7 +306,9 @@ impl P2pMatcher {
             _ => false,
         };
         if send_first {
-            ch.sends.pop_front();
+            if let Some(s) = ch.sends.pop_front() {
+                self.pending.remove(&(s.src, s.seq));
+            }
             self.unmatched.sends += 1;
         } else {
             ch.recvs.pop_front();
@@ -300,10 +324,15 @@ impl P2pMatcher {
         let mut out = Vec::new();
         self.unmatched.add(&other.unmatched);
         self.calls.extend(other.calls);
-        self.sent_at.extend(other.sent_at);
-        self.judged.extend(other.judged);
+        self.pending.extend(other.pending);
+        self.matched.extend(other.matched);
+        self.last_recv = self.last_recv.max(other.last_recv);
+        // Channels in a fixed order, so that what they complete comes out
+        // the same whatever the map's order.
+        let mut channels: Vec<(ChannelKey, Channel)> = other.channels.into_iter().collect();
+        channels.sort_by_key(|c| c.0);
         let mut keys = Vec::new();
-        for (key, ch) in other.channels {
+        for (key, ch) in channels {
             let mine = self.channels.entry(key).or_default();
             self.held += ch.sends.len() + ch.recvs.len();
             // A channel's sends all come from one stream, and so do its
@@ -315,29 +344,34 @@ impl P2pMatcher {
         for key in keys {
             self.drain(key, &mut out);
         }
-        self.judge(false, &mut out);
         out
     }
 
-    /// The end: judges what waits for its window, counts what is left.
+    /// The end: gives the calls still open their longest wait, counts what
+    /// is left.
     pub fn finish(&mut self) -> (Vec<Wait>, Unmatched) {
-        let mut out = Vec::new();
-        for (_, call) in std::mem::take(&mut self.calls) {
-            if let Some(w) = call.wait {
-                self.judged.insert(call.seq, (w, call.sent));
-            }
-        }
-        self.judge(true, &mut out);
+        let out = std::mem::take(&mut self.calls)
+            .into_values()
+            .filter_map(|c| c.wait)
+            .collect();
         for ch in std::mem::take(&mut self.channels).into_values() {
             self.unmatched.sends += ch.sends.len() as u64;
             self.unmatched.recvs += ch.recvs.len() as u64;
         }
+        self.pending.clear();
+        self.matched.clear();
         self.held = 0;
         (out, std::mem::take(&mut self.unmatched))
     }
 
-    /// Renumbers communicator ids.
+    /// Renumbers communicator, region and call path ids.
     pub fn remap(&mut self, ids: &IdMap) {
+        for w in self.calls.values_mut().filter_map(|c| c.wait.as_mut()) {
+            w.remap(ids);
+        }
+        for key in self.pending.values_mut() {
+            key.0 = ids.comm(key.0);
+        }
         let channels = std::mem::take(&mut self.channels);
         for ((comm, src, tag), mut ch) in channels {
             ch.sends.iter_mut().for_each(|o| o.remap(ids));
@@ -403,7 +437,7 @@ impl Instances {
         std::mem::take(&mut self.unmatched)
     }
 
-    /// Renumbers communicator ids.
+    /// Renumbers communicator, region and call path ids.
     pub fn remap(&mut self, ids: &IdMap) {
         let open = std::mem::take(&mut self.open);
         for ((comm, seq), mut arrivals) in open {
@@ -432,10 +466,10 @@ fn judge_instance(mut arrivals: Vec<Arrival>, out: &mut Vec<Wait>) {
         enter_ns: w.enter_ns,
         time_ns: until.min(w.leave_ns).saturating_sub(w.enter_ns),
         func: w.func,
-        callpath: w.callpath.clone(),
+        path: w.path,
         region: w.region,
         late: late.rank,
-        late_callpath: late.callpath.clone(),
+        late_path: late.path,
     };
     match pattern {
         Pattern::WaitNxN | Pattern::WaitBarrier => {

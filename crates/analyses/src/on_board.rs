@@ -54,7 +54,7 @@ pub const ARRIVALS: &str = "arrivals";
 pub const WAITS: &str = "waits";
 
 /// Keys of the collective instances: an instance's arrivals share one.
-const INSTANCE_KEYS: u64 = 64;
+const INSTANCE_KEYS: u64 = 16;
 
 /// An entry type whose payload type is fixed at compile time: entries are
 /// made and read only through it, so a payload is never of another type.
@@ -299,6 +299,8 @@ impl OnBoard {
             Ok(())
         };
 
+        // Matching runs only when some knowledge source wants wait states.
+        let cross = program.cross();
         let st = states.clone();
         register(KnowledgeSource::new(
             "unpack",
@@ -324,7 +326,7 @@ impl OnBoard {
                                     .or_insert_with(|| info.clone());
                             }
                         }
-                        let track = slot_of(&st.tracks, info.conn(), Track::default);
+                        let track = slot_of(&st.tracks, info.conn(), || Track::new(cross));
                         let mut derived = {
                             let cx = info.cx();
                             lock(&track).pack(&cx, world, &batch.events)
@@ -342,41 +344,43 @@ impl OnBoard {
             },
         ))?;
 
-        let st = states.clone();
-        register(KnowledgeSource::new(
-            "match-p2p",
-            &[types.p2p.ty],
-            move |ctx, entries| {
-                let Some(key) = ctx.key() else { return };
-                let m = slot_of(&st.p2p, key, P2pMatcher::default);
-                let mut waits = Vec::new();
-                {
-                    let mut m = lock(&m);
-                    for op in types.p2p.get(&entries[0]) {
-                        m.add(op.clone(), &mut waits);
+        if cross {
+            let st = states.clone();
+            register(KnowledgeSource::new(
+                "match-p2p",
+                &[types.p2p.ty],
+                move |ctx, entries| {
+                    let Some(key) = ctx.key() else { return };
+                    let m = slot_of(&st.p2p, key, P2pMatcher::default);
+                    let mut waits = Vec::new();
+                    {
+                        let mut m = lock(&m);
+                        for op in types.p2p.get(&entries[0]) {
+                            m.add(op.clone(), &mut waits);
+                        }
                     }
-                }
-                route(ctx, &st, types.waits, waits);
-            },
-        ))?;
+                    route(ctx, &st, types.waits, waits);
+                },
+            ))?;
 
-        let st = states.clone();
-        register(KnowledgeSource::new(
-            "match-collectives",
-            &[types.arrivals.ty],
-            move |ctx, entries| {
-                let Some(key) = ctx.key() else { return };
-                let m = slot_of(&st.collectives, key, Instances::default);
-                let mut waits = Vec::new();
-                {
-                    let mut m = lock(&m);
-                    for a in types.arrivals.get(&entries[0]) {
-                        m.add(a.clone(), &mut waits);
+            let st = states.clone();
+            register(KnowledgeSource::new(
+                "match-collectives",
+                &[types.arrivals.ty],
+                move |ctx, entries| {
+                    let Some(key) = ctx.key() else { return };
+                    let m = slot_of(&st.collectives, key, Instances::default);
+                    let mut waits = Vec::new();
+                    {
+                        let mut m = lock(&m);
+                        for a in types.arrivals.get(&entries[0]) {
+                            m.add(a.clone(), &mut waits);
+                        }
                     }
-                }
-                route(ctx, &st, types.waits, waits);
-            },
-        ))?;
+                    route(ctx, &st, types.waits, waits);
+                },
+            ))?;
+        }
 
         for (index, analysis) in program.analyses().iter().enumerate() {
             let spec = analysis.spec();

@@ -8,6 +8,7 @@
 //! translation to program ranks happens once, when the partial result is
 //! folded ([`crate::Partial::finish`]).
 
+use crate::analysis::Sensitivity;
 use crate::dynamic::DynAnalysis;
 use crate::matching::{Instances, P2pMatcher};
 use crate::partial::{Partial, RankAccounting};
@@ -54,6 +55,15 @@ pub(crate) struct Shared {
     pub(crate) origin_ns: u64,
     pub(crate) config: Config,
     pub(crate) hand: Mutex<Hand>,
+}
+
+impl Shared {
+    /// Does any knowledge source want wait states (and so matching)?
+    pub(crate) fn cross(&self) -> bool {
+        self.analyses
+            .iter()
+            .any(|a| a.spec().sensitivities.contains(&Sensitivity::Waits))
+    }
 }
 
 impl std::fmt::Debug for Hand {
@@ -133,6 +143,12 @@ impl ProgramAnalysis {
     /// The program's knowledge sources, in fold order.
     pub fn analyses(&self) -> &[Arc<dyn DynAnalysis>] {
         &self.shared.analyses
+    }
+
+    /// Whether messages are matched across ranks: only when a knowledge
+    /// source is sensitive to wait states.
+    pub fn cross(&self) -> bool {
+        self.shared.cross()
     }
 
     /// The identity of the process that said `hello` on connection number

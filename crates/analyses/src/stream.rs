@@ -214,6 +214,35 @@ impl StreamCx<'_> {
             .as_ref()
             .map_or(UNDEFINED, |t| t.name(local))
     }
+    /// The id of the region call path named by the global name ids
+    /// `stack`, outermost first (takes the program's tables' lock: call it
+    /// once per new stack, not per event); `None` without a stream.
+    pub(crate) fn path_of(&self, stack: &[u32]) -> Option<u32> {
+        let info = self.info?;
+        let mut unifier = info
+            .shared
+            .unifier
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let text = stack
+            .iter()
+            .map(|&id| unifier.name(id).unwrap_or("?"))
+            .collect::<Vec<_>>()
+            .join("/");
+        Some(unifier.intern_path(&text))
+    }
+
+    /// The id of call path `text` (takes the program's tables' lock).
+    pub(crate) fn path_of_text(&self, text: &str) -> Option<u32> {
+        let info = self.info?;
+        let mut unifier = info
+            .shared
+            .unifier
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        Some(unifier.intern_path(text))
+    }
+
     /// The text of global name `global` (takes the program's tables' lock:
     /// call it once per new name, not per event).
     pub fn name_text(&self, global: u32) -> Option<String> {
@@ -263,10 +292,11 @@ pub struct Stream {
 impl Stream {
     pub(crate) fn new(info: StreamInfo) -> Stream {
         let states = info.shared.analyses.iter().map(|a| a.new_rank()).collect();
+        let track = Track::new(info.shared.cross());
         Stream {
             info: Arc::new(info),
             states,
-            track: Track::default(),
+            track,
             acc: StreamAccounting::default(),
         }
     }

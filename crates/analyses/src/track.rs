@@ -24,7 +24,6 @@ use crate::unify::{IdMap, UNDEFINED};
 use hark_wire::mpi::{Class, FUNCTIONS};
 use hark_wire::{op, Event};
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 /// Requests and calls remembered above this many are forgotten (counted):
 /// a program that never completes its requests must not grow the server.
@@ -35,9 +34,6 @@ const MAX_PATHS: usize = 4096;
 
 /// Open regions one thread keeps track of; deeper ones are ignored.
 const MAX_STACK: usize = 1024;
-
-/// The call path of events outside any region.
-pub(crate) const NO_REGION: &str = "";
 
 /// A wait-state pattern (Scalasca's pattern catalogue; `docs/analyses.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -116,7 +112,7 @@ impl Pattern {
 }
 
 /// One wait state: a rank that waited in an MPI call for another rank.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Wait {
     /// The pattern.
     pub pattern: Pattern,
@@ -128,15 +124,16 @@ pub struct Wait {
     pub time_ns: u64,
     /// Index in `FUNCTIONS` of the call it waited in.
     pub func: u16,
-    /// The waiting rank's region call path (`outer/inner`, `""` for none).
-    pub callpath: Arc<str>,
+    /// The waiting rank's region call path (an id of the program's tables:
+    /// `outer/inner`, `""` for none).
+    pub path: u32,
     /// The waiting rank's top-level region (global name id), or
     /// `UNDEFINED` outside any region.
     pub region: u32,
     /// World rank that was late (the cause).
     pub late: i32,
     /// The region call path the late rank was in when it arrived.
-    pub late_callpath: Arc<str>,
+    pub late_path: u32,
 }
 
 /// Which side of a message a [`P2pOp`] is.
@@ -147,7 +144,7 @@ pub(crate) enum Side {
 }
 
 /// One side of a point-to-point message, for matching.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct P2pOp {
     pub side: Side,
     /// Global communicator id.
@@ -173,12 +170,12 @@ pub(crate) struct P2pOp {
     pub in_call: u32,
     /// Region call path when it was posted (sends) or waited for
     /// (receives), and its top-level region (global name id).
-    pub callpath: Arc<str>,
+    pub path: u32,
     pub region: u32,
 }
 
 /// A rank entering a blocking collective.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Arrival {
     /// Global communicator id and the collective's sequence number on it.
     pub comm: u32,
@@ -190,7 +187,7 @@ pub(crate) struct Arrival {
     /// Enter and leave, common ns.
     pub enter_ns: u64,
     pub leave_ns: u64,
-    pub callpath: Arc<str>,
+    pub path: u32,
     pub region: u32,
     /// Members of the communicator: arrivals that complete an instance.
     pub size: u32,
@@ -199,6 +196,8 @@ pub(crate) struct Arrival {
 impl Wait {
     pub(crate) fn remap(&mut self, ids: &IdMap) {
         self.region = ids.name(self.region);
+        self.path = ids.path(self.path);
+        self.late_path = ids.path(self.late_path);
     }
 }
 
@@ -206,6 +205,7 @@ impl P2pOp {
     pub(crate) fn remap(&mut self, ids: &IdMap) {
         self.comm = ids.comm(self.comm);
         self.region = ids.name(self.region);
+        self.path = ids.path(self.path);
     }
 }
 
@@ -213,6 +213,7 @@ impl Arrival {
     pub(crate) fn remap(&mut self, ids: &IdMap) {
         self.comm = ids.comm(self.comm);
         self.region = ids.name(self.region);
+        self.path = ids.path(self.path);
     }
 }
 
@@ -244,19 +245,25 @@ struct OpenCall {
 /// One stream's tracking state.
 #[derive(Default)]
 pub(crate) struct Track {
+    /// Publish sends, receives and arrivals for matching: only when some
+    /// knowledge source is sensitive to wait states.
+    cross: bool,
     tracker: Tracker,
     /// Per thread: open regions (global name ids).
     stacks: Vec<Vec<u32>>,
-    /// Call path names by region stack.
-    paths: FxHashMap<Vec<u32>, Arc<str>>,
+    /// Per thread: its stack's call path and top-level region, while the
+    /// stack does not change.
+    current: Vec<Option<(u32, u32)>>,
+    /// Call path ids by region stack.
+    paths: FxHashMap<Vec<u32>, u32>,
     /// Per thread: the last MPI call (function, enter, leave), which detail
     /// records belong to.
     last_call: Vec<(u16, u64, u64)>,
     /// Per thread: receives of the call whose details are being read.
     open: Vec<OpenCall>,
-    /// Outstanding receive requests: posting time (common ns) and whether
-    /// the request is persistent.
-    posted_recvs: FxHashMap<u64, (u64, bool)>,
+    /// Outstanding receive requests: posting time (common ns), whether the
+    /// request is persistent, and its communicator (global id).
+    posted_recvs: FxHashMap<u64, (u64, bool, u32)>,
     persistent_sends: FxHashMap<u64, PersistentSend>,
     /// Members per global communicator (looked up once each).
     sizes: FxHashMap<u32, u32>,
@@ -276,42 +283,54 @@ fn hold<V>(map: &mut FxHashMap<u64, V>, forgotten: &mut u64, key: u64, v: V) {
 }
 
 impl Track {
+    /// A stream's tracker; `cross`: publish what matching needs.
+    pub(crate) fn new(cross: bool) -> Track {
+        Track {
+            cross,
+            ..Track::default()
+        }
+    }
+
     /// Requests the tracker forgot, for the diagnostics.
     pub(crate) fn forgotten(&self) -> u64 {
         self.forgotten + self.tracker.forgotten
     }
 
     /// The call path of `thread` and its top-level region.
-    fn callpath(&mut self, cx: &StreamCx<'_>, thread: usize) -> (Arc<str>, u32) {
-        let top = self
-            .stacks
-            .get(thread)
-            .and_then(|s| s.first().copied())
-            .unwrap_or(UNDEFINED);
-        (self.path_name(cx, thread), top)
+    #[inline]
+    fn callpath(&mut self, cx: &StreamCx<'_>, thread: usize) -> (u32, u32) {
+        if let Some(Some(c)) = self.current.get(thread) {
+            return *c;
+        }
+        let c = self.lookup(cx, thread);
+        if self.current.len() <= thread {
+            self.current.resize(thread + 1, None);
+        }
+        self.current[thread] = Some(c);
+        c
     }
 
-    fn path_name(&mut self, cx: &StreamCx<'_>, thread: usize) -> Arc<str> {
-        let stack = match self.stacks.get(thread) {
-            // Past the depth the regions keep, a path is its ancestor's.
-            Some(s) if !s.is_empty() => &s[..s.len().min(crate::ks::regions::MAX_DEPTH)],
-            _ => return Arc::from(NO_REGION),
+    #[cold]
+    fn lookup(&mut self, cx: &StreamCx<'_>, thread: usize) -> (u32, u32) {
+        let empty = Vec::new();
+        let stack = self.stacks.get(thread).unwrap_or(&empty);
+        // Past the depth the regions keep, a path is its ancestor's.
+        let stack = &stack[..stack.len().min(crate::ks::regions::MAX_DEPTH)];
+        let top = stack.first().copied().unwrap_or(UNDEFINED);
+        if let Some(&p) = self.paths.get(stack) {
+            return (p, top);
+        }
+        let other = ["<other>".to_string()];
+        let id = if self.paths.len() >= MAX_PATHS {
+            cx.path_of_text(&other[0])
+        } else {
+            cx.path_of(stack)
         };
-        if let Some(p) = self.paths.get(stack) {
-            return p.clone();
+        let id = id.unwrap_or(UNDEFINED);
+        if self.paths.len() < MAX_PATHS {
+            self.paths.insert(stack.to_vec(), id);
         }
-        if self.paths.len() >= MAX_PATHS {
-            return Arc::from("<other>");
-        }
-        let name: Arc<str> = Arc::from(
-            stack
-                .iter()
-                .map(|&id| cx.name_text(id).unwrap_or_else(|| "?".into()))
-                .collect::<Vec<_>>()
-                .join("/"),
-        );
-        self.paths.insert(stack.to_vec(), name.clone());
-        name
+        (id, top)
     }
 
     /// Tracks one pack, in stream order.
@@ -325,6 +344,9 @@ impl Track {
                     out.msgs.push(m);
                 }
             }
+            if !self.cross {
+                continue;
+            }
             match op::kind(code) {
                 op::OpKind::Mpi(func) => self.call(cx, me, thread, func, ev, &mut out),
                 op::OpKind::Detail => self.detail(cx, me, thread, code, ev, &mut out),
@@ -332,6 +354,9 @@ impl Track {
                     let name = cx.name(ev.obj.get());
                     if self.stacks.len() <= thread {
                         self.stacks.resize_with(thread + 1, Vec::new);
+                    }
+                    if let Some(c) = self.current.get_mut(thread) {
+                        *c = None;
                     }
                     let stack = &mut self.stacks[thread];
                     if code == op::REGION_BEGIN {
@@ -376,7 +401,7 @@ impl Track {
                     .push(self.send(comm, me, peer, tag, enter, block, func, path));
             }
             Class::Recv if peer >= 0 => {
-                let (callpath, region) = self.callpath(cx, thread);
+                let (path, region) = self.callpath(cx, thread);
                 self.recvs += 1;
                 out.ops.push(P2pOp {
                     side: Side::Recv,
@@ -390,12 +415,12 @@ impl Track {
                     func: func as u16,
                     call: self.calls,
                     in_call: 1,
-                    callpath,
+                    path,
                     region,
                 });
             }
             Class::Irecv | Class::RecvInit => {
-                let posted = (enter, class == Class::RecvInit);
+                let posted = (enter, class == Class::RecvInit, comm);
                 hold(
                     &mut self.posted_recvs,
                     &mut self.forgotten,
@@ -435,7 +460,7 @@ impl Track {
             Class::Collective
                 if Pattern::of_collective(FUNCTIONS[func].name).is_some() && comm != UNDEFINED =>
             {
-                let (callpath, region) = self.callpath(cx, thread);
+                let (path, region) = self.callpath(cx, thread);
                 let size = *self
                     .sizes
                     .entry(comm)
@@ -448,7 +473,7 @@ impl Track {
                     func: func as u16,
                     enter_ns: enter,
                     leave_ns: leave,
-                    callpath,
+                    path,
                     region,
                     size,
                 });
@@ -467,7 +492,7 @@ impl Track {
         enter: u64,
         block: Option<(u64, u64)>,
         func: usize,
-        (callpath, region): (Arc<str>, u32),
+        (path, region): (u32, u32),
     ) -> P2pOp {
         self.sends += 1;
         P2pOp {
@@ -482,7 +507,7 @@ impl Track {
             func: func as u16,
             call: 0,
             in_call: 1,
-            callpath,
+            path,
             region,
         }
     }
@@ -504,11 +529,17 @@ impl Track {
         let posted = self.posted_recvs.get(&req).copied();
         // Persistent receives stay posted until freed (the next Start sets
         // their time again); others are done once completed or cancelled.
-        if matches!(posted, Some((_, false)))
+        if matches!(posted, Some((_, false, _)))
             && (code == op::CANCELLED || code == op::COMPLETE_RECV)
         {
             self.posted_recvs.remove(&req);
         }
+        // The completion names its communicator; if it cannot be described,
+        // the posting call's is the same one.
+        let comm = match cx.comm(ev.obj.get()) {
+            UNDEFINED => posted.map_or(UNDEFINED, |p| p.2),
+            c => c,
+        };
         let posted = posted.map(|p| p.0);
         if class == Class::Wait || class == Class::Test {
             let open = &mut self.open[thread];
@@ -522,11 +553,11 @@ impl Track {
                 Class::Wait => (posted.unwrap_or(enter), Some((enter, leave))),
                 _ => (posted.unwrap_or(enter), None),
             };
-            let (callpath, region) = self.callpath(cx, thread);
+            let (path, region) = self.callpath(cx, thread);
             self.recvs += 1;
             let op = P2pOp {
                 side: Side::Recv,
-                comm: cx.comm(ev.obj.get()),
+                comm,
                 src: peer,
                 dst: me,
                 tag: ev.tag.get(),
@@ -536,7 +567,7 @@ impl Track {
                 func,
                 call: self.calls,
                 in_call: 1,
-                callpath,
+                path,
                 region,
             };
             if class == Class::Wait || class == Class::Test {

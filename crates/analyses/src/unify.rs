@@ -53,6 +53,10 @@ pub struct Unifier {
     /// Per global comm id: how many with the same members came before it.
     comm_occurrence: Vec<u32>,
     comm_ids: HashMap<(CommDef, u32), u32>,
+    /// Region call paths (`outer/inner`, `""` outside any region), which
+    /// the tracker names once per stack.
+    paths: Vec<String>,
+    path_ids: HashMap<String, u32>,
 }
 
 /// A unifier's tables as data: what a partial result carries so that its
@@ -65,6 +69,8 @@ pub struct Tables {
     pub files: Vec<String>,
     /// Communicators and their occurrence (see the module doc).
     pub comms: Vec<(CommDef, u32)>,
+    /// Region call paths.
+    pub paths: Vec<String>,
 }
 
 /// Renumbers global ids from one set of tables to another (see
@@ -73,6 +79,7 @@ pub struct Tables {
 #[derive(Clone, Debug, Default)]
 pub struct IdMap {
     identity: bool,
+    paths: Vec<u32>,
     names: Vec<u32>,
     files: Vec<u32>,
     comms: Vec<u32>,
@@ -102,6 +109,14 @@ impl IdMap {
             return id;
         }
         get(&self.files, id)
+    }
+    /// The new id of call path `id`.
+    #[inline]
+    pub fn path(&self, id: u32) -> u32 {
+        if self.identity {
+            return id;
+        }
+        get(&self.paths, id)
     }
     /// The new id of communicator `id`.
     #[inline]
@@ -167,6 +182,7 @@ impl Unifier {
                 .cloned()
                 .zip(self.comm_occurrence.iter().copied())
                 .collect(),
+            paths: self.paths.clone(),
         }
     }
 
@@ -186,6 +202,7 @@ impl Unifier {
                 .iter()
                 .map(|(c, o)| self.intern_comm(c.clone(), *o))
                 .collect(),
+            paths: tables.paths.iter().map(|p| self.intern_path(p)).collect(),
         }
     }
 
@@ -197,6 +214,7 @@ impl Unifier {
         let mut t = self.tables();
         t.names.sort();
         t.files.sort();
+        t.paths.sort();
         // The largest first, so that the world leads as it was made first.
         t.comms.sort_by(|a, b| {
             (std::cmp::Reverse(a.0.members.len()), a)
@@ -206,6 +224,22 @@ impl Unifier {
         canonical.absorb(&t);
         let ids = canonical.absorb(&self.tables());
         (canonical, ids)
+    }
+
+    /// The call path with id `id`.
+    pub fn path(&self, id: u32) -> Option<&str> {
+        self.paths.get(id as usize).map(String::as_str)
+    }
+
+    /// The id of call path `path`, interned.
+    pub fn intern_path(&mut self, path: &str) -> u32 {
+        if let Some(&id) = self.path_ids.get(path) {
+            return id;
+        }
+        let id = self.paths.len() as u32;
+        self.paths.push(path.to_string());
+        self.path_ids.insert(path.to_string(), id);
+        id
     }
 
     fn intern_name(&mut self, kind: NameKind, name: &str) -> u32 {

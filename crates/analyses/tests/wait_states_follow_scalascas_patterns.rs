@@ -91,14 +91,35 @@ fn a_blocking_send_entered_before_its_receive_is_a_late_receiver() {
 
 #[test]
 fn waiting_for_a_late_message_while_an_earlier_one_is_there_is_wrong_order() {
-    // Rank 1 sends at 50, rank 2 at 500; rank 0 first waits for rank 2's.
+    // Rank 1 sends tag 1 at 50 and tag 2 at 500; rank 0 first waits for
+    // tag 2, while tag 1 is there.
     let p = both(&[
-        rank(0, 3, vec![recv((100, 510), 2, 0), recv((510, 520), 1, 0)]),
-        rank(1, 3, vec![send("MPI_Send", (50, 60), 0, 0)]),
-        rank(2, 3, vec![send("MPI_Send", (500, 505), 0, 0)]),
+        rank(0, 2, vec![recv((100, 510), 1, 2), recv((510, 520), 1, 1)]),
+        rank(
+            1,
+            2,
+            vec![
+                send("MPI_Send", (50, 60), 0, 1),
+                send("MPI_Send", (500, 505), 0, 2),
+            ],
+        ),
     ]);
     assert_eq!(waits(&p, "late_sender_wrong_order")[0], (400, 1));
     assert_eq!(waits(&p, "late_sender")[0], (0, 0));
+    // In order, the same late message is a plain Late Sender.
+    let p = both(&[
+        rank(0, 2, vec![recv((100, 110), 1, 1), recv((110, 510), 1, 2)]),
+        rank(
+            1,
+            2,
+            vec![
+                send("MPI_Send", (50, 60), 0, 1),
+                send("MPI_Send", (500, 505), 0, 2),
+            ],
+        ),
+    ]);
+    assert_eq!(waits(&p, "late_sender")[0], (390, 1));
+    assert_eq!(waits(&p, "late_sender_wrong_order")[0], (0, 0));
 }
 
 #[test]

@@ -9,8 +9,12 @@
 //! be analysed: the writers block instead of dropping, so a server that does
 //! not keep up shows as a lower rate, not as loss).
 //!
-//! `flood run <events per writer> <writers>` runs one measurement;
-//! `flood write <addr> <rank> <size> <events>` is one writer.
+//! Each is run with every analysis and again without the cross-rank ones
+//! (message matching, collective instances, wait states, efficiencies, the
+//! digest), alternating, to show what relating ranks costs.
+//!
+//! `flood run <events per writer> <writers> [all|local]` runs one
+//! measurement; `flood write <addr> <rank> <size> <events>` is one writer.
 
 use hark_server::{Server, ServerConfig};
 use hark_wire::{
@@ -32,17 +36,23 @@ fn main() {
             num(&args[3]) as i32,
             num(&args[4]),
         ),
-        Some("run") => run(num(&args[1]), num(&args[2]) as usize),
+        Some("run") => run(
+            num(&args[1]),
+            num(&args[2]) as usize,
+            args.get(3).map_or("all", String::as_str),
+        ),
         // `cargo bench` passes `--bench`: the whole comparison.
         _ => {
             for per_writer in [2_500_000u64, 25_000_000] {
                 for _ in 0..3 {
-                    let out = Command::new(std::env::current_exe().unwrap())
-                        .args(["run", &per_writer.to_string(), "4"])
-                        .output()
-                        .expect("running a measurement");
-                    print!("{}", String::from_utf8_lossy(&out.stdout));
-                    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+                    for which in ["all", "local"] {
+                        let out = Command::new(std::env::current_exe().unwrap())
+                            .args(["run", &per_writer.to_string(), "4", which])
+                            .output()
+                            .expect("running a measurement");
+                        print!("{}", String::from_utf8_lossy(&out.stdout));
+                        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+                    }
                 }
             }
         }
@@ -64,12 +74,31 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn run(per_writer: u64, writers: usize) {
+/// The analyses that see one rank at a time: everything but matching and
+/// what depends on it.
+const LOCAL: &[&str] = &[
+    "summary",
+    "mpi-profile",
+    "p2p-topology",
+    "collectives",
+    "io-profile",
+    "regions",
+    "marks",
+    "timeslices",
+    "density",
+];
+
+fn run(per_writer: u64, writers: usize, which: &str) {
     let dir = std::env::temp_dir().join(format!("hark-flood-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let addr = format!("unix:{}", dir.join("sock").display());
     let server = Server::start(ServerConfig {
         addr: addr.clone(),
+        analyses: match which {
+            "all" => None,
+            "local" => Some(LOCAL.iter().map(|s| s.to_string()).collect()),
+            list => Some(list.split(',').map(str::to_string).collect()),
+        },
         ..ServerConfig::default()
     })
     .expect("starting the server");
@@ -98,7 +127,7 @@ fn run(per_writer: u64, writers: usize) {
     let a = &run.accounting;
     let events = a.events_received;
     println!(
-        "flood: {writers} writers x {per_writer} events: {events} events in {:.2} s = {:.1} M events/s; \
+        "flood ({which}): {writers} writers x {per_writer} events: {events} events in {:.2} s = {:.1} M events/s; \
          model ready {:.0} ms after the last writer ended; server peak RSS {} MiB; \
          written {} received {} analysed {} dropped {} partial {}",
         total.as_secs_f64(),
@@ -111,6 +140,11 @@ fn run(per_writer: u64, writers: usize) {
         a.events_dropped,
         a.partial_ranks,
     );
+    for p in &run.programs {
+        for d in &p.diagnostics {
+            println!("  diagnostic: {d}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -179,12 +213,19 @@ fn write(addr: &str, rank: i32, size: i32, events: u64) {
     let pattern = mix(rank, size);
     // Whole copies of the mix per pack, so regions open and close in one.
     let per_pack = PACK_EVENTS / pattern.len() * pattern.len();
+    let rounds = per_pack / pattern.len();
+    let allreduce = op::mpi_op("MPI_Allreduce").unwrap();
     let template: Vec<Event> = (0..per_pack)
         .map(|i| {
             let mut e = pattern[i % pattern.len()];
             let t = i as u64 * 1000;
             e.start.set(t);
             e.end.set(t + e.end.get());
+            // A collective's sequence number on its communicator, as the
+            // probe numbers them (one per round of the mix).
+            if e.op() == allreduce {
+                e.tag.set((i / pattern.len()) as i32);
+            }
             e
         })
         .collect();
@@ -197,6 +238,9 @@ fn write(addr: &str, rank: i32, size: i32, events: u64) {
         for (e, t) in pack[..n].iter_mut().zip(&template) {
             e.start.set(t.start.get() + shift);
             e.end.set(t.end.get() + shift);
+            if e.op() == allreduce {
+                e.tag.set(t.tag.get() + (seq as usize * rounds) as i32);
+            }
         }
         buf.clear();
         encode_pack(seq, &pack[..n], &mut buf);
@@ -246,11 +290,13 @@ fn mix(rank: i32, size: i32) -> Vec<Event> {
     e.peer.set(next);
     e.bytes.set(4096);
     e.extra.set(1);
+    e.obj.set(1);
     v.push(e);
     let mut e = ev(op::COMPLETE_RECV, 900);
     e.peer.set(prev);
     e.bytes.set(4096);
     e.extra.set(2);
+    e.obj.set(1);
     v.push(e);
     let mut e = ev(f("MPI_Send"), 500);
     e.peer.set(next);

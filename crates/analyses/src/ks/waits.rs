@@ -58,17 +58,30 @@ impl Cell {
 struct Acc {
     total: Cell,
     by_function: BTreeMap<u16, Cell>,
-    by_callpath: BTreeMap<String, Cell>,
-    causes: BTreeMap<String, Cell>,
+    /// By call path id (the program's tables).
+    by_callpath: BTreeMap<u32, Cell>,
+    causes: BTreeMap<u32, Cell>,
     /// World rank that was late → what it caused here.
     late: BTreeMap<i32, Cell>,
 }
 
-fn add_path(map: &mut BTreeMap<String, Cell>, path: &str, time: u64) {
-    if map.len() >= MAX_PATHS && !map.contains_key(path) {
-        map.entry("<other>".into()).or_default().add(time);
+/// Call paths past [`MAX_PATHS`] share this key (`<other>` in the model).
+const OTHER: u32 = u32::MAX - 1;
+
+fn add_path(map: &mut BTreeMap<u32, Cell>, path: u32, time: u64) {
+    let key = if map.len() >= MAX_PATHS && !map.contains_key(&path) {
+        OTHER
     } else {
-        map.entry(path.to_string()).or_default().add(time);
+        path
+    };
+    map.entry(key).or_default().add(time);
+}
+
+fn remap_paths(map: &mut BTreeMap<u32, Cell>, ids: &IdMap) {
+    let old = std::mem::take(map);
+    for (k, c) in old {
+        let k = if k == OTHER { OTHER } else { ids.path(k) };
+        map.entry(k).or_default().merge(&c);
     }
 }
 
@@ -94,8 +107,8 @@ impl RankState for Rank {
             let acc = self.patterns.entry(w.pattern).or_default();
             acc.total.add(w.time_ns);
             acc.by_function.entry(w.func).or_default().add(w.time_ns);
-            add_path(&mut acc.by_callpath, &w.callpath, w.time_ns);
-            add_path(&mut acc.causes, &w.late_callpath, w.time_ns);
+            add_path(&mut acc.by_callpath, w.path, w.time_ns);
+            add_path(&mut acc.causes, w.late_path, w.time_ns);
             acc.late.entry(w.late).or_default().add(w.time_ns);
             let p = Pattern::ALL
                 .iter()
@@ -109,7 +122,12 @@ impl RankState for Rank {
             s.add(2 * p + 1, span.0, 1);
         }
     }
-    fn remap(&mut self, _: &IdMap) {}
+    fn remap(&mut self, ids: &IdMap) {
+        for acc in self.patterns.values_mut() {
+            remap_paths(&mut acc.by_callpath, ids);
+            remap_paths(&mut acc.causes, ids);
+        }
+    }
 }
 
 impl Analysis for WaitStates {
@@ -146,6 +164,10 @@ impl Analysis for WaitStates {
             let mut by_function: BTreeMap<u16, Cell> = BTreeMap::new();
             let mut by_callpath: BTreeMap<String, Cell> = BTreeMap::new();
             let mut by_cause: BTreeMap<String, Cell> = BTreeMap::new();
+            let name = |id: u32| match id {
+                OTHER => "<other>".to_string(),
+                id => cx.unifier.path(id).unwrap_or("?").to_string(),
+            };
             for (r, rank) in ranks.iter().enumerate() {
                 let Some(acc) = rank.patterns.get(pattern) else {
                     continue;
@@ -155,11 +177,11 @@ impl Analysis for WaitStates {
                 for (f, c) in &acc.by_function {
                     by_function.entry(*f).or_default().merge(c);
                 }
-                for (path, c) in &acc.by_callpath {
-                    by_callpath.entry(path.clone()).or_default().merge(c);
+                for (&path, c) in &acc.by_callpath {
+                    by_callpath.entry(name(path)).or_default().merge(c);
                 }
-                for (path, c) in &acc.causes {
-                    by_cause.entry(path.clone()).or_default().merge(c);
+                for (&path, c) in &acc.causes {
+                    by_cause.entry(name(path)).or_default().merge(c);
                 }
                 for (&late, c) in &acc.late {
                     let Some(l) = cx.program_rank(late) else {
