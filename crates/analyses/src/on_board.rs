@@ -356,7 +356,7 @@ impl OnBoard {
                     {
                         let mut m = lock(&m);
                         for op in types.p2p.get(&entries[0]) {
-                            m.add(op.clone(), &mut waits);
+                            m.add(*op, &mut waits);
                         }
                     }
                     route(ctx, &st, types.waits, waits);
@@ -374,7 +374,7 @@ impl OnBoard {
                     {
                         let mut m = lock(&m);
                         for a in types.arrivals.get(&entries[0]) {
-                            m.add(a.clone(), &mut waits);
+                            m.add(*a, &mut waits);
                         }
                     }
                     route(ctx, &st, types.waits, waits);
