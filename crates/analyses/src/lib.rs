@@ -46,6 +46,7 @@
 #![forbid(unsafe_code)]
 
 mod analysis;
+pub mod clock;
 mod error;
 mod fx;
 mod hist;

@@ -5,9 +5,10 @@
 //! ([`Stream`]).
 
 use crate::analysis::RankState;
+use crate::clock::{Alignment, Mapping};
 use crate::program::Shared;
 use crate::unify::Translation;
-use hark_wire::{Def, End, Event, Hello, RankInfo};
+use hark_wire::{ClockSync, Def, End, Event, Hello, RankInfo};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 /// Everything known about one process's stream that is not an analysis
@@ -21,7 +22,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 pub struct StreamInfo {
     conn: u64,
     hello: Hello,
-    offset_ns: i64,
+    clock: Mutex<Alignment>,
     origin_ns: u64,
     slice_shift: u32,
     slices: usize,
@@ -35,7 +36,7 @@ impl StreamInfo {
         StreamInfo {
             conn,
             hello,
-            offset_ns,
+            clock: Mutex::new(Alignment::new(offset_ns)),
             origin_ns: shared.origin_ns,
             slice_shift: shared.config.slice_shift,
             slices: shared.config.slices,
@@ -75,10 +76,32 @@ impl StreamInfo {
         self.origin_ns
     }
 
-    /// A probe timestamp on the run's common timeline, in ns.
-    #[inline]
+    /// A probe timestamp on the run's common timeline, in ns, as mapped now
+    /// (see [`crate::clock`]; a batch maps all its events with one mapping).
     pub fn common(&self, probe_ns: u64) -> u64 {
-        probe_ns.saturating_add_signed(self.offset_ns)
+        self.clock().mapping().common(probe_ns)
+    }
+
+    /// What is known of this stream's clock.
+    pub fn clock(&self) -> Alignment {
+        *self.clock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A clock alignment with world rank 0 arrived (`Clock` frame).
+    pub fn align(&self, sync: ClockSync) {
+        self.clock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .measured(sync);
+    }
+
+    /// World rank 0's handshake offset, the reference every aligned stream
+    /// of the job shares, became known.
+    pub fn set_clock_reference(&self, reference_ns: i64) {
+        self.clock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .set_reference(reference_ns);
     }
 
     /// The initial width of a time slice is `1 << slice_shift()` ns.
@@ -117,6 +140,7 @@ impl StreamInfo {
     pub fn cx(&self) -> StreamCx<'_> {
         StreamCx {
             info: self,
+            mapping: self.clock().mapping(),
             translation: self.translation.read().unwrap_or_else(|e| e.into_inner()),
         }
     }
@@ -132,6 +156,7 @@ impl StreamInfo {
 /// What a knowledge source may ask about the stream a batch comes from.
 pub struct StreamCx<'a> {
     info: &'a StreamInfo,
+    mapping: Mapping,
     translation: RwLockReadGuard<'a, Translation>,
 }
 
@@ -143,14 +168,12 @@ impl StreamCx<'_> {
     /// A probe timestamp on the run's common timeline, in ns.
     #[inline]
     pub fn common(&self, probe_ns: u64) -> u64 {
-        self.info.common(probe_ns)
+        self.mapping.common(probe_ns)
     }
     /// A probe timestamp as ns since the program's origin (0 if before it).
     #[inline]
     pub fn since_origin(&self, probe_ns: u64) -> u64 {
-        self.info
-            .common(probe_ns)
-            .saturating_sub(self.info.origin_ns)
+        self.common(probe_ns).saturating_sub(self.info.origin_ns)
     }
     /// The initial width of a time slice is `1 << slice_shift()` ns.
     pub fn slice_shift(&self) -> u32 {

@@ -161,6 +161,9 @@ fn program(s: &mut String, p: &Program) {
         "   Events: {}",
         facts::accounting_line(&facts::program_accounting(p))
     );
+    if let Some(clock) = facts::clock_line(p) {
+        let _ = writeln!(s, "   Clocks: {clock}");
+    }
 }
 
 fn functions(s: &mut String, rows: &[FunctionRow<'_>], mpi_total: u64) {

@@ -130,6 +130,16 @@ pub fn mpi_env(cmd: &mut Command) -> &mut Command {
 
 /// Runs `hark run -o <dir>/run <hark_args> -- <command>` in `dir`.
 pub fn hark_run(dir: &Path, hark_args: &[&str], command: &[String]) -> (Output, PathBuf) {
+    hark_run_env(dir, hark_args, command, &[])
+}
+
+/// [`hark_run`] with more environment variables.
+pub fn hark_run_env(
+    dir: &Path,
+    hark_args: &[&str],
+    command: &[String],
+    env: &[(&str, &str)],
+) -> (Output, PathBuf) {
     probe();
     let out_dir = dir.join("run");
     let mut cmd = Command::new(hark());
@@ -139,7 +149,8 @@ pub fn hark_run(dir: &Path, hark_args: &[&str], command: &[String]) -> (Output, 
         .arg(&out_dir)
         .args(hark_args)
         .arg("--")
-        .args(command);
+        .args(command)
+        .envs(env.iter().copied());
     mpi_env(&mut cmd);
     let out = cmd.output().expect("cannot run hark");
     (out, out_dir)
