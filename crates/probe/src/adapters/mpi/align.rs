@@ -20,7 +20,8 @@
 //! then be set for every rank.
 
 use super::abi::Abi;
-use super::mpi_call::{comm_dup, comm_free, rank_size, recv_bytes, send_bytes};
+use super::mpi_call::{comm_dup, comm_free, initialized, rank_size, recv_bytes, send_bytes};
+use super::plan::Kind;
 use crate::core::{clock_sync_enabled, now, set_clock};
 use hark_wire::{ClockPhase, ClockSync};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -101,5 +102,35 @@ fn measure(abi: &Abi, comm: usize, rank: i32, size: i32, phase: ClockPhase) {
         if let Some(b) = best {
             set_clock(b);
         }
+    }
+}
+
+/// `MPI_Init*` or `MPI_Finalize` (function `i` of the table) called while
+/// its wrapper could not enter the probe, because this process's stream
+/// failed (the server refused it, or went away) or is being closed: nothing
+/// is recorded, but the alignment still takes part, since the other ranks
+/// wait for this one. Its frames go nowhere.
+#[cold]
+#[inline(never)]
+pub(super) fn unentered<R>(i: usize, call: impl FnOnce() -> R) -> R {
+    let Some(abi) = super::abi::get() else {
+        return call();
+    };
+    match super::PLANS[i].kind {
+        Kind::Finalize => {
+            super::guarded(|| at_finalize(abi));
+            call()
+        }
+        Kind::Init => {
+            let r = call();
+            super::guarded(|| {
+                if initialized() {
+                    let (rank, size) = rank_size(abi.comm_world);
+                    at_init(abi, rank, size);
+                }
+            });
+            r
+        }
+        _ => call(),
     }
 }

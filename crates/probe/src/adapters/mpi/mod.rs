@@ -22,6 +22,7 @@ mod resolve;
 use crate::core::Guard;
 use crate::real::Real;
 use abi::Abi;
+use align::unentered;
 use hark_wire::{op, EndReason, Event, Flavour, RankInfo, EXTRA_NONE, PEER_NONE, PEER_NULL};
 use plan::{Kind, Plan, Pos, Shape, NO, NONE};
 use registry::{Comm, CommRef, Req, ReqKind};

@@ -257,3 +257,10 @@ pub(crate) fn recv_bytes(abi: &Abi, buf: &mut [u8], source: i32, tag: i32, comm:
     let (s, g, st) = (source as usize, tag as usize, abi.status_ignore);
     pmpi!(c"PMPI_Recv", (b, n, t, s, g, comm, st)) == Some(0)
 }
+
+/// Whether MPI is initialised (`MPI_Initialized`).
+pub(crate) fn initialized() -> bool {
+    let mut flag: c_int = 0;
+    let fp = ptr(&mut flag);
+    pmpi!(c"PMPI_Initialized", (fp)) == Some(0) && flag != 0
+}
