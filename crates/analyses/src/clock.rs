@@ -61,6 +61,10 @@ impl Mapping {
     /// A probe timestamp on the common timeline, in ns.
     #[inline]
     pub fn common(&self, probe_ns: u64) -> u64 {
+        if self.drift_per_ns == 0.0 {
+            // The common case: no drift known (yet), one add per event.
+            return probe_ns.saturating_add_signed(self.base_ns);
+        }
         let since = probe_ns.clamp(self.from_ns, self.until_ns) - self.from_ns;
         let drift = (since as f64 * self.drift_per_ns) as i64;
         probe_ns.saturating_add_signed(self.base_ns.saturating_add(drift))
