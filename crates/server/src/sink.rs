@@ -280,14 +280,22 @@ impl Sink for State {
 
 impl State {
     /// World rank 0 of a job measured its clock: its handshake becomes the
-    /// reference of every stream of the job, present and future.
+    /// reference of every stream of the job, present and future. The first
+    /// one holds: processes the job spawns later (`MPI_Comm_spawn`) have a
+    /// world, and a rank 0, of their own.
     fn clock_reference(&self, rank0: &StreamInfo) {
         let job = &rank0.hello().job;
         let reference = rank0.clock().handshake_ns();
-        self.clock_references
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(job.clone(), reference);
+        {
+            let mut refs = self
+                .clock_references
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if refs.contains_key(job) {
+                return;
+            }
+            refs.insert(job.clone(), reference);
+        }
         let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
         for c in conns.values().filter(|c| &c.info.hello().job == job) {
             c.info.set_clock_reference(reference);
