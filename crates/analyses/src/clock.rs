@@ -225,7 +225,7 @@ mod tests {
         );
         a.set_reference(2_000);
         assert_eq!(a.method(), Method::PingPong);
-        assert_eq!(a.mapping().common(5), 5 - 50 + 2_000);
+        assert_eq!(a.mapping().common(5), 2_000 + 5 - 50);
     }
 
     #[test]
