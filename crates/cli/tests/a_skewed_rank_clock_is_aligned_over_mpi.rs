@@ -3,9 +3,10 @@
 //! its handshake's realtime reading), rank 0 sleeps 200 ms, then both call
 //! `MPI_Barrier`, which they leave at the same instant. On the aligned
 //! timeline the two ranks' barrier leave times agree to a few ms, and the
-//! ping-pong measured the skew. The same run with the alignment off
-//! (`HARK_CLOCK_SYNC=0`, the server keeps the handshake) puts rank 1's
-//! leave ~50 ms late: the check below would fail without the alignment.
+//! ping-pong measured the skew to within its round trip. The same run with
+//! the alignment off (`HARK_CLOCK_SYNC=0`, the server keeps the handshake)
+//! puts rank 1's leave tens of ms late: the check would fail without the
+//! alignment.
 //! Real `mpirun`, Open MPI and MPICH.
 
 mod common;
@@ -103,7 +104,7 @@ fn check(mpi: Mpi) {
     let (leaves, width) = barrier_leaves(&aligned);
     let gap = (leaves[1] - leaves[0]).abs();
     assert!(
-        gap < 3_000_000f64.max(width),
+        gap < tolerance(width),
         "aligned: barrier leave times {leaves:?} differ by {gap} ns (slices of {width} ns)"
     );
 
@@ -113,10 +114,21 @@ fn check(mpi: Mpi) {
     assert_eq!(clock["ranks"][1]["method"].as_str(), Some("handshake"));
     let (leaves, width) = barrier_leaves(&unaligned);
     let late = leaves[1] - leaves[0];
+    // Rank 1 leaves tens of ms late: the 50 ms skew, less or more the
+    // handshakes' own errors (the time between a probe's realtime reading
+    // and the server's, several ms on a loaded machine). Far outside what
+    // the aligned check accepts.
     assert!(
-        (late - SKEW_NS as f64).abs() < 10_000_000f64.max(2.0 * width),
-        "unaligned: rank 1 should leave ~50 ms late, leaves {leaves:?}"
+        late > 2.0 * tolerance(width),
+        "unaligned: rank 1 should leave tens of ms late, leaves {leaves:?}"
     );
+}
+
+/// How far apart the leave times may be on the aligned timeline: 3 ms, or
+/// a slice if slices are wider (the short barrier's end is known to a
+/// slice).
+fn tolerance(slice_ns: f64) -> f64 {
+    3_000_000f64.max(slice_ns)
 }
 
 #[test]
