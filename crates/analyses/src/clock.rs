@@ -180,8 +180,20 @@ impl Alignment {
     }
 }
 
+/// The model's record of a program's clocks, its ranks' alignments in
+/// program rank order.
+pub(crate) fn record(ranks: impl Iterator<Item = Alignment>) -> hark_model::Clock {
+    let ranks: Vec<_> = ranks.map(|a| rank_record(&a)).collect();
+    hark_model::Clock {
+        residual_ns: ranks.iter().map(|r| r.residual_ns).max().unwrap_or(0),
+        ranks,
+        // Filled by message matching, which does not exist yet.
+        violations: 0,
+    }
+}
+
 /// The model's record of one rank's clock.
-pub(crate) fn rank_record(a: &Alignment) -> hark_model::RankClock {
+fn rank_record(a: &Alignment) -> hark_model::RankClock {
     let measured = |s: Option<ClockSync>| {
         s.map(|s| hark_model::ClockMeasurement {
             offset_ns: s.offset_ns(),

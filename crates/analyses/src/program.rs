@@ -228,17 +228,7 @@ impl ProgramAnalysis {
                 r.accounting.received
             ));
         }
-        p.clock.ranks = ranks
-            .iter()
-            .map(|r| crate::clock::rank_record(&r.info.clock()))
-            .collect();
-        p.clock.residual_ns = p
-            .clock
-            .ranks
-            .iter()
-            .map(|c| c.residual_ns)
-            .max()
-            .unwrap_or(0);
+        p.clock = crate::clock::record(ranks.iter().map(|r| r.info.clock()));
         if ignored > 0 {
             p.diagnostics.push(format!(
                 "{ignored} definitions had ids out of range and were ignored"
