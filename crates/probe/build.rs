@@ -171,6 +171,18 @@ fn always(f: &Function) -> bool {
         .contains(&k.as_str())
 }
 
+/// What a wrapper does when it cannot enter the probe (its stream failed,
+/// ...): call the real function, and for `MPI_Init*` and `MPI_Finalize` take
+/// part in the clock alignment all the same, since every other rank waits
+/// for this one (`adapters/mpi/align.rs`).
+fn unentered(i: usize, f: &Function, args: &str) -> String {
+    if ["Kind::Init", "Kind::Finalize"].contains(&kind(f).as_str()) {
+        format!("unentered({i}, || unsafe {{ real({args}) }})")
+    } else {
+        format!("unsafe {{ real({args}) }}")
+    }
+}
+
 fn words(n: usize) -> (String, String, String) {
     let params = (0..n).map(|j| format!("a{j}: usize")).collect::<Vec<_>>();
     let args = (0..n).map(|j| format!("a{j}")).collect::<Vec<_>>();
@@ -201,7 +213,7 @@ pub unsafe extern "C" fn {name}({params}) -> c_int {{
     let real = unsafe {{ std::mem::transmute::<*mut c_void, F>(p) }};
     let Some(g) = crate::core::{enter}() else {{
         // SAFETY: as above.
-        return unsafe {{ real({args}) }};
+        return {unentered};
     }};
     let Some(abi) = abi::get() else {{
         // SAFETY: as above.
@@ -218,7 +230,8 @@ pub unsafe extern "C" fn {name}({params}) -> c_int {{
     rc
 }}
 "#,
-        name = f.name
+        name = f.name,
+        unentered = unentered(i, f, &args),
     )
     .unwrap();
 }
@@ -268,7 +281,7 @@ pub unsafe extern "C" fn {sym}({params}) {{
     }}
     let Some(g) = crate::core::{enter}() else {{
         // SAFETY: as above.
-        return unsafe {{ real({args}) }};
+        return {unentered};
     }};
     let mut w = w;
     let mut s = fortran::Scratch::new();
@@ -280,7 +293,8 @@ pub unsafe extern "C" fn {sym}({params}) {{
     fortran::after({i}, &g, &w, t0, t1, &mut s);
 }}
 "#,
-        name = f.name
+        name = f.name,
+        unentered = unentered(i, f, &args),
     )
     .unwrap();
 }

@@ -50,6 +50,7 @@
 #![forbid(unsafe_code)]
 
 mod analysis;
+pub mod clock;
 mod dynamic;
 mod error;
 mod fx;

@@ -26,6 +26,7 @@
 //! time, under that state's lock only, and folds the copies outside.
 
 use crate::analysis::{Input, Sensitivity};
+use crate::clock::rank_record;
 use crate::dynamic::DynRank;
 use crate::fx::FxHashMap;
 use crate::matching::{Instances, P2pMatcher};
@@ -544,7 +545,7 @@ impl OnBoard {
             let mut accounting = rank_accounting(acc);
             accounting.analysed = if analysed == u64::MAX { 0 } else { analysed };
             let refs: Vec<&dyn DynRank> = saved.iter().map(|s| s.as_ref()).collect();
-            partial.push_rank(info.meta(), accounting, &refs);
+            partial.push_rank(info.meta(), accounting, rank_record(&info.clock()), &refs);
             let forgotten = lock(&self.states.tracks)
                 .get(&conn)
                 .map_or(0, |t| lock(t).forgotten());

@@ -18,7 +18,7 @@ use crate::stream::StreamCx;
 use crate::track::Wait;
 use crate::unify::{IdMap, Tables, Unifier};
 use crate::{Error, ErrorKind};
-use hark_model::{Accounting, Program, RankInfo};
+use hark_model::{Accounting, Clock, Program, RankClock, RankInfo};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -48,6 +48,8 @@ pub struct RankPartial {
     pub meta: RankMeta,
     /// Its accounting.
     pub accounting: RankAccounting,
+    /// How its clock was put on the common timeline.
+    pub clock: RankClock,
     /// Each knowledge source's state, saved, in the order of `analyses`.
     states: Vec<Vec<u8>>,
 }
@@ -110,11 +112,13 @@ impl Partial {
         &mut self,
         meta: RankMeta,
         accounting: RankAccounting,
+        clock: RankClock,
         states: &[&dyn DynRank],
     ) {
         self.ranks.push(RankPartial {
             meta,
             accounting,
+            clock,
             states: states.iter().map(|s| s.save()).collect(),
         });
     }
@@ -285,7 +289,14 @@ impl Partial {
                 } else {
                     self.name.clone()
                 };
-                self.fold(name, &ranks, &canonical, analyses, live)
+                let mut p = self.fold(name, &ranks, &canonical, analyses, live);
+                let clocks: Vec<RankClock> = ranks.iter().map(|r| r.0.clock.clone()).collect();
+                p.clock = Clock {
+                    residual_ns: clocks.iter().map(|c| c.residual_ns).max().unwrap_or(0),
+                    ranks: clocks,
+                    violations: unmatched.clock_violations,
+                };
+                p
             })
             .collect();
         if let Some(first) = programs.first_mut() {

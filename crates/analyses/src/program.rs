@@ -9,6 +9,7 @@
 //! folded ([`crate::Partial::finish`]).
 
 use crate::analysis::Sensitivity;
+use crate::clock::rank_record;
 use crate::dynamic::DynAnalysis;
 use crate::matching::{Instances, P2pMatcher};
 use crate::partial::{Partial, RankAccounting};
@@ -186,7 +187,12 @@ impl ProgramAnalysis {
         let mut partial = self.empty_partial();
         for (info, acc, states, forgotten) in &parts {
             let states: Vec<_> = states.iter().map(|s| s.as_ref()).collect();
-            partial.push_rank(info.meta(), rank_accounting(acc), &states);
+            partial.push_rank(
+                info.meta(),
+                rank_accounting(acc),
+                rank_record(&info.clock()),
+                &states,
+            );
             partial.add_counts(*forgotten, info.ignored_defs());
         }
         let hand = std::mem::take(&mut *self.shared.hand.lock().unwrap_or_else(|e| e.into_inner()));

@@ -5,11 +5,12 @@
 //! ([`Stream`]).
 
 use crate::analysis::{Input, RankMeta};
+use crate::clock::{Alignment, Mapping};
 use crate::dynamic::DynRank;
 use crate::program::Shared;
 use crate::track::Track;
 use crate::unify::{Translation, UNDEFINED};
-use hark_wire::{Def, End, Event, Hello, RankInfo};
+use hark_wire::{ClockSync, Def, End, Event, Hello, RankInfo};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 /// Everything known about one process's stream that is not an analysis
@@ -23,7 +24,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 pub struct StreamInfo {
     conn: u64,
     hello: Hello,
-    offset_ns: i64,
+    clock: Mutex<Alignment>,
     origin_ns: u64,
     slice_shift: u32,
     slices: usize,
@@ -37,7 +38,7 @@ impl StreamInfo {
         StreamInfo {
             conn,
             hello,
-            offset_ns,
+            clock: Mutex::new(Alignment::new(offset_ns)),
             origin_ns: shared.origin_ns,
             slice_shift: shared.config.slice_shift,
             slices: shared.config.slices,
@@ -91,10 +92,32 @@ impl StreamInfo {
         }
     }
 
-    /// A probe timestamp on the run's common timeline, in ns.
-    #[inline]
+    /// A probe timestamp on the run's common timeline, in ns, as mapped now
+    /// (see [`crate::clock`]; a batch maps all its events with one mapping).
     pub fn common(&self, probe_ns: u64) -> u64 {
-        probe_ns.saturating_add_signed(self.offset_ns)
+        self.clock().mapping().common(probe_ns)
+    }
+
+    /// What is known of this stream's clock.
+    pub fn clock(&self) -> Alignment {
+        *self.clock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A clock alignment with world rank 0 arrived (`Clock` frame).
+    pub fn align(&self, sync: ClockSync) {
+        self.clock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .measured(sync);
+    }
+
+    /// World rank 0's handshake offset, the reference every aligned stream
+    /// of the job shares, became known.
+    pub fn set_clock_reference(&self, reference_ns: i64) {
+        self.clock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .set_reference(reference_ns);
     }
 
     /// The initial width of a time slice is `1 << slice_shift()` ns.
@@ -133,6 +156,7 @@ impl StreamInfo {
     pub fn cx(&self) -> StreamCx<'_> {
         StreamCx {
             info: Some(self),
+            mapping: self.clock().mapping(),
             translation: Some(self.translation.read().unwrap_or_else(|e| e.into_inner())),
             origin_ns: self.origin_ns,
             slice_shift: self.slice_shift,
@@ -154,6 +178,8 @@ impl StreamInfo {
 /// are all undefined and times are already on the common timeline.
 pub struct StreamCx<'a> {
     info: Option<&'a StreamInfo>,
+    /// The stream's clock mapping, fixed for the whole input.
+    mapping: Mapping,
     translation: Option<RwLockReadGuard<'a, Translation>>,
     origin_ns: u64,
     slice_shift: u32,
@@ -165,6 +191,7 @@ impl StreamCx<'_> {
     pub(crate) fn bare(origin_ns: u64, slice_shift: u32, slices: usize) -> StreamCx<'static> {
         StreamCx {
             info: None,
+            mapping: Mapping::constant(0),
             translation: None,
             origin_ns,
             slice_shift,
@@ -174,7 +201,7 @@ impl StreamCx<'_> {
     /// A probe timestamp on the run's common timeline, in ns.
     #[inline]
     pub fn common(&self, probe_ns: u64) -> u64 {
-        self.info.map_or(probe_ns, |i| i.common(probe_ns))
+        self.mapping.common(probe_ns)
     }
     /// A probe timestamp as ns since the program's origin (0 if before it).
     #[inline]

@@ -99,6 +99,49 @@ pub struct Program {
     /// unbalanced regions, ...), one sentence each.
     #[serde(default)]
     pub diagnostics: Vec<String>,
+    /// How the ranks' clocks were put on one timeline, and how well.
+    #[serde(default)]
+    pub clock: Clock,
+}
+
+/// How well the ranks' clocks agree on the common timeline
+/// (`docs/analyses.md`, "Time").
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Clock {
+    /// Per rank: how its clock was aligned.
+    pub ranks: Vec<RankClock>,
+    /// The largest residual alignment error of any rank, in ns.
+    pub residual_ns: u64,
+    /// Clock-condition violations: receives that completed before their
+    /// send began on the common timeline. Counted by message matching; 0
+    /// until that analysis exists.
+    pub violations: u64,
+}
+
+/// One rank's clock alignment.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankClock {
+    /// `"ping-pong"` (aligned with world rank 0 over MPI), `"handshake"`
+    /// (the connection's estimate alone), or `"handshake (ping-pong
+    /// rejected)"` (the two disagreed by more than a second).
+    pub method: String,
+    /// The measurement at `MPI_Init`.
+    pub init: Option<ClockMeasurement>,
+    /// The measurement at `MPI_Finalize`.
+    pub finalize: Option<ClockMeasurement>,
+    /// |finalize offset − init offset|: the drift the online mapping (init
+    /// offset) leaves uncorrected by the end of the run, in ns; 0 without
+    /// both measurements.
+    pub residual_ns: u64,
+}
+
+/// One ping-pong measurement against world rank 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockMeasurement {
+    /// World rank 0's probe clock minus this rank's, in ns.
+    pub offset_ns: i64,
+    /// Round trip of the best round, in ns (its error bound is half of it).
+    pub round_trip_ns: u64,
 }
 
 /// One wait-state pattern of a program.

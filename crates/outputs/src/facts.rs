@@ -254,3 +254,35 @@ pub(crate) fn findings(p: &Program) -> Vec<&Finding> {
     f.sort_by_key(|f| std::cmp::Reverse(f.time_ns));
     f
 }
+
+/// How the program's ranks were put on one timeline, in one line; `None`
+/// for a model without clock records (older `profile.json`).
+pub(crate) fn clock_line(p: &Program) -> Option<String> {
+    let c = &p.clock;
+    if c.ranks.is_empty() {
+        return None;
+    }
+    let aligned = c.ranks.iter().filter(|r| r.method == "ping-pong").count();
+    let worst_trip = c
+        .ranks
+        .iter()
+        .flat_map(|r| [r.init, r.finalize])
+        .flatten()
+        .map(|m| m.round_trip_ns)
+        .max()
+        .unwrap_or(0);
+    let how = if aligned == 0 {
+        "handshake only, good to about 1 ms".to_string()
+    } else {
+        format!(
+            "{aligned} of {} ranks aligned with world rank 0 by ping-pong (round trips up to {})",
+            c.ranks.len(),
+            units::duration(worst_trip as f64)
+        )
+    };
+    Some(format!(
+        "{how}; residual alignment error {}; {} clock-condition violations",
+        units::duration(c.residual_ns as f64),
+        units::count(c.violations)
+    ))
+}

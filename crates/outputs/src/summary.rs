@@ -167,6 +167,9 @@ fn program(s: &mut String, p: &Program) {
         "   Events: {}",
         facts::accounting_line(&facts::program_accounting(p))
     );
+    if let Some(clock) = facts::clock_line(p) {
+        let _ = writeln!(s, "   Clocks: {clock}");
+    }
 }
 
 /// The efficiencies (of the whole program, then of its longest top-level

@@ -28,12 +28,15 @@
 //! [`instructions`]): exact and repeatable, unlike the times.
 //! `HARK_BENCH_INSTRUCTIONS=0` skips that.
 
+mod support;
+
 use hark_transport::{Closed, ConnId, Listener, Sink};
 use hark_wire::{Frame, Hello};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use support::libhark;
 
 #[derive(Default)]
 struct Count {
@@ -51,28 +54,8 @@ impl Sink for Count {
     fn on_close(&self, _: ConnId, _: Closed) {}
 }
 
-fn libhark() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    [deps, deps.parent().unwrap()]
-        .iter()
-        .map(|d| d.join("libhark.so"))
-        .find(|p| p.exists())
-        .expect("libhark.so next to the bench binary")
-}
-
 fn build(flavour: &str, dir: &Path) -> PathBuf {
-    let src =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/mpi/bench/overhead.c");
-    let out = dir.join(format!("overhead-{flavour}"));
-    let st = Command::new(format!("mpicc.{flavour}"))
-        .args(["-O2", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .expect("mpicc");
-    assert!(st.success());
-    out
+    support::build(flavour, "bench/overhead.c", "-O2", dir)
 }
 
 /// One job; rank 0's per-repetition numbers.

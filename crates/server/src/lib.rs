@@ -152,6 +152,7 @@ impl Server {
             conns: Default::default(),
             counters: Counters::default(),
             problems: Mutex::default(),
+            clock_references: Mutex::default(),
         });
         let transport = listener.serve(state.clone());
         let now = Instant::now();

@@ -77,6 +77,9 @@ pub(crate) struct State {
     pub(crate) counters: Counters,
     /// Why connections broke, for the report (bounded: the first few).
     pub(crate) problems: Mutex<Vec<String>>,
+    /// Per job: world rank 0's handshake offset, the clock reference of
+    /// every stream of the job that aligned itself with rank 0.
+    pub(crate) clock_references: Mutex<HashMap<String, i64>>,
 }
 
 const MAX_PROBLEMS: usize = 32;
@@ -204,18 +207,30 @@ impl Sink for State {
                 .stream_info(conn.0, hello.clone(), offset);
             (programs[index].on.clone(), Arc::new(info))
         };
+
         self.conns
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .insert(
                 conn.0,
                 Arc::new(Conn {
-                    info,
+                    info: info.clone(),
                     on,
                     acc: Mutex::new(StreamAccounting::default()),
                     outcome: Mutex::new(None),
                 }),
             );
+        // After the insertion, so that a reference set meanwhile is seen
+        // either here or by `clock_reference`'s walk of the connections.
+        let reference = self
+            .clock_references
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&hello.job)
+            .copied();
+        if let Some(r) = reference {
+            info.set_clock_reference(r);
+        }
     }
 
     fn on_frame(&self, conn: ConnId, frame: Frame<'_>) {
@@ -231,6 +246,13 @@ impl Sink for State {
             Frame::Defs(defs) => c.on.defs(&c.info, defs),
             Frame::Rank(r) => {
                 c.info.set_rank(r);
+                Ok(())
+            }
+            Frame::Clock(sync) => {
+                c.info.align(sync);
+                if c.info.world_rank() == 0 {
+                    self.clock_reference(&c.info);
+                }
                 Ok(())
             }
             Frame::End(end) => {
@@ -257,6 +279,29 @@ impl Sink for State {
 }
 
 impl State {
+    /// World rank 0 of a job measured its clock: its handshake becomes the
+    /// reference of every stream of the job, present and future. The first
+    /// one holds: processes the job spawns later (`MPI_Comm_spawn`) have a
+    /// world, and a rank 0, of their own.
+    fn clock_reference(&self, rank0: &StreamInfo) {
+        let job = &rank0.hello().job;
+        let reference = rank0.clock().handshake_ns();
+        {
+            let mut refs = self
+                .clock_references
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if refs.contains_key(job) {
+                return;
+            }
+            refs.insert(job.clone(), reference);
+        }
+        let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
+        for c in conns.values().filter(|c| &c.info.hello().job == job) {
+            c.info.set_clock_reference(reference);
+        }
+    }
+
     /// Waits while the program has too many events waiting for analysis.
     fn throttle(&self, on: &OnBoard) {
         let mut waited = 0u64;

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use hark_wire::{Def, End, Event, Frame, Hello, RankInfo};
+use hark_wire::{ClockSync, Def, End, Event, Frame, Hello, RankInfo};
 
 use crate::error::{Error, ErrorKind};
 use crate::{Closed, ConnId, Listener, Server, Sink};
@@ -37,6 +37,8 @@ pub struct Stream {
     pub clock_offset_ns: i64,
     /// Every `Rank` frame, in order.
     pub ranks: Vec<RankInfo>,
+    /// Every clock alignment (`Clock` frame), in order.
+    pub clocks: Vec<ClockSync>,
     /// Every definition, in order.
     pub defs: Vec<Def>,
     /// The sequence number and event count of every pack, in order.
@@ -115,6 +117,7 @@ impl Sink for Gather {
                 hello: hello.clone(),
                 clock_offset_ns,
                 ranks: Vec::new(),
+                clocks: Vec::new(),
                 defs: Vec::new(),
                 packs: Vec::new(),
                 events: Vec::new(),
@@ -134,6 +137,7 @@ impl Sink for Gather {
             match frame {
                 Frame::Hello(_) => {}
                 Frame::Rank(r) => s.ranks.push(r),
+                Frame::Clock(c) => s.clocks.push(c),
                 Frame::Defs(d) => s.defs.extend(d),
                 Frame::Pack { seq, events } => {
                     s.packs.push((seq, events.len()));

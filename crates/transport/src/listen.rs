@@ -228,6 +228,7 @@ fn frame_name(f: &Frame<'_>) -> &'static str {
     match f {
         Frame::Hello(_) => "Hello",
         Frame::Rank(_) => "Rank",
+        Frame::Clock(_) => "Clock",
         Frame::Defs(_) => "Defs",
         Frame::Pack { .. } => "Pack",
         Frame::End(_) => "End",

@@ -1,7 +1,7 @@
 //! Frames: the units a stream is made of.
 //!
 //! A stream is a [`Hello`] frame followed by any number of [`RankInfo`],
-//! definition and pack frames, closed by one [`End`] frame. Every frame is an
+//! [`ClockSync`], definition and pack frames, closed by one [`End`] frame. Every frame is an
 //! 8-byte header — kind (`u32`) and payload length (`u32`), little-endian —
 //! followed by its payload. `docs/wire.md` describes each payload field by
 //! field.
@@ -37,6 +37,8 @@ pub enum Kind {
     Pack = 4,
     /// [`End`].
     End = 5,
+    /// [`ClockSync`].
+    Clock = 6,
 }
 
 impl Kind {
@@ -47,6 +49,7 @@ impl Kind {
             3 => Kind::Defs,
             4 => Kind::Pack,
             5 => Kind::End,
+            6 => Kind::Clock,
             _ => return Err(Error::malformed(format!("unknown frame kind {v}"))),
         })
     }
@@ -218,6 +221,91 @@ pub struct End {
     pub reason: EndReason,
 }
 
+/// When a clock alignment was measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ClockPhase {
+    /// At the end of `MPI_Init` / `MPI_Init_thread`.
+    Init = 1,
+    /// At the start of `MPI_Finalize`.
+    Finalize = 2,
+}
+
+/// Largest offset between two probe clocks a reader accepts, in ns
+/// (2^62 ns, about 146 years: probe clocks count from their host's boot).
+pub const MAX_CLOCK_OFFSET_NS: u64 = 1 << 62;
+/// Largest round trip a reader accepts, in ns: the best of several rounds
+/// taking longer than a minute is not a measurement.
+pub const MAX_ROUND_TRIP_NS: u64 = 60_000_000_000;
+
+/// One alignment of this process's probe clock with world rank 0's, by a
+/// ping-pong over MPI (see `docs/wire.md`): of several rounds, the one with
+/// the smallest round trip. World rank 0 itself sends one with
+/// `local_ns == reference_ns` and a round trip of 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockSync {
+    /// At `MPI_Init` or at `MPI_Finalize`.
+    pub phase: ClockPhase,
+    /// This process's probe clock, in ns, halfway between sending the
+    /// request and receiving the answer of the best round.
+    pub local_ns: u64,
+    /// World rank 0's probe clock, in ns, when it answered that round.
+    pub reference_ns: u64,
+    /// The best round's round trip on this process's clock, in ns.
+    pub round_trip_ns: u64,
+}
+
+impl ClockSync {
+    /// What to add to this process's probe clock to get world rank 0's:
+    /// `reference_ns − local_ns` (Cristian's estimate).
+    pub fn offset_ns(&self) -> i64 {
+        self.reference_ns as i64 - self.local_ns as i64
+    }
+
+    /// Appends this frame to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        frame(out, Kind::Clock, |w| {
+            w.u8(self.phase as u8)
+                .u64(self.local_ns)
+                .u64(self.reference_ns)
+                .u64(self.round_trip_ns);
+        })
+    }
+
+    fn decode(r: &mut Reader) -> Result<ClockSync, Error> {
+        let phase = match r.u8("phase")? {
+            1 => ClockPhase::Init,
+            2 => ClockPhase::Finalize,
+            p => return Err(Error::malformed(format!("clock: unknown phase {p}"))),
+        };
+        let sync = ClockSync {
+            phase,
+            local_ns: r.u64("local_ns")?,
+            reference_ns: r.u64("reference_ns")?,
+            round_trip_ns: r.u64("round_trip_ns")?,
+        };
+        if sync.local_ns > i64::MAX as u64 || sync.reference_ns > i64::MAX as u64 {
+            return Err(Error::malformed(format!(
+                "clock: a reading above 2^63 ns (local {}, reference {}); the probe clock counts from boot",
+                sync.local_ns, sync.reference_ns
+            )));
+        }
+        if sync.offset_ns().unsigned_abs() > MAX_CLOCK_OFFSET_NS {
+            return Err(Error::malformed(format!(
+                "clock: offset {} ns to rank 0 is beyond the {MAX_CLOCK_OFFSET_NS}-ns limit",
+                sync.offset_ns()
+            )));
+        }
+        if sync.round_trip_ns > MAX_ROUND_TRIP_NS {
+            return Err(Error::malformed(format!(
+                "clock: round trip {} ns is beyond the {MAX_ROUND_TRIP_NS}-ns limit",
+                sync.round_trip_ns
+            )));
+        }
+        Ok(sync)
+    }
+}
+
 /// One decoded frame; packs borrow their events from the read buffer.
 #[derive(Debug)]
 pub enum Frame<'a> {
@@ -236,6 +324,8 @@ pub enum Frame<'a> {
     },
     /// See [`End`].
     End(End),
+    /// See [`ClockSync`].
+    Clock(ClockSync),
 }
 
 fn frame(out: &mut Vec<u8>, kind: Kind, body: impl FnOnce(&mut Writer)) {
@@ -465,6 +555,7 @@ impl<'a> Frame<'a> {
             Kind::Rank => Frame::Rank(RankInfo::decode(&mut r)?),
             Kind::Defs => return Ok(Frame::Defs(Def::decode_all(&mut r)?)),
             Kind::End => Frame::End(End::decode(&mut r)?),
+            Kind::Clock => Frame::Clock(ClockSync::decode(&mut r)?),
             Kind::Pack => {
                 let seq = r.u64("pack sequence")?;
                 return Ok(Frame::Pack {

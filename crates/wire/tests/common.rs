@@ -38,6 +38,7 @@ pub fn sample_stream() -> Vec<u8> {
         library: "MPICH Version: 4.0.2".into(),
     }
     .encode(&mut s);
+    sample_clock().encode(&mut s);
     let mut a = Event::new(op::mpi_op("MPI_Send").unwrap(), 10, 20);
     a.bytes.set(800);
     a.peer.set(3);
@@ -74,5 +75,15 @@ pub fn sample_hello() -> Hello {
         clock_ns: 123,
         realtime_ns: 1_700_000_000_000_000_000,
         pack_size: 1 << 20,
+    }
+}
+
+/// A clock alignment: 50 ms behind rank 0, in nanoseconds (never ticks).
+pub fn sample_clock() -> ClockSync {
+    ClockSync {
+        phase: ClockPhase::Init,
+        local_ns: 2_000_000_000,
+        reference_ns: 2_050_000_000,
+        round_trip_ns: 30_000,
     }
 }

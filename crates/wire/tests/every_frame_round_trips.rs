@@ -37,6 +37,14 @@ fn every_frame_round_trips() {
         f => panic!("expected rank info, got {f:?}"),
     }
     match r.next_frame().unwrap() {
+        // Not converted under the TSC: the probe sends nanoseconds.
+        Some(Frame::Clock(c)) => {
+            assert_eq!(c, common::sample_clock());
+            assert_eq!(c.offset_ns(), 50_000_000);
+        }
+        f => panic!("expected clock, got {f:?}"),
+    }
+    match r.next_frame().unwrap() {
         Some(Frame::Pack { seq, events }) => {
             assert_eq!(seq, 0);
             assert_eq!(events.len(), 2);

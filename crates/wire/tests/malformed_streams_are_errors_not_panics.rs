@@ -91,6 +91,28 @@ fn errors_say_what_is_wrong() {
     assert!(e.contains("whole number"), "{e}");
 }
 
+#[test]
+fn clock_frames_out_of_bounds_are_errors() {
+    let bad = |edit: fn(&mut ClockSync)| {
+        let mut c = common::sample_clock();
+        edit(&mut c);
+        let mut bytes = Vec::new();
+        c.encode(&mut bytes);
+        read_all(&bytes).unwrap_err().to_string()
+    };
+    let e = bad(|c| c.reference_ns = c.local_ns + MAX_CLOCK_OFFSET_NS + 1);
+    assert!(e.contains("offset") && e.contains("limit"), "{e}");
+    let e = bad(|c| c.local_ns = u64::MAX);
+    assert!(e.contains("2^63"), "{e}");
+    let e = bad(|c| c.round_trip_ns = MAX_ROUND_TRIP_NS + 1);
+    assert!(e.contains("round trip"), "{e}");
+    let mut phase = Vec::new();
+    common::sample_clock().encode(&mut phase);
+    phase[HEADER_SIZE] = 9;
+    let e = read_all(&phase).unwrap_err().to_string();
+    assert!(e.contains("unknown phase 9"), "{e}");
+}
+
 fn frame_boundaries(stream: &[u8]) -> Vec<usize> {
     let mut at = 0;
     let mut out = vec![0];

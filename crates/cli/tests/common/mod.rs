@@ -150,7 +150,8 @@ pub fn hark_run_env(
         .arg(&out_dir)
         .args(hark_args)
         .arg("--")
-        .args(command);
+        .args(command)
+        .envs(env.iter().copied());
     mpi_env(&mut cmd);
     cmd.envs(env.iter().copied());
     let out = cmd.output().expect("cannot run hark");

@@ -773,6 +773,9 @@ fn regions(h: &mut String, p: &Program) {
 fn ranks(h: &mut String, p: &Program) {
     let acc = facts::program_accounting(p);
     let _ = writeln!(h, "<p>{}.</p>", esc(&facts::accounting_line(&acc)));
+    if let Some(clock) = facts::clock_line(p) {
+        let _ = writeln!(h, "<p>Clocks: {}.</p>", esc(&clock));
+    }
     h.push_str("<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>Rank</th><th>World rank</th><th>Host</th><th>PID</th><th>Wall</th><th>MPI</th><th>Events written</th><th>Received</th><th>Analysed</th><th>Dropped</th><th>Stream</th></tr></thead><tbody>\n");
     for (r, info) in p.rank_info.iter().enumerate() {
         let a = &info.accounting;

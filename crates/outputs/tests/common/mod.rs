@@ -327,6 +327,7 @@ fn ocean() -> Program {
         timeslices: timeslices(n, 48, |r, k| (10 + (r * 5 + k * 3) % 25) as u64 * MS),
         density: BTreeMap::new(),
         diagnostics: vec![],
+        clock: aligned_clock(n),
         ..Program::default()
     }
 }
@@ -616,6 +617,29 @@ fn atmos() -> Program {
             "Rank 1 left region \"solve\" it never entered; the exit was ignored.".into(),
         ],
         ..Program::default()
+    }
+}
+
+/// Every rank aligned with rank 0 at init and finalize, drifting 1 µs per rank.
+fn aligned_clock(n: usize) -> Clock {
+    let ranks: Vec<RankClock> = (0..n as i64)
+        .map(|r| RankClock {
+            method: "ping-pong".into(),
+            init: Some(ClockMeasurement {
+                offset_ns: -r * 1000,
+                round_trip_ns: 2_000 * r as u64,
+            }),
+            finalize: Some(ClockMeasurement {
+                offset_ns: -r * 2000,
+                round_trip_ns: 2_000 * r as u64,
+            }),
+            residual_ns: 1000 * r as u64,
+        })
+        .collect();
+    Clock {
+        residual_ns: ranks.iter().map(|r| r.residual_ns).max().unwrap_or(0),
+        ranks,
+        violations: 0,
     }
 }
 

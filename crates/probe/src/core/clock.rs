@@ -10,6 +10,12 @@
 //! that agree with `CLOCK_MONOTONIC`. A 3 ms calibration is good to about
 //! 10 ppm: a drift of 10 µs per second of run, far below what the analyses
 //! resolve.
+//!
+//! A test-only skew (`HARK_TEST_CLOCK_SKEW_NS`) is folded into the
+//! calibration the server applies, so the hot path reads the clock exactly
+//! as without it: under the TSC it moves `ns0`; under `CLOCK_MONOTONIC` the
+//! stream declares a scale of one nanosecond per tick from the skew
+//! ([`MONOTONIC_SKEWED`]), and [`stamp`] still reads `CLOCK_MONOTONIC`.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 
@@ -17,6 +23,9 @@ use hark_wire::{ClockSource, TickScale};
 
 const MONOTONIC: u8 = 0;
 const TSC: u8 = 1;
+/// `CLOCK_MONOTONIC` under a test skew: events carry its nanoseconds as
+/// ticks of a scale that adds the skew.
+const MONOTONIC_SKEWED: u8 = 2;
 
 /// The clock's constants, set once by [`init`] and only read after. One
 /// static rather than four: `now` finds them all through one address (in a
@@ -27,6 +36,8 @@ struct Calibration {
     ns0: AtomicU64,
     /// Nanoseconds per tick, scaled by 2^32.
     mult: AtomicU64,
+    /// The test skew, in ns (two's complement), already in `ns0`.
+    skew: AtomicU64,
 }
 
 static CLOCK: Calibration = Calibration {
@@ -34,17 +45,24 @@ static CLOCK: Calibration = Calibration {
     tsc0: AtomicU64::new(0),
     ns0: AtomicU64::new(0),
     mult: AtomicU64::new(0),
+    skew: AtomicU64::new(0),
 };
 
 /// How long the calibration spins.
 const CALIBRATION_NS: u64 = 3_000_000;
 
-/// Nanoseconds on the probe clock.
+/// Nanoseconds on the probe clock, as the server will read [`stamp`]s.
 pub(crate) fn now() -> u64 {
     match source() {
-        ClockSource::Tsc(scale) => scale.ns(rdtsc()),
-        ClockSource::Monotonic => clock_ns(libc::CLOCK_MONOTONIC),
+        ClockSource::Tsc(scale) => scale.ns(stamp()),
+        ClockSource::Monotonic => stamp(),
     }
+}
+
+/// The test skew in ns (`HARK_TEST_CLOCK_SKEW_NS`, 0 normally): how much
+/// later than its host's clocks this process reads.
+pub(crate) fn skew() -> i64 {
+    CLOCK.skew.load(Relaxed) as i64
 }
 
 /// A timestamp for an event: TSC ticks (the server turns them into
@@ -91,7 +109,7 @@ impl Span {
 /// The clock [`stamp`] reads, with the TSC's calibration.
 pub(crate) fn source() -> ClockSource {
     let c = &CLOCK;
-    if c.mode.load(Relaxed) == TSC {
+    if c.mode.load(Relaxed) != MONOTONIC {
         ClockSource::Tsc(TickScale {
             tsc0: c.tsc0.load(Relaxed),
             ns0: c.ns0.load(Relaxed),
@@ -128,8 +146,26 @@ fn rdtsc() -> u64 {
 }
 
 /// Chooses the clock and calibrates the TSC. `wanted` is `HARK_CLOCK`
-/// (`tsc`, `monotonic`, or empty for the best available).
-pub(crate) fn init(wanted: &str) {
+/// (`tsc`, `monotonic`, or empty for the best available); `skew_ns` is
+/// `HARK_TEST_CLOCK_SKEW_NS` (0 outside tests).
+pub(crate) fn init(wanted: &str, skew_ns: i64) {
+    calibrate(wanted);
+    if skew_ns == 0 {
+        return;
+    }
+    let c = &CLOCK;
+    if c.mode.load(Relaxed) == MONOTONIC {
+        c.tsc0.store(0, Relaxed);
+        c.ns0.store(0, Relaxed);
+        c.mult.store(1 << 32, Relaxed);
+        c.mode.store(MONOTONIC_SKEWED, Relaxed);
+    }
+    let ns0 = c.ns0.load(Relaxed).wrapping_add(skew_ns as u64);
+    c.ns0.store(ns0, Relaxed);
+    c.skew.store(skew_ns as u64, Relaxed);
+}
+
+fn calibrate(wanted: &str) {
     if wanted == "monotonic" || !cfg!(target_arch = "x86_64") || !tsc_is_usable() {
         CLOCK.mode.store(MONOTONIC, Relaxed);
         return;
@@ -182,7 +218,7 @@ mod tests {
 
     #[test]
     fn the_calibrated_clock_follows_clock_monotonic() {
-        init("");
+        init("", 0);
         let a = (now(), clock_ns(libc::CLOCK_MONOTONIC));
         std::thread::sleep(std::time::Duration::from_millis(50));
         let b = (now(), clock_ns(libc::CLOCK_MONOTONIC));

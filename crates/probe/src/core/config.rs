@@ -38,6 +38,13 @@ pub(crate) struct Config {
     pub io: bool,
     /// `HARK_CLOCK`: `tsc`, `monotonic`, or empty for the best available.
     pub clock: String,
+    /// `HARK_CLOCK_SYNC=0`: do not align clocks with world rank 0 at
+    /// `MPI_Init` and `MPI_Finalize` (the server then keeps the handshake's
+    /// estimate). Every rank of a job must agree: the ping-pong is collective.
+    pub clock_sync: bool,
+    /// `HARK_TEST_CLOCK_SKEW_NS`, for tests only: this process's clocks read
+    /// this many ns late (see `core::clock`), default 0.
+    pub clock_skew_ns: i64,
     /// `HARK_CONNECT_TIMEOUT_MS`, default 3000.
     pub connect_timeout: Duration,
     /// `HARK_SEND_TIMEOUT_MS`: a server that takes nothing for this long is
@@ -91,6 +98,10 @@ impl Config {
             lossless: flag("HARK_LOSSLESS", false),
             io: flag("HARK_IO", true),
             clock: get("HARK_CLOCK").unwrap_or_default().trim().to_string(),
+            clock_sync: flag("HARK_CLOCK_SYNC", true),
+            clock_skew_ns: get("HARK_TEST_CLOCK_SKEW_NS")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0),
             connect_timeout: ms("HARK_CONNECT_TIMEOUT_MS", 3000),
             send_timeout: ms("HARK_SEND_TIMEOUT_MS", 60_000),
             drain_timeout: ms("HARK_DRAIN_TIMEOUT_MS", 10_000),

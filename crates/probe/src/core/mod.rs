@@ -31,7 +31,7 @@ mod stream;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
-use hark_wire::{op, Def, EndReason, Event, NameKind, RankInfo};
+use hark_wire::{op, ClockSync, Def, EndReason, Event, NameKind, RankInfo};
 
 /// A token proving this thread is inside the probe; dropping it leaves.
 ///
@@ -202,14 +202,36 @@ pub fn io_enabled() -> bool {
 
 /// Records the process's place in the job once MPI is initialised.
 pub fn set_rank(info: RankInfo) {
+    send_frame(|out| info.encode(out))
+}
+
+/// Queues the frame `encode` writes on the stream, behind what is queued.
+fn send_frame(encode: impl FnOnce(&mut Vec<u8>)) {
     let _in = local::Internal::enter();
-    let _ = std::panic::catch_unwind(|| {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if let Some(s) = stream::current() {
             let mut bytes = Vec::new();
-            info.encode(&mut bytes);
+            encode(&mut bytes);
             s.send(bytes);
         }
-    });
+    }));
+}
+
+/// Nanoseconds on the probe clock, as the server reads event timestamps
+/// (for measurements the probe sends itself, such as [`set_clock`]).
+pub fn now() -> u64 {
+    clock::now()
+}
+
+/// Whether this process aligns its clock with world rank 0 over MPI
+/// (`HARK_CLOCK_SYNC`, default on; off while the probe has no stream).
+pub fn clock_sync_enabled() -> bool {
+    stream::current().is_some_and(|s| s.cfg.clock_sync)
+}
+
+/// Sends one clock alignment with world rank 0, measured over MPI.
+pub fn set_clock(sync: ClockSync) {
+    send_frame(|out| sync.encode(out))
 }
 
 /// Whether recording is paused: one state for `MPI_Pcontrol` and

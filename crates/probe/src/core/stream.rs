@@ -93,7 +93,7 @@ pub(crate) fn init() {
     if cfg.skips(&program_name(&argv)) || cfg.skips(&exe) {
         return;
     }
-    clock::init(&cfg.clock);
+    clock::init(&cfg.clock, cfg.clock_skew_ns);
     let s = install(cfg);
     // SAFETY: the handlers are plain functions that stay loaded.
     unsafe {
@@ -355,8 +355,12 @@ fn make_hello(cfg: &Config) -> Hello {
         .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()))
         // SAFETY: getppid has no preconditions.
         .unwrap_or_else(|| format!("ppid:{}", unsafe { libc::getppid() }));
-    let clock_ns = clock::now();
-    let realtime_ns = clock::clock_ns(libc::CLOCK_REALTIME);
+    // Under a test skew the events and the realtime reading are late, the
+    // reference reading is not: the handshake's own check (the server's
+    // realtime against ours) takes back the realtime part, and what is left
+    // is a skew only the MPI clock alignment can see (`core::clock`).
+    let clock_ns = clock::now().wrapping_sub(clock::skew() as u64);
+    let realtime_ns = clock::clock_ns(libc::CLOCK_REALTIME).wrapping_add(clock::skew() as u64);
     Hello {
         program: program_name(&argv),
         argv,

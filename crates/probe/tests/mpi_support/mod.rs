@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 use hark_transport::collect::{self, Stream};
-use hark_wire::{op, Def, Event, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT};
+use hark_wire::{
+    op, ClockPhase, Def, Event, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT,
+};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -132,6 +134,19 @@ pub fn run_in_dir(
     cwd: Option<&Path>,
 ) -> Job {
     run_job(mpi, np, np, exe, args, probe, env, cwd)
+}
+
+/// [`run_with`] for a job of which only `streams` processes reach the
+/// collector (the others' probes are off or cannot connect).
+pub fn run_reaching(
+    mpi: Mpi,
+    np: usize,
+    streams: usize,
+    exe: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Job {
+    run_job(mpi, np, streams, exe, args, true, env, None)
 }
 
 /// [`run_with`] for a job that starts more processes than its `np` ranks
@@ -432,6 +447,20 @@ pub fn check_program(mpi: Mpi, src: &str, flags: &[&str], expected_file: &str) {
     for (r, want) in want.iter().enumerate() {
         let s = job.rank(r as i32);
         assert!(s.is_clean(), "rank {r}: {:?}", s.closed);
+        // Every init path (C, each Fortran binding) aligns the clock at
+        // MPI_Init and at MPI_Finalize; rank 0 is the reference.
+        let phases: Vec<_> = s.clocks.iter().map(|c| c.phase).collect();
+        assert_eq!(
+            phases,
+            [ClockPhase::Init, ClockPhase::Finalize],
+            "{src} {flags:?} on {mpi:?}, rank {r}: clock alignments"
+        );
+        if r == 0 {
+            assert!(s
+                .clocks
+                .iter()
+                .all(|c| c.offset_ns() == 0 && c.round_trip_ns == 0));
+        }
         assert_lines(
             &format!("{src} {flags:?} on {mpi:?}, rank {r}"),
             &render(s),

@@ -66,6 +66,8 @@ pub(crate) struct Abi {
     pub comm_null: usize,
     pub request_null: usize,
     pub datatype_null: usize,
+    /// `MPI_BYTE`.
+    pub datatype_byte: usize,
     pub message_null: usize,
     pub message_no_proc: usize,
     #[allow(dead_code)] // Kept for completeness; checked by the ABI test.
@@ -99,6 +101,7 @@ pub(crate) const MPICH: Abi = Abi {
     comm_null: 0x0400_0000,
     request_null: 0x2c00_0000,
     datatype_null: 0x0c00_0000,
+    datatype_byte: 0x4c00_010d,
     message_null: 0x2c00_0000,
     message_no_proc: 0x6c00_0000,
     win_null: 0x2000_0000,
@@ -127,6 +130,7 @@ const OPEN_MPI_LAYOUT: Abi = Abi {
     comm_null: 0,
     request_null: 0,
     datatype_null: 0,
+    datatype_byte: 0,
     message_null: 0,
     message_no_proc: 0,
     win_null: 0,
@@ -255,6 +259,7 @@ fn detect() -> Option<&'static Abi> {
             comm_null: sym("ompi_mpi_comm_null\0"),
             request_null: sym("ompi_request_null\0"),
             datatype_null: sym("ompi_mpi_datatype_null\0"),
+            datatype_byte: sym("ompi_mpi_byte\0"),
             message_null: sym("ompi_message_null\0"),
             message_no_proc: sym("ompi_message_no_proc\0"),
             win_null: sym("ompi_mpi_win_null\0"),

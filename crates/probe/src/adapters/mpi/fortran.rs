@@ -145,6 +145,9 @@ fn before_f(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut Scratch)
         super::emit(g, hark_wire::Event::new(plan.op, t, t));
         crate::core::finish(hark_wire::EndReason::Abort);
     }
+    if plan.kind == Kind::Finalize {
+        super::align::at_finalize(abi);
+    }
 }
 
 /// After the real Fortran call: convert the arguments to their C form and

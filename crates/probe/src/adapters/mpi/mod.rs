@@ -12,6 +12,7 @@
 //! call records.
 
 pub(crate) mod abi;
+mod align;
 mod fortran;
 mod mpi_call;
 mod plan;
@@ -21,6 +22,7 @@ mod resolve;
 use crate::core::Guard;
 use crate::real::Real;
 use abi::Abi;
+use align::unentered;
 use hark_wire::{op, EndReason, Event, Flavour, RankInfo, EXTRA_NONE, PEER_NONE, PEER_NULL};
 use plan::{Kind, Plan, Pos, Shape, NO, NONE};
 use registry::{Comm, CommRef, Req, ReqKind};
@@ -195,6 +197,7 @@ fn needs_before(plan: &Plan) -> bool {
         || p.file_closed != NO
         || p.message != NO
         || plan.kind == Kind::Abort
+        || plan.kind == Kind::Finalize
 }
 
 /// Whether all `before` has to do is [`status_and_request`].
@@ -208,6 +211,7 @@ fn only_status_or_request(plan: &Plan) -> bool {
         && p.file_closed == NO
         && p.message == NO
         && plan.kind != Kind::Abort
+        && plan.kind != Kind::Finalize
 }
 
 /// Swaps our status in for `MPI_STATUS_IGNORE` and reads the request
@@ -272,6 +276,9 @@ unsafe fn before_c(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut S
         let t = crate::core::stamp();
         emit(g, Event::new(plan.op, t, t));
         crate::core::finish(EndReason::Abort);
+    }
+    if plan.kind == Kind::Finalize {
+        align::at_finalize(abi);
     }
 }
 
@@ -839,12 +846,12 @@ fn post(
     id
 }
 
-/// After `MPI_Init`: the flavour, `MPI_COMM_WORLD`/`MPI_COMM_SELF`, and the
-/// process's place in the job.
+/// After `MPI_Init`: the flavour, `MPI_COMM_WORLD`/`MPI_COMM_SELF`, the
+/// process's place in the job, and its clock's offset to world rank 0.
 fn init(abi: &Abi) {
     let (rank, size) = mpi_call::rank_size(abi.comm_world);
     registry::init_world(abi, rank, size);
-    crate::core::set_rank(RankInfo {
+    let info = RankInfo {
         world_rank: rank,
         world_size: size,
         appnum: mpi_call::appnum(abi),
@@ -854,7 +861,9 @@ fn init(abi: &Abi) {
             abi::Flavour::Mpich => Flavour::Mpich,
         },
         library: mpi_call::library_version(),
-    });
+    };
+    crate::core::set_rank(info);
+    align::at_init(abi, rank, size);
 }
 
 /// `Wait*`/`Test*`: the call's event (`bytes` = requests completed), then a

@@ -227,3 +227,40 @@ pub(crate) mod f2c {
     f2c!(file, c"PMPI_File_f2c", false);
     f2c!(message, c"PMPI_Message_f2c", true);
 }
+
+/// A private duplicate of `comm` (`MPI_Comm_dup`, collective), `None` if
+/// the call failed.
+pub(crate) fn comm_dup(abi: &Abi, comm: usize) -> Option<usize> {
+    let mut out: usize = 0;
+    let op = ptr(&mut out);
+    (pmpi!(c"PMPI_Comm_dup", (comm, op)) == Some(0)).then(|| abi.handle_arg(out))
+}
+
+/// Frees a communicator from [`comm_dup`].
+pub(crate) fn comm_free(comm: usize) {
+    let mut c = comm;
+    let cp = ptr(&mut c);
+    pmpi!(c"PMPI_Comm_free", (cp));
+}
+
+/// Sends `buf` as `MPI_BYTE`s to `dest`; true on success.
+pub(crate) fn send_bytes(abi: &Abi, buf: &[u8], dest: i32, tag: i32, comm: usize) -> bool {
+    let (b, n, t) = (buf.as_ptr() as usize, buf.len(), abi.datatype_byte);
+    let (d, g) = (dest as usize, tag as usize);
+    pmpi!(c"PMPI_Send", (b, n, t, d, g, comm)) == Some(0)
+}
+
+/// Receives exactly `buf.len()` `MPI_BYTE`s from `source` into `buf`; true
+/// on success.
+pub(crate) fn recv_bytes(abi: &Abi, buf: &mut [u8], source: i32, tag: i32, comm: usize) -> bool {
+    let (b, n, t) = (buf.as_mut_ptr() as usize, buf.len(), abi.datatype_byte);
+    let (s, g, st) = (source as usize, tag as usize, abi.status_ignore);
+    pmpi!(c"PMPI_Recv", (b, n, t, s, g, comm, st)) == Some(0)
+}
+
+/// Whether MPI is initialised (`MPI_Initialized`).
+pub(crate) fn initialized() -> bool {
+    let mut flag: c_int = 0;
+    let fp = ptr(&mut flag);
+    pmpi!(c"PMPI_Initialized", (fp)) == Some(0) && flag != 0
+}

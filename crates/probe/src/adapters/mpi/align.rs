@@ -1,0 +1,136 @@
+//! Aligning this rank's probe clock with world rank 0's, at the end of
+//! `MPI_Init` and at the start of `MPI_Finalize`.
+//!
+//! A handshake sample per connection places each stream on the server's
+//! timeline to within the one-way delay of that sample, or within the
+//! disagreement of two hosts' clocks; waiting times between ranks need
+//! better. So each rank measures its offset to world rank 0 by a ping-pong
+//! (Cristian's algorithm, as Scalasca does): the rank sends a request at
+//! `t_send`, rank 0 answers with its probe clock `t_root`, the answer arrives
+//! at `t_recv`, and `t_root − (t_send + t_recv) / 2` is the offset, wrong by
+//! at most half the round trip. Of [`ROUNDS`] rounds the one with the
+//! smallest round trip is kept; rank 0 serves the ranks one after another.
+//! The messages travel through `PMPI_*` on a private duplicate of
+//! `MPI_COMM_WORLD`, so they are never recorded and never match the
+//! program's receives. The result goes to the server as a `Clock` frame
+//! (`docs/wire.md`); the server applies it (`docs/analyses.md`, "Time").
+//!
+//! Every rank of the job must take part (the duplicate is collective, and
+//! rank 0 waits for every rank): `HARK_CLOCK_SYNC=0` turns it off, and must
+//! then be set for every rank.
+
+use super::abi::Abi;
+use super::mpi_call::{comm_dup, comm_free, initialized, rank_size, recv_bytes, send_bytes};
+use super::plan::Kind;
+use crate::core::{clock_sync_enabled, now, set_clock};
+use hark_wire::{ClockPhase, ClockSync};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+/// Rounds of ping-pong per rank and measurement.
+pub(crate) const ROUNDS: usize = 10;
+
+/// The tag of the requests and answers (the communicator is private).
+const TAG: i32 = 1;
+
+/// The private duplicate of `MPI_COMM_WORLD`, from `MPI_Init` to
+/// `MPI_Finalize`; 0 while there is none (no handle of either flavour is 0).
+static COMM: AtomicUsize = AtomicUsize::new(0);
+
+/// At the end of a successful `MPI_Init`: duplicates the world and measures.
+pub(super) fn at_init(abi: &Abi, rank: i32, size: i32) {
+    if !clock_sync_enabled() {
+        return;
+    }
+    let Some(comm) = comm_dup(abi, abi.comm_world) else {
+        return;
+    };
+    COMM.store(comm, Relaxed);
+    measure(abi, comm, rank, size, ClockPhase::Init);
+}
+
+/// At the start of `MPI_Finalize`: measures again and frees the duplicate.
+pub(super) fn at_finalize(abi: &Abi) {
+    let comm = COMM.swap(0, Relaxed);
+    if comm == 0 {
+        return;
+    }
+    let (rank, size) = rank_size(comm);
+    measure(abi, comm, rank, size, ClockPhase::Finalize);
+    comm_free(comm);
+}
+
+/// One measurement on `comm`, sent to the server; nothing is sent if an
+/// MPI call failed.
+fn measure(abi: &Abi, comm: usize, rank: i32, size: i32, phase: ClockPhase) {
+    if rank == 0 {
+        let mut request = [0u8; 1];
+        for peer in 1..size {
+            for _ in 0..ROUNDS {
+                if !recv_bytes(abi, &mut request, peer, TAG, comm) {
+                    return;
+                }
+                if !send_bytes(abi, &now().to_le_bytes(), peer, TAG, comm) {
+                    return;
+                }
+            }
+        }
+        let t = now();
+        set_clock(ClockSync {
+            phase,
+            local_ns: t,
+            reference_ns: t,
+            round_trip_ns: 0,
+        });
+    } else if rank > 0 {
+        let mut best: Option<ClockSync> = None;
+        let mut answer = [0u8; 8];
+        for _ in 0..ROUNDS {
+            let t_send = now();
+            if !send_bytes(abi, &[0], 0, TAG, comm) || !recv_bytes(abi, &mut answer, 0, TAG, comm) {
+                return;
+            }
+            let round_trip = now().saturating_sub(t_send);
+            if best.is_none_or(|b| round_trip < b.round_trip_ns) {
+                best = Some(ClockSync {
+                    phase,
+                    local_ns: t_send + round_trip / 2,
+                    reference_ns: u64::from_le_bytes(answer),
+                    round_trip_ns: round_trip,
+                });
+            }
+        }
+        if let Some(b) = best {
+            set_clock(b);
+        }
+    }
+}
+
+/// `MPI_Init*` or `MPI_Finalize` (function `i` of the table) called while
+/// its wrapper could not enter the probe, because this process's stream
+/// failed (the server refused it, or went away) or is being closed: nothing
+/// is recorded, but the alignment still takes part, since the other ranks
+/// wait for this one. Its frames go nowhere.
+#[cold]
+#[inline(never)]
+pub(super) fn unentered<R>(i: usize, call: impl FnOnce() -> R) -> R {
+    let Some(abi) = super::abi::get() else {
+        return call();
+    };
+    match super::PLANS[i].kind {
+        Kind::Finalize => {
+            super::guarded(|| at_finalize(abi));
+            call()
+        }
+        Kind::Init => {
+            let r = call();
+            super::guarded(|| {
+                if initialized() {
+                    let (rank, size) = rank_size(abi.comm_world);
+                    at_init(abi, rank, size);
+                }
+            });
+            r
+        }
+        _ => call(),
+    }
+}
