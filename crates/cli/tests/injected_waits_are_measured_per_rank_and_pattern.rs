@@ -398,13 +398,11 @@ fn skewed(mpi: Mpi, tag: &str) {
 }
 
 #[test]
-#[ignore = "needs the clock-alignment branch (HARK_TEST_CLOCK_SKEW_NS)"]
 fn a_clock_skewed_by_50_ms_still_gives_the_true_waits_on_open_mpi() {
     skewed(OPEN_MPI, "waits-skew-ompi");
 }
 
 #[test]
-#[ignore = "needs the clock-alignment branch (HARK_TEST_CLOCK_SKEW_NS)"]
 fn a_clock_skewed_by_50_ms_still_gives_the_true_waits_on_mpich() {
     skewed(MPICH, "waits-skew-mpich");
 }
