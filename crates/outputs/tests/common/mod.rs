@@ -48,6 +48,7 @@ fn ranks(n: usize, first_world: i32, host: &str, events: u64) -> Vec<RankInfo> {
                 events_analysed: events + r as u64,
                 events_dropped: 0,
                 partial_ranks: 0,
+                partial_children: 0,
             },
             partial: false,
         })
@@ -326,6 +327,7 @@ fn ocean() -> Program {
         timeslices: timeslices(n, 48, |r, k| (10 + (r * 5 + k * 3) % 25) as u64 * MS),
         density: BTreeMap::new(),
         diagnostics: vec![],
+        children: vec![],
     }
 }
 
@@ -399,6 +401,7 @@ fn atmos() -> Program {
         diagnostics: vec![
             "Rank 1 left region \"solve\" it never entered; the exit was ignored.".into(),
         ],
+        children: vec![],
     }
 }
 
