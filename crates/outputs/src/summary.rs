@@ -156,11 +156,7 @@ fn program(s: &mut String, p: &Program) {
             p.diagnostics.len() - TOP_DIAGNOSTICS
         );
     }
-    let _ = writeln!(
-        s,
-        "   Events: {}",
-        facts::accounting_line(&facts::program_accounting(p))
-    );
+    let _ = writeln!(s, "   Events: {}", facts::accounting_line(&p.accounting()));
 }
 
 fn functions(s: &mut String, rows: &[FunctionRow<'_>], mpi_total: u64) {

@@ -87,9 +87,9 @@ fn summary_names_lost_events_and_partial_ranks() {
         .skip_while(|l| !l.starts_with("   Events:"))
         .collect();
     expect![[r#"
-           Events: 164,006 events, 100 lost (100 never reached the server)
+           Events: 164,006 events, at least 100 lost (100 never reached the server), loss unknown for 1 rank
 
-        168,407 events, 130 lost (25 dropped by the probes, 100 never reached the server, 5 received but not analysed)
+        168,407 events, at least 130 lost (25 dropped by the probes, 100 never reached the server, 5 received but not analysed), loss unknown for 1 rank
         Partial ranks (stream ended without its end record): ocean rank 3 (world rank 3, host node01, pid 4103)"#]].assert_eq(&tail.join("\n"));
 }
 
@@ -104,4 +104,18 @@ fn summary_of_an_empty_run_says_so_without_failing() {
         0 events, 0 lost
     "#]],
     );
+}
+
+/// A rank killed before its end record lost an unknown number of events:
+/// "0 lost" would be a lie (issue 12, item 6).
+#[test]
+fn a_killed_rank_makes_the_loss_unknown_not_zero() {
+    let mut run = common::two_programs();
+    run.programs.truncate(1);
+    run.programs[0].rank_info[1].partial = true;
+    run.accounting.partial_ranks = 1;
+    let text = hark_outputs::summary::render(&run);
+    let last = text.lines().rev().find(|l| l.contains(" events")).unwrap();
+    expect!["168,407 events, loss unknown for 1 rank"].assert_eq(last);
+    assert!(!text.contains("0 lost"), "{text}");
 }

@@ -116,7 +116,7 @@ fn header(h: &mut String, run: &Run) {
     h.push_str("<table class=\"programs\"><thead><tr><th>Program</th><th>Ranks</th><th>Wall time</th><th>MPI share</th><th>Events</th></tr></thead><tbody>\n");
     for (k, p) in run.programs.iter().enumerate() {
         let (mpi, wall) = facts::mpi_and_wall(p);
-        let acc = facts::program_accounting(p);
+        let acc = p.accounting();
         let _ = writeln!(
             h,
             "<tr><td><a href=\"#p{k}\">{}. {}</a></td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
@@ -187,7 +187,7 @@ fn card(h: &mut String, label: &str, value: &str) {
 
 fn overview(h: &mut String, p: &Program) {
     let (mpi, wall) = facts::mpi_and_wall(p);
-    let acc = facts::program_accounting(p);
+    let acc = p.accounting();
     let mut hosts: Vec<&str> = p.rank_info.iter().map(|r| r.host.as_str()).collect();
     hosts.sort_unstable();
     hosts.dedup();
@@ -199,7 +199,14 @@ fn overview(h: &mut String, p: &Program) {
     card(h, "Hosts", &hosts.len().to_string());
     card(h, "I/O", &bytes(io.read_bytes + io.write_bytes));
     card(h, "Events", &count(acc.events_written));
-    card(h, "Lost", &count(facts::lost(&acc)));
+    card(
+        h,
+        "Lost",
+        &match facts::unknown_loss(&acc) {
+            Some(_) => "unknown".to_string(),
+            None => count(facts::lost(&acc)),
+        },
+    );
     h.push_str("</div>\n");
     if !p.command.is_empty() {
         let _ = writeln!(
@@ -753,7 +760,7 @@ fn regions(h: &mut String, p: &Program) {
 }
 
 fn ranks(h: &mut String, p: &Program) {
-    let acc = facts::program_accounting(p);
+    let acc = p.accounting();
     let _ = writeln!(h, "<p>{}.</p>", esc(&facts::accounting_line(&acc)));
     h.push_str("<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>Rank</th><th>World rank</th><th>Host</th><th>PID</th><th>Wall</th><th>MPI</th><th>Events written</th><th>Received</th><th>Analysed</th><th>Dropped</th><th>Stream</th></tr></thead><tbody>\n");
     for (r, info) in p.rank_info.iter().enumerate() {
