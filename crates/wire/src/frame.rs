@@ -211,6 +211,10 @@ pub enum EndReason {
     Exit = 2,
     /// `MPI_Abort` was called.
     Abort = 3,
+    /// A signal whose default action ends the process (SIGTERM, SIGINT,
+    /// SIGSEGV, SIGBUS, SIGFPE, SIGABRT) arrived; the probe's handler sent
+    /// what the process had recorded before the signal took its course.
+    Signal = 4,
 }
 
 /// The last frame: the probe's own totals, for reconciliation.
@@ -440,6 +444,7 @@ impl End {
                 1 => EndReason::Finalize,
                 2 => EndReason::Exit,
                 3 => EndReason::Abort,
+                4 => EndReason::Signal,
                 c => return Err(Error::malformed(format!("end: unknown reason {c}"))),
             },
         })

@@ -26,7 +26,10 @@ mod clock;
 mod config;
 mod defs;
 mod local;
+mod signals;
 mod stream;
+
+pub(crate) use signals::{program_sigaction, program_signal};
 
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -204,6 +207,9 @@ pub fn io_enabled() -> bool {
 pub fn set_rank(info: RankInfo) {
     let _in = local::Internal::enter();
     let _ = std::panic::catch_unwind(|| {
+        // MPI is initialised: a handler its libraries set past the probe's
+        // `sigaction` (UCX's, through its own `dlsym`) goes behind ours.
+        signals::reassert();
         if let Some(s) = stream::current() {
             let mut bytes = Vec::new();
             info.encode(&mut bytes);

@@ -17,7 +17,7 @@ use hark_wire::{Def, EndReason, Hello};
 
 use super::config::Config;
 use super::local::{self, Internal, Slot};
-use super::{clock, defs, warn_once};
+use super::{clock, defs, signals, warn_once};
 use crate::ship::{transport, Ship};
 
 const LAZY: u8 = 0;
@@ -108,6 +108,7 @@ pub(crate) fn init() {
     }
     clock::init(&cfg.clock);
     let s = install(cfg, 0, job_from_env());
+    signals::install();
     // SAFETY: the handlers are plain functions that stay loaded.
     unsafe {
         libc::pthread_atfork(
@@ -171,6 +172,7 @@ impl Stream {
         let spawned = std::thread::Builder::new()
             .name("hark-shipper".into())
             .spawn(move || {
+                signals::block_handled_signals();
                 let _in = Internal::enter();
                 let lost = |e: &str| {
                     warn_once(
@@ -194,6 +196,7 @@ impl Stream {
             return false;
         }
         self.phase.store(RUNNING, Ordering::Release);
+        signals::start_helper();
         true
     }
 
