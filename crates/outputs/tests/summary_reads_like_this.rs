@@ -119,3 +119,15 @@ fn a_killed_rank_makes_the_loss_unknown_not_zero() {
     expect!["168,407 events, loss unknown for 1 rank"].assert_eq(last);
     assert!(!text.contains("0 lost"), "{text}");
 }
+
+/// The report says the same: its header line and the program's "Lost" card.
+#[test]
+fn the_report_says_the_loss_is_unknown_not_zero() {
+    let mut run = common::two_programs();
+    run.programs.truncate(1);
+    run.programs[0].rank_info[1].partial = true;
+    run.accounting.partial_ranks = 1;
+    let page = hark_outputs::html::render(&run, &hark_outputs::html::Options { graphviz: false });
+    assert!(page.contains("168,407 events, loss unknown for 1 rank"));
+    assert!(page.contains("<div class=\"label\">Lost</div><div class=\"value\">unknown</div>"));
+}
