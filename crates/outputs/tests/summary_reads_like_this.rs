@@ -131,3 +131,37 @@ fn the_report_says_the_loss_is_unknown_not_zero() {
     assert!(page.contains("168,407 events, loss unknown for 1 rank"));
     assert!(page.contains("<div class=\"label\">Lost</div><div class=\"value\">unknown</div>"));
 }
+
+/// Forked children are not ranks; the summary names them under their ranks.
+#[test]
+fn child_processes_are_summed_up_under_the_ranks_that_forked_them() {
+    let mut run = common::two_programs();
+    run.programs.truncate(1);
+    for (rank, pid) in [(0, 9001), (0, 9002), (2, 9003)] {
+        let mut io = std::collections::BTreeMap::new();
+        io.insert(
+            "write".to_string(),
+            hark_model::Totals {
+                calls: 4,
+                bytes: 400,
+                time_ns: 1000,
+            },
+        );
+        run.programs[0].children.push(hark_model::ChildProcess {
+            world_rank: rank,
+            parent_pid: 4100 + rank as u32,
+            pid,
+            host: "node01".into(),
+            io,
+            write_bytes: 400,
+            ..Default::default()
+        });
+    }
+    let text = hark_outputs::summary::render(&run);
+    let line = text
+        .lines()
+        .find(|l| l.contains("Child processes"))
+        .unwrap();
+    expect!["   Child processes: 3 forked by ranks 0, 2 (not ranks), 12 I/O calls, read 0 B, written 1.17 KiB"]
+        .assert_eq(line);
+}
