@@ -160,6 +160,7 @@ impl Server {
             conns: Default::default(),
             counters: Counters::default(),
             problems: Mutex::default(),
+            ranks: Mutex::default(),
             secret: config.secret.clone(),
         });
         let transport = listener.serve(state.clone());

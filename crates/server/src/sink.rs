@@ -8,6 +8,14 @@
 //! connection, in stream order; the rank frame, the end-of-stream totals and
 //! the close are kept here, in the connection's record, for accounting.
 //!
+//! Who may speak: with a secret (`hark run` always has one), a `Hello`
+//! without it is refused. Rank streams are keyed by (job, program, world
+//! rank): a second stream claiming a rank that another still streams — in
+//! its `Hello` or later in its `Rank` frame — is refused, never merged; both
+//! kinds of refusal are counted and named in the diagnostics. A forked
+//! child (`Hello.parent` set) is analysed on a level of its own and folded
+//! into the program's `children`, never into its ranks.
+//!
 //! Back-pressure: a reader whose program has more than `max_in_flight` bytes
 //! of events waiting for the analyses stops reading until it drops below.
 //! The socket fills, the probe's buffers fill, and the probe (by default)
@@ -88,6 +96,9 @@ pub(crate) struct State {
     pub(crate) counters: Counters,
     /// Why connections broke, for the report (bounded: the first few).
     pub(crate) problems: Mutex<Vec<String>>,
+    /// Which stream holds each (job, program, world rank), for refusing a
+    /// second one.
+    pub(crate) ranks: Mutex<HashMap<RankKey, Holder>>,
     /// The run's secret: a `Hello` without it is refused. `None` accepts
     /// every stream (a server started by hand or by a test).
     pub(crate) secret: Option<String>,
@@ -244,18 +255,16 @@ impl Sink for State {
         }
         let child = hello.parent != 0;
         if !child {
-            if let Some(holder) = self.streaming(&hello.job, &hello.program, hello.rank, None) {
-                if holder.pid != hello.pid || holder.host != hello.host {
-                    self.refuse(
-                        conn,
-                        hello,
-                        &format!(
-                            "world rank {} is already streaming from pid {} on {}",
-                            hello.rank, holder.pid, holder.host
-                        ),
-                    );
-                    return;
-                }
+            if let Err(holder) = self.claim(&hello.job, &hello.program, hello.rank, conn.0, hello) {
+                self.refuse(
+                    conn,
+                    hello,
+                    &format!(
+                        "world rank {} is already streaming from pid {} on {}",
+                        hello.rank, holder.pid, holder.host
+                    ),
+                );
+                return;
             }
         }
         self.counters.accepted.fetch_add(1, Ordering::Relaxed);
@@ -293,6 +302,7 @@ impl Sink for State {
                     }
                     Err(e) => {
                         drop(programs);
+                        self.release(conn.0);
                         self.problem(format!("{conn} was not analysed: {e}"));
                         return;
                     }
@@ -300,18 +310,23 @@ impl Sink for State {
             };
             let slot = &mut programs[index];
             let on = if child {
-                if slot.children.is_none() {
-                    match install() {
-                        Ok(on) => slot.children = Some(on),
+                let on = match &slot.children {
+                    Some(on) => on.clone(),
+                    None => match install() {
+                        Ok(on) => {
+                            slot.children = Some(on.clone());
+                            on
+                        }
                         Err(e) => {
+                            // A child claims no rank: nothing to release.
                             drop(programs);
                             self.problem(format!("{conn} was not analysed: {e}"));
                             return;
                         }
-                    }
-                }
+                    },
+                };
                 slot.child_conns.push(conn.0);
-                slot.children.clone().expect("installed above")
+                on
             } else {
                 slot.conns.push(conn.0);
                 slot.on.clone()
@@ -348,10 +363,12 @@ impl Sink for State {
             Frame::Defs(defs) => c.on.defs(&c.info, defs),
             Frame::Rank(r) => {
                 let hello = c.info.hello();
-                if let (false, Some(holder)) = (
-                    c.child,
-                    self.streaming(&c.job, &hello.program, r.world_rank, Some(conn.0)),
-                ) {
+                let claimed = if c.child {
+                    Ok(())
+                } else {
+                    self.claim(&c.job, &hello.program, r.world_rank, conn.0, hello)
+                };
+                if let Err(holder) = claimed {
                     self.cut(
                         conn,
                         &format!(
@@ -388,10 +405,15 @@ impl Sink for State {
 }
 
 /// Who streams a rank.
-struct Holder {
+#[derive(Clone)]
+pub(crate) struct Holder {
+    conn: u64,
     pid: u32,
     host: String,
 }
+
+/// A rank's key: (job, program, world rank).
+pub(crate) type RankKey = (String, String, i32);
 
 /// Compares secrets in time independent of where they differ.
 fn same_secret(expected: &str, given: &str) -> bool {
@@ -400,43 +422,70 @@ fn same_secret(expected: &str, given: &str) -> bool {
 }
 
 impl State {
-    /// The rank stream (not a child) of program `program` of `job` that
-    /// holds world rank `rank` and is still streaming (no end record, not
-    /// closed), other than connection `except`.
-    fn streaming(
+    /// Makes connection `conn` (whose handshake is `hello`) the stream of
+    /// world rank `rank` of program `program` of `job`; fails with the
+    /// current holder if another stream holds that rank and is still
+    /// streaming (no end record, not closed). A holder with the same pid
+    /// and host is the same process after `exec`: it gives way. One
+    /// lookup, atomic under the index's lock, however many streams the run
+    /// has had.
+    fn claim(
         &self,
         job: &str,
         program: &str,
         rank: i32,
-        except: Option<u64>,
-    ) -> Option<Holder> {
+        conn: u64,
+        hello: &Hello,
+    ) -> Result<(), Holder> {
         if rank < 0 {
-            return None;
+            return Ok(());
         }
+        let mut ranks = self.ranks.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (job.to_string(), program.to_string(), rank);
+        if let Some(h) = ranks.get(&key) {
+            let same_process = h.pid == hello.pid && h.host == hello.host;
+            if h.conn != conn && !same_process && self.still_holds(h.conn, rank) {
+                return Err(h.clone());
+            }
+        }
+        ranks.insert(
+            key,
+            Holder {
+                conn,
+                pid: hello.pid,
+                host: hello.host.clone(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Gives up every rank connection `conn` holds (it was not set up, or
+    /// was cut off).
+    fn release(&self, conn: u64) {
+        self.ranks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|_, h| h.conn != conn);
+    }
+
+    /// Whether connection `id` still streams world rank `rank`: not closed,
+    /// no end record, its rank not changed since. A connection that is not
+    /// registered yet (its `Hello` being handled) holds it.
+    fn still_holds(&self, id: u64, rank: i32) -> bool {
         let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
-        conns
-            .iter()
-            .filter(|(id, c)| {
-                Some(**id) != except
-                    && !c.child
-                    && c.job == job
-                    && c.info.hello().program == program
-                    && c.info.world_rank() == rank
-                    && c.outcome
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .is_none()
-                    && c.acc
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .end
-                        .is_none()
-            })
-            .map(|(_, c)| Holder {
-                pid: c.info.hello().pid,
-                host: c.info.hello().host.clone(),
-            })
-            .next()
+        let Some(c) = conns.get(&id) else {
+            return true;
+        };
+        c.info.world_rank() == rank
+            && c.outcome
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_none()
+            && c.acc
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .end
+                .is_none()
     }
 
     /// Refuses a stream at its `Hello`: nothing it sends is analysed.
@@ -459,6 +508,7 @@ impl State {
         else {
             return;
         };
+        self.release(conn.0);
         self.counters.refused.fetch_add(1, Ordering::Relaxed);
         self.counters.open.fetch_sub(1, Ordering::Relaxed);
         for p in self
