@@ -18,6 +18,9 @@ fn a_fatal_signal_flushes_everything_then_ends_the_process_with_it() {
     for (mode, signal) in [
         ("segv", libc::SIGSEGV),
         ("term", libc::SIGTERM),
+        ("int", libc::SIGINT),
+        ("bus", libc::SIGBUS),
+        ("fpe", libc::SIGFPE),
         ("abort", libc::SIGABRT),
     ] {
         let run = run(mode);

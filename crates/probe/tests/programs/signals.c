@@ -1,6 +1,7 @@
 /* Signals and the probe. Writes 10 x 100 bytes to FILE, then:
  *   signals FILE segv     writes through a null pointer (no handler)
- *   signals FILE term     raises SIGTERM (no handler)
+ *   signals FILE term     raises SIGTERM (no handler); int, bus, fpe: SIGINT,
+ *                         SIGBUS, SIGFPE likewise
  *   signals FILE abort    calls abort()
  *   signals FILE handler  installs SIGTERM and SIGSEGV handlers with
  *                         sigaction and SIGINT's with signal, checks that a
@@ -30,6 +31,9 @@ int main(int argc, char **argv) {
     const char *mode = argv[2];
     if (strcmp(mode, "segv") == 0) *(volatile int *)0 = 1;
     if (strcmp(mode, "term") == 0) raise(SIGTERM);
+    if (strcmp(mode, "int") == 0) raise(SIGINT);
+    if (strcmp(mode, "bus") == 0) raise(SIGBUS);
+    if (strcmp(mode, "fpe") == 0) raise(SIGFPE);
     if (strcmp(mode, "abort") == 0) abort();
     if (strcmp(mode, "handler") == 0) {
         struct sigaction a, q;
