@@ -27,7 +27,7 @@
 //! let hello = |rank: i32| Hello {
 //!     program: "ring".into(), argv: vec!["./ring".into()], host: "node1".into(),
 //!     pid: 100 + rank as u32, rank, size: 2, job: "job".into(),
-//!     clock: ClockSource::Monotonic, clock_ns: 0, realtime_ns: 0, pack_size: 1 << 20,
+//!     clock: ClockSource::Monotonic, clock_ns: 0, realtime_ns: 0, pack_size: 1 << 20, secret: String::new(), parent: 0,
 //! };
 //! let program = ProgramAnalysis::new("ring", 0, registry::all(), Config::default());
 //! let mut streams: Vec<_> = (0..2).map(|r| program.open(r as u64, hello(r), 0)).collect();

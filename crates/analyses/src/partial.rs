@@ -378,6 +378,7 @@ impl Partial {
                     events_analysed: acc.analysed,
                     events_dropped: acc.end.map_or(0, |e| e.1),
                     partial_ranks: partial as u64,
+                    partial_children: 0,
                 },
                 partial,
             });

@@ -100,7 +100,7 @@ impl Shared {
 /// let hello = Hello {
 ///     program: "app".into(), argv: vec!["./app".into()], host: "h".into(), pid: 1,
 ///     rank: 0, size: 1, job: "j".into(), clock: ClockSource::Monotonic,
-///     clock_ns: 0, realtime_ns: 0, pack_size: 1 << 20,
+///     clock_ns: 0, realtime_ns: 0, pack_size: 1 << 20, secret: String::new(), parent: 0,
 /// };
 /// let program = ProgramAnalysis::new("app", 0, registry::all(), Config::default());
 /// let mut stream = program.open(0, hello, 0);

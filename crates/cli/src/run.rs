@@ -42,15 +42,20 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
     let socket_dir = SocketDir::create()?;
+    // The secret keeps other processes of the user from joining the run:
+    // the probes get it in HARK_ADDR, the server refuses streams without it.
+    let secret =
+        hark_server::new_secret().context("cannot read /dev/urandom for the run's secret")?;
     let server = Server::start(ServerConfig {
         addr: format!("unix:{}", socket_dir.socket().display()),
         analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
+        secret: Some(secret),
         ..ServerConfig::default()
     })
     // The server's error already names its cause: no chain to print twice.
     .map_err(|e| anyhow!("cannot start the analysis server: {e}"))?;
 
-    let env = probe_env(args, &probe, server.addr());
+    let env = probe_env(args, &probe, &server.probe_addr());
     let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
     let launcher = launch::detect(&args.command[0]);
     let argv = launch::with_env_options(launcher, &args.command, &names);

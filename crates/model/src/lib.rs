@@ -35,8 +35,47 @@ pub struct Accounting {
     pub events_analysed: u64,
     /// Events the probes dropped (no free buffer, or no server).
     pub events_dropped: u64,
-    /// Ranks whose stream ended without an end-of-stream record.
+    /// Ranks whose stream ended without an end-of-stream record: how many
+    /// events they lost is unknown.
     pub partial_ranks: u64,
+    /// Child processes (see [`ChildProcess`]) whose stream ended without an
+    /// end-of-stream record.
+    #[serde(default)]
+    pub partial_children: u64,
+}
+
+impl std::ops::AddAssign<&Accounting> for Accounting {
+    fn add_assign(&mut self, o: &Accounting) {
+        self.events_written += o.events_written;
+        self.events_received += o.events_received;
+        self.events_analysed += o.events_analysed;
+        self.events_dropped += o.events_dropped;
+        self.partial_ranks += o.partial_ranks;
+        self.partial_children += o.partial_children;
+    }
+}
+
+impl Program {
+    /// The program's accounting: its ranks' and its children's, summed,
+    /// with partial streams counted from their `partial` flags.
+    pub fn accounting(&self) -> Accounting {
+        let mut a = Accounting::default();
+        for r in &self.rank_info {
+            a += &Accounting {
+                partial_ranks: u64::from(r.partial),
+                partial_children: 0,
+                ..r.accounting.clone()
+            };
+        }
+        for c in &self.children {
+            a += &Accounting {
+                partial_ranks: 0,
+                partial_children: u64::from(c.partial),
+                ..c.accounting.clone()
+            };
+        }
+        a
+    }
 }
 
 /// Everything measured of one program.
@@ -102,6 +141,10 @@ pub struct Program {
     /// How the ranks' clocks were put on one timeline, and how well.
     #[serde(default)]
     pub clock: Clock,
+    /// Processes forked (without `exec`) by the ranks, in order of
+    /// connection: not ranks themselves, so absent from the per-rank data.
+    #[serde(default)]
+    pub children: Vec<ChildProcess>,
 }
 
 /// How well the ranks' clocks agree on the common timeline
@@ -224,6 +267,30 @@ pub struct Finding {
     pub detail: String,
     /// Rank time it costs, summed over ranks, in ns.
     pub time_ns: u64,
+}
+
+/// A process forked by a rank (a `multiprocessing` worker, a C `fork()`
+/// child): counted under its parent's rank, not as a rank of its own.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ChildProcess {
+    /// World rank of the process it was forked from (-1 outside MPI).
+    pub world_rank: i32,
+    /// The pid it was forked from.
+    pub parent_pid: u32,
+    /// Its own pid.
+    pub pid: u32,
+    /// Host it ran on.
+    pub host: String,
+    /// Its events.
+    pub accounting: Accounting,
+    /// True when its stream ended without an end-of-stream record.
+    pub partial: bool,
+    /// Its I/O over all files, by operation name.
+    pub io: BTreeMap<String, Totals>,
+    /// Bytes it read, over all files.
+    pub read_bytes: u64,
+    /// Bytes it wrote, over all files.
+    pub write_bytes: u64,
 }
 
 /// One per-rank metric, laid out as a grid of ranks for spotting imbalance

@@ -178,18 +178,49 @@ pub(crate) fn lost_detail(a: &Accounting) -> Vec<String> {
     parts
 }
 
-/// "N events, M lost", with the reasons when M is not 0.
+/// "N events, M lost", with the reasons when M is not 0. When streams
+/// ended without their end record, what they lost is not known: the line
+/// then says "loss unknown for K ranks" (and child processes) instead of
+/// calling the loss zero, and any loss that is known is "at least".
 pub(crate) fn accounting_line(a: &Accounting) -> String {
-    let mut line = format!(
-        "{} events, {} lost",
-        units::count(a.events_written),
-        units::count(lost(a))
-    );
+    let unknown = unknown_loss(a);
+    let mut line = format!("{} events", units::count(a.events_written));
+    let known = lost(a);
+    match (&unknown, known) {
+        (None, _) => line.push_str(&format!(", {} lost", units::count(known))),
+        (Some(_), 0) => {}
+        (Some(_), _) => line.push_str(&format!(", at least {} lost", units::count(known))),
+    }
     let detail = lost_detail(a);
     if !detail.is_empty() {
         line.push_str(&format!(" ({})", detail.join(", ")));
     }
+    if let Some(unknown) = unknown {
+        line.push_str(&format!(", {unknown}"));
+    }
     line
+}
+
+/// "loss unknown for K ranks[ and C child processes]" when some streams
+/// ended without their end record; `None` when every loss is known.
+pub(crate) fn unknown_loss(a: &Accounting) -> Option<String> {
+    let mut parts = Vec::new();
+    if a.partial_ranks > 0 {
+        let n = a.partial_ranks;
+        parts.push(format!("{n} {}", if n == 1 { "rank" } else { "ranks" }));
+    }
+    if a.partial_children > 0 {
+        let n = a.partial_children;
+        parts.push(format!(
+            "{n} {}",
+            if n == 1 {
+                "child process"
+            } else {
+                "child processes"
+            }
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("loss unknown for {}", parts.join(" and ")))
 }
 
 /// Each partial rank as `program rank r (world w, host h, pid p)`.
@@ -206,20 +237,6 @@ pub(crate) fn partial_ranks(run: &Run) -> Vec<String> {
         }
     }
     out
-}
-
-/// Sum of a program's events over its ranks' accounting.
-pub(crate) fn program_accounting(p: &Program) -> Accounting {
-    let mut a = Accounting::default();
-    for info in &p.rank_info {
-        let r = &info.accounting;
-        a.events_written += r.events_written;
-        a.events_received += r.events_received;
-        a.events_analysed += r.events_analysed;
-        a.events_dropped += r.events_dropped;
-        a.partial_ranks += u64::from(info.partial);
-    }
-    a
 }
 
 /// The five POP efficiencies in the order they nest (parallel = load

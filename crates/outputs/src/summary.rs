@@ -152,6 +152,34 @@ fn program(s: &mut String, p: &Program) {
             let _ = writeln!(s, "   ... and {} more files", files.len() - TOP_FILES);
         }
     }
+    if !p.children.is_empty() {
+        let mut parents: Vec<i32> = p.children.iter().map(|c| c.world_rank).collect();
+        parents.sort_unstable();
+        parents.dedup();
+        let n = p.children.len();
+        // Outside MPI (no world rank) there is no rank to name.
+        let by = if parents.iter().all(|&r| r < 0) {
+            "the program's processes".to_string()
+        } else {
+            format!(
+                "{} {}",
+                plural(parents.len(), "rank", "ranks"),
+                parents
+                    .iter()
+                    .map(i32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let _ =
+            writeln!(
+            s,
+            "   Child processes: {n} forked by {by} (not ranks), {} I/O calls, read {}, written {}",
+            count(p.children.iter().flat_map(|c| c.io.values()).map(|t| t.calls).sum()),
+            bytes(p.children.iter().map(|c| c.read_bytes).sum::<u64>()),
+            bytes(p.children.iter().map(|c| c.write_bytes).sum::<u64>()),
+        );
+    }
     for d in p.diagnostics.iter().take(TOP_DIAGNOSTICS) {
         let _ = writeln!(s, "   Note: {d}");
     }
@@ -162,11 +190,7 @@ fn program(s: &mut String, p: &Program) {
             p.diagnostics.len() - TOP_DIAGNOSTICS
         );
     }
-    let _ = writeln!(
-        s,
-        "   Events: {}",
-        facts::accounting_line(&facts::program_accounting(p))
-    );
+    let _ = writeln!(s, "   Events: {}", facts::accounting_line(&p.accounting()));
     if let Some(clock) = facts::clock_line(p) {
         let _ = writeln!(s, "   Clocks: {clock}");
     }

@@ -211,6 +211,13 @@ fn a_forked_child_streams_on_its_own_and_the_parent_stays_exact() {
             .find(|s| s.file_id("child.dat").is_some())
             .unwrap();
         assert_ne!(parent.hello.pid, child.hello.pid);
+        // The child says whose it is, and keeps its parent's job (its own
+        // would be `ppid:<parent>`): the server counts it under the parent.
+        assert_eq!(
+            (parent.hello.parent, child.hello.parent),
+            (0, parent.hello.pid)
+        );
+        assert_eq!(child.hello.job, parent.hello.job);
         assert!(parent.is_clean() && child.is_clean(), "{how}");
         assert_eq!(bytes_on(parent, io::WRITE, "parent.dat"), 400);
         assert_eq!(count_on(parent, io::WRITE, "parent.dat"), 2);

@@ -171,6 +171,8 @@ fn write(addr: &str, rank: i32, size: i32, events: u64) {
         clock_ns: 0,
         realtime_ns: 0,
         pack_size: 1 << 20,
+        secret: String::new(),
+        parent: 0,
     }
     .encode(&mut head);
     RankInfo {

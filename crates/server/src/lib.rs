@@ -36,7 +36,7 @@
 //! let mut bytes = Vec::new();
 //! Hello { program: "demo".into(), argv: vec!["./demo".into()], host: "h".into(), pid: 7,
 //!         rank: 0, size: 1, job: "j".into(), clock: ClockSource::Monotonic,
-//!         clock_ns: 0, realtime_ns: 0, pack_size: 1 << 20 }.encode(&mut bytes);
+//!         clock_ns: 0, realtime_ns: 0, pack_size: 1 << 20, secret: String::new(), parent: 0 }.encode(&mut bytes);
 //! encode_pack(0, &[Event::new(op::mpi_op("MPI_Barrier").unwrap(), 5, 25)], &mut bytes);
 //! End { events_written: 1, events_dropped: 0, packs_sent: 1, reason: EndReason::Finalize }
 //!     .encode(&mut bytes);
@@ -78,6 +78,10 @@ pub struct ServerConfig {
     /// Bytes of events a program may have waiting for analysis before its
     /// readers stop reading (back-pressure towards the probes).
     pub max_in_flight: u64,
+    /// The run's secret (see [`new_secret`]): a stream whose `Hello` does
+    /// not carry it is refused and named in the diagnostics. Probes learn
+    /// it from [`Server::probe_addr`]. `None`: every stream is accepted.
+    pub secret: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -88,6 +92,7 @@ impl Default for ServerConfig {
             analyses: None,
             slices: Config::default().slices,
             max_in_flight: 64 << 20,
+            secret: None,
         }
     }
 }
@@ -111,6 +116,9 @@ pub struct Status {
     pub bytes_in_flight: u64,
     /// Connections whose stream was malformed or cut.
     pub broken: u64,
+    /// Streams refused: without the run's secret, or claiming a rank that
+    /// another stream holds.
+    pub refused: u64,
     /// Time readers spent waiting for the analyses to catch up, in ns.
     pub throttled_ns: u64,
 }
@@ -153,6 +161,8 @@ impl Server {
             counters: Counters::default(),
             problems: Mutex::default(),
             clock_references: Mutex::default(),
+            ranks: Mutex::default(),
+            secret: config.secret.clone(),
         });
         let transport = listener.serve(state.clone());
         let now = Instant::now();
@@ -168,6 +178,15 @@ impl Server {
     /// port for TCP.
     pub fn addr(&self) -> &str {
         self.transport.addr()
+    }
+
+    /// What the probes' `HARK_ADDR` must say: the address, preceded by the
+    /// secret and an `@` when the server has one (`secret@unix:/path`).
+    pub fn probe_addr(&self) -> String {
+        match &self.state.secret {
+            Some(secret) => format!("{secret}@{}", self.addr()),
+            None => self.addr().to_string(),
+        }
     }
 
     /// A snapshot of what is going on; cheap enough for a few calls a second.
@@ -196,6 +215,7 @@ impl Server {
             events_per_s: rate,
             bytes_in_flight: programs.iter().map(|p| p.on.in_flight()).sum(),
             broken: c.broken.load(Ordering::Relaxed),
+            refused: c.refused.load(Ordering::Relaxed),
             throttled_ns: c.throttled_ns.load(Ordering::Relaxed),
         }
     }
@@ -256,18 +276,20 @@ impl Server {
     }
 }
 
-/// A run from its programs: the totals of every rank's accounting.
+/// A fresh secret for a run: 32 hex digits from the kernel's random source
+/// (`/dev/urandom`), for [`ServerConfig::secret`].
+pub fn new_secret() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A run from its programs: the totals of every rank's and child's accounting.
 fn run_of(programs: Vec<hark_model::Program>) -> Run {
     let mut accounting = Accounting::default();
     for p in &programs {
-        for r in &p.rank_info {
-            let a = &r.accounting;
-            accounting.events_written += a.events_written;
-            accounting.events_received += a.events_received;
-            accounting.events_analysed += a.events_analysed;
-            accounting.events_dropped += a.events_dropped;
-            accounting.partial_ranks += a.partial_ranks;
-        }
+        accounting += &p.accounting();
     }
     Run {
         hark_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -8,6 +8,14 @@
 //! connection, in stream order; the rank frame, the end-of-stream totals and
 //! the close are kept here, in the connection's record, for accounting.
 //!
+//! Who may speak: with a secret (`hark run` always has one), a `Hello`
+//! without it is refused. Rank streams are keyed by (job, program, world
+//! rank): a second stream claiming a rank that another still streams — in
+//! its `Hello` or later in its `Rank` frame — is refused, never merged; both
+//! kinds of refusal are counted and named in the diagnostics. A forked
+//! child (`Hello.parent` set) is analysed on a level of its own and folded
+//! into the program's `children`, never into its ranks.
+//!
 //! Back-pressure: a reader whose program has more than `max_in_flight` bytes
 //! of events waiting for the analyses stops reading until it drops below.
 //! The socket fills, the probe's buffers fill, and the probe (by default)
@@ -16,7 +24,7 @@
 
 use hark_analyses::{Config, DynAnalysis, OnBoard, ProgramAnalysis, StreamAccounting, StreamInfo};
 use hark_board::Board;
-use hark_model::Program;
+use hark_model::{Accounting, ChildProcess, FileIo, Program};
 use hark_transport::{Closed, ConnId, Sink};
 use hark_wire::{Frame, Hello};
 use std::collections::HashMap;
@@ -46,9 +54,17 @@ pub(crate) struct ProgramSlot {
     pub(crate) name: String,
     pub(crate) on: Arc<OnBoard>,
     pub(crate) conns: Vec<u64>,
+    /// The program's forked children, analysed on a level of their own so
+    /// that they never become ranks; installed at the first child.
+    pub(crate) children: Option<Arc<OnBoard>>,
+    pub(crate) child_conns: Vec<u64>,
 }
 
 pub(crate) struct Conn {
+    /// The job, for telling which streams claim the same rank.
+    pub(crate) job: String,
+    /// A forked child's stream (`Hello.parent` set): never a rank.
+    pub(crate) child: bool,
     pub(crate) info: Arc<StreamInfo>,
     pub(crate) on: Arc<OnBoard>,
     pub(crate) acc: Mutex<StreamAccounting>,
@@ -65,6 +81,9 @@ pub(crate) struct Counters {
     pub(crate) events: AtomicU64,
     pub(crate) broken: AtomicU64,
     pub(crate) throttled_ns: AtomicU64,
+    /// Streams refused at their `Hello` (no secret, or a rank already
+    /// streaming) or cut off at a `Rank` frame claiming one.
+    pub(crate) refused: AtomicU64,
 }
 
 pub(crate) struct State {
@@ -80,6 +99,12 @@ pub(crate) struct State {
     /// Per job: world rank 0's handshake offset, the clock reference of
     /// every stream of the job that aligned itself with rank 0.
     pub(crate) clock_references: Mutex<HashMap<String, i64>>,
+    /// Which stream holds each (job, program, world rank), for refusing a
+    /// second one.
+    pub(crate) ranks: Mutex<HashMap<RankKey, Holder>>,
+    /// The run's secret: a `Hello` without it is refused. `None` accepts
+    /// every stream (a server started by hand or by a test).
+    pub(crate) secret: Option<String>,
 }
 
 const MAX_PROBLEMS: usize = 32;
@@ -129,8 +154,12 @@ impl State {
         let mut out = Vec::new();
         for slot in programs {
             let mut folded = slot.on.finish(ranks_of(&conns, &slot.conns));
+            let children = match &slot.children {
+                Some(on) => children_of(&conns, &slot.child_conns, on),
+                None => Vec::new(),
+            };
             for p in &mut folded {
-                for id in &slot.conns {
+                for id in slot.conns.iter().chain(&slot.child_conns) {
                     let Some(c) = conns.get(id) else { continue };
                     if let Some(Closed::Broken(why)) =
                         &*c.outcome.lock().unwrap_or_else(|e| e.into_inner())
@@ -143,10 +172,66 @@ impl State {
                     }
                 }
             }
+            // Each child goes to the program (of an MPMD launch) holding
+            // its parent's world rank, else to the first.
+            for child in children {
+                let at = folded
+                    .iter()
+                    .position(|p| p.rank_info.iter().any(|r| r.world_rank == child.world_rank))
+                    .unwrap_or(0);
+                if let Some(p) = folded.get_mut(at) {
+                    if child.partial {
+                        p.diagnostics.push(format!(
+                            "child process pid {} on {} (forked from pid {}, world rank {}) ended without its end-of-stream record (killed or crashed?); the {} events that arrived are kept",
+                            child.pid, child.host, child.parent_pid, child.world_rank, child.accounting.events_received
+                        ));
+                    }
+                    p.children.push(child);
+                }
+            }
             out.extend(folded);
         }
         out
     }
+}
+
+/// Folds a program's forked children on their own level, and describes
+/// each: its parent, its accounting and its I/O.
+fn children_of(conns: &HashMap<u64, Arc<Conn>>, ids: &[u64], on: &OnBoard) -> Vec<ChildProcess> {
+    let mut out = Vec::new();
+    for p in on.finish(ranks_of(conns, ids)) {
+        for (i, r) in p.rank_info.iter().enumerate() {
+            let parent_pid = ids
+                .iter()
+                .filter_map(|id| conns.get(id))
+                .map(|c| c.info.hello())
+                .find(|h| h.pid == r.pid && h.host == r.host)
+                .map_or(0, |h| h.parent);
+            let per_file = |bytes: fn(&FileIo) -> &Vec<u64>| -> u64 {
+                p.io.files
+                    .iter()
+                    .map(|f| bytes(f).get(i).copied().unwrap_or(0))
+                    .sum()
+            };
+            out.push(ChildProcess {
+                world_rank: r.world_rank,
+                parent_pid,
+                pid: r.pid,
+                host: r.host.clone(),
+                accounting: Accounting {
+                    partial_ranks: 0,
+                    partial_children: u64::from(r.partial),
+                    ..r.accounting.clone()
+                },
+                partial: r.partial,
+                io: p.io.per_rank.get(i).cloned().unwrap_or_default(),
+                read_bytes: per_file(|f| &f.read_bytes),
+                write_bytes: per_file(|f| &f.write_bytes),
+            });
+        }
+    }
+    out.sort_by_key(|c| (c.world_rank, c.pid));
+    out
 }
 
 /// The streams `ids` with their accounting so far.
@@ -165,9 +250,40 @@ fn ranks_of(
 
 impl Sink for State {
     fn on_hello(&self, conn: ConnId, hello: &Hello, clock_offset_ns: i64) {
+        if let Some(secret) = &self.secret {
+            if !same_secret(secret, &hello.secret) {
+                self.refuse(conn, hello, "it did not give this run's secret");
+                return;
+            }
+        }
+        let child = hello.parent != 0;
+        if !child {
+            if let Err(holder) = self.claim(&hello.job, &hello.program, hello.rank, conn.0, hello) {
+                self.refuse(
+                    conn,
+                    hello,
+                    &format!(
+                        "world rank {} is already streaming from pid {} on {}",
+                        hello.rank, holder.pid, holder.host
+                    ),
+                );
+                return;
+            }
+        }
         self.counters.accepted.fetch_add(1, Ordering::Relaxed);
         self.counters.open.fetch_add(1, Ordering::Relaxed);
         let offset = timeline_offset(hello, clock_offset_ns);
+        // The program's time slices start at its first handshake.
+        let origin = hello.clock_ns.saturating_add_signed(offset);
+        let install = || {
+            let analysis = ProgramAnalysis::new(
+                &hello.program,
+                origin,
+                self.analyses.clone(),
+                self.config.clone(),
+            );
+            OnBoard::install(&self.board, analysis).map(Arc::new)
+        };
         let (on, info) = {
             let mut programs = self.programs.lock().unwrap_or_else(|e| e.into_inner());
             let found = programs
@@ -175,37 +291,51 @@ impl Sink for State {
                 .position(|p| p.job == hello.job && p.name == hello.program);
             let index = match found {
                 Some(i) => i,
-                None => {
-                    // The program's time slices start at its first handshake.
-                    let origin = hello.clock_ns.saturating_add_signed(offset);
-                    let analysis = ProgramAnalysis::new(
-                        &hello.program,
-                        origin,
-                        self.analyses.clone(),
-                        self.config.clone(),
-                    );
-                    match OnBoard::install(&self.board, analysis) {
-                        Ok(on) => programs.push(ProgramSlot {
+                None => match install() {
+                    Ok(on) => {
+                        programs.push(ProgramSlot {
                             job: hello.job.clone(),
                             name: hello.program.clone(),
-                            on: Arc::new(on),
+                            on,
                             conns: Vec::new(),
-                        }),
+                            children: None,
+                            child_conns: Vec::new(),
+                        });
+                        programs.len() - 1
+                    }
+                    Err(e) => {
+                        drop(programs);
+                        self.release(conn.0);
+                        self.problem(format!("{conn} was not analysed: {e}"));
+                        return;
+                    }
+                },
+            };
+            let slot = &mut programs[index];
+            let on = if child {
+                let on = match &slot.children {
+                    Some(on) => on.clone(),
+                    None => match install() {
+                        Ok(on) => {
+                            slot.children = Some(on.clone());
+                            on
+                        }
                         Err(e) => {
+                            // A child claims no rank: nothing to release.
                             drop(programs);
                             self.problem(format!("{conn} was not analysed: {e}"));
                             return;
                         }
-                    }
-                    programs.len() - 1
-                }
+                    },
+                };
+                slot.child_conns.push(conn.0);
+                on
+            } else {
+                slot.conns.push(conn.0);
+                slot.on.clone()
             };
-            programs[index].conns.push(conn.0);
-            let info = programs[index]
-                .on
-                .program()
-                .stream_info(conn.0, hello.clone(), offset);
-            (programs[index].on.clone(), Arc::new(info))
+            let info = on.program().stream_info(conn.0, hello.clone(), offset);
+            (on, Arc::new(info))
         };
 
         self.conns
@@ -214,6 +344,8 @@ impl Sink for State {
             .insert(
                 conn.0,
                 Arc::new(Conn {
+                    job: hello.job.clone(),
+                    child,
                     info: info.clone(),
                     on,
                     acc: Mutex::new(StreamAccounting::default()),
@@ -245,6 +377,22 @@ impl Sink for State {
             }
             Frame::Defs(defs) => c.on.defs(&c.info, defs),
             Frame::Rank(r) => {
+                let hello = c.info.hello();
+                let claimed = if c.child {
+                    Ok(())
+                } else {
+                    self.claim(&c.job, &hello.program, r.world_rank, conn.0, hello)
+                };
+                if let Err(holder) = claimed {
+                    self.cut(
+                        conn,
+                        &format!(
+                            "its Rank frame claims world rank {}, which is already streaming from pid {} on {}",
+                            r.world_rank, holder.pid, holder.host
+                        ),
+                    );
+                    return;
+                }
                 c.info.set_rank(r);
                 Ok(())
             }
@@ -278,6 +426,23 @@ impl Sink for State {
     }
 }
 
+/// Who streams a rank.
+#[derive(Clone)]
+pub(crate) struct Holder {
+    conn: u64,
+    pid: u32,
+    host: String,
+}
+
+/// A rank's key: (job, program, world rank).
+pub(crate) type RankKey = (String, String, i32);
+
+/// Compares secrets in time independent of where they differ.
+fn same_secret(expected: &str, given: &str) -> bool {
+    let (a, b) = (expected.as_bytes(), given.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
 impl State {
     /// World rank 0 of a job measured its clock: its handshake becomes the
     /// reference of every stream of the job, present and future. The first
@@ -300,6 +465,110 @@ impl State {
         for c in conns.values().filter(|c| &c.info.hello().job == job) {
             c.info.set_clock_reference(reference);
         }
+    }
+
+    /// Makes connection `conn` (whose handshake is `hello`) the stream of
+    /// world rank `rank` of program `program` of `job`; fails with the
+    /// current holder if another stream holds that rank and is still
+    /// streaming (no end record, not closed). A holder with the same pid
+    /// and host is the same process after `exec`: it gives way. One
+    /// lookup, atomic under the index's lock, however many streams the run
+    /// has had.
+    fn claim(
+        &self,
+        job: &str,
+        program: &str,
+        rank: i32,
+        conn: u64,
+        hello: &Hello,
+    ) -> Result<(), Holder> {
+        if rank < 0 {
+            return Ok(());
+        }
+        let mut ranks = self.ranks.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (job.to_string(), program.to_string(), rank);
+        if let Some(h) = ranks.get(&key) {
+            let same_process = h.pid == hello.pid && h.host == hello.host;
+            if h.conn != conn && !same_process && self.still_holds(h.conn, rank) {
+                return Err(h.clone());
+            }
+        }
+        ranks.insert(
+            key,
+            Holder {
+                conn,
+                pid: hello.pid,
+                host: hello.host.clone(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Gives up every rank connection `conn` holds (it was not set up, or
+    /// was cut off).
+    fn release(&self, conn: u64) {
+        self.ranks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|_, h| h.conn != conn);
+    }
+
+    /// Whether connection `id` still streams world rank `rank`: not closed,
+    /// no end record, its rank not changed since. A connection that is not
+    /// registered yet (its `Hello` being handled) holds it.
+    fn still_holds(&self, id: u64, rank: i32) -> bool {
+        let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
+        let Some(c) = conns.get(&id) else {
+            return true;
+        };
+        c.info.world_rank() == rank
+            && c.outcome
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_none()
+            && c.acc
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .end
+                .is_none()
+    }
+
+    /// Refuses a stream at its `Hello`: nothing it sends is analysed.
+    fn refuse(&self, conn: ConnId, hello: &Hello, why: &str) {
+        self.counters.refused.fetch_add(1, Ordering::Relaxed);
+        self.problem(format!(
+            "refused {conn} (pid {} on {}, program {:?}, job {:?}, claiming world rank {}): {why}; nothing it sent is counted",
+            hello.pid, hello.host, hello.program, hello.job, hello.rank
+        ));
+    }
+
+    /// Drops a stream that turned out to claim a rank already streaming:
+    /// what it sent is not folded, and nothing more is read into the run.
+    fn cut(&self, conn: ConnId, why: &str) {
+        let Some(c) = self
+            .conns
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&conn.0)
+        else {
+            return;
+        };
+        self.release(conn.0);
+        self.counters.refused.fetch_add(1, Ordering::Relaxed);
+        self.counters.open.fetch_sub(1, Ordering::Relaxed);
+        for p in self
+            .programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter_mut()
+        {
+            p.conns.retain(|&id| id != conn.0);
+        }
+        let h = c.info.hello();
+        self.problem(format!(
+            "refused {conn} (pid {} on {}, program {:?}, job {:?}): {why}; nothing it sent is counted",
+            h.pid, h.host, h.program, h.job
+        ));
     }
 
     /// Waits while the program has too many events waiting for analysis.
@@ -335,6 +604,8 @@ mod tests {
             clock_ns,
             realtime_ns,
             pack_size: 1 << 20,
+            secret: String::new(),
+            parent: 0,
         }
     }
 

@@ -43,6 +43,8 @@ fn stream(program: &str, rank: i32, size: i32, appnum: i32, n: u64, end: bool) -
         clock_ns: 1_000,
         realtime_ns: 1_700_000_000_000_000_000,
         pack_size: 1 << 20,
+        secret: String::new(),
+        parent: 0,
     }
     .encode(&mut b);
     RankInfo {

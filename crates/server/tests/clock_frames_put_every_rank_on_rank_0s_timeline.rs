@@ -42,6 +42,8 @@ fn head(rank: i32, b: &mut Vec<u8>) {
         clock_ns: 0,
         realtime_ns: realtime(),
         pack_size: 1 << 20,
+        secret: String::new(),
+        parent: 0,
     }
     .encode(b);
     RankInfo {

@@ -26,7 +26,7 @@
 //! let mut bytes = Vec::new();
 //! Hello { program: "demo".into(), argv: vec!["demo".into()], host: "h".into(), pid: 1,
 //!         rank: -1, size: -1, job: "j".into(), clock: ClockSource::Monotonic,
-//!         clock_ns: 0, realtime_ns: 0, pack_size: 1 << 20 }.encode(&mut bytes);
+//!         clock_ns: 0, realtime_ns: 0, pack_size: 1 << 20, secret: String::new(), parent: 0 }.encode(&mut bytes);
 //! End { events_written: 0, events_dropped: 0, packs_sent: 0, reason: EndReason::Exit }
 //!     .encode(&mut bytes);
 //! let mut s = std::os::unix::net::UnixStream::connect(dir.join("s")).unwrap();

@@ -21,6 +21,8 @@ fn hello(pid: u32) -> Vec<u8> {
         clock_ns: 5,
         realtime_ns: 1_700_000_000_000_000_000,
         pack_size: 1 << 20,
+        secret: String::new(),
+        parent: 0,
     }
     .encode(&mut b);
     b

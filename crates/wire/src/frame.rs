@@ -15,7 +15,7 @@ use zerocopy::FromBytes;
 /// The first four bytes of a [`Hello`] payload.
 pub const MAGIC: [u8; 4] = *b"HARK";
 /// Version of the format this crate reads and writes.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 /// Size of a frame header.
 pub const HEADER_SIZE: usize = 8;
 /// Largest payload a reader accepts (a pack is about 1 MiB by default).
@@ -122,6 +122,14 @@ pub struct Hello {
     pub realtime_ns: u64,
     /// The probe's pack size in bytes.
     pub pack_size: u32,
+    /// The run's secret, from the probe's `HARK_ADDR` (`secret@address`);
+    /// empty when the address carried none. A server started with a secret
+    /// refuses a stream whose `Hello` does not carry it.
+    pub secret: String,
+    /// The pid of the process this one was forked from (without `exec`),
+    /// whose rank it belongs to; 0 when the process started its own image
+    /// (launched, or after `exec`).
+    pub parent: u32,
 }
 
 /// Which MPI library a process runs on.
@@ -206,6 +214,10 @@ pub enum EndReason {
     Exit = 2,
     /// `MPI_Abort` was called.
     Abort = 3,
+    /// A signal whose default action ends the process (SIGTERM, SIGINT,
+    /// SIGSEGV, SIGBUS, SIGFPE, SIGABRT) arrived; the probe's handler sent
+    /// what the process had recorded before the signal took its course.
+    Signal = 4,
 }
 
 /// The last frame: the probe's own totals, for reconciliation.
@@ -359,7 +371,9 @@ impl Hello {
             };
             w.u64(self.clock_ns)
                 .u64(self.realtime_ns)
-                .u32(self.pack_size);
+                .u32(self.pack_size)
+                .str(&self.secret)
+                .u32(self.parent);
         })
     }
 
@@ -405,6 +419,8 @@ impl Hello {
             clock_ns: r.u64("clock_ns")?,
             realtime_ns: r.u64("realtime_ns")?,
             pack_size: r.u32("pack_size")?,
+            secret: r.str("secret")?,
+            parent: r.u32("parent")?,
         })
     }
 }
@@ -518,6 +534,7 @@ impl End {
                 1 => EndReason::Finalize,
                 2 => EndReason::Exit,
                 3 => EndReason::Abort,
+                4 => EndReason::Signal,
                 c => return Err(Error::malformed(format!("end: unknown reason {c}"))),
             },
         })

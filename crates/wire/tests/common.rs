@@ -75,6 +75,8 @@ pub fn sample_hello() -> Hello {
         clock_ns: 123,
         realtime_ns: 1_700_000_000_000_000_000,
         pack_size: 1 << 20,
+        secret: String::new(),
+        parent: 0,
     }
 }
 

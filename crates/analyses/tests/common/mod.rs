@@ -37,6 +37,8 @@ pub fn hello(program: &str, rank: i32, size: i32) -> Hello {
         clock_ns: 0,
         realtime_ns: 0,
         pack_size: 1 << 20,
+        secret: String::new(),
+        parent: 0,
     }
 }
 

@@ -119,7 +119,7 @@ fn header(h: &mut String, run: &Run) {
     h.push_str("<table class=\"programs\"><thead><tr><th>Program</th><th>Ranks</th><th>Wall time</th><th>MPI share</th><th>Events</th></tr></thead><tbody>\n");
     for (k, p) in run.programs.iter().enumerate() {
         let (mpi, wall) = facts::mpi_and_wall(p);
-        let acc = facts::program_accounting(p);
+        let acc = p.accounting();
         let _ = writeln!(
             h,
             "<tr><td><a href=\"#p{k}\">{}. {}</a></td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
@@ -194,7 +194,7 @@ fn card(h: &mut String, label: &str, value: &str) {
 
 fn overview(h: &mut String, p: &Program) {
     let (mpi, wall) = facts::mpi_and_wall(p);
-    let acc = facts::program_accounting(p);
+    let acc = p.accounting();
     let mut hosts: Vec<&str> = p.rank_info.iter().map(|r| r.host.as_str()).collect();
     hosts.sort_unstable();
     hosts.dedup();
@@ -206,7 +206,14 @@ fn overview(h: &mut String, p: &Program) {
     card(h, "Hosts", &hosts.len().to_string());
     card(h, "I/O", &bytes(io.read_bytes + io.write_bytes));
     card(h, "Events", &count(acc.events_written));
-    card(h, "Lost", &count(facts::lost(&acc)));
+    card(
+        h,
+        "Lost",
+        &match facts::unknown_loss(&acc) {
+            Some(_) => "unknown".to_string(),
+            None => count(facts::lost(&acc)),
+        },
+    );
     h.push_str("</div>\n");
     if !p.command.is_empty() {
         let _ = writeln!(
@@ -771,7 +778,7 @@ fn regions(h: &mut String, p: &Program) {
 }
 
 fn ranks(h: &mut String, p: &Program) {
-    let acc = facts::program_accounting(p);
+    let acc = p.accounting();
     let _ = writeln!(h, "<p>{}.</p>", esc(&facts::accounting_line(&acc)));
     if let Some(clock) = facts::clock_line(p) {
         let _ = writeln!(h, "<p>Clocks: {}.</p>", esc(&clock));

@@ -49,6 +49,7 @@ fn ranks(n: usize, first_world: i32, host: &str, events: u64) -> Vec<RankInfo> {
                 events_analysed: events + r as u64,
                 events_dropped: 0,
                 partial_ranks: 0,
+                partial_children: 0,
             },
             partial: false,
         })

@@ -9,6 +9,7 @@
 
 mod exec;
 mod posix;
+mod signal;
 mod stdio;
 mod threads;
 mod user;

@@ -26,8 +26,11 @@ pub(crate) const LAUNCHERS: &[&str] = &[
 /// Everything the probe reads from its environment.
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
-    /// `HARK_ADDR`: `unix:/path` or `tcp:host:port`.
+    /// `HARK_ADDR` without its secret: `unix:/path` or `tcp:host:port`.
     pub addr: String,
+    /// The run's secret, the part of `HARK_ADDR` before an `@`
+    /// (`secret@unix:/path`); empty when there is none.
+    pub secret: String,
     /// `HARK_PACK_SIZE`: bytes per pack (and per buffer), default 1 MiB.
     pub pack_size: usize,
     /// `HARK_BUFFERS`: most buffers the pool holds, default 8.
@@ -60,6 +63,9 @@ pub(crate) struct Config {
     pub socket_buffer: usize,
     /// `HARK_SKIP`: more program names to leave unmeasured.
     pub skip: Vec<String>,
+    /// Settings whose values were not usable, each with the warning that
+    /// says so (the setting's name is the key of its `warn_once`).
+    pub warnings: Vec<(&'static str, String)>,
 }
 
 /// Smallest and largest pack sizes accepted.
@@ -74,25 +80,53 @@ impl Config {
     }
 
     pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Option<Config> {
-        let addr = get("HARK_ADDR").filter(|a| !a.is_empty())?;
-        let ms = |k: &str, d: u64| {
-            Duration::from_millis(get(k).and_then(|v| v.trim().parse().ok()).unwrap_or(d))
+        let full = get("HARK_ADDR").filter(|a| !a.is_empty())?;
+        let (secret, addr) = split_secret(&full);
+        let mut warnings = Vec::new();
+        let mut setting = Setting {
+            get: &get,
+            warnings: &mut warnings,
         };
+        let ms = |s: &mut Setting<'_>, name: &'static str, min: u64, default: u64| {
+            Duration::from_millis(s.number(
+                name,
+                min,
+                3_600_000,
+                default,
+                |v| v.parse().ok(),
+                |v| format!("{v} ms"),
+            ))
+        };
+        let pack_size = setting.number(
+            "HARK_PACK_SIZE",
+            PACK_MIN as u64,
+            PACK_MAX as u64,
+            1 << 20,
+            parse_size,
+            show_size,
+        ) as usize;
+        let buffers = setting.number(
+            "HARK_BUFFERS",
+            2,
+            4096,
+            8,
+            |v| v.parse().ok(),
+            |v| v.to_string(),
+        ) as usize;
+        let connect_timeout = ms(&mut setting, "HARK_CONNECT_TIMEOUT_MS", 1, 3000);
+        // 0 would mean "wait forever" to the kernel, which is what this
+        // setting exists to prevent: a lossless program blocked for good.
+        let send_timeout = ms(&mut setting, "HARK_SEND_TIMEOUT_MS", 1, 60_000);
+        let drain_timeout = ms(&mut setting, "HARK_DRAIN_TIMEOUT_MS", 0, 10_000);
+        let flush_every = Some(ms(&mut setting, "HARK_FLUSH_MS", 0, 1000)).filter(|d| !d.is_zero());
         let flag = |k: &str, d: bool| match get(k).as_deref().map(str::trim) {
             Some("1" | "yes" | "true" | "on") => true,
             Some("0" | "no" | "false" | "off") => false,
             _ => d,
         };
-        let pack_size = get("HARK_PACK_SIZE")
-            .and_then(|v| parse_size(&v))
-            .unwrap_or(1 << 20)
-            .clamp(PACK_MIN, PACK_MAX);
-        let buffers = get("HARK_BUFFERS")
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .unwrap_or(8)
-            .clamp(2, 4096);
         Some(Config {
-            addr,
+            addr: addr.to_string(),
+            secret: secret.to_string(),
             pack_size,
             buffers,
             lossless: flag("HARK_LOSSLESS", false),
@@ -102,13 +136,13 @@ impl Config {
             clock_skew_ns: get("HARK_TEST_CLOCK_SKEW_NS")
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(0),
-            connect_timeout: ms("HARK_CONNECT_TIMEOUT_MS", 3000),
-            send_timeout: ms("HARK_SEND_TIMEOUT_MS", 60_000),
-            drain_timeout: ms("HARK_DRAIN_TIMEOUT_MS", 10_000),
-            flush_every: Some(ms("HARK_FLUSH_MS", 1000)).filter(|d| !d.is_zero()),
+            connect_timeout,
+            send_timeout,
+            drain_timeout,
+            flush_every,
             socket_buffer: get("HARK_SOCKET_BUFFER")
                 .and_then(|v| parse_size(&v))
-                .unwrap_or(pack_size)
+                .map_or(pack_size, |v| v.min(usize::MAX as u64) as usize)
                 .max(256 << 10),
             skip: get("HARK_SKIP")
                 .unwrap_or_default()
@@ -116,6 +150,7 @@ impl Config {
                 .map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty())
                 .collect(),
+            warnings,
         })
     }
 
@@ -125,12 +160,78 @@ impl Config {
     }
 }
 
+/// `secret@unix:/path` → (`secret`, `unix:/path`); an address without `@`
+/// before its scheme has no secret. (A Unix path may hold `@`; a scheme
+/// never does, so only an `@` before `unix:`/`tcp:` separates a secret.)
+pub(crate) fn split_secret(addr: &str) -> (&str, &str) {
+    match addr.split_once('@') {
+        Some((secret, rest))
+            if !secret.contains(':') && (rest.starts_with("unix:") || rest.starts_with("tcp:")) =>
+        {
+            (secret, rest)
+        }
+        _ => ("", addr),
+    }
+}
+
+/// Reads numeric settings, collecting a warning for each unusable value.
+struct Setting<'a> {
+    get: &'a dyn Fn(&str) -> Option<String>,
+    warnings: &'a mut Vec<(&'static str, String)>,
+}
+
+impl Setting<'_> {
+    /// `name` parsed by `parse` and within `min..=max`; else `default` (if
+    /// not a number, or 0 where 0 is not allowed) or the nearest bound (if
+    /// out of range), with a warning
+    /// naming the setting, the bad value, the valid range and the value used.
+    fn number(
+        &mut self,
+        name: &'static str,
+        min: u64,
+        max: u64,
+        default: u64,
+        parse: impl Fn(&str) -> Option<u64>,
+        show: fn(u64) -> String,
+    ) -> u64 {
+        let Some(text) = (self.get)(name) else {
+            return default;
+        };
+        let used = match parse(text.trim()) {
+            Some(v) if (min..=max).contains(&v) => return v,
+            Some(v) if v > 0 => v.clamp(min, max),
+            // Zero where it is not allowed is no size at all, like a word.
+            _ => default,
+        };
+        self.warnings.push((
+            name,
+            format!(
+                "{name}={text:?} is not valid (expected {} to {}); using {}",
+                show(min),
+                show(max),
+                show(used)
+            ),
+        ));
+        used
+    }
+}
+
+/// Bytes as `parse_size` reads them back: `64M`, `4K`, `1000`.
+fn show_size(v: u64) -> String {
+    match v {
+        0 => "0".into(),
+        v if v % (1 << 20) == 0 => format!("{}M", v >> 20),
+        v if v % (1 << 10) == 0 => format!("{}K", v >> 10),
+        v => v.to_string(),
+    }
+}
+
 /// `4096`, `64K`, `1M`, `2MiB` → bytes.
-fn parse_size(v: &str) -> Option<usize> {
+fn parse_size(v: &str) -> Option<u64> {
     let v = v.trim();
     let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let (num, unit) = v.split_at(split);
-    let n: usize = num.parse().ok()?;
+    let n: u64 = num.parse().ok()?;
     let mult = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
@@ -171,6 +272,49 @@ mod tests {
         ] {
             let c = config(&[("HARK_ADDR", "unix:/x"), ("HARK_PACK_SIZE", text)]).unwrap();
             assert_eq!(c.pack_size, bytes, "HARK_PACK_SIZE={text}");
+        }
+    }
+
+    fn warning(var: &str, value: &str) -> (usize, Option<String>) {
+        let c = config(&[("HARK_ADDR", "unix:/x"), (var, value)]).unwrap();
+        let w = c.warnings.iter().find(|(k, _)| *k == var);
+        (c.warnings.len(), w.map(|(_, m)| m.clone()))
+    }
+
+    #[test]
+    fn bad_values_are_named_with_their_range_and_the_value_used() {
+        for (var, value, expect) in [
+            ("HARK_PACK_SIZE", "abc", "HARK_PACK_SIZE=\"abc\" is not valid (expected 4K to 64M); using 1M"),
+            ("HARK_PACK_SIZE", "10G", "HARK_PACK_SIZE=\"10G\" is not valid (expected 4K to 64M); using 1M"),
+            ("HARK_PACK_SIZE", "-5", "HARK_PACK_SIZE=\"-5\" is not valid (expected 4K to 64M); using 1M"),
+            ("HARK_PACK_SIZE", "1000M", "HARK_PACK_SIZE=\"1000M\" is not valid (expected 4K to 64M); using 64M"),
+            ("HARK_BUFFERS", "0", "HARK_BUFFERS=\"0\" is not valid (expected 2 to 4096); using 8"),
+            ("HARK_BUFFERS", "-1", "HARK_BUFFERS=\"-1\" is not valid (expected 2 to 4096); using 8"),
+            ("HARK_BUFFERS", "abc", "HARK_BUFFERS=\"abc\" is not valid (expected 2 to 4096); using 8"),
+            ("HARK_SEND_TIMEOUT_MS", "0", "HARK_SEND_TIMEOUT_MS=\"0\" is not valid (expected 1 ms to 3600000 ms); using 60000 ms"),
+        ] {
+            assert_eq!(warning(var, value), (1, Some(expect.to_string())), "{var}={value}");
+        }
+        assert_eq!(warning("HARK_BUFFERS", "16"), (0, None));
+        assert_eq!(warning("HARK_PACK_SIZE", "64K"), (0, None));
+    }
+
+    #[test]
+    fn a_send_timeout_of_zero_never_means_wait_forever() {
+        let c = config(&[("HARK_ADDR", "unix:/x"), ("HARK_SEND_TIMEOUT_MS", "0")]).unwrap();
+        assert_eq!(c.send_timeout, Duration::from_millis(60_000));
+    }
+
+    #[test]
+    fn a_secret_is_what_comes_before_the_scheme() {
+        for (addr, secret, rest) in [
+            ("k3y@unix:/tmp/s", "k3y", "unix:/tmp/s"),
+            ("k3y@tcp:127.0.0.1:5", "k3y", "tcp:127.0.0.1:5"),
+            ("unix:/tmp/a@unix:/b", "", "unix:/tmp/a@unix:/b"),
+            ("unix:/tmp/x@y", "", "unix:/tmp/x@y"),
+            ("tcp:h:1", "", "tcp:h:1"),
+        ] {
+            assert_eq!(split_secret(addr), (secret, rest), "{addr}");
         }
     }
 

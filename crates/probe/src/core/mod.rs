@@ -26,7 +26,10 @@ mod clock;
 mod config;
 mod defs;
 mod local;
+mod signals;
 mod stream;
+
+pub(crate) use signals::{program_sigaction, program_signal};
 
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -209,6 +212,9 @@ pub fn set_rank(info: RankInfo) {
 fn send_frame(encode: impl FnOnce(&mut Vec<u8>)) {
     let _in = local::Internal::enter();
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // MPI is initialised: a handler its libraries set past the probe's
+        // `sigaction` (UCX's, through its own `dlsym`) goes behind ours.
+        signals::reassert();
         if let Some(s) = stream::current() {
             let mut bytes = Vec::new();
             encode(&mut bytes);

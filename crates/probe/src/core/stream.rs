@@ -17,7 +17,7 @@ use hark_wire::{Def, EndReason, Hello};
 
 use super::config::Config;
 use super::local::{self, Internal, Slot};
-use super::{clock, defs, warn_once};
+use super::{clock, defs, signals, warn_once};
 use crate::ship::{transport, Ship};
 
 const LAZY: u8 = 0;
@@ -37,6 +37,14 @@ pub(crate) struct Stream {
     /// The process this stream belongs to (a `vfork` child shares the
     /// parent's memory, and with it this stream, under another pid).
     pub pid: u32,
+    /// For a forked child's stream, the pid of the process it was forked
+    /// from; 0 otherwise. Sent in the `Hello`, so the server counts the
+    /// child under its parent's rank instead of as a rank of its own.
+    parent: u32,
+    /// The job sent in the `Hello`; a forked child keeps its parent's
+    /// (without a launcher's job variable it would be `ppid:<parent>`, a
+    /// job of its own).
+    job: String,
 }
 
 static CURRENT: AtomicPtr<Stream> = AtomicPtr::new(std::ptr::null_mut());
@@ -55,7 +63,7 @@ pub(crate) fn current() -> Option<&'static Stream> {
     (!p.is_null()).then(|| unsafe { &*p })
 }
 
-fn install(cfg: Config) -> &'static Stream {
+fn install(cfg: Config, parent: u32, job: String) -> &'static Stream {
     let ship = Arc::new(Ship::new(cfg.pack_size, cfg.buffers, cfg.lossless));
     let s: &'static Stream = Box::leak(Box::new(Stream {
         cfg,
@@ -66,6 +74,8 @@ fn install(cfg: Config) -> &'static Stream {
         socket: transport::SharedFd::new(),
         // SAFETY: getpid has no preconditions.
         pid: unsafe { libc::getpid() } as u32,
+        parent,
+        job,
     }));
     IO.store(s.cfg.io, Ordering::Relaxed);
     CURRENT.store(s as *const Stream as *mut Stream, Ordering::Release);
@@ -93,8 +103,12 @@ pub(crate) fn init() {
     if cfg.skips(&program_name(&argv)) || cfg.skips(&exe) {
         return;
     }
+    for (name, warning) in &cfg.warnings {
+        warn_once(name, warning);
+    }
     clock::init(&cfg.clock, cfg.clock_skew_ns);
-    let s = install(cfg);
+    let s = install(cfg, 0, job_from_env());
+    signals::install();
     // SAFETY: the handlers are plain functions that stay loaded.
     unsafe {
         libc::pthread_atfork(
@@ -143,7 +157,7 @@ impl Stream {
         self.socket.set(fd);
         let sock = transport::Socket::new(&self.socket);
         let mut hello = Vec::new();
-        make_hello(cfg).encode(&mut hello);
+        make_hello(cfg, self.parent, &self.job).encode(&mut hello);
         self.ship.push_bytes(hello);
         let known = defs::snapshot();
         if !known.is_empty() {
@@ -158,6 +172,7 @@ impl Stream {
         let spawned = std::thread::Builder::new()
             .name("hark-shipper".into())
             .spawn(move || {
+                signals::block_handled_signals();
                 let _in = Internal::enter();
                 let lost = |e: &str| {
                     warn_once(
@@ -181,6 +196,7 @@ impl Stream {
             return false;
         }
         self.phase.store(RUNNING, Ordering::Release);
+        signals::start_helper();
         true
     }
 
@@ -308,7 +324,7 @@ extern "C" fn after_fork_child() {
             CURRENT.store(std::ptr::null_mut(), Ordering::Release);
             return;
         }
-        install(old.cfg.clone());
+        install(old.cfg.clone(), old.pid, old.job.clone());
     });
 }
 
@@ -337,7 +353,16 @@ fn env_i32(names: &[&str]) -> i32 {
         .unwrap_or(-1)
 }
 
-fn make_hello(cfg: &Config) -> Hello {
+/// The job from the launcher's environment, else `ppid:<parent pid>`.
+fn job_from_env() -> String {
+    ["HARK_JOB", "PMIX_NAMESPACE", "PMI_KVSNAME", "SLURM_JOB_ID"]
+        .iter()
+        .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()))
+        // SAFETY: getppid has no preconditions.
+        .unwrap_or_else(|| format!("ppid:{}", unsafe { libc::getppid() }))
+}
+
+fn make_hello(cfg: &Config, parent: u32, job: &str) -> Hello {
     let argv = read_argv();
     let mut host = [0u8; 256];
     // SAFETY: `host` is writable for its length.
@@ -350,11 +375,6 @@ fn make_hello(cfg: &Config) -> Hello {
         "SLURM_PROCID",
     ]);
     let size = env_i32(&["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"]);
-    let job = ["HARK_JOB", "PMIX_NAMESPACE", "PMI_KVSNAME", "SLURM_JOB_ID"]
-        .iter()
-        .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()))
-        // SAFETY: getppid has no preconditions.
-        .unwrap_or_else(|| format!("ppid:{}", unsafe { libc::getppid() }));
     // Under a test skew the events and the realtime reading are late, the
     // reference reading is not: the handshake's own check (the server's
     // realtime against ours) takes back the realtime part, and what is left
@@ -369,10 +389,12 @@ fn make_hello(cfg: &Config) -> Hello {
         pid: unsafe { libc::getpid() } as u32,
         rank,
         size,
-        job,
+        job: job.to_string(),
         clock: clock::source(),
         clock_ns,
         realtime_ns,
         pack_size: cfg.pack_size as u32,
+        secret: cfg.secret.clone(),
+        parent,
     }
 }
