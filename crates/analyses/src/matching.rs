@@ -105,9 +105,9 @@ type ChannelKey = (u32, i32, i32);
 pub struct P2pMatcher {
     channels: FxHashMap<ChannelKey, Channel>,
     held: usize,
-    /// Sends not matched yet, by sender and the sender's order, with their
-    /// channel: what Wrong Order looks for.
-    pending: BTreeMap<(i32, u64), ChannelKey>,
+    /// The channels of each sender: where Wrong Order looks for its
+    /// earlier messages.
+    by_src: FxHashMap<i32, Vec<ChannelKey>>,
     /// Sends matched lately, by sender and the sender's order: the order
     /// of the receive that took each. Kept while a later pair could still
     /// be out of order with it.
@@ -126,12 +126,12 @@ impl P2pMatcher {
     /// Takes one operation; returns the wait states it completes.
     pub(crate) fn add(&mut self, op: P2pOp, out: &mut Vec<Wait>) {
         let key = (op.comm, op.src, op.tag);
-        let ch = self.channels.entry(key).or_default();
+        let ch = self.channels.entry(key).or_insert_with(|| {
+            self.by_src.entry(op.src).or_default().push(key);
+            Channel::default()
+        });
         match op.side {
-            Side::Send => {
-                self.pending.insert((op.src, op.seq), key);
-                ch.sends.push_back(op)
-            }
+            Side::Send => ch.sends.push_back(op),
             Side::Recv => {
                 self.last_recv = self.last_recv.max(op.seq);
                 ch.recvs.push_back(op)
@@ -149,6 +149,12 @@ impl P2pMatcher {
             if ch.sends.is_empty() || ch.recvs.is_empty() {
                 if ch.sends.is_empty() && ch.recvs.is_empty() {
                     self.channels.remove(&key);
+                    if let Some(keys) = self.by_src.get_mut(&key.1) {
+                        keys.retain(|k| *k != key);
+                        if keys.is_empty() {
+                            self.by_src.remove(&key.1);
+                        }
+                    }
                 }
                 return;
             }
@@ -157,7 +163,6 @@ impl P2pMatcher {
                 ch.recvs.pop_front().expect("not empty"),
             );
             self.held -= 2;
-            self.pending.remove(&(s.src, s.seq));
             self.pair(s, r, out);
         }
     }
@@ -207,9 +212,13 @@ impl P2pMatcher {
                 late_path: s.path,
             })
         });
-        self.matched.insert((s.src, s.seq), r.seq);
-        if self.matched.len() > self.prune_at.max(256) {
-            self.forget_matched();
+        // A later pair can be out of order with this one only if one of
+        // this sender's receives is still waiting ahead of this one.
+        if self.waiting_before(s.src, r.seq) {
+            self.matched.insert((s.src, s.seq), r.seq);
+            if self.matched.len() > self.prune_at.max(256) {
+                self.forget_matched();
+            }
         }
         if r.in_call <= 1 {
             out.extend(late);
@@ -249,20 +258,34 @@ impl P2pMatcher {
         {
             return true;
         }
-        // Online, a pending send never has its receive queued (pairs are
-        // matched as soon as both are there), so the first one decides;
-        // only while partials merge does the channel's queue matter.
-        self.pending.range(earlier).any(|(&(_, seq), key)| {
+        // An earlier send still queued: online its receive has not come
+        // (pairs are matched as soon as both are there); while partials
+        // merge it may be queued too, at the same place in its channel.
+        let Some(keys) = self.by_src.get(&s.src) else {
+            return false;
+        };
+        keys.iter().any(|key| {
             let Some(ch) = self.channels.get(key) else {
-                return true;
+                return false;
             };
-            // Its receive, if it has reached this key, is the one at the
-            // same place in the channel.
-            let at = ch.sends.iter().position(|o| o.seq == seq);
-            match at.and_then(|k| ch.recvs.get(k)) {
-                Some(taker) => taker.seq > r.seq,
-                None => true,
-            }
+            ch.sends
+                .iter()
+                .take_while(|o| o.seq < s.seq)
+                .enumerate()
+                .any(|(k, _)| ch.recvs.get(k).is_none_or(|taker| taker.seq > r.seq))
+        })
+    }
+
+    /// Is a receive of sender `src`'s messages waiting, ahead of receive
+    /// `seq`, in some channel?
+    fn waiting_before(&self, src: i32, seq: u64) -> bool {
+        self.by_src.get(&src).is_some_and(|keys| {
+            keys.iter().any(|k| {
+                self.channels
+                    .get(k)
+                    .and_then(|ch| ch.recvs.front())
+                    .is_some_and(|w| w.seq < seq)
+            })
         })
     }
 
@@ -306,9 +329,7 @@ impl P2pMatcher {
             _ => false,
         };
         if send_first {
-            if let Some(s) = ch.sends.pop_front() {
-                self.pending.remove(&(s.src, s.seq));
-            }
+            ch.sends.pop_front();
             self.unmatched.sends += 1;
         } else {
             ch.recvs.pop_front();
@@ -324,7 +345,6 @@ impl P2pMatcher {
         let mut out = Vec::new();
         self.unmatched.add(&other.unmatched);
         self.calls.extend(other.calls);
-        self.pending.extend(other.pending);
         self.matched.extend(other.matched);
         self.last_recv = self.last_recv.max(other.last_recv);
         // Channels in a fixed order, so that what they complete comes out
@@ -333,7 +353,10 @@ impl P2pMatcher {
         channels.sort_by_key(|c| c.0);
         let mut keys = Vec::new();
         for (key, ch) in channels {
-            let mine = self.channels.entry(key).or_default();
+            let mine = self.channels.entry(key).or_insert_with(|| {
+                self.by_src.entry(key.1).or_default().push(key);
+                Channel::default()
+            });
             self.held += ch.sends.len() + ch.recvs.len();
             // A channel's sends all come from one stream, and so do its
             // receives: one side is empty here or there.
@@ -358,7 +381,7 @@ impl P2pMatcher {
             self.unmatched.sends += ch.sends.len() as u64;
             self.unmatched.recvs += ch.recvs.len() as u64;
         }
-        self.pending.clear();
+        self.by_src.clear();
         self.matched.clear();
         self.held = 0;
         (out, std::mem::take(&mut self.unmatched))
@@ -369,8 +392,10 @@ impl P2pMatcher {
         for w in self.calls.values_mut().filter_map(|c| c.wait.as_mut()) {
             w.remap(ids);
         }
-        for key in self.pending.values_mut() {
-            key.0 = ids.comm(key.0);
+        for keys in self.by_src.values_mut() {
+            for key in keys.iter_mut() {
+                key.0 = ids.comm(key.0);
+            }
         }
         let channels = std::mem::take(&mut self.channels);
         for ((comm, src, tag), mut ch) in channels {

@@ -124,6 +124,33 @@ struct Tracked {
     msgs: Vec<Msg>,
 }
 
+/// Derived items in flight: their bytes count in the program's in-flight
+/// total, which the server throttles its readers on, until the last job
+/// over them is done — so matching that falls behind slows the readers
+/// instead of growing the server.
+struct Counted<T> {
+    items: T,
+    bytes: u64,
+    flow: Arc<Flow>,
+}
+
+impl<T> Counted<T> {
+    fn new(items: T, bytes: usize, flow: &Arc<Flow>) -> Counted<T> {
+        flow.in_flight.fetch_add(bytes as u64, Ordering::Relaxed);
+        Counted {
+            items,
+            bytes: bytes as u64,
+            flow: flow.clone(),
+        }
+    }
+}
+
+impl<T> Drop for Counted<T> {
+    fn drop(&mut self) {
+        self.flow.in_flight.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
 /// A "waits" entry.
 struct Waits {
     info: Arc<StreamInfo>,
@@ -192,6 +219,8 @@ struct States {
     collectives: Keyed<Instances>,
     /// Streams by world rank, for routing waits.
     streams: RwLock<BTreeMap<i32, Arc<StreamInfo>>>,
+    /// What is in flight on the level.
+    flow: Arc<Flow>,
 }
 
 /// The entry types of a level.
@@ -199,8 +228,8 @@ struct States {
 struct Types {
     frames: Typed<Frame>,
     batches: Typed<Tracked>,
-    p2p: Typed<Vec<P2pOp>>,
-    arrivals: Typed<Vec<Arrival>>,
+    p2p: Typed<Counted<Vec<P2pOp>>>,
+    arrivals: Typed<Counted<Vec<Arrival>>>,
     waits: Typed<Waits>,
 }
 
@@ -250,13 +279,14 @@ fn route(ctx: &mut Context<'_>, states: &States, ty: Typed<Waits>, waits: Vec<Wa
 }
 
 /// Publishes what a pack yielded: matching inputs by key.
-fn publish(ctx: &mut Context<'_>, types: Types, derived: Derived) {
+fn publish(ctx: &mut Context<'_>, types: Types, flow: &Arc<Flow>, derived: Derived) {
     let mut by_receiver: BTreeMap<i32, Vec<P2pOp>> = BTreeMap::new();
     for op in derived.ops {
         by_receiver.entry(op.dst).or_default().push(op);
     }
     for (rank, ops) in by_receiver {
         let bytes = ops.len() * std::mem::size_of::<P2pOp>();
+        let ops = Counted::new(ops, bytes, flow);
         ctx.submit_keyed(rank as u32 as u64, types.p2p.entry(ops, bytes));
     }
     let mut by_instance: BTreeMap<u64, Vec<Arrival>> = BTreeMap::new();
@@ -266,6 +296,7 @@ fn publish(ctx: &mut Context<'_>, types: Types, derived: Derived) {
     }
     for (key, arrivals) in by_instance {
         let bytes = arrivals.len() * std::mem::size_of::<Arrival>();
+        let arrivals = Counted::new(arrivals, bytes, flow);
         ctx.submit_keyed(key, types.arrivals.entry(arrivals, bytes));
     }
 }
@@ -282,7 +313,9 @@ impl OnBoard {
             arrivals: Typed::new(board, ARRIVALS),
             waits: Typed::new(board, WAITS),
         };
+        let flow: Arc<Flow> = Arc::default();
         let states = Arc::new(States {
+            flow: flow.clone(),
             ranks: program
                 .analyses()
                 .iter()
@@ -339,7 +372,7 @@ impl OnBoard {
                         };
                         let bytes = tracked.batch.events.len() * EVENT_SIZE;
                         ctx.submit(types.batches.entry(tracked, bytes));
-                        publish(ctx, types, derived);
+                        publish(ctx, types, &st.flow, derived);
                     }
                 }
             },
@@ -356,7 +389,7 @@ impl OnBoard {
                     let mut waits = Vec::new();
                     {
                         let mut m = lock(&m);
-                        for op in types.p2p.get(&entries[0]) {
+                        for op in &types.p2p.get(&entries[0]).items {
                             m.add(*op, &mut waits);
                         }
                     }
@@ -374,7 +407,7 @@ impl OnBoard {
                     let mut waits = Vec::new();
                     {
                         let mut m = lock(&m);
-                        for a in types.arrivals.get(&entries[0]) {
+                        for a in &types.arrivals.get(&entries[0]).items {
                             m.add(*a, &mut waits);
                         }
                     }
@@ -434,7 +467,7 @@ impl OnBoard {
             types,
             states,
             ids,
-            flow: Arc::default(),
+            flow,
         })
     }
 
