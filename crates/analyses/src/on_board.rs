@@ -154,7 +154,7 @@ impl<T> Drop for Counted<T> {
 /// A "waits" entry.
 struct Waits {
     info: Arc<StreamInfo>,
-    waits: Vec<Wait>,
+    waits: Counted<Vec<Wait>>,
 }
 
 /// Buffers kept for reuse: enough for the packs in flight at the default
@@ -270,7 +270,7 @@ fn route(ctx: &mut Context<'_>, states: &States, ty: Typed<Waits>, waits: Vec<Wa
         let entry = ty.entry(
             Waits {
                 info: info.clone(),
-                waits,
+                waits: Counted::new(waits, bytes, &states.flow),
             },
             bytes,
         );
@@ -452,7 +452,7 @@ impl OnBoard {
                             analysed: 0,
                         });
                         let input = Input {
-                            waits: &w.waits,
+                            waits: &w.waits.items,
                             ..Input::default()
                         };
                         lock(&slot).state.fold(&w.info.cx(), &input);

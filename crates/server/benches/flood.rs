@@ -9,7 +9,9 @@
 //! be analysed: the writers block instead of dropping, so a server that does
 //! not keep up shows as a lower rate, not as loss).
 //!
-//! Each is run with every analysis and again without the cross-rank ones
+//! The writers stay within [`AHEAD`] packs of each other, as coupled ranks'
+//! streams do. Each is run with every analysis and again without the
+//! cross-rank ones
 //! (message matching, collective instances, wait states, efficiencies, the
 //! digest), alternating, to show what relating ranks costs.
 //!
@@ -26,6 +28,60 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 const PACK_EVENTS: usize = (1 << 20) / EVENT_SIZE;
+
+/// Packs a writer may be ahead of the slowest: real ranks are coupled by
+/// their messages, so their streams drift apart by no more than the
+/// probes' buffers (8 packs by default); uncoupled writers would drift
+/// without bound and measure something no program does.
+const AHEAD: u64 = 8;
+
+/// The writers' progress, one `u64` per writer in a file beside the socket.
+struct Progress {
+    file: std::fs::File,
+    writers: usize,
+}
+
+impl Progress {
+    fn open(addr: &str, writers: usize) -> Progress {
+        use std::os::unix::fs::FileExt;
+        let sock = std::path::Path::new(addr.strip_prefix("unix:").expect("a unix: address"));
+        let path = sock.with_file_name("progress");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .expect("the progress file");
+        if file.metadata().map_or(0, |m| m.len()) < 8 * writers as u64 {
+            file.write_at(&vec![0u8; 8 * writers], 0).unwrap();
+        }
+        Progress { file, writers }
+    }
+    fn set(&self, rank: i32, packs: u64) {
+        use std::os::unix::fs::FileExt;
+        self.file
+            .write_at(&packs.to_le_bytes(), 8 * rank as u64)
+            .unwrap();
+    }
+    /// Waits until every writer has sent at least `packs` packs.
+    fn wait_for(&self, packs: u64) {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; 8 * self.writers];
+        loop {
+            self.file.read_exact_at(&mut buf, 0).unwrap();
+            let slowest = buf
+                .chunks(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+                .min()
+                .unwrap_or(u64::MAX);
+            if slowest >= packs {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -233,8 +289,10 @@ fn write(addr: &str, rank: i32, size: i32, events: u64) {
         .collect();
     let mut buf = Vec::with_capacity(HEADER_SIZE + PACK_HEADER_SIZE + PACK_EVENTS * EVENT_SIZE);
     let mut pack = template.clone();
+    let progress = Progress::open(addr, size as usize);
     let (mut sent, mut seq) = (0u64, 0u64);
     while sent < events {
+        progress.wait_for(seq.saturating_sub(AHEAD));
         let n = ((events - sent) as usize).min(per_pack);
         let shift = seq * per_pack as u64 * 1000;
         for (e, t) in pack[..n].iter_mut().zip(&template) {
@@ -249,7 +307,9 @@ fn write(addr: &str, rank: i32, size: i32, events: u64) {
         s.write_all(&buf).unwrap();
         sent += n as u64;
         seq += 1;
+        progress.set(rank, seq);
     }
+    progress.set(rank, u64::MAX);
     buf.clear();
     End {
         events_written: events,
