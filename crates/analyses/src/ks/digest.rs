@@ -250,7 +250,7 @@ impl Analysis for Digest {
             .iter()
             .filter(|f| pct(f.time_ns, rank_time) >= 0.5)
             .count();
-        findings.truncate(significant.max(MIN_FINDINGS).min(MAX_FINDINGS));
+        findings.truncate(significant.clamp(MIN_FINDINGS, MAX_FINDINGS));
         for f in &mut findings {
             let share = pct(f.time_ns, rank_time);
             f.severity = if share >= 10.0 {
