@@ -117,6 +117,8 @@ pub struct P2pMatcher {
     /// `matched` is pruned when it grows past this (doubling, so pruning
     /// costs O(1) per pair).
     prune_at: usize,
+    /// Empty channels are swept when there are more channels than this.
+    sweep_at: usize,
     /// Calls completing several receives, by (receiver's) call number.
     calls: BTreeMap<u64, CallWait>,
     unmatched: Unmatched,
@@ -147,14 +149,10 @@ impl P2pMatcher {
     fn drain(&mut self, key: ChannelKey, out: &mut Vec<Wait>) {
         while let Some(ch) = self.channels.get_mut(&key) {
             if ch.sends.is_empty() || ch.recvs.is_empty() {
-                if ch.sends.is_empty() && ch.recvs.is_empty() {
-                    self.channels.remove(&key);
-                    if let Some(keys) = self.by_src.get_mut(&key.1) {
-                        keys.retain(|k| *k != key);
-                        if keys.is_empty() {
-                            self.by_src.remove(&key.1);
-                        }
-                    }
+                // Empty channels stay (a channel is usually used again at
+                // once) until there are many of them.
+                if self.channels.len() > self.sweep_at.max(1024) {
+                    self.sweep();
                 }
                 return;
             }
@@ -274,6 +272,19 @@ impl P2pMatcher {
                 .enumerate()
                 .any(|(k, _)| ch.recvs.get(k).is_none_or(|taker| taker.seq > r.seq))
         })
+    }
+
+    /// Forgets the channels with nothing queued (a program that uses a new
+    /// tag for every message makes a channel per message).
+    fn sweep(&mut self) {
+        self.channels
+            .retain(|_, ch| !(ch.sends.is_empty() && ch.recvs.is_empty()));
+        let channels = &self.channels;
+        self.by_src.retain(|_, keys| {
+            keys.retain(|k| channels.contains_key(k));
+            !keys.is_empty()
+        });
+        self.sweep_at = 2 * self.channels.len();
     }
 
     /// Is a receive of sender `src`'s messages waiting, ahead of receive

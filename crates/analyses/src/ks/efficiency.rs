@@ -68,9 +68,10 @@ pub struct Rank {
     whole: Part,
     /// Per top-level region (global name id).
     regions: BTreeMap<u32, Part>,
-    /// Per thread: depth of open regions and the top-level one with its
-    /// entry time.
-    threads: Vec<(u32, u32, u64)>,
+    /// Per thread: depth of open regions, the top-level one, its entry
+    /// time, and the MPI time inside it so far (added to `regions` when
+    /// it ends, not per call).
+    threads: Vec<(u32, u32, u64, u64)>,
     series: Option<Series>,
 }
 
@@ -140,11 +141,9 @@ impl Rank {
                     _ => {
                         let d = end.saturating_sub(start);
                         self.whole.mpi.sat(d);
-                        if let Some(&(depth, top, _)) = self.threads.get(thread) {
-                            if depth > 0 {
-                                if let Some(p) = self.region(top) {
-                                    p.mpi.sat(d);
-                                }
+                        if let Some(t) = self.threads.get_mut(thread) {
+                            if t.0 > 0 {
+                                t.3.sat(d);
                             }
                         }
                         if let Some(s) = &mut self.series {
@@ -164,22 +163,23 @@ impl Rank {
                     return;
                 }
                 if self.threads.len() <= thread {
-                    self.threads.resize(thread + 1, (0, UNDEFINED, 0));
+                    self.threads.resize(thread + 1, (0, UNDEFINED, 0, 0));
                 }
                 let name = cx.name(ev.obj.get());
                 let t = &mut self.threads[thread];
                 if code == op::REGION_BEGIN {
                     if t.0 == 0 {
-                        *t = (0, name, start);
+                        *t = (0, name, start, 0);
                     }
                     t.0 += 1;
                 } else if t.0 > 0 {
                     t.0 -= 1;
                     if t.0 == 0 {
-                        let (top, since) = (t.1, t.2);
+                        let (top, since, mpi) = (t.1, t.2, t.3);
                         if top != UNDEFINED {
                             if let Some(p) = self.region(top) {
                                 p.inside.sat(start.saturating_sub(since));
+                                p.mpi.sat(mpi);
                             }
                         }
                     }
