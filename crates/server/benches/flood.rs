@@ -16,7 +16,8 @@
 //! digest), alternating, to show what relating ranks costs.
 //!
 //! `flood run <events per writer> <writers> [all|local]` runs one
-//! measurement; `flood write <addr> <rank> <size> <events>` is one writer.
+//! measurement (with `HARK_FLOOD_NO_RECEIVES` set, no send is ever
+//! received: what unmatched operations cost); `flood write <addr> <rank> <size> <events>` is one writer.
 
 use hark_server::{Server, ServerConfig};
 use hark_wire::{
@@ -268,7 +269,12 @@ fn write(addr: &str, rank: i32, size: i32, events: u64) {
 
     // One pack of the mix, one synthetic microsecond per event; each later
     // pack is the same with its times moved on, as a long run would be.
-    let pattern = mix(rank, size);
+    let mut pattern = mix(rank, size);
+    // A program whose receives never complete: every send stays unmatched.
+    if std::env::var_os("HARK_FLOOD_NO_RECEIVES").is_some() {
+        let recv = [op::mpi_op("MPI_Recv").unwrap(), op::COMPLETE_RECV];
+        pattern.retain(|e| !recv.contains(&e.op()));
+    }
     // Whole copies of the mix per pack, so regions open and close in one.
     let per_pack = PACK_EVENTS / pattern.len() * pattern.len();
     let rounds = per_pack / pattern.len();
