@@ -5,7 +5,7 @@
 use crate::{Error, Output};
 use hark_model::Run;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, Write};
 use std::path::Path;
 
 /// The file name inside a run directory.
@@ -34,10 +34,9 @@ impl Output for Json {
 
     fn write(&self, run: &Run, dir: &Path) -> Result<(), Error> {
         let path = dir.join(FILE_NAME);
-        let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
-        let mut w = BufWriter::new(file);
-        serde_json::to_writer_pretty(&mut w, run).map_err(|e| Error::json(&path, e))?;
-        w.write_all(b"\n").map_err(|e| Error::io(&path, e))?;
-        w.flush().map_err(|e| Error::io(&path, e))
+        crate::write_with(&path, |w| {
+            serde_json::to_writer_pretty(&mut *w, run).map_err(|e| Error::json(&path, e))?;
+            w.write_all(b"\n").map_err(|e| Error::io(&path, e))
+        })
     }
 }
