@@ -9,12 +9,15 @@ mod common;
 use common::*;
 use std::process::Command;
 
+/// Options, one environment variable, and what the error must say.
+type Case<'a> = (&'a [&'a str], Option<(&'a str, &'a str)>, &'a [&'a str]);
+
 #[test]
 fn bad_values_are_refused_with_the_setting_and_its_range() {
     probe();
     let dir = scratch("settings");
     let marker = dir.join("ran");
-    let cases: &[(&[&str], Option<(&str, &str)>, &[&str])] = &[
+    let cases: &[Case] = &[
         (
             &["--buffers", "0"],
             None,
