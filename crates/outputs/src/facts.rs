@@ -108,6 +108,19 @@ pub(crate) fn io_totals(p: &Program) -> IoTotals {
 }
 
 /// Time in MPI over all ranks, and the ranks' wall time over all ranks.
+/// The rank that index `index` of a per-rank array (and a [`Spread`]'s
+/// `min_rank` / `max_rank`) stands for: its world rank, or, for a process
+/// without one (not MPI), its place among the program's processes. The two
+/// differ whenever a world rank is missing (a rank killed before it
+/// connected, `MPI_Abort`) or a program is the second of an MPMD launch.
+pub(crate) fn rank_at(p: &Program, index: usize) -> i64 {
+    p.rank_info
+        .get(index)
+        .map(|r| r.world_rank)
+        .filter(|w| *w >= 0)
+        .map_or(index as i64, i64::from)
+}
+
 pub(crate) fn mpi_and_wall(p: &Program) -> (u64, u64) {
     (p.mpi_time_ns.iter().sum(), p.rank_wall_ns.iter().sum())
 }

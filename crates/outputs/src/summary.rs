@@ -88,14 +88,18 @@ fn program(s: &mut String, p: &Program) {
         let _ = writeln!(
             s,
             "   MPI share per rank: min {:.1} % (rank {}), mean {:.1} %, max {:.1} % (rank {})",
-            spread.min, spread.min_rank, spread.mean, spread.max, spread.max_rank
+            spread.min,
+            facts::rank_at(p, spread.min_rank),
+            spread.mean,
+            spread.max,
+            facts::rank_at(p, spread.max_rank)
         );
     }
 
     let rows = facts::functions_by_time(p);
     if !rows.is_empty() {
         s.push('\n');
-        functions(s, &rows, mpi);
+        functions(s, p, &rows, mpi);
     }
 
     let pairs = facts::heaviest_pairs(p, TOP_PAIRS);
@@ -104,7 +108,11 @@ fn program(s: &mut String, p: &Program) {
         let mut t = Table::new(&["Heaviest pairs", "messages", "bytes"]);
         for pair in &pairs {
             t.row(vec![
-                format!("{} -> {}", pair.from, pair.to),
+                format!(
+                    "{} -> {}",
+                    facts::rank_at(p, pair.from),
+                    facts::rank_at(p, pair.to)
+                ),
                 count(pair.messages),
                 bytes(pair.bytes),
             ]);
@@ -163,7 +171,7 @@ fn program(s: &mut String, p: &Program) {
     );
 }
 
-fn functions(s: &mut String, rows: &[FunctionRow<'_>], mpi_total: u64) {
+fn functions(s: &mut String, p: &Program, rows: &[FunctionRow<'_>], mpi_total: u64) {
     let mut t = Table::new(&[
         "MPI function",
         "calls",
@@ -181,9 +189,17 @@ fn functions(s: &mut String, rows: &[FunctionRow<'_>], mpi_total: u64) {
             bytes(r.bytes),
             duration(r.time_ns as f64),
             percent(r.time_ns as f64, mpi_total as f64),
-            format!("{} (r{})", duration(r.spread.min), r.spread.min_rank),
+            format!(
+                "{} (r{})",
+                duration(r.spread.min),
+                facts::rank_at(p, r.spread.min_rank)
+            ),
             duration(r.spread.mean),
-            format!("{} (r{})", duration(r.spread.max), r.spread.max_rank),
+            format!(
+                "{} (r{})",
+                duration(r.spread.max),
+                facts::rank_at(p, r.spread.max_rank)
+            ),
         ]);
     }
     t.write(s);

@@ -16,56 +16,56 @@ fn summary_of_a_two_program_run() {
     check(
         &common::two_programs(),
         expect![[r#"
-        Hark 0.1.0: 2 programs, 6 ranks
+            Hark 0.1.0: 2 programs, 6 ranks
 
-        == ocean — 4 ranks, wall time 2.450 s, MPI 22.6 % of rank time
-           command: ./ocean -n 1000
-           MPI share per rank: min 21.0 % (rank 1), mean 22.6 %, max 24.2 % (rank 0)
+            == ocean — 4 ranks, wall time 2.450 s, MPI 22.6 % of rank time
+               command: ./ocean -n 1000
+               MPI share per rank: min 21.0 % (rank 1), mean 22.6 %, max 24.2 % (rank 0)
 
-           MPI function   calls     bytes       time   % MPI        min/rank  mean/rank        max/rank
-           MPI_Waitall    4,000       0 B  955.00 ms  43.4 %  180.00 ms (r1)  238.75 ms  310.00 ms (r0)
-           MPI_Allreduce  4,000  31.2 KiB  495.00 ms  22.5 %   95.00 ms (r0)  123.75 ms  150.00 ms (r1)
-           MPI_Init           4       0 B  486.00 ms  22.1 %  120.00 ms (r0)  121.50 ms  123.00 ms (r3)
-           MPI_Isend      8,000  62.5 MiB  172.00 ms   7.8 %   40.00 ms (r0)   43.00 ms   46.00 ms (r3)
-           MPI_Irecv      8,000  62.5 MiB   48.00 ms   2.2 %   12.00 ms (r0)   12.00 ms   12.00 ms (r0)
-           MPI_Barrier       12       0 B   20.00 ms   0.9 %    1.00 ms (r1)    5.00 ms    9.00 ms (r0)
-           MPI_Bcast         40   160 KiB   14.00 ms   0.6 %    2.00 ms (r0)    3.50 ms    5.00 ms (r3)
-           MPI_Finalize       4       0 B   12.00 ms   0.5 %    3.00 ms (r0)    3.00 ms    3.00 ms (r0)
+               MPI function   calls     bytes       time   % MPI        min/rank  mean/rank        max/rank
+               MPI_Waitall    4,000       0 B  955.00 ms  43.4 %  180.00 ms (r1)  238.75 ms  310.00 ms (r0)
+               MPI_Allreduce  4,000  31.2 KiB  495.00 ms  22.5 %   95.00 ms (r0)  123.75 ms  150.00 ms (r1)
+               MPI_Init           4       0 B  486.00 ms  22.1 %  120.00 ms (r0)  121.50 ms  123.00 ms (r3)
+               MPI_Isend      8,000  62.5 MiB  172.00 ms   7.8 %   40.00 ms (r0)   43.00 ms   46.00 ms (r3)
+               MPI_Irecv      8,000  62.5 MiB   48.00 ms   2.2 %   12.00 ms (r0)   12.00 ms   12.00 ms (r0)
+               MPI_Barrier       12       0 B   20.00 ms   0.9 %    1.00 ms (r1)    5.00 ms    9.00 ms (r0)
+               MPI_Bcast         40   160 KiB   14.00 ms   0.6 %    2.00 ms (r0)    3.50 ms    5.00 ms (r3)
+               MPI_Finalize       4       0 B   12.00 ms   0.5 %    3.00 ms (r0)    3.00 ms    3.00 ms (r0)
 
-           Heaviest pairs  messages     bytes
-           0 -> 1             1,000  7.81 MiB
-           0 -> 3             1,000  7.81 MiB
-           1 -> 0             1,000  7.81 MiB
-           1 -> 2             1,000  7.81 MiB
-           2 -> 1             1,000  7.81 MiB
+               Heaviest pairs  messages     bytes
+               0 -> 1             1,000  7.81 MiB
+               0 -> 3             1,000  7.81 MiB
+               1 -> 0             1,000  7.81 MiB
+               1 -> 2             1,000  7.81 MiB
+               2 -> 1             1,000  7.81 MiB
 
-           I/O: 2 files, 66 calls, read 8.98 KiB, written 48.0 MiB, 85.95 ms in I/O calls
-           File                              read   written
-           /scratch/run42/ocean_0001.nc       0 B  48.0 MiB
-           namelist.ocean                8.98 KiB       0 B
-           Events: 164,006 events, 0 lost
+               I/O: 2 files, 66 calls, read 8.98 KiB, written 48.0 MiB, 85.95 ms in I/O calls
+               File                              read   written
+               /scratch/run42/ocean_0001.nc       0 B  48.0 MiB
+               namelist.ocean                8.98 KiB       0 B
+               Events: 164,006 events, 0 lost
 
-        == atmos — 2 ranks, wall time 2.380 s, MPI 12.0 % of rank time
-           command: ./atmos --grid C48
-           MPI share per rank: min 9.9 % (rank 0), mean 12.0 %, max 14.1 % (rank 1)
+            == atmos — 2 ranks, wall time 2.380 s, MPI 12.0 % of rank time
+               command: ./atmos --grid C48
+               MPI share per rank: min 9.9 % (rank 4), mean 12.0 %, max 14.1 % (rank 5)
 
-           MPI function  calls     bytes       time   % MPI        min/rank  mean/rank        max/rank
-           MPI_Init          2       0 B  236.00 ms  41.3 %  118.00 ms (r0)  118.00 ms  118.00 ms (r0)
-           MPI_Recv      1,000  62.5 MiB  170.00 ms  29.8 %   40.00 ms (r0)   85.00 ms  130.00 ms (r1)
-           MPI_Send      1,000  62.5 MiB  134.00 ms  23.5 %   64.00 ms (r1)   67.00 ms   70.00 ms (r0)
-           MPI_Reduce      200  1.56 KiB   27.00 ms   4.7 %    5.00 ms (r0)   13.50 ms   22.00 ms (r1)
-           MPI_Finalize      2       0 B    4.00 ms   0.7 %    2.00 ms (r0)    2.00 ms    2.00 ms (r0)
+               MPI function  calls     bytes       time   % MPI        min/rank  mean/rank        max/rank
+               MPI_Init          2       0 B  236.00 ms  41.3 %  118.00 ms (r4)  118.00 ms  118.00 ms (r4)
+               MPI_Recv      1,000  62.5 MiB  170.00 ms  29.8 %   40.00 ms (r4)   85.00 ms  130.00 ms (r5)
+               MPI_Send      1,000  62.5 MiB  134.00 ms  23.5 %   64.00 ms (r5)   67.00 ms   70.00 ms (r4)
+               MPI_Reduce      200  1.56 KiB   27.00 ms   4.7 %    5.00 ms (r4)   13.50 ms   22.00 ms (r5)
+               MPI_Finalize      2       0 B    4.00 ms   0.7 %    2.00 ms (r4)    2.00 ms    2.00 ms (r4)
 
-           Heaviest pairs  messages     bytes
-           0 -> 1               500  31.2 MiB
-           1 -> 0               500  31.2 MiB
+               Heaviest pairs  messages     bytes
+               4 -> 5               500  31.2 MiB
+               5 -> 4               500  31.2 MiB
 
-           I/O: none recorded
-           Note: Rank 1 left region "solve" it never entered; the exit was ignored.
-           Events: 4,401 events, 0 lost
+               I/O: none recorded
+               Note: Rank 1 left region "solve" it never entered; the exit was ignored.
+               Events: 4,401 events, 0 lost
 
-        168,407 events, 0 lost
-    "#]],
+            168,407 events, 0 lost
+        "#]],
     );
 }
 

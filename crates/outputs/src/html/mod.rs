@@ -246,7 +246,7 @@ fn mpi_profile(h: &mut String, p: &Program) {
         };
         num(h, share, &percent(r.time_ns as f64, mpi_total as f64));
         num(h, r.mean_call_ns, &duration(r.mean_call_ns));
-        spread_cells(h, &r.spread, &duration, true);
+        spread_cells(h, p, &r.spread, &duration, true);
         let imbalance = imbalance(&r.spread);
         num(h, imbalance, &format!("{:.1} %", 100.0 * imbalance));
         h.push_str("</tr>\n");
@@ -256,12 +256,27 @@ fn mpi_profile(h: &mut String, p: &Program) {
 
 /// Cells for the smallest value (with its rank), optionally the mean, and
 /// the largest value (with its rank).
-fn spread_cells(h: &mut String, s: &Spread, fmt: &dyn Fn(f64) -> String, with_mean: bool) {
-    num(h, s.min, &format!("{} (rank {})", fmt(s.min), s.min_rank));
+fn spread_cells(
+    h: &mut String,
+    p: &Program,
+    s: &Spread,
+    fmt: &dyn Fn(f64) -> String,
+    with_mean: bool,
+) {
+    let rank = |i| facts::rank_at(p, i);
+    num(
+        h,
+        s.min,
+        &format!("{} (rank {})", fmt(s.min), rank(s.min_rank)),
+    );
     if with_mean {
         num(h, s.mean, &fmt(s.mean));
     }
-    num(h, s.max, &format!("{} (rank {})", fmt(s.max), s.max_rank));
+    num(
+        h,
+        s.max,
+        &format!("{} (rank {})", fmt(s.max), rank(s.max_rank)),
+    );
 }
 
 fn imbalance(s: &Spread) -> f64 {
@@ -307,8 +322,9 @@ fn p2p(h: &mut String, p: &Program) {
     h.push_str("<div class=\"cols\"><div><h4>Heaviest pairs</h4><table class=\"sortable\"><thead><tr><th>From</th><th>To</th><th>Messages</th><th>Bytes</th></tr></thead><tbody>");
     for pair in pairs {
         h.push_str("<tr>");
-        num(h, pair.from as f64, &pair.from.to_string());
-        num(h, pair.to as f64, &pair.to.to_string());
+        let (from, to) = (facts::rank_at(p, pair.from), facts::rank_at(p, pair.to));
+        num(h, from as f64, &from.to_string());
+        num(h, to as f64, &to.to_string());
         num(h, pair.messages as f64, &count(pair.messages));
         num(h, pair.bytes as f64, &bytes(pair.bytes));
         h.push_str("</tr>");
@@ -486,7 +502,7 @@ fn density_maps(h: &mut String, p: &Program) {
             esc(name),
             map.imbalance,
             esc(&fmt(map.spread.max)),
-            map.spread.max_rank
+            facts::rank_at(p, map.spread.max_rank)
         );
     }
     let _ = write!(
@@ -497,7 +513,7 @@ fn density_maps(h: &mut String, p: &Program) {
     for (name, map) in &maps {
         let fmt = metric_format(name);
         let _ = write!(h, "<tr><td>{}</td>", esc(name));
-        spread_cells(h, &map.spread, &*fmt, true);
+        spread_cells(h, p, &map.spread, &*fmt, true);
         num(h, map.imbalance, &format!("{:.2}", map.imbalance));
         h.push_str("</tr>\n");
     }
@@ -731,7 +747,7 @@ fn regions(h: &mut String, p: &Program) {
             num(h, calls as f64, &count(calls));
             num(h, inc as f64, &duration(inc as f64));
             num(h, exc as f64, &duration(exc as f64));
-            spread_cells(h, &spread, &duration, false);
+            spread_cells(h, p, &spread, &duration, false);
             let imb = imbalance(&spread);
             num(h, imb, &format!("{:.1} %", 100.0 * imb));
             h.push_str("</tr>\n");
