@@ -8,13 +8,16 @@ mod common;
 use common::*;
 use std::process::Command;
 
+/// A name, an edit of a good profile, and what the error must say.
+type Edit = (&'static str, fn(&mut serde_json::Value), &'static str);
+
 #[test]
 fn impossible_rank_counts_and_overlong_per_rank_arrays_are_refused() {
     let dir = scratch("report-check");
     let (out, run_dir) = hark_run(&dir, &["-q"], &["true".to_string()]);
     assert_exit(&out, 0);
     let good = profile(&run_dir);
-    let edits: [(&str, fn(&mut serde_json::Value), &str); 3] = [
+    let edits: [Edit; 3] = [
         (
             "huge",
             |p| p["programs"][0]["ranks"] = serde_json::json!(1_000_000_000_000u64),
