@@ -233,6 +233,7 @@ impl ProgramAnalysis {
                 "{ignored} definitions had ids out of range and were ignored"
             ));
         }
+        p.diagnostics.extend(unifier.diagnostics());
         for (index, analysis) in self.shared.analyses.iter().enumerate() {
             let cx = Finish {
                 ranks: ranks

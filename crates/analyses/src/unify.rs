@@ -12,6 +12,14 @@
 //! the process defined before: creating a communicator is collective, so every
 //! member defines the same sequence, and `MPI_Comm_dup(MPI_COMM_WORLD)` stays
 //! apart from `MPI_COMM_WORLD` itself.
+//!
+//! Each kind of record is capped, as Darshan caps its records per module: a
+//! program's first [`MAX_FILES`] files, [`MAX_NAMES`] regions (counters,
+//! marks) and [`MAX_COMMS`] communicators get their own global ids; any
+//! further one maps to a single "other" id of its kind, whose events are
+//! counted together. The model, the report and the server's memory then
+//! stay bounded however many files a program touches, and
+//! [`Unifier::diagnostics`] says what was folded.
 
 use crate::fx::FxHashMap;
 use hark_wire::{Def, NameKind};
@@ -24,6 +32,18 @@ const MAX_LOCAL_ID: u32 = 1 << 24;
 
 /// A global id meaning "no definition".
 pub const UNDEFINED: u32 = u32::MAX;
+
+/// Distinct files a program's profile keeps; further ones count as one.
+pub const MAX_FILES: usize = 1000;
+/// Distinct names of each kind (regions, counters, marks) a program's
+/// profile keeps; further ones of a kind count as one.
+pub const MAX_NAMES: usize = 1000;
+/// Distinct communicators a program's profile keeps; further ones count as
+/// one, with no members.
+pub const MAX_COMMS: usize = 1000;
+
+/// The path that stands for every file beyond [`MAX_FILES`].
+pub const OTHER_FILES: &str = "<other files>";
 
 /// A communicator, by the world ranks of its members.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -43,6 +63,32 @@ pub struct Unifier {
     file_ids: HashMap<String, u32>,
     comms: Vec<CommDef>,
     comm_ids: HashMap<(CommDef, u32), u32>,
+    /// The "other" id of each kind once its cap is reached, and how many
+    /// definitions were folded into it: files, communicators, then names
+    /// by [`NameKind`] (region, counter, mark).
+    other: [Option<u32>; 5],
+    folded: [u64; 5],
+    /// Records of each kind with their own id, in the same order.
+    kept: [usize; 5],
+}
+
+const OTHER_FILE: usize = 0;
+const OTHER_COMM: usize = 1;
+
+fn other_name_slot(kind: NameKind) -> usize {
+    match kind {
+        NameKind::Region => 2,
+        NameKind::Counter => 3,
+        NameKind::Mark => 4,
+    }
+}
+
+fn kind_plural(kind: NameKind) -> &'static str {
+    match kind {
+        NameKind::Region => "regions",
+        NameKind::Counter => "counters",
+        NameKind::Mark => "marks",
+    }
 }
 
 impl Unifier {
@@ -76,14 +122,68 @@ impl Unifier {
         self.comms.len()
     }
 
+    /// One sentence per kind whose cap was reached, for the program's
+    /// diagnostics.
+    pub fn diagnostics(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut say = |slot: usize, what: String| {
+            if self.other[slot].is_some() {
+                out.push(format!(
+                    "{what}: {} further definition(s) (over all ranks) are counted together as one \"other\" entry",
+                    self.folded[slot]
+                ));
+            }
+        };
+        say(
+            OTHER_FILE,
+            format!(
+                "more than {MAX_FILES} distinct files; those beyond are listed as {OTHER_FILES}"
+            ),
+        );
+        say(
+            OTHER_COMM,
+            format!("more than {MAX_COMMS} distinct communicators; those beyond are listed as one with no members"),
+        );
+        for kind in [NameKind::Region, NameKind::Counter, NameKind::Mark] {
+            let plural = kind_plural(kind);
+            say(
+                other_name_slot(kind),
+                format!("more than {MAX_NAMES} distinct {plural}; those beyond are listed as <other {plural}>"),
+            );
+        }
+        out
+    }
+
+    /// The "other" id of `slot`, made on first use by `make`.
+    fn other(&mut self, slot: usize, make: impl FnOnce(&mut Unifier) -> u32) -> u32 {
+        self.folded[slot] += 1;
+        match self.other[slot] {
+            Some(id) => id,
+            None => {
+                let id = make(self);
+                self.other[slot] = Some(id);
+                id
+            }
+        }
+    }
+
     fn intern_name(&mut self, kind: NameKind, name: &str) -> u32 {
         let key = (kind as u8, name.to_string());
         if let Some(&id) = self.name_ids.get(&key) {
             return id;
         }
+        let slot = other_name_slot(kind);
+        if self.kept[slot] >= MAX_NAMES {
+            return self.other(slot, |u| {
+                u.names
+                    .push((kind, format!("<other {}>", kind_plural(kind))));
+                u.names.len() as u32 - 1
+            });
+        }
         let id = self.names.len() as u32;
         self.names.push((kind, name.to_string()));
         self.name_ids.insert(key, id);
+        self.kept[slot] += 1;
         id
     }
 
@@ -91,9 +191,16 @@ impl Unifier {
         if let Some(&id) = self.file_ids.get(path) {
             return id;
         }
+        if self.kept[OTHER_FILE] >= MAX_FILES {
+            return self.other(OTHER_FILE, |u| {
+                u.files.push(OTHER_FILES.to_string());
+                u.files.len() as u32 - 1
+            });
+        }
         let id = self.files.len() as u32;
         self.files.push(path.to_string());
         self.file_ids.insert(path.to_string(), id);
+        self.kept[OTHER_FILE] += 1;
         id
     }
 
@@ -102,9 +209,19 @@ impl Unifier {
         if let Some(&id) = self.comm_ids.get(&key) {
             return id;
         }
+        if self.kept[OTHER_COMM] >= MAX_COMMS {
+            return self.other(OTHER_COMM, |u| {
+                u.comms.push(CommDef {
+                    members: Vec::new(),
+                    remote: Vec::new(),
+                });
+                u.comms.len() as u32 - 1
+            });
+        }
         let id = self.comms.len() as u32;
         self.comms.push(key.0.clone());
         self.comm_ids.insert(key, id);
+        self.kept[OTHER_COMM] += 1;
         id
     }
 }
@@ -238,6 +355,64 @@ mod tests {
         assert_ne!(a.comm(1), a.comm(2));
         assert_eq!(a.comm(5), UNDEFINED);
         assert_eq!(u.comm_count(), 2);
+    }
+
+    #[test]
+    fn files_beyond_the_cap_share_one_other_id_and_are_said() {
+        let mut u = Unifier::new();
+        let mut t = Translation::default();
+        let defs: Vec<Def> = (0..MAX_FILES as u32 + 500)
+            .map(|i| Def::File {
+                id: i + 1,
+                path: format!("/data/f{i}"),
+            })
+            .collect();
+        t.define(&defs, &mut u);
+        let last_own = t.file(MAX_FILES as u32);
+        assert_eq!(
+            u.file(last_own),
+            Some(format!("/data/f{}", MAX_FILES - 1).as_str())
+        );
+        let other = t.file(MAX_FILES as u32 + 1);
+        assert_eq!(u.file(other), Some(OTHER_FILES));
+        assert_eq!(t.file(MAX_FILES as u32 + 500), other);
+        assert_eq!(u.files.len(), MAX_FILES + 1);
+        assert_eq!(
+            u.file_ids.len(),
+            MAX_FILES,
+            "names beyond the cap are not kept"
+        );
+        let said = u.diagnostics();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].contains("500 further"), "{said:?}");
+        // Another kind is not affected.
+        t.define(
+            &[Def::Name {
+                id: 1,
+                kind: NameKind::Region,
+                name: "solve".into(),
+            }],
+            &mut u,
+        );
+        assert_eq!(u.name(t.name(1)), Some("solve"));
+    }
+
+    #[test]
+    fn regions_beyond_the_cap_share_one_other_name() {
+        let mut u = Unifier::new();
+        let mut t = Translation::default();
+        let defs: Vec<Def> = (0..MAX_NAMES as u32 + 2)
+            .map(|i| Def::Name {
+                id: i + 1,
+                kind: NameKind::Region,
+                name: format!("r{i}"),
+            })
+            .collect();
+        t.define(&defs, &mut u);
+        let other = t.name(MAX_NAMES as u32 + 1);
+        assert_eq!(u.name(other), Some("<other regions>"));
+        assert_eq!(t.name(MAX_NAMES as u32 + 2), other);
+        assert_eq!(u.diagnostics().len(), 1);
     }
 
     #[test]
