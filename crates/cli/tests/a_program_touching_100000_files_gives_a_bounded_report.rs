@@ -35,8 +35,12 @@ fn report_profile_and_memory_stay_bounded() {
     );
     assert_exit(&out, 0);
     let rss = children_max_rss_kib();
-    let html = std::fs::metadata(run_dir.join("report.html")).unwrap().len();
-    let json = std::fs::metadata(run_dir.join("profile.json")).unwrap().len();
+    let html = std::fs::metadata(run_dir.join("report.html"))
+        .unwrap()
+        .len();
+    let json = std::fs::metadata(run_dir.join("profile.json"))
+        .unwrap()
+        .len();
     eprintln!("report.html {html} B, profile.json {json} B, hark's peak RSS {rss} KiB");
     assert!(html < 2 << 20, "report.html is {html} bytes");
     assert!(json < 4 << 20, "profile.json is {json} bytes");

@@ -33,9 +33,10 @@ const TRUSTED_SKEW_NS: i64 = 1_000_000;
 /// What converts a stream's probe clock to the common timeline (the server's
 /// `CLOCK_REALTIME`, ns since the epoch): `common = probe + offset`.
 pub(crate) fn timeline_offset(hello: &Hello, clock_offset_ns: i64) -> i64 {
-    let to_host_realtime = hello.realtime_ns as i64 - hello.clock_ns as i64;
-    if clock_offset_ns.abs() > TRUSTED_SKEW_NS {
-        to_host_realtime + clock_offset_ns
+    // Saturating: a Hello's clock fields are whatever was sent.
+    let to_host_realtime = (hello.realtime_ns as i64).saturating_sub(hello.clock_ns as i64);
+    if clock_offset_ns.saturating_abs() > TRUSTED_SKEW_NS {
+        to_host_realtime.saturating_add(clock_offset_ns)
     } else {
         to_host_realtime
     }

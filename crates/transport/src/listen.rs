@@ -217,33 +217,30 @@ fn accept_failed(e: &std::io::Error) {
     }
 }
 
-fn read_stream(conn: ConnId, stream: Box<dyn Read + Send>, sink: &dyn Sink, shared: &Shared) {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        read_frames(conn, stream, sink, shared)
-    }))
-    .unwrap_or_else(|_| Closed::Broken("the sink panicked while handling this stream".into()));
+fn read_stream(conn: ConnId, mut stream: Box<dyn Read + Send>, sink: &dyn Sink, shared: &Shared) {
+    read_stream_from(conn, &mut *stream, sink);
+    // Unregister before the stream (and its descriptor) is dropped, so that
+    // `abort_live` never touches a reused descriptor.
     shared.live.lock().unwrap().retain(|(c, _)| *c != conn.0);
-    sink.on_close(conn, outcome);
 }
 
-fn read_frames(
-    conn: ConnId,
-    mut stream: Box<dyn Read + Send>,
-    sink: &dyn Sink,
-    shared: &Shared,
-) -> Closed {
-    let outcome = read_all(conn, &mut *stream, sink);
-    // Unregister before the stream (and its descriptor) is dropped, so that
-    // `abort_connections` never touches a reused descriptor.
-    shared.live.lock().unwrap().retain(|(c, _)| *c != conn.0);
-    outcome
+/// Reads one stream from any byte source exactly as an accepted connection
+/// is read — frame caps, order checks, a panicking sink caught — and ends
+/// with [`Sink::on_close`]. For tests and fuzzing, which need no socket.
+pub fn read_stream_from(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        read_all(conn, stream, sink)
+    }))
+    .unwrap_or_else(|_| Closed::Broken("the sink panicked while handling this stream".into()));
+    sink.on_close(conn, outcome);
 }
 
 fn read_all(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) -> Closed {
     let mut reader = FrameReader::new(BufReader::with_capacity(1 << 16, stream));
     match reader.next_frame() {
         Ok(Some(Frame::Hello(hello))) => {
-            let offset = realtime_ns() as i64 - hello.realtime_ns as i64;
+            // Saturating: a Hello's clock fields are whatever was sent.
+            let offset = (realtime_ns() as i64).saturating_sub(hello.realtime_ns as i64);
             sink.on_hello(conn, &hello, offset);
         }
         Ok(Some(other)) => {
