@@ -139,9 +139,9 @@ fn program(s: &mut String, p: &Program) {
             p.io.files
                 .iter()
                 .map(|f| {
-                    let r: u64 = f.read_bytes.iter().sum();
-                    let w: u64 = f.write_bytes.iter().sum();
-                    (r + w, r, w, f.path.as_str())
+                    let r = facts::total(f.read_bytes.iter().copied());
+                    let w = facts::total(f.write_bytes.iter().copied());
+                    (r.saturating_add(w), r, w, f.path.as_str())
                 })
                 .collect();
         files.sort_by(|a, b| b.0.cmp(&a.0).then(a.3.cmp(b.3)));

@@ -277,12 +277,14 @@ fn run_of(programs: Vec<hark_model::Program>) -> Run {
     let mut accounting = Accounting::default();
     for p in &programs {
         for r in &p.rank_info {
-            let a = &r.accounting;
-            accounting.events_written += a.events_written;
-            accounting.events_received += a.events_received;
-            accounting.events_analysed += a.events_analysed;
-            accounting.events_dropped += a.events_dropped;
-            accounting.partial_ranks += a.partial_ranks;
+            // Saturating: `written` and `dropped` are what each probe's End
+            // record says, and a record can say anything.
+            let (a, t) = (&r.accounting, &mut accounting);
+            t.events_written = t.events_written.saturating_add(a.events_written);
+            t.events_received = t.events_received.saturating_add(a.events_received);
+            t.events_analysed = t.events_analysed.saturating_add(a.events_analysed);
+            t.events_dropped = t.events_dropped.saturating_add(a.events_dropped);
+            t.partial_ranks = t.partial_ranks.saturating_add(a.partial_ranks);
         }
     }
     Run {

@@ -6,8 +6,7 @@
 
 mod common;
 
-use common::{hello, memory, socket};
-use hark_server::{Server, ServerConfig};
+use common::{hello, memory, server, socket};
 use hark_wire::Kind;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -22,12 +21,7 @@ fn header(kind: Kind, len: u32) -> Vec<u8> {
 #[test]
 fn idle_connections_claiming_256_mib_frames_do_not_grow_the_server() {
     let (dir, path) = socket("greedy");
-    let server = Server::start(ServerConfig {
-        addr: format!("unix:{}", path.display()),
-        workers: 2,
-        ..ServerConfig::default()
-    })
-    .unwrap();
+    let server = server(&path, None);
     let before = memory().0;
     let claim = 256u32 << 20;
     let mut idle = Vec::new();

@@ -5,8 +5,7 @@
 
 mod common;
 
-use common::{hello, memory, socket};
-use hark_server::{Server, ServerConfig};
+use common::{hello, memory, server, socket};
 use hark_wire::{End, EndReason};
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -15,12 +14,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn three_hundred_idle_connections_cost_little_and_are_cut_at_the_deadline() {
     let (dir, path) = socket("idle");
-    let server = Server::start(ServerConfig {
-        addr: format!("unix:{}", path.display()),
-        workers: 2,
-        ..ServerConfig::default()
-    })
-    .unwrap();
+    let server = server(&path, None);
     let before = memory().0;
     let mut idle = Vec::new();
     for i in 0..300 {

@@ -13,8 +13,8 @@
 
 mod common;
 
-use common::{hello, memory, socket};
-use hark_server::{Server, ServerConfig};
+use common::{hello, memory, server, socket};
+use hark_server::Server;
 use hark_wire::{End, EndReason};
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -50,28 +50,19 @@ fn run_until(server: &Server, path: &Path, bytes: &[u8], from: u64, total: u64) 
 #[test]
 fn memory_after_40000_connections_is_within_10_percent_of_after_1000() {
     let (dir, path) = socket("flat");
-    let server = Server::start(ServerConfig {
-        addr: format!("unix:{}", path.display()),
-        workers: 2,
-        // Every analysis but the point-to-point matrices, which are dense,
-        // ranks × ranks: 40,000 processes would make them 38 GB at the fold
-        // (a finding of this test, left to the analyses' owner).
-        analyses: Some(
-            [
-                "mpi-profile",
-                "collectives",
-                "io-profile",
-                "regions",
-                "timeslices",
-                "density",
-                "marks",
-            ]
-            .map(String::from)
-            .to_vec(),
-        ),
-        ..ServerConfig::default()
-    })
-    .unwrap();
+    // Every analysis but the point-to-point matrices, which are dense,
+    // ranks × ranks: 40,000 processes would make them 38 GB at the fold
+    // (a finding of this test, left to the analyses' owner).
+    let analyses = [
+        "mpi-profile",
+        "collectives",
+        "io-profile",
+        "regions",
+        "timeslices",
+        "density",
+        "marks",
+    ];
+    let server = server(&path, Some(&analyses));
     let mut bytes = hello("true", 77, 1 << 20);
     End {
         events_written: 0,

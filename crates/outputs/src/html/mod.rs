@@ -197,7 +197,11 @@ fn overview(h: &mut String, p: &Program) {
     card(h, "Wall time", &duration(p.wall_ns as f64));
     card(h, "Time in MPI", &percent(mpi as f64, wall as f64));
     card(h, "Hosts", &hosts.len().to_string());
-    card(h, "I/O", &bytes(io.read_bytes + io.write_bytes));
+    card(
+        h,
+        "I/O",
+        &bytes(io.read_bytes.saturating_add(io.write_bytes)),
+    );
     card(h, "Events", &count(acc.events_written));
     card(h, "Lost", &count(facts::lost(&acc)));
     h.push_str("</div>\n");
@@ -294,7 +298,7 @@ type Heat<'a> = (&'a str, &'a Vec<Vec<u64>>, &'a dyn Fn(u64) -> String);
 type Format = Box<dyn Fn(f64) -> String>;
 
 fn p2p(h: &mut String, p: &Program) {
-    let total: u64 = p.p2p.messages.iter().flatten().sum();
+    let total = facts::total(p.p2p.messages.iter().flatten().copied());
     if total == 0 {
         h.push_str("<p class=\"none\">No point-to-point messages between ranks.</p>\n");
         return;
@@ -333,9 +337,9 @@ fn p2p(h: &mut String, p: &Program) {
     if !p.p2p.by_function.is_empty() {
         h.push_str("<div><h4>By function</h4><table class=\"sortable\"><thead><tr><th>Function</th><th>Messages</th><th>Bytes</th><th>Time</th></tr></thead><tbody>");
         for (name, m) in &p.p2p.by_function {
-            let msgs: u64 = m.messages.iter().flatten().sum();
-            let b: u64 = m.bytes.iter().flatten().sum();
-            let t: u64 = m.time_ns.iter().flatten().sum();
+            let msgs = facts::total(m.messages.iter().flatten().copied());
+            let b = facts::total(m.bytes.iter().flatten().copied());
+            let t = facts::total(m.time_ns.iter().flatten().copied());
             let _ = write!(h, "<tr><td>{}</td>", esc(name));
             num(h, msgs as f64, &count(msgs));
             num(h, b as f64, &bytes(b));
@@ -427,38 +431,44 @@ fn density(h: &mut String, p: &Program) {
         svg::Column {
             name: "MPI calls".into(),
             values: per_rank(&|r| {
-                p.mpi
-                    .values()
-                    .map(|f| f.calls.get(r).copied().unwrap_or(0))
-                    .sum()
+                facts::total(p.mpi.values().map(|f| f.calls.get(r).copied().unwrap_or(0)))
             }),
             fmt: cnt(),
         },
         svg::Column {
             name: "messages sent".into(),
-            values: per_rank(&|r| p.p2p.messages.get(r).map_or(0, |row| row.iter().sum())),
+            values: per_rank(&|r| {
+                p.p2p
+                    .messages
+                    .get(r)
+                    .map_or(0, |row| facts::total(row.iter().copied()))
+            }),
             fmt: cnt(),
         },
         svg::Column {
             name: "bytes sent".into(),
-            values: per_rank(&|r| p.p2p.bytes.get(r).map_or(0, |row| row.iter().sum())),
+            values: per_rank(&|r| {
+                p.p2p
+                    .bytes
+                    .get(r)
+                    .map_or(0, |row| facts::total(row.iter().copied()))
+            }),
             fmt: byt(),
         },
         svg::Column {
             name: "bytes received".into(),
-            values: per_rank(&|r| (0..n).map(|i| cell(&p.p2p.bytes, i, r)).sum()),
+            values: per_rank(&|r| facts::total((0..n).map(|i| cell(&p.p2p.bytes, i, r)))),
             fmt: byt(),
         },
         svg::Column {
             name: "I/O bytes".into(),
             values: per_rank(&|r| {
-                p.io.files
-                    .iter()
-                    .map(|f| {
-                        f.read_bytes.get(r).copied().unwrap_or(0)
-                            + f.write_bytes.get(r).copied().unwrap_or(0)
-                    })
-                    .sum()
+                facts::total(p.io.files.iter().flat_map(|f| {
+                    [
+                        f.read_bytes.get(r).copied().unwrap_or(0),
+                        f.write_bytes.get(r).copied().unwrap_or(0),
+                    ]
+                }))
             }),
             fmt: byt(),
         },
@@ -693,15 +703,14 @@ fn io(h: &mut String, p: &Program) {
     for f in &p.io.files {
         let ranks = (0..facts::ranks(p))
             .filter(|&r| {
-                f.read_bytes.get(r).copied().unwrap_or(0)
-                    + f.write_bytes.get(r).copied().unwrap_or(0)
-                    > 0
+                f.read_bytes.get(r).copied().unwrap_or(0) > 0
+                    || f.write_bytes.get(r).copied().unwrap_or(0) > 0
             })
             .count();
-        let read: u64 = f.read_bytes.iter().sum();
-        let written: u64 = f.write_bytes.iter().sum();
-        let calls: u64 = f.ops.values().map(|o| o.calls).sum();
-        let time: u64 = f.ops.values().map(|o| o.time_ns).sum();
+        let read = facts::total(f.read_bytes.iter().copied());
+        let written = facts::total(f.write_bytes.iter().copied());
+        let calls = facts::total(f.ops.values().map(|o| o.calls));
+        let time = facts::total(f.ops.values().map(|o| o.time_ns));
         let ops: Vec<String> = f
             .ops
             .iter()
@@ -728,9 +737,9 @@ fn regions(h: &mut String, p: &Program) {
         h.push_str("<table class=\"sortable\"><thead><tr><th>Region</th><th>Calls</th><th>Inclusive</th><th>Exclusive</th><th>Inclusive min per rank</th><th>Inclusive max per rank</th><th>Imbalance</th></tr></thead><tbody>\n");
         for (path, prof) in &r.paths {
             let depth = path.matches('/').count();
-            let calls: u64 = prof.calls.iter().sum();
-            let inc: u64 = prof.inclusive_ns.iter().sum();
-            let exc: u64 = prof.exclusive_ns.iter().sum();
+            let calls = facts::total(prof.calls.iter().copied());
+            let inc = facts::total(prof.inclusive_ns.iter().copied());
+            let exc = facts::total(prof.exclusive_ns.iter().copied());
             let spread = Spread::of(
                 &prof
                     .inclusive_ns

@@ -3,8 +3,9 @@
 
 #![allow(dead_code)] // each test file uses a part
 
+use hark_server::{Server, ServerConfig};
 use hark_wire::{ClockSource, Hello};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A fresh directory for a test's socket, and the socket's path.
 pub fn socket(name: &str) -> (PathBuf, PathBuf) {
@@ -12,6 +13,18 @@ pub fn socket(name: &str) -> (PathBuf, PathBuf) {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("sock");
     (dir, path)
+}
+
+/// A server on the Unix socket `path` with two board workers and every
+/// analysis, or those named.
+pub fn server(path: &Path, analyses: Option<&[&str]>) -> Server {
+    Server::start(ServerConfig {
+        addr: format!("unix:{}", path.display()),
+        workers: 2,
+        analyses: analyses.map(|a| a.iter().map(|s| s.to_string()).collect()),
+        ..ServerConfig::default()
+    })
+    .unwrap()
 }
 
 /// The `Hello` frame of a non-MPI process `pid` of `program`.
