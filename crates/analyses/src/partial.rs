@@ -302,6 +302,7 @@ impl Partial {
         if let Some(first) = programs.first_mut() {
             let d = &mut first.diagnostics;
             d.extend(problems);
+            d.extend(canonical.diagnostics());
             for p in &self.panics {
                 d.push(p.clone());
             }

@@ -19,6 +19,15 @@
 //! renumbers its states. Before a program is folded its tables are put in a
 //! canonical order ([`Unifier::canonical`]: by kind and text, by path, by
 //! size and members), so that the model never depends on arrival order.
+//!
+//! Each kind of record is capped, as Darshan caps its records per module: a
+//! program's first [`MAX_FILES`] files, [`MAX_NAMES`] regions (counters,
+//! marks) and [`MAX_COMMS`] communicators get their own global ids; any
+//! further one maps to a single "other" id of its kind, whose events are
+//! counted together. The model, the report and the server's memory then
+//! stay bounded however many files a program touches, and
+//! [`Unifier::diagnostics`] says what was folded. (Which records keep ids of
+//! their own past a cap depends on the order they arrived in.)
 
 use crate::fx::FxHashMap;
 use hark_wire::{Def, NameKind};
@@ -32,6 +41,37 @@ const MAX_LOCAL_ID: u32 = 1 << 24;
 
 /// A global id meaning "no definition".
 pub const UNDEFINED: u32 = u32::MAX;
+
+/// Distinct files a program's profile keeps; further ones count as one.
+pub const MAX_FILES: usize = 1000;
+/// Distinct names of each kind (regions, counters, marks) a program's
+/// profile keeps; further ones of a kind count as one.
+pub const MAX_NAMES: usize = 1000;
+/// Distinct communicators a program's profile keeps; further ones count as
+/// one, with no members.
+pub const MAX_COMMS: usize = 1000;
+
+/// The path that stands for every file beyond [`MAX_FILES`].
+pub const OTHER_FILES: &str = "<other files>";
+
+const OTHER_FILE: usize = 0;
+const OTHER_COMM: usize = 1;
+
+fn other_name_slot(kind: NameKind) -> usize {
+    match kind {
+        NameKind::Region => 2,
+        NameKind::Counter => 3,
+        NameKind::Mark => 4,
+    }
+}
+
+fn kind_plural(kind: NameKind) -> &'static str {
+    match kind {
+        NameKind::Region => "regions",
+        NameKind::Counter => "counters",
+        NameKind::Mark => "marks",
+    }
+}
 
 /// A communicator, by the world ranks of its members.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -57,6 +97,15 @@ pub struct Unifier {
     /// the tracker names once per stack.
     paths: Vec<String>,
     path_ids: HashMap<String, u32>,
+    /// The "other" id of each kind once its cap is reached, and how many
+    /// definitions were folded into it: files, communicators, then names
+    /// by [`NameKind`] (region, counter, mark).
+    other: [Option<u32>; 5],
+    folded: [u64; 5],
+    /// Records of each kind with their own id, in the same order.
+    kept: [usize; 5],
+    /// Tables rebuilt from tables already capped are not capped again.
+    uncapped: bool,
 }
 
 /// A unifier's tables as data: what a partial result carries so that its
@@ -71,6 +120,9 @@ pub struct Tables {
     pub comms: Vec<(CommDef, u32)>,
     /// Region call paths.
     pub paths: Vec<String>,
+    /// Definitions folded into each kind's "other" entry (files,
+    /// communicators, regions, counters, marks).
+    pub folded: [u64; 5],
 }
 
 /// Renumbers global ids from one set of tables to another (see
@@ -183,12 +235,16 @@ impl Unifier {
                 .zip(self.comm_occurrence.iter().copied())
                 .collect(),
             paths: self.paths.clone(),
+            folded: self.folded,
         }
     }
 
     /// Interns every entry of `tables` (from another unifier) and returns the
     /// map from their ids to this unifier's.
     pub fn absorb(&mut self, tables: &Tables) -> IdMap {
+        for (into, n) in self.folded.iter_mut().zip(tables.folded) {
+            *into += n;
+        }
         IdMap {
             identity: false,
             names: tables
@@ -220,9 +276,14 @@ impl Unifier {
             (std::cmp::Reverse(a.0.members.len()), a)
                 .cmp(&(std::cmp::Reverse(b.0.members.len()), b))
         });
-        let mut canonical = Unifier::new();
+        let mut canonical = Unifier {
+            uncapped: true,
+            ..Unifier::new()
+        };
         canonical.absorb(&t);
-        let ids = canonical.absorb(&self.tables());
+        let mut again = self.tables();
+        again.folded = [0; 5];
+        let ids = canonical.absorb(&again);
         (canonical, ids)
     }
 
@@ -242,14 +303,73 @@ impl Unifier {
         id
     }
 
+    /// One sentence per kind whose cap was reached, for the program's
+    /// diagnostics.
+    pub fn diagnostics(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut say = |slot: usize, what: String| {
+            if self.folded[slot] > 0 {
+                out.push(format!(
+                    "{what}: {} further definition(s) (over all ranks) are counted together as one \"other\" entry",
+                    self.folded[slot]
+                ));
+            }
+        };
+        say(
+            OTHER_FILE,
+            format!(
+                "more than {MAX_FILES} distinct files; those beyond are listed as {OTHER_FILES}"
+            ),
+        );
+        say(
+            OTHER_COMM,
+            format!("more than {MAX_COMMS} distinct communicators; those beyond are listed as one with no members"),
+        );
+        for kind in [NameKind::Region, NameKind::Counter, NameKind::Mark] {
+            let plural = kind_plural(kind);
+            say(
+                other_name_slot(kind),
+                format!("more than {MAX_NAMES} distinct {plural}; those beyond are listed as <other {plural}>"),
+            );
+        }
+        out
+    }
+
+    /// Is kind `slot` full (its further records go to "other")?
+    fn full(&self, slot: usize, cap: usize) -> bool {
+        !self.uncapped && self.kept[slot] >= cap
+    }
+
+    /// The "other" id of `slot`, made on first use by `make`.
+    fn other(&mut self, slot: usize, make: impl FnOnce(&mut Unifier) -> u32) -> u32 {
+        self.folded[slot] += 1;
+        match self.other[slot] {
+            Some(id) => id,
+            None => {
+                let id = make(self);
+                self.other[slot] = Some(id);
+                id
+            }
+        }
+    }
+
     fn intern_name(&mut self, kind: NameKind, name: &str) -> u32 {
         let key = (kind as u8, name.to_string());
         if let Some(&id) = self.name_ids.get(&key) {
             return id;
         }
+        let slot = other_name_slot(kind);
+        if self.full(slot, MAX_NAMES) {
+            return self.other(slot, |u| {
+                u.names
+                    .push((kind, format!("<other {}>", kind_plural(kind))));
+                u.names.len() as u32 - 1
+            });
+        }
         let id = self.names.len() as u32;
         self.names.push((kind, name.to_string()));
         self.name_ids.insert(key, id);
+        self.kept[slot] += 1;
         id
     }
 
@@ -257,9 +377,16 @@ impl Unifier {
         if let Some(&id) = self.file_ids.get(path) {
             return id;
         }
+        if self.full(OTHER_FILE, MAX_FILES) {
+            return self.other(OTHER_FILE, |u| {
+                u.files.push(OTHER_FILES.to_string());
+                u.files.len() as u32 - 1
+            });
+        }
         let id = self.files.len() as u32;
         self.files.push(path.to_string());
         self.file_ids.insert(path.to_string(), id);
+        self.kept[OTHER_FILE] += 1;
         id
     }
 
@@ -268,6 +395,17 @@ impl Unifier {
         if let Some(&id) = self.comm_ids.get(&key) {
             return id;
         }
+        if self.full(OTHER_COMM, MAX_COMMS) {
+            return self.other(OTHER_COMM, |u| {
+                u.comms.push(CommDef {
+                    members: Vec::new(),
+                    remote: Vec::new(),
+                });
+                u.comm_occurrence.push(0);
+                u.comms.len() as u32 - 1
+            });
+        }
+        self.kept[OTHER_COMM] += 1;
         let id = self.comms.len() as u32;
         self.comms.push(key.0.clone());
         self.comm_occurrence.push(occurrence);
@@ -443,6 +581,64 @@ mod tests {
         let (ca, _) = a.canonical();
         let (cb, _) = b.canonical();
         assert_eq!(ca.tables(), cb.tables());
+    }
+
+    #[test]
+    fn files_beyond_the_cap_share_one_other_id_and_are_said() {
+        let mut u = Unifier::new();
+        let mut t = Translation::default();
+        let defs: Vec<Def> = (0..MAX_FILES as u32 + 500)
+            .map(|i| Def::File {
+                id: i + 1,
+                path: format!("/data/f{i}"),
+            })
+            .collect();
+        t.define(&defs, &mut u);
+        let last_own = t.file(MAX_FILES as u32);
+        assert_eq!(
+            u.file(last_own),
+            Some(format!("/data/f{}", MAX_FILES - 1).as_str())
+        );
+        let other = t.file(MAX_FILES as u32 + 1);
+        assert_eq!(u.file(other), Some(OTHER_FILES));
+        assert_eq!(t.file(MAX_FILES as u32 + 500), other);
+        assert_eq!(u.files.len(), MAX_FILES + 1);
+        assert_eq!(
+            u.file_ids.len(),
+            MAX_FILES,
+            "names beyond the cap are not kept"
+        );
+        let said = u.diagnostics();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].contains("500 further"), "{said:?}");
+        // Another kind is not affected.
+        t.define(
+            &[Def::Name {
+                id: 1,
+                kind: NameKind::Region,
+                name: "solve".into(),
+            }],
+            &mut u,
+        );
+        assert_eq!(u.name(t.name(1)), Some("solve"));
+    }
+
+    #[test]
+    fn regions_beyond_the_cap_share_one_other_name() {
+        let mut u = Unifier::new();
+        let mut t = Translation::default();
+        let defs: Vec<Def> = (0..MAX_NAMES as u32 + 2)
+            .map(|i| Def::Name {
+                id: i + 1,
+                kind: NameKind::Region,
+                name: format!("r{i}"),
+            })
+            .collect();
+        t.define(&defs, &mut u);
+        let other = t.name(MAX_NAMES as u32 + 1);
+        assert_eq!(u.name(other), Some("<other regions>"));
+        assert_eq!(t.name(MAX_NAMES as u32 + 2), other);
+        assert_eq!(u.diagnostics().len(), 1);
     }
 
     #[test]

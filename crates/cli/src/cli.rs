@@ -82,9 +82,14 @@ Signals:
   once the command has ended.
 
 Exit status:
-  The command's own exit status (128+N when a signal N ended it). If hark
-  itself fails before the command runs, 2; if only writing the run
-  directory fails, the command's status, or 1 when that was 0.";
+  The command's own exit status (128+N when a signal N ended it), always:
+  if hark itself fails before the command runs (a bad setting, no probe),
+  2. A run directory that cannot be written is said on stderr and does not
+  change the status; hark then writes it under the temporary directory.
+
+Signals after the command ended:
+  SIGTERM, SIGINT and SIGHUP make hark stop waiting for processes still
+  connected (10 s at most otherwise) and write the report at once.";
 
 const REPORT_EXAMPLES: &str = "\
 Examples:
@@ -116,12 +121,12 @@ pub struct RunArgs {
 
     /// Bytes per event pack each process sends, e.g. 256K or 4M, between 4K
     /// and 64M (HARK_PACK_SIZE). Default 1M.
-    #[arg(long = "pack-size", value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long = "pack-size", value_name = "SIZE", value_parser = parse_pack_size)]
     pub pack_size: Option<u64>,
 
-    /// Packs each process may hold while the server catches up
+    /// Packs each process may hold while the server catches up, 2 to 4096
     /// (HARK_BUFFERS). Default 8.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_buffers)]
     pub buffers: Option<u32>,
 
     /// Analyses to run, comma-separated (default: all). `--analyses list`
@@ -173,25 +178,16 @@ pub struct ReportArgs {
     pub quiet: bool,
 }
 
-/// `4096`, `64K`, `1M`, `2MiB` → bytes, within the probe's limits.
-fn parse_size(v: &str) -> Result<u64, String> {
-    let v = v.trim();
-    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (num, unit) = v.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("`{v}` is not a size; write e.g. 4096, 256K or 1M"))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        _ => return Err(format!("unknown unit in `{v}`; use K or M")),
-    };
-    let bytes = n * mult;
-    if !(4 << 10..=64 << 20).contains(&bytes) {
-        return Err(format!("{v} is outside 4K..64M"));
-    }
-    Ok(bytes)
+/// `--pack-size`: a size within the probe's range (`HARK_PACK_SIZE`).
+fn parse_pack_size(v: &str) -> Result<u64, String> {
+    crate::settings::check("HARK_PACK_SIZE", v)?;
+    crate::settings::parse_size(v).ok_or_else(|| format!("`{v}` is not a size"))
+}
+
+/// `--buffers`: a count within the probe's range (`HARK_BUFFERS`).
+fn parse_buffers(v: &str) -> Result<u32, String> {
+    crate::settings::check("HARK_BUFFERS", v)?;
+    v.trim().parse().map_err(|e| format!("`{v}`: {e}"))
 }
 
 #[cfg(test)]
@@ -227,12 +223,15 @@ mod tests {
 
     #[test]
     fn sizes_take_units_and_stay_in_range() {
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("256K"), Ok(256 << 10));
-        assert_eq!(parse_size("2MiB"), Ok(2 << 20));
-        assert!(parse_size("1G").is_err());
-        assert!(parse_size("12").is_err());
-        assert!(parse_size("lots").is_err());
+        assert_eq!(parse_pack_size("4096"), Ok(4096));
+        assert_eq!(parse_pack_size("256K"), Ok(256 << 10));
+        assert_eq!(parse_pack_size("2MiB"), Ok(2 << 20));
+        assert!(parse_pack_size("1G").is_err());
+        assert!(parse_pack_size("12").is_err());
+        assert!(parse_pack_size("lots").is_err());
+        assert!(parse_pack_size("17592186044417M").is_err());
+        assert!(parse_buffers("0").is_err());
+        assert_eq!(parse_buffers("8"), Ok(8));
     }
 
     #[test]

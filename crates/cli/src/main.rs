@@ -19,6 +19,7 @@ mod probe;
 mod report;
 mod run;
 mod rundir;
+mod settings;
 mod status;
 
 use clap::Parser;

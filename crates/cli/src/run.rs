@@ -15,7 +15,7 @@ use crate::cli::RunArgs;
 use crate::launch::{self, Launcher};
 use crate::output::print_stderr;
 use crate::status::{Mode, Progress, StatusLine};
-use crate::{probe, rundir};
+use crate::{probe, rundir, settings};
 use anyhow::{anyhow, bail, Context, Result};
 use hark_model::Run;
 use hark_server::{Server, ServerConfig};
@@ -23,7 +23,7 @@ use std::io::IsTerminal;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long the server waits, once the command has ended, for processes
@@ -39,8 +39,10 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if args.command.is_empty() {
         bail!("no command to measure: write it after `--`, e.g. `hark run -- mpirun -np 4 ./app`");
     }
+    settings::check_all(&settings_env(args))?;
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
+    let place = rundir::Place::choose(args.output.as_deref(), &args.out_dir);
     let socket_dir = SocketDir::create()?;
     // The secret keeps other processes of the user from joining the run:
     // the probes get it in HARK_ADDR, the server refuses streams without it.
@@ -116,18 +118,15 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let status = status.context("cannot wait for the command")?;
     let code = exit_code(status);
 
-    let run = server.finish(GRACE);
+    // From here on SIGTERM and SIGINT (a batch system's time limit, a
+    // second Ctrl-C) cut the grace period short; the report is still
+    // written.
+    hurry_on_signals();
+    let run = server.finish_unless(GRACE, &HURRY);
     let analysed = ended.elapsed();
-    let written = write_run_dir(args, &run);
+    let written = write_run_dir(args, &place, &run);
     let ready = ended.elapsed();
     drop(socket_dir);
-    let dir = match written {
-        Ok(dir) => dir,
-        Err(e) => {
-            print_stderr(&format!("hark: error: {e:#}\n"));
-            return Ok(if code == 0 { 1 } else { code });
-        }
-    };
     if args.verbose {
         print_stderr(&format!(
             "hark: report ready {:.3} s after the command ended (streams drained and analysed in {:.3} s, outputs written in {:.3} s)\n",
@@ -137,10 +136,16 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         ));
     }
     if !args.quiet {
+        let where_ = match &written {
+            Ok(dir) => format!(
+                "Run directory: {} (open report.html in a browser)",
+                dir.display()
+            ),
+            Err(_) => "No run directory: it could not be written (see above).".into(),
+        };
         print_stderr(&format!(
-            "\n{}\nRun directory: {} (open report.html in a browser)\n",
-            hark_outputs::summary::render(&run),
-            dir.display()
+            "\n{}\n{where_}\n",
+            hark_outputs::summary::render(&run)
         ));
         if run.programs.is_empty() {
             print_stderr(
@@ -162,6 +167,13 @@ fn probe_env(args: &RunArgs, probe: &Path, addr: &str) -> Vec<(String, String)> 
         ),
         ("HARK_ADDR".to_string(), addr.to_string()),
     ];
+    env.extend(settings_env(args));
+    env
+}
+
+/// The probe settings `hark run`'s options set.
+fn settings_env(args: &RunArgs) -> Vec<(String, String)> {
+    let mut env = Vec::new();
     if args.lossless {
         env.push(("HARK_LOSSLESS".into(), "1".into()));
     }
@@ -212,13 +224,35 @@ extern "C" fn forward(sig: libc::c_int) {
 
 fn forward_signals_to(pid: u32) {
     CHILD.store(pid as i32, Ordering::Relaxed);
-    for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2] {
-        // SAFETY: `forward` only loads an atomic and calls kill, both
-        // async-signal-safe; the sigaction struct is fully initialised
-        // (zeroed, then the handler and an empty mask set).
+    // `forward` only loads an atomic and calls kill, both async-signal-safe.
+    handle(
+        &[libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2],
+        forward,
+    );
+}
+
+/// Set by SIGTERM or SIGINT once the command has ended: stop waiting for
+/// connections still open and write the report now.
+static HURRY: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn hurry(_: libc::c_int) {
+    HURRY.store(true, Ordering::Relaxed);
+}
+
+fn hurry_on_signals() {
+    // `hurry` only stores to an atomic, which is async-signal-safe.
+    handle(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP], hurry);
+}
+
+/// Installs `handler`, which must be async-signal-safe, for `signals`.
+fn handle(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int)) {
+    for &sig in signals {
+        // SAFETY: the handler is async-signal-safe (the callers' contract);
+        // the sigaction struct is fully initialised (zeroed, then the
+        // handler and an empty mask set).
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = forward as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_sigaction = handler as libc::sighandler_t;
             action.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut action.sa_mask);
             libc::sigaction(sig, &action, std::ptr::null_mut());
@@ -236,22 +270,32 @@ fn ignore_terminal_signals() {
     }
 }
 
-/// Writes every output into the run directory and returns its path.
-fn write_run_dir(args: &RunArgs, run: &Run) -> Result<PathBuf> {
-    let dir = match &args.output {
-        Some(dir) => dir.clone(),
-        None => {
-            let program = run
-                .programs
-                .first()
-                .map(|p| p.name.clone())
-                .unwrap_or_else(|| program_of(&args.command));
-            rundir::create_new(&args.out_dir, &program, &rundir::timestamp())?
-        }
+/// Writes every output into the run directory and returns its path. If
+/// that fails (a full disk, say), writes them into a new directory under
+/// the temporary directory instead and says so; the error, on stderr, is
+/// returned only when both fail.
+fn write_run_dir(args: &RunArgs, place: &rundir::Place, run: &Run) -> Result<PathBuf> {
+    let program = run
+        .programs
+        .first()
+        .map(|p| p.name.clone())
+        .unwrap_or_else(|| program_of(&args.command));
+    let write = |place: &rundir::Place| -> Result<PathBuf> {
+        let dir = place.create(&program)?;
+        hark_outputs::write_all(run, &dir, |_| true)
+            .with_context(|| format!("cannot write the run directory {}", dir.display()))?;
+        Ok(dir)
     };
-    hark_outputs::write_all(run, &dir, |_| true)
-        .with_context(|| format!("cannot write the run directory {}", dir.display()))?;
-    Ok(dir)
+    let first = match write(place) {
+        Ok(dir) => return Ok(dir),
+        Err(e) => e,
+    };
+    let fallback = rundir::Place::temporary();
+    print_stderr(&format!(
+        "hark: error: {first:#}\nhark: writing the run directory under {} instead\n",
+        fallback.parent().display()
+    ));
+    write(&fallback).inspect_err(|e| print_stderr(&format!("hark: error: {e:#}\n")))
 }
 
 /// The file name of the command's first word.
@@ -284,6 +328,7 @@ impl SocketDir {
         if base.as_os_str().len() > 60 {
             base = PathBuf::from("/tmp");
         }
+        remove_stale(&base);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
@@ -302,6 +347,39 @@ impl SocketDir {
 
     fn socket(&self) -> PathBuf {
         self.0.join("hark.sock")
+    }
+}
+
+/// Removes the socket directories (`hark-<pid>-<hex>`) that a `hark` which
+/// was killed left in `base`: only this user's, and only those whose
+/// process no longer exists.
+fn remove_stale(base: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let me = unsafe { libc::getuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("hark-"))
+            .and_then(|rest| rest.split_once('-'))
+            .filter(|(_, hex)| !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()))
+            .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
+            .filter(|pid| *pid > 0)
+        else {
+            continue;
+        };
+        let path = entry.path();
+        let ours = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        // SAFETY: signal 0 only checks that the process exists.
+        let dead = unsafe { libc::kill(pid, 0) } == -1
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if ours && dead && path.join("hark.sock").exists() {
+            let _ = std::fs::remove_dir_all(&path);
+        }
     }
 }
 

@@ -78,7 +78,10 @@ fn mistakes_on_the_command_line_exit_2_with_the_reason() {
             &["run", "--analyses", "mpi-profile,bogus", "--", "true"],
             "no analysis is called `bogus`",
         ),
-        (&["run", "--pack-size", "1G", "--", "true"], "unknown unit"),
+        (
+            &["run", "--pack-size", "1G", "--", "true"],
+            "from 4K to 64M",
+        ),
         (&["frobnicate"], "unrecognized subcommand"),
     ];
     for (args, says) in cases {

@@ -45,13 +45,15 @@ pub struct Accounting {
 }
 
 impl std::ops::AddAssign<&Accounting> for Accounting {
+    /// Saturating: `written` and `dropped` come from each probe's End
+    /// record, and a record can say anything.
     fn add_assign(&mut self, o: &Accounting) {
-        self.events_written += o.events_written;
-        self.events_received += o.events_received;
-        self.events_analysed += o.events_analysed;
-        self.events_dropped += o.events_dropped;
-        self.partial_ranks += o.partial_ranks;
-        self.partial_children += o.partial_children;
+        self.events_written = self.events_written.saturating_add(o.events_written);
+        self.events_received = self.events_received.saturating_add(o.events_received);
+        self.events_analysed = self.events_analysed.saturating_add(o.events_analysed);
+        self.events_dropped = self.events_dropped.saturating_add(o.events_dropped);
+        self.partial_ranks = self.partial_ranks.saturating_add(o.partial_ranks);
+        self.partial_children = self.partial_children.saturating_add(o.partial_children);
     }
 }
 

@@ -19,6 +19,9 @@ pub enum ErrorKind {
     Io,
     /// A `profile.json` is not valid JSON or not a Hark profile.
     Json,
+    /// A `profile.json` parses but contradicts itself (per-rank arrays
+    /// longer than its rank count, an impossible rank count).
+    Inconsistent,
 }
 
 impl Error {
@@ -44,6 +47,14 @@ impl Error {
         }
     }
 
+    pub(crate) fn inconsistent(path: &Path, what: String) -> Error {
+        Error {
+            kind: ErrorKind::Inconsistent,
+            path: path.to_path_buf(),
+            source: what.into(),
+        }
+    }
+
     /// What kind of failure this is.
     pub fn kind(&self) -> ErrorKind {
         self.kind
@@ -59,6 +70,12 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             ErrorKind::Io => write!(f, "{}: {}", self.path.display(), self.source),
+            ErrorKind::Inconsistent => write!(
+                f,
+                "{} is not a consistent Hark profile: {}; was it edited by hand?",
+                self.path.display(),
+                self.source
+            ),
             ErrorKind::Json => write!(
                 f,
                 "{} is not a Hark profile: {} (was it written by `hark run` of this version?)",

@@ -24,13 +24,13 @@ pub(crate) fn functions_by_time(p: &Program) -> Vec<FunctionRow<'_>> {
         .mpi
         .iter()
         .map(|(name, f)| {
-            let calls = f.calls.iter().sum::<u64>();
-            let time_ns = f.time_ns.iter().sum::<u64>();
+            let calls = total(f.calls.iter().copied());
+            let time_ns = total(f.time_ns.iter().copied());
             let per_rank: Vec<f64> = f.time_ns.iter().map(|&t| t as f64).collect();
             FunctionRow {
                 name,
                 calls,
-                bytes: f.bytes.iter().sum(),
+                bytes: total(f.bytes.iter().copied()),
                 time_ns,
                 spread: Spread::of(&per_rank),
                 mean_call_ns: if calls == 0 {
@@ -97,19 +97,41 @@ pub(crate) fn io_totals(p: &Program) -> IoTotals {
         ..IoTotals::default()
     };
     for f in &p.io.files {
-        t.read_bytes += f.read_bytes.iter().sum::<u64>();
-        t.write_bytes += f.write_bytes.iter().sum::<u64>();
+        t.read_bytes = total([t.read_bytes, total(f.read_bytes.iter().copied())]);
+        t.write_bytes = total([t.write_bytes, total(f.write_bytes.iter().copied())]);
         for op in f.ops.values() {
-            t.calls += op.calls;
-            t.time_ns += op.time_ns;
+            t.calls = t.calls.saturating_add(op.calls);
+            t.time_ns = t.time_ns.saturating_add(op.time_ns);
         }
     }
     t
 }
 
+/// The sum of `values`, saturating: per-rank numbers come from the probes'
+/// streams, and a stream can say anything.
+pub(crate) fn total(values: impl IntoIterator<Item = u64>) -> u64 {
+    values.into_iter().fold(0, u64::saturating_add)
+}
+
+/// The rank that index `index` of a per-rank array (and a [`Spread`]'s
+/// `min_rank` / `max_rank`) stands for: its world rank, or, for a process
+/// without one (not MPI), its place among the program's processes. The two
+/// differ whenever a world rank is missing (a rank killed before it
+/// connected, `MPI_Abort`) or a program is the second of an MPMD launch.
+pub(crate) fn rank_at(p: &Program, index: usize) -> i64 {
+    p.rank_info
+        .get(index)
+        .map(|r| r.world_rank)
+        .filter(|w| *w >= 0)
+        .map_or(index as i64, i64::from)
+}
+
 /// Time in MPI over all ranks, and the ranks' wall time over all ranks.
 pub(crate) fn mpi_and_wall(p: &Program) -> (u64, u64) {
-    (p.mpi_time_ns.iter().sum(), p.rank_wall_ns.iter().sum())
+    (
+        total(p.mpi_time_ns.iter().copied()),
+        total(p.rank_wall_ns.iter().copied()),
+    )
 }
 
 /// The ranks the per-rank data actually covers: `p.ranks`, but never more

@@ -5,7 +5,7 @@
 use crate::{Error, Output};
 use hark_model::Run;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, Write};
 use std::path::Path;
 
 /// The file name inside a run directory.
@@ -19,9 +19,83 @@ pub fn render(run: &Run) -> String {
 }
 
 /// Reads a `profile.json` as `hark run` writes it (directly, or a run directory's).
+///
+/// A profile that parses but contradicts itself is refused, as the outputs
+/// index per-rank arrays by rank: a rank count no run can have, or a
+/// per-rank array longer than the rank count.
 pub fn read(path: &Path) -> Result<Run, Error> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    serde_json::from_reader(BufReader::new(file)).map_err(|e| Error::json(path, e))
+    let run: Run =
+        serde_json::from_reader(BufReader::new(file)).map_err(|e| Error::json(path, e))?;
+    check(&run).map_err(|what| Error::inconsistent(path, what))?;
+    Ok(run)
+}
+
+/// More ranks than any machine runs (the largest have a few million).
+pub const MAX_RANKS: usize = 1 << 26;
+
+/// Checks that `run`'s per-rank data fits its rank counts.
+fn check(run: &Run) -> Result<(), String> {
+    for p in &run.programs {
+        let n = p.ranks;
+        let name = &p.name;
+        if n > MAX_RANKS {
+            return Err(format!(
+                "program {name} claims {n} ranks, more than the {MAX_RANKS} Hark reads"
+            ));
+        }
+        if p.rank_info.len() != n {
+            return Err(format!(
+                "program {name} has {n} ranks but describes {}",
+                p.rank_info.len()
+            ));
+        }
+        let fits = |what: &str, len: usize| {
+            if len > n {
+                Err(format!(
+                    "program {name}: {what} has {len} per-rank values for {n} ranks"
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        fits("mpi_time_ns", p.mpi_time_ns.len())?;
+        fits("rank_wall_ns", p.rank_wall_ns.len())?;
+        for (f, prof) in &p.mpi {
+            for v in [
+                &prof.calls,
+                &prof.bytes,
+                &prof.time_ns,
+                &prof.min_ns,
+                &prof.max_ns,
+            ] {
+                fits(&format!("mpi.{f}"), v.len())?;
+            }
+        }
+        for m in [&p.p2p.messages, &p.p2p.bytes, &p.p2p.time_ns] {
+            fits("p2p", m.len())?;
+            for row in m {
+                fits("a p2p row", row.len())?;
+            }
+        }
+        fits("io.per_rank", p.io.per_rank.len())?;
+        for f in &p.io.files {
+            fits("io.files read_bytes", f.read_bytes.len())?;
+            fits("io.files write_bytes", f.write_bytes.len())?;
+        }
+        for (r, prof) in &p.regions.paths {
+            for v in [&prof.calls, &prof.inclusive_ns, &prof.exclusive_ns] {
+                fits(&format!("regions.{r}"), v.len())?;
+            }
+        }
+        for (m, rows) in &p.timeslices.metrics {
+            fits(&format!("timeslices.{m}"), rows.len())?;
+        }
+        for (m, map) in &p.density {
+            fits(&format!("density.{m}"), map.values.len())?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes `profile.json`.
@@ -34,10 +108,9 @@ impl Output for Json {
 
     fn write(&self, run: &Run, dir: &Path) -> Result<(), Error> {
         let path = dir.join(FILE_NAME);
-        let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
-        let mut w = BufWriter::new(file);
-        serde_json::to_writer_pretty(&mut w, run).map_err(|e| Error::json(&path, e))?;
-        w.write_all(b"\n").map_err(|e| Error::io(&path, e))?;
-        w.flush().map_err(|e| Error::io(&path, e))
+        crate::write_with(&path, |w| {
+            serde_json::to_writer_pretty(&mut *w, run).map_err(|e| Error::json(&path, e))?;
+            w.write_all(b"\n").map_err(|e| Error::io(&path, e))
+        })
     }
 }

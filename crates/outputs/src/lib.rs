@@ -40,6 +40,8 @@ pub use error::{Error, ErrorKind};
 pub use registry::OUTPUTS;
 
 use hark_model::Run;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::Path;
 
 /// One output: a set of files in a run directory rendered from a [`Run`].
@@ -67,7 +69,36 @@ pub fn write_all(run: &Run, dir: &Path, keep: impl Fn(&str) -> bool) -> Result<(
     first.map_or(Ok(()), Err)
 }
 
-/// Writes `bytes` to `path`, naming the path in any error.
+/// Writes `bytes` to `path` whole or not at all (see [`write_with`]),
+/// naming the path in any error.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    std::fs::write(path, bytes).map_err(|e| Error::io(path, e))
+    write_with(path, |w| w.write_all(bytes).map_err(|e| Error::io(path, e)))
+}
+
+/// Writes `path` whole or not at all: `fill` writes into a temporary file
+/// beside it, which is synced and then renamed over `path`. If anything
+/// fails (a full disk, a quota) the temporary file is removed, so a run
+/// directory never holds a truncated `profile.json` that looks complete.
+pub(crate) fn write_with(
+    path: &Path,
+    fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = std::path::PathBuf::from(tmp);
+    let written = File::create(&tmp)
+        .map_err(|e| Error::io(&tmp, e))
+        .and_then(|file| {
+            let mut w = BufWriter::new(file);
+            fill(&mut w)?;
+            let file = w
+                .into_inner()
+                .map_err(|e| Error::io(path, e.into_error()))?;
+            file.sync_all().map_err(|e| Error::io(path, e))
+        })
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }

@@ -92,7 +92,11 @@ fn program(s: &mut String, p: &Program) {
         let _ = writeln!(
             s,
             "   MPI share per rank: min {:.1} % (rank {}), mean {:.1} %, max {:.1} % (rank {})",
-            spread.min, spread.min_rank, spread.mean, spread.max, spread.max_rank
+            spread.min,
+            facts::rank_at(p, spread.min_rank),
+            spread.mean,
+            spread.max,
+            facts::rank_at(p, spread.max_rank)
         );
     }
 
@@ -101,7 +105,7 @@ fn program(s: &mut String, p: &Program) {
     let rows = facts::functions_by_time(p);
     if !rows.is_empty() {
         s.push('\n');
-        functions(s, &rows, mpi);
+        functions(s, p, &rows, mpi);
     }
 
     let pairs = facts::heaviest_pairs(p, TOP_PAIRS);
@@ -110,7 +114,11 @@ fn program(s: &mut String, p: &Program) {
         let mut t = Table::new(&["Heaviest pairs", "messages", "bytes"]);
         for pair in &pairs {
             t.row(vec![
-                format!("{} -> {}", pair.from, pair.to),
+                format!(
+                    "{} -> {}",
+                    facts::rank_at(p, pair.from),
+                    facts::rank_at(p, pair.to)
+                ),
                 count(pair.messages),
                 bytes(pair.bytes),
             ]);
@@ -137,9 +145,9 @@ fn program(s: &mut String, p: &Program) {
             p.io.files
                 .iter()
                 .map(|f| {
-                    let r: u64 = f.read_bytes.iter().sum();
-                    let w: u64 = f.write_bytes.iter().sum();
-                    (r + w, r, w, f.path.as_str())
+                    let r = facts::total(f.read_bytes.iter().copied());
+                    let w = facts::total(f.write_bytes.iter().copied());
+                    (r.saturating_add(w), r, w, f.path.as_str())
                 })
                 .collect();
         files.sort_by(|a, b| b.0.cmp(&a.0).then(a.3.cmp(b.3)));
@@ -246,7 +254,7 @@ fn efficiency_row(label: String, e: &Efficiency) -> Vec<String> {
     row
 }
 
-fn functions(s: &mut String, rows: &[FunctionRow<'_>], mpi_total: u64) {
+fn functions(s: &mut String, p: &Program, rows: &[FunctionRow<'_>], mpi_total: u64) {
     let mut t = Table::new(&[
         "MPI function",
         "calls",
@@ -264,9 +272,17 @@ fn functions(s: &mut String, rows: &[FunctionRow<'_>], mpi_total: u64) {
             bytes(r.bytes),
             duration(r.time_ns as f64),
             percent(r.time_ns as f64, mpi_total as f64),
-            format!("{} (r{})", duration(r.spread.min), r.spread.min_rank),
+            format!(
+                "{} (r{})",
+                duration(r.spread.min),
+                facts::rank_at(p, r.spread.min_rank)
+            ),
             duration(r.spread.mean),
-            format!("{} (r{})", duration(r.spread.max), r.spread.max_rank),
+            format!(
+                "{} (r{})",
+                duration(r.spread.max),
+                facts::rank_at(p, r.spread.max_rank)
+            ),
         ]);
     }
     t.write(s);

@@ -59,7 +59,7 @@ use hark_analyses::{registry, Config};
 use hark_board::Board;
 use hark_model::{Accounting, Run};
 use sink::{Counters, State};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -163,6 +163,7 @@ impl Server {
             clock_references: Mutex::default(),
             ranks: Mutex::default(),
             secret: config.secret.clone(),
+            rejected: Mutex::default(),
         });
         let transport = listener.serve(state.clone());
         let now = Instant::now();
@@ -227,13 +228,23 @@ impl Server {
 
     /// Ends the run and returns its model.
     ///
-    /// Waits up to `grace` for every open connection to close (call it once
-    /// the measured program has exited: its probes flush and close within
-    /// moments); connections still open then are cut and their ranks marked
-    /// partial. Then stops listening, lets the board analyse everything
-    /// received, and folds each program. Every program that connected is in
-    /// the run, in order of first connection.
+    /// `grace` is one hard deadline, from this call, for every connection,
+    /// old and new: until it passes, processes still connected (a daemon the
+    /// program left behind) may finish and late ones may still connect; when
+    /// it passes, no connection is accepted any more and those still open
+    /// are cut and their ranks marked partial. Call it once the measured
+    /// program has exited: its probes flush and close within moments. Then
+    /// the board analyses everything received and each program is folded.
+    /// Every program that connected is in the run, in order of first
+    /// connection.
     pub fn finish(self, grace: Duration) -> Run {
+        self.finish_unless(grace, &AtomicBool::new(false))
+    }
+
+    /// [`finish`](Server::finish), cutting the grace period short as soon as
+    /// `hurry` is set (by a signal handler, say): open connections are then
+    /// cut at once, and the run is folded from what arrived.
+    pub fn finish_unless(self, grace: Duration, hurry: &AtomicBool) -> Run {
         let deadline = Instant::now() + grace;
         // Open means accepted and not closed: a connection still in the
         // accept backlog is not counted yet, so it must look settled twice,
@@ -243,24 +254,30 @@ impl Server {
                 .connections()
                 .saturating_sub(self.state.counters.closed.load(Ordering::Relaxed))
         };
+        let hurried = || hurry.load(Ordering::Relaxed);
         let mut settled = 0;
-        while settled < 2 && Instant::now() < deadline {
+        while settled < 2 && Instant::now() < deadline && !hurried() {
             settled = if open() == 0 { settled + 1 } else { 0 };
             std::thread::sleep(Duration::from_millis(5));
         }
-        if open() > 0 {
-            self.transport.abort_connections();
-        }
-        self.transport.shutdown();
+        let cut = self
+            .transport
+            .shutdown_by(if hurried() { Instant::now() } else { deadline });
         let mut programs = self.state.fold();
         self.state.board.shutdown();
-        let problems = std::mem::take(
+        let mut problems = std::mem::take(
             &mut *self
                 .state
                 .problems
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()),
         );
+        if cut > 0 {
+            problems.push(format!(
+                "{cut} connection(s) were still open when the run ended and were cut; their ranks are partial"
+            ));
+        }
+        problems.extend(self.state.rejections());
         if let (Some(first), false) = (programs.first_mut(), problems.is_empty()) {
             first.diagnostics.extend(problems);
         }

@@ -41,9 +41,10 @@ const TRUSTED_SKEW_NS: i64 = 1_000_000;
 /// What converts a stream's probe clock to the common timeline (the server's
 /// `CLOCK_REALTIME`, ns since the epoch): `common = probe + offset`.
 pub(crate) fn timeline_offset(hello: &Hello, clock_offset_ns: i64) -> i64 {
-    let to_host_realtime = hello.realtime_ns as i64 - hello.clock_ns as i64;
-    if clock_offset_ns.abs() > TRUSTED_SKEW_NS {
-        to_host_realtime + clock_offset_ns
+    // Saturating: a Hello's clock fields are whatever was sent.
+    let to_host_realtime = (hello.realtime_ns as i64).saturating_sub(hello.clock_ns as i64);
+    if clock_offset_ns.saturating_abs() > TRUSTED_SKEW_NS {
+        to_host_realtime.saturating_add(clock_offset_ns)
     } else {
         to_host_realtime
     }
@@ -80,6 +81,8 @@ pub(crate) struct Counters {
     pub(crate) closed: AtomicU64,
     pub(crate) events: AtomicU64,
     pub(crate) broken: AtomicU64,
+    /// Connections closed as unreadable before their `Hello` was accepted.
+    pub(crate) rejected: AtomicU64,
     pub(crate) throttled_ns: AtomicU64,
     /// Streams refused at their `Hello` (no secret, or a rank already
     /// streaming) or cut off at a `Rank` frame claiming one.
@@ -105,6 +108,9 @@ pub(crate) struct State {
     /// The run's secret: a `Hello` without it is refused. `None` accepts
     /// every stream (a server started by hand or by a test).
     pub(crate) secret: Option<String>,
+    /// Why connections were rejected before their `Hello`, with how many
+    /// times each (bounded: the first few reasons).
+    pub(crate) rejected: Mutex<Vec<(String, u64)>>,
 }
 
 const MAX_PROBLEMS: usize = 32;
@@ -123,6 +129,26 @@ impl State {
         if p.len() < MAX_PROBLEMS {
             p.push(what);
         }
+    }
+
+    /// One diagnostic per reason connections were rejected for.
+    pub(crate) fn rejections(&self) -> Vec<String> {
+        let total = self.counters.rejected.load(Ordering::Relaxed);
+        let reasons = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
+        let named: u64 = reasons.iter().map(|(_, n)| n).sum();
+        let mut out: Vec<String> = reasons
+            .iter()
+            .map(|(why, n)| {
+                format!("{n} connection(s) were rejected before their handshake was read: {why}")
+            })
+            .collect();
+        if total > named {
+            out.push(format!(
+                "{} more connection(s) were rejected for other reasons",
+                total - named
+            ));
+        }
+        out
     }
 
     /// Every program's model as analysed so far, in order of first connection.
@@ -419,9 +445,22 @@ impl Sink for State {
         if let Closed::Broken(_) = outcome {
             self.counters.broken.fetch_add(1, Ordering::Relaxed);
         }
-        if let Some(c) = self.conn(conn) {
-            self.counters.open.fetch_sub(1, Ordering::Relaxed);
-            *c.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+        match self.conn(conn) {
+            Some(c) => {
+                self.counters.open.fetch_sub(1, Ordering::Relaxed);
+                *c.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+            }
+            None => {
+                if let Closed::Broken(why) = outcome {
+                    self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                    let mut reasons = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
+                    match reasons.iter().position(|(w, _)| *w == why) {
+                        Some(i) => reasons[i].1 += 1,
+                        None if reasons.len() < MAX_PROBLEMS => reasons.push((why, 1)),
+                        None => {}
+                    }
+                }
+            }
         }
     }
 }

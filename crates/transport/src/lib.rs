@@ -45,7 +45,7 @@ mod error;
 mod listen;
 
 pub use error::{Error, ErrorKind};
-pub use listen::{Listener, Server};
+pub use listen::{read_stream_from, Listener, Server};
 
 use hark_wire::{Frame, Hello};
 
@@ -122,7 +122,9 @@ impl ClockMap {
 
     /// Nanoseconds since the epoch on the probe host's realtime clock.
     pub fn host_realtime(&self, t: u64) -> i64 {
-        t as i64 - self.clock_ns as i64 + self.realtime_ns as i64
+        (t as i64)
+            .saturating_sub(self.clock_ns as i64)
+            .saturating_add(self.realtime_ns as i64)
     }
 
     /// Nanoseconds since the epoch on the server's clock, trusting the
@@ -131,6 +133,6 @@ impl ClockMap {
     /// one host, and is the right choice only when hosts' clocks disagree by
     /// more than that (no NTP).
     pub fn server_realtime(&self, t: u64) -> i64 {
-        self.host_realtime(t) + self.offset_ns
+        self.host_realtime(t).saturating_add(self.offset_ns)
     }
 }

@@ -6,8 +6,9 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use hark_wire::{Frame, FrameReader};
 
@@ -73,7 +74,8 @@ impl Listener {
         let shared = Arc::new(Shared {
             stopping: AtomicBool::new(false),
             next: AtomicU64::new(0),
-            readers: Mutex::new(Vec::new()),
+            readers: Mutex::new(0),
+            reader_done: Condvar::new(),
             live: Mutex::new(Vec::new()),
         });
         let addr = self.addr.clone();
@@ -99,7 +101,12 @@ impl Listener {
 struct Shared {
     stopping: AtomicBool,
     next: AtomicU64,
-    readers: Mutex<Vec<JoinHandle<()>>>,
+    // Reader threads still running. They are detached, not joined: a
+    // finished thread's stack goes back to the system at once, so a run of
+    // 40,000 short processes leaves no 40,000 stacks mapped (the kernel's
+    // map-count limit is 65,530). `shutdown` waits on `reader_done` instead.
+    readers: Mutex<usize>,
+    reader_done: Condvar,
     // Descriptors of open connections, for `Server::abort`.
     live: Mutex<Vec<(u64, i32)>>,
 }
@@ -140,16 +147,64 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
         }
         let id = shared.next.fetch_add(1, Ordering::Relaxed);
         shared.live.lock().unwrap().push((id, fd));
-        let sink = sink.clone();
+        *shared.readers.lock().unwrap() += 1;
+        let for_reader = sink.clone();
         let sh = shared.clone();
         let reader = std::thread::Builder::new()
             .name(format!("hark-conn-{id}"))
             .spawn(move || {
-                read_stream(ConnId(id), conn, &*sink, &sh);
+                read_stream(ConnId(id), conn, &*for_reader, &sh);
+                sh.reader_finished();
             });
-        match reader {
-            Ok(h) => shared.readers.lock().unwrap().push(h),
-            Err(e) => eprintln!("hark: cannot start a reader thread for connection {id}: {e}"),
+        if let Err(e) = reader {
+            // The closure, and with it the connection, was dropped unread.
+            eprintln!("hark: cannot start a reader thread for connection {id}: {e}");
+            shared.live.lock().unwrap().retain(|(c, _)| *c != id);
+            sink_closed_unread(&*sink, ConnId(id), &e);
+            shared.reader_finished();
+        }
+    }
+}
+
+fn sink_closed_unread(sink: &dyn Sink, conn: ConnId, e: &std::io::Error) {
+    sink.on_close(
+        conn,
+        Closed::Broken(format!(
+            "the server could not start a thread to read it ({e}); its data is lost"
+        )),
+    );
+}
+
+impl Shared {
+    fn reader_finished(&self) {
+        *self.readers.lock().unwrap() -= 1;
+        self.reader_done.notify_all();
+    }
+
+    /// Waits until no reader runs, or until `deadline`; true if none runs.
+    fn wait_readers(&self, deadline: Option<Instant>) -> bool {
+        let mut n = self.readers.lock().unwrap();
+        while *n > 0 {
+            n = match deadline {
+                None => self.reader_done.wait(n).unwrap(),
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return false;
+                    }
+                    self.reader_done.wait_timeout(n, left).unwrap().0
+                }
+            };
+        }
+        true
+    }
+
+    fn abort_live(&self) {
+        for (_, fd) in self.live.lock().unwrap().iter() {
+            // SAFETY: shutdown on a descriptor the reader still owns only
+            // ends its traffic; the reader closes it, after removing it from
+            // `live` under this lock, so the descriptor is not yet reused.
+            unsafe { libc::shutdown(*fd, libc::SHUT_RDWR) };
         }
     }
 }
@@ -162,33 +217,30 @@ fn accept_failed(e: &std::io::Error) {
     }
 }
 
-fn read_stream(conn: ConnId, stream: Box<dyn Read + Send>, sink: &dyn Sink, shared: &Shared) {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        read_frames(conn, stream, sink, shared)
-    }))
-    .unwrap_or_else(|_| Closed::Broken("the sink panicked while handling this stream".into()));
+fn read_stream(conn: ConnId, mut stream: Box<dyn Read + Send>, sink: &dyn Sink, shared: &Shared) {
+    read_stream_from(conn, &mut *stream, sink);
+    // Unregister before the stream (and its descriptor) is dropped, so that
+    // `abort_live` never touches a reused descriptor.
     shared.live.lock().unwrap().retain(|(c, _)| *c != conn.0);
-    sink.on_close(conn, outcome);
 }
 
-fn read_frames(
-    conn: ConnId,
-    mut stream: Box<dyn Read + Send>,
-    sink: &dyn Sink,
-    shared: &Shared,
-) -> Closed {
-    let outcome = read_all(conn, &mut *stream, sink);
-    // Unregister before the stream (and its descriptor) is dropped, so that
-    // `abort_connections` never touches a reused descriptor.
-    shared.live.lock().unwrap().retain(|(c, _)| *c != conn.0);
-    outcome
+/// Reads one stream from any byte source exactly as an accepted connection
+/// is read — frame caps, order checks, a panicking sink caught — and ends
+/// with [`Sink::on_close`]. For tests and fuzzing, which need no socket.
+pub fn read_stream_from(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        read_all(conn, stream, sink)
+    }))
+    .unwrap_or_else(|_| Closed::Broken("the sink panicked while handling this stream".into()));
+    sink.on_close(conn, outcome);
 }
 
 fn read_all(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) -> Closed {
     let mut reader = FrameReader::new(BufReader::with_capacity(1 << 16, stream));
     match reader.next_frame() {
         Ok(Some(Frame::Hello(hello))) => {
-            let offset = realtime_ns() as i64 - hello.realtime_ns as i64;
+            // Saturating: a Hello's clock fields are whatever was sent.
+            let offset = (realtime_ns() as i64).saturating_sub(hello.realtime_ns as i64);
             sink.on_hello(conn, &hello, offset);
         }
         Ok(Some(other)) => {
@@ -269,20 +321,36 @@ impl Server {
     /// and its sink has heard `on_close`.
     pub fn shutdown(mut self) {
         self.stop_accepting();
-        let readers = std::mem::take(&mut *self.shared.readers.lock().unwrap());
-        for r in readers {
-            let _ = r.join();
+        self.shared.wait_readers(None);
+    }
+
+    /// Stops accepting new connections, gives the open ones until
+    /// `deadline` to end, cuts those still open then (their sinks hear
+    /// [`Closed::NoEnd`] or [`Closed::Broken`]), and waits for their readers
+    /// to hand their last frames to the sink. Returns how many connections
+    /// were cut. A client that keeps connecting cannot hold this up: new
+    /// connections are refused from the first moment.
+    pub fn shutdown_by(mut self, deadline: Instant) -> usize {
+        self.stop_accepting();
+        if self.shared.wait_readers(Some(deadline)) {
+            return 0;
         }
+        let cut = self.shared.live.lock().unwrap().len();
+        self.shared.abort_live();
+        self.shared.wait_readers(None);
+        cut
     }
 
     /// Cuts every open connection at once, as a crashing server would; their
     /// probes see their next write fail. Keeps accepting.
     pub fn abort_connections(&self) {
-        for (_, fd) in self.shared.live.lock().unwrap().iter() {
-            // SAFETY: shutdown on a descriptor the reader still owns only
-            // ends its traffic; the reader closes it.
-            unsafe { libc::shutdown(*fd, libc::SHUT_RDWR) };
-        }
+        self.shared.abort_live();
+    }
+
+    /// Readers still running (connections accepted and not yet closed and
+    /// handed to the sink).
+    pub fn open(&self) -> usize {
+        *self.shared.readers.lock().unwrap()
     }
 
     fn stop_accepting(&mut self) {

@@ -18,7 +18,8 @@ pub const MAGIC: [u8; 4] = *b"HARK";
 pub const VERSION: u16 = 3;
 /// Size of a frame header.
 pub const HEADER_SIZE: usize = 8;
-/// Largest payload a reader accepts (a pack is about 1 MiB by default).
+/// Largest payload a reader accepts of any kind (a pack is about 1 MiB by
+/// default); each kind has a tighter cap, see [`Kind::max_payload`].
 pub const MAX_PAYLOAD: usize = 256 << 20;
 /// Bytes before the events in a pack payload: the pack's sequence number.
 pub const PACK_HEADER_SIZE: usize = 8;
@@ -42,6 +43,21 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The largest payload a [`FrameReader`] accepts for this kind. A
+    /// `Hello` holds the command line (1 MiB, half the kernel's usual
+    /// `ARG_MAX`); a rank frame and an `End` are a few dozen bytes; a
+    /// definitions frame holds at most the probe's 65,536 logged definitions
+    /// or one communicator of a million ranks (64 MiB). A pack is capped
+    /// tighter still, by the `pack_size` of its stream's `Hello`.
+    pub const fn max_payload(self) -> usize {
+        match self {
+            Kind::Hello => 1 << 20,
+            Kind::Rank | Kind::End | Kind::Clock => 4 << 10,
+            Kind::Defs => 64 << 20,
+            Kind::Pack => MAX_PAYLOAD,
+        }
+    }
+
     fn from_u32(v: u32) -> Result<Kind, Error> {
         Ok(match v {
             1 => Kind::Hello,
@@ -594,11 +610,19 @@ impl<'a> Frame<'a> {
 /// Reads frames one by one from a byte stream, reusing one buffer. Packs
 /// of a stream whose `Hello` says [`ClockSource::Tsc`] come out with their
 /// timestamps in nanoseconds (converted in the buffer, not copied).
+///
+/// A frame whose header claims more than its kind's cap
+/// ([`Kind::max_payload`]; for a pack, the `pack_size` its `Hello`
+/// declared) is an error before a byte of it is read, and the buffer grows
+/// only with the bytes that actually arrive: a header that claims much and
+/// sends little costs the reader little.
 pub struct FrameReader<R> {
     inner: R,
     buf: Vec<u8>,
     offset: u64,
     ticks: Option<TickScale>,
+    // The pack payload cap of this stream: `pack_size` from its Hello.
+    max_pack: Option<usize>,
 }
 
 impl<R: Read> FrameReader<R> {
@@ -609,6 +633,7 @@ impl<R: Read> FrameReader<R> {
             buf: Vec::new(),
             offset: 0,
             ticks: None,
+            max_pack: None,
         }
     }
 
@@ -628,16 +653,25 @@ impl<R: Read> FrameReader<R> {
         let kind = Kind::from_u32(u32::from_le_bytes(header[0..4].try_into().unwrap()))
             .map_err(|e| at(e, self.offset))?;
         let len = u32::from_le_bytes(header[4..8].try_into().unwrap()) as usize;
-        if len > MAX_PAYLOAD {
+        let (max, which) = match (kind, self.max_pack) {
+            (Kind::Pack, Some(max)) => (max, "the pack size its stream's Hello declared"),
+            _ => (kind.max_payload(), "the cap for its kind"),
+        };
+        if len > max {
             return Err(at(
                 Error::malformed(format!(
-                    "{kind:?} frame claims {len} bytes, above the {MAX_PAYLOAD}-byte limit"
+                    "{kind:?} frame claims {len} bytes, above its limit of {max} bytes ({which})"
                 )),
                 self.offset,
             ));
         }
-        self.buf.resize(len, 0);
-        if read_full(&mut self.inner, &mut self.buf)? != len {
+        // Grow with what arrives, not with what the header claims.
+        self.buf.clear();
+        let got = (&mut self.inner)
+            .take(len as u64)
+            .read_to_end(&mut self.buf)
+            .map_err(|e| Error::from(ErrorKind::Io(e)))?;
+        if got != len {
             return Err(ErrorKind::Truncated.into());
         }
         let start = self.offset;
@@ -657,6 +691,7 @@ impl<R: Read> FrameReader<R> {
                 ClockSource::Tsc(t) => Some(t),
                 ClockSource::Monotonic => None,
             };
+            self.max_pack = Some((h.pack_size as usize).min(Kind::Pack.max_payload()));
         }
         Ok(Some(frame))
     }

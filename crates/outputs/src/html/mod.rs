@@ -204,7 +204,11 @@ fn overview(h: &mut String, p: &Program) {
     card(h, "Wall time", &duration(p.wall_ns as f64));
     card(h, "Time in MPI", &percent(mpi as f64, wall as f64));
     card(h, "Hosts", &hosts.len().to_string());
-    card(h, "I/O", &bytes(io.read_bytes + io.write_bytes));
+    card(
+        h,
+        "I/O",
+        &bytes(io.read_bytes.saturating_add(io.write_bytes)),
+    );
     card(h, "Events", &count(acc.events_written));
     card(
         h,
@@ -260,7 +264,7 @@ fn mpi_profile(h: &mut String, p: &Program) {
         };
         num(h, share, &percent(r.time_ns as f64, mpi_total as f64));
         num(h, r.mean_call_ns, &duration(r.mean_call_ns));
-        spread_cells(h, &r.spread, &duration, true);
+        spread_cells(h, p, &r.spread, &duration, true);
         let imbalance = imbalance(&r.spread);
         num(h, imbalance, &format!("{:.1} %", 100.0 * imbalance));
         h.push_str("</tr>\n");
@@ -270,12 +274,27 @@ fn mpi_profile(h: &mut String, p: &Program) {
 
 /// Cells for the smallest value (with its rank), optionally the mean, and
 /// the largest value (with its rank).
-fn spread_cells(h: &mut String, s: &Spread, fmt: &dyn Fn(f64) -> String, with_mean: bool) {
-    num(h, s.min, &format!("{} (rank {})", fmt(s.min), s.min_rank));
+fn spread_cells(
+    h: &mut String,
+    p: &Program,
+    s: &Spread,
+    fmt: &dyn Fn(f64) -> String,
+    with_mean: bool,
+) {
+    let rank = |i| facts::rank_at(p, i);
+    num(
+        h,
+        s.min,
+        &format!("{} (rank {})", fmt(s.min), rank(s.min_rank)),
+    );
     if with_mean {
         num(h, s.mean, &fmt(s.mean));
     }
-    num(h, s.max, &format!("{} (rank {})", fmt(s.max), s.max_rank));
+    num(
+        h,
+        s.max,
+        &format!("{} (rank {})", fmt(s.max), rank(s.max_rank)),
+    );
 }
 
 fn imbalance(s: &Spread) -> f64 {
@@ -299,7 +318,7 @@ const TRAFFIC: svg::Axes<'static> = svg::Axes {
 type Format = Box<dyn Fn(f64) -> String>;
 
 fn p2p(h: &mut String, p: &Program) {
-    let total: u64 = p.p2p.messages.iter().flatten().sum();
+    let total = facts::total(p.p2p.messages.iter().flatten().copied());
     if total == 0 {
         h.push_str("<p class=\"none\">No point-to-point messages between ranks.</p>\n");
         return;
@@ -327,8 +346,9 @@ fn p2p(h: &mut String, p: &Program) {
     h.push_str("<div class=\"cols\"><div><h4>Heaviest pairs</h4><table class=\"sortable\"><thead><tr><th>From</th><th>To</th><th>Messages</th><th>Bytes</th></tr></thead><tbody>");
     for pair in pairs {
         h.push_str("<tr>");
-        num(h, pair.from as f64, &pair.from.to_string());
-        num(h, pair.to as f64, &pair.to.to_string());
+        let (from, to) = (facts::rank_at(p, pair.from), facts::rank_at(p, pair.to));
+        num(h, from as f64, &from.to_string());
+        num(h, to as f64, &to.to_string());
         num(h, pair.messages as f64, &count(pair.messages));
         num(h, pair.bytes as f64, &bytes(pair.bytes));
         h.push_str("</tr>");
@@ -337,9 +357,9 @@ fn p2p(h: &mut String, p: &Program) {
     if !p.p2p.by_function.is_empty() {
         h.push_str("<div><h4>By function</h4><table class=\"sortable\"><thead><tr><th>Function</th><th>Messages</th><th>Bytes</th><th>Time</th></tr></thead><tbody>");
         for (name, m) in &p.p2p.by_function {
-            let msgs: u64 = m.messages.iter().flatten().sum();
-            let b: u64 = m.bytes.iter().flatten().sum();
-            let t: u64 = m.time_ns.iter().flatten().sum();
+            let msgs = facts::total(m.messages.iter().flatten().copied());
+            let b = facts::total(m.bytes.iter().flatten().copied());
+            let t = facts::total(m.time_ns.iter().flatten().copied());
             let _ = write!(h, "<tr><td>{}</td>", esc(name));
             num(h, msgs as f64, &count(msgs));
             num(h, b as f64, &bytes(b));
@@ -431,38 +451,44 @@ fn density(h: &mut String, p: &Program) {
         svg::Column {
             name: "MPI calls".into(),
             values: per_rank(&|r| {
-                p.mpi
-                    .values()
-                    .map(|f| f.calls.get(r).copied().unwrap_or(0))
-                    .sum()
+                facts::total(p.mpi.values().map(|f| f.calls.get(r).copied().unwrap_or(0)))
             }),
             fmt: cnt(),
         },
         svg::Column {
             name: "messages sent".into(),
-            values: per_rank(&|r| p.p2p.messages.get(r).map_or(0, |row| row.iter().sum())),
+            values: per_rank(&|r| {
+                p.p2p
+                    .messages
+                    .get(r)
+                    .map_or(0, |row| facts::total(row.iter().copied()))
+            }),
             fmt: cnt(),
         },
         svg::Column {
             name: "bytes sent".into(),
-            values: per_rank(&|r| p.p2p.bytes.get(r).map_or(0, |row| row.iter().sum())),
+            values: per_rank(&|r| {
+                p.p2p
+                    .bytes
+                    .get(r)
+                    .map_or(0, |row| facts::total(row.iter().copied()))
+            }),
             fmt: byt(),
         },
         svg::Column {
             name: "bytes received".into(),
-            values: per_rank(&|r| (0..n).map(|i| cell(&p.p2p.bytes, i, r)).sum()),
+            values: per_rank(&|r| facts::total((0..n).map(|i| cell(&p.p2p.bytes, i, r)))),
             fmt: byt(),
         },
         svg::Column {
             name: "I/O bytes".into(),
             values: per_rank(&|r| {
-                p.io.files
-                    .iter()
-                    .map(|f| {
-                        f.read_bytes.get(r).copied().unwrap_or(0)
-                            + f.write_bytes.get(r).copied().unwrap_or(0)
-                    })
-                    .sum()
+                facts::total(p.io.files.iter().flat_map(|f| {
+                    [
+                        f.read_bytes.get(r).copied().unwrap_or(0),
+                        f.write_bytes.get(r).copied().unwrap_or(0),
+                    ]
+                }))
             }),
             fmt: byt(),
         },
@@ -511,7 +537,7 @@ fn density_maps(h: &mut String, p: &Program) {
             esc(name),
             map.imbalance,
             esc(&fmt(map.spread.max)),
-            map.spread.max_rank
+            facts::rank_at(p, map.spread.max_rank)
         );
     }
     let _ = write!(
@@ -522,7 +548,7 @@ fn density_maps(h: &mut String, p: &Program) {
     for (name, map) in &maps {
         let fmt = metric_format(name);
         let _ = write!(h, "<tr><td>{}</td>", esc(name));
-        spread_cells(h, &map.spread, &*fmt, true);
+        spread_cells(h, p, &map.spread, &*fmt, true);
         num(h, map.imbalance, &format!("{:.2}", map.imbalance));
         h.push_str("</tr>\n");
     }
@@ -702,15 +728,14 @@ fn io(h: &mut String, p: &Program) {
     for f in &p.io.files {
         let ranks = (0..facts::ranks(p))
             .filter(|&r| {
-                f.read_bytes.get(r).copied().unwrap_or(0)
-                    + f.write_bytes.get(r).copied().unwrap_or(0)
-                    > 0
+                f.read_bytes.get(r).copied().unwrap_or(0) > 0
+                    || f.write_bytes.get(r).copied().unwrap_or(0) > 0
             })
             .count();
-        let read: u64 = f.read_bytes.iter().sum();
-        let written: u64 = f.write_bytes.iter().sum();
-        let calls: u64 = f.ops.values().map(|o| o.calls).sum();
-        let time: u64 = f.ops.values().map(|o| o.time_ns).sum();
+        let read = facts::total(f.read_bytes.iter().copied());
+        let written = facts::total(f.write_bytes.iter().copied());
+        let calls = facts::total(f.ops.values().map(|o| o.calls));
+        let time = facts::total(f.ops.values().map(|o| o.time_ns));
         let ops: Vec<String> = f
             .ops
             .iter()
@@ -737,9 +762,9 @@ fn regions(h: &mut String, p: &Program) {
         h.push_str("<table class=\"sortable\"><thead><tr><th>Region</th><th>Calls</th><th>Inclusive</th><th>Exclusive</th><th>Inclusive min per rank</th><th>Inclusive max per rank</th><th>Imbalance</th></tr></thead><tbody>\n");
         for (path, prof) in &r.paths {
             let depth = path.matches('/').count();
-            let calls: u64 = prof.calls.iter().sum();
-            let inc: u64 = prof.inclusive_ns.iter().sum();
-            let exc: u64 = prof.exclusive_ns.iter().sum();
+            let calls = facts::total(prof.calls.iter().copied());
+            let inc = facts::total(prof.inclusive_ns.iter().copied());
+            let exc = facts::total(prof.exclusive_ns.iter().copied());
             let spread = Spread::of(
                 &prof
                     .inclusive_ns
@@ -756,7 +781,7 @@ fn regions(h: &mut String, p: &Program) {
             num(h, calls as f64, &count(calls));
             num(h, inc as f64, &duration(inc as f64));
             num(h, exc as f64, &duration(exc as f64));
-            spread_cells(h, &spread, &duration, false);
+            spread_cells(h, p, &spread, &duration, false);
             let imb = imbalance(&spread);
             num(h, imb, &format!("{:.1} %", 100.0 * imb));
             h.push_str("</tr>\n");

@@ -70,7 +70,8 @@ pub(crate) fn heatmap(
     let mut grid = vec![vec![0u64; cells]; cells];
     for (i, row) in m.iter().enumerate().take(n) {
         for (j, &v) in row.iter().enumerate().take(n) {
-            grid[i / block][j / block] += v;
+            let cell = &mut grid[i / block][j / block];
+            *cell = cell.saturating_add(v);
         }
     }
     let max = grid.iter().flatten().copied().max().unwrap_or(0);

@@ -1,0 +1,77 @@
+//! Issue 12, item 7 (hark's side): `hark run --buffers 0` was accepted,
+//! `--pack-size 17592186044417M` overflowed into 1 MiB, and bad `HARK_*`
+//! values in the environment were silently replaced by defaults in every
+//! process. Now `hark run` refuses them before the command starts, naming
+//! the value, the setting and its valid range.
+
+mod common;
+
+use common::*;
+use std::process::Command;
+
+/// Options, one environment variable, and what the error must say.
+type Case<'a> = (&'a [&'a str], Option<(&'a str, &'a str)>, &'a [&'a str]);
+
+#[test]
+fn bad_values_are_refused_with_the_setting_and_its_range() {
+    probe();
+    let dir = scratch("settings");
+    let marker = dir.join("ran");
+    let cases: &[Case] = &[
+        (
+            &["--buffers", "0"],
+            None,
+            &["--buffers", "`0`", "2 to 4096"],
+        ),
+        (
+            &["--pack-size", "17592186044417M"],
+            None,
+            &["--pack-size", "17592186044417M", "from 4K to 64M"],
+        ),
+        (
+            &[],
+            Some(("HARK_PACK_SIZE", "abc")),
+            &["`abc` is not a valid HARK_PACK_SIZE", "in the environment"],
+        ),
+        (
+            &[],
+            Some(("HARK_PACK_SIZE", "10G")),
+            &["HARK_PACK_SIZE", "64M"],
+        ),
+        (
+            &[],
+            Some(("HARK_BUFFERS", "-1")),
+            &["HARK_BUFFERS", "2 to 4096"],
+        ),
+        (
+            &[],
+            Some(("HARK_SEND_TIMEOUT_MS", "0")),
+            &["`0` is not a valid HARK_SEND_TIMEOUT_MS", "from 1 to"],
+        ),
+    ];
+    for (args, env, expect) in cases {
+        let mut cmd = Command::new(hark());
+        cmd.current_dir(&dir).arg("run").args(*args);
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let out = cmd.args(["--", "touch"]).arg(&marker).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {text}");
+        for e in *expect {
+            assert!(text.contains(e), "{args:?} {env:?}: no `{e}` in {text}");
+        }
+        assert!(!marker.exists(), "{args:?} {env:?}: the command ran");
+    }
+    // Zero where it has a meaning is accepted.
+    let out = Command::new(hark())
+        .current_dir(&dir)
+        .env("HARK_FLUSH_MS", "0")
+        .args(["run", "-q", "-o", "run", "--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert!(marker.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
