@@ -37,16 +37,20 @@ pub enum Kind {
     Pack = 4,
     /// [`End`].
     End = 5,
+    /// [`Frame::Ring`]: the stream goes on in a shared-memory ring.
+    Ring = 7,
 }
 
 impl Kind {
-    fn from_u32(v: u32) -> Result<Kind, Error> {
+    /// The kind numbered `v` in a frame header; an error for unknown kinds.
+    pub fn from_u32(v: u32) -> Result<Kind, Error> {
         Ok(match v {
             1 => Kind::Hello,
             2 => Kind::Rank,
             3 => Kind::Defs,
             4 => Kind::Pack,
             5 => Kind::End,
+            7 => Kind::Ring,
             _ => return Err(Error::malformed(format!("unknown frame kind {v}"))),
         })
     }
@@ -236,6 +240,11 @@ pub enum Frame<'a> {
     },
     /// See [`End`].
     End(End),
+    /// The rest of the stream (every frame after this one) travels through
+    /// a shared-memory ring, whose descriptor came with this frame's bytes
+    /// (`SCM_RIGHTS` on a Unix socket). Empty payload. See `docs/wire.md`,
+    /// "Shared-memory ring".
+    Ring,
 }
 
 fn frame(out: &mut Vec<u8>, kind: Kind, body: impl FnOnce(&mut Writer)) {
@@ -465,6 +474,7 @@ impl<'a> Frame<'a> {
             Kind::Rank => Frame::Rank(RankInfo::decode(&mut r)?),
             Kind::Defs => return Ok(Frame::Defs(Def::decode_all(&mut r)?)),
             Kind::End => Frame::End(End::decode(&mut r)?),
+            Kind::Ring => Frame::Ring,
             Kind::Pack => {
                 let seq = r.u64("pack sequence")?;
                 return Ok(Frame::Pack {
@@ -481,6 +491,11 @@ impl<'a> Frame<'a> {
         }
         Ok(frame)
     }
+}
+
+/// Appends a [`Frame::Ring`] (to be sent with the ring's descriptor).
+pub fn encode_ring(out: &mut Vec<u8>) {
+    frame(out, Kind::Ring, |_| {});
 }
 
 /// Reads frames one by one from a byte stream, reusing one buffer. Packs

@@ -37,7 +37,7 @@ pub use event::{
     Event, EVENT_SIZE, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT, TAG_ANY,
 };
 pub use frame::{
-    encode_pack, write_pack_header, ClockSource, Def, End, EndReason, Flavour, Frame, FrameReader,
-    Hello, Kind, NameKind, RankInfo, TickScale, HEADER_SIZE, MAGIC, MAX_PAYLOAD, PACK_HEADER_SIZE,
-    VERSION,
+    encode_pack, encode_ring, write_pack_header, ClockSource, Def, End, EndReason, Flavour, Frame,
+    FrameReader, Hello, Kind, NameKind, RankInfo, TickScale, HEADER_SIZE, MAGIC, MAX_PAYLOAD,
+    PACK_HEADER_SIZE, VERSION,
 };
