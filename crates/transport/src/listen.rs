@@ -9,9 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use hark_wire::{Frame, FrameReader};
+use hark_wire::{ClockSource, Frame, FrameReader};
 
 use crate::error::{Error, ErrorKind};
+use crate::shm::{self, FdCatcher, Handover};
 use crate::{Closed, ConnId, Sink};
 
 enum Socket {
@@ -106,11 +107,12 @@ struct Shared {
 
 fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
     loop {
-        let (conn, fd): (Box<dyn Read + Send>, i32) = match &socket {
+        let (conn, fd, handover): (Box<dyn Read + Send>, i32, Option<Handover>) = match &socket {
             Socket::Unix(l, _) => match l.accept() {
                 Ok((s, _)) => {
                     let fd = s.as_raw_fd();
-                    (Box::new(s), fd)
+                    let (s, handover) = FdCatcher::new(s);
+                    (Box::new(s), fd, Some(handover))
                 }
                 Err(e) => {
                     if shared.stopping.load(Ordering::Acquire) {
@@ -124,7 +126,7 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
                 Ok((s, _)) => {
                     let _ = s.set_nodelay(true);
                     let fd = s.as_raw_fd();
-                    (Box::new(s), fd)
+                    (Box::new(s), fd, None)
                 }
                 Err(e) => {
                     if shared.stopping.load(Ordering::Acquire) {
@@ -145,7 +147,7 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
         let reader = std::thread::Builder::new()
             .name(format!("hark-conn-{id}"))
             .spawn(move || {
-                read_stream(ConnId(id), conn, &*sink, &sh);
+                read_stream(ConnId(id), conn, (fd, handover), &*sink, &sh);
             });
         match reader {
             Ok(h) => shared.readers.lock().unwrap().push(h),
@@ -162,9 +164,19 @@ fn accept_failed(e: &std::io::Error) {
     }
 }
 
-fn read_stream(conn: ConnId, stream: Box<dyn Read + Send>, sink: &dyn Sink, shared: &Shared) {
+/// A connection's descriptor, and where a handed-over ring arrives (Unix
+/// sockets only).
+type Side = (i32, Option<Handover>);
+
+fn read_stream(
+    conn: ConnId,
+    stream: Box<dyn Read + Send>,
+    side: Side,
+    sink: &dyn Sink,
+    shared: &Shared,
+) {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        read_frames(conn, stream, sink, shared)
+        read_frames(conn, stream, side, sink, shared)
     }))
     .unwrap_or_else(|_| Closed::Broken("the sink panicked while handling this stream".into()));
     shared.live.lock().unwrap().retain(|(c, _)| *c != conn.0);
@@ -174,22 +186,27 @@ fn read_stream(conn: ConnId, stream: Box<dyn Read + Send>, sink: &dyn Sink, shar
 fn read_frames(
     conn: ConnId,
     mut stream: Box<dyn Read + Send>,
+    side: Side,
     sink: &dyn Sink,
     shared: &Shared,
 ) -> Closed {
-    let outcome = read_all(conn, &mut *stream, sink);
+    let outcome = read_all(conn, &mut *stream, side, sink);
     // Unregister before the stream (and its descriptor) is dropped, so that
     // `abort_connections` never touches a reused descriptor.
     shared.live.lock().unwrap().retain(|(c, _)| *c != conn.0);
     outcome
 }
 
-fn read_all(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) -> Closed {
+fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) -> Closed {
     let mut reader = FrameReader::new(BufReader::with_capacity(1 << 16, stream));
-    match reader.next_frame() {
+    let ticks = match reader.next_frame() {
         Ok(Some(Frame::Hello(hello))) => {
             let offset = realtime_ns() as i64 - hello.realtime_ns as i64;
             sink.on_hello(conn, &hello, offset);
+            match hello.clock {
+                ClockSource::Tsc(t) => Some(t),
+                ClockSource::Monotonic => None,
+            }
         }
         Ok(Some(other)) => {
             return Closed::Broken(format!(
@@ -199,7 +216,7 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) -> Closed {
         }
         Ok(None) => return Closed::NoEnd,
         Err(e) => return Closed::Broken(e.to_string()),
-    }
+    };
     let mut ended = false;
     loop {
         let at = reader.offset();
@@ -214,6 +231,18 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) -> Closed {
             }
             Ok(Some(Frame::Hello(_))) => {
                 return Closed::Broken(format!("a second Hello frame at byte {at}"))
+            }
+            Ok(Some(Frame::Ring)) => {
+                return match side.1.as_ref().and_then(Handover::take) {
+                    Some(ring) => {
+                        sink.on_frame(conn, Frame::Ring);
+                        shm::read_ring(conn, ring, side.0, ticks, sink)
+                    }
+                    None => Closed::Broken(format!(
+                        "a Ring frame at byte {at} came without a descriptor \
+                         (only a Unix socket can hand one over)"
+                    )),
+                }
             }
             Ok(Some(f)) => {
                 ended = matches!(f, Frame::End(_));
@@ -231,6 +260,7 @@ fn frame_name(f: &Frame<'_>) -> &'static str {
         Frame::Defs(_) => "Defs",
         Frame::Pack { .. } => "Pack",
         Frame::End(_) => "End",
+        Frame::Ring => "Ring",
     }
 }
 
