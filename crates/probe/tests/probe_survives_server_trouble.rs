@@ -90,10 +90,16 @@ fn against_a_slow_server(
     writes: u64,
 ) -> common::Stream {
     let exe = compile("tests/programs/spin_io.c", &["cc"], &[]);
-    let p = Probed::with_options(tag, Options { pack_delay: delay })
-        .env("HARK_PACK_SIZE", pack_size)
-        .env("HARK_BUFFERS", "2")
-        .env("HARK_LOSSLESS", if lossless { "1" } else { "0" });
+    let p = Probed::with_options(
+        tag,
+        Options {
+            pack_delay: delay,
+            ..Options::default()
+        },
+    )
+    .env("HARK_PACK_SIZE", pack_size)
+    .env("HARK_BUFFERS", "2")
+    .env("HARK_LOSSLESS", if lossless { "1" } else { "0" });
     let run = p.run(&exe, &["out.dat", &writes.to_string(), "0"]);
     assert!(run.status.success(), "{}", run.stderr);
     assert!(warnings(&run.stderr).is_empty(), "{}", run.stderr);

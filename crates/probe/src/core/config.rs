@@ -53,6 +53,20 @@ pub(crate) struct Config {
     pub socket_buffer: usize,
     /// `HARK_SKIP`: more program names to leave unmeasured.
     pub skip: Vec<String>,
+    /// `HARK_SHM`: whether packs go through a shared-memory ring.
+    pub shm: Shm,
+}
+
+/// `HARK_SHM`: the node-local transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shm {
+    /// Default: a ring when `HARK_ADDR` is a Unix socket and one can be
+    /// made; the socket otherwise, silently.
+    Auto,
+    /// `1`: as `Auto`, but say so on stderr when no ring can be made.
+    On,
+    /// `0`: always the socket.
+    Off,
 }
 
 /// Smallest and largest pack sizes accepted.
@@ -71,11 +85,12 @@ impl Config {
         let ms = |k: &str, d: u64| {
             Duration::from_millis(get(k).and_then(|v| v.trim().parse().ok()).unwrap_or(d))
         };
-        let flag = |k: &str, d: bool| match get(k).as_deref().map(str::trim) {
-            Some("1" | "yes" | "true" | "on") => true,
-            Some("0" | "no" | "false" | "off") => false,
-            _ => d,
+        let flag_opt = |k: &str| match get(k).as_deref().map(str::trim) {
+            Some("1" | "yes" | "true" | "on") => Some(true),
+            Some("0" | "no" | "false" | "off") => Some(false),
+            _ => None,
         };
+        let flag = |k: &str, d: bool| flag_opt(k).unwrap_or(d);
         let pack_size = get("HARK_PACK_SIZE")
             .and_then(|v| parse_size(&v))
             .unwrap_or(1 << 20)
@@ -99,6 +114,11 @@ impl Config {
                 .and_then(|v| parse_size(&v))
                 .unwrap_or(pack_size)
                 .max(256 << 10),
+            shm: match flag_opt("HARK_SHM") {
+                None => Shm::Auto,
+                Some(true) => Shm::On,
+                Some(false) => Shm::Off,
+            },
             skip: get("HARK_SKIP")
                 .unwrap_or_default()
                 .split(',')
