@@ -70,3 +70,20 @@ for c in $configs; do
     "$(echo "($s - $p) / $div" | bc -l)" "$(echo "($k - $p) / $div" | bc -l)" \
     "${vals[$c:plain]}" "${vals[$c:shm]}" "${vals[$c:socket]}"
 done
+
+# Where the time goes at np = cores: CPU samples of every thread of the
+# whole `hark run` (ranks, the probe's shipper, the server's readers and
+# analysis workers), by thread name, for the Open MPI Iprobe loop at np 2,
+# through the ring and through the socket.
+if command -v perf >/dev/null; then
+  for v in shm socket; do
+    shm=1
+    [ $v = socket ] && shm=0
+    HARK_SHM=$shm perf record -q -F 1999 -e cpu-clock -o "$work/perf.data" -- \
+      "$hark" run -q -o "$work/run" -- mpirun.openmpi -np 2 --oversubscribe \
+      "$work/overhead-openmpi" iprobe "$calls" 5 >/dev/null 2>&1
+    echo "np 2, openmpi iprobe, $v: share of CPU samples by thread"
+    perf report -i "$work/perf.data" --sort comm --stdio 2>/dev/null |
+      grep -E '^ +[0-9]' | head -8
+  done
+fi

@@ -518,14 +518,22 @@ impl Ship {
         true
     }
 
-    /// A free copy slot for `publish_copy`, waiting for the reader if need
-    /// be; `None` once the reader is gone.
+    /// A free slot for `publish_copy`: one kept for copies, else a free or
+    /// new pool buffer (so that the `End` at exit rarely waits for a reader
+    /// that lags), else the first copy slot the reader releases (never a
+    /// pool buffer: those may all be queued behind this copy); `None` once
+    /// the reader is gone.
     fn slot_for_copy(&self, r: &RingOut) -> Option<Buf> {
         loop {
             let mut g = self.lock();
             self.reclaim(&mut g);
-            if let Some(b) = g.copy_free.pop() {
+            if let Some(b) = g.copy_free.pop().or_else(|| g.free.pop()) {
                 return Some(b);
+            }
+            if g.allocated < self.bound() {
+                g.allocated += 1;
+                drop(g);
+                return Some(self.allocate());
             }
             drop(g);
             if !self.alive() {
