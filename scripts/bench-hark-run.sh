@@ -87,3 +87,26 @@ if command -v perf >/dev/null; then
       grep -E '^ +[0-9]' | head -8
   done
 fi
+
+# Instructions per call with shipping included, where times cannot be
+# trusted (a shared machine): callgrind counts every thread of the rank,
+# the shipper too (user space only: a socket's copy happens in the kernel
+# and is not counted), at two loop lengths; the difference per call.
+if command -v valgrind >/dev/null; then
+  echo "instructions per MPI_Iprobe (MPICH, np 1), shipping included:"
+  for v in plain shm; do
+    ir=()
+    for n in 200000 400000; do
+      out="$work/cg.$v.$n"
+      cmd=(mpirun.mpich -np 1 valgrind -q --tool=callgrind --callgrind-out-file="$out"
+        "$work/overhead-mpich" iprobe "$n" 1)
+      case $v in
+        plain) "${cmd[@]}" >/dev/null 2>&1 ;;
+        shm) "$hark" run -q -o "$work/run" -- "${cmd[@]}" >/dev/null 2>&1 ;;
+      esac
+      ir+=("$(awk '/^(summary|totals):/ {print $2; exit}' "$out")")
+    done
+    # Each run is a warm-up and one timed repetition: 2 × n calls.
+    echo "  $v: $(( (ir[1] - ir[0]) / 400000 )) (totals ${ir[*]})"
+  done
+fi
