@@ -98,9 +98,11 @@ fn a_reader_that_stops_blocks_a_lossless_writer_until_it_comes_back() {
 fn a_writer_killed_mid_pack_is_partial_and_counted_and_a_program_beside_it_is_whole() {
     let exe = compile("tests/programs/spin_io.c", &["cc"], &[]);
     // No periodic flush: the killed writer's last buffer stays unpublished.
+    // Lossless: the whole program must not drop on a loaded machine.
     let p = Probed::new("shm-killed")
         .env("HARK_PACK_SIZE", "4K")
         .env("HARK_FLUSH_MS", "0")
+        .env("HARK_LOSSLESS", "1")
         .streams(2);
     let spawn = |args: &[&str]| {
         let mut cmd = Command::new(&exe);
@@ -143,11 +145,14 @@ fn a_writer_killed_mid_pack_is_partial_and_counted_and_a_program_beside_it_is_wh
     assert!(doomed.shm && whole.shm);
     assert_eq!(doomed.closed, Some(Closed::NoEnd));
     assert!(doomed.end.is_none());
-    // Its partly filled buffer was recognised: at least the event it began
-    // with, at most a 4 KiB pack's worth, in one buffer.
+    // Its unpublished buffers were recognised: the one it was filling (at
+    // least the event it began with) and any full one the shipper had not
+    // yet published, at most a 4 KiB pack's worth each. (The exact count is
+    // checked where the stream is made by hand: hark-server's test
+    // `a_ring_writer_that_dies_mid_pack_is_partial_and_its_lost_events_are_named`.)
     let (lost, buffers) = doomed.lost.expect("the unpublished buffer was not counted");
-    assert_eq!(buffers, 1);
-    assert!((1..=85).contains(&lost), "{lost}");
+    assert!((1..=8).contains(&buffers), "{buffers}");
+    assert!((1..=85 * buffers).contains(&lost), "{lost} in {buffers}");
     // Everything published arrived whole: pack after pack, no gap.
     for (i, (seq, n)) in doomed.packs.iter().enumerate() {
         assert_eq!((*seq, *n > 0), (i as u64, true));

@@ -19,7 +19,7 @@
 //! socket (with a warning when `HARK_SHM=1` asked for it).
 
 use std::io;
-use std::os::fd::{IntoRawFd, RawFd};
+use std::os::fd::IntoRawFd;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -82,7 +82,7 @@ impl RingOut {
         let mut bytes = hello.to_vec();
         encode_ring(&mut bytes);
         let fd = fd.into_raw_fd();
-        let sent = send_with_fd(socket.get(), &bytes, fd);
+        let sent = hark_ring::send_with_fd(socket.get(), &bytes, fd);
         // SAFETY: our own descriptor, no longer needed (the mapping holds
         // the memory); the raw syscall bypasses the probe's `close` wrapper.
         unsafe { libc::syscall(libc::SYS_close, fd) };
@@ -141,49 +141,6 @@ impl RingOut {
             *p = (now, Instant::now());
         }
     }
-}
-
-/// Sends all of `bytes` on `socket`, with `fd` attached to the first part.
-fn send_with_fd(socket: RawFd, mut bytes: &[u8], fd: RawFd) -> io::Result<()> {
-    let mut control = [0u64; 4];
-    let mut first = true;
-    while !bytes.is_empty() {
-        let mut iov = libc::iovec {
-            iov_base: bytes.as_ptr() as *mut libc::c_void,
-            iov_len: bytes.len(),
-        };
-        // SAFETY: msghdr is plain data; all zeroes is a valid empty value.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        if first {
-            // SAFETY: CMSG_SPACE is a pure computation.
-            let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
-            msg.msg_control = control.as_mut_ptr().cast();
-            msg.msg_controllen = space;
-            // SAFETY: `control` is large enough for one descriptor's
-            // control message, which we fill in.
-            unsafe {
-                let c = libc::CMSG_FIRSTHDR(&msg);
-                (*c).cmsg_level = libc::SOL_SOCKET;
-                (*c).cmsg_type = libc::SCM_RIGHTS;
-                (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
-                (libc::CMSG_DATA(c) as *mut RawFd).write_unaligned(fd);
-            }
-        }
-        // SAFETY: `msg` points at live buffers of the sizes it gives.
-        let n = unsafe { libc::sendmsg(socket, &msg, libc::MSG_NOSIGNAL) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        first = false;
-        bytes = &bytes[n as usize..];
-    }
-    Ok(())
 }
 
 /// Splits an encoded frame that does not fit in a slot of `room` bytes: a
