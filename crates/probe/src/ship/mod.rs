@@ -136,7 +136,7 @@ impl Ship {
     /// Makes the pool's buffers the slots of `ring`: call before the first
     /// buffer is allocated (at connect).
     pub(crate) fn use_ring(&self, ring: RingOut) {
-        let copies = (ring.pool_slots()..ring.w.slots()).map(|s| Buf(ring.w.slot_ptr(s)));
+        let copies = (ring.pool_slots()..ring.end_slot()).map(|s| Buf(ring.w.slot_ptr(s)));
         self.lock().copy_free.extend(copies);
         let _ = self.ring.set(ring);
     }
@@ -477,7 +477,18 @@ impl Ship {
                     };
                     let mut bytes = Vec::new();
                     end.encode(&mut bytes);
-                    send(&bytes);
+                    match self.ring() {
+                        // Its own slot: the End never waits for the reader.
+                        Some(r) if self.alive() => {
+                            let slot = r.end_slot();
+                            r.w.set_state(slot, SlotState::Other);
+                            r.w.slot_mut(slot)[..bytes.len()].copy_from_slice(&bytes);
+                            r.w.publish(slot, bytes.len());
+                        }
+                        _ => {
+                            send(&bytes);
+                        }
+                    }
                     transport.close();
                     self.lock().closed = true;
                     self.done.notify_all();

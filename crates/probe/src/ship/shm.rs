@@ -53,8 +53,10 @@ pub(crate) enum HandOver {
     Failed(io::Error),
 }
 
-/// Slots kept out of the pool for copied frames (definitions, `End`).
-const COPY_SLOTS: u32 = 2;
+/// Slots kept out of the pool for copied frames: two for definitions, and
+/// the last one for the `End` alone, so that the `End` never waits for the
+/// reader (a launcher may kill a process soon after another exits).
+const COPY_SLOTS: u32 = 3;
 
 /// Slots for a pool of at most `buffers` buffers of `pack_size` bytes: room
 /// for many threads (the pool grows with them), within [`RING_BYTES`], and
@@ -96,9 +98,14 @@ impl RingOut {
     }
 
     /// Slots below this are pack buffers of the pool; the rest are kept
-    /// for copied frames.
+    /// for copied frames, the last for the `End`.
     pub(crate) fn pool_slots(&self) -> u32 {
         self.w.slots().saturating_sub(COPY_SLOTS)
+    }
+
+    /// The slot kept for the `End`, published once and never reused.
+    pub(crate) fn end_slot(&self) -> u32 {
+        self.w.slots() - 1
     }
 
     /// Waits a little for the reader to release a slot. `Err` says why the
