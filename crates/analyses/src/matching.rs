@@ -1,7 +1,7 @@
 //! Message matching and collective instances, across ranks, online.
 //!
 //! Both are keyed knowledge sources on the board (`on_board.rs`): their
-//! inputs come from every stream's tracker ([`crate::track`]), and each key
+//! inputs come from every stream's tracker (`track.rs`), and each key
 //! is served by one job at a time while keys run in parallel.
 //!
 //! **Point-to-point** ([`P2pMatcher`], keyed by the receiving world rank).

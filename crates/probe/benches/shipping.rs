@@ -1,6 +1,6 @@
 //! The probe's costs, measured: the hot path (`record`, and a whole
-//! wrapper's bookkeeping around a call), shipping throughput over a Unix
-//! socket, and memory per process.
+//! wrapper's bookkeeping around a call), shipping throughput through the
+//! shared-memory ring and over a Unix socket, and memory per process.
 //!
 //! `cargo bench -p hark-probe --bench shipping` prints medians; the numbers
 //! go in `BENCHMARKS.md` (section "Probe: shipping and memory").
@@ -239,37 +239,38 @@ fn main() {
     println!("raw Unix socket, 1 MiB writes: {raw:.2} GB/s (median of {reps})");
 
     // Shipping: 20M events (960 MB) lossless, as fast as the loop goes;
-    // time from the first event to the End frame written.
+    // time from the first event to the End frame written. Through the
+    // shared-memory ring (the default on a Unix socket) and through the
+    // socket (HARK_SHM=0), alternated.
     let n = 20_000_000u64;
-    let mut gbs = Vec::new();
+    let (mut shm, mut sock) = (Vec::new(), Vec::new());
     for _ in 0..reps {
-        let o = run(&count, a, "record", n, &[("HARK_LOSSLESS", "1")]);
-        assert_eq!(o.delivered, n + 1, "lossless run lost events");
-        gbs.push((n * 48) as f64 / o.total_s / 1e9);
+        for (gbs, mode) in [(&mut shm, "1"), (&mut sock, "0")] {
+            let o = run(
+                &count,
+                a,
+                "record",
+                n,
+                &[("HARK_LOSSLESS", "1"), ("HARK_SHM", mode)],
+            );
+            assert_eq!(o.delivered, n + 1, "lossless run lost events");
+            gbs.push((n * 48) as f64 / o.total_s / 1e9);
+        }
     }
-    // The same with a 4 MiB kernel send buffer (HARK_SOCKET_BUFFER).
-    let mut big = Vec::new();
-    for _ in 0..reps {
-        let o = run(
-            &count,
-            a,
-            "record",
-            n,
-            &[("HARK_LOSSLESS", "1"), ("HARK_SOCKET_BUFFER", "4M")],
-        );
-        assert_eq!(o.delivered, n + 1, "lossless run lost events");
-        big.push((n * 48) as f64 / o.total_s / 1e9);
-    }
-    println!(
-        "shipping, as below with a 4 MiB socket buffer: {:.2} GB/s",
-        median(big)
-    );
-    println!(
-        "shipping, lossless, 1 MiB packs, 8 buffers: {:.2} GB/s (median of {reps}, {:?})",
-        median(gbs.clone()),
-        gbs.iter()
+    let show = |v: &[f64]| {
+        v.iter()
             .map(|g| (g * 100.0).round() / 100.0)
             .collect::<Vec<_>>()
+    };
+    println!(
+        "shipping, lossless, 1 MiB packs, 8 buffers, shared memory: {:.2} GB/s (median of {reps}, {:?})",
+        median(shm.clone()),
+        show(&shm)
+    );
+    println!(
+        "shipping, lossless, 1 MiB packs, 8 buffers, socket:        {:.2} GB/s (median of {reps}, {:?})",
+        median(sock.clone()),
+        show(&sock)
     );
 
     // Lossy at full speed: what the loop costs when the shipper cannot keep up.

@@ -219,6 +219,9 @@ fn a_forked_child_streams_on_its_own_and_the_parent_stays_exact() {
         );
         assert_eq!(child.hello.job, parent.hello.job);
         assert!(parent.is_clean() && child.is_clean(), "{how}");
+        // Each through a shared-memory ring of its own (the child's pool is
+        // new; the parent's ring stays the parent's).
+        assert!(parent.shm && child.shm, "{how}");
         assert_eq!(bytes_on(parent, io::WRITE, "parent.dat"), 400);
         assert_eq!(count_on(parent, io::WRITE, "parent.dat"), 2);
         // The child's stream starts with the definitions it inherited, so its

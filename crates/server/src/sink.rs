@@ -70,6 +70,9 @@ pub(crate) struct Conn {
     pub(crate) on: Arc<OnBoard>,
     pub(crate) acc: Mutex<StreamAccounting>,
     pub(crate) outcome: Mutex<Option<Closed>>,
+    /// Events (and buffers) a probe that died had recorded but not yet
+    /// published to its shared-memory ring.
+    pub(crate) lost: Mutex<Option<(u64, u64)>>,
 }
 
 /// Counters for the live status line.
@@ -187,6 +190,15 @@ impl State {
             for p in &mut folded {
                 for id in slot.conns.iter().chain(&slot.child_conns) {
                     let Some(c) = conns.get(id) else { continue };
+                    if let Some((events, packs)) = *c.lost.lock().unwrap_or_else(|e| e.into_inner())
+                    {
+                        p.diagnostics.push(format!(
+                            "pid {} on {} died with {events} recorded events in {packs} buffers \
+                             it had not shipped; they are lost",
+                            c.info.hello().pid,
+                            c.info.hello().host
+                        ));
+                    }
                     if let Some(Closed::Broken(why)) =
                         &*c.outcome.lock().unwrap_or_else(|e| e.into_inner())
                     {
@@ -376,6 +388,7 @@ impl Sink for State {
                     on,
                     acc: Mutex::new(StreamAccounting::default()),
                     outcome: Mutex::new(None),
+                    lost: Mutex::new(None),
                 }),
             );
         // After the insertion, so that a reference set meanwhile is seen
@@ -433,10 +446,16 @@ impl Sink for State {
                 c.acc.lock().unwrap_or_else(|e| e.into_inner()).end = Some(end);
                 Ok(())
             }
-            Frame::Hello(_) => Ok(()),
+            Frame::Hello(_) | Frame::Ring => Ok(()),
         };
         if let Err(e) = submitted {
             self.problem(format!("{conn}: {e}"));
+        }
+    }
+
+    fn on_lost(&self, conn: ConnId, events: u64, packs: u64) {
+        if let Some(c) = self.conn(conn) {
+            *c.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some((events, packs));
         }
     }
 

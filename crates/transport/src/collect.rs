@@ -49,6 +49,11 @@ pub struct Stream {
     pub end: Option<End>,
     /// How the connection closed; `None` while it is open.
     pub closed: Option<Closed>,
+    /// Whether the stream went on through a shared-memory ring.
+    pub shm: bool,
+    /// What a probe that died left unshipped in its shared-memory ring:
+    /// `(events, buffers)` (see [`Sink::on_lost`]).
+    pub lost: Option<(u64, u64)>,
 }
 
 impl Stream {
@@ -93,6 +98,9 @@ pub struct Options {
     /// Sleep this long after every pack: a slow server, for back-pressure
     /// tests.
     pub pack_delay: Duration,
+    /// Stop reading for this long once, after this many packs of a stream:
+    /// a reader that stops and comes back.
+    pub stall: Option<(usize, Duration)>,
 }
 
 #[derive(Default)]
@@ -123,12 +131,15 @@ impl Sink for Gather {
                 events: Vec::new(),
                 end: None,
                 closed: None,
+                shm: false,
+                lost: None,
             },
         );
     }
 
     fn on_frame(&self, conn: ConnId, frame: Frame<'_>) {
         let is_pack = matches!(frame, Frame::Pack { .. });
+        let mut stall = None;
         {
             let mut st = self.state.lock().unwrap();
             let Some(s) = st.streams.get_mut(&conn) else {
@@ -136,18 +147,33 @@ impl Sink for Gather {
             };
             match frame {
                 Frame::Hello(_) => {}
+                Frame::Ring => s.shm = true,
                 Frame::Rank(r) => s.ranks.push(r),
                 Frame::Clock(c) => s.clocks.push(c),
                 Frame::Defs(d) => s.defs.extend(d),
                 Frame::Pack { seq, events } => {
                     s.packs.push((seq, events.len()));
+                    stall = self
+                        .options
+                        .stall
+                        .filter(|(after, _)| s.packs.len() == *after)
+                        .map(|(_, pause)| pause);
                     s.events.extend_from_slice(events);
                 }
                 Frame::End(e) => s.end = Some(e),
             }
         }
+        if let Some(pause) = stall {
+            std::thread::sleep(pause);
+        }
         if is_pack && !self.options.pack_delay.is_zero() {
             std::thread::sleep(self.options.pack_delay);
+        }
+    }
+
+    fn on_lost(&self, conn: ConnId, events: u64, packs: u64) {
+        if let Some(s) = self.state.lock().unwrap().streams.get_mut(&conn) {
+            s.lost = Some((events, packs));
         }
     }
 

@@ -10,6 +10,11 @@
 //! later frame, and [`on_close`](Sink::on_close) once, with how the stream
 //! ended. A malformed stream closes only its own connection, with the reason.
 //!
+//! A probe on the same node may hand over a shared-memory ring after its
+//! `Hello` (a `Ring` frame on a Unix socket, see `docs/wire.md`): the rest
+//! of its frames are then read in place from the ring, by the same thread,
+//! into the same sink. [`hark_ring`] is the ring itself.
+//!
 //! For tests, [`collect`] gathers whole streams into owned values:
 //!
 //! ```
@@ -43,6 +48,7 @@
 pub mod collect;
 mod error;
 mod listen;
+mod shm;
 
 pub use error::{Error, ErrorKind};
 pub use listen::{read_stream_from, Listener, Server};
@@ -93,10 +99,23 @@ pub trait Sink: Send + Sync {
 
     /// Every frame after the `Hello`: definitions, rank, packs (whose events
     /// borrow the reader's buffer: copy what you keep) and the final `End`.
+    /// A `Ring` frame says that the frames after it come through shared
+    /// memory; packs then borrow the ring's slot, which is reused as soon as
+    /// this returns.
     fn on_frame(&self, conn: ConnId, frame: Frame<'_>);
 
     /// Called exactly once per accepted connection, last, with how it ended.
     fn on_close(&self, conn: ConnId, outcome: Closed);
+
+    /// A probe that streamed through shared memory died, or its stream was
+    /// cut from this side (it closes [`Closed::NoEnd`] next), holding
+    /// `events` recorded events in `packs` buffers it had not yet
+    /// published: they are lost, and counted here.
+    /// Called at most once per connection, just before
+    /// [`on_close`](Sink::on_close). The default ignores it.
+    fn on_lost(&self, conn: ConnId, events: u64, packs: u64) {
+        let _ = (conn, events, packs);
+    }
 }
 
 /// Maps a stream's timestamps onto the server's `CLOCK_REALTIME`.

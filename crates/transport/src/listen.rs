@@ -10,9 +10,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use hark_wire::{Frame, FrameReader};
+use hark_wire::{ClockSource, Frame, FrameReader};
 
 use crate::error::{Error, ErrorKind};
+use crate::shm::{self, FdCatcher, Handover};
 use crate::{Closed, ConnId, Sink};
 
 enum Socket {
@@ -113,11 +114,12 @@ struct Shared {
 
 fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
     loop {
-        let (conn, fd): (Box<dyn Read + Send>, i32) = match &socket {
+        let (conn, fd, handover): (Box<dyn Read + Send>, i32, Option<Handover>) = match &socket {
             Socket::Unix(l, _) => match l.accept() {
                 Ok((s, _)) => {
                     let fd = s.as_raw_fd();
-                    (Box::new(s), fd)
+                    let (s, handover) = FdCatcher::new(s);
+                    (Box::new(s), fd, Some(handover))
                 }
                 Err(e) => {
                     if shared.stopping.load(Ordering::Acquire) {
@@ -131,7 +133,7 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
                 Ok((s, _)) => {
                     let _ = s.set_nodelay(true);
                     let fd = s.as_raw_fd();
-                    (Box::new(s), fd)
+                    (Box::new(s), fd, None)
                 }
                 Err(e) => {
                     if shared.stopping.load(Ordering::Acquire) {
@@ -153,7 +155,7 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
         let reader = std::thread::Builder::new()
             .name(format!("hark-conn-{id}"))
             .spawn(move || {
-                read_stream(ConnId(id), conn, &*for_reader, &sh);
+                read_stream(ConnId(id), conn, (fd, handover), &*for_reader, &sh);
                 sh.reader_finished();
             });
         if let Err(e) = reader {
@@ -217,31 +219,51 @@ fn accept_failed(e: &std::io::Error) {
     }
 }
 
-fn read_stream(conn: ConnId, mut stream: Box<dyn Read + Send>, sink: &dyn Sink, shared: &Shared) {
-    read_stream_from(conn, &mut *stream, sink);
+/// A connection's descriptor, and where a handed-over ring arrives (Unix
+/// sockets only).
+type Side = (i32, Option<Handover>);
+
+fn read_stream(
+    conn: ConnId,
+    mut stream: Box<dyn Read + Send>,
+    side: Side,
+    sink: &dyn Sink,
+    shared: &Shared,
+) {
+    let outcome = read_caught(conn, &mut *stream, side, sink);
     // Unregister before the stream (and its descriptor) is dropped, so that
     // `abort_live` never touches a reused descriptor.
     shared.live.lock().unwrap().retain(|(c, _)| *c != conn.0);
+    drop(stream);
+    sink.on_close(conn, outcome);
 }
 
 /// Reads one stream from any byte source exactly as an accepted connection
 /// is read — frame caps, order checks, a panicking sink caught — and ends
 /// with [`Sink::on_close`]. For tests and fuzzing, which need no socket.
 pub fn read_stream_from(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        read_all(conn, stream, sink)
-    }))
-    .unwrap_or_else(|_| Closed::Broken("the sink panicked while handling this stream".into()));
+    let outcome = read_caught(conn, stream, (-1, None), sink);
     sink.on_close(conn, outcome);
 }
 
-fn read_all(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) -> Closed {
+fn read_caught(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) -> Closed {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        read_all(conn, stream, side, sink)
+    }))
+    .unwrap_or_else(|_| Closed::Broken("the sink panicked while handling this stream".into()))
+}
+
+fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) -> Closed {
     let mut reader = FrameReader::new(BufReader::with_capacity(1 << 16, stream));
-    match reader.next_frame() {
+    let ticks = match reader.next_frame() {
         Ok(Some(Frame::Hello(hello))) => {
             // Saturating: a Hello's clock fields are whatever was sent.
             let offset = (realtime_ns() as i64).saturating_sub(hello.realtime_ns as i64);
             sink.on_hello(conn, &hello, offset);
+            match hello.clock {
+                ClockSource::Tsc(t) => Some(t),
+                ClockSource::Monotonic => None,
+            }
         }
         Ok(Some(other)) => {
             return Closed::Broken(format!(
@@ -251,7 +273,7 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) -> Closed {
         }
         Ok(None) => return Closed::NoEnd,
         Err(e) => return Closed::Broken(e.to_string()),
-    }
+    };
     let mut ended = false;
     loop {
         let at = reader.offset();
@@ -266,6 +288,18 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) -> Closed {
             }
             Ok(Some(Frame::Hello(_))) => {
                 return Closed::Broken(format!("a second Hello frame at byte {at}"))
+            }
+            Ok(Some(Frame::Ring)) => {
+                return match side.1.as_ref().and_then(Handover::take) {
+                    Some(ring) => {
+                        sink.on_frame(conn, Frame::Ring);
+                        shm::read_ring(conn, ring, side.0, ticks, sink)
+                    }
+                    None => Closed::Broken(format!(
+                        "a Ring frame at byte {at} came without a descriptor \
+                         (only a Unix socket can hand one over)"
+                    )),
+                }
             }
             Ok(Some(f)) => {
                 ended = matches!(f, Frame::End(_));
@@ -284,6 +318,7 @@ fn frame_name(f: &Frame<'_>) -> &'static str {
         Frame::Defs(_) => "Defs",
         Frame::Pack { .. } => "Pack",
         Frame::End(_) => "End",
+        Frame::Ring => "Ring",
     }
 }
 

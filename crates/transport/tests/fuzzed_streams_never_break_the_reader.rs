@@ -230,6 +230,7 @@ fn decoded(f: &Frame<'_>) -> String {
         Frame::Pack { seq, events } => format!("{seq} {events:?}"),
         Frame::End(e) => format!("{e:?}"),
         Frame::Clock(c) => format!("{c:?}"),
+        Frame::Ring => "Ring".into(),
     }
 }
 

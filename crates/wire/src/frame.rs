@@ -40,6 +40,8 @@ pub enum Kind {
     End = 5,
     /// [`ClockSync`].
     Clock = 6,
+    /// [`Frame::Ring`]: the stream goes on in a shared-memory ring.
+    Ring = 7,
 }
 
 impl Kind {
@@ -53,12 +55,14 @@ impl Kind {
         match self {
             Kind::Hello => 1 << 20,
             Kind::Rank | Kind::End | Kind::Clock => 4 << 10,
+            Kind::Ring => 0,
             Kind::Defs => 64 << 20,
             Kind::Pack => MAX_PAYLOAD,
         }
     }
 
-    fn from_u32(v: u32) -> Result<Kind, Error> {
+    /// The kind numbered `v` in a frame header; an error for unknown kinds.
+    pub fn from_u32(v: u32) -> Result<Kind, Error> {
         Ok(match v {
             1 => Kind::Hello,
             2 => Kind::Rank,
@@ -66,6 +70,7 @@ impl Kind {
             4 => Kind::Pack,
             5 => Kind::End,
             6 => Kind::Clock,
+            7 => Kind::Ring,
             _ => return Err(Error::malformed(format!("unknown frame kind {v}"))),
         })
     }
@@ -354,6 +359,11 @@ pub enum Frame<'a> {
     End(End),
     /// See [`ClockSync`].
     Clock(ClockSync),
+    /// The rest of the stream (every frame after this one) travels through
+    /// a shared-memory ring, whose descriptor came with this frame's bytes
+    /// (`SCM_RIGHTS` on a Unix socket). Empty payload. See `docs/wire.md`,
+    /// "Shared-memory ring".
+    Ring,
 }
 
 fn frame(out: &mut Vec<u8>, kind: Kind, body: impl FnOnce(&mut Writer)) {
@@ -589,6 +599,7 @@ impl<'a> Frame<'a> {
             Kind::Defs => return Ok(Frame::Defs(Def::decode_all(&mut r)?)),
             Kind::End => Frame::End(End::decode(&mut r)?),
             Kind::Clock => Frame::Clock(ClockSync::decode(&mut r)?),
+            Kind::Ring => Frame::Ring,
             Kind::Pack => {
                 let seq = r.u64("pack sequence")?;
                 return Ok(Frame::Pack {
@@ -605,6 +616,11 @@ impl<'a> Frame<'a> {
         }
         Ok(frame)
     }
+}
+
+/// Appends a [`Frame::Ring`] (to be sent with the ring's descriptor).
+pub fn encode_ring(out: &mut Vec<u8>) {
+    frame(out, Kind::Ring, |_| {});
 }
 
 /// Reads frames one by one from a byte stream, reusing one buffer. Packs

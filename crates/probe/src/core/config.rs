@@ -66,6 +66,20 @@ pub(crate) struct Config {
     /// Settings whose values were not usable, each with the warning that
     /// says so (the setting's name is the key of its `warn_once`).
     pub warnings: Vec<(&'static str, String)>,
+    /// `HARK_SHM`: whether packs go through a shared-memory ring.
+    pub shm: Shm,
+}
+
+/// `HARK_SHM`: the node-local transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shm {
+    /// Default: a ring when `HARK_ADDR` is a Unix socket and one can be
+    /// made; the socket otherwise, silently.
+    Auto,
+    /// `1`: as `Auto`, but say so on stderr when no ring can be made.
+    On,
+    /// `0`: always the socket.
+    Off,
 }
 
 /// Smallest and largest pack sizes accepted.
@@ -119,11 +133,12 @@ impl Config {
         let send_timeout = ms(&mut setting, "HARK_SEND_TIMEOUT_MS", 1, 60_000);
         let drain_timeout = ms(&mut setting, "HARK_DRAIN_TIMEOUT_MS", 0, 10_000);
         let flush_every = Some(ms(&mut setting, "HARK_FLUSH_MS", 0, 1000)).filter(|d| !d.is_zero());
-        let flag = |k: &str, d: bool| match get(k).as_deref().map(str::trim) {
-            Some("1" | "yes" | "true" | "on") => true,
-            Some("0" | "no" | "false" | "off") => false,
-            _ => d,
+        let flag_opt = |k: &str| match get(k).as_deref().map(str::trim) {
+            Some("1" | "yes" | "true" | "on") => Some(true),
+            Some("0" | "no" | "false" | "off") => Some(false),
+            _ => None,
         };
+        let flag = |k: &str, d: bool| flag_opt(k).unwrap_or(d);
         Some(Config {
             addr: addr.to_string(),
             secret: secret.to_string(),
@@ -144,6 +159,11 @@ impl Config {
                 .and_then(|v| parse_size(&v))
                 .map_or(pack_size, |v| v.min(usize::MAX as u64) as usize)
                 .max(256 << 10),
+            shm: match flag_opt("HARK_SHM") {
+                None => Shm::Auto,
+                Some(true) => Shm::On,
+                Some(false) => Shm::Off,
+            },
             skip: get("HARK_SKIP")
                 .unwrap_or_default()
                 .split(',')

@@ -15,10 +15,10 @@ use std::sync::{Arc, Mutex};
 
 use hark_wire::{Def, EndReason, Hello};
 
-use super::config::Config;
+use super::config::{Config, Shm};
 use super::local::{self, Internal, Slot};
 use super::{clock, defs, signals, warn_once};
-use crate::ship::{transport, Ship};
+use crate::ship::{shm, transport, Ship};
 
 const LAZY: u8 = 0;
 const RUNNING: u8 = 1;
@@ -143,14 +143,7 @@ impl Stream {
         ) {
             Ok(fd) => fd,
             Err(e) => {
-                warn_once(
-                    "connect",
-                    &format!(
-                        "cannot reach the Hark server at {} ({e}); this process runs unmeasured",
-                        cfg.addr
-                    ),
-                );
-                self.fail();
+                self.unreachable(&e);
                 return false;
             }
         };
@@ -158,7 +151,14 @@ impl Stream {
         let sock = transport::Socket::new(&self.socket);
         let mut hello = Vec::new();
         make_hello(cfg, self.parent, &self.job).encode(&mut hello);
-        self.ship.push_bytes(hello);
+        if !self.hand_over_ring(&hello) {
+            self.ship.push_bytes(hello);
+        }
+        if self.phase.load(Ordering::Acquire) == FAILED {
+            let mut sock = sock;
+            transport::Transport::close(&mut sock);
+            return false;
+        }
         let known = defs::snapshot();
         if !known.is_empty() {
             let mut bytes = Vec::new();
@@ -174,6 +174,7 @@ impl Stream {
             .spawn(move || {
                 signals::block_handled_signals();
                 let _in = Internal::enter();
+                shm::leave_the_programs_cores();
                 let lost = |e: &str| {
                     warn_once(
                         "server-lost",
@@ -198,6 +199,51 @@ impl Stream {
         self.phase.store(RUNNING, Ordering::Release);
         signals::start_helper();
         true
+    }
+
+    /// On a Unix socket and unless `HARK_SHM=0`: sends the `Hello` and a
+    /// shared-memory ring on the socket, and makes the pool's buffers the
+    /// ring's slots. False if the stream stays on the socket (the `Hello`
+    /// is then still to be sent); a socket that fails here fails the stream.
+    fn hand_over_ring(&'static self, hello: &[u8]) -> bool {
+        let cfg = &self.cfg;
+        if cfg.shm == Shm::Off || !cfg.addr.starts_with("unix:") {
+            return false;
+        }
+        let slots = shm::slots(cfg.buffers, cfg.pack_size);
+        match shm::RingOut::hand_over(&self.socket, hello, slots, cfg.pack_size, cfg.send_timeout) {
+            Ok(ring) => {
+                self.ship.use_ring(ring);
+                true
+            }
+            Err(shm::HandOver::Unavailable(e)) => {
+                if cfg.shm == Shm::On {
+                    warn_once(
+                        "shm",
+                        &format!(
+                            "cannot make a shared-memory ring ({e}); streaming over the socket"
+                        ),
+                    );
+                }
+                false
+            }
+            Err(shm::HandOver::Failed(e)) => {
+                self.unreachable(&e);
+                true
+            }
+        }
+    }
+
+    /// The server could not be reached: one warning, and the stream fails.
+    fn unreachable(&self, e: &std::io::Error) {
+        warn_once(
+            "connect",
+            &format!(
+                "cannot reach the Hark server at {} ({e}); this process runs unmeasured",
+                self.cfg.addr
+            ),
+        );
+        self.fail();
     }
 
     fn fail(&self) {

@@ -19,16 +19,23 @@
 //! Buffers are allocated on demand and never freed: a buffer a thread is
 //! still writing into at exit may be shipped by `finish` while that thread
 //! races on, and must stay valid memory.
+//!
+//! On one node the buffers are the slots of a shared-memory ring (`shm`):
+//! the shipper then publishes a pack instead of sending it, and the buffer
+//! returns to the pool when the reader releases it, not when it is sent.
 
+pub(crate) mod shm;
 pub(crate) mod transport;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use hark_wire::{write_pack_header, End, EndReason, EVENT_SIZE, HEADER_SIZE, PACK_HEADER_SIZE};
 
+use hark_ring::SlotState;
+use shm::RingOut;
 use transport::Transport;
 
 /// Bytes reserved at the front of every buffer for the pack's frame header.
@@ -55,6 +62,15 @@ struct Inner {
     free: Vec<Buf>,
     allocated: usize,
     done: bool,
+    /// The `End` has gone out (or could not) and the transport is closed.
+    closed: bool,
+    /// Ring slots published and not yet known to be released, with their
+    /// message numbers, oldest first.
+    in_flight: VecDeque<(u64, Buf)>,
+    /// Free ring slots kept for copies (definitions, `End`), outside the
+    /// pool: a copy waits only for the reader, never for the program's
+    /// threads, whose packs may be queued behind it.
+    copy_free: Vec<Buf>,
 }
 
 /// The pool, the queue and the counters of one stream.
@@ -77,6 +93,11 @@ pub(crate) struct Ship {
     pub dropped: AtomicU64,
     packs: AtomicU64,
     alive: AtomicBool,
+    /// The shared-memory ring, when the stream uses one (set before any
+    /// buffer is allocated).
+    ring: OnceLock<RingOut>,
+    /// Ring slots handed to the pool so far.
+    next_slot: AtomicU32,
 }
 
 /// Events one buffer holds.
@@ -92,6 +113,9 @@ impl Ship {
                 free: Vec::new(),
                 allocated: 0,
                 done: false,
+                closed: false,
+                in_flight: VecDeque::new(),
+                copy_free: Vec::new(),
             }),
             work: Condvar::new(),
             freed: Condvar::new(),
@@ -104,6 +128,62 @@ impl Ship {
             dropped: AtomicU64::new(0),
             packs: AtomicU64::new(0),
             alive: AtomicBool::new(true),
+            ring: OnceLock::new(),
+            next_slot: AtomicU32::new(0),
+        }
+    }
+
+    /// Makes the pool's buffers the slots of `ring`: call before the first
+    /// buffer is allocated (at connect).
+    pub(crate) fn use_ring(&self, ring: RingOut) {
+        let copies = (ring.pool_slots()..ring.end_slot()).map(|s| Buf(ring.w.slot_ptr(s)));
+        self.lock().copy_free.extend(copies);
+        let _ = self.ring.set(ring);
+    }
+
+    fn ring(&self) -> Option<&RingOut> {
+        self.ring.get()
+    }
+
+    /// Returns the ring slots the reader has released to the free list.
+    fn reclaim(&self, g: &mut Inner) {
+        let Some(r) = self.ring() else { return };
+        let done = r.w.consumed();
+        let before = g.free.len();
+        while let Some(&(n, buf)) = g.in_flight.front() {
+            if n >= done {
+                break;
+            }
+            g.in_flight.pop_front();
+            match r.w.slot_of(buf.0) {
+                Some(s) if s >= r.pool_slots() => g.copy_free.push(buf),
+                _ => g.free.push(buf),
+            }
+        }
+        if g.free.len() > before {
+            r.progressed();
+        }
+    }
+
+    /// The reader of the ring is gone: from now on events are dropped.
+    fn reader_lost(&self, why: &str) {
+        if self.alive.swap(false, Ordering::Relaxed) {
+            crate::core::warn_once(
+                "server-lost",
+                &format!(
+                    "lost the connection to the Hark server ({why}); \
+                     the program runs on and undelivered events are counted as dropped"
+                ),
+            );
+        }
+        self.freed.notify_all();
+    }
+
+    /// In ring mode, while the pool is exhausted: waits a little for the
+    /// reader, noting if it is gone. Called without the lock.
+    fn wait_for_reader(&self, r: &RingOut) {
+        if let Err(why) = r.wait_for_reader() {
+            self.reader_lost(&why);
         }
     }
 
@@ -161,18 +241,51 @@ impl Ship {
             if g.done {
                 return None;
             }
+            if g.free.is_empty() {
+                self.reclaim(&mut g);
+            }
             if let Some(b) = g.free.pop() {
-                return Some(b);
+                return Some(self.filling(b));
             }
             if g.allocated < self.bound() {
                 g.allocated += 1;
                 drop(g);
-                return Some(self.allocate());
+                return Some(self.filling(self.allocate()));
             }
             if !self.lossless || !self.alive() {
+                // Dropping: a good moment to notice a dead reader, which a
+                // lossy writer never waits for (a socket would have failed).
+                if let Some(r) = self.ring() {
+                    drop(g);
+                    if let Err(why) = r.reader_alive() {
+                        self.reader_lost(&why);
+                    }
+                }
                 return None;
             }
-            g = self.freed.wait(g).unwrap_or_else(|p| p.into_inner());
+            match self.ring() {
+                Some(r) => {
+                    drop(g);
+                    self.wait_for_reader(r);
+                    g = self.lock();
+                }
+                None => g = self.freed.wait(g).unwrap_or_else(|p| p.into_inner()),
+            }
+        }
+    }
+
+    /// Marks a ring slot as being filled with events (what a reader counts
+    /// if this process dies), and returns it.
+    fn filling(&self, b: Buf) -> Buf {
+        self.set_state(b, SlotState::Filling);
+        b
+    }
+
+    fn set_state(&self, b: Buf, state: SlotState) {
+        if let Some(r) = self.ring() {
+            if let Some(slot) = r.w.slot_of(b.0) {
+                r.w.set_state(slot, state);
+            }
         }
     }
 
@@ -184,15 +297,25 @@ impl Ship {
     }
 
     fn bound(&self) -> usize {
-        self.max_buffers
-            .max(self.threads.load(Ordering::Relaxed) + 2)
+        let bound = self
+            .max_buffers
+            .max(self.threads.load(Ordering::Relaxed) + 2);
+        match self.ring() {
+            Some(r) => bound.min(r.pool_slots() as usize),
+            None => bound,
+        }
     }
 
     /// A new buffer with every page already mapped: a fresh allocation is
     /// zero pages the kernel maps on first touch, and that fault (a few
     /// hundred per MiB) must not land on the hot path.
+    /// With a ring, the next unused slot (the bound keeps the count within
+    /// the ring's slots), pre-faulted the same way.
     fn allocate(&self) -> Buf {
-        let mem = Box::leak(vec![0u8; self.pack_size].into_boxed_slice());
+        let mem = match self.ring() {
+            Some(r) => r.w.slot_mut(self.next_slot.fetch_add(1, Ordering::Relaxed)),
+            None => Box::leak(vec![0u8; self.pack_size].into_boxed_slice()),
+        };
         for page in mem.chunks_mut(4096) {
             // SAFETY: a volatile write to memory we own keeps the touch
             // from being optimised away.
@@ -218,6 +341,7 @@ impl Ship {
 
     /// Hands a buffer back to the pool.
     fn release(&self, buf: Buf) {
+        self.set_state(buf, SlotState::Free);
         self.lock().free.push(buf);
         self.freed.notify_all();
     }
@@ -233,7 +357,7 @@ impl Ship {
     pub(crate) fn wait_done(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut g = self.lock();
-        while !g.done {
+        while !g.closed {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return false;
@@ -292,6 +416,9 @@ impl Ship {
                 if !self.alive() {
                     return false;
                 }
+                if let Some(r) = self.ring() {
+                    return self.publish_copy(r, bytes);
+                }
                 match transport.send(bytes) {
                     Ok(()) => true,
                     Err(e) => {
@@ -310,6 +437,15 @@ impl Ship {
                     // shipper until released, and `events` fit in it.
                     let bytes = unsafe { std::slice::from_raw_parts_mut(buf.0, len) };
                     write_pack_header(bytes, seq, events);
+                    let slot = self.ring().and_then(|r| Some((r, r.w.slot_of(buf.0)?)));
+                    if let (Some((r, slot)), true) = (slot, self.alive()) {
+                        // In place: the reader gives the slot back.
+                        let n = r.w.publish(slot, len);
+                        self.lock().in_flight.push_back((n, buf));
+                        seq += 1;
+                        self.packs.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
                     if send(bytes) {
                         seq += 1;
                         self.packs.fetch_add(1, Ordering::Relaxed);
@@ -341,13 +477,80 @@ impl Ship {
                     };
                     let mut bytes = Vec::new();
                     end.encode(&mut bytes);
-                    send(&bytes);
+                    match self.ring() {
+                        // Its own slot: the End never waits for the reader.
+                        Some(r) if self.alive() => {
+                            let slot = r.end_slot();
+                            r.w.set_state(slot, SlotState::Other);
+                            r.w.slot_mut(slot)[..bytes.len()].copy_from_slice(&bytes);
+                            r.w.publish(slot, bytes.len());
+                        }
+                        _ => {
+                            send(&bytes);
+                        }
+                    }
                     transport.close();
+                    self.lock().closed = true;
                     self.done.notify_all();
                     self.freed.notify_all();
                     return;
                 }
             }
+        }
+    }
+}
+
+impl Ship {
+    /// Copies encoded frames (definitions, `End`) into ring slots of their
+    /// own and publishes them; false if the reader is gone.
+    fn publish_copy(&self, r: &RingOut, bytes: &[u8]) -> bool {
+        for part in shm::fit(bytes.to_vec(), self.pack_size) {
+            if part.len() > self.pack_size {
+                crate::core::warn_once(
+                    "frame-too-big",
+                    &format!(
+                        "a frame of {} bytes does not fit a {}-byte buffer and was not sent; \
+                         raise HARK_PACK_SIZE",
+                        part.len(),
+                        self.pack_size
+                    ),
+                );
+                continue;
+            }
+            let Some(buf) = self.slot_for_copy(r) else {
+                return false;
+            };
+            let slot = r.w.slot_of(buf.0).expect("ring buffers are ring slots");
+            r.w.set_state(slot, SlotState::Other);
+            r.w.slot_mut(slot)[..part.len()].copy_from_slice(&part);
+            let n = r.w.publish(slot, part.len());
+            self.lock().in_flight.push_back((n, buf));
+        }
+        true
+    }
+
+    /// A free slot for `publish_copy`: one kept for copies, else a free or
+    /// new pool buffer (so that the `End` at exit rarely waits for a reader
+    /// that lags), else the first copy slot the reader releases (never a
+    /// pool buffer: those may all be queued behind this copy); `None` once
+    /// the reader is gone.
+    fn slot_for_copy(&self, r: &RingOut) -> Option<Buf> {
+        loop {
+            let mut g = self.lock();
+            self.reclaim(&mut g);
+            if let Some(b) = g.copy_free.pop().or_else(|| g.free.pop()) {
+                return Some(b);
+            }
+            if g.allocated < self.bound() {
+                g.allocated += 1;
+                drop(g);
+                return Some(self.allocate());
+            }
+            drop(g);
+            if !self.alive() {
+                return None;
+            }
+            self.wait_for_reader(r);
         }
     }
 }
