@@ -71,7 +71,7 @@ fn a_send_to_proc_null_is_a_call_but_not_a_message() {
         .end();
     let p = run(&[proc]).remove(0);
     assert_eq!(p.mpi["MPI_Send"].calls, vec![1]);
-    assert_eq!(p.p2p.messages, vec![vec![0]]);
+    assert!(p.p2p.messages.is_empty(), "no message, no matrix");
 }
 
 #[test]

@@ -99,7 +99,7 @@ fn messages_to_another_program_are_left_out_of_the_matrix_and_said_so() {
         .pack(vec![mpi("MPI_Send", 0, 1).peer(3).bytes(8)])
         .end();
     let p = run(&[solo]).remove(0);
-    assert_eq!(p.p2p.messages, vec![vec![0]]);
+    assert!(p.p2p.messages.is_empty(), "no message within the program");
     assert_eq!(p.mpi["MPI_Send"].bytes, vec![8]);
     assert!(p
         .diagnostics

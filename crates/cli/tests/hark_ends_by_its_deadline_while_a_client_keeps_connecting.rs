@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 const CLIENT: &str = r#"
 import os, socket, time
-path = os.environ["HARK_ADDR"][len("unix:"):]
+path = os.environ["HARK_ADDR"].split("unix:", 1)[1]
 held = []
 end = time.time() + 120
 while time.time() < end:
@@ -42,7 +42,8 @@ fn run(tag: &str, signal: Option<libc::c_int>) -> (Duration, String, std::path::
     let pidfile = dir.join("client.pid");
     let script = format!(
         "python3 -c '{CLIENT}' </dev/null >/dev/null 2>&1 & \
-         while [ ! -s \"$PIDFILE\" ]; do sleep 0.1; done; touch ended"
+         i=0; while [ ! -s \"$PIDFILE\" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; \
+         touch ended"
     );
     let out_dir = dir.join("run");
     let started = Instant::now();

@@ -89,6 +89,13 @@ fn run_until(count: &Count, path: &Path, bytes: &[u8], from: u64, total: u64) {
 
 #[test]
 fn memory_after_40000_connections_is_within_10_percent_of_after_1000() {
+    // glibc gives threads up to 8 malloc arenas per core as concurrent
+    // readers appear, each keeping some pages: a one-time step (after
+    // 40,000, 80,000 and 120,000 connections: 5,608, 5,592 and 5,612 KiB)
+    // that says how many readers ran at once, not what a connection keeps.
+    // Two arenas take that step out of the measurement.
+    // SAFETY: mallopt only sets an allocator parameter.
+    unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
     let dir = std::env::temp_dir().join(format!("hark-flat-t-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("sock");
