@@ -7,8 +7,8 @@
 //! 2 MiB and one mapping, and the kernel's limit is 65,530 mappings).
 //!
 //! The resident set does grow, by what the model keeps of each process (a
-//! row in the per-rank tables, the stream's accounting): under 1 KiB per
-//! process, checked here. The transport alone stays within 10 % on all
+//! row in the per-rank tables, the stream's accounting): about 1 KiB per
+//! process, checked here (under 1.5 KiB). The transport alone stays within 10 % on all
 //! three measures (`crates/transport/tests/`).
 
 mod common;
@@ -50,19 +50,9 @@ fn run_until(server: &Server, path: &Path, bytes: &[u8], from: u64, total: u64) 
 #[test]
 fn memory_after_40000_connections_is_within_10_percent_of_after_1000() {
     let (dir, path) = socket("flat");
-    // Every analysis but the point-to-point matrices, which are dense,
-    // ranks × ranks: 40,000 processes would make them 38 GB at the fold
-    // (a finding of this test, left to the analyses' owner).
-    let analyses = [
-        "mpi-profile",
-        "collectives",
-        "io-profile",
-        "regions",
-        "timeslices",
-        "density",
-        "marks",
-    ];
-    let server = server(&path, Some(&analyses));
+    // Every analysis: the point-to-point matrices, ranks × ranks, are made
+    // only when a message was sent (40,000 processes would need 38 GB).
+    let server = server(&path, None);
     let mut bytes = hello("true", 77, 1 << 20);
     End {
         events_written: 0,
@@ -83,8 +73,10 @@ fn memory_after_40000_connections_is_within_10_percent_of_after_1000() {
     let within = |a: u64, b: u64| b as f64 <= a as f64 * 1.10;
     let per_process = (rss40.saturating_sub(rss1) * 1024) / 39_000;
     eprintln!("RSS per further process: {per_process} bytes");
+    // Measured 760 bytes with the one-rank analyses, 944 with every one
+    // (2026-11-23); a leftover reader stack would be 2 MiB.
     assert!(
-        per_process < 1024,
+        per_process < 1536,
         "RSS grew from {rss1} to {rss40} KiB: {per_process} bytes per process"
     );
     assert!(within(vm1, vm40), "VmSize grew from {vm1} to {vm40} KiB");
