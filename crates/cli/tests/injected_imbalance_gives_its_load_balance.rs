@@ -29,26 +29,36 @@ fn check(mpi: Mpi, np: usize) {
         UNIT_MS.to_string(),
         ROUNDS.to_string(),
     ]);
-    let (out, run_dir) = hark_run(&dir, &[], &command);
-    assert_exit(&out, 0);
-    let profile = profile(&run_dir);
-    assert_eq!(lost(&profile), 0, "events lost");
-
-    let e = efficiency(&profile, 0);
     let injected = (np + 1) as f64 / (2 * np) as f64;
-    assert!(
-        (e["load_balance"] - injected).abs() <= 0.02,
-        "{} ranks on {}: load balance {:.4}, injected {injected:.4} (mean {} units over \
-         max {np}, {ROUNDS} rounds of {UNIT_MS} ms)\nefficiency: {}\n--- hark\n{}",
-        np,
-        mpi.name,
-        e["load_balance"],
-        (np + 1) as f64 / 2.0,
-        profile["programs"][0]["efficiency"],
-        String::from_utf8_lossy(&out.stderr),
-    );
-    check_waits_fit(&profile, 0);
-    std::fs::remove_dir_all(&dir).unwrap();
+    // One more run if the first is off: on an oversubscribed machine a
+    // sleeping rank can wake late, which changes the work that happened,
+    // not what Hark measures of it. A real error shows in both runs.
+    let mut last = String::new();
+    for attempt in 0..2 {
+        let _ = std::fs::remove_dir_all(dir.join("run"));
+        let (out, run_dir) = hark_run(&dir, &[], &command);
+        assert_exit(&out, 0);
+        let profile = profile(&run_dir);
+        assert_eq!(lost(&profile), 0, "events lost");
+        let e = efficiency(&profile, 0);
+        check_waits_fit(&profile, 0);
+        if (e["load_balance"] - injected).abs() <= 0.02 {
+            std::fs::remove_dir_all(&dir).unwrap();
+            return;
+        }
+        last = format!(
+            "{} ranks on {}: load balance {:.4}, injected {injected:.4} (mean {} units over \
+             max {np}, {ROUNDS} rounds of {UNIT_MS} ms)\nefficiency: {}\n--- hark\n{}",
+            np,
+            mpi.name,
+            e["load_balance"],
+            (np + 1) as f64 / 2.0,
+            profile["programs"][0]["efficiency"],
+            String::from_utf8_lossy(&out.stderr),
+        );
+        eprintln!("attempt {attempt} is off:\n{last}");
+    }
+    panic!("twice off: {last}");
 }
 
 #[test]
