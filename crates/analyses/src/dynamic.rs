@@ -22,6 +22,10 @@ pub trait DynRank: Any + Send {
     fn save(&self) -> Vec<u8>;
     /// Itself, for the downcast in `finish`.
     fn as_any(&self) -> &dyn Any;
+    /// [`RankState::absorbs`]; false for a state of another type.
+    fn absorbs(&self, other: &dyn DynRank) -> bool;
+    /// [`RankState::absorb`]; nothing for a state of another type.
+    fn absorb(&mut self, other: &dyn DynRank);
 }
 
 impl<T: RankState> DynRank for T {
@@ -35,6 +39,17 @@ impl<T: RankState> DynRank for T {
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+    fn absorbs(&self, other: &dyn DynRank) -> bool {
+        other
+            .as_any()
+            .downcast_ref::<T>()
+            .is_some_and(|o| RankState::absorbs(self, o))
+    }
+    fn absorb(&mut self, other: &dyn DynRank) {
+        if let Some(o) = other.as_any().downcast_ref::<T>() {
+            RankState::absorb(self, o)
+        }
     }
 }
 

@@ -74,7 +74,7 @@ pub use dynamic::{DynAnalysis, DynRank};
 pub use error::{Error, ErrorKind};
 pub use on_board::{OnBoard, ARRIVALS, BATCHES, FRAMES, P2P_OPS, WAITS};
 pub use partial::{Partial, RankAccounting, RankPartial};
-pub use program::{Config, ProgramAnalysis};
+pub use program::{Config, ProgramAnalysis, DEFAULT_ROWS};
 pub use stream::{Stream, StreamAccounting, StreamCx, StreamInfo};
 pub use track::{Msg, Pattern, Wait};
 pub use unify::{CommDef, IdMap, Tables, Translation, Unifier, UNDEFINED};

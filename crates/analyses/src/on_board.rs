@@ -30,7 +30,7 @@ use crate::clock::rank_record;
 use crate::dynamic::DynRank;
 use crate::fx::FxHashMap;
 use crate::matching::{Instances, P2pMatcher};
-use crate::partial::Partial;
+use crate::partial::{Partial, RankAccounting};
 use crate::program::{rank_accounting, ProgramAnalysis};
 use crate::stream::{StreamAccounting, StreamInfo};
 use crate::track::{Arrival, Derived, Msg, P2pOp, Track, Wait};
@@ -209,6 +209,17 @@ fn lock<S>(m: &Mutex<S>) -> std::sync::MutexGuard<'_, S> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Processes folded into one row: every knowledge source's state, their
+/// summed accounting and counts.
+struct Folded {
+    meta: crate::analysis::RankMeta,
+    accounting: RankAccounting,
+    states: Vec<Box<dyn DynRank>>,
+    forgotten: u64,
+    ignored_defs: u64,
+    waits: Vec<Wait>,
+}
+
 /// Everything the level's knowledge sources keep.
 #[derive(Default)]
 struct States {
@@ -219,6 +230,8 @@ struct States {
     collectives: Keyed<Instances>,
     /// Streams by world rank, for routing waits.
     streams: RwLock<BTreeMap<i32, Arc<StreamInfo>>>,
+    /// The row of processes folded together ([`OnBoard::fold_away`]).
+    folded: Mutex<Option<Folded>>,
     /// What is in flight on the level.
     flow: Arc<Flow>,
 }
@@ -481,6 +494,12 @@ impl OnBoard {
         &self.program
     }
 
+    /// Waits until every entry submitted so far on the level is analysed;
+    /// the level stays open.
+    pub fn drain(&self) {
+        self.board.drain_level(self.level);
+    }
+
     /// Bytes of events submitted and not yet analysed by every analysis;
     /// the server stops reading while this is too high.
     pub fn in_flight(&self) -> u64 {
@@ -610,10 +629,131 @@ impl OnBoard {
             partial.add_waits(collectives.merge(m));
         }
         partial.set_matching(p2p, collectives);
+        if let Some(row) = &mut *lock(&self.states.folded) {
+            let copies: Vec<Box<dyn DynRank>> = analyses
+                .iter()
+                .zip(&row.states)
+                .map(|(a, s)| {
+                    a.load(&s.save(), &crate::unify::IdMap::identity())
+                        .unwrap_or_else(|_| a.new_rank())
+                })
+                .collect();
+            let refs: Vec<&dyn DynRank> = copies.iter().map(|s| s.as_ref()).collect();
+            partial.push_rank(
+                row.meta.clone(),
+                row.accounting.clone(),
+                hark_model::RankClock::default(),
+                &refs,
+            );
+            partial.add_counts(row.forgotten, row.ignored_defs);
+            if take {
+                partial.add_waits(std::mem::take(&mut row.waits));
+            } else {
+                partial.add_waits(row.waits.iter().cloned());
+            }
+        }
         for t in self.troubles() {
             partial.add_panic(t);
         }
         partial
+    }
+
+    /// Folds a finished process's stream into the program's row of folded
+    /// processes ("N other processes") and forgets its own states, so that
+    /// what the level keeps does not grow with the processes a run starts.
+    /// Counts stay exact: every knowledge source adds the process's state to
+    /// the row's ([`crate::RankState::absorb`]), and its accounting is
+    /// summed.
+    ///
+    /// The caller (the server) makes sure nothing of the stream is still on
+    /// the board: it holds the only reference to `info` left. Returns false,
+    /// changing nothing, when a knowledge source cannot fold this process
+    /// (see [`crate::RankState::absorbs`]); it then keeps its row.
+    pub fn fold_away(&self, info: &StreamInfo, acc: &StreamAccounting) -> bool {
+        let conn = info.conn();
+        let analyses = self.program.analyses();
+        let slots: Vec<Option<Arc<Mutex<Slot>>>> = self
+            .states
+            .ranks
+            .iter()
+            .map(|map| lock(map).get(&conn).cloned())
+            .collect();
+        let mut folded = lock(&self.states.folded);
+        let row = folded.get_or_insert_with(|| Folded {
+            meta: crate::analysis::RankMeta {
+                world_rank: -1,
+                host: info.hello().host.clone(),
+                argv: info.hello().argv.clone(),
+                hello_ns: u64::MAX,
+                conn: u64::MAX,
+                pid: 0,
+                ..Default::default()
+            },
+            accounting: RankAccounting {
+                end: Some((0, 0)),
+                ..RankAccounting::default()
+            },
+            states: analyses.iter().map(|a| a.new_rank()).collect(),
+            forgotten: 0,
+            ignored_defs: 0,
+            waits: Vec::new(),
+        });
+        let can = row
+            .states
+            .iter()
+            .zip(&slots)
+            .all(|(into, slot)| match slot {
+                Some(s) => into.absorbs(lock(s).state.as_ref()),
+                None => true,
+            });
+        if !can {
+            return false;
+        }
+        let mut analysed = u64::MAX;
+        for ((a, into), slot) in analyses.iter().zip(&mut row.states).zip(&slots) {
+            let events = a.spec().sensitivities.contains(&Sensitivity::Events);
+            match slot {
+                Some(s) => {
+                    let s = lock(s);
+                    into.absorb(s.state.as_ref());
+                    if events {
+                        analysed = analysed.min(s.analysed);
+                    }
+                }
+                None if events => analysed = 0,
+                None => {}
+            }
+        }
+        for map in &self.states.ranks {
+            lock(map).remove(&conn);
+        }
+        let track = lock(&self.states.tracks).remove(&conn);
+        if let Some(t) = track {
+            let mut t = lock(&t);
+            let derived = t.flush();
+            for op in derived.ops {
+                let m = slot_of(&self.states.p2p, op.dst as u32 as u64, P2pMatcher::default);
+                lock(&m).add(op, &mut row.waits);
+            }
+            row.forgotten += t.forgotten();
+        }
+        let mut accounting = rank_accounting(acc);
+        accounting.analysed = if analysed == u64::MAX { 0 } else { analysed };
+        row.accounting
+            .add(&accounting, info.hello().pid, &info.hello().host);
+        row.ignored_defs += info.ignored_defs();
+        if row.meta.host != info.hello().host {
+            row.meta.host = "(several hosts)".into();
+        }
+        row.meta.folded += 1;
+        true
+    }
+
+    /// How many processes were folded together so far.
+    pub fn folded(&self) -> u64 {
+        lock(&self.states.folded)
+            .as_ref()
+            .map_or(0, |f| f.meta.folded)
     }
 
     /// The program's model as analysed so far, while it runs (for a live

@@ -28,7 +28,11 @@ use std::sync::Arc;
 type Loaded = (RankPartial, Vec<Box<dyn DynRank>>);
 
 /// Bumped whenever a saved state's layout changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
+
+/// Partial processes of a folded row named in the diagnostics; the rest
+/// are counted.
+pub(crate) const NAMED_PARTIAL: usize = 16;
 
 /// One rank's accounting, as a partial result keeps it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,6 +43,39 @@ pub struct RankAccounting {
     pub analysed: u64,
     /// From the end-of-stream record: events written and dropped.
     pub end: Option<(u64, u64)>,
+    /// In the row of processes folded together: how many ended without
+    /// their end-of-stream record (their written count is what arrived,
+    /// and is in `end`), and the first [`NAMED_PARTIAL`] of them (pid, host).
+    #[serde(default)]
+    pub partial: u64,
+    /// See `partial`.
+    #[serde(default)]
+    pub partial_named: Vec<(u32, String)>,
+}
+
+impl RankAccounting {
+    /// Adds one process's accounting to the row of folded processes: a
+    /// process without its end-of-stream record counts what arrived as
+    /// written, and as partial.
+    pub(crate) fn add(&mut self, o: &RankAccounting, pid: u32, host: &str) {
+        self.received = self.received.saturating_add(o.received);
+        self.analysed = self.analysed.saturating_add(o.analysed);
+        let (w, d) = self.end.unwrap_or((0, 0));
+        let (ow, od) = o.end.unwrap_or((o.received, 0));
+        self.end = Some((w.saturating_add(ow), d.saturating_add(od)));
+        if o.end.is_none() && o.partial == 0 {
+            self.partial += 1;
+            if self.partial_named.len() < NAMED_PARTIAL {
+                self.partial_named.push((pid, host.to_string()));
+            }
+        }
+        self.partial += o.partial;
+        for n in &o.partial_named {
+            if self.partial_named.len() < NAMED_PARTIAL {
+                self.partial_named.push(n.clone());
+            }
+        }
+    }
 }
 
 /// One rank of a partial result.
@@ -199,6 +236,7 @@ impl Partial {
             rank.states = reload(&rank.states, analyses, &ids)?;
             self.ranks.push(rank);
         }
+        self.join_folded(analyses);
         self.ranks.sort_by_key(|r| order(&r.meta));
         for (key, mut m) in other.p2p {
             m.remap(&ids);
@@ -220,6 +258,49 @@ impl Partial {
         }
         self.tables = unifier.tables();
         Ok(())
+    }
+
+    /// Joins the rows of folded processes of one application (one from
+    /// each server merged) into one row.
+    fn join_folded(&mut self, analyses: &[Arc<dyn DynAnalysis>]) {
+        let mut at: BTreeMap<i32, usize> = BTreeMap::new();
+        let mut i = 0;
+        while i < self.ranks.len() {
+            if self.ranks[i].meta.folded == 0 {
+                i += 1;
+                continue;
+            }
+            let Some(&first) = at.get(&self.ranks[i].meta.appnum) else {
+                at.insert(self.ranks[i].meta.appnum, i);
+                i += 1;
+                continue;
+            };
+            let ids = IdMap::identity();
+            let load = |r: &RankPartial| -> Option<Vec<Box<dyn DynRank>>> {
+                analyses
+                    .iter()
+                    .zip(&r.states)
+                    .map(|(a, b)| a.load(b, &ids).ok())
+                    .collect()
+            };
+            let (Some(mut into), Some(from)) = (load(&self.ranks[first]), load(&self.ranks[i]))
+            else {
+                i += 1;
+                continue;
+            };
+            if !into.iter().zip(&from).all(|(a, b)| a.absorbs(b.as_ref())) {
+                i += 1;
+                continue;
+            }
+            for (a, b) in into.iter_mut().zip(&from) {
+                a.absorb(b.as_ref());
+            }
+            let gone = self.ranks.remove(i);
+            let row = &mut self.ranks[first];
+            row.states = into.iter().map(|s| s.save()).collect();
+            row.meta.folded += gone.meta.folded;
+            row.accounting.add(&gone.accounting, 0, "");
+        }
     }
 
     /// The program's model (several when an MPMD launch ran the executable
@@ -368,6 +449,11 @@ impl Partial {
         };
         for (rank, (r, _)) in ranks.iter().enumerate() {
             let acc = &r.accounting;
+            if r.meta.folded > 0 {
+                p.rank_info.push(folded_info(r));
+                p.diagnostics.push(folded_diagnostic(rank, r));
+                continue;
+            }
             let partial = acc.end.is_none() && !live;
             p.rank_info.push(RankInfo {
                 world_rank: r.meta.world_rank,
@@ -382,6 +468,7 @@ impl Partial {
                     partial_children: 0,
                 },
                 partial,
+                folded: 0,
             });
             if partial {
                 p.diagnostics.push(format!(
@@ -415,6 +502,52 @@ impl Partial {
         }
         p
     }
+}
+
+/// The model's row of processes folded together.
+fn folded_info(r: &RankPartial) -> RankInfo {
+    let acc = &r.accounting;
+    let (written, dropped) = acc.end.unwrap_or((acc.received, 0));
+    RankInfo {
+        world_rank: -1,
+        host: r.meta.host.clone(),
+        pid: 0,
+        accounting: Accounting {
+            events_written: written,
+            events_received: acc.received,
+            events_analysed: acc.analysed,
+            events_dropped: dropped,
+            partial_ranks: acc.partial,
+            partial_children: 0,
+        },
+        partial: false,
+        folded: r.meta.folded,
+    }
+}
+
+/// What the diagnostics say of the row of folded processes.
+fn folded_diagnostic(rank: usize, r: &RankPartial) -> String {
+    let acc = &r.accounting;
+    let mut s = format!(
+        "row {rank} (\"{} other processes\") stands for {} processes without an MPI rank, beyond the program's first per-process rows, folded together to bound memory (their counts are exact: calls, bytes and times summed, minima and maxima kept)",
+        r.meta.folded, r.meta.folded
+    );
+    if acc.partial > 0 {
+        let named: Vec<String> = acc
+            .partial_named
+            .iter()
+            .map(|(pid, host)| format!("pid {pid} on {host}"))
+            .collect();
+        s.push_str(&format!(
+            "; {} of them ended without their end-of-stream record (killed or crashed?), what arrived is kept: {}",
+            acc.partial,
+            named.join(", ")
+        ));
+        if acc.partial > named.len() as u64 {
+            s.push_str(&format!(" and {} more", acc.partial - named.len() as u64));
+        }
+    }
+    s
 }
 
 /// Loads saved states and saves them again renumbered.

@@ -29,13 +29,25 @@ pub struct Config {
     /// A time slice starts `1 << slice_shift` ns wide and doubles as the run
     /// outgrows the slices (20: about 1 ms).
     pub slice_shift: u32,
+    /// Per-process rows kept for processes without an MPI rank (a shell
+    /// loop, make, a Python tool): processes of a program beyond its first
+    /// `rows` connections that end without a world rank are folded, once
+    /// their stream is analysed, into one row of exact totals, so that
+    /// memory stays flat however many processes a run starts. MPI ranks
+    /// always keep their rows. Default [`DEFAULT_ROWS`].
+    pub rows: usize,
 }
+
+/// The default of [`Config::rows`], as for the other per-kind record caps
+/// (files, communicators, regions, counters).
+pub const DEFAULT_ROWS: usize = 1000;
 
 impl Default for Config {
     fn default() -> Config {
         Config {
             slices: 256,
             slice_shift: 20,
+            rows: DEFAULT_ROWS,
         }
     }
 }
@@ -221,5 +233,6 @@ pub(crate) fn rank_accounting(acc: &StreamAccounting) -> RankAccounting {
             .end
             .as_ref()
             .map(|e| (e.events_written, e.events_dropped)),
+        ..RankAccounting::default()
     }
 }

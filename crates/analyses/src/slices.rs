@@ -76,6 +76,15 @@ impl Series {
         }
     }
 
+    /// An empty series of the same settings and width.
+    pub(crate) fn empty_like(&self) -> Series {
+        Series {
+            metrics: Vec::new(),
+            kinds: Vec::new(),
+            ..*self
+        }
+    }
+
     /// Coarsens until `rel` (ns since the origin) falls inside the slices.
     #[inline]
     pub(crate) fn fit(&mut self, rel: u64) {
@@ -130,6 +139,36 @@ impl Series {
         }
         self.kinds[metric] = kind;
         kind.apply(&mut self.slot(metric)[i], v);
+    }
+
+    /// Adds another process's series to this one (see
+    /// [`crate::RankState::absorb`]): both are brought to the wider width,
+    /// and `other`'s metric `m` goes into metric `to(m)` of this one,
+    /// combined as that metric merges.
+    pub(crate) fn absorb(&mut self, other: &Series, to: impl Fn(usize) -> usize) {
+        let mut other = other.clone();
+        while self.shift < other.shift {
+            self.coarsen();
+        }
+        while other.shift < self.shift {
+            other.coarsen();
+        }
+        for (m, values) in other.metrics.iter().enumerate() {
+            let Some(values) = values else { continue };
+            let kind = other.kinds.get(m).copied().unwrap_or_default();
+            let into = to(m);
+            if kind != Combine::Sum {
+                if self.kinds.len() <= into {
+                    self.kinds.resize(into + 1, Combine::Sum);
+                }
+                self.kinds[into] = kind;
+            }
+            let kind = self.kinds.get(into).copied().unwrap_or_default();
+            let slot = self.slot(into);
+            for (a, &v) in slot.iter_mut().zip(values.iter()) {
+                kind.apply(a, v);
+            }
+        }
     }
 
     /// The sum of `metric` over all slices (0 if never used).

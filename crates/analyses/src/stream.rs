@@ -89,6 +89,7 @@ impl StreamInfo {
             argv: self.hello.argv.clone(),
             hello_ns: self.common(self.hello.clock_ns),
             conn: self.conn,
+            folded: 0,
         }
     }
 

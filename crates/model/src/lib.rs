@@ -322,6 +322,14 @@ pub struct RankInfo {
     pub accounting: Accounting,
     /// True when its stream ended without an end-of-stream record.
     pub partial: bool,
+    /// 0 for the row of one process. In the row of processes folded
+    /// together ("N other processes": processes without an MPI rank beyond
+    /// a program's first per-process rows), how many it stands for; its
+    /// `world_rank` is -1, its `pid` 0, its values are their sums (minima
+    /// and maxima over all of them) and `accounting.partial_ranks` counts
+    /// those that ended without an end-of-stream record.
+    #[serde(default)]
+    pub folded: u64,
 }
 
 /// One function's totals, each vector indexed by rank.

@@ -82,6 +82,12 @@ pub struct ServerConfig {
     /// not carry it is refused and named in the diagnostics. Probes learn
     /// it from [`Server::probe_addr`]. `None`: every stream is accepted.
     pub secret: Option<String>,
+    /// Per-process rows a program keeps for processes without an MPI rank
+    /// (a shell loop, make, a Python tool): later ones are folded into one
+    /// row of exact totals when they end, so that memory stays flat however
+    /// many processes a run starts. MPI ranks always keep their rows.
+    /// Default [`hark_analyses::DEFAULT_ROWS`].
+    pub rows: usize,
 }
 
 impl Default for ServerConfig {
@@ -93,6 +99,7 @@ impl Default for ServerConfig {
             slices: Config::default().slices,
             max_in_flight: 64 << 20,
             secret: None,
+            rows: Config::default().rows,
         }
     }
 }
@@ -153,6 +160,7 @@ impl Server {
             analyses,
             config: Config {
                 slices: config.slices,
+                rows: config.rows,
                 ..Config::default()
             },
             max_in_flight: config.max_in_flight,
@@ -164,6 +172,7 @@ impl Server {
             ranks: Mutex::default(),
             secret: config.secret.clone(),
             rejected: Mutex::default(),
+            folding: Mutex::default(),
         });
         let transport = listener.serve(state.clone());
         let now = Instant::now();

@@ -73,6 +73,10 @@ pub(crate) struct Conn {
     /// Events (and buffers) a probe that died had recorded but not yet
     /// published to its shared-memory ring.
     pub(crate) lost: Mutex<Option<(u64, u64)>>,
+    /// It came after its program's first `rows` streams: if it ends
+    /// without a world rank, it is folded into the program's row of other
+    /// processes (see [`State::fold_finished`]).
+    pub(crate) foldable: bool,
 }
 
 /// Counters for the live status line.
@@ -114,6 +118,9 @@ pub(crate) struct State {
     /// Why connections were rejected before their `Hello`, with how many
     /// times each (bounded: the first few reasons).
     pub(crate) rejected: Mutex<Vec<(String, u64)>>,
+    /// Closed streams to fold into their program's row of other processes
+    /// once the board is done with them.
+    pub(crate) folding: Mutex<Vec<u64>>,
 }
 
 const MAX_PROBLEMS: usize = 32;
@@ -172,8 +179,92 @@ impl State {
         out
     }
 
+    /// Folds every closed stream waiting in `folding` that the board is
+    /// done with into its program's row of other processes, and forgets
+    /// it: its connection record, its place in the program, its states.
+    /// A stream the board still holds (its last packs not yet analysed)
+    /// waits for a later call. What stays per process is nothing, so a run
+    /// of 40,000 short processes costs what a run of 1,000 does.
+    pub(crate) fn fold_finished(&self) {
+        let waiting = std::mem::take(&mut *self.folding.lock().unwrap_or_else(|e| e.into_inner()));
+        if waiting.is_empty() {
+            return;
+        }
+        let mut later = Vec::new();
+        let mut gone: Vec<(u64, Arc<OnBoard>)> = Vec::new();
+        for id in waiting {
+            let taken = {
+                let mut conns = self.conns.write().unwrap_or_else(|e| e.into_inner());
+                match conns.get(&id) {
+                    // Only the map holds the record, and only the record
+                    // the stream: nothing of it is on the board any more.
+                    Some(c) if Arc::strong_count(c) == 1 && Arc::strong_count(&c.info) == 1 => {
+                        conns.remove(&id)
+                    }
+                    Some(_) => {
+                        later.push(id);
+                        None
+                    }
+                    None => None,
+                }
+            };
+            let Some(c) = taken else { continue };
+            let acc = c.acc.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if !c.on.fold_away(&c.info, &acc) {
+                // A knowledge source cannot fold it: it keeps its row.
+                self.conns
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id, c);
+                continue;
+            }
+            let h = c.info.hello();
+            if let Some((events, packs)) = *c.lost.lock().unwrap_or_else(|e| e.into_inner()) {
+                self.problem(format!(
+                    "pid {} on {} died with {events} recorded events in {packs} buffers it had not shipped; they are lost",
+                    h.pid, h.host
+                ));
+            }
+            if let Some(Closed::Broken(why)) = &*c.outcome.lock().unwrap_or_else(|e| e.into_inner())
+            {
+                self.problem(format!(
+                    "the stream of pid {} on {} broke: {why}; what arrived before is kept",
+                    h.pid, h.host
+                ));
+            }
+            gone.push((id, c.on.clone()));
+        }
+        if !gone.is_empty() {
+            let mut programs = self.programs.lock().unwrap_or_else(|e| e.into_inner());
+            for slot in programs.iter_mut() {
+                if gone.iter().any(|(_, on)| Arc::ptr_eq(on, &slot.on)) {
+                    slot.conns.retain(|id| !gone.iter().any(|(g, _)| g == id));
+                }
+            }
+        }
+        self.folding
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(later);
+    }
+
     /// Folds every program, in order of first connection.
     pub(crate) fn fold(&self) -> Vec<Program> {
+        // Streams still waiting to be folded away are folded now, once the
+        // board is done with them, so that which processes keep a row does
+        // not depend on how fast the analyses ran.
+        let levels: Vec<Arc<OnBoard>> = self
+            .programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|p| p.on.clone())
+            .collect();
+        for on in &levels {
+            on.drain();
+        }
+        drop(levels);
+        self.fold_finished();
         let mut programs =
             std::mem::take(&mut *self.programs.lock().unwrap_or_else(|e| e.into_inner()));
         // In order of first connection: readers say hello in whatever order
@@ -322,7 +413,7 @@ impl Sink for State {
             );
             OnBoard::install(&self.board, analysis).map(Arc::new)
         };
-        let (on, info) = {
+        let (on, info, foldable) = {
             let mut programs = self.programs.lock().unwrap_or_else(|e| e.into_inner());
             let found = programs
                 .iter()
@@ -373,7 +464,11 @@ impl Sink for State {
                 slot.on.clone()
             };
             let info = on.program().stream_info(conn.0, hello.clone(), offset);
-            (on, Arc::new(info))
+            // Past the first `rows` streams of the program (those still
+            // held, plus those folded away already).
+            let foldable =
+                !child && slot.conns.len() as u64 + slot.on.folded() > self.config.rows as u64;
+            (on, Arc::new(info), foldable)
         };
 
         self.conns
@@ -389,6 +484,7 @@ impl Sink for State {
                     acc: Mutex::new(StreamAccounting::default()),
                     outcome: Mutex::new(None),
                     lost: Mutex::new(None),
+                    foldable,
                 }),
             );
         // After the insertion, so that a reference set meanwhile is seen
@@ -468,6 +564,14 @@ impl Sink for State {
             Some(c) => {
                 self.counters.open.fetch_sub(1, Ordering::Relaxed);
                 *c.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+                if c.foldable && c.info.world_rank() < 0 {
+                    drop(c);
+                    self.folding
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(conn.0);
+                    self.fold_finished();
+                }
             }
             None => {
                 if let Closed::Broken(why) = outcome {

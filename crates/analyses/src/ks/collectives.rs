@@ -61,6 +61,18 @@ impl RankState for Rank {
             .map(|((comm, f), t)| ((ids.comm(comm), f), t))
             .collect();
     }
+    fn absorbs(&self, _: &Rank) -> bool {
+        true
+    }
+    fn absorb(&mut self, o: &Rank) {
+        self.undefined += o.undefined;
+        for (k, t) in &o.cells {
+            let into = self.cells.entry(*k).or_default();
+            into.calls += t.calls;
+            into.bytes.sat(t.bytes);
+            into.time_ns.sat(t.time_ns);
+        }
+    }
 }
 
 impl Analysis for Collectives {

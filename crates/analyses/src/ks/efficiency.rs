@@ -75,6 +75,12 @@ pub struct Rank {
     series: Option<Series>,
 }
 
+fn add_part(into: &mut Part, p: &Part) {
+    into.inside.sat(p.inside);
+    into.mpi.sat(p.mpi);
+    into.wait.sat(p.wait);
+}
+
 impl Rank {
     fn region(&mut self, name: u32) -> Option<&mut Part> {
         if !self.regions.contains_key(&name) && self.regions.len() >= MAX_REGIONS {
@@ -122,6 +128,29 @@ impl RankState for Rank {
             .collect();
         for t in &mut self.threads {
             t.1 = ids.name(t.1);
+        }
+    }
+    /// Processes without MPI (no measured window) and with no top-level
+    /// region left open fold together.
+    fn absorbs(&self, o: &Rank) -> bool {
+        let mpi_less = |r: &Rank| r.init_end.is_none() && r.fin_start.is_none();
+        mpi_less(self) && mpi_less(o) && o.threads.iter().all(|t| t.0 == 0)
+    }
+    fn absorb(&mut self, o: &Rank) {
+        self.first = match (self.first, o.first) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last = self.last.max(o.last);
+        add_part(&mut self.whole, &o.whole);
+        for (name, p) in &o.regions {
+            if let Some(into) = self.region(*name) {
+                add_part(into, p);
+            }
+        }
+        if let Some(os) = &o.series {
+            let s = self.series.get_or_insert_with(|| os.empty_like());
+            s.absorb(os, |m| m);
         }
     }
 }

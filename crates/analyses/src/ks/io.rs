@@ -113,6 +113,14 @@ impl RankState for Rank {
             .map(|((f, op), t)| ((f.remap(ids), op), t))
             .collect();
     }
+    fn absorbs(&self, _: &Rank) -> bool {
+        true
+    }
+    fn absorb(&mut self, o: &Rank) {
+        for (k, t) in &o.cells {
+            add(self.cells.entry(*k).or_default(), t);
+        }
+    }
 }
 
 impl File {

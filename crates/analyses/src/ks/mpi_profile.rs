@@ -124,6 +124,23 @@ impl RankState for Rank {
         }
     }
     fn remap(&mut self, _: &IdMap) {}
+    fn absorbs(&self, _: &Rank) -> bool {
+        true
+    }
+    fn absorb(&mut self, o: &Rank) {
+        for (i, g) in o.funcs.iter().enumerate() {
+            let Some(g) = g else { continue };
+            let f = self.func(i);
+            f.calls += g.calls;
+            f.bytes.sat(g.bytes);
+            f.time.sat(g.time);
+            f.min = f.min.min(g.min);
+            f.max = f.max.max(g.max);
+            for (a, b) in f.sizes.iter_mut().zip(g.sizes.iter()) {
+                *a += b;
+            }
+        }
+    }
 }
 
 impl Analysis for MpiProfile {

@@ -59,6 +59,17 @@ impl RankState for Rank {
         }
     }
     fn remap(&mut self, _: &IdMap) {}
+    fn absorbs(&self, _: &Rank) -> bool {
+        true
+    }
+    fn absorb(&mut self, o: &Rank) {
+        for (k, c) in &o.cells {
+            let into = self.cells.entry(*k).or_default();
+            into.messages += c.messages;
+            into.bytes.sat(c.bytes);
+            into.time.sat(c.time);
+        }
+    }
 }
 
 fn square(n: usize) -> Matrices {

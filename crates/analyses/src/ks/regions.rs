@@ -200,6 +200,37 @@ impl RankState for Rank {
             .map(|(name, v)| (ids.name(name), v))
             .collect();
     }
+    /// A process with a region still open (cut by a crash) keeps its row.
+    fn absorbs(&self, o: &Rank) -> bool {
+        o.stacks.iter().all(Vec::is_empty)
+    }
+    fn absorb(&mut self, o: &Rank) {
+        // A path's parent comes before it: map them in order.
+        let mut to: Vec<u32> = Vec::with_capacity(o.paths.len());
+        for p in &o.paths {
+            let parent = if p.parent == ROOT {
+                ROOT
+            } else {
+                to[p.parent as usize]
+            };
+            let id = self.path(parent, p.name);
+            let into = &mut self.paths[id as usize];
+            into.calls += p.calls;
+            into.inclusive.sat(p.inclusive);
+            into.exclusive.sat(p.exclusive);
+            to.push(id);
+        }
+        for (name, v) in &o.counters {
+            self.counters.entry(*name).or_default().merge(v);
+        }
+        if let Some(os) = &o.series {
+            let s = self.series.get_or_insert_with(|| os.empty_like());
+            s.absorb(os, |m| 2 * to.get(m / 2).map_or(0, |&p| p as usize) + m % 2);
+        }
+        self.unbalanced += o.unbalanced;
+        self.unmatched += o.unmatched;
+        self.undefined += o.undefined;
+    }
 }
 
 fn path_name(rank: &Rank, mut id: u32, cx: &Finish<'_>) -> String {

@@ -53,6 +53,15 @@ impl RankState for Rank {
         }
     }
     fn remap(&mut self, _: &IdMap) {}
+    fn absorbs(&self, _: &Rank) -> bool {
+        true
+    }
+    fn absorb(&mut self, o: &Rank) {
+        self.first = self.first.min(o.first);
+        self.last = self.last.max(o.last);
+        self.mpi.sat(o.mpi);
+        self.unknown += o.unknown;
+    }
 }
 
 impl Analysis for Summary {

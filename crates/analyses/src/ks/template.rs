@@ -107,6 +107,18 @@ impl RankState for Rank {
             .map(|(name, v)| (ids.name(name), v))
             .collect();
     }
+
+    // Processes folded into one row (a shell loop's thousands of runs):
+    // their marks add up.
+    fn absorbs(&self, _: &Rank) -> bool {
+        true
+    }
+    fn absorb(&mut self, o: &Rank) {
+        self.undefined += o.undefined;
+        for (name, v) in &o.marks {
+            self.marks.entry(*name).or_default().merge(v);
+        }
+    }
 }
 
 impl Analysis for Marks {

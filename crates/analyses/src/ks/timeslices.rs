@@ -223,6 +223,31 @@ pub struct Rank {
 }
 
 impl RankState for Rank {
+    /// Counters keep their last value per slice, which has no order
+    /// across processes: a process with counters keeps its row.
+    fn absorbs(&self, o: &Rank) -> bool {
+        o.counters.order.is_empty() && o.counters.folded == 0
+    }
+    fn absorb(&mut self, o: &Rank) {
+        let files: Vec<usize> = o.files.order.iter().map(|&k| self.files.slot(k)).collect();
+        let comms: Vec<usize> = o.comms.order.iter().map(|&k| self.comms.slot(k)).collect();
+        self.files.folded += o.files.folded;
+        self.comms.folded += o.comms.folded;
+        self.comm_ids.extend(o.comm_ids.iter().copied());
+        self.far_peers += o.far_peers;
+        let Some(os) = &o.series else { return };
+        let s = self.series.get_or_insert_with(|| os.empty_like());
+        s.absorb(os, |m| match metric(m) {
+            Some(Metric::File(slot, f)) => {
+                FILES + PER_FILE.len() * files.get(slot).copied().unwrap_or(KEYS) + f
+            }
+            Some(Metric::Comm(slot, f)) => {
+                COMMS + PER_COMM.len() * comms.get(slot).copied().unwrap_or(KEYS) + f
+            }
+            _ => m,
+        });
+    }
+
     fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
         let events = input.events;
         let s = self

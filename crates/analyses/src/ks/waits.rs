@@ -128,6 +128,11 @@ impl RankState for Rank {
             remap_paths(&mut acc.causes, ids);
         }
     }
+    /// Only processes without wait states fold together (processes
+    /// without a world rank never wait on another rank).
+    fn absorbs(&self, o: &Rank) -> bool {
+        o.patterns.is_empty() && o.series.is_none()
+    }
 }
 
 impl Analysis for WaitStates {
