@@ -642,7 +642,12 @@ impl OnBoard {
             partial.push_rank(
                 row.meta.clone(),
                 row.accounting.clone(),
-                hark_model::RankClock::default(),
+                // Processes without a world rank are put on the timeline by
+                // their handshakes alone.
+                hark_model::RankClock {
+                    method: "handshake".into(),
+                    ..Default::default()
+                },
                 &refs,
             );
             partial.add_counts(row.forgotten, row.ignored_defs);

@@ -17,6 +17,7 @@ fn config() -> Config {
     Config {
         slices: 16,
         slice_shift: 4,
+        ..Config::default()
     }
 }
 

@@ -6,6 +6,7 @@ fn small() -> Config {
     Config {
         slices: 8,
         slice_shift: 4, // 16 ns
+        ..Config::default()
     }
 }
 

@@ -58,13 +58,26 @@ impl std::ops::AddAssign<&Accounting> for Accounting {
 }
 
 impl Program {
+    /// How many processes the program's rows stand for: one per row, and
+    /// in the row of folded processes ([`RankInfo::folded`]) as many as it
+    /// folded.
+    pub fn processes(&self) -> u64 {
+        self.rank_info.iter().map(|r| r.folded.max(1)).sum()
+    }
+
     /// The program's accounting: its ranks' and its children's, summed,
-    /// with partial streams counted from their `partial` flags.
+    /// with partial streams counted from their `partial` flags (and, in
+    /// the row of folded processes, from its own count).
     pub fn accounting(&self) -> Accounting {
         let mut a = Accounting::default();
         for r in &self.rank_info {
+            let partial = if r.folded > 0 {
+                r.accounting.partial_ranks
+            } else {
+                u64::from(r.partial)
+            };
             a += &Accounting {
-                partial_ranks: u64::from(r.partial),
+                partial_ranks: partial,
                 partial_children: 0,
                 ..r.accounting.clone()
             };

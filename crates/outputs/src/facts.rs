@@ -126,6 +126,32 @@ pub(crate) fn rank_at(p: &Program, index: usize) -> i64 {
         .map_or(index as i64, i64::from)
 }
 
+/// How a row is named where a rank is cited (a spread's min and max, a
+/// density map's peak): its rank, or "the N other processes" for the row
+/// of processes folded together.
+pub(crate) fn rank_label(p: &Program, index: usize) -> String {
+    match p.rank_info.get(index) {
+        Some(r) if r.folded > 0 => format!("the {} other processes", units::count(r.folded)),
+        _ => format!("rank {}", rank_at(p, index)),
+    }
+}
+
+/// "N ranks", or for a program whose later processes were folded into one
+/// row, "N processes (M of them in one row: \"M other processes\")".
+pub(crate) fn ranks_phrase(p: &Program) -> String {
+    let folded: u64 = p.rank_info.iter().map(|r| r.folded).sum();
+    if folded == 0 {
+        let n = p.ranks;
+        return format!("{n} {}", if n == 1 { "rank" } else { "ranks" });
+    }
+    format!(
+        "{} processes ({} of them folded into one row, \"{} other processes\", to bound memory)",
+        units::count(p.processes()),
+        units::count(folded),
+        units::count(folded)
+    )
+}
+
 /// Time in MPI over all ranks, and the ranks' wall time over all ranks.
 pub(crate) fn mpi_and_wall(p: &Program) -> (u64, u64) {
     (
@@ -254,6 +280,12 @@ pub(crate) fn partial_ranks(run: &Run) -> Vec<String> {
                 out.push(format!(
                     "{} rank {r} (world rank {}, host {}, pid {})",
                     p.name, info.world_rank, info.host, info.pid
+                ));
+            }
+            if info.folded > 0 && info.accounting.partial_ranks > 0 {
+                out.push(format!(
+                    "{} of the {} other processes of {} (named in the diagnostics)",
+                    info.accounting.partial_ranks, info.folded, p.name
                 ));
             }
         }

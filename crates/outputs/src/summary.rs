@@ -26,7 +26,7 @@ const DETAIL_WIDTH: usize = 100;
 /// The summary of `run` as text, ending in a newline.
 pub fn render(run: &Run) -> String {
     let mut s = String::new();
-    let ranks: usize = run.programs.iter().map(|p| p.ranks).sum();
+    let ranks: usize = run.programs.iter().map(|p| p.processes() as usize).sum();
     let _ = writeln!(
         s,
         "Hark{}{}: {} {}, {} {}",
@@ -77,10 +77,9 @@ fn program(s: &mut String, p: &Program) {
     };
     let _ = writeln!(
         s,
-        "== {} — {} {}, wall time {}, {mpi_share}",
+        "== {} — {}, wall time {}, {mpi_share}",
         p.name,
-        p.ranks,
-        plural(p.ranks, "rank", "ranks"),
+        facts::ranks_phrase(p),
         duration(p.wall_ns as f64),
     );
     if !p.command.is_empty() {
@@ -91,12 +90,12 @@ fn program(s: &mut String, p: &Program) {
         let spread = hark_model::Spread::of(&per_rank);
         let _ = writeln!(
             s,
-            "   MPI share per rank: min {:.1} % (rank {}), mean {:.1} %, max {:.1} % (rank {})",
+            "   MPI share per rank: min {:.1} % ({}), mean {:.1} %, max {:.1} % ({})",
             spread.min,
-            facts::rank_at(p, spread.min_rank),
+            facts::rank_label(p, spread.min_rank),
             spread.mean,
             spread.max,
-            facts::rank_at(p, spread.max_rank)
+            facts::rank_label(p, spread.max_rank)
         );
     }
 

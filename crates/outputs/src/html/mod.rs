@@ -200,7 +200,11 @@ fn overview(h: &mut String, p: &Program) {
     hosts.dedup();
     let io = facts::io_totals(p);
     h.push_str("<div class=\"cards\">");
-    card(h, "Ranks", &p.ranks.to_string());
+    if p.rank_info.iter().any(|r| r.folded > 0) {
+        card(h, "Processes", &count(p.processes()));
+    } else {
+        card(h, "Ranks", &p.ranks.to_string());
+    }
     card(h, "Wall time", &duration(p.wall_ns as f64));
     card(h, "Time in MPI", &percent(mpi as f64, wall as f64));
     card(h, "Hosts", &hosts.len().to_string());
@@ -281,20 +285,12 @@ fn spread_cells(
     fmt: &dyn Fn(f64) -> String,
     with_mean: bool,
 ) {
-    let rank = |i| facts::rank_at(p, i);
-    num(
-        h,
-        s.min,
-        &format!("{} (rank {})", fmt(s.min), rank(s.min_rank)),
-    );
+    let rank = |i| facts::rank_label(p, i);
+    num(h, s.min, &format!("{} ({})", fmt(s.min), rank(s.min_rank)));
     if with_mean {
         num(h, s.mean, &fmt(s.mean));
     }
-    num(
-        h,
-        s.max,
-        &format!("{} (rank {})", fmt(s.max), rank(s.max_rank)),
-    );
+    num(h, s.max, &format!("{} ({})", fmt(s.max), rank(s.max_rank)));
 }
 
 fn imbalance(s: &Spread) -> f64 {
@@ -532,12 +528,12 @@ fn density_maps(h: &mut String, p: &Program) {
         let fmt = metric_format(name);
         let _ = write!(
             h,
-            "<figure>{}<figcaption><b>{}</b><br>max/mean {:.2} · max {} (rank {})</figcaption></figure>",
+            "<figure>{}<figcaption><b>{}</b><br>max/mean {:.2} · max {} ({})</figcaption></figure>",
             svg::density_grid(name, &map.values, map.columns, &|v| fmt(v as f64)),
             esc(name),
             map.imbalance,
             esc(&fmt(map.spread.max)),
-            facts::rank_at(p, map.spread.max_rank)
+            esc(&facts::rank_label(p, map.spread.max_rank))
         );
     }
     let _ = write!(
@@ -813,9 +809,19 @@ fn ranks(h: &mut String, p: &Program) {
         let a = &info.accounting;
         h.push_str("<tr>");
         num(h, r as f64, &r.to_string());
-        num(h, info.world_rank as f64, &info.world_rank.to_string());
-        let _ = write!(h, "<td>{}</td>", esc(&info.host));
-        num(h, info.pid as f64, &info.pid.to_string());
+        if info.folded > 0 {
+            // The row of processes folded together: no one world rank or pid.
+            let _ = write!(
+                h,
+                "<td>{} other processes</td><td>{}</td><td></td>",
+                count(info.folded),
+                esc(&info.host)
+            );
+        } else {
+            num(h, info.world_rank as f64, &info.world_rank.to_string());
+            let _ = write!(h, "<td>{}</td>", esc(&info.host));
+            num(h, info.pid as f64, &info.pid.to_string());
+        }
         let wall = p.rank_wall_ns.get(r).copied().unwrap_or(0);
         let mpi = p.mpi_time_ns.get(r).copied().unwrap_or(0);
         num(h, wall as f64, &duration(wall as f64));
@@ -824,7 +830,13 @@ fn ranks(h: &mut String, p: &Program) {
         num(h, a.events_received as f64, &count(a.events_received));
         num(h, a.events_analysed as f64, &count(a.events_analysed));
         num(h, a.events_dropped as f64, &count(a.events_dropped));
-        if info.partial {
+        if info.folded > 0 && a.partial_ranks > 0 {
+            let _ = write!(
+                h,
+                "<td class=\"bad\">{} of them partial (no end record)</td>",
+                count(a.partial_ranks)
+            );
+        } else if info.partial {
             h.push_str("<td class=\"bad\">partial (no end record)</td>");
         } else {
             h.push_str("<td>complete</td>");
