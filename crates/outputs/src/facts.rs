@@ -136,6 +136,14 @@ pub(crate) fn rank_label(p: &Program, index: usize) -> String {
     }
 }
 
+/// [`rank_label`] in a table cell: `r4`, or `others`.
+pub(crate) fn rank_short(p: &Program, index: usize) -> String {
+    match p.rank_info.get(index) {
+        Some(r) if r.folded > 0 => "others".to_string(),
+        _ => format!("r{}", rank_at(p, index)),
+    }
+}
+
 /// "N ranks", or for a program whose later processes were folded into one
 /// row, "N processes (M of them in one row: \"M other processes\")".
 pub(crate) fn ranks_phrase(p: &Program) -> String {

@@ -272,15 +272,15 @@ fn functions(s: &mut String, p: &Program, rows: &[FunctionRow<'_>], mpi_total: u
             duration(r.time_ns as f64),
             percent(r.time_ns as f64, mpi_total as f64),
             format!(
-                "{} (r{})",
+                "{} ({})",
                 duration(r.spread.min),
-                facts::rank_at(p, r.spread.min_rank)
+                facts::rank_short(p, r.spread.min_rank)
             ),
             duration(r.spread.mean),
             format!(
-                "{} (r{})",
+                "{} ({})",
                 duration(r.spread.max),
-                facts::rank_at(p, r.spread.max_rank)
+                facts::rank_short(p, r.spread.max_rank)
             ),
         ]);
     }

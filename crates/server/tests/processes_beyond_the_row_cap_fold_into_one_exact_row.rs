@@ -249,6 +249,26 @@ fn processes_beyond_the_cap_fold_into_one_row_with_exact_counts() {
     assert_eq!(f.mpi_time_ns.len(), 5);
     assert_eq!(f.rank_wall_ns.len(), 5);
     assert!(f.rank_wall_ns[4] > 0, "the others' first to last event");
+
+    // The outputs say what the row is.
+    let text = hark_outputs::summary::render(&folded);
+    assert!(
+        text.contains("11 processes (7 of them folded into one row, \"7 other processes\""),
+        "{text}"
+    );
+    assert!(text.contains("loss unknown for 1 rank"), "{text}");
+    let options = hark_outputs::html::Options { graphviz: false };
+    let html = hark_outputs::html::render(&folded, &options);
+    assert!(
+        html.contains("<td>7 other processes</td>"),
+        "the ranks table"
+    );
+    assert!(html.contains("1 of them partial (no end record)"));
+    let json: serde_json::Value =
+        serde_json::from_str(&hark_outputs::json::render(&folded)).unwrap();
+    assert_eq!(json["programs"][0]["rank_info"][4]["folded"], 7);
+    assert_eq!(json["programs"][0]["rank_info"][0]["folded"], 0);
+
     for (name, t) in &f.timeslices.metrics {
         if name.starts_with("io_") {
             let total =
