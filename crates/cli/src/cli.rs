@@ -134,6 +134,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub analyses: Vec<String>,
 
+    /// Rows of their own for a program's first N processes without an MPI
+    /// rank (a shell loop, make, a Python tool); later ones are folded into
+    /// one row of exact totals, "M other processes", so that memory stays
+    /// flat however many processes the run starts. At least 1. Default 1000.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub rows: Option<u64>,
+
     /// Do not record POSIX and STDIO file I/O (HARK_IO=0).
     #[arg(long = "no-io")]
     pub no_io: bool,

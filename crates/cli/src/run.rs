@@ -52,6 +52,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         addr: format!("unix:{}", socket_dir.socket().display()),
         analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
         secret: Some(secret),
+        rows: args.rows.map_or(ServerConfig::default().rows, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        }),
         ..ServerConfig::default()
     })
     // The server's error already names its cause: no chain to print twice.
