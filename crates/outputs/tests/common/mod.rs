@@ -52,6 +52,7 @@ fn ranks(n: usize, first_world: i32, host: &str, events: u64) -> Vec<RankInfo> {
                 partial_children: 0,
             },
             partial: false,
+            folded: 0,
         })
         .collect()
 }
