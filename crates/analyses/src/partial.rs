@@ -45,7 +45,7 @@ pub struct RankAccounting {
     pub end: Option<(u64, u64)>,
     /// In the row of processes folded together: how many ended without
     /// their end-of-stream record (their written count is what arrived,
-    /// and is in `end`), and the first [`NAMED_PARTIAL`] of them (pid, host).
+    /// and is in `end`), and the first 16 of them (pid, host).
     #[serde(default)]
     pub partial: u64,
     /// See `partial`.
