@@ -91,7 +91,7 @@ impl Proc {
             .collect();
         p
     }
-    fn events_in_packs(&self) -> u64 {
+    pub fn events_in_packs(&self) -> u64 {
         self.steps
             .iter()
             .map(|s| match s {
@@ -102,7 +102,7 @@ impl Proc {
     }
 }
 
-fn end_frame(written: u64) -> End {
+pub fn end_frame(written: u64) -> End {
     End {
         events_written: written,
         events_dropped: 0,
@@ -111,7 +111,7 @@ fn end_frame(written: u64) -> End {
     }
 }
 
-fn program(name: &str, config: Config) -> ProgramAnalysis {
+pub fn program(name: &str, config: Config) -> ProgramAnalysis {
     ProgramAnalysis::new(name, 0, registry::all(), config)
 }
 
