@@ -86,6 +86,15 @@ if command -v perf >/dev/null; then
     perf report -i "$work/perf.data" --sort comm --stdio 2>/dev/null |
       grep -E '^ +[0-9]' | head -8
   done
+  # At np 1 Open MPI binds the rank to one core and the server keeps off
+  # it (docs/outputs.md, "Where the server runs"): by CPU and thread, every
+  # sample on the rank's CPU should be the rank's (or the launcher's).
+  perf record -q --sample-cpu -F 1999 -e cpu-clock -o "$work/perf.data" -- \
+    "$hark" run -q -o "$work/run" -- mpirun.openmpi -np 1 \
+    "$work/overhead-openmpi" iprobe "$calls" 5 >/dev/null 2>&1
+  echo "np 1, openmpi iprobe, shm: share of CPU samples by CPU and thread"
+  perf report -i "$work/perf.data" --sort cpu,comm --stdio 2>/dev/null |
+    grep -E '^ +[0-9]' | head -10
 fi
 
 # Instructions per call with shipping included, where times cannot be
