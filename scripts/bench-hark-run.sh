@@ -55,7 +55,12 @@ for r in $(seq "$rounds"); do
       vals[$c:$v]+="$(one $v "$f" "$np" "$loop") "
     done
   done
-  echo "round $r done, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  # This round's values, so that a run cut short still says something.
+  echo "round $r done, load $(cut -d' ' -f1-3 /proc/loadavg):" >&2
+  for c in $configs; do
+    last() { local v=${1% }; echo "${v##* }"; }
+    echo "  $c: plain $(last "${vals[$c:plain]}") shm $(last "${vals[$c:shm]}") socket $(last "${vals[$c:socket]}")" >&2
+  done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-8s %-3s %-9s %9s %9s %9s %12s %12s   %s\n' library np loop plain shm socket "+shm/call" "+socket/call" "runs (plain | shm | socket)"
