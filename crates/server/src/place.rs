@@ -39,6 +39,9 @@ struct Inner {
     /// Per connection of this host whose process is bound to fewer than
     /// all online CPUs: its CPUs.
     bound: HashMap<u64, Vec<usize>>,
+    /// Per CPU: how many of `bound` use it (so that a change costs the
+    /// CPUs, not the connections).
+    used: HashMap<usize, u32>,
     /// Per open connection: its reader thread's id.
     readers: HashMap<u64, i32>,
     /// Where the server's threads are bound now (`None`: unplaced).
@@ -79,6 +82,10 @@ impl Placement {
             return;
         }
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.forget(conn);
+        for &c in &cpus {
+            *inner.used.entry(c).or_default() += 1;
+        }
         inner.bound.insert(conn, cpus);
         self.replace(&mut inner);
     }
@@ -89,7 +96,7 @@ impl Placement {
     pub(crate) fn closed(&self, conn: u64) {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.readers.remove(&conn);
-        if inner.bound.remove(&conn).is_some() {
+        if inner.forget(conn) {
             self.replace(&mut inner);
         }
     }
@@ -102,7 +109,7 @@ impl Placement {
 
     /// Moves the threads where the ranks bound now leave room.
     fn replace(&self, inner: &mut Inner) {
-        let want = free_cpus(&self.anywhere, inner.bound.values());
+        let want = free_cpus(&self.anywhere, &inner.used);
         if want == inner.now {
             return;
         }
@@ -116,22 +123,35 @@ impl Placement {
     }
 }
 
+impl Inner {
+    /// Drops `conn`'s binding, if it had one (`true` then).
+    fn forget(&mut self, conn: u64) -> bool {
+        let Some(old) = self.bound.remove(&conn) else {
+            return false;
+        };
+        for c in old {
+            if let Some(n) = self.used.get_mut(&c) {
+                *n -= 1;
+                if *n == 0 {
+                    self.used.remove(&c);
+                }
+            }
+        }
+        true
+    }
+}
+
 /// Where the server should run: the CPUs of `anywhere` that no bound
 /// process uses, or `None` (unplaced) when no process is bound or none
 /// are left.
-fn free_cpus<'a>(
-    anywhere: &[usize],
-    bound: impl Iterator<Item = &'a Vec<usize>>,
-) -> Option<Vec<usize>> {
-    let mut used: Vec<usize> = bound.flatten().copied().collect();
+fn free_cpus(anywhere: &[usize], used: &HashMap<usize, u32>) -> Option<Vec<usize>> {
     if used.is_empty() {
         return None;
     }
-    used.sort_unstable();
     let free: Vec<usize> = anywhere
         .iter()
         .copied()
-        .filter(|c| used.binary_search(c).is_err())
+        .filter(|c| !used.contains_key(c))
         .collect();
     (!free.is_empty()).then_some(free)
 }
@@ -150,11 +170,30 @@ mod tests {
     #[test]
     fn the_server_takes_the_cores_no_bound_rank_uses() {
         let all = [0, 1, 2, 3];
-        assert_eq!(free_cpus(&all, [].iter()), None);
-        assert_eq!(free_cpus(&all, [vec![0]].iter()), Some(vec![1, 2, 3]));
-        assert_eq!(free_cpus(&all, [vec![0], vec![2]].iter()), Some(vec![1, 3]));
-        assert_eq!(free_cpus(&all, [vec![0, 1], vec![2, 3]].iter()), None);
-        assert_eq!(free_cpus(&[1], [vec![0]].iter()), Some(vec![1]));
+        let used = |bound: &[Vec<usize>]| {
+            let mut inner = Inner::default();
+            for (conn, cpus) in bound.iter().enumerate() {
+                for &c in cpus {
+                    *inner.used.entry(c).or_default() += 1;
+                }
+                inner.bound.insert(conn as u64, cpus.clone());
+            }
+            inner
+        };
+        assert_eq!(free_cpus(&all, &used(&[]).used), None);
+        assert_eq!(free_cpus(&all, &used(&[vec![0]]).used), Some(vec![1, 2, 3]));
+        assert_eq!(
+            free_cpus(&all, &used(&[vec![0], vec![2]]).used),
+            Some(vec![1, 3])
+        );
+        assert_eq!(free_cpus(&all, &used(&[vec![0, 1], vec![2, 3]]).used), None);
+        assert_eq!(free_cpus(&[1], &used(&[vec![0]]).used), Some(vec![1]));
+        // Two processes on core 0: it stays taken until both are gone.
+        let mut two = used(&[vec![0], vec![0]]);
+        assert!(two.forget(0) && !two.forget(0));
+        assert_eq!(free_cpus(&all, &two.used), Some(vec![1, 2, 3]));
+        assert!(two.forget(1));
+        assert_eq!(free_cpus(&all, &two.used), None);
     }
 
     #[test]
