@@ -55,7 +55,12 @@ for r in $(seq "$rounds"); do
       vals[$c:$v]+="$(one $v "$f" "$np" "$loop") "
     done
   done
-  echo "round $r done, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  # This round's values, so that a run cut short still says something.
+  echo "round $r done, load $(cut -d' ' -f1-3 /proc/loadavg):" >&2
+  for c in $configs; do
+    last() { local v=${1% }; echo "${v##* }"; }
+    echo "  $c: plain $(last "${vals[$c:plain]}") shm $(last "${vals[$c:shm]}") socket $(last "${vals[$c:socket]}")" >&2
+  done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-8s %-3s %-9s %9s %9s %9s %12s %12s   %s\n' library np loop plain shm socket "+shm/call" "+socket/call" "runs (plain | shm | socket)"
@@ -85,6 +90,24 @@ if command -v perf >/dev/null; then
     echo "np 2, openmpi iprobe, $v: share of CPU samples by thread"
     perf report -i "$work/perf.data" --sort comm --stdio 2>/dev/null |
       grep -E '^ +[0-9]' | head -8
+  done
+  # At np 1 Open MPI binds the rank to one core and the server keeps off
+  # it (docs/outputs.md, "Where the server runs"): by CPU and thread, the
+  # samples on the rank's CPU should be the rank's (or the launcher's).
+  # Against it, unplaced: the launcher runs under another host name (a UTS
+  # namespace; root only), so the server takes the ranks for another
+  # host's and does not move.
+  for v in placed unplaced; do
+    cmd=(mpirun.openmpi -np 1 "$work/overhead-openmpi" iprobe "$calls" 5)
+    if [ $v = unplaced ]; then
+      unshare --uts true 2>/dev/null || continue
+      cmd=(unshare --uts sh -c 'hostname hark-bench-elsewhere; exec "$@"' sh "${cmd[@]}")
+    fi
+    perf record -q --sample-cpu -F 1999 -e cpu-clock -o "$work/perf.data" -- \
+      "$hark" run -q -o "$work/run" -- "${cmd[@]}" >/dev/null 2>&1
+    echo "np 1, openmpi iprobe, shm, $v: share of CPU samples by CPU and thread"
+    perf report -i "$work/perf.data" --sort cpu,comm --stdio 2>/dev/null |
+      grep -E '^ +[0-9]' | head -10
   done
 fi
 

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use crate::clock::{self, IdHash};
 use crate::error::ErrorKind;
+use crate::place::Placement;
 use crate::queue::{lock, QueueKind, Queues};
 use crate::stats::{KsCounters, LevelCounters};
 use crate::{
@@ -91,6 +92,8 @@ pub(crate) struct Shared {
     closing: AtomicBool,
     /// Set once drained at shutdown: workers leave.
     stop: AtomicBool,
+    /// Where the workers run and how many take jobs.
+    place: Placement,
 }
 
 #[derive(Default)]
@@ -204,6 +207,7 @@ impl Board {
             drained_cv: Condvar::new(),
             closing: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            place: Placement::new(workers),
         });
         let threads = (0..workers)
             .map(|i| {
@@ -361,6 +365,25 @@ impl Board {
         shutdown(&self.owner.shared, &self.owner.threads);
     }
 
+    /// Places the workers: they run only on the CPUs numbered in `cpus`, and
+    /// only as many of them as there are such CPUs (at least one) take jobs;
+    /// the others sleep until placed again. `None` (or an empty list) puts
+    /// them all back where they started: on the CPUs of the thread that made
+    /// the board, all taking jobs. Any thread, any time: each worker moves
+    /// itself before its next job, and queued jobs are run by the workers
+    /// left. The caller decides which cores to use and why.
+    pub fn place_workers(&self, cpus: Option<&[usize]>) {
+        let shared = self.shared();
+        shared.place.set(cpus, shared.workers);
+        // Sleeping workers move (or park) now, not at their next job.
+        shared.queues.wake_all();
+    }
+
+    /// How many workers take jobs now ([`Board::place_workers`]).
+    pub fn active_workers(&self) -> usize {
+        self.shared().place.active()
+    }
+
     /// A snapshot of the board's counters. Any thread, any time, cheap
     /// enough to call a few times a second.
     pub fn stats(&self) -> Stats {
@@ -390,11 +413,13 @@ fn shutdown(shared: &Arc<Shared>, threads: &Mutex<Vec<JoinHandle<()>>>) {
         // wait for ourselves. Tell the workers to stop when idle instead.
         shared.stop.store(true, Ordering::SeqCst);
         shared.queues.wake_all();
+        shared.place.wake_all();
         return;
     }
     shared.wait_until(|| shared.outstanding.load(Ordering::SeqCst) == 0);
     shared.stop.store(true, Ordering::SeqCst);
     shared.queues.wake_all();
+    shared.place.wake_all();
     for h in handles {
         // A worker never panics (operations are caught); ignore if it did.
         let _ = h.join();
@@ -833,7 +858,13 @@ impl KsInst {
 fn worker_loop(shared: &Arc<Shared>, index: usize) {
     WORKER_OF.with(|w| w.set(Arc::as_ptr(shared) as usize));
     let me = shared.queues.worker(index);
+    let mut placed = 0;
     loop {
+        shared.place.follow(&mut placed);
+        if index >= shared.place.active() && !shared.stop.load(Ordering::Relaxed) {
+            shared.place.park(index, &shared.stop);
+            continue;
+        }
         if let Some(job) = shared.queues.pop(&me) {
             shared.run_job(job);
             continue;

@@ -68,9 +68,11 @@
 pub mod abi;
 mod board;
 mod clock;
+pub mod cpus;
 mod entry;
 mod error;
 mod ks;
+mod place;
 mod plugin;
 mod queue;
 mod stats;

@@ -51,6 +51,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod place;
 mod sink;
 
 pub use error::{Error, ErrorKind};
@@ -155,8 +156,10 @@ impl Server {
         };
         let listener = hark_transport::Listener::bind(&config.addr)
             .map_err(|e| Error::new(ErrorKind::Listen(e)))?;
+        let board = Board::new(config.workers.max(1));
         let state = Arc::new(State {
-            board: Board::new(config.workers.max(1)),
+            placement: place::Placement::new(board.clone()),
+            board,
             analyses,
             config: Config {
                 slices: config.slices,

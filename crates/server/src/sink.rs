@@ -121,6 +121,8 @@ pub(crate) struct State {
     /// Closed streams to fold into their program's row of other processes
     /// once the board is done with them.
     pub(crate) folding: Mutex<Vec<u64>>,
+    /// Keeps the readers and workers off the cores bound ranks use.
+    pub(crate) placement: crate::place::Placement,
 }
 
 const MAX_PROBLEMS: usize = 32;
@@ -379,6 +381,7 @@ fn ranks_of(
 
 impl Sink for State {
     fn on_hello(&self, conn: ConnId, hello: &Hello, clock_offset_ns: i64) {
+        self.placement.reader(conn.0);
         if let Some(secret) = &self.secret {
             if !same_secret(secret, &hello.secret) {
                 self.refuse(conn, hello, "it did not give this run's secret");
@@ -542,6 +545,10 @@ impl Sink for State {
                 c.acc.lock().unwrap_or_else(|e| e.into_inner()).end = Some(end);
                 Ok(())
             }
+            Frame::Cpus(cpus) => {
+                self.placement.cpus(conn.0, &c.info.hello().host, &cpus);
+                Ok(())
+            }
             Frame::Hello(_) | Frame::Ring => Ok(()),
         };
         if let Err(e) = submitted {
@@ -556,6 +563,7 @@ impl Sink for State {
     }
 
     fn on_close(&self, conn: ConnId, outcome: Closed) {
+        self.placement.closed(conn.0);
         self.counters.closed.fetch_add(1, Ordering::Relaxed);
         if let Closed::Broken(_) = outcome {
             self.counters.broken.fetch_add(1, Ordering::Relaxed);

@@ -146,7 +146,7 @@ impl Sink for Gather {
                 return;
             };
             match frame {
-                Frame::Hello(_) => {}
+                Frame::Hello(_) | Frame::Cpus(_) => {}
                 Frame::Ring => s.shm = true,
                 Frame::Rank(r) => s.ranks.push(r),
                 Frame::Clock(c) => s.clocks.push(c),

@@ -319,6 +319,7 @@ fn frame_name(f: &Frame<'_>) -> &'static str {
         Frame::Pack { .. } => "Pack",
         Frame::End(_) => "End",
         Frame::Ring => "Ring",
+        Frame::Cpus(_) => "Cpus",
     }
 }
 

@@ -15,7 +15,7 @@ use zerocopy::FromBytes;
 /// The first four bytes of a [`Hello`] payload.
 pub const MAGIC: [u8; 4] = *b"HARK";
 /// Version of the format this crate reads and writes.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// Size of a frame header.
 pub const HEADER_SIZE: usize = 8;
 /// Largest payload a reader accepts of any kind (a pack is about 1 MiB by
@@ -42,6 +42,8 @@ pub enum Kind {
     Clock = 6,
     /// [`Frame::Ring`]: the stream goes on in a shared-memory ring.
     Ring = 7,
+    /// [`Frame::Cpus`]: the cores the process is bound to.
+    Cpus = 8,
 }
 
 impl Kind {
@@ -55,6 +57,7 @@ impl Kind {
         match self {
             Kind::Hello => 1 << 20,
             Kind::Rank | Kind::End | Kind::Clock => 4 << 10,
+            Kind::Cpus => 4 + 4 * MAX_CPUS,
             Kind::Ring => 0,
             Kind::Defs => 64 << 20,
             Kind::Pack => MAX_PAYLOAD,
@@ -71,6 +74,7 @@ impl Kind {
             5 => Kind::End,
             6 => Kind::Clock,
             7 => Kind::Ring,
+            8 => Kind::Cpus,
             _ => return Err(Error::malformed(format!("unknown frame kind {v}"))),
         })
     }
@@ -364,7 +368,16 @@ pub enum Frame<'a> {
     /// (`SCM_RIGHTS` on a Unix socket). Empty payload. See `docs/wire.md`,
     /// "Shared-memory ring".
     Ring,
+    /// The cores (CPU numbers, ascending) the process was bound to when it
+    /// connected, as `sched_getaffinity` gave them on its own host. Sent
+    /// right after the `Hello` by probes that can read it; says nothing
+    /// about other hosts' cores.
+    Cpus(Vec<u32>),
 }
+
+/// Most CPU numbers a [`Frame::Cpus`] carries (the kernel's largest
+/// `CONFIG_NR_CPUS`).
+pub const MAX_CPUS: usize = 8192;
 
 fn frame(out: &mut Vec<u8>, kind: Kind, body: impl FnOnce(&mut Writer)) {
     let at = out.len();
@@ -600,6 +613,7 @@ impl<'a> Frame<'a> {
             Kind::End => Frame::End(End::decode(&mut r)?),
             Kind::Clock => Frame::Clock(ClockSync::decode(&mut r)?),
             Kind::Ring => Frame::Ring,
+            Kind::Cpus => Frame::Cpus(decode_cpus(&mut r)?),
             Kind::Pack => {
                 let seq = r.u64("pack sequence")?;
                 return Ok(Frame::Pack {
@@ -621,6 +635,35 @@ impl<'a> Frame<'a> {
 /// Appends a [`Frame::Ring`] (to be sent with the ring's descriptor).
 pub fn encode_ring(out: &mut Vec<u8>) {
     frame(out, Kind::Ring, |_| {});
+}
+
+/// Appends a [`Frame::Cpus`] naming `cpus`.
+pub fn encode_cpus(cpus: &[u32], out: &mut Vec<u8>) {
+    let cpus = &cpus[..cpus.len().min(MAX_CPUS)];
+    frame(out, Kind::Cpus, |w| {
+        w.u32(cpus.len() as u32);
+        for &c in cpus {
+            w.u32(c);
+        }
+    });
+}
+
+fn decode_cpus(r: &mut Reader) -> Result<Vec<u32>, Error> {
+    let n = r.u32("cpu count")? as usize;
+    if n > MAX_CPUS || n > r.rest().len() / 4 {
+        return Err(Error::malformed(format!(
+            "cpus: {n} CPU numbers claimed, more than the frame holds"
+        )));
+    }
+    let cpus = (0..n)
+        .map(|_| r.u32("cpu"))
+        .collect::<Result<Vec<u32>, _>>()?;
+    if cpus.windows(2).any(|w| w[0] >= w[1]) || cpus.iter().any(|&c| c as usize >= MAX_CPUS) {
+        return Err(Error::malformed(
+            "cpus: CPU numbers not ascending, or above the largest kernel's",
+        ));
+    }
+    Ok(cpus)
 }
 
 /// Reads frames one by one from a byte stream, reusing one buffer. Packs

@@ -154,3 +154,35 @@ fn mpi_function_names_are_unique_and_standard() {
         assert!(seen.insert(f.name), "{} listed twice", f.name);
     }
 }
+
+#[test]
+fn a_cpus_frame_round_trips_and_a_bad_one_is_refused() {
+    let mut bytes = Vec::new();
+    encode_cpus(&[0, 3, 4, 8191], &mut bytes);
+    encode_cpus(&[], &mut bytes);
+    let mut r = FrameReader::new(&bytes[..]);
+    match r.next_frame().unwrap() {
+        Some(Frame::Cpus(c)) => assert_eq!(c, vec![0, 3, 4, 8191]),
+        f => panic!("expected cpus, got {f:?}"),
+    }
+    match r.next_frame().unwrap() {
+        Some(Frame::Cpus(c)) => assert!(c.is_empty()),
+        f => panic!("expected cpus, got {f:?}"),
+    }
+    // Not ascending, a number past the largest kernel's, a count past the frame.
+    for bad in [&[3u32, 1][..], &[9000], &[]] {
+        let mut b = Vec::new();
+        encode_cpus(&[], &mut b);
+        let mut payload = ((bad.len() as u32) + u32::from(bad.is_empty()) * 5)
+            .to_le_bytes()
+            .to_vec();
+        for c in bad {
+            payload.extend_from_slice(&c.to_le_bytes());
+        }
+        b[4..8].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        b.truncate(HEADER_SIZE);
+        b.extend_from_slice(&payload);
+        let err = FrameReader::new(&b[..]).next_frame().unwrap_err();
+        assert!(err.to_string().contains("cpus"), "{err}");
+    }
+}

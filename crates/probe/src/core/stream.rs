@@ -151,6 +151,10 @@ impl Stream {
         let sock = transport::Socket::new(&self.socket);
         let mut hello = Vec::new();
         make_hello(cfg, self.parent, &self.job).encode(&mut hello);
+        let cpus = shm::process_cpus();
+        if !cpus.is_empty() {
+            hark_wire::encode_cpus(&cpus, &mut hello);
+        }
         if !self.hand_over_ring(&hello) {
             self.ship.push_bytes(hello);
         }

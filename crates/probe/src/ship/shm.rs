@@ -182,21 +182,14 @@ pub(crate) fn leave_the_programs_cores() -> Vec<usize> {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
         .map(|s| parse_cpu_list(&s))
         .unwrap_or_default();
-    // SAFETY: cpu_set_t is plain data; all zeroes is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is writable for its size; 0 is the calling thread.
-    if unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } != 0 {
+    let Some(mine) = affinity(0) else {
         return Vec::new();
-    }
-    let mine: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: `i` is below CPU_SETSIZE.
-        .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
-        .collect();
+    };
     let free = complement(&mine, &online);
     if free.is_empty() {
         return mine;
     }
-    // SAFETY: as above.
+    // SAFETY: cpu_set_t is plain data; all zeroes is the empty set.
     let mut to: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &c in &free {
         // SAFETY: `c` is an online CPU number, below CPU_SETSIZE.
@@ -208,6 +201,35 @@ pub(crate) fn leave_the_programs_cores() -> Vec<usize> {
         return mine;
     }
     free
+}
+
+/// The cores the process is bound to: its main thread's, which the
+/// launcher set before `exec` (Open MPI, MPICH's Hydra and Slurm all do;
+/// measured in `docs/probe.md`). Empty if it cannot be read. The server
+/// keeps its own threads off these cores (a `Cpus` frame).
+pub(crate) fn process_cpus() -> Vec<u32> {
+    // SAFETY: getpid has no preconditions.
+    affinity(unsafe { libc::getpid() })
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c as u32)
+        .collect()
+}
+
+/// The cores thread `tid` may run on (0: the calling thread), ascending.
+fn affinity(tid: libc::pid_t) -> Option<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is writable for its size.
+    if unsafe { libc::sched_getaffinity(tid, std::mem::size_of_val(&set), &mut set) } != 0 {
+        return None;
+    }
+    Some(
+        (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: `i` is below CPU_SETSIZE.
+            .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
+            .collect(),
+    )
 }
 
 /// The online cores not in `mine`.
