@@ -8,7 +8,10 @@
 //!   (Open MPI's `use mpi_f08`), forwarding to the next definition.
 //!
 //! Every wrapper has the same body; what differs is data. Adding a function
-//! is adding a line to the table. See `docs/mpi.md`.
+//! is adding a line to the table. Every communicator argument (`Comm`,
+//! `Comm2`) first passes through `virt::c`/`virt::f`, which substitutes the
+//! program's own world for `MPI_COMM_WORLD` when worlds are virtualised;
+//! `Query` functions do only that and are never recorded. See `docs/mpi.md`.
 
 use hark_wire::mpi::{Arg, Class, Function, FUNCTIONS};
 use std::fmt::Write as _;
@@ -24,11 +27,24 @@ fn main() {
     .unwrap();
     plans(&mut s);
     for (i, f) in FUNCTIONS.iter().enumerate() {
-        c_wrapper(&mut s, i, f);
+        let query = f.class == Class::Query;
+        if query {
+            c_query(&mut s, i, f);
+        } else {
+            c_wrapper(&mut s, i, f);
+        }
         if let Some(arity) = fortran_arity(f) {
             let lower = f.name.to_ascii_lowercase();
-            fortran_wrapper(&mut s, i, f, &format!("{lower}_"), arity, false);
-            fortran_wrapper(&mut s, i, f, &format!("{lower}_f08_"), arity, true);
+            for (sym, f08) in [
+                (format!("{lower}_"), false),
+                (format!("{lower}_f08_"), true),
+            ] {
+                if query {
+                    fortran_query(&mut s, i, f, &sym, arity);
+                } else {
+                    fortran_wrapper(&mut s, i, f, &sym, arity, f08);
+                }
+            }
         }
     }
     std::fs::write(format!("{out}/mpi_wrappers.rs"), s).expect("write mpi_wrappers.rs");
@@ -53,6 +69,7 @@ fn kind(f: &Function) -> String {
         "MPI_Abort" => return "Kind::Abort".into(),
         "MPI_Pcontrol" => return "Kind::Pcontrol".into(),
         "MPI_Request_free" => return "Kind::RequestFree".into(),
+        _ if f.class == Class::Query => return "Kind::Query".into(),
         "MPI_Cancel" => return "Kind::Cancel".into(),
         _ => {}
     }
@@ -190,6 +207,113 @@ fn words(n: usize) -> (String, String, String) {
     (params.join(", "), args.join(", "), from_w.join(", "))
 }
 
+/// Positions of the communicator arguments a virtualised world is
+/// substituted in.
+fn comm_args(f: &Function) -> impl Iterator<Item = usize> + '_ {
+    f.args
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| matches!(a, Arg::Comm | Arg::Comm2))
+        .map(|(j, _)| j)
+}
+
+/// `let aJ = virt::c(aJ);` for every communicator argument (`virt::f` for
+/// Fortran, whose handles come by reference).
+fn substitute(f: &Function, how: &str) -> String {
+    comm_args(f)
+        .map(|j| format!("    let a{j} = virt::{how}(a{j});\n"))
+        .collect()
+}
+
+/// Whether a call on the program's world must also be made on the real one:
+/// an error handler set on `MPI_COMM_WORLD` also governs errors raised on no
+/// communicator, which MPI raises on the real world.
+fn mirrored(f: &Function) -> bool {
+    f.name == "MPI_Comm_set_errhandler"
+}
+
+/// A `Query` function's C entry point: substitute the world, call through.
+fn c_query(s: &mut String, i: usize, f: &Function) {
+    let n = f.args.len();
+    let (params, args, _) = words(n);
+    let types = vec!["usize"; n].join(", ");
+    let mirror = if mirrored(f) {
+        "    if a0 != w0 {\n        // SAFETY: as below, on the real world.\n        unsafe { real(w0, a1) };\n    }\n"
+    } else {
+        ""
+    };
+    write!(
+        s,
+        r#"
+#[cfg_attr(not(test), no_mangle)]
+#[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
+pub unsafe extern "C" fn {name}({params}) -> c_int {{
+    type F = unsafe extern "C" fn({types}) -> c_int;
+    static REAL: Sym = Sym::new(c"P{name}");
+    let p = REAL.get();
+    if p.is_null() {{
+        return missing({i});
+    }}
+    // SAFETY: P{name} has the prototype of {name}, whose arguments each take
+    // one integer register or stack slot (see abi.rs).
+    let real = unsafe {{ std::mem::transmute::<*mut c_void, F>(p) }};
+{pre}{subst}{mirror}    // SAFETY: as above; only a communicator handle was replaced by another.
+    unsafe {{ real({args}) }}
+}}
+"#,
+        name = f.name,
+        subst = substitute(f, "c"),
+        pre = if mirrored(f) {
+            "    let w0 = a0;\n"
+        } else {
+            ""
+        },
+    )
+    .unwrap();
+}
+
+/// A `Query` function's Fortran entry point: substitute the world, call
+/// through.
+fn fortran_query(s: &mut String, i: usize, f: &Function, sym: &str, n: usize) {
+    let (params, args, _) = words(n);
+    let types = vec!["usize"; n].join(", ");
+    let mirror = if mirrored(f) {
+        "    if a0 != w0 {\n        // SAFETY: as below, on the real world.\n        unsafe { real(w0, a1, a2) };\n    }\n"
+    } else {
+        ""
+    };
+    write!(
+        s,
+        r#"
+#[cfg_attr(not(test), no_mangle)]
+#[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
+pub unsafe extern "C" fn {sym}({params}) {{
+    type F = unsafe extern "C" fn({types});
+    static REAL: Real = Real::next(c"{sym}");
+    let p = REAL.get();
+    if p.is_null() {{
+        return fortran::missing({i}, &[{args}]);
+    }}
+    // SAFETY: the next `{sym}` is the MPI library's Fortran binding of
+    // {name}, whose arguments are all passed by reference (one pointer each)
+    // plus hidden string lengths; forwarding the words forwards the call.
+    let real = unsafe {{ std::mem::transmute::<*mut c_void, F>(p) }};
+{pre}{subst}{mirror}    // SAFETY: as above; only a reference to a communicator was replaced
+    // by a reference to another.
+    unsafe {{ real({args}) }}
+}}
+"#,
+        name = f.name,
+        subst = substitute(f, "f"),
+        pre = if mirrored(f) {
+            "    let w0 = a0;\n"
+        } else {
+            ""
+        },
+    )
+    .unwrap();
+}
+
 fn c_wrapper(s: &mut String, i: usize, f: &Function) {
     let n = f.args.len();
     let (params, args, from_w) = words(n);
@@ -201,7 +325,7 @@ fn c_wrapper(s: &mut String, i: usize, f: &Function) {
 #[cfg_attr(not(test), no_mangle)]
 #[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
 pub unsafe extern "C" fn {name}({params}) -> c_int {{
-    type F = unsafe extern "C" fn({types}) -> c_int;
+{subst}    type F = unsafe extern "C" fn({types}) -> c_int;
     static REAL: Sym = Sym::new(c"P{name}");
     let p = REAL.get();
     if p.is_null() {{
@@ -232,6 +356,7 @@ pub unsafe extern "C" fn {name}({params}) -> c_int {{
 "#,
         name = f.name,
         unentered = unentered(i, f, &args),
+        subst = substitute(f, "c"),
     )
     .unwrap();
 }
@@ -264,7 +389,7 @@ fn fortran_wrapper(s: &mut String, i: usize, f: &Function, sym: &str, n: usize, 
 #[cfg_attr(not(test), no_mangle)]
 #[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
 pub unsafe extern "C" fn {sym}({params}) {{
-    type F = unsafe extern "C" fn({types});
+{subst}    type F = unsafe extern "C" fn({types});
     static REAL: Real = Real::next(c"{sym}");
     let p = REAL.get();
     let w = [{args}];
@@ -295,6 +420,7 @@ pub unsafe extern "C" fn {sym}({params}) {{
 "#,
         name = f.name,
         unentered = unentered(i, f, &args),
+        subst = substitute(f, "f"),
     )
     .unwrap();
 }

@@ -156,6 +156,104 @@ pub fn with_env_options(launcher: Launcher, command: &[String], vars: &[&str]) -
     out
 }
 
+/// The command line of a job with an analyser partition (issue 9; Besnard
+/// et al., *Event Streaming for Online Performance Measurements Reduction*):
+/// `command` — the programs, as given — with one more application context of
+/// `n` ranks running `analyser`, in the launcher's MPMD syntax (`mpirun -np
+/// 4 ./app : -np 1 analyser`, `mpiexec -n 4 ./app : -n 1 analyser`). Pass
+/// the result through [`with_env_options`] afterwards: Open MPI then gets
+/// its `-x` options in the analyser's context too. `None` for a command
+/// that is not started by an MPI launcher (it streams over sockets).
+// Not called yet: `hark run --analysers` (issue 9) will, once the analyser
+// partition works end to end.
+#[allow(dead_code)]
+pub fn with_analyser_partition(
+    launcher: Launcher,
+    command: &[String],
+    n: usize,
+    analyser: &[String],
+) -> Option<Vec<String>> {
+    let count = match launcher {
+        Launcher::OpenMpi => "-np",
+        Launcher::Hydra => "-n",
+        Launcher::Other => return None,
+    };
+    if command.len() < 2 || analyser.is_empty() || n == 0 {
+        return None;
+    }
+    let mut out = command.to_vec();
+    out.extend([":".to_string(), count.to_string(), n.to_string()]);
+    out.extend(analyser.iter().cloned());
+    Some(out)
+}
+
+/// Options that take one value (two for the `mca`/`env` pairs), so that the
+/// value is not taken for the program.
+#[allow(dead_code)]
+const VALUED: &[(&str, usize)] = &[
+    ("-x", 1),
+    ("-H", 1),
+    ("--host", 1),
+    ("-host", 1),
+    ("-hosts", 1),
+    ("--hostfile", 1),
+    ("-hostfile", 1),
+    ("-f", 1),
+    ("--map-by", 1),
+    ("--bind-to", 1),
+    ("--rank-by", 1),
+    ("-npernode", 1),
+    ("--npernode", 1),
+    ("-ppn", 1),
+    ("-wdir", 1),
+    ("--wdir", 1),
+    ("-genvlist", 1),
+    ("-envlist", 1),
+    ("-mca", 2),
+    ("--mca", 2),
+    ("-genv", 2),
+    ("-env", 2),
+];
+
+/// The writer ranks `command` starts: the sum of each application context's
+/// process count (`-np`, `-n`, `-c`, `--np`, `--n`, before its program).
+/// `None` when a context gives none (the launcher would then fill the
+/// machine), or when an option this does not know hides the program: give
+/// `--analysers` a count instead of a ratio then.
+// Not called yet: `hark run --analysers` (issue 9) will, once the analyser
+// partition works end to end.
+#[allow(dead_code)]
+pub fn writers(command: &[String]) -> Option<usize> {
+    let rest = command.get(1..)?;
+    let mut total = 0;
+    for context in rest.split(|a| a == ":") {
+        let mut i = 0;
+        let mut found = None;
+        while let Some(arg) = context.get(i) {
+            if let Some(n) = arg
+                .strip_prefix("--np=")
+                .or_else(|| arg.strip_prefix("-np="))
+                .or_else(|| arg.strip_prefix("--n="))
+            {
+                found = Some(n.parse::<usize>().ok()?);
+                i += 1;
+            } else if ["-np", "-n", "-c", "--np", "--n"].contains(&arg.as_str()) {
+                found = Some(context.get(i + 1)?.parse::<usize>().ok()?);
+                i += 2;
+            } else if let Some(&(_, values)) = VALUED.iter().find(|(o, _)| o == arg) {
+                i += 1 + values;
+            } else if arg.starts_with('-') {
+                i += 1;
+            } else {
+                // The program: its own arguments are not the launcher's.
+                break;
+            }
+        }
+        total += found?;
+    }
+    Some(total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,5 +326,92 @@ mod tests {
         let cmd = words("./serial in.txt : out");
         assert_eq!(with_env_options(Launcher::Other, &cmd, &["HARK_ADDR"]), cmd);
         assert!(with_env_options(Launcher::Other, &[], &["HARK_ADDR"]).is_empty());
+    }
+
+    #[test]
+    fn an_analyser_partition_is_one_more_context_in_each_syntax() {
+        let analyser = words("hark analyse --map blocks");
+        assert_eq!(
+            with_analyser_partition(
+                Launcher::OpenMpi,
+                &words("mpirun -np 4 ./app : -np 2 ./other x"),
+                2,
+                &analyser
+            ),
+            Some(words(
+                "mpirun -np 4 ./app : -np 2 ./other x : -np 2 hark analyse --map blocks"
+            ))
+        );
+        assert_eq!(
+            with_analyser_partition(Launcher::Hydra, &words("mpiexec -n 4 ./app"), 1, &analyser),
+            Some(words("mpiexec -n 4 ./app : -n 1 hark analyse --map blocks"))
+        );
+        assert_eq!(
+            with_analyser_partition(Launcher::Other, &words("./serial"), 1, &analyser),
+            None
+        );
+        // Then the environment reaches the analyser's context as well.
+        let line = with_analyser_partition(
+            Launcher::OpenMpi,
+            &words("mpirun -np 2 ./a"),
+            1,
+            &words("an"),
+        )
+        .unwrap();
+        assert_eq!(
+            with_env_options(Launcher::OpenMpi, &line, &["HARK_VIRTUALISE"]),
+            words("mpirun -x HARK_VIRTUALISE -np 2 ./a : -x HARK_VIRTUALISE -np 1 an")
+        );
+    }
+
+    #[test]
+    fn writers_are_counted_over_every_context() {
+        for (cmd, want) in [
+            ("mpirun -np 4 ./app : -np 2 ./other -n 7", Some(6)),
+            ("mpirun --oversubscribe -x A -n 3 ./app", Some(3)),
+            ("mpiexec.hydra -genv A 1 -n 5 ./app : -n 1 ./b", Some(6)),
+            ("mpirun --mca btl self -np=2 ./app", Some(2)),
+            ("mpirun -c 8 ./app", Some(8)),
+            // No count: the launcher fills the machine; unknown to us.
+            ("mpirun ./app -n 3", None),
+            ("mpirun -np 2 ./a : ./b", None),
+            ("mpirun -np many ./a", None),
+            ("mpirun", None),
+        ] {
+            assert_eq!(writers(&words(cmd)), want, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn both_launchers_start_the_analyser_partition_beside_the_programs() {
+        for (launcher, command) in [
+            (
+                Launcher::OpenMpi,
+                "mpirun.openmpi --oversubscribe -np 2 echo app",
+            ),
+            (Launcher::Hydra, "mpiexec.mpich -n 2 echo app"),
+        ] {
+            let command = words(command);
+            if which(&command[0]).is_none() {
+                eprintln!("skipped {}: not installed", command[0]);
+                continue;
+            }
+            let line =
+                with_analyser_partition(launcher, &command, 1, &words("echo analyser")).unwrap();
+            let out = Command::new(&line[0])
+                .args(&line[1..])
+                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{line:?}: {out:?}");
+            let mut seen: Vec<String> = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::to_string)
+                .collect();
+            seen.sort();
+            assert_eq!(seen, ["analyser", "app", "app"], "{line:?}");
+        }
     }
 }

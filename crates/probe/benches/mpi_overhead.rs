@@ -25,7 +25,8 @@
 //!
 //! Last, where valgrind is installed, it counts with callgrind the
 //! instructions the probe adds to each `Iprobe` and `Test` (see
-//! [`instructions`]): exact and repeatable, unlike the times.
+//! [`instructions`]), also with worlds virtualised (`HARK_VIRTUALISE=1`):
+//! exact and repeatable, unlike the times.
 //! `HARK_BENCH_INSTRUCTIONS=0` skips that.
 
 mod support;
@@ -209,7 +210,7 @@ fn instructions(dir: &Path, lib: &Path, baseline: Option<&Path>, addr: &str, onl
     }
     println!();
     println!(
-        "| library | loop | instructions per call, without probe | added by the probe |{}",
+        "| library | loop | instructions per call, without probe | added by the probe | added, HARK_VIRTUALISE=1 |{}",
         if baseline.is_some() {
             " added by the baseline |"
         } else {
@@ -217,7 +218,7 @@ fn instructions(dir: &Path, lib: &Path, baseline: Option<&Path>, addr: &str, onl
         }
     );
     println!(
-        "|---|---|---|---|{}",
+        "|---|---|---|---|---|{}",
         if baseline.is_some() { "---|" } else { "" }
     );
     let (n1, n2) = (20_000u64, 40_000u64);
@@ -229,27 +230,31 @@ fn instructions(dir: &Path, lib: &Path, baseline: Option<&Path>, addr: &str, onl
             }
             // Instructions per call of the loop: two lengths, one repetition
             // plus the warm-up (2 n calls each).
-            let per_call = |probe: Option<&Path>| -> Option<f64> {
-                let a = callgrind_total(dir, &exe, mode, n1, probe, addr)?;
-                let b = callgrind_total(dir, &exe, mode, n2, probe, addr)?;
+            let per_call_in = |probe: Option<&Path>, virt: bool| -> Option<f64> {
+                let a = callgrind_total(dir, &exe, mode, n1, probe, addr, virt)?;
+                let b = callgrind_total(dir, &exe, mode, n2, probe, addr, virt)?;
                 Some((b as f64 - a as f64) / (2 * (n2 - n1)) as f64)
             };
+            let per_call = |probe: Option<&Path>| per_call_in(probe, false);
             let plain = per_call(None);
             let probed = per_call(Some(lib));
+            let virtualised = per_call_in(Some(lib), true);
             let based = baseline.map(|b| per_call(Some(b)));
             let show = |x: Option<f64>| x.map_or("?".to_string(), |x| format!("{x:.0}"));
             let diff = |x: Option<f64>| show(x.zip(plain).map(|(x, p)| x - p));
             let base = based.map_or(String::new(), |b| format!(" {} |", diff(b)));
             println!(
-                "| {flavour} | {mode} | {} | {} |{base}",
+                "| {flavour} | {mode} | {} | {} | {} |{base}",
                 show(plain),
-                diff(probed)
+                diff(probed),
+                diff(virtualised)
             );
         }
     }
 }
 
-/// Instructions of one run of the loop under callgrind (`None` if it failed).
+/// Instructions of one run of the loop under callgrind (`None` if it
+/// failed); `virt` sets `HARK_VIRTUALISE=1`.
 fn callgrind_total(
     dir: &Path,
     exe: &Path,
@@ -257,6 +262,7 @@ fn callgrind_total(
     n: u64,
     probe: Option<&Path>,
     addr: &str,
+    virt: bool,
 ) -> Option<u64> {
     let out = dir.join("callgrind.out");
     let mut cmd = Command::new("valgrind");
@@ -269,6 +275,9 @@ fn callgrind_total(
         .args([mode, &n.to_string(), "1"]);
     if let Some(lib) = probe {
         cmd.env("LD_PRELOAD", lib).env("HARK_ADDR", addr);
+    }
+    if virt {
+        cmd.env("HARK_VIRTUALISE", "1");
     }
     let st = cmd.output().ok()?;
     if !st.status.success() {

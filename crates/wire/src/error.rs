@@ -23,6 +23,9 @@ pub enum ErrorKind {
     Truncated,
     /// Reading from the underlying stream failed.
     Io(std::io::Error),
+    /// A setting or option cannot be used (`partition`); the text says
+    /// which, and what is expected.
+    Invalid(String),
 }
 
 impl Error {
@@ -54,6 +57,7 @@ impl fmt::Display for Error {
             ),
             ErrorKind::Truncated => write!(f, "Hark stream ended in the middle of a frame"),
             ErrorKind::Io(e) => write!(f, "reading Hark stream: {e}"),
+            ErrorKind::Invalid(what) => write!(f, "{what}"),
         }
     }
 }

@@ -31,6 +31,7 @@ mod event;
 mod frame;
 pub mod mpi;
 pub mod op;
+pub mod partition;
 
 pub use error::{Error, ErrorKind};
 pub use event::{

@@ -64,6 +64,10 @@ pub enum Class {
     FileWrite,
     /// Anything else worth timing (`Pcontrol`, `Abort`, group calls, ...).
     Other,
+    /// Not recorded: a query or setting on a communicator (`Comm_rank`,
+    /// `Comm_compare`, `Comm_set_errhandler`, ...), wrapped only so that a
+    /// virtualised `MPI_COMM_WORLD` can be substituted in its arguments.
+    Query,
 }
 
 /// The role of one argument, in C prototype order.
@@ -104,6 +108,9 @@ pub enum Arg {
     RecvTag,
     /// The communicator.
     Comm,
+    /// A second communicator argument: the peer communicator of
+    /// `MPI_Intercomm_create`, the second of `MPI_Comm_compare`.
+    Comm2,
     /// Output communicator (`MPI_Comm *`).
     NewComm,
     /// Output request (`MPI_Request *`).
@@ -301,7 +308,7 @@ table! {
     "MPI_Comm_split_type" CommCreate [Comm, Other, Other, Other, NewComm],
     "MPI_Comm_create" CommCreate [Comm, Other, NewComm],
     "MPI_Comm_create_group" CommCreate [Comm, Other, Other, NewComm],
-    "MPI_Intercomm_create" CommCreate [Comm, Other, Other, Other, Other, NewComm],
+    "MPI_Intercomm_create" CommCreate [Comm, Other, Comm2, Other, Other, NewComm],
     "MPI_Intercomm_merge" CommCreate [Comm, Other, NewComm],
     "MPI_Cart_create" CommCreate [Comm, Other, Other, Other, Other, NewComm],
     "MPI_Cart_sub" CommCreate [Comm, Other, NewComm],
@@ -425,6 +432,30 @@ table! {
     "MPI_Publish_name" Other [Str, Other, Str],
     "MPI_Unpublish_name" Other [Str, Other, Str],
     "MPI_Lookup_name" Other [Str, Other, Str],
+
+    // Queries and settings on communicators: never recorded, wrapped so that
+    // a virtualised world is substituted (`docs/mpi.md`, "Virtualised
+    // worlds"). Attribute calls are deliberately absent: the predefined
+    // attributes (`MPI_APPNUM`, `MPI_UNIVERSE_SIZE`, ...) live on the real
+    // world only, so they must reach it.
+    "MPI_Comm_size" Query [Comm, Other],
+    "MPI_Comm_rank" Query [Comm, Other],
+    "MPI_Comm_compare" Query [Comm, Comm2, Other],
+    "MPI_Comm_test_inter" Query [Comm, Other],
+    "MPI_Comm_remote_size" Query [Comm, Other],
+    "MPI_Comm_set_errhandler" Query [Comm, Other],
+    "MPI_Comm_get_errhandler" Query [Comm, Other],
+    "MPI_Comm_call_errhandler" Query [Comm, Other],
+    "MPI_Comm_set_name" Query [Comm, Str],
+    "MPI_Comm_get_name" Query [Comm, Str, Other],
+    "MPI_Comm_set_info" Query [Comm, Other],
+    "MPI_Comm_get_info" Query [Comm, Other],
+    "MPI_Topo_test" Query [Comm, Other],
+    "MPI_Cart_map" Query [Comm, Other, Other, Other, Other],
+    "MPI_Graph_map" Query [Comm, Other, Other, Other, Other],
+    "MPI_Pack" Query [Other, Other, Other, Other, Other, Other, Comm],
+    "MPI_Unpack" Query [Other, Other, Other, Other, Other, Other, Comm],
+    "MPI_Pack_size" Query [Other, Other, Comm, Other],
 }
 
 /// The function called `name` (C spelling), if wrapped.

@@ -68,6 +68,11 @@ pub(crate) struct Config {
     pub warnings: Vec<(&'static str, String)>,
     /// `HARK_SHM`: whether packs go through a shared-memory ring.
     pub shm: Shm,
+    /// `HARK_VIRTUALISE=1`: at `MPI_Init`, split the real world by program
+    /// (`MPI_APPNUM`) and give each program its own `MPI_COMM_WORLD`
+    /// (`docs/mpi.md`, "Virtualised worlds"), default off. Every process of
+    /// the job must agree: the split is collective.
+    pub virtualise: bool,
 }
 
 /// `HARK_SHM`: the node-local transport.
@@ -139,6 +144,8 @@ impl Config {
             _ => None,
         };
         let flag = |k: &str, d: bool| flag_opt(k).unwrap_or(d);
+        let (virtualise, bad) = virtualise(&get);
+        warnings.extend(bad.map(|w| ("HARK_VIRTUALISE", w)));
         Some(Config {
             addr: addr.to_string(),
             secret: secret.to_string(),
@@ -171,12 +178,33 @@ impl Config {
                 .filter(|s| !s.is_empty())
                 .collect(),
             warnings,
+            virtualise,
         })
     }
 
     /// Whether a program of this name must be left alone.
     pub(crate) fn skips(&self, program: &str) -> bool {
         LAUNCHERS.contains(&program) || self.skip.iter().any(|s| s == program)
+    }
+}
+
+/// `HARK_VIRTUALISE`: whether worlds are virtualised, and the warning to
+/// give for a value that is neither on nor off (which counts as off). Read
+/// by itself too, since a process whose probe has no stream must still take
+/// part in the split.
+pub(crate) fn virtualise(get: &dyn Fn(&str) -> Option<String>) -> (bool, Option<String>) {
+    let Some(text) = get("HARK_VIRTUALISE") else {
+        return (false, None);
+    };
+    match text.trim() {
+        "1" | "yes" | "true" | "on" => (true, None),
+        "" | "0" | "no" | "false" | "off" => (false, None),
+        _ => (
+            false,
+            Some(format!(
+                "HARK_VIRTUALISE={text:?} is not valid (expected 0 or 1); using 0"
+            )),
+        ),
     }
 }
 
@@ -312,11 +340,28 @@ mod tests {
             ("HARK_BUFFERS", "-1", "HARK_BUFFERS=\"-1\" is not valid (expected 2 to 4096); using 8"),
             ("HARK_BUFFERS", "abc", "HARK_BUFFERS=\"abc\" is not valid (expected 2 to 4096); using 8"),
             ("HARK_SEND_TIMEOUT_MS", "0", "HARK_SEND_TIMEOUT_MS=\"0\" is not valid (expected 1 ms to 3600000 ms); using 60000 ms"),
+            ("HARK_VIRTUALISE", "2", "HARK_VIRTUALISE=\"2\" is not valid (expected 0 or 1); using 0"),
+            ("HARK_VIRTUALISE", "maybe", "HARK_VIRTUALISE=\"maybe\" is not valid (expected 0 or 1); using 0"),
         ] {
             assert_eq!(warning(var, value), (1, Some(expect.to_string())), "{var}={value}");
         }
         assert_eq!(warning("HARK_BUFFERS", "16"), (0, None));
         assert_eq!(warning("HARK_PACK_SIZE", "64K"), (0, None));
+        assert_eq!(warning("HARK_VIRTUALISE", "1"), (0, None));
+    }
+
+    #[test]
+    fn worlds_are_virtualised_only_when_asked() {
+        let on = |v: &str| config(&[("HARK_ADDR", "unix:/x"), ("HARK_VIRTUALISE", v)]).unwrap();
+        assert!(!config(&[("HARK_ADDR", "unix:/x")]).unwrap().virtualise);
+        for v in ["1", "on", " yes "] {
+            assert!(on(v).virtualise, "{v}");
+        }
+        for v in ["0", "off", "", "2"] {
+            assert!(!on(v).virtualise, "{v}");
+        }
+        // Without an address (a passive probe) the setting is read all the same.
+        assert_eq!(virtualise(&|_| Some("1".into())), (true, None));
     }
 
     #[test]

@@ -235,6 +235,16 @@ pub fn clock_sync_enabled() -> bool {
     stream::current().is_some_and(|s| s.cfg.clock_sync)
 }
 
+/// Whether each program gets its own `MPI_COMM_WORLD` (`HARK_VIRTUALISE`).
+/// Read from the environment when the probe has no stream, since every
+/// process must take part in the split.
+pub fn virtualise_enabled() -> bool {
+    match stream::current() {
+        Some(s) => s.cfg.virtualise,
+        None => config::virtualise(&|k| std::env::var(k).ok()).0,
+    }
+}
+
 /// Sends one clock alignment with world rank 0, measured over MPI.
 pub fn set_clock(sync: ClockSync) {
     send_frame(|out| sync.encode(out))

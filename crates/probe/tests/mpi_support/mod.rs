@@ -166,6 +166,29 @@ fn run_job(
     env: &[(&str, &str)],
     cwd: Option<&Path>,
 ) -> Job {
+    run_contexts(mpi, &[(np, exe, args)], streams, probe, env, cwd)
+}
+
+/// Runs an MPMD job, one context per `(np, exe)` (`mpirun -np 2 a : -np 2
+/// b`), with the probe preloaded (unless `probe` is false) and `env` set in
+/// every context; waits for every process's stream.
+pub fn run_mpmd(mpi: Mpi, programs: &[(usize, &Path)], probe: bool, env: &[(&str, &str)]) -> Job {
+    let contexts: Vec<(usize, &Path, &[&str])> = programs
+        .iter()
+        .map(|&(np, exe)| (np, exe, &[][..]))
+        .collect();
+    let streams = programs.iter().map(|(np, _)| np).sum();
+    run_contexts(mpi, &contexts, streams, probe, env, None)
+}
+
+fn run_contexts(
+    mpi: Mpi,
+    contexts: &[(usize, &Path, &[&str])],
+    streams: usize,
+    probe: bool,
+    env: &[(&str, &str)],
+    cwd: Option<&Path>,
+) -> Job {
     // One job at a time: MPI ranks busy-poll, and several jobs at once on a
     // small machine slow each other down past any timeout.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -198,9 +221,6 @@ fn run_job(
         .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
     if mpi == Mpi::OpenMpi {
         cmd.arg("--oversubscribe");
-        for (k, _) in &vars {
-            cmd.arg("-x").arg(k);
-        }
     }
     for (k, v) in &vars {
         cmd.env(k, v);
@@ -208,7 +228,19 @@ fn run_job(
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
-    cmd.arg("-np").arg(np.to_string()).arg(exe).args(args);
+    for (i, (np, exe, args)) in contexts.iter().enumerate() {
+        if i > 0 {
+            cmd.arg(":");
+        }
+        // Open MPI's `-x` applies to the context it is given in; Hydra
+        // passes its own environment to every context.
+        if mpi == Mpi::OpenMpi {
+            for (k, _) in &vars {
+                cmd.arg("-x").arg(k);
+            }
+        }
+        cmd.arg("-np").arg(np.to_string()).arg(exe).args(*args);
+    }
     let out = output_within(cmd, Duration::from_secs(120));
     // A failed job may still have streams (a killed rank); one that never
     // started has none, so it is not waited for long.

@@ -109,7 +109,8 @@ fn measure(abi: &Abi, comm: usize, rank: i32, size: i32, phase: ClockPhase) {
 /// its wrapper could not enter the probe, because this process's stream
 /// failed (the server refused it, or went away) or is being closed: nothing
 /// is recorded, but the alignment still takes part, since the other ranks
-/// wait for this one. Its frames go nowhere.
+/// wait for this one. Its frames go nowhere. Likewise the split of a
+/// virtualised world (`virt.rs`), which is collective too.
 #[cold]
 #[inline(never)]
 pub(super) fn unentered<R>(i: usize, call: impl FnOnce() -> R) -> R {
@@ -125,6 +126,7 @@ pub(super) fn unentered<R>(i: usize, call: impl FnOnce() -> R) -> R {
             let r = call();
             super::guarded(|| {
                 if initialized() {
+                    super::virt::at_init(abi);
                     let (rank, size) = rank_size(abi.comm_world);
                     at_init(abi, rank, size);
                 }

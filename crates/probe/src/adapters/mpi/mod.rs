@@ -18,6 +18,7 @@ mod mpi_call;
 mod plan;
 mod registry;
 mod resolve;
+mod virt;
 
 use crate::core::Guard;
 use crate::real::Real;
@@ -644,6 +645,8 @@ unsafe fn record(
             emit(g, ev);
         }
         Kind::Timed => emit(g, ev),
+        // Query wrappers never reach the recorder (build.rs).
+        Kind::Query => {}
     }
 }
 
@@ -846,11 +849,14 @@ fn post(
     id
 }
 
-/// After `MPI_Init`: the flavour, `MPI_COMM_WORLD`/`MPI_COMM_SELF`, the
-/// process's place in the job, and its clock's offset to world rank 0.
+/// After `MPI_Init`: the program's own world if worlds are virtualised, the
+/// flavour, `MPI_COMM_WORLD`/`MPI_COMM_SELF`, the process's place in the
+/// job, and its clock's offset to world rank 0. Ranks are the real world's
+/// (the universe's) in either mode.
 fn init(abi: &Abi) {
+    virt::at_init(abi);
     let (rank, size) = mpi_call::rank_size(abi.comm_world);
-    registry::init_world(abi, rank, size);
+    registry::init_world(abi, rank, size, virt::program_world());
     let info = RankInfo {
         world_rank: rank,
         world_size: size,

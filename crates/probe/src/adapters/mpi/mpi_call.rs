@@ -264,3 +264,36 @@ pub(crate) fn initialized() -> bool {
     let fp = ptr(&mut flag);
     pmpi!(c"PMPI_Initialized", (fp)) == Some(0) && flag != 0
 }
+
+/// `MPI_Comm_split(comm, colour, key)` (collective), `None` if the call
+/// failed.
+pub(crate) fn comm_split(abi: &Abi, comm: usize, colour: i32, key: i32) -> Option<usize> {
+    let mut out: usize = 0;
+    let op = ptr(&mut out);
+    let (c, k) = (colour as usize, key as usize);
+    (pmpi!(c"PMPI_Comm_split", (comm, c, k, op)) == Some(0)).then(|| abi.handle_arg(out))
+}
+
+/// Names a communicator (`MPI_Comm_set_name`).
+pub(crate) fn comm_set_name(comm: usize, name: &std::ffi::CStr) {
+    let n = name.as_ptr() as usize;
+    pmpi!(c"PMPI_Comm_set_name", (comm, n));
+}
+
+/// The Fortran handle of a C communicator. MPICH's are the same integers
+/// (its `MPI_Comm_c2f` is a macro); Open MPI's come from `PMPI_Comm_c2f`.
+pub(crate) fn comm_c2f(abi: &Abi, comm: usize) -> Option<i32> {
+    if abi.handle_size == 4 {
+        return Some(comm as u32 as i32);
+    }
+    static REAL: Sym = Sym::new(c"PMPI_Comm_c2f");
+    let p = REAL.get();
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `MPI_Comm_c2f(MPI_Comm) -> MPI_Fint`; a handle is one word.
+    let conv =
+        unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn(usize) -> c_int>(p) };
+    // SAFETY: `comm` is a valid communicator MPI just created or predefined.
+    Some(unsafe { conv(comm) })
+}

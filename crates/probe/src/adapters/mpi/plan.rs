@@ -49,6 +49,9 @@ pub(crate) enum Kind {
     },
     /// Timed only.
     Timed,
+    /// Never recorded: a query whose wrapper only substitutes a virtualised
+    /// world (`virt.rs`) and calls through.
+    Query,
 }
 
 /// The data layout of a collective: which buffers it reads and writes.
@@ -98,6 +101,8 @@ pub(crate) struct Pos {
     pub tag: u8,
     pub recv_tag: u8,
     pub comm: u8,
+    #[allow(dead_code)] // only substituted (virt.rs), never decoded
+    pub comm2: u8,
     pub new_comm: u8,
     pub request_out: u8,
     pub request: u8,
@@ -144,6 +149,7 @@ pub(crate) const NONE: Pos = Pos {
     tag: NO,
     recv_tag: NO,
     comm: NO,
+    comm2: NO,
     new_comm: NO,
     request_out: NO,
     request: NO,

@@ -169,8 +169,11 @@ pub(crate) fn next_request_id() -> u64 {
     NEXT_REQUEST.fetch_add(1, Ordering::Relaxed)
 }
 
-/// Defines `MPI_COMM_WORLD` (identity members) and `MPI_COMM_SELF`.
-pub(crate) fn init_world(abi: &Abi, world_rank: i32, world_size: i32) {
+/// Defines the real `MPI_COMM_WORLD` (identity members), the program's own
+/// world when worlds are virtualised (`program`: its members are its world
+/// ranks in the universe), and `MPI_COMM_SELF`. The hot slot holds the world
+/// the program sees.
+pub(crate) fn init_world(abi: &Abi, world_rank: i32, world_size: i32, program: Option<usize>) {
     let world = Arc::new(Comm {
         id: crate::core::next_id(),
         members: (0..world_size).collect(),
@@ -179,7 +182,24 @@ pub(crate) fn init_world(abi: &Abi, world_rank: i32, world_size: i32) {
         seq: AtomicU32::new(0),
     });
     define(&world);
-    let _ = WORLD.set((abi.comm_world, world));
+    let members = program.and_then(|h| Some((h, mpi_call::members(abi, h, false)?)));
+    match members {
+        None => {
+            let _ = WORLD.set((abi.comm_world, world));
+        }
+        Some((handle, members)) => {
+            insert_comm(abi.comm_world, world);
+            let mine = Arc::new(Comm {
+                id: crate::core::next_id(),
+                members: members.into(),
+                remote: Box::new([]),
+                me: mpi_call::rank_size(handle).0,
+                seq: AtomicU32::new(0),
+            });
+            define(&mine);
+            let _ = WORLD.set((handle, mine));
+        }
+    }
     let me = Arc::new(Comm {
         id: crate::core::next_id(),
         members: Box::new([world_rank]),

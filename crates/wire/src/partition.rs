@@ -1,0 +1,388 @@
+//! Partitions of an MPMD job and the map from writer ranks to analyser
+//! ranks.
+//!
+//! In Besnard et al., *Event Streaming for Online Performance Measurements
+//! Reduction* (sections II and III-A), the instrumented programs and the
+//! analyser run as one MPMD job: each program is a partition, named by its
+//! MPMD context (`MPI_APPNUM`), and each writer (a rank of a program)
+//! streams to one reader (a rank of the analyser partition). This module is
+//! the pure part of that: how many analyser ranks a job gets
+//! ([`Analysers`], `--analysers 3` or the ratio form `--analysers 1:10`),
+//! and which analyser each writer streams to ([`Map`], by one of three
+//! [`Policy`]s). Writers and analysers are identified by their rank in the
+//! job's real `MPI_COMM_WORLD` (the universe, `docs/mpi.md`).
+//!
+//! The map is **additive across programs**: it is built one program at a
+//! time ([`Map::add_program`]), each continuing where the previous one left
+//! off, so adding a program never moves a writer of the programs before it,
+//! and the load of the whole job stays balanced (with round-robin and
+//! blocks, the number of writers of any two analysers differs by at most
+//! one).
+//!
+//! ```
+//! use hark_wire::partition::{Analysers, Map, Policy, Rank};
+//!
+//! let n = Analysers::parse("1:2").unwrap().count(6);
+//! assert_eq!(n, 3);
+//! let analysers: Vec<Rank> = (6..9).map(|r| Rank { rank: r, node: 0 }).collect();
+//! let mut map = Map::new(&analysers, Policy::Blocks).unwrap();
+//! let app: Vec<Rank> = (0..4).map(|r| Rank { rank: r, node: 0 }).collect();
+//! let other: Vec<Rank> = (4..6).map(|r| Rank { rank: r, node: 0 }).collect();
+//! map.add_program(&app);
+//! map.add_program(&other);
+//! assert_eq!(map.analyser_of(0), Some(6));
+//! assert_eq!(map.writers_of(6), [0, 1]);
+//! ```
+
+use crate::{Error, ErrorKind};
+
+/// How many analyser ranks a job gets: `--analysers N` or `--analysers R:W`
+/// (R readers per W writers; the paper found `1:10` a good trade-off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Analysers {
+    /// A fixed number of analyser ranks (at least 1).
+    Count(u32),
+    /// `readers` analyser ranks per `writers` writer ranks, rounded up.
+    Ratio {
+        /// Analyser ranks per group.
+        readers: u32,
+        /// Writer ranks per group.
+        writers: u32,
+    },
+}
+
+impl Analysers {
+    /// Reads `N` (a positive count) or `R:W` (two positive counts).
+    pub fn parse(text: &str) -> Result<Analysers, Error> {
+        let bad = || {
+            Error::from(ErrorKind::Invalid(format!(
+                "--analysers {text:?} is not valid: give a number of analyser ranks (`--analysers 3`) or readers per writers (`--analysers 1:10`), all positive"
+            )))
+        };
+        let positive = |s: &str| s.trim().parse::<u32>().ok().filter(|&n| n > 0);
+        match text.split_once(':') {
+            None => positive(text).map(Analysers::Count).ok_or_else(bad),
+            Some((r, w)) => match (positive(r), positive(w)) {
+                (Some(readers), Some(writers)) => Ok(Analysers::Ratio { readers, writers }),
+                _ => Err(bad()),
+            },
+        }
+    }
+
+    /// Analyser ranks for a job of `writers` writer ranks: the count, or the
+    /// ratio rounded up; at least 1.
+    pub fn count(&self, writers: usize) -> usize {
+        match *self {
+            Analysers::Count(n) => n as usize,
+            Analysers::Ratio {
+                readers,
+                writers: per,
+            } => {
+                let groups = writers.div_ceil(per as usize);
+                (groups * readers as usize).max(1)
+            }
+        }
+    }
+}
+
+/// How writers are spread over analysers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Writer after writer, each to the next analyser in turn.
+    RoundRobin,
+    /// Each analyser takes a contiguous range of each program's ranks.
+    Blocks,
+    /// A writer streams to an analyser on its own node when there is one
+    /// (round-robin among that node's analysers), otherwise round-robin
+    /// over all of them.
+    SameNodeFirst,
+}
+
+impl Policy {
+    /// Reads `round-robin`, `blocks` or `same-node`.
+    pub fn parse(text: &str) -> Result<Policy, Error> {
+        match text.trim() {
+            "round-robin" => Ok(Policy::RoundRobin),
+            "blocks" => Ok(Policy::Blocks),
+            "same-node" => Ok(Policy::SameNodeFirst),
+            _ => Err(ErrorKind::Invalid(format!(
+                "map policy {text:?} is not known: use `round-robin`, `blocks` or `same-node`"
+            ))
+            .into()),
+        }
+    }
+}
+
+/// A process of the job: its rank in the real world and the node it runs
+/// on (any number that is equal for processes of the same node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rank {
+    /// Rank in the job's real `MPI_COMM_WORLD`.
+    pub rank: u32,
+    /// Its node.
+    pub node: u32,
+}
+
+/// Which analyser each writer streams to, built one program at a time.
+#[derive(Clone, Debug)]
+pub struct Map {
+    policy: Policy,
+    analysers: Vec<Rank>,
+    /// `(writer, index into analysers)`, in the order writers were added.
+    pairs: Vec<(u32, usize)>,
+    /// The next analyser in turn (round-robin, blocks, off-node writers).
+    cursor: usize,
+    /// Per node with analysers: its analysers' indices and their turn.
+    nodes: Vec<(u32, Vec<usize>, usize)>,
+}
+
+impl Map {
+    /// An empty map onto `analysers` (in rank order as given). Fails
+    /// without analysers.
+    pub fn new(analysers: &[Rank], policy: Policy) -> Result<Map, Error> {
+        if analysers.is_empty() {
+            return Err(ErrorKind::Invalid(
+                "a writer-to-analyser map needs at least one analyser rank".into(),
+            )
+            .into());
+        }
+        let mut nodes: Vec<(u32, Vec<usize>, usize)> = Vec::new();
+        for (i, a) in analysers.iter().enumerate() {
+            match nodes.iter_mut().find(|(n, _, _)| *n == a.node) {
+                Some((_, v, _)) => v.push(i),
+                None => nodes.push((a.node, vec![i], 0)),
+            }
+        }
+        Ok(Map {
+            policy,
+            analysers: analysers.to_vec(),
+            pairs: Vec::new(),
+            cursor: 0,
+            nodes,
+        })
+    }
+
+    /// Maps the writers of one more program (its ranks in rank order),
+    /// continuing where the programs before it left off. Writers already
+    /// mapped keep their analyser.
+    pub fn add_program(&mut self, writers: &[Rank]) {
+        let a = self.analysers.len();
+        match self.policy {
+            Policy::RoundRobin => {
+                for w in writers {
+                    self.pairs.push((w.rank, self.cursor));
+                    self.cursor = (self.cursor + 1) % a;
+                }
+            }
+            Policy::Blocks => {
+                // A analysers in turn from the cursor; the first `extra` of
+                // them take one writer more, and the next program starts
+                // after them, so loads stay within one of each other.
+                let (base, extra) = (writers.len() / a, writers.len() % a);
+                let mut next = writers.iter();
+                for k in 0..a {
+                    let take = base + usize::from(k < extra);
+                    let to = (self.cursor + k) % a;
+                    for w in next.by_ref().take(take) {
+                        self.pairs.push((w.rank, to));
+                    }
+                }
+                self.cursor = (self.cursor + extra) % a;
+            }
+            Policy::SameNodeFirst => {
+                for w in writers {
+                    let to = match self.nodes.iter_mut().find(|(n, _, _)| *n == w.node) {
+                        Some((_, local, turn)) => {
+                            let to = local[*turn];
+                            *turn = (*turn + 1) % local.len();
+                            to
+                        }
+                        None => {
+                            let to = self.cursor;
+                            self.cursor = (self.cursor + 1) % a;
+                            to
+                        }
+                    };
+                    self.pairs.push((w.rank, to));
+                }
+            }
+        }
+    }
+
+    /// The analyser rank `writer` streams to, if it was added.
+    pub fn analyser_of(&self, writer: u32) -> Option<u32> {
+        self.pairs
+            .iter()
+            .find(|(w, _)| *w == writer)
+            .map(|&(_, i)| self.analysers[i].rank)
+    }
+
+    /// The writers of analyser rank `analyser`, in the order they were
+    /// added.
+    pub fn writers_of(&self, analyser: u32) -> Vec<u32> {
+        self.pairs
+            .iter()
+            .filter(|&&(_, i)| self.analysers[i].rank == analyser)
+            .map(|&(w, _)| w)
+            .collect()
+    }
+
+    /// Every `(writer, analyser)` pair, in the order writers were added.
+    pub fn pairs(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.pairs.iter().map(|&(w, i)| (w, self.analysers[i].rank))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranks(range: std::ops::Range<u32>, node: impl Fn(u32) -> u32) -> Vec<Rank> {
+        range
+            .map(|rank| Rank {
+                rank,
+                node: node(rank),
+            })
+            .collect()
+    }
+
+    fn loads(m: &Map, analysers: &[Rank]) -> Vec<usize> {
+        analysers
+            .iter()
+            .map(|a| m.writers_of(a.rank).len())
+            .collect()
+    }
+
+    #[test]
+    fn counts_and_ratios_are_read_and_bad_ones_named() {
+        assert_eq!(Analysers::parse("3").unwrap(), Analysers::Count(3));
+        assert_eq!(
+            Analysers::parse("1:10").unwrap(),
+            Analysers::Ratio {
+                readers: 1,
+                writers: 10
+            }
+        );
+        for bad in ["0", "", "x", "1:0", ":10", "-2", "1:2:3", "2.5"] {
+            let e = Analysers::parse(bad).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("{bad:?}")) && e.contains("1:10"),
+                "{bad}: {e}"
+            );
+        }
+        assert!(Policy::parse("sideways")
+            .unwrap_err()
+            .to_string()
+            .contains("same-node"));
+        assert_eq!(Policy::parse("same-node").unwrap(), Policy::SameNodeFirst);
+    }
+
+    #[test]
+    fn a_ratio_rounds_up_and_never_gives_zero() {
+        let r = Analysers::parse("1:10").unwrap();
+        assert_eq!(
+            [r.count(1), r.count(10), r.count(11), r.count(4096)],
+            [1, 1, 2, 410]
+        );
+        assert_eq!(r.count(0), 1);
+        assert_eq!(Analysers::parse("2:3").unwrap().count(7), 6);
+        assert_eq!(Analysers::Count(4).count(1000), 4);
+    }
+
+    #[test]
+    fn round_robin_takes_turns_across_programs() {
+        let an = ranks(10..13, |_| 0);
+        let mut m = Map::new(&an, Policy::RoundRobin).unwrap();
+        m.add_program(&ranks(0..4, |_| 0));
+        m.add_program(&ranks(4..6, |_| 0));
+        let got: Vec<_> = m.pairs().collect();
+        assert_eq!(got, [(0, 10), (1, 11), (2, 12), (3, 10), (4, 11), (5, 12)]);
+    }
+
+    #[test]
+    fn blocks_are_contiguous_per_program_and_balanced_over_the_job() {
+        let an = ranks(100..103, |_| 0);
+        let mut m = Map::new(&an, Policy::Blocks).unwrap();
+        m.add_program(&ranks(0..7, |_| 0));
+        // 7 over 3: 3, 2, 2 — the next program starts after the analyser
+        // that took the extra one.
+        assert_eq!(m.writers_of(100), [0, 1, 2]);
+        assert_eq!(m.writers_of(101), [3, 4]);
+        assert_eq!(m.writers_of(102), [5, 6]);
+        m.add_program(&ranks(7..9, |_| 0));
+        assert_eq!(m.writers_of(101), [3, 4, 7]);
+        assert_eq!(m.writers_of(102), [5, 6, 8]);
+        assert_eq!(loads(&m, &an), [3, 3, 3]);
+    }
+
+    #[test]
+    fn adding_a_program_never_moves_the_writers_before_it() {
+        for policy in [Policy::RoundRobin, Policy::Blocks, Policy::SameNodeFirst] {
+            let an = ranks(50..54, |r| r % 2);
+            let mut m = Map::new(&an, policy).unwrap();
+            let mut before: Vec<(u32, u32)> = Vec::new();
+            let mut start = 0;
+            for size in [5, 1, 8, 3, 4] {
+                m.add_program(&ranks(start..start + size, |r| r % 3));
+                start += size;
+                let now: Vec<_> = m.pairs().collect();
+                assert_eq!(now[..before.len()], before[..], "{policy:?}");
+                before = now;
+            }
+            // Every writer has exactly one analyser.
+            assert_eq!(before.len(), start as usize);
+            for w in 0..start {
+                assert!(m.analyser_of(w).is_some(), "{policy:?}: {w}");
+            }
+        }
+    }
+
+    #[test]
+    fn round_robin_and_blocks_stay_within_one_writer_of_each_other() {
+        for policy in [Policy::RoundRobin, Policy::Blocks] {
+            for a in 1..6u32 {
+                let an = ranks(1000..1000 + a, |_| 0);
+                let mut m = Map::new(&an, policy).unwrap();
+                let mut start = 0;
+                for size in [1, 7, 2, 9, 4, 0, 3] {
+                    m.add_program(&ranks(start..start + size, |_| 0));
+                    start += size;
+                    let l = loads(&m, &an);
+                    let (lo, hi) = (l.iter().min().unwrap(), l.iter().max().unwrap());
+                    assert!(hi - lo <= 1, "{policy:?} over {a}: {l:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn same_node_first_keeps_writers_on_their_node_when_it_can() {
+        // Analysers on nodes 0 and 1; writers on nodes 0, 1 and 2.
+        let an = vec![
+            Rank { rank: 20, node: 0 },
+            Rank { rank: 21, node: 1 },
+            Rank { rank: 22, node: 0 },
+        ];
+        let mut m = Map::new(&an, Policy::SameNodeFirst).unwrap();
+        let writers = ranks(0..9, |r| r % 3);
+        m.add_program(&writers[..5]);
+        m.add_program(&writers[5..]);
+        for w in &writers {
+            let to = m.analyser_of(w.rank).unwrap();
+            let node = an.iter().find(|a| a.rank == to).unwrap().node;
+            if w.node < 2 {
+                assert_eq!(node, w.node, "writer {} went off its node", w.rank);
+            }
+        }
+        // Node 0's writers (0, 3, 6) alternate between its two analysers;
+        // node 2's (2, 5, 8) take turns over all three.
+        assert_eq!([0, 3, 6].map(|w| m.analyser_of(w).unwrap()), [20, 22, 20]);
+        assert_eq!([2, 5, 8].map(|w| m.analyser_of(w).unwrap()), [20, 21, 22]);
+    }
+
+    #[test]
+    fn a_map_needs_an_analyser() {
+        let e = Map::new(&[], Policy::Blocks).unwrap_err().to_string();
+        assert!(e.contains("at least one analyser"), "{e}");
+    }
+}
