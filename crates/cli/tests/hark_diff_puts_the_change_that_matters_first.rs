@@ -149,7 +149,7 @@ fn lammps_on_2_and_4_ranks_differ_as_expected() {
         mb > ma,
         "LAMMPS sent {ma} messages on 2 ranks and {mb} on 4"
     );
-    let count = |n: u64| hark_outputs_count(n);
+    let count = hark_outputs::units::count;
     let line = text
         .lines()
         .find(|l| l.trim_start().starts_with("point-to-point messages"))
@@ -185,17 +185,4 @@ fn lammps_on_2_and_4_ranks_differ_as_expected() {
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// Thousands separators, as `hark diff` prints counts.
-fn hark_outputs_count(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

@@ -42,11 +42,20 @@ struct Row {
 }
 
 impl Row {
-    fn new(n: usize) -> Row {
-        Row {
-            calls: vec![0; n],
-            exc: vec![0; n],
-            inc: vec![0; n],
+    /// A row of `n` ranks; `f(r)` gives rank `r`'s calls, inclusive and
+    /// exclusive time.
+    fn build(n: usize, f: impl Fn(usize) -> (u64, u64, u64)) -> Row {
+        let (mut calls, mut inc, mut exc) = (vec![0; n], vec![0; n], vec![0; n]);
+        for r in 0..n {
+            (calls[r], inc[r], exc[r]) = f(r);
+        }
+        Row { calls, exc, inc }
+    }
+
+    /// Adds this row's inclusive times to `covered`, per rank.
+    fn cover(&self, covered: &mut [u64]) {
+        for (c, i) in covered.iter_mut().zip(&self.inc) {
+            *c = c.saturating_add(*i);
         }
     }
 
@@ -93,27 +102,24 @@ fn children(p: &Program, path: &str) -> (Vec<Value>, Vec<u64>) {
             continue;
         }
         let (grand, _) = children(p, child);
-        let mut row = Row::new(n);
         // MPI children are part of the region's own exclusive time.
-        let nested_mpi: Vec<u64> = (0..n).map(|r| mpi_time(p, child, r)).collect();
-        for r in 0..n {
-            row.calls[r] = at(&prof.calls, r);
-            row.inc[r] = at(&prof.inclusive_ns, r);
-            row.exc[r] = at(&prof.exclusive_ns, r).saturating_sub(nested_mpi[r]);
-            covered[r] = covered[r].saturating_add(row.inc[r]);
-        }
+        let row = Row::build(n, |r| {
+            (
+                at(&prof.calls, r),
+                at(&prof.inclusive_ns, r),
+                at(&prof.exclusive_ns, r).saturating_sub(mpi_time(p, child, r)),
+            )
+        });
+        row.cover(&mut covered);
         let name = child.rsplit('/').next().unwrap_or(child);
         out.push(node(name, "region", &row, grand));
     }
     if let Some(funcs) = p.regions.mpi.get(path) {
         for (func, c) in funcs {
-            let mut row = Row::new(n);
-            for r in 0..n {
-                row.calls[r] = at(&c.calls, r);
-                row.inc[r] = at(&c.time_ns, r);
-                row.exc[r] = row.inc[r];
-                covered[r] = covered[r].saturating_add(row.inc[r]);
-            }
+            let row = Row::build(n, |r| {
+                (at(&c.calls, r), at(&c.time_ns, r), at(&c.time_ns, r))
+            });
+            row.cover(&mut covered);
             out.push(node(func, "function", &row, Vec::new()));
         }
     }
@@ -135,12 +141,10 @@ pub fn literal(run: &Run) -> Value {
         .iter()
         .map(|p| {
             let (kids, covered) = children(p, "");
-            let mut row = Row::new(p.ranks);
-            for r in 0..p.ranks {
-                row.calls[r] = 1;
-                row.inc[r] = at(&p.rank_wall_ns, r);
-                row.exc[r] = row.inc[r].saturating_sub(covered[r]);
-            }
+            let row = Row::build(p.ranks, |r| {
+                let wall = at(&p.rank_wall_ns, r);
+                (1, wall, wall.saturating_sub(covered[r]))
+            });
             node(&p.name, "program", &row, kids)
         })
         .collect();
