@@ -8,7 +8,7 @@
 //! | `messages.parquet`     | program × sending rank × receiving rank (pairs that exchanged anything) |
 //! | `timeslices.parquet`   | program × rank × time slice × metric (non-zero values) |
 //!
-//! Every table is a function of [`hark_model::Run`] ([`tables`]); [`write`]
+//! Every table is a function of [`hark_model::Run`] ([`tables`]); [`write()`]
 //! writes them into a directory. The columns are listed in `docs/export.md`.
 //! A separate crate from `hark-outputs` because arrow and parquet weigh
 //! about a minute of build time: only the `hark` binary needs them, and
