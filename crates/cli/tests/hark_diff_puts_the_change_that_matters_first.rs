@@ -119,15 +119,7 @@ fn lammps_on_2_and_4_ranks_differ_as_expected() {
         std::fs::copy(input, at.join("in.melt")).unwrap();
         let mut command = launcher(OPEN_MPI, np);
         command.extend(["lmp", "-in", "in.melt", "-log", "none"].map(String::from));
-        let index = dir.join("runs.sqlite");
-        let (out, run_dir) = hark_run_env(
-            &at,
-            &["-q"],
-            &command,
-            &[("HARK_INDEX", index.to_str().unwrap())],
-        );
-        assert_exit(&out, 0);
-        runs.push(run_dir);
+        runs.push(run(&dir, &format!("np{np}"), command));
     }
     let (text, html) = diff(&runs[0], &runs[1], &dir.join("diff.html"));
     let (a, b) = (profile(&runs[0]), profile(&runs[1]));

@@ -345,6 +345,19 @@ fn noise(c: &Change) -> String {
     }
 }
 
+/// One change as a line of the text.
+fn line(c: &Change) -> String {
+    format!(
+        "  {:<10} {:<32} {:>11} -> {:<11} {:>12}  (noise {})",
+        c.kind.label(),
+        c.name,
+        value(c.kind, c.a),
+        value(c.kind, c.b),
+        delta(c),
+        noise(c)
+    )
+}
+
 /// At most this many changes within the noise are listed.
 const QUIET_SHOWN: usize = 10;
 
@@ -371,32 +384,13 @@ pub fn text(d: &Diff, a: &str, b: &str) -> String {
         let _ = writeln!(s, "  none: every difference is within the runs' own noise");
     }
     for c in &matters {
-        let _ = writeln!(
-            s,
-            "  {:<10} {:<32} {:>11} -> {:<11} {:>12}  (noise {})  [{}]",
-            c.kind.label(),
-            c.name,
-            value(c.kind, c.a),
-            value(c.kind, c.b),
-            delta(c),
-            noise(c),
-            c.program
-        );
+        let _ = writeln!(s, "{}  [{}]", line(c), c.program);
     }
     let quiet: Vec<&Change> = d.changes.iter().filter(|c| !c.matters).collect();
     if !quiet.is_empty() {
         let _ = writeln!(s, "\nWithin the noise ({}; the largest):", quiet.len());
         for c in quiet.iter().take(QUIET_SHOWN) {
-            let _ = writeln!(
-                s,
-                "  {:<10} {:<32} {:>11} -> {:<11} {:>12}  (noise {})",
-                c.kind.label(),
-                c.name,
-                value(c.kind, c.a),
-                value(c.kind, c.b),
-                delta(c),
-                noise(c)
-            );
+            let _ = writeln!(s, "{}", line(c));
         }
     }
     if !d.counts.is_empty() {
