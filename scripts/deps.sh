@@ -13,13 +13,17 @@ packages=(
     hpcc                     # the HPC Challenge benchmark, another real one
     python3-mpi4py
     chromium                 # headless, to check report.html renders
+    python3-venv             # .venv/ for the Python readers (scripts/venv.sh)
 )
 
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+    "$(dirname "$0")/venv.sh"
+    exit 0
+fi
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -29,3 +33,4 @@ fi
 echo "deps.sh: installing ${missing[*]}" >&2
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+"$(dirname "$0")/venv.sh"

@@ -95,3 +95,41 @@ fn recursion_deeper_than_the_limit_folds_into_its_ancestor() {
         "no time lost or counted twice"
     );
 }
+
+#[test]
+fn mpi_calls_are_attributed_to_the_call_path_open_on_their_thread() {
+    let proc = Proc::mpi("app", 0, 1)
+        .defs(vec![
+            name(1, NameKind::Region, "solve"),
+            name(2, NameKind::Region, "halo"),
+        ])
+        .pack(vec![
+            mpi("MPI_Barrier", 0, 3),
+            begin(1, 10),
+            mpi("MPI_Allreduce", 11, 15),
+            begin(2, 20),
+            mpi("MPI_Send", 21, 22),
+            mpi("MPI_Send", 23, 27),
+            // Thread 1 has no region open: its call is outside any region.
+            mpi("MPI_Send", 24, 25).thread(1),
+            end(2, 30),
+            end(1, 40),
+        ])
+        .end();
+    let p = run(&[proc]).remove(0);
+    let m = &p.regions.mpi;
+    let calls_time = |path: &str, f: &str| (m[path][f].calls[0], m[path][f].time_ns[0]);
+    assert_eq!(calls_time("", "MPI_Barrier"), (1, 3));
+    assert_eq!(calls_time("", "MPI_Send"), (1, 1));
+    assert_eq!(calls_time("solve", "MPI_Allreduce"), (1, 4));
+    assert_eq!(calls_time("solve/halo", "MPI_Send"), (2, 5));
+    // Over the call paths, each function's totals are the MPI profile's.
+    for (f, prof) in &p.mpi {
+        let over_paths: u64 = m
+            .values()
+            .filter_map(|fs| fs.get(f))
+            .map(|c| c.time_ns[0])
+            .sum();
+        assert_eq!(over_paths, prof.time_ns[0], "{f}");
+    }
+}

@@ -43,6 +43,122 @@ pub enum Command {
     /// again from its profile.json, and print the summary.
     #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
+    /// Write a finished run in the formats other tools read: a Hatchet
+    /// literal graph (and Thicket metadata), Parquet tables.
+    #[command(after_help = EXPORT_EXAMPLES)]
+    Export(ExportArgs),
+    /// List the recorded runs (the run index), filtered by program, host and
+    /// date.
+    #[command(after_help = RUNS_EXAMPLES)]
+    Runs(RunsArgs),
+    /// Compare two runs: what changed, the differences that matter first.
+    #[command(after_help = DIFF_EXAMPLES)]
+    Diff(DiffArgs),
+}
+
+const EXPORT_EXAMPLES: &str = "\
+Examples:
+  hark export hark-app-20260101-120000 --format hatchet
+  hark export hark-app-20260101-120000 --format hatchet,parquet -o tables";
+
+const RUNS_EXAMPLES: &str = "\
+The index is $HARK_INDEX, else $XDG_DATA_HOME/hark/runs.sqlite, else
+~/.local/share/hark/runs.sqlite. `hark run` records every run in it.
+
+Examples:
+  hark runs
+  hark runs --program lmp --since 2026-11-01
+  hark runs --add old-runs/hark-app-20260101-120000";
+
+const DIFF_EXAMPLES: &str = "\
+Examples:
+  hark diff hark-app-before hark-app-after
+  hark diff run-np2 run-np4 -o diff.html";
+
+/// Formats `hark export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// OTF2 trace (needs a trace store, not in this version).
+    Otf2,
+    /// Perfetto trace (needs a trace store, not in this version).
+    Perfetto,
+    /// hatchet.json (GraphFrame.from_literal) and thicket-metadata.json.
+    Hatchet,
+    /// functions, regions, messages and timeslices .parquet.
+    Parquet,
+}
+
+impl Format {
+    /// The name users write.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Otf2 => "otf2",
+            Format::Perfetto => "perfetto",
+            Format::Hatchet => "hatchet",
+            Format::Parquet => "parquet",
+        }
+    }
+}
+
+/// Options of `hark export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A run directory, or its profile.json.
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
+
+    /// Formats to write, comma-separated.
+    #[arg(long, value_name = "FORMAT", value_delimiter = ',', required = true)]
+    pub format: Vec<Format>,
+
+    /// Write into DIR instead of the run directory.
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: Option<PathBuf>,
+}
+
+/// Options of `hark runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Only runs with a program of this name.
+    #[arg(long, value_name = "NAME")]
+    pub program: Option<String>,
+
+    /// Only runs on this host (of their first rank).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+
+    /// Only runs that ended on or after this date (UTC, YYYY-MM-DD or
+    /// YYYY-MM-DD HH:MM:SS).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+
+    /// Only runs that ended before this time, or on or before this day.
+    #[arg(long, value_name = "DATE")]
+    pub until: Option<String>,
+
+    /// Record these run directories first (runs made elsewhere).
+    #[arg(long, value_name = "RUN_DIR")]
+    pub add: Vec<PathBuf>,
+
+    /// The index file.
+    #[arg(long, value_name = "FILE", env = "HARK_INDEX")]
+    pub index: Option<PathBuf>,
+}
+
+/// Options of `hark diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The run before (a run directory or its profile.json).
+    #[arg(value_name = "RUN_A")]
+    pub run_a: PathBuf,
+
+    /// The run after.
+    #[arg(value_name = "RUN_B")]
+    pub run_b: PathBuf,
+
+    /// Also write the comparison as an HTML page.
+    #[arg(short = 'o', long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 const RUN_EXAMPLES: &str = "\
@@ -158,6 +274,15 @@ pub struct RunArgs {
     /// process as it connects and ends.
     #[arg(short, long)]
     pub verbose: bool,
+
+    /// Also export the run in these formats (comma-separated: hatchet,
+    /// parquet) into its run directory when it ends; see `hark export`.
+    #[arg(long, value_name = "FORMAT", value_delimiter = ',')]
+    pub export: Vec<Format>,
+
+    /// The run index to record this run in (default: see `hark runs`).
+    #[arg(long, value_name = "FILE", env = "HARK_INDEX")]
+    pub index: Option<PathBuf>,
 
     /// The command to measure, after `--` (required, except with
     /// `--analyses list`).

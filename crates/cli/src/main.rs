@@ -13,12 +13,15 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 mod cli;
+mod diff;
+mod export;
 mod launch;
 mod output;
 mod probe;
 mod report;
 mod run;
 mod rundir;
+mod runs;
 mod settings;
 mod status;
 
@@ -29,6 +32,9 @@ fn main() {
     let result = match &cli.command {
         cli::Command::Run(args) => run::run(args),
         cli::Command::Report(args) => report::report(args),
+        cli::Command::Export(args) => export::export(args),
+        cli::Command::Runs(args) => runs::runs(args),
+        cli::Command::Diff(args) => diff::diff(args),
     };
     let code = match result {
         Ok(code) => code,

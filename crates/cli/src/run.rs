@@ -40,6 +40,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         bail!("no command to measure: write it after `--`, e.g. `hark run -- mpirun -np 4 ./app`");
     }
     settings::check_all(&settings_env(args))?;
+    crate::export::check(&args.export, None)?;
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
     let place = rundir::Place::choose(args.output.as_deref(), &args.out_dir);
@@ -128,6 +129,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let run = server.finish_unless(GRACE, &HURRY);
     let analysed = ended.elapsed();
     let written = write_run_dir(args, &place, &run);
+    if let Ok(dir) = &written {
+        after_run(args, &run, dir);
+    }
     let ready = ended.elapsed();
     drop(socket_dir);
     if args.verbose {
@@ -299,6 +303,21 @@ fn write_run_dir(args: &RunArgs, place: &rundir::Place, run: &Run) -> Result<Pat
         fallback.parent().display()
     ));
     write(&fallback).inspect_err(|e| print_stderr(&format!("hark: error: {e:#}\n")))
+}
+
+/// Records the run in the run index and writes the `--export` formats. A
+/// failure of either is reported and leaves the run directory as it is.
+fn after_run(args: &RunArgs, run: &Run, dir: &Path) {
+    if let Err(e) = crate::runs::record(run, dir, args.index.as_deref()) {
+        print_stderr(&format!(
+            "hark: warning: the run is not recorded in the run index: {e:#}\n"
+        ));
+    }
+    if !args.export.is_empty() {
+        if let Err(e) = crate::export::write(run, &args.export, dir) {
+            print_stderr(&format!("hark: error: cannot export the run: {e:#}\n"));
+        }
+    }
 }
 
 /// The file name of the command's first word.

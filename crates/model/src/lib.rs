@@ -466,6 +466,20 @@ pub struct Regions {
     pub paths: BTreeMap<String, RegionProfile>,
     /// Counter name → statistics over all values.
     pub counters: BTreeMap<String, CounterStats>,
+    /// MPI calls per call path: path (`""` outside any region) → MPI
+    /// function → calls and time per rank. The call tree with MPI leaves
+    /// (the Hatchet export) is drawn from it.
+    #[serde(default)]
+    pub mpi: BTreeMap<String, BTreeMap<String, PathCalls>>,
+}
+
+/// Calls and time of one MPI function within one region call path.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathCalls {
+    /// Calls per rank.
+    pub calls: Vec<u64>,
+    /// Time per rank, in ns.
+    pub time_ns: Vec<u64>,
 }
 
 /// One region call path.

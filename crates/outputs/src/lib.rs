@@ -27,9 +27,11 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod diff;
 pub mod dot;
 mod error;
 mod facts;
+pub mod hatchet;
 pub mod html;
 pub mod json;
 mod registry;

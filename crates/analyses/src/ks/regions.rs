@@ -13,6 +13,11 @@
 //! the region was entered) and `region:<path>.inclusive_ns` (spread over the
 //! slices it spans) in the program's time slices.
 //!
+//! Every MPI call is also attributed to the call path open on its thread
+//! (`""` outside any region): calls and time per path, function and rank
+//! (`regions.mpi`), the call tree with MPI leaves that the Hatchet export
+//! draws. It lives here because the region stacks do.
+//!
 //! Counters keep count, min, max and mean of their values over all ranks.
 
 use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
@@ -23,7 +28,8 @@ use crate::stream::StreamCx;
 use crate::unify::IdMap;
 use crate::unify::UNDEFINED;
 use crate::values::Values;
-use hark_model::{Program, RegionProfile};
+use hark_model::{PathCalls, Program, RegionProfile};
+use hark_wire::mpi::FUNCTIONS;
 use hark_wire::op;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -69,6 +75,9 @@ pub struct Rank {
     path_ids: FxHashMap<(u32, u32), u32>,
     stacks: Vec<Vec<Frame>>,
     counters: FxHashMap<u32, Values>,
+    /// MPI calls and time per (path, MPI function index); path [`ROOT`]
+    /// outside any region. Bounded by paths × functions.
+    mpi: FxHashMap<(u32, u16), (u64, u64)>,
     /// Per path: calls (metric `2 * path`) and inclusive time (`2 * path + 1`).
     series: Option<Series>,
     unbalanced: u64,
@@ -163,6 +172,20 @@ impl RankState for Rank {
         }
         for ev in events {
             let code = ev.op();
+            if code < op::IO_BASE {
+                if let op::OpKind::Mpi(f) = op::kind(code) {
+                    let thread = ev.thread.get() as usize;
+                    let path = self
+                        .stacks
+                        .get(thread)
+                        .and_then(|s| s.last())
+                        .map_or(ROOT, |f| f.path);
+                    let c = self.mpi.entry((path, f as u16)).or_default();
+                    c.0 += 1;
+                    c.1.sat(ev.duration());
+                    continue;
+                }
+            }
             if !(op::REGION_BEGIN..=op::COUNTER).contains(&code) || code == op::MARK {
                 continue;
             }
@@ -234,6 +257,9 @@ impl RankState for Rank {
 }
 
 fn path_name(rank: &Rank, mut id: u32, cx: &Finish<'_>) -> String {
+    if id == ROOT {
+        return String::new();
+    }
     let mut parts = Vec::new();
     while id != ROOT {
         let p = &rank.paths[id as usize];
@@ -271,6 +297,23 @@ impl Analysis for Regions {
                 into.calls[r] += p.calls;
                 into.inclusive_ns[r].sat(p.inclusive);
                 into.exclusive_ns[r].sat(p.exclusive);
+            }
+            for (&(path, func), &(calls, time)) in &rank.mpi {
+                let Some(f) = FUNCTIONS.get(func as usize) else {
+                    continue;
+                };
+                let into = out
+                    .regions
+                    .mpi
+                    .entry(path_name(rank, path, cx))
+                    .or_default()
+                    .entry(f.name.to_string())
+                    .or_insert_with(|| PathCalls {
+                        calls: vec![0; n],
+                        time_ns: vec![0; n],
+                    });
+                into.calls[r] += calls;
+                into.time_ns[r].sat(time);
             }
             for (&name, c) in &rank.counters {
                 counters.entry(name).or_default().merge(c);

@@ -325,7 +325,11 @@ fn ocean() -> Program {
             files: vec![out, input],
             per_rank: per_rank_io,
         },
-        regions: Regions { paths, counters },
+        regions: Regions {
+            paths,
+            counters,
+            ..Regions::default()
+        },
         timeslices: timeslices(n, 48, |r, k| (10 + (r * 5 + k * 3) % 25) as u64 * MS),
         density: BTreeMap::new(),
         diagnostics: vec![],

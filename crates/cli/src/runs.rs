@@ -1,0 +1,116 @@
+//! `hark runs`: the run history. Every run `hark run` writes is recorded in
+//! the index (`hark-index`: `$HARK_INDEX`, else
+//! `$XDG_DATA_HOME/hark/runs.sqlite`, else
+//! `~/.local/share/hark/runs.sqlite`); `hark runs` lists and filters it, and
+//! `hark runs --add RUN_DIR` records runs made elsewhere.
+
+use crate::cli::RunsArgs;
+use crate::output::print_stdout;
+use anyhow::{anyhow, Context, Result};
+use hark_index::{Entry, Filter, Index};
+use hark_model::Run;
+use std::path::{Path, PathBuf};
+
+/// The index file: the option (or `HARK_INDEX`), else the default place.
+pub fn index_path(option: Option<&Path>) -> Result<PathBuf> {
+    option
+        .map(Path::to_path_buf)
+        .or_else(hark_index::default_path)
+        .ok_or_else(|| {
+            anyhow!("no place for the run index: set HARK_INDEX (or HOME, or XDG_DATA_HOME)")
+        })
+}
+
+/// The index row of `run`, written into `dir`, ended `date` (seconds since
+/// the epoch).
+pub fn entry(run: &Run, dir: &Path, date: i64) -> Entry {
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let first = run.programs.first();
+    Entry {
+        run_dir: dir,
+        programs: run.programs.iter().map(|p| p.name.clone()).collect(),
+        host: first
+            .and_then(|p| p.rank_info.first())
+            .map(|i| i.host.clone())
+            .unwrap_or_default(),
+        date,
+        ranks: run.programs.iter().map(|p| p.ranks as u64).sum(),
+        wall_ns: run.programs.iter().map(|p| p.wall_ns).max().unwrap_or(0),
+        command: first.map(|p| p.command.join(" ")).unwrap_or_default(),
+        hark_version: run.hark_version.clone(),
+    }
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Records a finished run in the index at `index` (or the default place).
+pub fn record(run: &Run, dir: &Path, index: Option<&Path>) -> Result<()> {
+    let path = index_path(index)?;
+    let index = Index::open(&path)?;
+    index.record(&entry(run, dir, now()))?;
+    Ok(())
+}
+
+/// Runs `hark runs`; returns the process exit status.
+pub fn runs(args: &RunsArgs) -> Result<i32> {
+    let path = index_path(args.index.as_deref())?;
+    let index = Index::open(&path)?;
+    for dir in &args.add {
+        let (run, dir) = crate::export::read_run(dir)?;
+        // A run made elsewhere: its date is when its profile was written.
+        let date = std::fs::metadata(dir.join(hark_outputs::json::FILE_NAME))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or_else(now, |d| d.as_secs() as i64);
+        index
+            .record(&entry(&run, &dir, date))
+            .with_context(|| format!("cannot record {}", dir.display()))?;
+    }
+    let date = |d: &Option<String>| d.as_deref().map(|d| index.parse_date(d)).transpose();
+    let filter = Filter {
+        program: args.program.clone(),
+        host: args.host.clone(),
+        since: date(&args.since)?,
+        // `--until 2026-11-24` includes that day.
+        until: date(&args.until)?.map(|u| {
+            if args.until.as_deref().is_some_and(|d| d.trim().len() == 10) {
+                u + 86_400
+            } else {
+                u
+            }
+        }),
+    };
+    let found = index.list(&filter)?;
+    let mut text = String::new();
+    if found.is_empty() {
+        text.push_str(&format!("No runs recorded in {} match.\n", path.display()));
+    } else {
+        text.push_str(&format!(
+            "{:<19}  {:<16} {:>5} {:>11}  {:<20} {}\n",
+            "date (UTC)", "host", "ranks", "wall", "programs", "run directory"
+        ));
+    }
+    for e in &found {
+        let gone = if e.run_dir.join(hark_outputs::json::FILE_NAME).exists() {
+            ""
+        } else {
+            "  (deleted)"
+        };
+        text.push_str(&format!(
+            "{:<19}  {:<16} {:>5} {:>11}  {:<20} {}{gone}\n",
+            index.format_date(e.date)?,
+            e.host,
+            e.ranks,
+            hark_outputs::units::duration(e.wall_ns as f64),
+            e.programs.join(","),
+            e.run_dir.display()
+        ));
+    }
+    print_stdout(&text)?;
+    Ok(0)
+}

@@ -1,0 +1,149 @@
+"""Reads Hark's exports back with the real readers and compares them with
+profile.json. Usage: check_exports.py RUN_DIR [RUN_DIR...]
+
+Every run directory must hold profile.json and the exports (hatchet.json,
+thicket-metadata.json, *.parquet). Exits non-zero, saying what differs, on
+the first mismatch. With two or more runs, also builds one Thicket of all."""
+import json
+import sys
+
+import hatchet as ht
+import pandas as pd
+import pyarrow.parquet as pq
+import thicket as th
+
+
+def fail(msg):
+    print("MISMATCH: " + msg)
+    sys.exit(1)
+
+
+def eq(what, got, want):
+    if got != want:
+        fail(f"{what}: export has {got!r}, profile.json has {want!r}")
+
+
+def at(v, r):
+    return v[r] if r < len(v) else 0
+
+
+def check_hatchet(run_dir, profile):
+    gf = ht.GraphFrame.from_literal(json.load(open(f"{run_dir}/hatchet.json")))
+    df = gf.dataframe
+    roots = gf.graph.roots
+    eq("programs (roots)", [r.frame["name"] for r in roots], [p["name"] for p in profile["programs"]])
+    for root, p in zip(roots, profile["programs"]):
+        n = p["ranks"]
+        mpi = {}  # function -> per-rank [calls, time]
+        for node in root.traverse():
+            row = df.loc[node]
+            kind = node.frame["type"]
+            per = lambda m: [int(row[f"{m} rank {r}"]) for r in range(n)]
+            inc, exc, calls = per("time_ns (inc)"), per("time_ns"), per("calls")
+            eq(f"{node} time_ns (inc) total", int(row["time_ns (inc)"]), sum(inc))
+            eq(f"{node} time_ns total", int(row["time_ns"]), sum(exc))
+            for r in range(n):
+                below = sum(int(df.loc[c][f"time_ns (inc) rank {r}"]) for c in node.children)
+                if exc[r] > 0:
+                    eq(f"{node} rank {r}: inclusive = exclusive + children", inc[r], exc[r] + below)
+            if kind == "program":
+                eq(f"{p['name']} wall per rank", inc, [at(p["rank_wall_ns"], r) for r in range(n)])
+            elif kind == "region":
+                path = "/".join(a.frame["name"] for a in node.path()[1:])
+                want = p["regions"]["paths"][path]
+                eq(f"region {path} inclusive", inc, [at(want["inclusive_ns"], r) for r in range(n)])
+                eq(f"region {path} calls", calls, [at(want["calls"], r) for r in range(n)])
+            else:
+                f = node.frame["name"]
+                acc = mpi.setdefault(f, [[0] * n, [0] * n])
+                for r in range(n):
+                    acc[0][r] += calls[r]
+                    acc[1][r] += inc[r]
+        eq("MPI functions in the tree", sorted(mpi), sorted(p["mpi"]))
+        for f, (calls, time) in mpi.items():
+            want = p["mpi"][f]
+            eq(f"{f} calls per rank, over the tree", calls, [at(want["calls"], r) for r in range(n)])
+            eq(f"{f} time per rank, over the tree", time, [at(want["time_ns"], r) for r in range(n)])
+
+
+def table(run_dir, name):
+    return pq.read_table(f"{run_dir}/{name}.parquet").to_pylist()
+
+
+def check_parquet(run_dir, profile):
+    progs = {p["name"]: p for p in profile["programs"]}
+    want = set()
+    for p in profile["programs"]:
+        for f, v in p["mpi"].items():
+            for r in range(p["ranks"]):
+                want.add((p["name"], r, "mpi", f, at(v["calls"], r), at(v["bytes"], r),
+                          at(v["time_ns"], r), at(v["min_ns"], r), at(v["max_ns"], r)))
+        for r, ops in enumerate(p["io"]["per_rank"]):
+            for op, t in ops.items():
+                want.add((p["name"], r, "io", op, t["calls"], t["bytes"], t["time_ns"], 0, 0))
+    rows = table(run_dir, "functions")
+    got = {(x["program"], x["rank"], x["kind"], x["function"], x["calls"], x["bytes"],
+            x["time_ns"], x["min_ns"], x["max_ns"]) for x in rows}
+    eq("functions.parquet rows", len(rows), len(want))
+    eq("functions.parquet", got, want)
+
+    want = set()
+    for p in profile["programs"]:
+        m = p["p2p"]
+        for i, row in enumerate(m["messages"]):
+            for j, n in enumerate(row):
+                cell = (n, m["bytes"][i][j], m["time_ns"][i][j])
+                if cell != (0, 0, 0):
+                    want.add((p["name"], i, j) + cell)
+    got = {(x["program"], x["from_rank"], x["to_rank"], x["messages"], x["bytes"], x["time_ns"])
+           for x in table(run_dir, "messages")}
+    eq("messages.parquet", got, want)
+
+    want = set()
+    for p in profile["programs"]:
+        for path, v in p["regions"]["paths"].items():
+            for r in range(p["ranks"]):
+                want.add((p["name"], r, path, at(v["calls"], r), at(v["inclusive_ns"], r),
+                          at(v["exclusive_ns"], r)))
+    got = {(x["program"], x["rank"], x["path"], x["calls"], x["inclusive_ns"], x["exclusive_ns"])
+           for x in table(run_dir, "regions")}
+    eq("regions.parquet", got, want)
+
+    got = {}
+    for x in table(run_dir, "timeslices"):
+        got[(x["program"], x["metric"], x["rank"], x["slice"])] = x["value"]
+        width = progs[x["program"]]["timeslices"]["slice_ns"]
+        eq("timeslices.parquet start_ns", x["start_ns"], x["slice"] * width)
+    want = {}
+    for p in profile["programs"]:
+        for metric, ranks in p["timeslices"]["metrics"].items():
+            for r, slices in enumerate(ranks):
+                for i, v in enumerate(slices):
+                    if v:
+                        want[(p["name"], metric, r, i)] = v
+    eq("timeslices.parquet values", got, want)
+
+
+def load_thicket(run_dir):
+    tk = th.Thicket.from_literal(json.load(open(f"{run_dir}/hatchet.json")))
+    meta = json.load(open(f"{run_dir}/thicket-metadata.json"))
+    tk.metadata = pd.DataFrame([meta], index=pd.Index(tk.profile, name="profile"))
+    return tk
+
+
+runs = sys.argv[1:]
+for d in runs:
+    prof = json.load(open(f"{d}/profile.json"))
+    check_hatchet(d, prof)
+    check_parquet(d, prof)
+if len(runs) > 1:
+    ens = th.Thicket.concat_thickets([load_thicket(d) for d in runs])
+    eq("profiles in the Thicket", len(ens.profile), len(runs))
+    ranks = [sum(p["ranks"] for p in json.load(open(f"{d}/profile.json"))["programs"]) for d in runs]
+    eq("ranks in the Thicket's metadata", sorted(ens.metadata["ranks"].tolist()), sorted(ranks))
+    for d in runs:
+        names = {n.frame["name"] for n in ht.GraphFrame.from_literal(json.load(open(f"{d}/hatchet.json"))).graph.traverse()}
+        seen = {n.frame["name"] for n in ens.graph.traverse()}
+        if not names <= seen:
+            fail(f"the Thicket's graph lacks {sorted(names - seen)} of {d}")
+print("OK")

@@ -1,0 +1,374 @@
+//! The run history: every Hark run, recorded in one SQLite file.
+//!
+//! `hark run` records each run directory it writes ([`Index::record`]);
+//! `hark runs` lists them ([`Index::list`]) filtered by program, host and
+//! date; `hark serve` can record into the same file. The file lives at
+//! [`default_path`] unless `HARK_INDEX` or an option names another.
+//!
+//! A row is a summary of a run directory, not the run itself: the run
+//! directory's `profile.json` stays the source of truth, and a run whose
+//! directory was deleted simply stays listed (`hark runs` marks it).
+//! Recording the same directory again replaces its row.
+//!
+//! ```
+//! use hark_index::{Entry, Filter, Index};
+//!
+//! let file = std::env::temp_dir().join(format!("hark-index-doc-{}.sqlite", std::process::id()));
+//! let index = Index::open(&file).unwrap();
+//! index.record(&Entry {
+//!     run_dir: "/runs/hark-lmp-20260101-120000".into(),
+//!     programs: vec!["lmp".into()],
+//!     host: "node1".into(),
+//!     date: 1_767_268_800,
+//!     ranks: 4,
+//!     wall_ns: 2_000_000_000,
+//!     command: "mpirun -np 4 lmp -in in.lj".into(),
+//!     hark_version: "0.1.0".into(),
+//! }).unwrap();
+//! let found = index.list(&Filter { program: Some("lmp".into()), ..Filter::default() }).unwrap();
+//! assert_eq!(found.len(), 1);
+//! # std::fs::remove_file(&file).unwrap();
+//! ```
+#![deny(missing_docs)]
+
+use rusqlite::{params, Connection};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The environment variable naming the index file (overrides the default).
+pub const ENV: &str = "HARK_INDEX";
+
+/// Where the index lives unless told otherwise: `$HARK_INDEX`, else
+/// `$XDG_DATA_HOME/hark/runs.sqlite`, else `~/.local/share/hark/runs.sqlite`
+/// (the XDG default). `None` when neither `HOME` nor `XDG_DATA_HOME` is set.
+pub fn default_path() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(p) = var(ENV) {
+        return Some(PathBuf::from(p));
+    }
+    let data = var("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
+    Some(data.join("hark").join("runs.sqlite"))
+}
+
+/// One recorded run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The run directory, as an absolute path (the row's key).
+    pub run_dir: PathBuf,
+    /// The measured programs' names, in the run's order.
+    pub programs: Vec<String>,
+    /// Host of the first rank of the first program.
+    pub host: String,
+    /// When the run ended, in seconds since the Unix epoch (UTC).
+    pub date: i64,
+    /// Processes over all programs.
+    pub ranks: u64,
+    /// The longest program's wall time, in ns.
+    pub wall_ns: u64,
+    /// The measured command line, words joined by spaces.
+    pub command: String,
+    /// Version of Hark that made the run.
+    pub hark_version: String,
+}
+
+/// Which runs [`Index::list`] returns; `None` fields match everything.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// Runs with a program of exactly this name.
+    pub program: Option<String>,
+    /// Runs on exactly this host.
+    pub host: Option<String>,
+    /// Runs that ended at or after this time (seconds since the epoch).
+    pub since: Option<i64>,
+    /// Runs that ended before this time (seconds since the epoch).
+    pub until: Option<i64>,
+}
+
+/// What went wrong; see [`ErrorKind`].
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    path: PathBuf,
+}
+
+/// The kinds of [`Error`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The index's folder could not be created.
+    Io(std::io::Error),
+    /// SQLite refused: not a database, locked, read-only, full.
+    Sqlite(rusqlite::Error),
+    /// A date the caller gave could not be read (`2026-11-24` or
+    /// `2026-11-24 12:00:00` are read).
+    Date(String),
+}
+
+impl Error {
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.path.display();
+        match &self.kind {
+            ErrorKind::Io(e) => write!(f, "cannot create the folder of the run index {p}: {e}"),
+            ErrorKind::Sqlite(e) => write!(
+                f,
+                "the run index {p} cannot be used: {e} (set {ENV} to use another file)"
+            ),
+            ErrorKind::Date(d) => write!(
+                f,
+                "`{d}` is not a date: write it as YYYY-MM-DD or YYYY-MM-DD HH:MM:SS (UTC)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// An open run index.
+pub struct Index {
+    conn: Connection,
+    path: PathBuf,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+    run_dir      TEXT PRIMARY KEY,
+    host         TEXT NOT NULL,
+    date         INTEGER NOT NULL,
+    ranks        INTEGER NOT NULL,
+    wall_ns      INTEGER NOT NULL,
+    command      TEXT NOT NULL,
+    hark_version TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS programs (
+    run_dir  TEXT NOT NULL REFERENCES runs(run_dir) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    name     TEXT NOT NULL,
+    PRIMARY KEY (run_dir, position)
+);
+CREATE INDEX IF NOT EXISTS programs_by_name ON programs(name);
+CREATE INDEX IF NOT EXISTS runs_by_date ON runs(date);
+";
+
+impl Index {
+    /// Opens the index at `path`, creating the file and its folder if
+    /// needed. Several processes may hold it open at once: writes wait up
+    /// to five seconds for one another.
+    pub fn open(path: &Path) -> Result<Index, Error> {
+        let err = |kind| Error {
+            kind,
+            path: path.to_path_buf(),
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| err(ErrorKind::Io(e)))?;
+        }
+        let conn = Connection::open(path).map_err(|e| err(ErrorKind::Sqlite(e)))?;
+        let index = Index {
+            conn,
+            path: path.to_path_buf(),
+        };
+        index
+            .conn
+            .busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| index.sqlite(e))?;
+        index
+            .conn
+            .execute_batch(&format!("PRAGMA foreign_keys = ON;{SCHEMA}"))
+            .map_err(|e| index.sqlite(e))?;
+        Ok(index)
+    }
+
+    /// The file this index is stored in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sqlite(&self, e: rusqlite::Error) -> Error {
+        Error {
+            kind: ErrorKind::Sqlite(e),
+            path: self.path.clone(),
+        }
+    }
+
+    /// Records a run, replacing any earlier row of the same directory.
+    pub fn record(&self, e: &Entry) -> Result<(), Error> {
+        let dir = e.run_dir.to_string_lossy();
+        let tx = self
+            .conn
+            .unchecked_transaction()
+            .map_err(|x| self.sqlite(x))?;
+        tx.execute("DELETE FROM runs WHERE run_dir = ?1", params![dir])
+            .map_err(|x| self.sqlite(x))?;
+        tx.execute(
+            "INSERT INTO runs (run_dir, host, date, ranks, wall_ns, command, hark_version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                dir,
+                e.host,
+                e.date,
+                e.ranks as i64,
+                e.wall_ns.min(i64::MAX as u64) as i64,
+                e.command,
+                e.hark_version
+            ],
+        )
+        .map_err(|x| self.sqlite(x))?;
+        for (i, name) in e.programs.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO programs (run_dir, position, name) VALUES (?1, ?2, ?3)",
+                params![dir, i as i64, name],
+            )
+            .map_err(|x| self.sqlite(x))?;
+        }
+        tx.commit().map_err(|x| self.sqlite(x))
+    }
+
+    /// The runs `filter` keeps, oldest first.
+    pub fn list(&self, filter: &Filter) -> Result<Vec<Entry>, Error> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT run_dir, host, date, ranks, wall_ns, command, hark_version FROM runs r
+                 WHERE (?1 IS NULL OR EXISTS
+                        (SELECT 1 FROM programs p WHERE p.run_dir = r.run_dir AND p.name = ?1))
+                   AND (?2 IS NULL OR host = ?2)
+                   AND (?3 IS NULL OR date >= ?3)
+                   AND (?4 IS NULL OR date < ?4)
+                 ORDER BY date, run_dir",
+            )
+            .map_err(|e| self.sqlite(e))?;
+        let rows = stmt
+            .query_map(
+                params![filter.program, filter.host, filter.since, filter.until],
+                |row| {
+                    Ok(Entry {
+                        run_dir: PathBuf::from(row.get::<_, String>(0)?),
+                        programs: Vec::new(),
+                        host: row.get(1)?,
+                        date: row.get(2)?,
+                        ranks: row.get::<_, i64>(3)? as u64,
+                        wall_ns: row.get::<_, i64>(4)? as u64,
+                        command: row.get(5)?,
+                        hark_version: row.get(6)?,
+                    })
+                },
+            )
+            .map_err(|e| self.sqlite(e))?;
+        let mut out = rows
+            .collect::<Result<Vec<Entry>, _>>()
+            .map_err(|e| self.sqlite(e))?;
+        let mut names = self
+            .conn
+            .prepare("SELECT name FROM programs WHERE run_dir = ?1 ORDER BY position")
+            .map_err(|e| self.sqlite(e))?;
+        for e in &mut out {
+            e.programs = names
+                .query_map(params![e.run_dir.to_string_lossy()], |r| r.get(0))
+                .and_then(|rows| rows.collect())
+                .map_err(|x| self.sqlite(x))?;
+        }
+        Ok(out)
+    }
+
+    /// Reads a UTC date (`YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS`) as seconds
+    /// since the epoch, with SQLite's own date functions.
+    pub fn parse_date(&self, text: &str) -> Result<i64, Error> {
+        let secs: Option<i64> = self
+            .conn
+            .query_row("SELECT unixepoch(?1)", params![text.trim()], |r| r.get(0))
+            .map_err(|e| self.sqlite(e))?;
+        secs.ok_or_else(|| Error {
+            kind: ErrorKind::Date(text.to_string()),
+            path: self.path.clone(),
+        })
+    }
+
+    /// Formats seconds since the epoch as `YYYY-MM-DD HH:MM:SS` (UTC).
+    pub fn format_date(&self, secs: i64) -> Result<String, Error> {
+        self.conn
+            .query_row("SELECT datetime(?1, 'unixepoch')", params![secs], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.sqlite(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(dir: &str, program: &str, host: &str, date: i64) -> Entry {
+        Entry {
+            run_dir: dir.into(),
+            programs: vec![program.into()],
+            host: host.into(),
+            date,
+            ranks: 2,
+            wall_ns: 5,
+            command: program.into(),
+            hark_version: "0".into(),
+        }
+    }
+
+    #[test]
+    fn runs_are_listed_filtered_and_replaced() {
+        let file = std::env::temp_dir().join(format!("hark-index-{}.sqlite", std::process::id()));
+        let _ = std::fs::remove_file(&file);
+        let index = Index::open(&file).unwrap();
+        let day = index.parse_date("2026-11-24").unwrap();
+        index.record(&entry("/a", "lmp", "n1", day + 10)).unwrap();
+        index
+            .record(&entry("/b", "ring", "n2", day + 86_400))
+            .unwrap();
+        index.record(&entry("/a", "lmp", "n3", day + 20)).unwrap();
+        let all = index.list(&Filter::default()).unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].host, "n3", "recording a directory again replaces it");
+        let by = |f: Filter| -> Vec<String> {
+            index
+                .list(&f)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.run_dir.to_string_lossy().into_owned())
+                .collect()
+        };
+        let program = Some("ring".to_string());
+        assert_eq!(
+            by(Filter {
+                program,
+                ..Filter::default()
+            }),
+            ["/b"]
+        );
+        let host = Some("n3".to_string());
+        assert_eq!(
+            by(Filter {
+                host,
+                ..Filter::default()
+            }),
+            ["/a"]
+        );
+        let until = Some(index.parse_date("2026-11-25").unwrap());
+        assert_eq!(
+            by(Filter {
+                until,
+                ..Filter::default()
+            }),
+            ["/a"]
+        );
+        assert!(matches!(
+            index.parse_date("yesterday").unwrap_err().kind(),
+            ErrorKind::Date(_)
+        ));
+        assert_eq!(index.format_date(day).unwrap(), "2026-11-24 00:00:00");
+        std::fs::remove_file(&file).unwrap();
+    }
+}
