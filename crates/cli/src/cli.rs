@@ -43,6 +43,36 @@ pub enum Command {
     /// again from its profile.json, and print the summary.
     #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
+    /// Write a finished run in the formats other tools read: `otf2` (Vampir,
+    /// `otf2-print`) and `perfetto` (ui.perfetto.dev) from its trace store.
+    #[command(after_help = EXPORT_EXAMPLES)]
+    Export(ExportArgs),
+}
+
+const EXPORT_EXAMPLES: &str = "\
+Examples:
+  hark export hark-app-20260101-120000 --format otf2,perfetto
+  hark export hark-app-20260101-120000 --format perfetto -o /tmp/traces";
+
+/// Options of `hark export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A run directory written by `hark run` (with `--trace` for the trace
+    /// formats).
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
+
+    /// Formats to write, comma-separated: otf2, perfetto.
+    #[arg(long, value_name = "FORMAT", value_delimiter = ',', required = true)]
+    pub format: Vec<String>,
+
+    /// Write into DIR instead of the run directory.
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: Option<PathBuf>,
+
+    /// Do not say which files were written.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 const RUN_EXAMPLES: &str = "\
@@ -152,6 +182,26 @@ pub struct RunArgs {
     #[arg(short, long)]
     pub verbose: bool,
 
+    /// Keep raw events in a trace store (RUN_DIR/trace/) and write them as
+    /// OTF2 (trace.otf2/) and Perfetto (trace.perfetto-trace). SPEC chooses
+    /// what to keep, comma-separated terms that must all hold:
+    /// ranks=A-B, window=S-E (seconds after the start), iterations=A-B
+    /// (hark_mark numbers), region=NAME; none (or `all`) keeps every event.
+    #[arg(
+        long,
+        value_name = "SPEC",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "all",
+        value_parser = parse_trace
+    )]
+    pub trace: Option<hark_analyses::trace::Selection>,
+
+    /// The trace store's cap, e.g. 512M or 4G (default 1G): chosen events
+    /// past it are dropped, and the summary says how many.
+    #[arg(long = "trace-cap", value_name = "SIZE", value_parser = parse_trace_cap)]
+    pub trace_cap: Option<u64>,
+
     /// The command to measure, after `--` (required, except with
     /// `--analyses list`).
     #[arg(last = true, value_name = "COMMAND")]
@@ -182,6 +232,26 @@ pub struct ReportArgs {
 fn parse_pack_size(v: &str) -> Result<u64, String> {
     crate::settings::check("HARK_PACK_SIZE", v)?;
     crate::settings::parse_size(v).ok_or_else(|| format!("`{v}` is not a size"))
+}
+
+/// `--trace=SPEC`: a trace selection.
+fn parse_trace(v: &str) -> Result<hark_analyses::trace::Selection, String> {
+    hark_analyses::trace::Selection::parse(v)
+}
+
+/// `--trace-cap`: a size, with G allowed.
+fn parse_trace_cap(v: &str) -> Result<u64, String> {
+    let t = v.trim();
+    let size = match t.strip_suffix(['G', 'g']).or_else(|| t.strip_suffix("GiB")) {
+        Some(g) => g
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .and_then(|g| g.checked_mul(1 << 30)),
+        None => crate::settings::parse_size(t),
+    };
+    size.filter(|s| *s > 0)
+        .ok_or_else(|| format!("`{v}` is not a size: write e.g. 512M or 4G"))
 }
 
 /// `--buffers`: a count within the probe's range (`HARK_BUFFERS`).

@@ -13,6 +13,7 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 mod cli;
+mod export;
 mod launch;
 mod output;
 mod probe;
@@ -21,6 +22,7 @@ mod run;
 mod rundir;
 mod settings;
 mod status;
+mod trace;
 
 use clap::Parser;
 
@@ -29,6 +31,7 @@ fn main() {
     let result = match &cli.command {
         cli::Command::Run(args) => run::run(args),
         cli::Command::Report(args) => report::report(args),
+        cli::Command::Export(args) => export::export(args),
     };
     let code = match result {
         Ok(code) => code,

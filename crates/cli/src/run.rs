@@ -52,6 +52,16 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         addr: format!("unix:{}", socket_dir.socket().display()),
         analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
         secret: Some(secret),
+        trace: args
+            .trace
+            .clone()
+            .map(|selection| hark_server::trace::TraceConfig {
+                dir: crate::trace::staging(place.parent()),
+                selection,
+                cap_bytes: args
+                    .trace_cap
+                    .unwrap_or(hark_server::trace::DEFAULT_TRACE_CAP),
+            }),
         ..ServerConfig::default()
     })
     // The server's error already names its cause: no chain to print twice.
@@ -125,6 +135,13 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let run = server.finish_unless(GRACE, &HURRY);
     let analysed = ended.elapsed();
     let written = write_run_dir(args, &place, &run);
+    if let (Some(_), Ok(dir)) = (&args.trace, &written) {
+        if let Err(e) =
+            crate::trace::finish(&crate::trace::staging(place.parent()), dir, args.quiet)
+        {
+            print_stderr(&format!("hark: error: {e:#}\n"));
+        }
+    }
     let ready = ended.elapsed();
     drop(socket_dir);
     if args.verbose {

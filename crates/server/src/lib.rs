@@ -52,6 +52,7 @@
 
 mod error;
 mod sink;
+pub mod trace;
 
 pub use error::{Error, ErrorKind};
 
@@ -82,6 +83,9 @@ pub struct ServerConfig {
     /// not carry it is refused and named in the diagnostics. Probes learn
     /// it from [`Server::probe_addr`]. `None`: every stream is accepted.
     pub secret: Option<String>,
+    /// Keep raw events in a trace store (`hark run --trace`); `None`
+    /// keeps none.
+    pub trace: Option<trace::TraceConfig>,
 }
 
 impl Default for ServerConfig {
@@ -93,6 +97,7 @@ impl Default for ServerConfig {
             slices: Config::default().slices,
             max_in_flight: 64 << 20,
             secret: None,
+            trace: None,
         }
     }
 }
@@ -146,6 +151,7 @@ impl Server {
                 registry::select(&names).map_err(|e| Error::new(ErrorKind::Analyses(e)))?
             }
         };
+        let trace = config.trace.clone().map(trace::Store::new).transpose()?;
         let listener = hark_transport::Listener::bind(&config.addr)
             .map_err(|e| Error::new(ErrorKind::Listen(e)))?;
         let state = Arc::new(State {
@@ -164,6 +170,7 @@ impl Server {
             ranks: Mutex::default(),
             secret: config.secret.clone(),
             rejected: Mutex::default(),
+            trace,
         });
         let transport = listener.serve(state.clone());
         let now = Instant::now();
@@ -278,6 +285,17 @@ impl Server {
             ));
         }
         problems.extend(self.state.rejections());
+        if let Some(store) = &self.state.trace {
+            let infos = self
+                .state
+                .conns
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .map(|(id, c)| (*id, c.info.clone()))
+                .collect();
+            problems.extend(store.close(&infos));
+        }
         if let (Some(first), false) = (programs.first_mut(), problems.is_empty()) {
             first.diagnostics.extend(problems);
         }

@@ -114,6 +114,8 @@ pub(crate) struct State {
     /// Why connections were rejected before their `Hello`, with how many
     /// times each (bounded: the first few reasons).
     pub(crate) rejected: Mutex<Vec<(String, u64)>>,
+    /// Where `--trace` keeps raw events, if asked.
+    pub(crate) trace: Option<crate::trace::Store>,
 }
 
 const MAX_PROBLEMS: usize = 32;
@@ -402,10 +404,16 @@ impl Sink for State {
         if let Some(r) = reference {
             info.set_clock_reference(r);
         }
+        if let Some(store) = &self.trace {
+            store.open(conn.0, hello);
+        }
     }
 
     fn on_frame(&self, conn: ConnId, frame: Frame<'_>) {
         let Some(c) = self.conn(conn) else { return };
+        if let Some(store) = &self.trace {
+            store.frame(conn.0, &c.info, &frame);
+        }
         let submitted = match frame {
             Frame::Pack { events, .. } => {
                 let n = events.len() as u64;
