@@ -17,7 +17,7 @@ mod perfetto;
 pub use otf2::{write_otf2, OTF2_AVAILABLE};
 pub use perfetto::{encode_perfetto, write_perfetto};
 
-use hark_analyses::trace::{Matched, Trace};
+use hark_analyses::trace::{Matched, Msg, Trace};
 use hark_wire::mpi::{Class, FUNCTIONS};
 use hark_wire::{op, Event};
 use std::borrow::Cow;
@@ -69,6 +69,9 @@ pub struct Timeline {
     pub lanes: Vec<Lane>,
     /// Messages matched send to receive.
     pub messages: Vec<Matched>,
+    /// Every message side the trace holds (matched or not), by the slice
+    /// whose call completed it: (event that completed it, the message).
+    pub sides: HashMap<(usize, usize), Vec<(usize, Msg)>>,
     /// Where each (stream, event) that is a slice or completes a message
     /// landed: (lane, slice).
     pub at: HashMap<(usize, usize), (usize, usize)>,
@@ -161,6 +164,11 @@ impl Timeline {
                     }
                 }
                 t.lanes.push(lane);
+            }
+            for (i, m) in s.messages() {
+                if let Some(&at) = t.at.get(&(si, i)) {
+                    t.sides.entry(at).or_default().push((i, m));
+                }
             }
         }
         t.messages = trace

@@ -451,12 +451,6 @@ mod imp {
         // Events, lane by lane.
         let mut counts: std::collections::HashMap<u64, u64> = Default::default();
         let (mut first, mut last) = (u64::MAX, 0u64);
-        let mut sends: std::collections::HashMap<(usize, usize), Vec<usize>> = Default::default();
-        let mut recvs: std::collections::HashMap<(usize, usize), Vec<usize>> = Default::default();
-        for (mi, m) in timeline.messages.iter().enumerate() {
-            sends.entry(timeline.at[&m.send]).or_default().push(mi);
-            recvs.entry(timeline.at[&m.recv]).or_default().push(mi);
-        }
         let null = std::ptr::null_mut();
         for (li, lane) in timeline.lanes.iter().enumerate() {
             let s = &trace.streams[lane.stream];
@@ -470,6 +464,7 @@ mod imp {
                 ));
             }
             let mut n = 0u64;
+            let mut last_ts = 0u64;
             for &(ts, enter, k) in &lane.steps {
                 first = first.min(ts);
                 last = last.max(ts);
@@ -491,60 +486,41 @@ mod imp {
                             )?;
                             n += 1;
                         }
-                        for &mi in sends.get(&(li, k)).into_iter().flatten() {
-                            let m = &timeline.messages[mi];
-                            let (rs, ri) = m.recv;
-                            let r = &trace.streams[rs];
-                            let se = &s.events[m.send.1];
-                            let members = s.comm_members(se.obj.get()).unwrap_or(&[]);
-                            let to = members.iter().position(|&x| x == r.world_rank);
-                            let c = plan.comm(members);
-                            if let (Some(to), Some(c)) = (to, c) {
-                                let _ = ri;
-                                check(
-                                    "MpiSend",
-                                    OTF2_EvtWriter_MpiSend(
-                                        w,
-                                        null,
-                                        ts,
-                                        to as u32,
-                                        c,
-                                        se.tag.get() as u32,
-                                        m.bytes,
-                                    ),
-                                )?;
-                                n += 1;
-                            }
-                        }
                     } else {
-                        for &mi in recvs.get(&(li, k)).into_iter().flatten() {
-                            let m = &timeline.messages[mi];
-                            let snd = &trace.streams[m.send.0];
-                            let re = &s.events[m.recv.1];
-                            let members = s.comm_members(re.obj.get()).unwrap_or(&[]);
-                            let from = members.iter().position(|&x| x == snd.world_rank);
-                            let c = plan.comm(members);
-                            if let (Some(from), Some(c)) = (from, c) {
-                                check(
-                                    "MpiRecv",
-                                    OTF2_EvtWriter_MpiRecv(
-                                        w,
-                                        null,
-                                        ts,
-                                        from as u32,
-                                        c,
-                                        re.tag.get() as u32,
-                                        m.bytes,
-                                    ),
-                                )?;
-                                n += 1;
-                            }
+                        // Every message this call completed, at the time
+                        // of the record that completed it (kept in time
+                        // order on the location).
+                        let mut sides: Vec<(u64, usize, hark_analyses::trace::Msg)> = timeline
+                            .sides
+                            .get(&(li, k))
+                            .into_iter()
+                            .flatten()
+                            .map(|&(i, m)| (s.mapping.common(s.events[i].start.get()), i, m))
+                            .collect();
+                        sides.sort_by_key(|x| x.0);
+                        for (t, i, m) in sides {
+                            let t = t.min(ts).max(last_ts);
+                            let me = &s.events[i];
+                            let members = s.comm_members(me.obj.get()).unwrap_or(&[]);
+                            let peer = members.iter().position(|&x| x == m.peer);
+                            let (Some(peer), Some(c)) = (peer, plan.comm(members)) else {
+                                continue;
+                            };
+                            let tag = me.tag.get() as u32;
+                            let code = if m.send {
+                                OTF2_EvtWriter_MpiSend(w, null, t, peer as u32, c, tag, m.bytes)
+                            } else {
+                                OTF2_EvtWriter_MpiRecv(w, null, t, peer as u32, c, tag, m.bytes)
+                            };
+                            check(if m.send { "MpiSend" } else { "MpiRecv" }, code)?;
+                            last_ts = t;
+                            n += 1;
                         }
                         if let (true, Some(c), Some(members)) = (is_coll, comm, comm_members) {
-                            let SliceKind::Mpi(f) = slice.kind else {
-                                unreachable!()
+                            let name = match slice.kind {
+                                SliceKind::Mpi(f) => hark_wire::mpi::FUNCTIONS[f].name,
+                                _ => "",
                             };
-                            let name = hark_wire::mpi::FUNCTIONS[f].name;
                             let root = match e.peer.get() {
                                 p if p >= 0 => members
                                     .iter()
@@ -571,6 +547,7 @@ mod imp {
                         n += 1;
                     }
                 }
+                last_ts = last_ts.max(ts);
             }
             counts.insert(loc, n);
             // SAFETY: see above.
