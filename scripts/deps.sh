@@ -13,13 +13,15 @@ packages=(
     hpcc                     # the HPC Challenge benchmark, another real one
     python3-mpi4py
     chromium                 # headless, to check report.html renders
+    libopen-trace-format2-dev otf2-tools python3-otf2   # OTF2 traces: write, print, read
+    python3-venv             # scripts/pyenv.sh's environment for the trace readers
 )
 
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+[ ${#missing[@]} -eq 0 ] && exec "$(dirname "$0")/pyenv.sh"
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -29,3 +31,4 @@ fi
 echo "deps.sh: installing ${missing[*]}" >&2
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+"$(dirname "$0")/pyenv.sh"

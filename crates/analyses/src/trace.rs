@@ -27,7 +27,12 @@ use std::collections::HashSet;
 /// | `window=S-E`       | events overlapping `[S, E]` seconds after the start     |
 /// | `iterations=A-B`   | from the mark numbered `A` up to the mark after `B`     |
 /// | `region=NAME`      | events inside the user region `NAME` (itself included)  |
+/// | `auto`, `auto=N`   | the `N` (default [`AUTO_WINDOWS`]) time windows holding the most wait-state time |
 /// | `all`              | everything (the same as no SPEC)                        |
+///
+/// `auto` is a storage policy more than a filter: the other terms still
+/// choose events, and the server keeps them in windows of
+/// [`AUTO_WINDOW_NS`] until the analyses say which windows waited most.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Selection {
     /// World rank ranges, inclusive; empty: every rank.
@@ -38,7 +43,18 @@ pub struct Selection {
     pub iterations: Vec<(u64, u64)>,
     /// Region names; empty: anywhere.
     pub regions: Vec<String>,
+    /// `auto`: how many windows around the costliest wait states to keep.
+    pub auto: Option<usize>,
 }
+
+/// Windows `auto` keeps unless told (`auto=N`).
+pub const AUTO_WINDOWS: usize = 4;
+
+/// The width of an `auto` window, in ns: 2^27 ns, about 134 ms.
+pub const AUTO_WINDOW_SHIFT: u32 = 27;
+
+/// [`AUTO_WINDOW_SHIFT`] as a width.
+pub const AUTO_WINDOW_NS: u64 = 1 << AUTO_WINDOW_SHIFT;
 
 impl Selection {
     /// Parses a SPEC; the error says which term is wrong and what a right
@@ -47,6 +63,10 @@ impl Selection {
         let mut s = Selection::default();
         for term in spec.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             if term == "all" {
+                continue;
+            }
+            if term == "auto" {
+                s.auto = Some(AUTO_WINDOWS);
                 continue;
             }
             let Some((key, value)) = term.split_once('=') else {
@@ -79,6 +99,12 @@ impl Selection {
                     })?;
                     s.iterations.push((a, b));
                 }
+                "auto" => {
+                    let n = value.trim().parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        format!("`{term}`: auto=N keeps the N windows with the most waiting, e.g. auto=4")
+                    })?;
+                    s.auto = Some(n);
+                }
                 "region" | "regions" if !value.trim().is_empty() => {
                     s.regions.push(value.trim().to_string())
                 }
@@ -97,7 +123,8 @@ impl Selection {
         self.ranks.is_empty() || self.ranks.iter().any(|&(a, b)| (a..=b).contains(&rank))
     }
 
-    /// Whether every event is kept (no term).
+    /// Whether every event is chosen (no filtering term; `auto` may still
+    /// keep only some windows of them).
     pub fn is_all(&self) -> bool {
         self.ranks.is_empty()
             && self.windows.is_empty()
@@ -339,9 +366,18 @@ mod tests {
         assert_eq!(s.windows, vec![(1_500_000_000, 2_000_000_000)]);
         assert_eq!(s.iterations, vec![(4, 4)]);
         assert_eq!(s.regions, vec!["solve".to_string()]);
+        assert_eq!(Selection::parse("auto").unwrap().auto, Some(AUTO_WINDOWS));
+        assert_eq!(Selection::parse("ranks=0,auto=2").unwrap().auto, Some(2));
         assert!(Selection::parse("").unwrap().is_all());
         assert!(Selection::parse("all").unwrap().is_all());
-        for bad in ["ranks=3-1", "window=x", "colour=red", "ranks", "region="] {
+        for bad in [
+            "ranks=3-1",
+            "window=x",
+            "colour=red",
+            "ranks",
+            "region=",
+            "auto=0",
+        ] {
             let e = Selection::parse(bad).unwrap_err();
             assert!(e.contains(bad.split('=').next().unwrap()), "{bad}: {e}");
         }

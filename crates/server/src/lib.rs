@@ -294,7 +294,7 @@ impl Server {
                 .iter()
                 .map(|(id, c)| (*id, c.info.clone()))
                 .collect();
-            problems.extend(store.close(&infos));
+            problems.extend(store.close(&infos, &programs));
         }
         if let (Some(first), false) = (programs.first_mut(), problems.is_empty()) {
             first.diagnostics.extend(problems);

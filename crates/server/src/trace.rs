@@ -18,7 +18,7 @@
 
 use crate::error::{Error, ErrorKind};
 use hark_analyses::clock::Alignment;
-use hark_analyses::trace::{Filter, Selection, Trace, TraceStream};
+use hark_analyses::trace::{Filter, Selection, Trace, TraceStream, AUTO_WINDOW_SHIFT};
 use hark_analyses::StreamInfo;
 use hark_wire::{ClockSource, Def, Event, Frame, FrameReader, Hello};
 use std::collections::HashMap;
@@ -56,6 +56,24 @@ struct Writer {
     /// When the cap first dropped this stream's events (ns after start).
     full_at: Option<u64>,
     scratch: Vec<Event>,
+    /// The program, whose wait states rank `auto`'s windows.
+    program: String,
+    /// `auto`: the open chunk files, by window.
+    chunks: std::collections::BTreeMap<u64, BufWriter<File>>,
+}
+
+/// One `auto` window of one program: what it holds, across streams.
+#[derive(Default)]
+struct Window {
+    /// Bytes of its chunk files.
+    bytes: u64,
+    /// Events per connection.
+    events: HashMap<u64, u64>,
+    /// Time spent in MPI calls in it, over all streams: what ranks windows
+    /// while the run goes on (the wait states are known only at the end).
+    mpi_ns: u64,
+    /// Evicted at the cap: its files are gone, its events are dropped.
+    evicted: bool,
 }
 
 /// The store, shared by every connection's reader thread.
@@ -65,6 +83,10 @@ pub(crate) struct Store {
     full: std::sync::atomic::AtomicBool,
     writers: Mutex<HashMap<u64, Arc<Mutex<Writer>>>>,
     problem: Mutex<Option<String>>,
+    /// `auto`: every window, by (program, window number).
+    windows: Mutex<std::collections::BTreeMap<(String, u64), Window>>,
+    /// `auto`: events dropped with windows evicted at the cap.
+    evicted_events: AtomicU64,
 }
 
 impl Store {
@@ -81,6 +103,8 @@ impl Store {
             full: Default::default(),
             writers: Mutex::default(),
             problem: Mutex::default(),
+            windows: Mutex::default(),
+            evicted_events: AtomicU64::new(0),
         })
     }
 
@@ -110,6 +134,8 @@ impl Store {
             dropped: 0,
             full_at: None,
             scratch: Vec::new(),
+            program: hello.program.clone(),
+            chunks: Default::default(),
         };
         let mut bytes = Vec::new();
         Hello {
@@ -192,7 +218,9 @@ impl Store {
             }
         }
         let chosen: &[Event] = if all { events } else { &scratch };
-        if !chosen.is_empty() {
+        if self.config.selection.auto.is_some() {
+            self.windowed(w, info, seq, chosen);
+        } else if !chosen.is_empty() {
             let bytes = (hark_wire::HEADER_SIZE
                 + hark_wire::PACK_HEADER_SIZE
                 + std::mem::size_of_val(chosen)) as u64;
@@ -220,9 +248,196 @@ impl Store {
         w.scratch = scratch;
     }
 
+    /// `auto`: appends `events` to their windows' chunk files, then evicts
+    /// the windows with the least MPI time while the store is over its cap
+    /// (never the newest: it is still being filled).
+    fn windowed(&self, w: &mut Writer, info: &StreamInfo, seq: u64, events: &[Event]) {
+        let conn = info.conn();
+        let origin = info.origin_ns();
+        let window_of =
+            |e: &Event| info.common(e.start.get()).saturating_sub(origin) >> AUTO_WINDOW_SHIFT;
+        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        let mut rest = events;
+        while let Some(first) = rest.first() {
+            let k = window_of(first);
+            let n = rest.iter().take_while(|e| window_of(e) == k).count();
+            let (run, next) = rest.split_at(n);
+            rest = next;
+            let win = windows.entry((w.program.clone(), k)).or_default();
+            if win.evicted {
+                w.dropped += n as u64;
+                self.evicted_events.fetch_add(n as u64, Ordering::Relaxed);
+                continue;
+            }
+            let bytes = (hark_wire::HEADER_SIZE
+                + hark_wire::PACK_HEADER_SIZE
+                + std::mem::size_of_val(run)) as u64;
+            let mut head = [0u8; hark_wire::HEADER_SIZE + hark_wire::PACK_HEADER_SIZE];
+            hark_wire::write_pack_header(&mut head, seq, run.len());
+            if let Err(e) = self.chunk(w, conn, k).and_then(|f| {
+                use zerocopy::IntoBytes;
+                f.write_all(&head)?;
+                f.write_all(run.as_bytes())
+            }) {
+                self.fail(format!("cannot write a chunk of {}: {e}", w.name));
+                continue;
+            }
+            win.bytes += bytes;
+            *win.events.entry(conn).or_default() += n as u64;
+            win.mpi_ns += run
+                .iter()
+                .filter(|e| matches!(hark_wire::op::kind(e.op()), hark_wire::op::OpKind::Mpi(_)))
+                .map(|e| e.end.get().saturating_sub(e.start.get()))
+                .sum::<u64>();
+            self.used.fetch_add(bytes, Ordering::Relaxed);
+        }
+        while self.used.load(Ordering::Relaxed) > self.config.cap_bytes {
+            let newest = windows.keys().map(|(_, k)| *k).max().unwrap_or(0);
+            let Some(victim) = windows
+                .iter()
+                .filter(|((_, k), v)| !v.evicted && *k != newest && v.bytes > 0)
+                .min_by_key(|(_, v)| v.mpi_ns)
+                .map(|(key, _)| key.clone())
+            else {
+                break;
+            };
+            let win = windows.get_mut(&victim).expect("found above");
+            self.evict(victim.1, win);
+        }
+    }
+
+    /// The chunk file of connection `conn`'s window `k`, opened (for
+    /// appending) if needed; files of windows two behind are closed.
+    fn chunk<'w>(
+        &self,
+        w: &'w mut Writer,
+        conn: u64,
+        k: u64,
+    ) -> std::io::Result<&'w mut BufWriter<File>> {
+        let old: Vec<u64> = w.chunks.keys().copied().filter(|&j| j + 2 <= k).collect();
+        for j in old {
+            if let Some(mut f) = w.chunks.remove(&j) {
+                f.flush()?;
+            }
+        }
+        if !w.chunks.contains_key(&k) {
+            let path = self.config.dir.join(chunk_name(conn, k));
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?;
+            w.chunks.insert(k, BufWriter::with_capacity(1 << 16, f));
+        }
+        Ok(w.chunks.get_mut(&k).expect("inserted above"))
+    }
+
+    /// Drops window `k`: its chunk files are deleted (a writer
+    /// that still has one open notices at its next write: the window is
+    /// marked evicted first, and it drops instead of writing).
+    fn evict(&self, k: u64, win: &mut Window) {
+        win.evicted = true;
+        for &conn in win.events.keys() {
+            let _ = std::fs::remove_file(self.config.dir.join(chunk_name(conn, k)));
+        }
+        let events: u64 = win.events.values().sum();
+        self.evicted_events.fetch_add(events, Ordering::Relaxed);
+        self.used.fetch_sub(win.bytes, Ordering::Relaxed);
+        win.bytes = 0;
+    }
+
+    /// `auto` at the end: keeps the windows holding the most wait-state
+    /// time per program (as the analyses found it), deletes the others.
+    /// Returns (per connection: events kept, events dropped) and a line for
+    /// the diagnostics.
+    fn choose_windows(
+        &self,
+        programs: &[hark_model::Program],
+    ) -> (HashMap<u64, (u64, u64)>, String) {
+        let keep_n = self.config.selection.auto.unwrap_or(0);
+        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        // Wait-state time per (program, window).
+        let mut wait: HashMap<(String, u64), u64> = HashMap::new();
+        for p in programs {
+            let ts = &p.timeslices;
+            if ts.slice_ns == 0 {
+                continue;
+            }
+            for pattern in p.waits.values() {
+                for (i, cell) in pattern.slices.iter().enumerate() {
+                    // A slice spread evenly over the windows it covers.
+                    let from = i as u64 * ts.slice_ns;
+                    let to = from + ts.slice_ns;
+                    let (a, b) = (from >> AUTO_WINDOW_SHIFT, (to - 1) >> AUTO_WINDOW_SHIFT);
+                    let share = cell.time_ns / (b - a + 1);
+                    for k in a..=b {
+                        *wait.entry((p.name.clone(), k)).or_default() += share;
+                    }
+                }
+            }
+        }
+        let mut ranked: Vec<((String, u64), u64)> = windows
+            .iter()
+            .filter(|(_, v)| !v.evicted)
+            .map(|(key, _)| (key.clone(), wait.get(key).copied().unwrap_or(0)))
+            .filter(|(_, w)| *w > 0)
+            .collect();
+        ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut kept_per_program: HashMap<String, usize> = HashMap::new();
+        let mut chosen = Vec::new();
+        for (key, w) in ranked {
+            let n = kept_per_program.entry(key.0.clone()).or_default();
+            if *n < keep_n {
+                *n += 1;
+                chosen.push((key, w));
+            }
+        }
+        let mut counts: HashMap<u64, (u64, u64)> = HashMap::new();
+        let keys: Vec<(String, u64)> = windows.keys().cloned().collect();
+        let mut dropped_at_end = 0u64;
+        for key in keys {
+            let win = windows.get_mut(&key).expect("listed above");
+            let kept = chosen.iter().any(|(k, _)| *k == key);
+            for (&conn, &n) in &win.events {
+                let c = counts.entry(conn).or_default();
+                if kept {
+                    c.0 += n;
+                } else {
+                    c.1 += n;
+                }
+            }
+            if !kept && !win.evicted {
+                dropped_at_end += win.events.values().sum::<u64>();
+                self.evict(key.1, win);
+            }
+        }
+        let evicted = self.evicted_events.load(Ordering::Relaxed) - dropped_at_end;
+        let list: Vec<String> = chosen
+            .iter()
+            .map(|((p, k), w)| {
+                format!(
+                    "{p} {:.3}-{:.3} s ({:.3} s waiting)",
+                    (k << AUTO_WINDOW_SHIFT) as f64 / 1e9,
+                    ((k + 1) << AUTO_WINDOW_SHIFT) as f64 / 1e9,
+                    *w as f64 / 1e9
+                )
+            })
+            .collect();
+        let line = format!(
+            "trace store (auto): kept {} window(s) with the most wait-state time: {}; dropped {dropped_at_end} events of the other windows at the end and {evicted} of windows evicted at the cap of {} bytes during the run",
+            chosen.len(),
+            if list.is_empty() { "none had any".to_string() } else { list.join(", ") },
+            self.config.cap_bytes
+        );
+        (counts, line)
+    }
+
     /// Flushes every stream file and writes the index; returns what the
     /// diagnostics should say about the store.
-    pub(crate) fn close(&self, infos: &HashMap<u64, Arc<StreamInfo>>) -> Vec<String> {
+    pub(crate) fn close(
+        &self,
+        infos: &HashMap<u64, Arc<StreamInfo>>,
+        programs: &[hark_model::Program],
+    ) -> Vec<String> {
         let writers = std::mem::take(&mut *self.writers.lock().unwrap_or_else(|e| e.into_inner()));
         let mut ids: Vec<u64> = writers.keys().copied().collect();
         ids.sort_unstable();
@@ -231,8 +446,29 @@ impl Store {
         let (mut kept, mut dropped) = (0u64, 0u64);
         let mut full_ranks = Vec::new();
         let mut full_at: Option<u64> = None;
+        for id in &ids {
+            let mut w = writers[id].lock().unwrap_or_else(|e| e.into_inner());
+            for (_, mut f) in std::mem::take(&mut w.chunks) {
+                if let Err(e) = f.flush() {
+                    self.fail(format!("cannot write a chunk of {}: {e}", w.name));
+                }
+            }
+        }
+        let auto = self
+            .config
+            .selection
+            .auto
+            .map(|_| self.choose_windows(programs));
+        let mut out = Vec::new();
         for id in ids {
             let mut w = writers[&id].lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((counts, _)) = &auto {
+                // Events that came for a window already evicted never
+                // reached one: they are the writer's own count.
+                let (kept, dropped) = counts.get(&id).copied().unwrap_or((0, 0));
+                w.kept = kept;
+                w.dropped += dropped;
+            }
             if let Some(mut f) = w.file.take() {
                 if let Err(e) = f.flush() {
                     self.fail(format!("cannot write {}: {e}", w.name));
@@ -261,9 +497,10 @@ impl Store {
         if let Err(e) = std::fs::write(self.config.dir.join(INDEX), index) {
             self.fail(format!("cannot write the trace index: {e}"));
         }
-        let mut out = Vec::new();
         let used = self.used.load(Ordering::Relaxed);
-        if dropped > 0 {
+        if let Some((_, line)) = auto {
+            out.push(line);
+        } else if dropped > 0 {
             full_ranks.sort_unstable();
             out.push(format!(
                 "trace store: the cap of {} bytes was reached {:.3} s into the run; {dropped} chosen events of world rank(s) {full_ranks:?} after it were dropped ({kept} kept, {used} bytes)",
@@ -366,9 +603,51 @@ pub fn read(dir: &Path) -> Result<Trace, Error> {
                 Some(_) => {}
             }
         }
+        // `auto`'s chunk files of this stream, in window order.
+        let stem = name.trim_end_matches(".hkt");
+        let mut chunks: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+            .map_err(|e| bad(format!("cannot list {}: {e}", dir.display())))?
+            .filter_map(|d| {
+                let d = d.ok()?;
+                let file = d.file_name().into_string().ok()?;
+                let k = file
+                    .strip_prefix(stem)?
+                    .strip_prefix(".w")?
+                    .strip_suffix(".hkt")?;
+                Some((k.parse().ok()?, d.path()))
+            })
+            .collect();
+        chunks.sort();
+        for (_, path) in chunks {
+            let bytes = std::fs::read(&path)
+                .map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
+            let mut at = 0;
+            while at < bytes.len() {
+                let end = (at + hark_wire::HEADER_SIZE).min(bytes.len());
+                let head = &bytes[at..end];
+                if head.len() < hark_wire::HEADER_SIZE {
+                    return Err(bad(format!("{}: truncated at byte {at}", path.display())));
+                }
+                let len = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes")) as usize;
+                let body = bytes
+                    .get(at + hark_wire::HEADER_SIZE..at + hark_wire::HEADER_SIZE + len)
+                    .ok_or_else(|| bad(format!("{}: truncated at byte {at}", path.display())))?;
+                let frame = hark_wire::Frame::decode(hark_wire::Kind::Pack, body)
+                    .map_err(|e| bad(format!("{}: {e}", path.display())))?;
+                if let Frame::Pack { events, .. } = frame {
+                    s.events.extend_from_slice(events);
+                }
+                at += hark_wire::HEADER_SIZE + len;
+            }
+        }
         s.mapping = clock.mapping();
         streams.push(s);
     }
     streams.sort_by_key(|s| (s.world_rank, s.pid));
     Ok(Trace { streams })
+}
+
+/// The chunk file of connection `conn`'s `auto` window `k`.
+fn chunk_name(conn: u64, k: u64) -> String {
+    format!("stream-{conn}.w{k}.hkt")
 }
