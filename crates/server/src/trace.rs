@@ -320,15 +320,17 @@ impl Store {
                 f.flush()?;
             }
         }
-        if !w.chunks.contains_key(&k) {
-            let path = self.config.dir.join(chunk_name(conn, k));
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)?;
-            w.chunks.insert(k, BufWriter::with_capacity(1 << 16, f));
+        match w.chunks.entry(k) {
+            std::collections::btree_map::Entry::Occupied(e) => Ok(e.into_mut()),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                let path = self.config.dir.join(chunk_name(conn, k));
+                let f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?;
+                Ok(e.insert(BufWriter::with_capacity(1 << 16, f)))
+            }
         }
-        Ok(w.chunks.get_mut(&k).expect("inserted above"))
     }
 
     /// Drops window `k`: its chunk files are deleted (a writer

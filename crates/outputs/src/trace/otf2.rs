@@ -339,6 +339,8 @@ mod imp {
         fn OTF2_Error_GetDescription(code: Code) -> *const c_char;
     }
 
+    type LocationGroup = (u32, u32, Vec<(u64, u32)>);
+
     const UNDEFINED_U32: u32 = u32::MAX;
     const FILEMODE_WRITE: u8 = 0;
     const SUBSTRATE_POSIX: u8 = 1;
@@ -599,7 +601,8 @@ mod imp {
         hosts.dedup();
         let host_names: Vec<u32> = hosts.iter().map(|h| string(h)).collect();
         // Every world rank, and every stream without one.
-        let mut groups: Vec<(u32, u32, Vec<(u64, u32)>)> = Vec::new(); // (group id, host, locations)
+        // (location group id, host, its locations with their names)
+        let mut groups: Vec<LocationGroup> = Vec::new();
         for r in 0..plan.world {
             let streams: Vec<usize> = (0..trace.streams.len())
                 .filter(|&i| trace.streams[i].world_rank == r as i32)
