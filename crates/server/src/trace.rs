@@ -204,14 +204,17 @@ impl Store {
 
     fn pack(&self, w: &mut Writer, info: &StreamInfo, seq: u64, events: &[Event]) {
         let origin = info.origin_ns();
+        // One mapping for the whole pack, as the analyses do: asking the
+        // stream for each event would take its lock each time.
+        let mapping = info.clock().mapping();
         let all = self.config.selection.is_all();
         let mut scratch = std::mem::take(&mut w.scratch);
         scratch.clear();
         if !all {
             let rank = w.rank;
             for e in events {
-                let start = info.common(e.start.get()).saturating_sub(origin);
-                let end = info.common(e.end.get()).saturating_sub(origin);
+                let start = mapping.common(e.start.get()).saturating_sub(origin);
+                let end = mapping.common(e.end.get()).saturating_sub(origin);
                 if w.filter.keep(e, rank, start, end) {
                     scratch.push(*e);
                 }
@@ -241,7 +244,7 @@ impl Store {
                 self.full.store(true, Ordering::Relaxed);
                 w.dropped += chosen.len() as u64;
                 if w.full_at.is_none() {
-                    w.full_at = Some(info.common(chosen[0].start.get()).saturating_sub(origin));
+                    w.full_at = Some(mapping.common(chosen[0].start.get()).saturating_sub(origin));
                 }
             }
         }
@@ -254,8 +257,9 @@ impl Store {
     fn windowed(&self, w: &mut Writer, info: &StreamInfo, seq: u64, events: &[Event]) {
         let conn = info.conn();
         let origin = info.origin_ns();
+        let mapping = info.clock().mapping();
         let window_of =
-            |e: &Event| info.common(e.start.get()).saturating_sub(origin) >> AUTO_WINDOW_SHIFT;
+            |e: &Event| mapping.common(e.start.get()).saturating_sub(origin) >> AUTO_WINDOW_SHIFT;
         let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
         let mut rest = events;
         while let Some(first) = rest.first() {
