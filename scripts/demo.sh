@@ -5,9 +5,9 @@ set -euo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
 "$top/scripts/deps.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-cargo build --release --manifest-path "$top/Cargo.toml" -p hark-cli -p hark-probe
+cargo build --release --manifest-path "$top/Cargo.toml" -p hark-cli -p hark-probe --features hark-cli/otf2
 work="$(mktemp -d)"
 cp /usr/share/lammps/examples/melt/in.melt "$work/"
 cd "$work"
-"$top/target/release/hark" run --out-dir "$top" -- \
+"$top/target/release/hark" run --trace --out-dir "$top" -- \
     mpirun --oversubscribe -np 4 lmp -in in.melt

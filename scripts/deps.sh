@@ -13,6 +13,7 @@ packages=(
     hpcc                     # the HPC Challenge benchmark, another real one
     python3-mpi4py
     chromium                 # headless, to check report.html renders
+    libopen-trace-format2-dev otf2-tools python3-otf2   # OTF2 traces: write, print, read
     python3-venv             # .venv/ for the Python readers (scripts/venv.sh)
 )
 

@@ -9,8 +9,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # The house rules, checked where every change passes: formatted, no clippy
 # warning, rustdoc clean.
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -- -D warnings
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+cargo clippy --workspace --all-targets --features hark-cli/otf2 -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet --features hark-cli/otf2
 # The probe and the example plugin are cdylibs that tests load; build them first.
-cargo build --workspace --all-targets
-cargo test --workspace --no-fail-fast -- --test-threads=2
+cargo build --workspace --all-targets --features hark-cli/otf2
+cargo test --workspace --no-fail-fast --features hark-cli/otf2 -- --test-threads=2

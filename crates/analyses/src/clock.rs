@@ -109,6 +109,12 @@ impl Alignment {
         self.handshake_ns
     }
 
+    /// World rank 0's handshake offset, once known (see
+    /// [`Alignment::set_reference`]).
+    pub fn reference_ns(&self) -> Option<i64> {
+        self.reference_ns
+    }
+
     /// World rank 0's handshake offset: the job's reference.
     pub fn set_reference(&mut self, reference_ns: i64) {
         self.reference_ns = Some(reference_ns);

@@ -64,6 +64,7 @@ pub mod registry;
 mod sat;
 mod slices;
 mod stream;
+pub mod trace;
 mod track;
 mod tracker;
 mod unify;

@@ -44,7 +44,8 @@ pub enum Command {
     #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
     /// Write a finished run in the formats other tools read: a Hatchet
-    /// literal graph (and Thicket metadata), Parquet tables.
+    /// literal graph (and Thicket metadata), Parquet tables, and from its
+    /// trace store (`hark run --trace`) OTF2 and Perfetto traces.
     #[command(after_help = EXPORT_EXAMPLES)]
     Export(ExportArgs),
     /// List the recorded runs (the run index), filtered by program, host and
@@ -59,7 +60,8 @@ pub enum Command {
 const EXPORT_EXAMPLES: &str = "\
 Examples:
   hark export hark-app-20260101-120000 --format hatchet
-  hark export hark-app-20260101-120000 --format hatchet,parquet -o tables";
+  hark export hark-app-20260101-120000 --format hatchet,parquet -o tables
+  hark export hark-app-20260101-120000 --format otf2,perfetto";
 
 const RUNS_EXAMPLES: &str = "\
 The index is $HARK_INDEX, else $XDG_DATA_HOME/hark/runs.sqlite, else
@@ -78,9 +80,9 @@ Examples:
 /// Formats `hark export` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// OTF2 trace (needs a trace store, not in this version).
+    /// OTF2 trace (from the run's trace store: `hark run --trace`).
     Otf2,
-    /// Perfetto trace (needs a trace store, not in this version).
+    /// Perfetto trace (from the run's trace store: `hark run --trace`).
     Perfetto,
     /// hatchet.json (GraphFrame.from_literal) and thicket-metadata.json.
     Hatchet,
@@ -114,6 +116,10 @@ pub struct ExportArgs {
     /// Write into DIR instead of the run directory.
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     pub output: Option<PathBuf>,
+
+    /// Do not list the files written.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// Options of `hark runs`.
@@ -275,14 +281,34 @@ pub struct RunArgs {
     #[arg(short, long)]
     pub verbose: bool,
 
-    /// Also export the run in these formats (comma-separated: hatchet,
-    /// parquet) into its run directory when it ends; see `hark export`.
+    /// Also export the run in these formats (comma-separated: otf2,
+    /// perfetto, hatchet, parquet) into its run directory when it ends; see `hark export`.
     #[arg(long, value_name = "FORMAT", value_delimiter = ',')]
     pub export: Vec<Format>,
 
     /// The run index to record this run in (default: see `hark runs`).
     #[arg(long, value_name = "FILE", env = "HARK_INDEX")]
     pub index: Option<PathBuf>,
+
+    /// Keep raw events in a trace store (RUN_DIR/trace/) and write them as
+    /// OTF2 (trace.otf2/) and Perfetto (trace.perfetto-trace). SPEC chooses
+    /// what to keep, comma-separated terms that must all hold:
+    /// ranks=A-B, window=S-E (seconds after the start), iterations=A-B
+    /// (hark_mark numbers), region=NAME; none (or `all`) keeps every event.
+    #[arg(
+        long,
+        value_name = "SPEC",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "all",
+        value_parser = parse_trace
+    )]
+    pub trace: Option<hark_analyses::trace::Selection>,
+
+    /// The trace store's cap, e.g. 512M or 4G (default 1G): chosen events
+    /// past it are dropped, and the summary says how many.
+    #[arg(long = "trace-cap", value_name = "SIZE", value_parser = parse_trace_cap)]
+    pub trace_cap: Option<u64>,
 
     /// The command to measure, after `--` (required, except with
     /// `--analyses list`).
@@ -314,6 +340,26 @@ pub struct ReportArgs {
 fn parse_pack_size(v: &str) -> Result<u64, String> {
     crate::settings::check("HARK_PACK_SIZE", v)?;
     crate::settings::parse_size(v).ok_or_else(|| format!("`{v}` is not a size"))
+}
+
+/// `--trace=SPEC`: a trace selection.
+fn parse_trace(v: &str) -> Result<hark_analyses::trace::Selection, String> {
+    hark_analyses::trace::Selection::parse(v)
+}
+
+/// `--trace-cap`: a size, with G allowed.
+fn parse_trace_cap(v: &str) -> Result<u64, String> {
+    let t = v.trim();
+    let size = match t.strip_suffix(['G', 'g']).or_else(|| t.strip_suffix("GiB")) {
+        Some(g) => g
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .and_then(|g| g.checked_mul(1 << 30)),
+        None => crate::settings::parse_size(t),
+    };
+    size.filter(|s| *s > 0)
+        .ok_or_else(|| format!("`{v}` is not a size: write e.g. 512M or 4G"))
 }
 
 /// `--buffers`: a count within the probe's range (`HARK_BUFFERS`).

@@ -1,8 +1,10 @@
-//! `hark export RUN_DIR --format hatchet,parquet [-o DIR]` and `hark run
-//! --export FORMAT,...`: a finished run in the formats other tools read.
-//! The files are functions of the run's `profile.json` (`hark-outputs`
-//! for Hatchet/Thicket, `hark-tables` for Parquet); this file only picks
-//! the formats and the directory. `docs/export.md` describes every file.
+//! `hark export RUN_DIR --format otf2|perfetto|hatchet|parquet [-o DIR]` and
+//! `hark run --export FORMAT,...`: a finished run in the formats other tools
+//! read. Hatchet/Thicket (`hark-outputs`) and Parquet (`hark-tables`) are
+//! functions of the run's `profile.json`; the trace formats (`otf2`,
+//! `perfetto`) are written from the run's trace store (`RUN_DIR/trace/`,
+//! kept by `hark run --trace`). This file only picks the formats and the
+//! directories. `docs/export.md` and `docs/trace.md` describe every file.
 
 use crate::cli::{ExportArgs, Format};
 use crate::output::print_stdout;
@@ -10,41 +12,91 @@ use anyhow::{bail, Context, Result};
 use hark_model::Run;
 use std::path::{Path, PathBuf};
 
-/// Refuses formats this build cannot write, before anything runs.
-pub fn check(formats: &[Format], run_dir: Option<&Path>) -> Result<()> {
+/// Refuses formats this run or this build cannot give, before anything is
+/// written: the trace formats need the run's trace store, and OTF2 needs a
+/// hark built with the `otf2` feature.
+pub fn check(formats: &[Format], run_dir: &Path) -> Result<()> {
     for f in formats {
-        if matches!(f, Format::Otf2 | Format::Perfetto) {
-            let name = f.name();
-            let which = run_dir.map_or(String::new(), |d| format!(" ({} holds none)", d.display()));
+        if !matches!(f, Format::Otf2 | Format::Perfetto) {
+            continue;
+        }
+        let store = crate::trace::store_of(run_dir);
+        if !store.join(hark_server::trace::INDEX).exists() {
             bail!(
-                "cannot export {name}: it is written from a run's trace store, and this Hark has no trace store{which}; \
-                 selective traces (`hark run --trace`) are not part of this version. \
-                 The formats written from profile.json are: hatchet, parquet"
+                "cannot export {}: {} holds no trace store; run the program with `hark run --trace` to keep one \
+                 (hatchet and parquet are written from profile.json and need none)",
+                f.name(),
+                run_dir.display()
             );
+        }
+        if *f == Format::Otf2 && !hark_outputs::trace::OTF2_AVAILABLE {
+            bail!("cannot export otf2: this hark was built without the `otf2` feature (cargo build --features hark-outputs/otf2)");
         }
     }
     Ok(())
 }
 
-/// Writes `run` in each of `formats` into `dir` (created if missing);
-/// returns the files written.
-pub fn write(run: &Run, formats: &[Format], dir: &Path) -> Result<Vec<PathBuf>> {
-    check(formats, None)?;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the export directory {}", dir.display()))?;
+/// Refuses, before the program starts, `hark run --export` formats the run
+/// will not be able to give: trace formats without `--trace`, OTF2 without
+/// the `otf2` feature.
+pub fn check_before_run(formats: &[Format], tracing: bool) -> Result<()> {
+    for f in formats {
+        if matches!(f, Format::Otf2 | Format::Perfetto) && !tracing {
+            bail!(
+                "--export {} needs a trace: add --trace (or --trace=SPEC) to keep the events it is written from",
+                f.name()
+            );
+        }
+        if *f == Format::Otf2 && !hark_outputs::trace::OTF2_AVAILABLE {
+            bail!("--export otf2: this hark was built without the `otf2` feature (cargo build --features hark-outputs/otf2)");
+        }
+    }
+    Ok(())
+}
+
+/// Writes `run`, whose run directory is `run_dir`, in each of `formats`
+/// into `out` (created if missing); returns the files written.
+pub fn write(run: &Run, run_dir: &Path, formats: &[Format], out: &Path) -> Result<Vec<PathBuf>> {
+    check(formats, run_dir)?;
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("cannot create the export directory {}", out.display()))?;
     let mut files = Vec::new();
     for f in formats {
         match f {
             Format::Hatchet => {
-                hark_outputs::hatchet::write(run, dir)?;
-                files.push(dir.join(hark_outputs::hatchet::LITERAL));
-                files.push(dir.join(hark_outputs::hatchet::METADATA));
+                hark_outputs::hatchet::write(run, out)?;
+                files.push(out.join(hark_outputs::hatchet::LITERAL));
+                files.push(out.join(hark_outputs::hatchet::METADATA));
             }
-            Format::Parquet => files.extend(hark_tables::write(run, dir)?),
-            Format::Otf2 | Format::Perfetto => unreachable!("refused by check"),
+            Format::Parquet => files.extend(hark_tables::write(run, out)?),
+            Format::Otf2 | Format::Perfetto => {
+                files.extend(write_traces(&crate::trace::store_of(run_dir), out, &[*f])?)
+            }
         }
     }
     Ok(files)
+}
+
+/// Writes the trace formats among `formats` from the store in `store` into
+/// `out`; returns the paths written.
+pub fn write_traces(store: &Path, out: &Path, formats: &[Format]) -> Result<Vec<PathBuf>> {
+    if !store.join(hark_server::trace::INDEX).exists() {
+        bail!(
+            "{} holds no trace store: run the program with `hark run --trace` to keep one",
+            store.parent().unwrap_or(store).display()
+        );
+    }
+    let trace = hark_server::trace::read(store)
+        .map_err(|e| anyhow::anyhow!("cannot read the trace store {}: {e}", store.display()))?;
+    let mut written = Vec::new();
+    for f in formats {
+        written.push(match f {
+            Format::Otf2 => hark_outputs::trace::write_otf2(&trace, out)?,
+            Format::Perfetto => hark_outputs::trace::write_perfetto(&trace, out)?,
+            Format::Hatchet | Format::Parquet => continue,
+        });
+    }
+    Ok(written)
 }
 
 /// Reads the `profile.json` of a run directory (or the file itself).
@@ -69,14 +121,16 @@ pub fn read_run(path: &Path) -> Result<(Run, PathBuf)> {
 
 /// Runs `hark export`; returns the process exit status.
 pub fn export(args: &ExportArgs) -> Result<i32> {
-    check(&args.format, Some(&args.run_dir))?;
     let (run, dir) = read_run(&args.run_dir)?;
-    let out = args.output.clone().unwrap_or(dir);
-    let files = write(&run, &args.format, &out)?;
-    let mut text = String::new();
-    for f in files {
-        text.push_str(&format!("{}\n", f.display()));
+    check(&args.format, &dir)?;
+    let out = args.output.clone().unwrap_or_else(|| dir.clone());
+    let files = write(&run, &dir, &args.format, &out)?;
+    if !args.quiet {
+        let mut text = String::new();
+        for f in files {
+            text.push_str(&format!("{}\n", f.display()));
+        }
+        print_stdout(&text)?;
     }
-    print_stdout(&text)?;
     Ok(0)
 }

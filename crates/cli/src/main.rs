@@ -24,6 +24,7 @@ mod rundir;
 mod runs;
 mod settings;
 mod status;
+mod trace;
 
 use clap::Parser;
 

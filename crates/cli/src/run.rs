@@ -40,7 +40,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         bail!("no command to measure: write it after `--`, e.g. `hark run -- mpirun -np 4 ./app`");
     }
     settings::check_all(&settings_env(args))?;
-    crate::export::check(&args.export, None)?;
+    crate::export::check_before_run(&args.export, args.trace.is_some())?;
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
     let place = rundir::Place::choose(args.output.as_deref(), &args.out_dir);
@@ -56,6 +56,16 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         rows: args.rows.map_or(ServerConfig::default().rows, |n| {
             usize::try_from(n).unwrap_or(usize::MAX)
         }),
+        trace: args
+            .trace
+            .clone()
+            .map(|selection| hark_server::trace::TraceConfig {
+                dir: crate::trace::staging(place.parent()),
+                selection,
+                cap_bytes: args
+                    .trace_cap
+                    .unwrap_or(hark_server::trace::DEFAULT_TRACE_CAP),
+            }),
         ..ServerConfig::default()
     })
     // The server's error already names its cause: no chain to print twice.
@@ -129,6 +139,13 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let run = server.finish_unless(GRACE, &HURRY);
     let analysed = ended.elapsed();
     let written = write_run_dir(args, &place, &run);
+    if let (Some(_), Ok(dir)) = (&args.trace, &written) {
+        if let Err(e) =
+            crate::trace::finish(&crate::trace::staging(place.parent()), dir, args.quiet)
+        {
+            print_stderr(&format!("hark: error: {e:#}\n"));
+        }
+    }
     if let Ok(dir) = &written {
         after_run(args, &run, dir);
     }
@@ -314,7 +331,7 @@ fn after_run(args: &RunArgs, run: &Run, dir: &Path) {
         ));
     }
     if !args.export.is_empty() {
-        if let Err(e) = crate::export::write(run, &args.export, dir) {
+        if let Err(e) = crate::export::write(run, dir, &args.export, dir) {
             print_stderr(&format!("hark: error: cannot export the run: {e:#}\n"));
         }
     }

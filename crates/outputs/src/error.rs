@@ -22,6 +22,9 @@ pub enum ErrorKind {
     /// A `profile.json` parses but contradicts itself (per-rank arrays
     /// longer than its rank count, an impossible rank count).
     Inconsistent,
+    /// A trace could not be written: the trace library refused it, or this
+    /// build has no support for its format.
+    Trace,
 }
 
 impl Error {
@@ -55,6 +58,14 @@ impl Error {
         }
     }
 
+    pub(crate) fn trace(path: &Path, what: String) -> Error {
+        Error {
+            kind: ErrorKind::Trace,
+            path: path.to_path_buf(),
+            source: what.into(),
+        }
+    }
+
     /// What kind of failure this is.
     pub fn kind(&self) -> ErrorKind {
         self.kind
@@ -69,7 +80,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
-            ErrorKind::Io => write!(f, "{}: {}", self.path.display(), self.source),
+            ErrorKind::Io | ErrorKind::Trace => {
+                write!(f, "{}: {}", self.path.display(), self.source)
+            }
             ErrorKind::Inconsistent => write!(
                 f,
                 "{} is not a consistent Hark profile: {}; was it edited by hand?",

@@ -36,6 +36,7 @@ pub mod html;
 pub mod json;
 mod registry;
 pub mod summary;
+pub mod trace;
 pub mod units;
 
 pub use error::{Error, ErrorKind};

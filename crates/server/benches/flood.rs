@@ -18,6 +18,12 @@
 //! `flood run <events per writer> <writers> [all|local]` runs one
 //! measurement (with `HARK_FLOOD_NO_RECEIVES` set, no send is ever
 //! received: what unmatched operations cost); `flood write <addr> <rank> <size> <events>` is one writer.
+//!
+//! With `HARK_FLOOD_TRACE=SPEC` (`all`, `auto`, ...) the server also keeps a
+//! trace store (`hark run --trace=SPEC`), in `HARK_FLOOD_TRACE_DIR` (kept
+//! after the run, for `cargo bench -p hark-cli --bench trace_export`) or a
+//! temporary directory, with a cap of `HARK_FLOOD_TRACE_CAP` bytes (default
+//! 64 GiB); the line then says how many bytes the store holds.
 
 use hark_server::{Server, ServerConfig};
 use hark_wire::{
@@ -156,6 +162,7 @@ fn run(per_writer: u64, writers: usize, which: &str) {
             "local" => Some(LOCAL.iter().map(|s| s.to_string()).collect()),
             list => Some(list.split(',').map(str::to_string).collect()),
         },
+        trace: trace_config(&dir),
         ..ServerConfig::default()
     })
     .expect("starting the server");
@@ -202,7 +209,35 @@ fn run(per_writer: u64, writers: usize, which: &str) {
             println!("  diagnostic: {d}");
         }
     }
+    if let Some(t) = trace_config(&dir) {
+        let bytes: u64 = std::fs::read_dir(&t.dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok()?.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0);
+        println!(
+            "  trace store: {bytes} bytes for {events} events = {:.2} bytes/event, in {}",
+            bytes as f64 / events.max(1) as f64,
+            t.dir.display()
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The trace store `HARK_FLOOD_TRACE` asks for, if any.
+fn trace_config(dir: &std::path::Path) -> Option<hark_server::trace::TraceConfig> {
+    let spec = std::env::var("HARK_FLOOD_TRACE").ok()?;
+    Some(hark_server::trace::TraceConfig {
+        dir: std::env::var_os("HARK_FLOOD_TRACE_DIR")
+            .map_or_else(|| dir.join("trace"), std::path::PathBuf::from),
+        selection: hark_analyses::trace::Selection::parse(&spec).expect("a trace SPEC"),
+        cap_bytes: std::env::var("HARK_FLOOD_TRACE_CAP")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(64 << 30),
+    })
 }
 
 /// One writer: a probe's stream, packs of a fixed mix with time moving on.

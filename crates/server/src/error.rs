@@ -16,6 +16,8 @@ pub enum ErrorKind {
     Listen(hark_transport::Error),
     /// The analyses asked for do not exist.
     Analyses(hark_analyses::Error),
+    /// The trace store could not be created or read back.
+    Trace(String),
 }
 
 impl Error {
@@ -33,6 +35,7 @@ impl fmt::Display for Error {
         match &self.kind {
             ErrorKind::Listen(e) => write!(f, "the Hark server cannot listen: {e}"),
             ErrorKind::Analyses(e) => write!(f, "bad analysis selection: {e}"),
+            ErrorKind::Trace(what) => write!(f, "trace store: {what}"),
         }
     }
 }
@@ -42,6 +45,7 @@ impl std::error::Error for Error {
         match &self.kind {
             ErrorKind::Listen(e) => Some(e),
             ErrorKind::Analyses(e) => Some(e),
+            ErrorKind::Trace(_) => None,
         }
     }
 }

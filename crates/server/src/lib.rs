@@ -53,6 +53,7 @@
 mod error;
 mod place;
 mod sink;
+pub mod trace;
 
 pub use error::{Error, ErrorKind};
 
@@ -89,6 +90,9 @@ pub struct ServerConfig {
     /// many processes a run starts. MPI ranks always keep their rows.
     /// Default [`hark_analyses::DEFAULT_ROWS`].
     pub rows: usize,
+    /// Keep raw events in a trace store (`hark run --trace`); `None`
+    /// keeps none.
+    pub trace: Option<trace::TraceConfig>,
 }
 
 impl Default for ServerConfig {
@@ -101,6 +105,7 @@ impl Default for ServerConfig {
             max_in_flight: 64 << 20,
             secret: None,
             rows: Config::default().rows,
+            trace: None,
         }
     }
 }
@@ -154,6 +159,7 @@ impl Server {
                 registry::select(&names).map_err(|e| Error::new(ErrorKind::Analyses(e)))?
             }
         };
+        let trace = config.trace.clone().map(trace::Store::new).transpose()?;
         let listener = hark_transport::Listener::bind(&config.addr)
             .map_err(|e| Error::new(ErrorKind::Listen(e)))?;
         let board = Board::new(config.workers.max(1));
@@ -176,6 +182,7 @@ impl Server {
             secret: config.secret.clone(),
             rejected: Mutex::default(),
             folding: Mutex::default(),
+            trace,
         });
         let transport = listener.serve(state.clone());
         let now = Instant::now();
@@ -290,6 +297,17 @@ impl Server {
             ));
         }
         problems.extend(self.state.rejections());
+        if let Some(store) = &self.state.trace {
+            let infos = self
+                .state
+                .conns
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .map(|(id, c)| (*id, c.info.clone()))
+                .collect();
+            problems.extend(store.close(&infos, &programs));
+        }
         if let (Some(first), false) = (programs.first_mut(), problems.is_empty()) {
             first.diagnostics.extend(problems);
         }

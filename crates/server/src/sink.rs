@@ -123,6 +123,8 @@ pub(crate) struct State {
     pub(crate) folding: Mutex<Vec<u64>>,
     /// Keeps the readers and workers off the cores bound ranks use.
     pub(crate) placement: crate::place::Placement,
+    /// Where `--trace` keeps raw events, if asked.
+    pub(crate) trace: Option<crate::trace::Store>,
 }
 
 const MAX_PROBLEMS: usize = 32;
@@ -501,10 +503,16 @@ impl Sink for State {
         if let Some(r) = reference {
             info.set_clock_reference(r);
         }
+        if let Some(store) = &self.trace {
+            store.open(conn.0, hello);
+        }
     }
 
     fn on_frame(&self, conn: ConnId, frame: Frame<'_>) {
         let Some(c) = self.conn(conn) else { return };
+        if let Some(store) = &self.trace {
+            store.frame(conn.0, &c.info, &frame);
+        }
         let submitted = match frame {
             Frame::Pack { events, .. } => {
                 let n = events.len() as u64;

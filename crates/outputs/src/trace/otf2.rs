@@ -1,0 +1,807 @@
+//! An OTF2 archive, written through Debian's libotf2 (3.x) when Hark is
+//! built with the `otf2` feature; without it, [`write_otf2`] says so.
+//!
+//! The archive (`trace.otf2/traces.otf2`, with `traces.def` and
+//! `traces/*.evt`) holds: the system tree (machine, hosts), a location
+//! group per rank and a location per thread; the strings, regions (MPI
+//! functions with their roles, I/O calls, user regions) and, for MPI, the
+//! `COMM_LOCATIONS` group and one group and communicator per distinct
+//! member list; per location, `Enter`/`Leave` for every slice, `MpiSend`
+//! and `MpiRecv` for every matched message (in the slice of the call that
+//! completed it, the partner as a rank of the communicator), and
+//! `MpiCollectiveBegin`/`End` around each collective. Timestamps are the
+//! aligned clock in ns; the clock properties give the trace's start.
+//! I/O calls are regions with the `FILE_IO` role: OTF2's I/O records
+//! (`IoOperationBegin`, ...) need handles Hark does not record.
+
+use super::{collective_class, SliceKind, Timeline};
+use crate::Error;
+use hark_analyses::trace::Trace;
+use std::path::{Path, PathBuf};
+
+/// Whether this build writes OTF2 (the `otf2` feature).
+pub const OTF2_AVAILABLE: bool = cfg!(feature = "otf2");
+
+/// The archive directory [`write_otf2`] creates in its directory.
+pub const OTF2_DIR: &str = "trace.otf2";
+
+/// Writes `trace` as the OTF2 archive `dir/trace.otf2/traces.otf2` (any
+/// earlier archive there is replaced); returns the anchor file's path.
+pub fn write_otf2(trace: &Trace, dir: &Path) -> Result<PathBuf, Error> {
+    let archive = dir.join(OTF2_DIR);
+    if !OTF2_AVAILABLE {
+        return Err(Error::trace(
+            &archive,
+            "this hark was built without OTF2 support: build it with `--features otf2` (needs libopen-trace-format2-dev)"
+                .into(),
+        ));
+    }
+    if archive.exists() {
+        std::fs::remove_dir_all(&archive).map_err(|e| Error::io(&archive, e))?;
+    }
+    let timeline = Timeline::of(trace);
+    let plan = Plan::of(trace, &timeline);
+    imp::write(trace, &timeline, &plan, &archive)?;
+    Ok(archive.join("traces.otf2"))
+}
+
+/// Global definitions, decided before anything is written.
+struct Plan {
+    strings: Vec<String>,
+    /// Region per distinct (kind, name): (string, role, paradigm).
+    regions: Vec<(u32, u8, u8)>,
+    region_of: std::collections::HashMap<(SliceKind, std::borrow::Cow<'static, str>), u32>,
+    /// World size: locations are defined for every world rank.
+    world: usize,
+    /// Distinct communicators by member list.
+    comms: Vec<Vec<i32>>,
+}
+
+const ROLE_FUNCTION: u8 = 1;
+const ROLE_CODE: u8 = 4;
+const ROLE_BARRIER: u8 = 15;
+const ROLE_COLL_ONE2ALL: u8 = 23;
+const ROLE_COLL_ALL2ONE: u8 = 24;
+const ROLE_COLL_ALL2ALL: u8 = 25;
+const ROLE_FILE_IO: u8 = 27;
+const ROLE_POINT2POINT: u8 = 28;
+const PARADIGM_UNKNOWN: u8 = 0;
+const PARADIGM_USER: u8 = 1;
+const PARADIGM_MPI: u8 = 4;
+
+fn role(kind: SliceKind, name: &str) -> (u8, u8) {
+    match kind {
+        SliceKind::Region => (ROLE_CODE, PARADIGM_USER),
+        SliceKind::Io(_) => (ROLE_FILE_IO, PARADIGM_UNKNOWN),
+        SliceKind::Mpi(f) => {
+            let r = if name == "MPI_Barrier" || name == "MPI_Ibarrier" {
+                ROLE_BARRIER
+            } else if collective_class(f) {
+                match collective_op(name).unwrap_or(0) {
+                    1 | 4 | 5 => ROLE_COLL_ONE2ALL,
+                    2 | 3 | 12 => ROLE_COLL_ALL2ONE,
+                    _ => ROLE_COLL_ALL2ALL,
+                }
+            } else if name.contains("send")
+                || name.contains("recv")
+                || name.contains("Send")
+                || name.contains("Recv")
+            {
+                ROLE_POINT2POINT
+            } else {
+                ROLE_FUNCTION
+            };
+            (r, PARADIGM_MPI)
+        }
+    }
+}
+
+/// OTF2's `OTF2_CollectiveOp` of an MPI collective.
+fn collective_op(name: &str) -> Option<u8> {
+    let base = name.strip_prefix("MPI_I").map_or(name, |rest| {
+        // MPI_Ibcast -> Bcast; leave MPI_Init and the like alone.
+        if rest.starts_with(char::is_lowercase) {
+            rest
+        } else {
+            name
+        }
+    });
+    let base = base.trim_start_matches("MPI_").to_ascii_lowercase();
+    Some(match base.as_str() {
+        "barrier" => 0,
+        "bcast" => 1,
+        "gather" => 2,
+        "gatherv" => 3,
+        "scatter" => 4,
+        "scatterv" => 5,
+        "allgather" => 6,
+        "allgatherv" => 7,
+        "alltoall" => 8,
+        "alltoallv" => 9,
+        "alltoallw" => 10,
+        "allreduce" => 11,
+        "reduce" => 12,
+        "reduce_scatter" => 13,
+        "scan" => 14,
+        "exscan" => 15,
+        "reduce_scatter_block" => 16,
+        _ => return None,
+    })
+}
+
+impl Plan {
+    fn of(trace: &Trace, timeline: &Timeline) -> Plan {
+        let mut p = Plan {
+            strings: vec![String::new()],
+            regions: Vec::new(),
+            region_of: Default::default(),
+            world: 0,
+            comms: Vec::new(),
+        };
+        for lane in &timeline.lanes {
+            for s in &lane.slices {
+                let key = (s.kind, s.name.clone());
+                if !p.region_of.contains_key(&key) {
+                    let name = p.string(&s.name);
+                    let (r, par) = role(s.kind, &s.name);
+                    p.region_of.insert(key, p.regions.len() as u32);
+                    p.regions.push((name, r, par));
+                }
+            }
+        }
+        for s in &trace.streams {
+            p.world = p.world.max((s.world_rank + 1).max(0) as usize);
+            for d in &s.defs {
+                if let hark_wire::Def::Comm { members, .. } = d {
+                    for &m in members {
+                        p.world = p.world.max((m + 1).max(0) as usize);
+                    }
+                    if !members.is_empty() && !p.comms.contains(members) {
+                        p.comms.push(members.clone());
+                    }
+                }
+            }
+        }
+        p
+    }
+
+    fn string(&mut self, s: &str) -> u32 {
+        if let Some(i) = self.strings.iter().position(|x| x == s) {
+            return i as u32;
+        }
+        self.strings.push(s.to_string());
+        self.strings.len() as u32 - 1
+    }
+
+    #[cfg_attr(not(feature = "otf2"), allow(dead_code))]
+    fn comm(&self, members: &[i32]) -> Option<u32> {
+        self.comms
+            .iter()
+            .position(|c| c == members)
+            .map(|i| i as u32)
+    }
+}
+
+#[cfg(not(feature = "otf2"))]
+mod imp {
+    use super::*;
+    pub(super) fn write(_: &Trace, _: &Timeline, _: &Plan, archive: &Path) -> Result<(), Error> {
+        Err(Error::trace(archive, "built without OTF2".into()))
+    }
+}
+
+#[cfg(feature = "otf2")]
+mod imp {
+    //! The FFI: the few libotf2 functions the writer calls, declared by
+    //! hand from `/usr/include/otf2/*.h` (OTF2 3.0).
+    #![allow(unsafe_code)]
+    use super::super::received;
+    use super::*;
+    use std::ffi::{c_char, c_void, CString};
+
+    type Archive = c_void;
+    type EvtWriter = c_void;
+    type GlobalDefWriter = c_void;
+    type DefWriter = c_void;
+    type Code = i32;
+
+    #[repr(C)]
+    struct FlushCallbacks {
+        pre: extern "C" fn(*mut c_void, u8, u64, *mut c_void, bool) -> u8,
+        post: Option<extern "C" fn(*mut c_void, u8, u64) -> u64>,
+    }
+
+    #[link(name = "open-trace-format2")]
+    extern "C" {
+        fn OTF2_Archive_Open(
+            path: *const c_char,
+            name: *const c_char,
+            mode: u8,
+            chunk_events: u64,
+            chunk_defs: u64,
+            substrate: u8,
+            compression: u8,
+        ) -> *mut Archive;
+        fn OTF2_Archive_SetFlushCallbacks(
+            a: *mut Archive,
+            cb: *const FlushCallbacks,
+            data: *mut c_void,
+        ) -> Code;
+        fn OTF2_Archive_SetSerialCollectiveCallbacks(a: *mut Archive) -> Code;
+        fn OTF2_Archive_SetCreator(a: *mut Archive, creator: *const c_char) -> Code;
+        fn OTF2_Archive_OpenEvtFiles(a: *mut Archive) -> Code;
+        fn OTF2_Archive_CloseEvtFiles(a: *mut Archive) -> Code;
+        fn OTF2_Archive_GetEvtWriter(a: *mut Archive, location: u64) -> *mut EvtWriter;
+        fn OTF2_Archive_CloseEvtWriter(a: *mut Archive, w: *mut EvtWriter) -> Code;
+        fn OTF2_Archive_OpenDefFiles(a: *mut Archive) -> Code;
+        fn OTF2_Archive_CloseDefFiles(a: *mut Archive) -> Code;
+        fn OTF2_Archive_GetDefWriter(a: *mut Archive, location: u64) -> *mut DefWriter;
+        fn OTF2_Archive_CloseDefWriter(a: *mut Archive, w: *mut DefWriter) -> Code;
+        fn OTF2_Archive_GetGlobalDefWriter(a: *mut Archive) -> *mut GlobalDefWriter;
+        fn OTF2_Archive_Close(a: *mut Archive) -> Code;
+        fn OTF2_GlobalDefWriter_WriteClockProperties(
+            w: *mut GlobalDefWriter,
+            resolution: u64,
+            offset: u64,
+            length: u64,
+            realtime: u64,
+        ) -> Code;
+        fn OTF2_GlobalDefWriter_WriteString(
+            w: *mut GlobalDefWriter,
+            id: u32,
+            s: *const c_char,
+        ) -> Code;
+        fn OTF2_GlobalDefWriter_WriteRegion(
+            w: *mut GlobalDefWriter,
+            id: u32,
+            name: u32,
+            canonical: u32,
+            description: u32,
+            role: u8,
+            paradigm: u8,
+            flags: u32,
+            file: u32,
+            begin: u32,
+            end: u32,
+        ) -> Code;
+        fn OTF2_GlobalDefWriter_WriteSystemTreeNode(
+            w: *mut GlobalDefWriter,
+            id: u32,
+            name: u32,
+            class: u32,
+            parent: u32,
+        ) -> Code;
+        fn OTF2_GlobalDefWriter_WriteLocationGroup(
+            w: *mut GlobalDefWriter,
+            id: u32,
+            name: u32,
+            kind: u8,
+            parent: u32,
+            creator: u32,
+        ) -> Code;
+        fn OTF2_GlobalDefWriter_WriteLocation(
+            w: *mut GlobalDefWriter,
+            id: u64,
+            name: u32,
+            kind: u8,
+            events: u64,
+            group: u32,
+        ) -> Code;
+        fn OTF2_GlobalDefWriter_WriteGroup(
+            w: *mut GlobalDefWriter,
+            id: u32,
+            name: u32,
+            kind: u8,
+            paradigm: u8,
+            flags: u32,
+            n: u32,
+            members: *const u64,
+        ) -> Code;
+        fn OTF2_GlobalDefWriter_WriteComm(
+            w: *mut GlobalDefWriter,
+            id: u32,
+            name: u32,
+            group: u32,
+            parent: u32,
+            flags: u32,
+        ) -> Code;
+        fn OTF2_EvtWriter_Enter(w: *mut EvtWriter, a: *mut c_void, t: u64, region: u32) -> Code;
+        fn OTF2_EvtWriter_Leave(w: *mut EvtWriter, a: *mut c_void, t: u64, region: u32) -> Code;
+        fn OTF2_EvtWriter_MpiSend(
+            w: *mut EvtWriter,
+            a: *mut c_void,
+            t: u64,
+            receiver: u32,
+            comm: u32,
+            tag: u32,
+            len: u64,
+        ) -> Code;
+        fn OTF2_EvtWriter_MpiRecv(
+            w: *mut EvtWriter,
+            a: *mut c_void,
+            t: u64,
+            sender: u32,
+            comm: u32,
+            tag: u32,
+            len: u64,
+        ) -> Code;
+        fn OTF2_EvtWriter_MpiCollectiveBegin(w: *mut EvtWriter, a: *mut c_void, t: u64) -> Code;
+        fn OTF2_EvtWriter_MpiCollectiveEnd(
+            w: *mut EvtWriter,
+            a: *mut c_void,
+            t: u64,
+            op: u8,
+            comm: u32,
+            root: u32,
+            sent: u64,
+            received: u64,
+        ) -> Code;
+        fn OTF2_Error_GetDescription(code: Code) -> *const c_char;
+    }
+
+    type LocationGroup = (u32, u32, Vec<(u64, u32)>);
+
+    const UNDEFINED_U32: u32 = u32::MAX;
+    const FILEMODE_WRITE: u8 = 0;
+    const SUBSTRATE_POSIX: u8 = 1;
+    const COMPRESSION_NONE: u8 = 1;
+    const FLUSH: u8 = 1;
+    const LOCATION_GROUP_PROCESS: u8 = 1;
+    const LOCATION_CPU_THREAD: u8 = 1;
+    const GROUP_COMM_LOCATIONS: u8 = 4;
+    const GROUP_COMM_GROUP: u8 = 5;
+
+    extern "C" fn pre_flush(_: *mut c_void, _: u8, _: u64, _: *mut c_void, _: bool) -> u8 {
+        FLUSH
+    }
+
+    /// The archive, closed on drop whatever happened.
+    struct Open(*mut Archive);
+    impl Drop for Open {
+        fn drop(&mut self) {
+            // SAFETY: the pointer came from OTF2_Archive_Open and is closed
+            // once, here.
+            unsafe { OTF2_Archive_Close(self.0) };
+        }
+    }
+
+    fn cstr(s: &str) -> CString {
+        CString::new(s.replace('\0', " ")).unwrap_or_default()
+    }
+
+    /// A location id: the stream's world rank (or a number past the world
+    /// for processes without one), times 2^16, plus the thread.
+    fn location(plan: &Plan, trace: &Trace, stream: usize, thread: u16) -> u64 {
+        let s = &trace.streams[stream];
+        let group = if s.world_rank >= 0 {
+            s.world_rank as u64
+        } else {
+            (plan.world + stream) as u64
+        };
+        group << 16 | thread as u64
+    }
+
+    pub(super) fn write(
+        trace: &Trace,
+        timeline: &Timeline,
+        plan: &Plan,
+        archive: &Path,
+    ) -> Result<(), Error> {
+        let fail = |what: &str, code: Code| -> Error {
+            // SAFETY: libotf2 returns a static string for every code.
+            let why = unsafe {
+                let d = OTF2_Error_GetDescription(code);
+                if d.is_null() {
+                    String::new()
+                } else {
+                    std::ffi::CStr::from_ptr(d).to_string_lossy().into_owned()
+                }
+            };
+            Error::trace(
+                archive,
+                format!("libotf2: {what} failed: {why} (code {code})"),
+            )
+        };
+        let check = |what: &str, code: Code| {
+            if code == 0 {
+                Ok(())
+            } else {
+                Err(fail(what, code))
+            }
+        };
+        let path = cstr(&archive.to_string_lossy());
+        let name = cstr("traces");
+        // SAFETY: valid C strings; the result is checked for null.
+        let a = unsafe {
+            OTF2_Archive_Open(
+                path.as_ptr(),
+                name.as_ptr(),
+                FILEMODE_WRITE,
+                1 << 20,
+                4 << 20,
+                SUBSTRATE_POSIX,
+                COMPRESSION_NONE,
+            )
+        };
+        if a.is_null() {
+            return Err(Error::trace(
+                archive,
+                "libotf2 could not create the archive".into(),
+            ));
+        }
+        let open = Open(a);
+        let callbacks = FlushCallbacks {
+            pre: pre_flush,
+            post: None,
+        };
+        let creator = cstr(&format!("Hark {}", env!("CARGO_PKG_VERSION")));
+        // SAFETY (this block and the calls below): `open.0` is a live
+        // archive; every pointer passed is valid for the call; writers are
+        // used only between their Get and Close.
+        unsafe {
+            check(
+                "setting the flush callbacks",
+                OTF2_Archive_SetFlushCallbacks(open.0, &callbacks, std::ptr::null_mut()),
+            )?;
+            check(
+                "setting the collective callbacks",
+                OTF2_Archive_SetSerialCollectiveCallbacks(open.0),
+            )?;
+            OTF2_Archive_SetCreator(open.0, creator.as_ptr());
+            check("opening the event files", OTF2_Archive_OpenEvtFiles(open.0))?;
+        }
+        // Events, lane by lane.
+        let mut counts: std::collections::HashMap<u64, u64> = Default::default();
+        let (mut first, mut last) = (u64::MAX, 0u64);
+        let null = std::ptr::null_mut();
+        for (li, lane) in timeline.lanes.iter().enumerate() {
+            let s = &trace.streams[lane.stream];
+            let loc = location(plan, trace, lane.stream, lane.thread);
+            // SAFETY: see above.
+            let w = unsafe { OTF2_Archive_GetEvtWriter(open.0, loc) };
+            if w.is_null() {
+                return Err(Error::trace(
+                    archive,
+                    format!("libotf2 gave no writer for location {loc}"),
+                ));
+            }
+            let mut n = 0u64;
+            let mut last_ts = 0u64;
+            for &(ts, enter, k) in &lane.steps {
+                first = first.min(ts);
+                last = last.max(ts);
+                let slice = &lane.slices[k];
+                let region = plan.region_of[&(slice.kind, slice.name.clone())];
+                let e = &s.events[slice.event];
+                let comm_members = s.comm_members(e.obj.get());
+                let comm = comm_members.and_then(|m| plan.comm(m));
+                let is_coll = matches!(slice.kind, SliceKind::Mpi(f) if collective_class(f));
+                // SAFETY: see above.
+                unsafe {
+                    if enter {
+                        check("Enter", OTF2_EvtWriter_Enter(w, null, ts, region))?;
+                        n += 1;
+                        if is_coll && comm.is_some() {
+                            check(
+                                "MpiCollectiveBegin",
+                                OTF2_EvtWriter_MpiCollectiveBegin(w, null, ts),
+                            )?;
+                            n += 1;
+                        }
+                    } else {
+                        // Every message this call completed, at the time
+                        // of the record that completed it (kept in time
+                        // order on the location).
+                        let mut sides: Vec<(u64, usize, hark_analyses::trace::Msg)> = timeline
+                            .sides
+                            .get(&(li, k))
+                            .into_iter()
+                            .flatten()
+                            .map(|&(i, m)| (s.mapping.common(s.events[i].start.get()), i, m))
+                            .collect();
+                        sides.sort_by_key(|x| x.0);
+                        for (t, i, m) in sides {
+                            let t = t.min(ts).max(last_ts);
+                            let me = &s.events[i];
+                            let members = s.comm_members(me.obj.get()).unwrap_or(&[]);
+                            let peer = members.iter().position(|&x| x == m.peer);
+                            let (Some(peer), Some(c)) = (peer, plan.comm(members)) else {
+                                continue;
+                            };
+                            let tag = me.tag.get() as u32;
+                            let code = if m.send {
+                                OTF2_EvtWriter_MpiSend(w, null, t, peer as u32, c, tag, m.bytes)
+                            } else {
+                                OTF2_EvtWriter_MpiRecv(w, null, t, peer as u32, c, tag, m.bytes)
+                            };
+                            check(if m.send { "MpiSend" } else { "MpiRecv" }, code)?;
+                            last_ts = t;
+                            n += 1;
+                        }
+                        if let (true, Some(c), Some(members)) = (is_coll, comm, comm_members) {
+                            let name = match slice.kind {
+                                SliceKind::Mpi(f) => hark_wire::mpi::FUNCTIONS[f].name,
+                                _ => "",
+                            };
+                            let root = match e.peer.get() {
+                                p if p >= 0 => members
+                                    .iter()
+                                    .position(|&x| x == p)
+                                    .map_or(UNDEFINED_U32, |r| r as u32),
+                                _ => UNDEFINED_U32,
+                            };
+                            check(
+                                "MpiCollectiveEnd",
+                                OTF2_EvtWriter_MpiCollectiveEnd(
+                                    w,
+                                    null,
+                                    ts,
+                                    collective_op(name).unwrap_or(0),
+                                    c,
+                                    root,
+                                    e.bytes.get(),
+                                    received(e),
+                                ),
+                            )?;
+                            n += 1;
+                        }
+                        check("Leave", OTF2_EvtWriter_Leave(w, null, ts, region))?;
+                        n += 1;
+                    }
+                }
+                last_ts = last_ts.max(ts);
+            }
+            counts.insert(loc, n);
+            // SAFETY: see above.
+            unsafe {
+                check(
+                    "closing an event writer",
+                    OTF2_Archive_CloseEvtWriter(open.0, w),
+                )?
+            };
+        }
+        // Every rank has a location in COMM_LOCATIONS, and every location an
+        // event file, if only an empty one.
+        for r in 0..plan.world as u64 {
+            if !counts.contains_key(&(r << 16)) {
+                // SAFETY: see above.
+                unsafe {
+                    let w = OTF2_Archive_GetEvtWriter(open.0, r << 16);
+                    if !w.is_null() {
+                        OTF2_Archive_CloseEvtWriter(open.0, w);
+                    }
+                }
+            }
+        }
+        // SAFETY: see above.
+        unsafe {
+            check(
+                "closing the event files",
+                OTF2_Archive_CloseEvtFiles(open.0),
+            )?
+        };
+        if first == u64::MAX {
+            first = trace.first_ns();
+            last = first;
+        }
+
+        // Global definitions.
+        let mut plan_strings = plan.strings.clone();
+        let mut string = |s: &str| -> u32 {
+            if let Some(i) = plan_strings.iter().position(|x| x == s) {
+                return i as u32;
+            }
+            plan_strings.push(s.to_string());
+            plan_strings.len() as u32 - 1
+        };
+        let machine = string("machine");
+        let node = string("node");
+        let mut hosts: Vec<String> = trace.streams.iter().map(|s| s.host.clone()).collect();
+        hosts.sort();
+        hosts.dedup();
+        let host_names: Vec<u32> = hosts.iter().map(|h| string(h)).collect();
+        // Every world rank, and every stream without one.
+        // (location group id, host, its locations with their names)
+        let mut groups: Vec<LocationGroup> = Vec::new();
+        for r in 0..plan.world {
+            let streams: Vec<usize> = (0..trace.streams.len())
+                .filter(|&i| trace.streams[i].world_rank == r as i32)
+                .collect();
+            let host = streams
+                .first()
+                .and_then(|&i| hosts.iter().position(|h| *h == trace.streams[i].host))
+                .unwrap_or(0) as u32;
+            let mut locs: Vec<(u64, u32)> = timeline
+                .lanes
+                .iter()
+                .filter(|l| trace.streams[l.stream].world_rank == r as i32)
+                .map(|l| {
+                    let loc = location(plan, trace, l.stream, l.thread);
+                    (loc, string(&format!("rank {r} thread {}", l.thread)))
+                })
+                .collect();
+            if !locs.iter().any(|(l, _)| *l == (r as u64) << 16) {
+                locs.insert(0, ((r as u64) << 16, string(&format!("rank {r} thread 0"))));
+            }
+            groups.push((r as u32, host, locs));
+        }
+        for (i, s) in trace
+            .streams
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.world_rank < 0)
+        {
+            let host = hosts.iter().position(|h| *h == s.host).unwrap_or(0) as u32;
+            let locs = timeline
+                .lanes
+                .iter()
+                .filter(|l| l.stream == i)
+                .map(|l| {
+                    (
+                        location(plan, trace, i, l.thread),
+                        string(&format!("{} pid {} thread {}", s.program, s.pid, l.thread)),
+                    )
+                })
+                .collect();
+            groups.push(((plan.world + i) as u32, host, locs));
+        }
+        let group_names: Vec<u32> = groups
+            .iter()
+            .map(|(g, _, _)| {
+                if (*g as usize) < plan.world {
+                    string(&format!("rank {g}"))
+                } else {
+                    string(&format!("process {g}"))
+                }
+            })
+            .collect();
+        let comm_names: Vec<u32> = plan
+            .comms
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                if m.len() == plan.world && m.iter().enumerate().all(|(k, &r)| r == k as i32) {
+                    string("MPI_COMM_WORLD")
+                } else {
+                    string(&format!("communicator {i} ({} ranks)", m.len()))
+                }
+            })
+            .collect();
+        let all_ranks = string("all ranks");
+        let cstrings: Vec<CString> = plan_strings.iter().map(|s| cstr(s)).collect();
+        // SAFETY: see above.
+        unsafe {
+            let g = OTF2_Archive_GetGlobalDefWriter(open.0);
+            if g.is_null() {
+                return Err(Error::trace(
+                    archive,
+                    "libotf2 gave no definition writer".into(),
+                ));
+            }
+            check(
+                "ClockProperties",
+                OTF2_GlobalDefWriter_WriteClockProperties(
+                    g,
+                    1_000_000_000,
+                    first,
+                    last - first + 1,
+                    first,
+                ),
+            )?;
+            for (i, s) in cstrings.iter().enumerate() {
+                check(
+                    "String",
+                    OTF2_GlobalDefWriter_WriteString(g, i as u32, s.as_ptr()),
+                )?;
+            }
+            for (i, &(name, role, paradigm)) in plan.regions.iter().enumerate() {
+                check(
+                    "Region",
+                    OTF2_GlobalDefWriter_WriteRegion(
+                        g, i as u32, name, name, 0, role, paradigm, 0, 0, 0, 0,
+                    ),
+                )?;
+            }
+            check(
+                "SystemTreeNode",
+                OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, machine, machine, UNDEFINED_U32),
+            )?;
+            for (i, &h) in host_names.iter().enumerate() {
+                check(
+                    "SystemTreeNode",
+                    OTF2_GlobalDefWriter_WriteSystemTreeNode(g, i as u32 + 1, h, node, 0),
+                )?;
+            }
+            for ((gid, host, locs), &name) in groups.iter().zip(&group_names) {
+                check(
+                    "LocationGroup",
+                    OTF2_GlobalDefWriter_WriteLocationGroup(
+                        g,
+                        *gid,
+                        name,
+                        LOCATION_GROUP_PROCESS,
+                        host + 1,
+                        UNDEFINED_U32,
+                    ),
+                )?;
+                for &(loc, lname) in locs {
+                    check(
+                        "Location",
+                        OTF2_GlobalDefWriter_WriteLocation(
+                            g,
+                            loc,
+                            lname,
+                            LOCATION_CPU_THREAD,
+                            counts.get(&loc).copied().unwrap_or(0),
+                            *gid,
+                        ),
+                    )?;
+                }
+            }
+            if !plan.comms.is_empty() {
+                // COMM_LOCATIONS: member i is world rank i's first thread.
+                let members: Vec<u64> = (0..plan.world as u64).map(|r| r << 16).collect();
+                check(
+                    "Group",
+                    OTF2_GlobalDefWriter_WriteGroup(
+                        g,
+                        0,
+                        all_ranks,
+                        GROUP_COMM_LOCATIONS,
+                        PARADIGM_MPI,
+                        0,
+                        members.len() as u32,
+                        members.as_ptr(),
+                    ),
+                )?;
+                for (i, (m, &name)) in plan.comms.iter().zip(&comm_names).enumerate() {
+                    let ranks: Vec<u64> = m.iter().map(|&r| r.max(0) as u64).collect();
+                    check(
+                        "Group",
+                        OTF2_GlobalDefWriter_WriteGroup(
+                            g,
+                            i as u32 + 1,
+                            name,
+                            GROUP_COMM_GROUP,
+                            PARADIGM_MPI,
+                            0,
+                            ranks.len() as u32,
+                            ranks.as_ptr(),
+                        ),
+                    )?;
+                    check(
+                        "Comm",
+                        OTF2_GlobalDefWriter_WriteComm(
+                            g,
+                            i as u32,
+                            name,
+                            i as u32 + 1,
+                            UNDEFINED_U32,
+                            0,
+                        ),
+                    )?;
+                }
+            }
+            // Empty local definitions, one per location, which readers
+            // expect to find.
+            check(
+                "opening the definition files",
+                OTF2_Archive_OpenDefFiles(open.0),
+            )?;
+            for (_, _, locs) in &groups {
+                for &(loc, _) in locs {
+                    let d = OTF2_Archive_GetDefWriter(open.0, loc);
+                    if !d.is_null() {
+                        OTF2_Archive_CloseDefWriter(open.0, d);
+                    }
+                }
+            }
+            check(
+                "closing the definition files",
+                OTF2_Archive_CloseDefFiles(open.0),
+            )?;
+        }
+        drop(open);
+        Ok(())
+    }
+}

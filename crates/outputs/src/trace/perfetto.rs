@@ -1,0 +1,248 @@
+//! A Perfetto trace (protobuf `perfetto.protos.Trace`), encoded by hand:
+//! the few messages it needs are a dozen fields, not worth `protoc`.
+//!
+//! Layout: a process track per rank (`rank N`), a thread track per thread
+//! under it, slices for MPI calls, I/O calls and user regions
+//! (`TrackEvent` begin/end, category `mpi`, `io` or `region`), a flow from
+//! each matched send's slice to its receive's (`flow_ids` /
+//! `terminating_flow_ids`), and counter tracks: each rank's MPI bytes sent
+//! so far, and every user counter. Field numbers are those of Perfetto's
+//! `protos/perfetto/trace/` (checked against its Python package in the
+//! tests).
+
+use super::{SliceKind, Timeline};
+use crate::Error;
+use hark_analyses::trace::Trace;
+use hark_wire::op;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+/// The file [`write_perfetto`] writes in its directory.
+pub const PERFETTO_FILE: &str = "trace.perfetto-trace";
+
+const SEQUENCE: u64 = 1;
+const SLICE_BEGIN: u64 = 1;
+const SLICE_END: u64 = 2;
+const INSTANT: u64 = 3;
+const COUNTER: u64 = 4;
+
+/// Protobuf wire encoding, just what the trace needs.
+#[derive(Default)]
+struct Msg(Vec<u8>);
+
+impl Msg {
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+    fn uint(&mut self, field: u64, v: u64) -> &mut Self {
+        self.varint(field << 3);
+        self.varint(v);
+        self
+    }
+    fn int(&mut self, field: u64, v: i64) -> &mut Self {
+        self.uint(field, v as u64)
+    }
+    fn fixed64(&mut self, field: u64, v: u64) -> &mut Self {
+        self.varint(field << 3 | 1);
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    fn bytes(&mut self, field: u64, b: &[u8]) -> &mut Self {
+        self.varint(field << 3 | 2);
+        self.varint(b.len() as u64);
+        self.0.extend_from_slice(b);
+        self
+    }
+    fn str(&mut self, field: u64, s: &str) -> &mut Self {
+        self.bytes(field, s.as_bytes())
+    }
+    fn msg(&mut self, field: u64, m: &Msg) -> &mut Self {
+        self.bytes(field, &m.0)
+    }
+}
+
+/// Writes `trace` as `dir/trace.perfetto-trace`; returns its path.
+pub fn write_perfetto(trace: &Trace, dir: &Path) -> Result<std::path::PathBuf, Error> {
+    let path = dir.join(PERFETTO_FILE);
+    let file = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    encode_perfetto(trace, &mut out).map_err(|e| Error::io(&path, e))?;
+    out.flush().map_err(|e| Error::io(&path, e))?;
+    Ok(path)
+}
+
+/// Encodes `trace` as a Perfetto trace into `out`.
+pub fn encode_perfetto(trace: &Trace, out: &mut impl Write) -> std::io::Result<()> {
+    let timeline = Timeline::of(trace);
+    let mut first = true;
+    let mut packet = |out: &mut dyn Write, body: &mut Msg| -> std::io::Result<()> {
+        body.uint(10, SEQUENCE);
+        if first {
+            // SEQ_INCREMENTAL_STATE_CLEARED: nothing is interned.
+            body.uint(13, 1);
+            first = false;
+        }
+        let mut wrapper = Msg::default();
+        wrapper.msg(1, body);
+        out.write_all(&wrapper.0)
+    };
+    let pid_of = |si: usize| -> i64 {
+        let s = &trace.streams[si];
+        if s.world_rank >= 0 {
+            s.world_rank as i64 + 1
+        } else {
+            (1 << 20) + si as i64
+        }
+    };
+    let process_uuid = |si: usize| (si as u64 + 1) << 24;
+    // Process tracks, and a counter of MPI bytes sent per rank.
+    for (si, s) in trace.streams.iter().enumerate() {
+        let mut proc_ = Msg::default();
+        proc_.int(1, pid_of(si)).str(
+            6,
+            &if s.world_rank >= 0 {
+                format!("rank {}", s.world_rank)
+            } else {
+                format!("{} pid {}", s.program, s.pid)
+            },
+        );
+        let mut desc = Msg::default();
+        desc.uint(1, process_uuid(si)).msg(3, &proc_);
+        packet(out, Msg::default().msg(60, &desc))?;
+        let mut counter = Msg::default();
+        counter
+            .uint(1, process_uuid(si) | 0xfffff)
+            .str(2, "MPI bytes sent")
+            .uint(5, process_uuid(si))
+            .msg(8, &Msg::default());
+        packet(out, Msg::default().msg(60, &counter))?;
+    }
+    // Thread tracks: one per lane.
+    let lane_uuid = |li: usize| process_uuid(timeline.lanes[li].stream) | (li as u64 + 1);
+    for (li, lane) in timeline.lanes.iter().enumerate() {
+        let pid = pid_of(lane.stream);
+        let mut thread = Msg::default();
+        thread
+            .int(1, pid)
+            .int(2, pid * 1000 + lane.thread as i64)
+            .str(5, &format!("thread {}", lane.thread));
+        let mut desc = Msg::default();
+        desc.uint(1, lane_uuid(li))
+            .uint(5, process_uuid(lane.stream))
+            .msg(4, &thread);
+        packet(out, Msg::default().msg(60, &desc))?;
+    }
+    // Flows: outgoing on the send's slice, terminating on the receive's.
+    let mut flows_out: HashMap<(usize, usize), Vec<u64>> = HashMap::new();
+    let mut flows_in: HashMap<(usize, usize), Vec<u64>> = HashMap::new();
+    for (id, m) in timeline.messages.iter().enumerate() {
+        let id = id as u64 + 1;
+        flows_out.entry(timeline.at[&m.send]).or_default().push(id);
+        flows_in.entry(timeline.at[&m.recv]).or_default().push(id);
+    }
+    // Slices, lane by lane, with the bytes-sent counter.
+    let mut sent: Vec<i64> = vec![0; trace.streams.len()];
+    for (li, lane) in timeline.lanes.iter().enumerate() {
+        let s = &trace.streams[lane.stream];
+        let track = lane_uuid(li);
+        for &(ts, enter, k) in &lane.steps {
+            let slice = &lane.slices[k];
+            let mut ev = Msg::default();
+            ev.uint(11, track);
+            if enter {
+                let category = match slice.kind {
+                    SliceKind::Mpi(_) => "mpi",
+                    SliceKind::Io(_) => "io",
+                    SliceKind::Region => "region",
+                };
+                ev.uint(9, SLICE_BEGIN)
+                    .str(22, category)
+                    .str(23, &slice.name);
+                let e = &s.events[slice.event];
+                if !matches!(slice.kind, SliceKind::Region) && e.bytes.get() > 0 {
+                    let mut a = Msg::default();
+                    a.str(10, "bytes").uint(3, e.bytes.get());
+                    ev.msg(4, &a);
+                }
+                for &id in flows_out.get(&(li, k)).into_iter().flatten() {
+                    ev.fixed64(47, id);
+                }
+                for &id in flows_in.get(&(li, k)).into_iter().flatten() {
+                    ev.fixed64(48, id);
+                }
+            } else {
+                ev.uint(9, SLICE_END);
+            }
+            packet(out, Msg::default().uint(8, ts).msg(11, &ev))?;
+        }
+    }
+    for (si, s) in trace.streams.iter().enumerate() {
+        // Bytes sent, in completion order.
+        for (i, m) in s.messages() {
+            if !m.send {
+                continue;
+            }
+            sent[si] += m.bytes as i64;
+            let ts = s.mapping.common(s.events[i].end.get());
+            let mut ev = Msg::default();
+            ev.uint(9, COUNTER)
+                .uint(11, process_uuid(si) | 0xfffff)
+                .int(30, sent[si]);
+            packet(out, Msg::default().uint(8, ts).msg(11, &ev))?;
+        }
+        // User counters and iteration marks.
+        let mut counters: HashMap<u32, u64> = HashMap::new();
+        for e in &s.events {
+            let ts = s.mapping.common(e.start.get());
+            match e.op() {
+                op::COUNTER => {
+                    let next = 0xf0000 + counters.len() as u64;
+                    let uuid = *counters
+                        .entry(e.obj.get())
+                        .or_insert_with(|| process_uuid(si) | next);
+                    if uuid == (process_uuid(si) | next) {
+                        let mut d = Msg::default();
+                        d.uint(1, uuid)
+                            .str(2, s.name(e.obj.get()).unwrap_or("counter"))
+                            .uint(5, process_uuid(si))
+                            .msg(8, &Msg::default());
+                        packet(out, Msg::default().msg(60, &d))?;
+                    }
+                    let mut ev = Msg::default();
+                    ev.uint(9, COUNTER)
+                        .uint(11, uuid)
+                        .int(30, e.bytes.get() as i64);
+                    packet(out, Msg::default().uint(8, ts).msg(11, &ev))?;
+                }
+                op::MARK => {
+                    let lane = timeline
+                        .lanes
+                        .iter()
+                        .position(|l| l.stream == si && l.thread == e.thread.get());
+                    if let Some(li) = lane {
+                        let mut ev = Msg::default();
+                        ev.uint(9, INSTANT)
+                            .uint(11, lane_uuid(li))
+                            .str(22, "mark")
+                            .str(
+                                23,
+                                &format!(
+                                    "{} {}",
+                                    s.name(e.obj.get()).unwrap_or("mark"),
+                                    e.bytes.get()
+                                ),
+                            );
+                        packet(out, Msg::default().uint(8, ts).msg(11, &ev))?;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
