@@ -43,6 +43,17 @@ pub enum Command {
     /// again from its profile.json, and print the summary.
     #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
+    /// Serve a finished run's live view (the page `hark run` serves while it
+    /// runs) until interrupted.
+    #[command(after_help = crate::open::EXAMPLES)]
+    Open(crate::open::OpenArgs),
+    /// Print the profile (profile.json's schema) or the per-rank timeline of
+    /// a time interval of a run directory or of a live run.
+    #[command(after_help = crate::query::EXAMPLES)]
+    Query(crate::query::QueryArgs),
+    /// Watch a live run in the terminal (for a shell with no browser).
+    #[command(after_help = crate::top::EXAMPLES)]
+    Top(crate::top::TopArgs),
 }
 
 const RUN_EXAMPLES: &str = "\
@@ -151,6 +162,15 @@ pub struct RunArgs {
     /// process as it connects and ends.
     #[arg(short, long)]
     pub verbose: bool,
+
+    /// Serve the live view and the query API on HOST:PORT (port 0 picks a
+    /// free one); its URL is printed on stderr at the start.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:0")]
+    pub http: String,
+
+    /// Do not serve the live view.
+    #[arg(long = "no-http", conflicts_with = "http")]
+    pub no_http: bool,
 
     /// The command to measure, after `--` (required, except with
     /// `--analyses list`).

@@ -14,13 +14,17 @@
 
 mod cli;
 mod launch;
+mod live;
+mod open;
 mod output;
 mod probe;
+mod query;
 mod report;
 mod run;
 mod rundir;
 mod settings;
 mod status;
+mod top;
 
 use clap::Parser;
 
@@ -29,6 +33,9 @@ fn main() {
     let result = match &cli.command {
         cli::Command::Run(args) => run::run(args),
         cli::Command::Report(args) => report::report(args),
+        cli::Command::Open(args) => open::open(args),
+        cli::Command::Query(args) => query::query(args),
+        cli::Command::Top(args) => top::top(args),
     };
     let code = match result {
         Ok(code) => code,
