@@ -43,24 +43,40 @@ pub fn get(url: &str) -> Result<String, Error> {
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nAccept: application/json\r\n\r\n"
     )
     .map_err(fail)?;
+    // Read until the answer is complete: by its length, its last chunk,
+    // or the end of the connection (a server may keep it open).
     let mut bytes = Vec::new();
-    stream.read_to_end(&mut bytes).map_err(fail)?;
-    let split = bytes
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| Error(format!("{url} sent no HTTP answer")))?;
-    let head = String::from_utf8_lossy(&bytes[..split]);
-    let body = &bytes[split + 4..];
-    let status = head.split_whitespace().nth(1).unwrap_or("");
-    let chunked = head.lines().any(|l| {
-        l.to_ascii_lowercase()
-            .starts_with("transfer-encoding: chunked")
-    });
-    let body = if chunked {
-        dechunk(body).ok_or_else(|| Error(format!("{url} sent a malformed chunked body")))?
-    } else {
-        body.to_vec()
+    let mut buf = [0u8; 64 << 10];
+    let (head, body) = loop {
+        let n = stream.read(&mut buf).map_err(fail)?;
+        bytes.extend_from_slice(&buf[..n]);
+        if let Some(split) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&bytes[..split]).to_ascii_lowercase();
+            let body = &bytes[split + 4..];
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok());
+            let chunked = head.contains("transfer-encoding: chunked");
+            let done = match length {
+                Some(len) => body.len() >= len,
+                None if chunked => body.ends_with(b"0\r\n\r\n"),
+                None => n == 0,
+            };
+            if done || n == 0 {
+                let body = match (length, chunked) {
+                    (Some(len), _) => body[..len.min(body.len())].to_vec(),
+                    (None, true) => dechunk(body)
+                        .ok_or_else(|| Error(format!("{url} sent a malformed chunked body")))?,
+                    (None, false) => body.to_vec(),
+                };
+                break (head, body);
+            }
+        } else if n == 0 {
+            return Err(Error(format!("{url} sent no HTTP answer")));
+        }
     };
+    let status = head.split_whitespace().nth(1).unwrap_or("").to_string();
     let body = String::from_utf8_lossy(&body).into_owned();
     if status != "200" {
         return Err(Error(format!("{url}: {status}: {}", body.trim())));
