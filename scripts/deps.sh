@@ -13,6 +13,7 @@ packages=(
     hpcc                     # the HPC Challenge benchmark, another real one
     python3-mpi4py
     chromium                 # headless, to check report.html renders
+    tmux                     # a terminal for testing `hark top`
 )
 
 missing=()
