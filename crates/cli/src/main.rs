@@ -3,7 +3,8 @@
 //! `hark run -- COMMAND` runs the command with the probe preloaded and an
 //! analysis server listening inside `hark`, then writes the run directory
 //! (`summary.txt`, `report.html`, `profile.json`, `topology/*.dot`);
-//! `hark report RUN_DIR` renders a finished run again. The work is done by
+//! `hark report RUN_DIR` renders a finished run again; `hark open`,
+//! `hark query` and `hark top` show runs live (`docs/api.md`). The work is done by
 //! the library crates (`hark-server`, `hark-outputs`); this binary parses
 //! the command line, launches, and maps results to exit statuses.
 //! `docs/outputs.md` walks through `hark run` step by step.

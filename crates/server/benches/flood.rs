@@ -17,7 +17,11 @@
 //!
 //! `flood run <events per writer> <writers> [all|local]` runs one
 //! measurement (with `HARK_FLOOD_NO_RECEIVES` set, no send is ever
-//! received: what unmatched operations cost); `flood write <addr> <rank> <size> <events>` is one writer.
+//! received: what unmatched operations cost; with
+//! `HARK_FLOOD_SNAPSHOT_HZ=1` a thread takes a live view's snapshot once a
+//! second while the writers write, and serialises it as the live view's
+//! API does: what watching a run costs; with `HARK_FLOOD_QUERY=1` the
+//! finished model answers interval queries, profile and timeline, timed); `flood write <addr> <rank> <size> <events>` is one writer.
 
 use hark_server::{Server, ServerConfig};
 use hark_wire::{
@@ -160,6 +164,12 @@ fn run(per_writer: u64, writers: usize, which: &str) {
     })
     .expect("starting the server");
     let started = Instant::now();
+    let hz: f64 = std::env::var("HARK_FLOOD_SNAPSHOT_HZ")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    let writing = std::sync::atomic::AtomicBool::new(true);
+    let mut snapshots: Vec<f64> = Vec::new();
     let mut children: Vec<_> = (0..writers)
         .map(|r| {
             Command::new(std::env::current_exe().unwrap())
@@ -174,9 +184,34 @@ fn run(per_writer: u64, writers: usize, which: &str) {
                 .expect("starting a writer")
         })
         .collect();
-    for c in &mut children {
-        assert!(c.wait().unwrap().success(), "a writer failed");
-    }
+    std::thread::scope(|s| {
+        let watcher = (hz > 0.0).then(|| {
+            s.spawn(|| {
+                let mut taken = Vec::new();
+                let period = Duration::from_secs_f64(1.0 / hz);
+                let mut next = Instant::now() + period;
+                while writing.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(10));
+                    if Instant::now() < next {
+                        continue;
+                    }
+                    next += period;
+                    let t = Instant::now();
+                    let json = serde_json::to_vec(&server.snapshot()).unwrap();
+                    std::hint::black_box(json);
+                    taken.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+                taken
+            })
+        });
+        for c in &mut children {
+            assert!(c.wait().unwrap().success(), "a writer failed");
+        }
+        writing.store(false, std::sync::atomic::Ordering::Relaxed);
+        if let Some(w) = watcher {
+            snapshots = w.join().unwrap();
+        }
+    });
     let last_exit = Instant::now();
     let run = server.finish(Duration::from_secs(60));
     let ready = last_exit.elapsed();
@@ -197,12 +232,71 @@ fn run(per_writer: u64, writers: usize, which: &str) {
         a.events_dropped,
         a.partial_ranks,
     );
+    if hz > 0.0 {
+        snapshots.sort_by(f64::total_cmp);
+        println!(
+            "  live view at {hz} Hz: {} snapshots taken and serialised, median {:.1} ms, max {:.1} ms",
+            snapshots.len(),
+            snapshots.get(snapshots.len() / 2).copied().unwrap_or(0.0),
+            snapshots.last().copied().unwrap_or(0.0)
+        );
+    }
+    if std::env::var_os("HARK_FLOOD_QUERY").is_some() {
+        query_latency(&run);
+    }
     for p in &run.programs {
         for d in &p.diagnostics {
             println!("  diagnostic: {d}");
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Interval queries on the finished model, as the live view's API answers
+/// them (computed, then serialised): the whole run, a single slice, and
+/// windows of every power-of-two fraction of the run at several offsets.
+fn query_latency(run: &hark_model::Run) {
+    use hark_live::interval::{length_ns, profile, timeline, Interval};
+    let len = length_ns(run).max(1);
+    let mut intervals = vec![Interval::default()];
+    for k in 0..9 {
+        let width = len >> k;
+        for i in 0..(1u64 << k).min(4) {
+            intervals.push(Interval {
+                from_ns: Some(i * width),
+                to_ns: Some((i + 1) * width),
+            });
+        }
+    }
+    intervals.push(Interval {
+        from_ns: Some(len / 3),
+        to_ns: Some(len / 3 + 1),
+    });
+    let mut times = Vec::new();
+    for iv in &intervals {
+        for kind in ["profile", "timeline"] {
+            let t = Instant::now();
+            let json = match kind {
+                "profile" => serde_json::to_vec(&profile(run, *iv)),
+                _ => serde_json::to_vec(&timeline(run, *iv, 256)),
+            }
+            .unwrap();
+            std::hint::black_box(json);
+            times.push((t.elapsed().as_secs_f64() * 1e3, kind, *iv));
+        }
+    }
+    times.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (max, kind, iv) = times[times.len() - 1];
+    println!(
+        "  interval queries: {} (profile and timeline of {} intervals of a {:.2} s run), median {:.2} ms, max {:.2} ms ({kind} of {:?}..{:?} ns)",
+        times.len(),
+        intervals.len(),
+        len as f64 / 1e9,
+        times[times.len() / 2].0,
+        max,
+        iv.from_ns,
+        iv.to_ns
+    );
 }
 
 /// One writer: a probe's stream, packs of a fixed mix with time moving on.
