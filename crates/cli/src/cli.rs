@@ -262,10 +262,10 @@ mod tests {
             top.contains("Examples:") && top.contains("hark run -- mpirun"),
             "{top}"
         );
-        for sub in ["run", "report"] {
+        for sub in ["run", "report", "open", "query", "top"] {
             let help = cmd
                 .find_subcommand_mut(sub)
-                .unwrap()
+                .unwrap_or_else(|| panic!("no subcommand {sub}"))
                 .render_long_help()
                 .to_string();
             assert!(help.contains("Examples:"), "{sub}: {help}");

@@ -18,6 +18,31 @@ fn calls(profile: &serde_json::Value, function: &str) -> u64 {
     common::per_rank(profile, 0, function, "calls").iter().sum()
 }
 
+/// In ns since the run's start: where the point-to-point phase starts (its
+/// first slice), where the first slice with an MPI_Allreduce starts, and
+/// where the first slice after the last MPI_Sendrecv starts (the phases
+/// may share a slice).
+fn phases(profile: &serde_json::Value) -> (u64, u64, u64) {
+    let t = &profile["programs"][0]["timeslices"];
+    let w = t["slice_ns"].as_u64().unwrap();
+    let first = |metric: &str| {
+        let rows = t["metrics"][metric].as_array().unwrap();
+        (0..rows[0].as_array().unwrap().len())
+            .find(|&i| rows.iter().any(|r| r[i].as_u64() > Some(0)))
+            .unwrap()
+    };
+    let last = |metric: &str| {
+        let rows = t["metrics"][metric].as_array().unwrap();
+        (0..rows[0].as_array().unwrap().len())
+            .rev()
+            .find(|&i| rows.iter().any(|r| r[i].as_u64() > Some(0)))
+            .unwrap()
+    };
+    let (p2p, coll) = (first("MPI_Sendrecv.calls"), first("MPI_Allreduce.calls"));
+    let after = last("MPI_Sendrecv.calls") + 1;
+    (p2p as u64 * w, coll as u64 * w, after as u64 * w)
+}
+
 #[test]
 fn the_live_api_answers_while_a_job_runs_and_after_it_ended() {
     if !common::have(common::OPEN_MPI.run) {
@@ -43,8 +68,27 @@ fn the_live_api_answers_while_a_job_runs_and_after_it_ended() {
         "{runs}"
     );
 
-    job.wait_for_length(3.0);
-    let early = job.profile("?from_ns=0&to_ns=1000000000");
+    // Wait for the collective phase, then find where each phase lies in
+    // the slices (MPI_Init's length depends on the machine's load).
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while calls(&job.profile(""), "MPI_Allreduce") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no MPI_Allreduce within 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // The slices may coarsen between two queries: ask again until both
+    // saw the same width.
+    let (early, p2p_from, coll_from, late_from) = loop {
+        let whole = job.profile("");
+        let (p2p_from, coll_from, late_from) = phases(&whole);
+        let early = job.profile(&format!("?from_ns={p2p_from}&to_ns={}", coll_from - 1));
+        let width = |p: &serde_json::Value| p["programs"][0]["timeslices"]["slice_ns"].clone();
+        if width(&early) == width(&whole) {
+            break (early, p2p_from, coll_from, late_from);
+        }
+    };
     assert!(calls(&early, "MPI_Sendrecv") > 0, "{early}");
     assert_eq!(calls(&early, "MPI_Allreduce"), 0, "{early}");
     let m = common::matrix(&early["programs"][0]["p2p"]["messages"]);
@@ -55,9 +99,13 @@ fn the_live_api_answers_while_a_job_runs_and_after_it_ended() {
         }
     }
     let diag = early["programs"][0]["diagnostics"][0].as_str().unwrap();
-    assert!(diag.starts_with("Interval: 0 ns to "), "{diag}");
-    let late = job.profile("?from_ns=2500000000");
+    assert!(
+        diag.starts_with(&format!("Interval: {p2p_from} ns to {coll_from} ns")),
+        "{diag}"
+    );
+    let late = job.profile(&format!("?from_ns={late_from}"));
     assert!(calls(&late, "MPI_Allreduce") > 0, "{late}");
+    assert_eq!(calls(&late, "MPI_Sendrecv"), 0, "{late}");
 
     let timeline: serde_json::Value =
         serde_json::from_str(&job.get("api/runs/run/timeline?bins=10").unwrap()).unwrap();
@@ -126,9 +174,18 @@ fn the_live_api_answers_while_a_job_runs_and_after_it_ended() {
         common::matrix(&all["programs"][0]["p2p"]["messages"]),
         common::matrix(&whole["programs"][0]["p2p"]["messages"])
     );
-    let early = query(&["--from", "0", "--to", "1s"]);
+    let (p2p_from, coll_from, late_from) = phases(&whole);
+    let early = query(&[
+        "--from",
+        &format!("{p2p_from}ns"),
+        "--to",
+        &format!("{}ns", coll_from - 1),
+    ]);
     assert!(calls(&early, "MPI_Sendrecv") > 0);
     assert_eq!(calls(&early, "MPI_Allreduce"), 0);
+    let late = query(&["--from", &format!("{late_from}ns")]);
+    assert!(calls(&late, "MPI_Allreduce") > 0);
+    assert_eq!(calls(&late, "MPI_Sendrecv"), 0);
     let t = query(&["--from", "0", "--to", "4s", "--timeline", "--bins", "8"]);
     assert_eq!(t["programs"][0]["ranks"].as_array().unwrap().len(), 4);
 
@@ -172,4 +229,33 @@ fn the_live_api_answers_while_a_job_runs_and_after_it_ended() {
     let out = out.unwrap();
     common::assert_exit(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot connect"));
+}
+
+#[test]
+fn an_address_in_use_is_refused_before_the_program_starts_and_no_http_serves_nothing() {
+    common::probe();
+    let dir = common::scratch("live-addr");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = Command::new(common::hark())
+        .current_dir(&dir)
+        .args(["run", "--http", &addr, "--", "sh", "-c", "echo ran"])
+        .output()
+        .unwrap();
+    common::assert_exit(&out, 2);
+    assert!(out.stdout.is_empty(), "the program ran");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("cannot serve the live view on {addr}")) && err.contains("--no-http"),
+        "{err}"
+    );
+
+    let out = Command::new(common::hark())
+        .current_dir(&dir)
+        .args(["run", "--no-http", "--", "sh", "-c", "echo ran"])
+        .output()
+        .unwrap();
+    common::assert_exit(&out, 0);
+    assert_eq!(out.stdout, b"ran\n");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("live view"));
 }

@@ -88,7 +88,8 @@ fn the_live_page_grows_while_a_job_runs_and_a_brushed_interval_changes_the_table
     assert!(whole.contains("MPI_Sendrecv"), "{whole}");
     let whole_messages = b.eval("Number(document.getElementById('matrix').dataset.total)");
 
-    // Brush 0.5 s to 3 s: inside the point-to-point phase.
+    // Brush 0.5 s to 4 s: before the collective phase, which starts 5 s
+    // after MPI_Init.
     let chart: Value = serde_json::from_str(
         b.eval(
             "(() => { const s = document.getElementById('overtime-svg'); const r = s.getBoundingClientRect(); \
@@ -101,7 +102,7 @@ fn the_live_page_grows_while_a_job_runs_and_a_brushed_interval_changes_the_table
     let f = |k: &str| chart[k].as_f64().unwrap();
     let x = |ns: f64| f("left") + 50.0 + (ns - f("start")) / f("span") * (f("width") - 54.0);
     let y = f("top") + 60.0;
-    b.drag((x(0.5e9), y), (x(3.0e9), y));
+    b.drag((x(0.5e9), y), (x(4.0e9), y));
     b.wait_until(
         "document.body.dataset.interval !== '' && document.body.dataset.interval !== undefined \
          && document.getElementById('scope').textContent.startsWith('interval') \
