@@ -15,6 +15,7 @@ packages=(
     chromium                 # headless, to check report.html renders
     libopen-trace-format2-dev otf2-tools python3-otf2   # OTF2 traces: write, print, read
     python3-venv             # .venv/ for the Python readers (scripts/venv.sh)
+    tmux                     # a terminal for testing `hark top`
 )
 
 missing=()

@@ -55,6 +55,17 @@ pub enum Command {
     /// Compare two runs: what changed, the differences that matter first.
     #[command(after_help = DIFF_EXAMPLES)]
     Diff(DiffArgs),
+    /// Serve a finished run's live view (the page `hark run` serves while it
+    /// runs) until interrupted.
+    #[command(after_help = crate::open::EXAMPLES)]
+    Open(crate::open::OpenArgs),
+    /// Print the profile (profile.json's schema) or the per-rank timeline of
+    /// a time interval of a run directory or of a live run.
+    #[command(after_help = crate::query::EXAMPLES)]
+    Query(crate::query::QueryArgs),
+    /// Watch a live run in the terminal (for a shell with no browser).
+    #[command(after_help = crate::top::EXAMPLES)]
+    Top(crate::top::TopArgs),
 }
 
 const EXPORT_EXAMPLES: &str = "\
@@ -310,6 +321,15 @@ pub struct RunArgs {
     #[arg(long = "trace-cap", value_name = "SIZE", value_parser = parse_trace_cap)]
     pub trace_cap: Option<u64>,
 
+    /// Serve the live view and the query API on HOST:PORT (port 0 picks a
+    /// free one); its URL is printed on stderr at the start.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:0")]
+    pub http: String,
+
+    /// Do not serve the live view.
+    #[arg(long = "no-http", conflicts_with = "http")]
+    pub no_http: bool,
+
     /// The command to measure, after `--` (required, except with
     /// `--analyses list`).
     #[arg(last = true, value_name = "COMMAND")]
@@ -420,10 +440,10 @@ mod tests {
             top.contains("Examples:") && top.contains("hark run -- mpirun"),
             "{top}"
         );
-        for sub in ["run", "report"] {
+        for sub in ["run", "report", "open", "query", "top"] {
             let help = cmd
                 .find_subcommand_mut(sub)
-                .unwrap()
+                .unwrap_or_else(|| panic!("no subcommand {sub}"))
                 .render_long_help()
                 .to_string();
             assert!(help.contains("Examples:"), "{sub}: {help}");

@@ -30,7 +30,7 @@ pub fn check(formats: &[Format], run_dir: &Path) -> Result<()> {
             );
         }
         if *f == Format::Otf2 && !hark_outputs::trace::OTF2_AVAILABLE {
-            bail!("cannot export otf2: this hark was built without the `otf2` feature (cargo build --features hark-outputs/otf2)");
+            bail!("cannot export otf2: this hark was built without the `otf2` feature (cargo build --features hark-cli/otf2)");
         }
     }
     Ok(())
@@ -48,7 +48,7 @@ pub fn check_before_run(formats: &[Format], tracing: bool) -> Result<()> {
             );
         }
         if *f == Format::Otf2 && !hark_outputs::trace::OTF2_AVAILABLE {
-            bail!("--export otf2: this hark was built without the `otf2` feature (cargo build --features hark-outputs/otf2)");
+            bail!("--export otf2: this hark was built without the `otf2` feature (cargo build --features hark-cli/otf2)");
         }
     }
     Ok(())

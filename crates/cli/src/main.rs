@@ -3,7 +3,8 @@
 //! `hark run -- COMMAND` runs the command with the probe preloaded and an
 //! analysis server listening inside `hark`, then writes the run directory
 //! (`summary.txt`, `report.html`, `profile.json`, `topology/*.dot`);
-//! `hark report RUN_DIR` renders a finished run again. The work is done by
+//! `hark report RUN_DIR` renders a finished run again; `hark open`,
+//! `hark query` and `hark top` show runs live (`docs/api.md`). The work is done by
 //! the library crates (`hark-server`, `hark-outputs`); this binary parses
 //! the command line, launches, and maps results to exit statuses.
 //! `docs/outputs.md` walks through `hark run` step by step.
@@ -16,8 +17,11 @@ mod cli;
 mod diff;
 mod export;
 mod launch;
+mod live;
+mod open;
 mod output;
 mod probe;
+mod query;
 mod report;
 mod run;
 mod rundir;
@@ -25,6 +29,7 @@ mod runs;
 mod settings;
 mod status;
 mod trace;
+mod top;
 
 use clap::Parser;
 
@@ -36,6 +41,9 @@ fn main() {
         cli::Command::Export(args) => export::export(args),
         cli::Command::Runs(args) => runs::runs(args),
         cli::Command::Diff(args) => diff::diff(args),
+        cli::Command::Open(args) => open::open(args),
+        cli::Command::Query(args) => query::query(args),
+        cli::Command::Top(args) => top::top(args),
     };
     let code = match result {
         Ok(code) => code,

@@ -70,6 +70,11 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     })
     // The server's error already names its cause: no chain to print twice.
     .map_err(|e| anyhow!("cannot start the analysis server: {e}"))?;
+    let server = std::sync::Arc::new(server);
+    let view = match args.no_http {
+        true => None,
+        false => Some(crate::live::start(&args.http, &server, args.quiet)?),
+    };
 
     let env = probe_env(args, &probe, &server.probe_addr());
     let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
@@ -93,7 +98,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         Ok(child) => child,
         Err(e) => {
             print_stderr(&format!("hark: error: cannot run `{}`: {e}\n", argv[0]));
-            let _ = server.finish(Duration::ZERO);
+            let _ = crate::live::release(server).finish(Duration::ZERO);
             // What a shell answers for a command it cannot find or run.
             return Ok(if e.kind() == std::io::ErrorKind::NotFound {
                 127
@@ -136,7 +141,10 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     // second Ctrl-C) cut the grace period short; the report is still
     // written.
     hurry_on_signals();
-    let run = server.finish_unless(GRACE, &HURRY);
+    let run = crate::live::release(server).finish_unless(GRACE, &HURRY);
+    if let Some(view) = &view {
+        view.finished(&run);
+    }
     let analysed = ended.elapsed();
     let written = write_run_dir(args, &place, &run);
     if let (Some(_), Ok(dir)) = (&args.trace, &written) {

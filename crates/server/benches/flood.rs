@@ -17,7 +17,11 @@
 //!
 //! `flood run <events per writer> <writers> [all|local]` runs one
 //! measurement (with `HARK_FLOOD_NO_RECEIVES` set, no send is ever
-//! received: what unmatched operations cost); `flood write <addr> <rank> <size> <events>` is one writer.
+//! received: what unmatched operations cost; with
+//! `HARK_FLOOD_SNAPSHOT_HZ=1` a thread takes a live view's snapshot once a
+//! second while the writers write, and serialises it as the live view's
+//! API does: what watching a run costs; with `HARK_FLOOD_QUERY=1` the
+//! finished model answers interval queries, profile and timeline, timed); `flood write <addr> <rank> <size> <events>` is one writer.
 //!
 //! With `HARK_FLOOD_TRACE=SPEC` (`all`, `auto`, ...) the server also keeps a
 //! trace store (`hark run --trace=SPEC`), in `HARK_FLOOD_TRACE_DIR` (kept
@@ -167,6 +171,13 @@ fn run(per_writer: u64, writers: usize, which: &str) {
     })
     .expect("starting the server");
     let started = Instant::now();
+    let hz: f64 = std::env::var("HARK_FLOOD_SNAPSHOT_HZ")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    let writing = std::sync::atomic::AtomicBool::new(true);
+    let mut snapshots: Vec<f64> = Vec::new();
+    let mut watcher_cpu_ms = 0.0;
     let mut children: Vec<_> = (0..writers)
         .map(|r| {
             Command::new(std::env::current_exe().unwrap())
@@ -181,9 +192,34 @@ fn run(per_writer: u64, writers: usize, which: &str) {
                 .expect("starting a writer")
         })
         .collect();
-    for c in &mut children {
-        assert!(c.wait().unwrap().success(), "a writer failed");
-    }
+    std::thread::scope(|s| {
+        let watcher = (hz > 0.0).then(|| {
+            s.spawn(|| {
+                let mut taken = Vec::new();
+                let period = Duration::from_secs_f64(1.0 / hz);
+                let mut next = Instant::now() + period;
+                while writing.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(10));
+                    if Instant::now() < next {
+                        continue;
+                    }
+                    next += period;
+                    let t = Instant::now();
+                    let json = serde_json::to_vec(&server.snapshot()).unwrap();
+                    std::hint::black_box(json);
+                    taken.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+                (taken, thread_cpu_ms())
+            })
+        });
+        for c in &mut children {
+            assert!(c.wait().unwrap().success(), "a writer failed");
+        }
+        writing.store(false, std::sync::atomic::Ordering::Relaxed);
+        if let Some(w) = watcher {
+            (snapshots, watcher_cpu_ms) = w.join().unwrap();
+        }
+    });
     let last_exit = Instant::now();
     let run = server.finish(Duration::from_secs(60));
     let ready = last_exit.elapsed();
@@ -204,6 +240,21 @@ fn run(per_writer: u64, writers: usize, which: &str) {
         a.events_dropped,
         a.partial_ranks,
     );
+    if hz > 0.0 {
+        snapshots.sort_by(f64::total_cmp);
+        println!(
+            "  live view at {hz} Hz: {} snapshots taken and serialised, median {:.1} ms, max {:.1} ms (wall); \
+             the watcher's CPU time {watcher_cpu_ms:.0} ms = {:.2} % of one core over the {:.1} s of writing",
+            snapshots.len(),
+            snapshots.get(snapshots.len() / 2).copied().unwrap_or(0.0),
+            snapshots.last().copied().unwrap_or(0.0),
+            watcher_cpu_ms / (last_exit - started).as_secs_f64() / 10.0,
+            (last_exit - started).as_secs_f64(),
+        );
+    }
+    if std::env::var_os("HARK_FLOOD_QUERY").is_some() {
+        query_latency(&run);
+    }
     for p in &run.programs {
         for d in &p.diagnostics {
             println!("  diagnostic: {d}");
@@ -238,6 +289,68 @@ fn trace_config(dir: &std::path::Path) -> Option<hark_server::trace::TraceConfig
             .and_then(|v| v.parse().ok())
             .unwrap_or(64 << 30),
     })
+}
+
+/// CPU time of the calling thread so far, in ms (user + system, from
+/// `/proc/thread-self/stat`, in clock ticks of 10 ms): a cost that other
+/// processes' load does not inflate, unlike wall time.
+fn thread_cpu_ms() -> f64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    // Fields after the command name, which is in parentheses.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    (f.get(11).unwrap_or(&0) + f.get(12).unwrap_or(&0)) as f64 * 10.0
+}
+
+/// Interval queries on the finished model, as the live view's API answers
+/// them (computed, then serialised): the whole run, a single slice, and
+/// windows of every power-of-two fraction of the run at several offsets.
+fn query_latency(run: &hark_model::Run) {
+    use hark_live::interval::{length_ns, profile, timeline, Interval};
+    let len = length_ns(run).max(1);
+    let mut intervals = vec![Interval::default()];
+    for k in 0..9 {
+        let width = len >> k;
+        for i in 0..(1u64 << k).min(4) {
+            intervals.push(Interval {
+                from_ns: Some(i * width),
+                to_ns: Some((i + 1) * width),
+            });
+        }
+    }
+    intervals.push(Interval {
+        from_ns: Some(len / 3),
+        to_ns: Some(len / 3 + 1),
+    });
+    let mut times = Vec::new();
+    for iv in &intervals {
+        for kind in ["profile", "timeline"] {
+            let t = Instant::now();
+            let json = match kind {
+                "profile" => serde_json::to_vec(&profile(run, *iv)),
+                _ => serde_json::to_vec(&timeline(run, *iv, 256)),
+            }
+            .unwrap();
+            std::hint::black_box(json);
+            times.push((t.elapsed().as_secs_f64() * 1e3, kind, *iv));
+        }
+    }
+    times.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (max, kind, iv) = times[times.len() - 1];
+    println!(
+        "  interval queries: {} (profile and timeline of {} intervals of a {:.2} s run), median {:.2} ms, max {:.2} ms ({kind} of {:?}..{:?} ns)",
+        times.len(),
+        intervals.len(),
+        len as f64 / 1e9,
+        times[times.len() / 2].0,
+        max,
+        iv.from_ns,
+        iv.to_ns
+    );
 }
 
 /// One writer: a probe's stream, packs of a fixed mix with time moving on.

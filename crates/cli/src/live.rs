@@ -1,0 +1,53 @@
+//! The live view of `hark run`: the embedded server's snapshots served over
+//! HTTP while the command runs (`hark-live`, `docs/api.md`).
+
+use crate::output::print_stderr;
+use anyhow::{anyhow, Result};
+use hark_live::{Live, Runs};
+use hark_model::Run;
+use hark_server::Server;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// The id of `hark run`'s one run in the API (`/api/runs/run/profile`).
+pub const RUN_ID: &str = "run";
+
+/// The live view of one `hark run`.
+pub struct RunView {
+    runs: Arc<Runs>,
+    _live: Live,
+}
+
+/// Serves `server`'s snapshots on `addr` and says where on stderr (unless
+/// `quiet`). The view holds the server weakly: [`release`] gets it back.
+pub fn start(addr: &str, server: &Arc<Server>, quiet: bool) -> Result<RunView> {
+    let runs = Arc::new(Runs::default());
+    let weak: Weak<Server> = Arc::downgrade(server);
+    runs.add_live(RUN_ID, move || weak.upgrade().map(|s| s.snapshot()));
+    let live = Live::start(addr, runs.clone()).map_err(|e| anyhow!("{e} (--http, --no-http)"))?;
+    if !quiet {
+        print_stderr(&format!("hark: live view at {}\n", live.url()));
+    }
+    Ok(RunView { runs, _live: live })
+}
+
+impl RunView {
+    /// Shows `run` as the finished run from now on.
+    pub fn finished(&self, run: &Run) {
+        self.runs.add_finished(RUN_ID, run.clone());
+    }
+}
+
+/// The server back from the live view, once no snapshot holds it (a
+/// snapshot takes milliseconds; the view serves its last one meanwhile).
+pub fn release(mut server: Arc<Server>) -> Server {
+    loop {
+        match Arc::try_unwrap(server) {
+            Ok(s) => return s,
+            Err(shared) => {
+                server = shared;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! A job watched while it runs: `hark run` of `live_phases.c` in the background,
+//! its live view's URL read off its stderr. Included by path by the live
+//! tests (next to `common`).
+#![allow(dead_code)]
+
+use super::common;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A `hark run` going on.
+pub struct Job {
+    pub child: Child,
+    /// The live view, `http://127.0.0.1:PORT/`.
+    pub url: String,
+    /// The run directory it will write.
+    pub run_dir: PathBuf,
+    /// The program's stdout, captured to a file.
+    pub stdout: PathBuf,
+    /// Hark's stderr lines after the URL's.
+    pub stderr: mpsc::Receiver<String>,
+}
+
+/// Starts `hark run` of `live_phases P2P TOTAL` on 4 ranks (Open MPI) in `dir`.
+pub fn start(dir: &Path, p2p_s: u32, total_s: u32) -> Job {
+    common::probe();
+    let exe = common::compile(common::OPEN_MPI.cc, Path::new("live_phases.c"), dir, &[]);
+    let mut argv = common::launcher(common::OPEN_MPI, 4);
+    argv.extend([
+        exe.display().to_string(),
+        p2p_s.to_string(),
+        total_s.to_string(),
+    ]);
+    let run_dir = dir.join("run");
+    let stdout = dir.join("stdout");
+    let mut cmd = Command::new(common::hark());
+    cmd.current_dir(dir)
+        .args(["run", "-o"])
+        .arg(&run_dir)
+        .args(["--http", "127.0.0.1:0", "--"])
+        .args(&argv)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(Stdio::piped());
+    common::mpi_env(&mut cmd);
+    let mut child = cmd.spawn().expect("cannot run hark");
+    let (tx, rx) = mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let url = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("hark printed no live view address within 60 s");
+        if let Some(url) = line.strip_prefix("hark: live view at ") {
+            break url.to_string();
+        }
+    };
+    Job {
+        child,
+        url,
+        run_dir,
+        stdout,
+        stderr: rx,
+    }
+}
+
+impl Job {
+    /// GETs `path` (relative to the live view's address).
+    pub fn get(&self, path: &str) -> Result<String, hark_live::client::Error> {
+        hark_live::client::get(&format!("{}{path}", self.url))
+    }
+
+    /// The run's profile so far, as JSON.
+    pub fn profile(&self, query: &str) -> serde_json::Value {
+        serde_json::from_str(&self.get(&format!("api/runs/run/profile{query}")).unwrap()).unwrap()
+    }
+
+    /// Waits until the run has received more than `events` events.
+    pub fn wait_for_events(&self, events: u64) -> u64 {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let now = self.profile("")["accounting"]["events_received"]
+                .as_u64()
+                .unwrap();
+            if now > events {
+                return now;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no events after {events} within 120 s"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Waits until the run is `seconds` old on its own clock (the time
+    /// slices' extent).
+    pub fn wait_for_length(&self, seconds: f64) {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            let t: serde_json::Value =
+                serde_json::from_str(&self.get("api/runs/run/timeline?bins=1").unwrap()).unwrap();
+            if t["to_ns"].as_u64().unwrap_or(0) as f64 >= seconds * 1e9 {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the run did not reach {seconds} s"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Waits for hark to end; its exit code.
+    pub fn wait(mut self) -> i32 {
+        let status = self.child.wait().unwrap();
+        status.code().unwrap_or(-1)
+    }
+
+    /// Ends the job early: SIGTERM to hark, which passes it on.
+    pub fn stop(mut self) {
+        terminate(self.child.id());
+        let _ = self.child.wait();
+    }
+}
+
+fn terminate(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+}

@@ -1,0 +1,128 @@
+//! The routes: the page and the JSON API (`docs/api.md`).
+
+use crate::interval::{self, Interval};
+use crate::Runs;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The page, its script and style inline: nothing comes from the network.
+const PAGE: &str = include_str!("page.html");
+
+/// Bins of a timeline when the query does not say.
+const DEFAULT_BINS: usize = 256;
+
+/// The live service over `runs`: `GET /` (the page), `GET /api/runs`,
+/// `GET /api/runs/{id}/profile`, `GET /api/runs/{id}/timeline`. A server
+/// that owns more routes (control, say) merges it into its own router.
+pub fn router(runs: Arc<Runs>) -> Router {
+    Router::new()
+        .route("/", get(page))
+        .route("/api/runs", get(list))
+        .route("/api/runs/{id}/profile", get(profile))
+        .route("/api/runs/{id}/timeline", get(timeline))
+        .with_state(runs)
+}
+
+async fn page() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        PAGE,
+    )
+        .into_response()
+}
+
+async fn list(State(runs): State<Arc<Runs>>) -> Response {
+    blocking(move || Ok(serde_json::to_vec(&runs.list()))).await
+}
+
+async fn profile(
+    State(runs): State<Arc<Runs>>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    blocking(move || {
+        let iv = interval_of(&q)?;
+        let run = runs.model(&id).ok_or_else(|| no_run(&id))?;
+        Ok(if iv == Interval::default() {
+            serde_json::to_vec(&*run)
+        } else {
+            serde_json::to_vec(&interval::profile(&run, iv))
+        })
+    })
+    .await
+}
+
+async fn timeline(
+    State(runs): State<Arc<Runs>>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    blocking(move || {
+        let iv = interval_of(&q)?;
+        let bins = match q.get("bins") {
+            None => DEFAULT_BINS,
+            Some(v) => number("bins", v)? as usize,
+        };
+        let run = runs.model(&id).ok_or_else(|| no_run(&id))?;
+        Ok(serde_json::to_vec(&interval::timeline(&run, iv, bins)))
+    })
+    .await
+}
+
+/// `from_ns` and `to_ns` of a query string.
+fn interval_of(q: &HashMap<String, String>) -> Result<Interval, (StatusCode, String)> {
+    let get = |k: &str| q.get(k).map(|v| number(k, v)).transpose();
+    Ok(Interval {
+        from_ns: get("from_ns")?,
+        to_ns: get("to_ns")?,
+    })
+}
+
+fn number(key: &str, v: &str) -> Result<u64, (StatusCode, String)> {
+    v.trim().parse().map_err(|_| {
+        (
+            StatusCode::BAD_REQUEST,
+            format!("`{key}={v}` is not a whole number of nanoseconds (0 or more)"),
+        )
+    })
+}
+
+fn no_run(id: &str) -> (StatusCode, String) {
+    (
+        StatusCode::NOT_FOUND,
+        format!("no run `{id}`: GET /api/runs lists the runs"),
+    )
+}
+
+/// Runs `f` (a snapshot, then serialising: milliseconds of CPU) off the
+/// runtime's one thread, and answers with its JSON or its error.
+async fn blocking(
+    f: impl FnOnce() -> Result<serde_json::Result<Vec<u8>>, (StatusCode, String)> + Send + 'static,
+) -> Response {
+    let json = [
+        (header::CONTENT_TYPE, "application/json"),
+        (header::CACHE_CONTROL, "no-store"),
+    ];
+    let answer = match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(Ok(body))) => return (json, body).into_response(),
+        Ok(Ok(Err(e))) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot serialise: {e}"),
+        ),
+        Ok(Err(e)) => e,
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the query failed: {e}"),
+        ),
+    };
+    let body = serde_json::json!({ "error": answer.1 }).to_string();
+    (answer.0, json, body).into_response()
+}

@@ -1,0 +1,308 @@
+//! Hark's live view: an HTTP server over a list of runs, going on or
+//! finished, with a page that redraws about once a second and a JSON API
+//! that scripts, `hark query` and `hark top` read (`docs/api.md`).
+//!
+//! [`Runs`] is the list. A run going on is registered with a function that
+//! returns its current model (`hark_server::Server::snapshot`); a finished
+//! one with its model, read from its run directory. Snapshots are taken on
+//! demand and shared for half a second ([`FRESH`]), so the cost for the
+//! analysis does not grow with the number of viewers. [`router`] is the
+//! service as an `axum::Router`, for a server that mounts it beside its own
+//! routes; [`Live::start`] serves it on a thread of its own.
+//!
+//! The interval queries ([`interval`]) are functions of the model: they sum
+//! time slices, so any interval of any run costs the same.
+//!
+//! ```
+//! use hark_live::{Live, Runs};
+//! use std::sync::Arc;
+//!
+//! let runs = Arc::new(Runs::default());
+//! runs.add_finished("demo", hark_model::Run::default());
+//! let live = Live::start("127.0.0.1:0", runs.clone()).unwrap();
+//! let body = hark_live::client::get(&format!("{}api/runs", live.url())).unwrap();
+//! assert!(body.contains("\"id\":\"demo\""));
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod client;
+mod http;
+pub mod interval;
+
+pub use http::router;
+
+use hark_model::Run;
+use serde::Serialize;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a snapshot is served again before a new one is taken.
+pub const FRESH: Duration = Duration::from_millis(500);
+
+/// Where a run's model comes from.
+enum Source {
+    /// A run going on: its model so far, on demand (`None`: none to be
+    /// had just now, serve the last one).
+    Live(Box<dyn Fn() -> Option<Run> + Send + Sync>),
+    /// A finished run's model; `partial` when some rank's stream was cut.
+    Finished(Arc<Run>),
+}
+
+struct Entry {
+    id: String,
+    source: Source,
+    /// The last snapshot of a live run and when it was taken.
+    cached: Mutex<Option<(Instant, Arc<Run>)>>,
+    /// Registration time, ns since the epoch: the start of a run that has
+    /// no program yet.
+    registered_ns: u64,
+}
+
+impl Entry {
+    fn model(&self) -> Arc<Run> {
+        match &self.source {
+            Source::Finished(run) => run.clone(),
+            Source::Live(snapshot) => {
+                let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some((at, run)) = &*cached {
+                    if at.elapsed() < FRESH {
+                        return run.clone();
+                    }
+                }
+                // Held while the snapshot is taken: viewers arriving
+                // meanwhile wait for it rather than take one each.
+                match snapshot() {
+                    Some(run) => {
+                        let run = Arc::new(run);
+                        *cached = Some((Instant::now(), run.clone()));
+                        run
+                    }
+                    None => cached.as_ref().map(|c| c.1.clone()).unwrap_or_default(),
+                }
+            }
+        }
+    }
+}
+
+/// The state of a run, as `GET /api/runs` says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Still receiving events.
+    Running,
+    /// Ended, every rank's stream complete.
+    Finished,
+    /// Ended, some rank's stream cut short (`accounting.partial_ranks`).
+    Partial,
+}
+
+/// One line of `GET /api/runs`.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunInfo {
+    /// The run's id, used in every other URL.
+    pub id: String,
+    /// Running, finished or partial.
+    pub state: State,
+    /// The programs' names, in order of first connection.
+    pub programs: Vec<String>,
+    /// When it started, in ns since the epoch (see [`interval::start_ns`]).
+    pub started_ns: u64,
+}
+
+/// The runs a live server shows. Shared (`Arc`) between whoever registers
+/// runs and the HTTP service.
+#[derive(Default)]
+pub struct Runs {
+    entries: Mutex<Vec<Arc<Entry>>>,
+}
+
+impl Runs {
+    /// Registers a run going on, whose model so far `snapshot` returns
+    /// (called at most once per [`FRESH`] whatever the number of viewers;
+    /// `None` when there is none to be had just now, as while the run is
+    /// being folded: the last one is served again). Replaces a run of the
+    /// same id.
+    pub fn add_live(&self, id: &str, snapshot: impl Fn() -> Option<Run> + Send + Sync + 'static) {
+        self.put(id, Source::Live(Box::new(snapshot)));
+    }
+
+    /// Registers a finished run (or marks a live one finished, replacing its
+    /// snapshot function by the final model).
+    pub fn add_finished(&self, id: &str, run: Run) {
+        self.put(id, Source::Finished(Arc::new(run)));
+    }
+
+    /// Forgets a run; returns whether it was there.
+    pub fn remove(&self, id: &str) -> bool {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let before = entries.len();
+        entries.retain(|e| e.id != id);
+        entries.len() != before
+    }
+
+    fn put(&self, id: &str, source: Source) {
+        let entry = Arc::new(Entry {
+            id: id.to_string(),
+            source,
+            cached: Mutex::new(None),
+            registered_ns: now_ns(),
+        });
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        match entries.iter_mut().find(|e| e.id == id) {
+            Some(e) => *e = entry,
+            None => entries.push(entry),
+        }
+    }
+
+    fn get(&self, id: &str) -> Option<Arc<Entry>> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.iter().find(|e| e.id == id).cloned()
+    }
+
+    /// Every run, in order of registration.
+    pub fn list(&self) -> Vec<RunInfo> {
+        let entries: Vec<Arc<Entry>> = self
+            .entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        entries
+            .iter()
+            .map(|e| {
+                let run = e.model();
+                let state = match e.source {
+                    Source::Live(_) => State::Running,
+                    Source::Finished(_) if run.accounting.partial_ranks > 0 => State::Partial,
+                    Source::Finished(_) => State::Finished,
+                };
+                let started = interval::start_ns(&run);
+                RunInfo {
+                    id: e.id.clone(),
+                    state,
+                    programs: run.programs.iter().map(|p| p.name.clone()).collect(),
+                    started_ns: if started > 0 {
+                        started
+                    } else {
+                        e.registered_ns
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// The model of run `id` now (`None`: no such run).
+    pub fn model(&self, id: &str) -> Option<Arc<Run>> {
+        self.get(id).map(|e| e.model())
+    }
+}
+
+impl std::fmt::Debug for Runs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        f.debug_list()
+            .entries(entries.iter().map(|e| &e.id))
+            .finish()
+    }
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// A live HTTP server on a thread of its own, stopped when dropped.
+pub struct Live {
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Why [`Live::start`] failed.
+#[derive(Debug)]
+pub struct Error {
+    addr: String,
+    source: std::io::Error,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot serve the live view on {}: {} (give another address, HOST:PORT, or turn it off)",
+            self.addr, self.source
+        )
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+impl Live {
+    /// Binds `addr` (`HOST:PORT`; port 0 picks a free one) and serves
+    /// [`router`] over `runs` on a new thread with a one-threaded runtime:
+    /// the analysis keeps the machine's cores.
+    pub fn start(addr: &str, runs: Arc<Runs>) -> Result<Live, Error> {
+        let err = |source| Error {
+            addr: addr.to_string(),
+            source,
+        };
+        let listener = std::net::TcpListener::bind(addr).map_err(err)?;
+        listener.set_nonblocking(true).map_err(err)?;
+        let local = listener.local_addr().map_err(err)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(err)?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let listener = {
+            let _guard = runtime.enter();
+            tokio::net::TcpListener::from_std(listener).map_err(err)?
+        };
+        let thread = std::thread::Builder::new()
+            .name("hark-live".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let serve =
+                        axum::serve(listener, router(runs)).with_graceful_shutdown(async move {
+                            let _ = stopped.await;
+                        });
+                    if let Err(e) = serve.await {
+                        eprintln!("hark: the live view stopped: {e}");
+                    }
+                });
+            })
+            .map_err(err)?;
+        Ok(Live {
+            url: format!("http://{local}/"),
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The page's address, `http://HOST:PORT/`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        // Open page connections are long-lived: do not wait for them.
+        drop(self.thread.take());
+    }
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live").field("url", &self.url).finish()
+    }
+}
