@@ -10,10 +10,10 @@
 
 mod common;
 
-use common::socket;
+use common::{hello, socket};
 use hark_model::{Program, Run};
 use hark_server::{Server, ServerConfig};
-use hark_wire::{encode_pack, op, ClockSource, Def, End, EndReason, Event, Hello, NameKind};
+use hark_wire::{encode_pack, op, Def, End, EndReason, Event, NameKind};
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -30,23 +30,7 @@ const COUNTING: u32 = PROCESSES;
 /// a write to fd 1, a mark (a counter for [`COUNTING`]) and, unless killed,
 /// its End.
 fn process(i: u32) -> Vec<u8> {
-    let mut b = Vec::new();
-    Hello {
-        program: "loop".into(),
-        argv: vec!["./loop".into()],
-        host: "node0".into(),
-        pid: 100 + i,
-        rank: -1,
-        size: -1,
-        job: "job".into(),
-        clock: ClockSource::Monotonic,
-        clock_ns: 1_000,
-        realtime_ns: 1_700_000_000_000_000_000,
-        pack_size: 1 << 20,
-        secret: String::new(),
-        parent: 0,
-    }
-    .encode(&mut b);
+    let mut b = hello("loop", 100 + i, 1 << 20);
     let name = |id, kind, name: &str| Def::Name {
         id,
         kind,
