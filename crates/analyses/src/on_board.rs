@@ -139,16 +139,21 @@ impl Drop for Tracked {
 /// instead of growing the server. Their vector goes back to its pool.
 struct Counted<T: Pooled> {
     items: Vec<T>,
+    /// The vector's bytes (its capacity: what it holds in memory).
     bytes: u64,
+    /// Whether the vector goes back to its pool.
+    pooled: bool,
     flow: Arc<Flow>,
 }
 
 impl<T: Pooled> Counted<T> {
-    fn new(items: Vec<T>, bytes: usize, flow: &Arc<Flow>) -> Counted<T> {
-        flow.in_flight.fetch_add(bytes as u64, Ordering::Relaxed);
+    fn new(items: Vec<T>, pooled: bool, flow: &Arc<Flow>) -> Counted<T> {
+        let bytes = (items.capacity() * std::mem::size_of::<T>()) as u64;
+        flow.in_flight.fetch_add(bytes, Ordering::Relaxed);
         Counted {
             items,
-            bytes: bytes as u64,
+            bytes,
+            pooled,
             flow: flow.clone(),
         }
     }
@@ -157,9 +162,15 @@ impl<T: Pooled> Counted<T> {
 impl<T: Pooled> Drop for Counted<T> {
     fn drop(&mut self) {
         self.flow.in_flight.fetch_sub(self.bytes, Ordering::Relaxed);
-        T::pool(&self.flow).give_back(std::mem::take(&mut self.items));
+        if self.pooled {
+            T::pool(&self.flow).give_back(std::mem::take(&mut self.items));
+        }
     }
 }
+
+/// Derived vectors kept for reuse, per item type: a pack's worth each, so
+/// few (the pool is refilled as each pack's entries are done).
+const DERIVED_POOL: usize = 16;
 
 /// Vectors kept for reuse, of one item type.
 struct Pool<T> {
@@ -185,7 +196,7 @@ impl<T> Pool<T> {
         }
         buf.clear();
         let mut bufs = lock(&self.bufs);
-        if bufs.len() < POOL {
+        if bufs.len() < DERIVED_POOL {
             bufs.push(buf);
         }
     }
@@ -315,11 +326,15 @@ fn board_error(e: hark_board::Error) -> Error {
     Error::new(ErrorKind::Board(e.to_string()))
 }
 
+/// A part of a split batch: its key, its items, and whether the vector goes
+/// back to its pool when done (a whole batch's does; a part is made at its
+/// own size and freed, so that pooled vectors all have a batch's size).
+type Part<T> = (u64, Vec<T>, bool);
+
 /// Splits `items` by `key`, keeping their order within each key, in key
 /// order. Each part is allocated once at its size, and a batch with one key
-/// (the usual case: a pack's operations go to a few neighbours, its waits
-/// to one rank) is handed on without a copy.
-fn split_by<T: Pooled>(flow: &Flow, items: Vec<T>, key: impl Fn(&T) -> u64) -> Vec<(u64, Vec<T>)> {
+/// (the usual case for waits, all of one rank) is handed on without a copy.
+fn split_by<T: Pooled>(flow: &Flow, mut items: Vec<T>, key: impl Fn(&T) -> u64) -> Vec<Part<T>> {
     let mut counts: Vec<(u64, usize)> = Vec::new();
     for it in &items {
         let k = key(it);
@@ -333,19 +348,14 @@ fn split_by<T: Pooled>(flow: &Flow, items: Vec<T>, key: impl Fn(&T) -> u64) -> V
             T::pool(flow).give_back(items);
             return Vec::new();
         }
-        [(k, _)] => return vec![(k, items)],
+        [(k, _)] => return vec![(k, items, true)],
         _ => {}
     }
     counts.sort_unstable_by_key(|c| c.0);
-    let mut parts: Vec<(u64, Vec<T>)> = counts
+    let mut parts: Vec<Part<T>> = counts
         .iter()
-        .map(|&(k, n)| {
-            let mut part = T::pool(flow).take();
-            part.reserve(n);
-            (k, part)
-        })
+        .map(|&(k, n)| (k, Vec::with_capacity(n), false))
         .collect();
-    let mut items = items;
     for it in items.drain(..) {
         let k = key(&it);
         let at = parts
@@ -364,21 +374,24 @@ fn route(ctx: &mut Context<'_>, states: &States, ty: Typed<Waits>, waits: Vec<Wa
         return;
     }
     let streams = states.streams.read().unwrap_or_else(|e| e.into_inner());
-    for (rank, waits) in split_by(&states.flow, waits, |w| w.waiter as u32 as u64) {
+    for (rank, waits, pooled) in split_by(&states.flow, waits, |w| w.waiter as u32 as u64) {
         let rank = rank as u32 as i32;
         let Some(info) = streams.get(&rank) else {
             ctx.report_error(format!(
                 "{} waits of world rank {rank}, which has no stream in this program, were ignored",
                 waits.len()
             ));
-            states.flow.waits.give_back(waits);
+            if pooled {
+                states.flow.waits.give_back(waits);
+            }
             continue;
         };
-        let bytes = waits.len() * std::mem::size_of::<Wait>();
+        let waits = Counted::new(waits, pooled, &states.flow);
+        let bytes = waits.bytes as usize;
         let entry = ty.entry(
             Waits {
                 info: info.clone(),
-                waits: Counted::new(waits, bytes, &states.flow),
+                waits,
             },
             bytes,
         );
@@ -393,14 +406,14 @@ fn instance_key(a: &Arrival) -> u64 {
 
 /// Publishes what a pack yielded: matching inputs by key.
 fn publish(ctx: &mut Context<'_>, types: Types, flow: &Arc<Flow>, derived: Derived) {
-    for (rank, ops) in split_by(flow, derived.ops, |op| op.dst as u32 as u64) {
-        let bytes = ops.len() * std::mem::size_of::<P2pOp>();
-        let ops = Counted::new(ops, bytes, flow);
+    for (rank, ops, pooled) in split_by(flow, derived.ops, |op| op.dst as u32 as u64) {
+        let ops = Counted::new(ops, pooled, flow);
+        let bytes = ops.bytes as usize;
         ctx.submit_keyed(rank, types.p2p.entry(ops, bytes));
     }
-    for (key, arrivals) in split_by(flow, derived.arrivals, instance_key) {
-        let bytes = arrivals.len() * std::mem::size_of::<Arrival>();
-        let arrivals = Counted::new(arrivals, bytes, flow);
+    for (key, arrivals, pooled) in split_by(flow, derived.arrivals, instance_key) {
+        let arrivals = Counted::new(arrivals, pooled, flow);
+        let bytes = arrivals.bytes as usize;
         ctx.submit_keyed(key, types.arrivals.entry(arrivals, bytes));
     }
 }
