@@ -128,19 +128,58 @@ impl P2pMatcher {
     /// Takes one operation; returns the wait states it completes.
     pub(crate) fn add(&mut self, op: P2pOp, out: &mut Vec<Wait>) {
         let key = (op.comm, op.src, op.tag);
+        if op.side == Side::Recv {
+            self.last_recv = self.last_recv.max(op.seq);
+        }
         let ch = self.channels.entry(key).or_insert_with(|| {
             self.by_src.entry(op.src).or_default().push(key);
             Channel::default()
         });
-        match op.side {
-            Side::Send => ch.sends.push_back(op),
-            Side::Recv => {
-                self.last_recv = self.last_recv.max(op.seq);
-                ch.recvs.push_back(op)
+        let (mine, other) = match op.side {
+            Side::Send => (&mut ch.sends, &mut ch.recvs),
+            Side::Recv => (&mut ch.recvs, &mut ch.sends),
+        };
+        // A channel holds one side at most between calls, so an operation
+        // pairs with the other side's oldest or waits: the drain below,
+        // without looking the channel up again.
+        let partner = if mine.is_empty() {
+            other.pop_front()
+        } else {
+            None
+        };
+        match partner {
+            Some(partner) => {
+                let empty = other.is_empty();
+                self.held -= 1;
+                let (s, r) = match op.side {
+                    Side::Send => (op, partner),
+                    Side::Recv => (partner, op),
+                };
+                self.pair(s, r, out);
+                if empty && self.channels.len() > self.sweep_at.max(1024) {
+                    self.sweep();
+                }
+            }
+            None => {
+                let both = !other.is_empty();
+                // At the bound, the oldest goes before this one comes, so
+                // that the queues never grow (doubling) past it.
+                if self.held >= MAX_HELD_PER_KEY && !both {
+                    self.drop_oldest();
+                    let ch = self.channels.get_mut(&key).expect("made above");
+                    match op.side {
+                        Side::Send => ch.sends.push_back(op),
+                        Side::Recv => ch.recvs.push_back(op),
+                    }
+                } else {
+                    mine.push_back(op);
+                }
+                self.held += 1;
+                if both {
+                    self.drain(key, out);
+                }
             }
         }
-        self.held += 1;
-        self.drain(key, out);
         if self.held > MAX_HELD_PER_KEY {
             self.drop_oldest();
         }
@@ -433,7 +472,10 @@ impl Instances {
     pub(crate) fn add(&mut self, a: Arrival, out: &mut Vec<Wait>) {
         let size = a.size as usize;
         let key = (a.comm, a.seq);
-        let arrivals = self.open.entry(key).or_default();
+        let arrivals = self
+            .open
+            .entry(key)
+            .or_insert_with(|| Vec::with_capacity(size));
         if arrivals.iter().any(|x| x.rank == a.rank) {
             // A rank arriving twice at one instance: its sequence numbers
             // are off (it paused differently?); keep the first.

@@ -124,48 +124,126 @@ struct Tracked {
     msgs: Vec<Msg>,
 }
 
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.batch
+            .flow
+            .msgs
+            .give_back(std::mem::take(&mut self.msgs));
+    }
+}
+
 /// Derived items in flight: their bytes count in the program's in-flight
 /// total, which the server throttles its readers on, until the last job
 /// over them is done — so matching that falls behind slows the readers
-/// instead of growing the server.
-struct Counted<T> {
-    items: T,
+/// instead of growing the server. Their vector goes back to its pool.
+struct Counted<T: Pooled> {
+    items: Vec<T>,
+    /// The vector's bytes (its capacity: what it holds in memory).
     bytes: u64,
+    /// Whether the vector goes back to its pool.
+    pooled: bool,
     flow: Arc<Flow>,
 }
 
-impl<T> Counted<T> {
-    fn new(items: T, bytes: usize, flow: &Arc<Flow>) -> Counted<T> {
-        flow.in_flight.fetch_add(bytes as u64, Ordering::Relaxed);
+impl<T: Pooled> Counted<T> {
+    fn new(items: Vec<T>, pooled: bool, flow: &Arc<Flow>) -> Counted<T> {
+        let bytes = (items.capacity() * std::mem::size_of::<T>()) as u64;
+        flow.in_flight.fetch_add(bytes, Ordering::Relaxed);
         Counted {
             items,
-            bytes: bytes as u64,
+            bytes,
+            pooled,
             flow: flow.clone(),
         }
     }
 }
 
-impl<T> Drop for Counted<T> {
+impl<T: Pooled> Drop for Counted<T> {
     fn drop(&mut self) {
         self.flow.in_flight.fetch_sub(self.bytes, Ordering::Relaxed);
+        if self.pooled {
+            T::pool(&self.flow).give_back(std::mem::take(&mut self.items));
+        }
+    }
+}
+
+/// Derived vectors kept for reuse, per item type: a pack's worth each, so
+/// few (the pool is refilled as each pack's entries are done).
+const DERIVED_POOL: usize = 16;
+
+/// Vectors kept for reuse, of one item type.
+struct Pool<T> {
+    bufs: Mutex<Vec<Vec<T>>>,
+}
+
+impl<T> Default for Pool<T> {
+    fn default() -> Self {
+        Pool {
+            bufs: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<T> Pool<T> {
+    fn take(&self) -> Vec<T> {
+        lock(&self.bufs).pop().unwrap_or_default()
+    }
+
+    fn give_back(&self, mut buf: Vec<T>) {
+        if buf.capacity() == 0 {
+            return;
+        }
+        buf.clear();
+        let mut bufs = lock(&self.bufs);
+        if bufs.len() < DERIVED_POOL {
+            bufs.push(buf);
+        }
+    }
+}
+
+/// Derived items whose vectors are reused through a pool of the level's
+/// [`Flow`].
+trait Pooled: Sized {
+    fn pool(flow: &Flow) -> &Pool<Self>;
+}
+
+impl Pooled for P2pOp {
+    fn pool(flow: &Flow) -> &Pool<Self> {
+        &flow.ops
+    }
+}
+impl Pooled for Arrival {
+    fn pool(flow: &Flow) -> &Pool<Self> {
+        &flow.arrivals
+    }
+}
+impl Pooled for Wait {
+    fn pool(flow: &Flow) -> &Pool<Self> {
+        &flow.waits
     }
 }
 
 /// A "waits" entry.
 struct Waits {
     info: Arc<StreamInfo>,
-    waits: Counted<Vec<Wait>>,
+    waits: Counted<Wait>,
 }
 
 /// Buffers kept for reuse: enough for the packs in flight at the default
 /// limits, so that steady streaming allocates (and page-faults) nothing.
 const POOL: usize = 64;
 
-/// What is in flight on a level, and the pack buffers to reuse.
+/// What is in flight on a level, and the buffers to reuse: packs, and what
+/// the trackers and matchers derive from them.
 #[derive(Default)]
 struct Flow {
     in_flight: AtomicU64,
     pool: Mutex<Vec<Vec<Event>>>,
+    msgs: Pool<Msg>,
+    ops: Pool<P2pOp>,
+    arrivals: Pool<Arrival>,
+    waits: Pool<Wait>,
 }
 
 impl Flow {
@@ -241,8 +319,8 @@ struct States {
 struct Types {
     frames: Typed<Frame>,
     batches: Typed<Tracked>,
-    p2p: Typed<Counted<Vec<P2pOp>>>,
-    arrivals: Typed<Counted<Vec<Arrival>>>,
+    p2p: Typed<Counted<P2pOp>>,
+    arrivals: Typed<Counted<Arrival>>,
     waits: Typed<Waits>,
 }
 
@@ -261,29 +339,72 @@ fn board_error(e: hark_board::Error) -> Error {
     Error::new(ErrorKind::Board(e.to_string()))
 }
 
+/// A part of a split batch: its key, its items, and whether the vector goes
+/// back to its pool when done (a whole batch's does; a part is made at its
+/// own size and freed, so that pooled vectors all have a batch's size).
+type Part<T> = (u64, Vec<T>, bool);
+
+/// Splits `items` by `key`, keeping their order within each key, in key
+/// order. Each part is allocated once at its size, and a batch with one key
+/// (the usual case for waits, all of one rank) is handed on without a copy.
+fn split_by<T: Pooled>(flow: &Flow, mut items: Vec<T>, key: impl Fn(&T) -> u64) -> Vec<Part<T>> {
+    let mut counts: Vec<(u64, usize)> = Vec::new();
+    for it in &items {
+        let k = key(it);
+        match counts.iter_mut().find(|c| c.0 == k) {
+            Some(c) => c.1 += 1,
+            None => counts.push((k, 1)),
+        }
+    }
+    match counts[..] {
+        [] => {
+            T::pool(flow).give_back(items);
+            return Vec::new();
+        }
+        [(k, _)] => return vec![(k, items, true)],
+        _ => {}
+    }
+    counts.sort_unstable_by_key(|c| c.0);
+    let mut parts: Vec<Part<T>> = counts
+        .iter()
+        .map(|&(k, n)| (k, Vec::with_capacity(n), false))
+        .collect();
+    for it in items.drain(..) {
+        let k = key(&it);
+        let at = parts
+            .binary_search_by_key(&k, |p| p.0)
+            .expect("every key was counted");
+        parts[at].1.push(it);
+    }
+    T::pool(flow).give_back(items);
+    parts
+}
+
 /// Sends waits to the streams of the ranks that waited.
 fn route(ctx: &mut Context<'_>, states: &States, ty: Typed<Waits>, waits: Vec<Wait>) {
     if waits.is_empty() {
+        states.flow.waits.give_back(waits);
         return;
     }
-    let mut by_rank: BTreeMap<i32, Vec<Wait>> = BTreeMap::new();
-    for w in waits {
-        by_rank.entry(w.waiter).or_default().push(w);
-    }
     let streams = states.streams.read().unwrap_or_else(|e| e.into_inner());
-    for (rank, waits) in by_rank {
+    for (rank, waits, pooled) in split_by(&states.flow, waits, |w| w.waiter as u32 as u64) {
+        let rank = rank as u32 as i32;
         let Some(info) = streams.get(&rank) else {
             ctx.report_error(format!(
                 "{} waits of world rank {rank}, which has no stream in this program, were ignored",
                 waits.len()
             ));
+            if pooled {
+                states.flow.waits.give_back(waits);
+            }
             continue;
         };
-        let bytes = waits.len() * std::mem::size_of::<Wait>();
+        let waits = Counted::new(waits, pooled, &states.flow);
+        let bytes = waits.bytes as usize;
         let entry = ty.entry(
             Waits {
                 info: info.clone(),
-                waits: Counted::new(waits, bytes, &states.flow),
+                waits,
             },
             bytes,
         );
@@ -291,25 +412,21 @@ fn route(ctx: &mut Context<'_>, states: &States, ty: Typed<Waits>, waits: Vec<Wa
     }
 }
 
+/// The key of a collective instance's arrivals.
+fn instance_key(a: &Arrival) -> u64 {
+    ((a.comm as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ a.seq as u32 as u64) % INSTANCE_KEYS
+}
+
 /// Publishes what a pack yielded: matching inputs by key.
 fn publish(ctx: &mut Context<'_>, types: Types, flow: &Arc<Flow>, derived: Derived) {
-    let mut by_receiver: BTreeMap<i32, Vec<P2pOp>> = BTreeMap::new();
-    for op in derived.ops {
-        by_receiver.entry(op.dst).or_default().push(op);
+    for (rank, ops, pooled) in split_by(flow, derived.ops, |op| op.dst as u32 as u64) {
+        let ops = Counted::new(ops, pooled, flow);
+        let bytes = ops.bytes as usize;
+        ctx.submit_keyed(rank, types.p2p.entry(ops, bytes));
     }
-    for (rank, ops) in by_receiver {
-        let bytes = ops.len() * std::mem::size_of::<P2pOp>();
-        let ops = Counted::new(ops, bytes, flow);
-        ctx.submit_keyed(rank as u32 as u64, types.p2p.entry(ops, bytes));
-    }
-    let mut by_instance: BTreeMap<u64, Vec<Arrival>> = BTreeMap::new();
-    for a in derived.arrivals {
-        let key = (a.comm as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ a.seq as u32 as u64;
-        by_instance.entry(key % INSTANCE_KEYS).or_default().push(a);
-    }
-    for (key, arrivals) in by_instance {
-        let bytes = arrivals.len() * std::mem::size_of::<Arrival>();
-        let arrivals = Counted::new(arrivals, bytes, flow);
+    for (key, arrivals, pooled) in split_by(flow, derived.arrivals, instance_key) {
+        let arrivals = Counted::new(arrivals, pooled, flow);
+        let bytes = arrivals.bytes as usize;
         ctx.submit_keyed(key, types.arrivals.entry(arrivals, bytes));
     }
 }
@@ -376,7 +493,12 @@ impl OnBoard {
                         let track = slot_of(&st.tracks, info.conn(), || Track::new(cross));
                         let mut derived = {
                             let cx = info.cx();
-                            lock(&track).pack(&cx, world, &batch.events)
+                            let out = Derived {
+                                msgs: st.flow.msgs.take(),
+                                ops: st.flow.ops.take(),
+                                arrivals: st.flow.arrivals.take(),
+                            };
+                            lock(&track).pack_into(&cx, world, &batch.events, out)
                         };
                         let tracked = Tracked {
                             info: info.clone(),
@@ -399,7 +521,7 @@ impl OnBoard {
                 move |ctx, entries| {
                     let Some(key) = ctx.key() else { return };
                     let m = slot_of(&st.p2p, key, P2pMatcher::default);
-                    let mut waits = Vec::new();
+                    let mut waits = st.flow.waits.take();
                     {
                         let mut m = lock(&m);
                         for op in &types.p2p.get(&entries[0]).items {
@@ -417,7 +539,7 @@ impl OnBoard {
                 move |ctx, entries| {
                     let Some(key) = ctx.key() else { return };
                     let m = slot_of(&st.collectives, key, Instances::default);
-                    let mut waits = Vec::new();
+                    let mut waits = st.flow.waits.take();
                     {
                         let mut m = lock(&m);
                         for a in &types.arrivals.get(&entries[0]).items {

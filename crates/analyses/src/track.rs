@@ -270,6 +270,10 @@ pub(crate) struct Track {
     sends: u64,
     recvs: u64,
     calls: u64,
+    /// How many messages, operations and arrivals the last pack yielded:
+    /// the next one's vectors are made that large at once, instead of
+    /// growing (and copying) a dozen times per pack.
+    yielded: (usize, usize, usize),
     /// Requests forgotten because too many were outstanding.
     pub(crate) forgotten: u64,
 }
@@ -335,7 +339,23 @@ impl Track {
 
     /// Tracks one pack, in stream order.
     pub(crate) fn pack(&mut self, cx: &StreamCx<'_>, me: i32, events: &[Event]) -> Derived {
-        let mut out = Derived::default();
+        self.pack_into(cx, me, events, Derived::default())
+    }
+
+    /// [`Track::pack`] into `out`'s vectors (empty, perhaps reused: a
+    /// pack's worth of fresh memory is page-faulted and zeroed by the
+    /// kernel, which costs more than the tracking).
+    pub(crate) fn pack_into(
+        &mut self,
+        cx: &StreamCx<'_>,
+        me: i32,
+        events: &[Event],
+        mut out: Derived,
+    ) -> Derived {
+        let (msgs, ops, arrivals) = self.yielded;
+        out.msgs.reserve(msgs);
+        out.ops.reserve(ops);
+        out.arrivals.reserve(arrivals);
         for ev in events {
             let code = ev.op();
             let thread = ev.thread.get() as usize;
@@ -370,6 +390,7 @@ impl Track {
                 _ => {}
             }
         }
+        self.yielded = (out.msgs.len(), out.ops.len(), out.arrivals.len());
         out
     }
 

@@ -99,26 +99,38 @@ impl Rank {
 
 impl RankState for Rank {
     fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
-        if self.series.is_none() {
-            self.series = Some(Series::new(cx.slice_shift(), cx.slices()));
-        }
+        // The series and the window's ends are kept in locals while the
+        // batch is folded: one check per batch, not per event.
+        let mut series = self
+            .series
+            .take()
+            .unwrap_or_else(|| Series::new(cx.slice_shift(), cx.slices()));
+        let mut span = (u64::MAX, self.last);
         for ev in input.events {
-            self.event(cx, ev);
+            self.event(cx, ev, &mut series, &mut span);
         }
-        for w in input.waits {
-            self.whole.wait.sat(w.time_ns);
-            if w.region != UNDEFINED {
-                if let Some(p) = self.region(w.region) {
-                    p.wait.sat(w.time_ns);
+        if span.0 != u64::MAX {
+            self.first = Some(self.first.map_or(span.0, |f| f.min(span.0)));
+        }
+        self.last = span.1;
+        // Consecutive waits in one region (a loop's usually are) are added
+        // to it once.
+        for run in input.waits.chunk_by(|a, b| a.region == b.region) {
+            let time = run.iter().fold(0u64, |t, w| t.saturating_add(w.time_ns));
+            self.whole.wait.sat(time);
+            if run[0].region != UNDEFINED {
+                if let Some(p) = self.region(run[0].region) {
+                    p.wait.sat(time);
                 }
             }
-            if let Some(s) = &mut self.series {
+            for w in run {
                 let a = w.enter_ns.saturating_sub(cx.origin_ns());
                 let b = a.saturating_add(w.time_ns);
-                s.fit(b);
-                s.add_span(WAIT, (s.index(a), s.index(b)), a, b);
+                series.fit(b);
+                series.add_span(WAIT, (series.index(a), series.index(b)), a, b);
             }
         }
+        self.series = Some(series);
     }
     fn remap(&mut self, ids: &IdMap) {
         self.regions = std::mem::take(&mut self.regions)
@@ -156,41 +168,37 @@ impl RankState for Rank {
 }
 
 impl Rank {
-    fn event(&mut self, cx: &StreamCx<'_>, ev: &Event) {
+    /// Folds one event; `span` is the earliest start and latest end so far.
+    #[inline]
+    fn event(&mut self, cx: &StreamCx<'_>, ev: &Event, s: &mut Series, span: &mut (u64, u64)) {
         let code = ev.op();
         let thread = ev.thread.get() as usize;
-        match op::kind(code) {
-            op::OpKind::Mpi(i) => {
-                let (start, end) = (cx.common(ev.start.get()), cx.common(ev.end.get()));
-                self.first = Some(self.first.map_or(start, |f| f.min(start)));
-                self.last = self.last.max(end);
-                match FUNCTIONS[i].class {
-                    Class::Init => self.init_end = Some(end),
-                    Class::Finalize => self.fin_start = Some(start),
-                    _ => {
-                        let d = end.saturating_sub(start);
-                        self.whole.mpi.sat(d);
-                        if let Some(t) = self.threads.get_mut(thread) {
-                            if t.0 > 0 {
-                                t.3.sat(d);
-                            }
-                        }
-                        if let Some(s) = &mut self.series {
-                            let a = start.saturating_sub(cx.origin_ns());
-                            let b = end.saturating_sub(cx.origin_ns()).max(a);
-                            s.fit(b);
-                            s.add_span(MPI, (s.index(a), s.index(b)), a, b);
+        let kind = op::kind(code);
+        if matches!(kind, op::OpKind::Detail | op::OpKind::Unknown) {
+            return;
+        }
+        let (start, end) = (cx.common(ev.start.get()), cx.common(ev.end.get()));
+        span.0 = span.0.min(start);
+        span.1 = span.1.max(end);
+        match kind {
+            op::OpKind::Mpi(i) => match FUNCTIONS[i].class {
+                Class::Init => self.init_end = Some(end),
+                Class::Finalize => self.fin_start = Some(start),
+                _ => {
+                    let d = end.saturating_sub(start);
+                    self.whole.mpi.sat(d);
+                    if let Some(t) = self.threads.get_mut(thread) {
+                        if t.0 > 0 {
+                            t.3.sat(d);
                         }
                     }
+                    let a = start.saturating_sub(cx.origin_ns());
+                    let b = end.saturating_sub(cx.origin_ns()).max(a);
+                    s.fit(b);
+                    s.add_span(MPI, (s.index(a), s.index(b)), a, b);
                 }
-            }
-            op::OpKind::Io(_) | op::OpKind::User => {
-                let (start, end) = (cx.common(ev.start.get()), cx.common(ev.end.get()));
-                self.first = Some(self.first.map_or(start, |f| f.min(start)));
-                self.last = self.last.max(end);
-                if code != op::REGION_BEGIN && code != op::REGION_END {
-                    return;
-                }
+            },
+            op::OpKind::User if code == op::REGION_BEGIN || code == op::REGION_END => {
                 if self.threads.len() <= thread {
                     self.threads.resize(thread + 1, (0, UNDEFINED, 0, 0));
                 }

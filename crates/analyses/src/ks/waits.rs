@@ -11,7 +11,7 @@ use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::sat::Sat;
 use crate::slices::{publish_series, Series};
 use crate::stream::StreamCx;
-use crate::track::Pattern;
+use crate::track::{Pattern, Wait};
 use crate::unify::IdMap;
 use hark_model::{Program, WaitCauses, WaitCell, WaitPattern};
 use hark_wire::mpi::FUNCTIONS;
@@ -38,9 +38,10 @@ struct Cell {
 }
 
 impl Cell {
-    fn add(&mut self, time: u64) {
+    /// Adds `n` instances that waited `time` together.
+    fn add(&mut self, time: u64, n: u64) {
         self.time.sat(time);
-        self.instances += 1;
+        self.instances += n;
     }
     fn merge(&mut self, o: &Cell) {
         self.time.sat(o.time);
@@ -68,13 +69,20 @@ struct Acc {
 /// Call paths past [`MAX_PATHS`] share this key (`<other>` in the model).
 const OTHER: u32 = u32::MAX - 1;
 
-fn add_path(map: &mut BTreeMap<u32, Cell>, path: u32, time: u64) {
+fn add_path(map: &mut BTreeMap<u32, Cell>, path: u32, time: u64, n: u64) {
     let key = if map.len() >= MAX_PATHS && !map.contains_key(&path) {
         OTHER
     } else {
         path
     };
-    map.entry(key).or_default().add(time);
+    map.entry(key).or_default().add(time, n);
+}
+
+/// What the per-pattern maps of a wait are keyed by: consecutive waits
+/// alike in all of it (a loop's waits usually are) are added to the maps
+/// once, as a run.
+fn map_key(w: &Wait) -> (Pattern, u16, u32, u32, i32) {
+    (w.pattern, w.func, w.path, w.late_path, w.late)
 }
 
 fn remap_paths(map: &mut BTreeMap<u32, Cell>, ids: &IdMap) {
@@ -103,23 +111,28 @@ impl RankState for Rank {
         let s = self
             .series
             .get_or_insert_with(|| Series::new(cx.slice_shift(), cx.slices()));
-        for w in input.waits {
+        for run in input.waits.chunk_by(|a, b| map_key(a) == map_key(b)) {
+            let w = &run[0];
+            let n = run.len() as u64;
+            let time = run.iter().fold(0u64, |t, w| t.saturating_add(w.time_ns));
             let acc = self.patterns.entry(w.pattern).or_default();
-            acc.total.add(w.time_ns);
-            acc.by_function.entry(w.func).or_default().add(w.time_ns);
-            add_path(&mut acc.by_callpath, w.path, w.time_ns);
-            add_path(&mut acc.causes, w.late_path, w.time_ns);
-            acc.late.entry(w.late).or_default().add(w.time_ns);
+            acc.total.add(time, n);
+            acc.by_function.entry(w.func).or_default().add(time, n);
+            add_path(&mut acc.by_callpath, w.path, time, n);
+            add_path(&mut acc.causes, w.late_path, time, n);
+            acc.late.entry(w.late).or_default().add(time, n);
             let p = Pattern::ALL
                 .iter()
                 .position(|&q| q == w.pattern)
                 .unwrap_or(0);
-            let a = w.enter_ns.saturating_sub(cx.origin_ns());
-            let b = a.saturating_add(w.time_ns);
-            s.fit(b);
-            let span = (s.index(a), s.index(b));
-            s.add_span(2 * p, span, a, b);
-            s.add(2 * p + 1, span.0, 1);
+            for w in run {
+                let a = w.enter_ns.saturating_sub(cx.origin_ns());
+                let b = a.saturating_add(w.time_ns);
+                s.fit(b);
+                let span = (s.index(a), s.index(b));
+                s.add_span(2 * p, span, a, b);
+                s.add(2 * p + 1, span.0, 1);
+            }
         }
     }
     fn remap(&mut self, ids: &IdMap) {
