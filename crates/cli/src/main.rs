@@ -13,12 +13,14 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 mod cli;
+mod ctl;
 mod launch;
 mod output;
 mod probe;
 mod report;
 mod run;
 mod rundir;
+mod serve;
 mod settings;
 mod status;
 
@@ -29,6 +31,8 @@ fn main() {
     let result = match &cli.command {
         cli::Command::Run(args) => run::run(args),
         cli::Command::Report(args) => report::report(args),
+        cli::Command::Serve(args) => serve::serve(args),
+        cli::Command::Ctl(args) => ctl::ctl(args),
     };
     let code = match result {
         Ok(code) => code,

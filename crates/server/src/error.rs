@@ -16,6 +16,12 @@ pub enum ErrorKind {
     Listen(hark_transport::Error),
     /// The analyses asked for do not exist.
     Analyses(hark_analyses::Error),
+    /// A service has no running job of that id or name (or it has ended).
+    NoSuchJob(String),
+    /// The job belongs to another user (and the asker is no admin).
+    NotYours(String),
+    /// A control request could not be carried out; the text says why.
+    Control(String),
 }
 
 impl Error {
@@ -33,6 +39,15 @@ impl fmt::Display for Error {
         match &self.kind {
             ErrorKind::Listen(e) => write!(f, "the Hark server cannot listen: {e}"),
             ErrorKind::Analyses(e) => write!(f, "bad analysis selection: {e}"),
+            ErrorKind::NoSuchJob(id) => write!(
+                f,
+                "no running job {id:?} (`hark ctl list` shows the running jobs)"
+            ),
+            ErrorKind::NotYours(id) => write!(
+                f,
+                "job {id:?} belongs to another user; only its owner and the service's admin group may see or control it"
+            ),
+            ErrorKind::Control(why) => write!(f, "the control request failed: {why}"),
         }
     }
 }
@@ -42,6 +57,7 @@ impl std::error::Error for Error {
         match &self.kind {
             ErrorKind::Listen(e) => Some(e),
             ErrorKind::Analyses(e) => Some(e),
+            _ => None,
         }
     }
 }

@@ -51,9 +51,13 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod service;
 mod sink;
 
 pub use error::{Error, ErrorKind};
+pub use service::{
+    Command, JobInfo, JobState, RunKind, Service, ServiceConfig, ServiceRun, ServiceStats, Viewer,
+};
 
 use hark_analyses::{registry, Config};
 use hark_board::Board;
@@ -303,7 +307,7 @@ pub fn new_secret() -> std::io::Result<String> {
 }
 
 /// A run from its programs: the totals of every rank's and child's accounting.
-fn run_of(programs: Vec<hark_model::Program>) -> Run {
+pub(crate) fn run_of(programs: Vec<hark_model::Program>) -> Run {
     let mut accounting = Accounting::default();
     for p in &programs {
         accounting += &p.accounting();

@@ -446,7 +446,7 @@ impl Sink for State {
                 c.acc.lock().unwrap_or_else(|e| e.into_inner()).end = Some(end);
                 Ok(())
             }
-            Frame::Hello(_) | Frame::Ring => Ok(()),
+            Frame::Hello(_) | Frame::Ring | Frame::Control(_) => Ok(()),
         };
         if let Err(e) = submitted {
             self.problem(format!("{conn}: {e}"));
@@ -496,7 +496,7 @@ pub(crate) struct Holder {
 pub(crate) type RankKey = (String, String, i32);
 
 /// Compares secrets in time independent of where they differ.
-fn same_secret(expected: &str, given: &str) -> bool {
+pub(crate) fn same_secret(expected: &str, given: &str) -> bool {
     let (a, b) = (expected.as_bytes(), given.as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }

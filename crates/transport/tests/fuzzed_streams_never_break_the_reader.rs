@@ -231,6 +231,7 @@ fn decoded(f: &Frame<'_>) -> String {
         Frame::End(e) => format!("{e:?}"),
         Frame::Clock(c) => format!("{c:?}"),
         Frame::Ring => "Ring".into(),
+        Frame::Control(c) => format!("{c:?}"),
     }
 }
 

@@ -7,6 +7,7 @@
 //! field.
 
 use crate::codec::{Reader, Writer};
+use crate::control::Control;
 use crate::error::ErrorKind;
 use crate::{Error, Event, EVENT_SIZE};
 use std::io::Read;
@@ -15,7 +16,7 @@ use zerocopy::FromBytes;
 /// The first four bytes of a [`Hello`] payload.
 pub const MAGIC: [u8; 4] = *b"HARK";
 /// Version of the format this crate reads and writes.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// Size of a frame header.
 pub const HEADER_SIZE: usize = 8;
 /// Largest payload a reader accepts of any kind (a pack is about 1 MiB by
@@ -42,6 +43,8 @@ pub enum Kind {
     Clock = 6,
     /// [`Frame::Ring`]: the stream goes on in a shared-memory ring.
     Ring = 7,
+    /// [`Control`]: a request from a service, or a probe's answer to one.
+    Control = 8,
 }
 
 impl Kind {
@@ -54,7 +57,7 @@ impl Kind {
     pub const fn max_payload(self) -> usize {
         match self {
             Kind::Hello => 1 << 20,
-            Kind::Rank | Kind::End | Kind::Clock => 4 << 10,
+            Kind::Rank | Kind::End | Kind::Clock | Kind::Control => 4 << 10,
             Kind::Ring => 0,
             Kind::Defs => 64 << 20,
             Kind::Pack => MAX_PAYLOAD,
@@ -71,6 +74,7 @@ impl Kind {
             5 => Kind::End,
             6 => Kind::Clock,
             7 => Kind::Ring,
+            8 => Kind::Control,
             _ => return Err(Error::malformed(format!("unknown frame kind {v}"))),
         })
     }
@@ -364,9 +368,12 @@ pub enum Frame<'a> {
     /// (`SCM_RIGHTS` on a Unix socket). Empty payload. See `docs/wire.md`,
     /// "Shared-memory ring".
     Ring,
+    /// See [`Control`]: in a probe's stream, its answer to a service's
+    /// request (a dump's flush is complete).
+    Control(Control),
 }
 
-fn frame(out: &mut Vec<u8>, kind: Kind, body: impl FnOnce(&mut Writer)) {
+pub(crate) fn frame(out: &mut Vec<u8>, kind: Kind, body: impl FnOnce(&mut Writer)) {
     let at = out.len();
     out.extend_from_slice(&[0; HEADER_SIZE]);
     body(&mut Writer(out));
@@ -600,6 +607,7 @@ impl<'a> Frame<'a> {
             Kind::End => Frame::End(End::decode(&mut r)?),
             Kind::Clock => Frame::Clock(ClockSync::decode(&mut r)?),
             Kind::Ring => Frame::Ring,
+            Kind::Control => Frame::Control(Control::decode(&mut r)?),
             Kind::Pack => {
                 let seq = r.u64("pack sequence")?;
                 return Ok(Frame::Pack {

@@ -26,12 +26,14 @@
 #![forbid(unsafe_code)]
 
 pub mod codec;
+mod control;
 mod error;
 mod event;
 mod frame;
 pub mod mpi;
 pub mod op;
 
+pub use control::{Action, Control};
 pub use error::{Error, ErrorKind};
 pub use event::{
     Event, EVENT_SIZE, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT, TAG_ANY,
