@@ -408,23 +408,13 @@ impl Service {
                 self.router.tell(&job, Control::new(action));
                 Ok(None)
             }
-            Command::Sample { keep, of } => {
-                if of == 0 || keep > of {
-                    return Err(Error::new(ErrorKind::Control(format!(
-                        "sampling keeps K of every N ranks with 1 <= N and K <= N; got K = {keep}, N = {of}"
-                    ))));
-                }
-                lock(&job.live).sample = Some((keep, of));
-                self.router.tell(
-                    &job,
-                    Control {
-                        keep,
-                        of,
-                        ..Control::new(Action::Sample)
-                    },
-                );
-                Ok(None)
-            }
+            // Sampling needs every unsampled rank to keep exact counts
+            // (per-function calls and times) without its events; the probe
+            // cannot do that yet, so the request is refused rather than
+            // silently losing counts.
+            Command::Sample { keep, of } => Err(Error::new(ErrorKind::Control(format!(
+                "sampling ({keep} of {of} ranks) is not implemented: unsampled ranks would lose their exact counts"
+            )))),
             Command::Dump => self.router.dump(&job).map(Some),
         }
     }

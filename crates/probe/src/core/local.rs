@@ -390,6 +390,15 @@ pub(crate) fn take(s: &Slot) {
     settle(s, &mut own);
 }
 
+/// [`take`], but only from a slot whose buffer holds events: a dump's
+/// flush of threads that did not ship at their own next event.
+pub(crate) fn take_if_holding(s: &Slot) {
+    let mut own = s.own.lock().unwrap_or_else(|p| p.into_inner());
+    if own.buf.is_some() && s.len.load(Ordering::Relaxed) > 0 {
+        settle(s, &mut own);
+    }
+}
+
 fn flush_this_thread() {
     let slot = with_local(|l| l.slot.get());
     if slot.is_null() {
