@@ -373,8 +373,10 @@ impl Service {
 
     /// One job by number or name, if `viewer` may see it.
     pub fn job(&self, viewer: &Viewer, id: &str) -> Result<JobInfo, Error> {
-        if let Ok(job) = self.router.find(viewer, id) {
-            return Ok(job.info());
+        match self.router.find(viewer, id) {
+            Ok(job) => return Ok(job.info()),
+            Err(e) if matches!(e.kind(), ErrorKind::NotYours(_)) => return Err(e),
+            Err(_) => {}
         }
         let history = lock(&self.router.history);
         match history
