@@ -261,7 +261,6 @@ struct Live {
     ending: bool,
     /// Settings every later stream of the job gets at its `Hello`.
     paused: bool,
-    sample: Option<(u32, u32)>,
     /// Per connection, the last dump it answered.
     flushed: HashMap<u64, u64>,
     dumps: u64,
@@ -941,26 +940,12 @@ impl Sink for Router {
             self.cut_conn(conn, &why);
             return;
         }
-        // A stream joining a paused or sampled job starts that way.
-        let (paused, sample) = {
-            let live = lock(&job.live);
-            (live.paused, live.sample)
-        };
-        let routes = lock(&self.routes);
-        if let Some(back) = routes.get(&conn.0).and_then(|r| r.back.as_ref()) {
-            let mut bytes = Vec::new();
-            if paused {
+        // A stream joining a paused job starts paused.
+        if lock(&job.live).paused {
+            let routes = lock(&self.routes);
+            if let Some(back) = routes.get(&conn.0).and_then(|r| r.back.as_ref()) {
+                let mut bytes = Vec::new();
                 Control::new(Action::Pause).encode(&mut bytes);
-            }
-            if let Some((keep, of)) = sample {
-                Control {
-                    keep,
-                    of,
-                    ..Control::new(Action::Sample)
-                }
-                .encode(&mut bytes);
-            }
-            if !bytes.is_empty() {
                 let _ = back.send(&bytes);
             }
         }
