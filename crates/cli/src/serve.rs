@@ -500,3 +500,36 @@ fn raise_fd_limit() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_file_others_may_read_is_refused() {
+        let dir = std::env::temp_dir().join(format!("hark-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("token");
+        std::fs::write(&f, "0123456789abcdef-site\n").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = read_token(&f).unwrap_err().to_string();
+        assert!(e.contains("chmod 600"), "{e}");
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_token(&f).unwrap(), "0123456789abcdef-site");
+        std::fs::write(&f, "short").unwrap();
+        assert!(read_token(&f).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn control_requests_are_checked_before_anything_is_done() {
+        let v = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+        assert_eq!(command_of(&v(r#"{"action":"pause"}"#)), Ok(Command::Pause));
+        assert_eq!(
+            command_of(&v(r#"{"action":"sample","keep":1,"of":4}"#)),
+            Ok(Command::Sample { keep: 1, of: 4 })
+        );
+        assert!(command_of(&v(r#"{"action":"sample","keep":1}"#)).is_err());
+        assert!(command_of(&v(r#"{"action":"explode"}"#)).is_err());
+    }
+}

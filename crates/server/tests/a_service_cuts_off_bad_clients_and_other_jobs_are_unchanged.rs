@@ -195,3 +195,61 @@ fn a_job_over_the_limit_is_refused_and_the_others_go_on() {
     );
     assert_eq!(setup.service.stats().refused_jobs, 1);
 }
+
+#[test]
+fn over_tcp_only_streams_with_the_site_token_get_in_and_only_admins_see_them() {
+    let token = "0123456789abcdef0123";
+    let setup = start("tcp", false, |c| {
+        c.listen = "tcp:127.0.0.1:0".into();
+        c.token = Some(token.into());
+    });
+    let addr = setup
+        .service
+        .addr()
+        .strip_prefix("tcp:")
+        .unwrap()
+        .to_string();
+    let stream = |secret: &str, job: &str| {
+        let mut bytes = Vec::new();
+        hark_wire::Hello {
+            program: "app".into(),
+            argv: vec!["./app".into()],
+            host: "node0".into(),
+            pid: 42,
+            rank: 0,
+            size: 1,
+            job: job.into(),
+            clock: hark_wire::ClockSource::Monotonic,
+            clock_ns: 1_000,
+            realtime_ns: 1_700_000_000_000_000_000,
+            pack_size: 1 << 20,
+            secret: secret.into(),
+            parent: 0,
+        }
+        .encode(&mut bytes);
+        bytes.extend(work(0, 1, N));
+        bytes.extend(end(N));
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        let _ = s.write_all(&bytes);
+        s
+    };
+    let mut without = stream("", "no-token");
+    let mut wrong = stream("not-the-token-at-all", "wrong-token");
+    for s in [&mut without, &mut wrong] {
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut b = [0u8; 8];
+        assert!(matches!(s.read(&mut b), Ok(0) | Err(_)));
+    }
+    drop(stream(token, "site"));
+    let site = run_of(&setup, "site");
+    assert_eq!((site.analysed, site.partial), (N, 0));
+    assert!(logged(&setup, "came over TCP without the site token"));
+    let listed = setup.service.jobs(&ROOT);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].owner, None);
+    let user = hark_server::Viewer {
+        uid: 1000,
+        admin: false,
+    };
+    assert!(setup.service.jobs(&user).is_empty());
+}
