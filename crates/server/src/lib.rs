@@ -18,6 +18,12 @@
 //! [`Server::snapshot`] for the model so far (a live view);
 //! [`Server::finish`] for the final [`hark_model::Run`].
 //!
+//! A [`Server`] lives for one run. A [`Service`] (`hark serve`) lives on:
+//! many jobs stream into it, each owned by the user the kernel names, each
+//! analysed on board levels of its own and handed to a callback as a
+//! [`ServiceRun`] when it ends or is dumped; [`Service::control`] pauses,
+//! resumes or dumps a running job through its probes.
+//!
 //! ```
 //! use hark_server::{Server, ServerConfig};
 //! use hark_wire::{op, ClockSource, End, EndReason, Event, Hello, encode_pack};

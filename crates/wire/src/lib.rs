@@ -33,7 +33,7 @@ mod frame;
 pub mod mpi;
 pub mod op;
 
-pub use control::{Action, Control};
+pub use control::{Action, Control, CONTROL_SIZE};
 pub use error::{Error, ErrorKind};
 pub use event::{
     Event, EVENT_SIZE, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT, TAG_ANY,
