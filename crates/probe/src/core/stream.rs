@@ -302,7 +302,7 @@ impl Stream {
                     .unwrap_or_else(|p| p.into_inner())
                     .clone();
                 for slot in slots {
-                    local::take_if_holding(slot);
+                    local::take_if_idle(slot);
                 }
                 let mut bytes = Vec::new();
                 Control {
