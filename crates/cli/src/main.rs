@@ -21,6 +21,7 @@ mod report;
 mod run;
 mod rundir;
 mod serve;
+mod serve_http;
 mod settings;
 mod status;
 

@@ -98,6 +98,11 @@ pub struct ServeArgs {
     #[arg(long = "hello-timeout", value_name = "SECONDS", default_value_t = 10.0)]
     pub hello_timeout: f64,
 
+    /// Also serve the HTTP control route, POST /api/runs/{id}/control, on
+    /// HOST:PORT (localhost only).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub http: Option<String>,
+
     /// Analyses to run, comma-separated (default: all).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub analyses: Vec<String>,
@@ -206,6 +211,17 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         args.runs.display()
     ));
     let service = Arc::new(service);
+    let http = match &args.http {
+        Some(addr) => {
+            let h = crate::serve_http::start(addr, service.clone(), admin_gid)?;
+            print_stderr(&format!(
+                "hark serve: Control over HTTP: POST http://{}/api/runs/ID/control\n",
+                h.addr
+            ));
+            Some(h)
+        }
+        None => None,
+    };
     std::thread::scope(|s| {
         while !STOP.load(Ordering::Relaxed) {
             match listener.accept() {
@@ -226,6 +242,9 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         }
     });
     let _ = std::fs::remove_file(&control);
+    if let Some(h) = http {
+        h.stop();
+    }
     print_stderr("hark serve: Stopping; running jobs are written as they are.\n");
     match Arc::try_unwrap(service) {
         Ok(s) => s.shutdown(),
@@ -468,6 +487,28 @@ fn in_group(pid: u32, gid: u32) -> bool {
         s.lines()
             .find_map(|l| l.strip_prefix("Groups:"))
             .is_some_and(|g| g.split_whitespace().any(|x| x.parse() == Ok(gid)))
+    })
+}
+
+/// Whether user `uid` is in group `gid`, as its primary group
+/// (`/etc/passwd`) or a supplementary one (`/etc/group`).
+pub fn user_in_group(uid: u32, gid: u32) -> bool {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let Some((name, primary)) = passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() > 3 && f[2].parse() == Ok(uid))
+            .then(|| (f[0].to_string(), f[3].parse::<u32>().ok()))
+    }) else {
+        return false;
+    };
+    if primary == Some(gid) {
+        return true;
+    }
+    std::fs::read_to_string("/etc/group").is_ok_and(|g| {
+        g.lines().any(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            f.len() > 3 && f[2].parse() == Ok(gid) && f[3].split(',').any(|m| m == name)
+        })
     })
 }
 

@@ -57,7 +57,7 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
     let dir = scratch("users");
     // Other users must reach the socket's directory.
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let served = Served::start(&dir, &[]);
+    let served = Served::start(&dir, &["--http", "127.0.0.1:0"]);
     let stop = dir.join("stop");
     let wait = format!("while [ ! -e {} ]; do sleep 0.05; done", stop.display());
     let cmd = vec!["sh".to_string(), "-c".into(), wait];
@@ -106,6 +106,40 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
         }
     }
     assert_eq!(served.jobs(None).len(), 2, "root sees every job");
+
+    // The same over HTTP: the kernel's table names the localhost client.
+    let url = served
+        .log()
+        .lines()
+        .find_map(|l| l.split("POST ").nth(1).map(|u| u.replace("/ID/", "/{}/")))
+        .expect("hark serve printed its HTTP control URL");
+    let post = |user: &str, job: &str, action: &str| -> String {
+        let out = std::process::Command::new("runuser")
+            .args([
+                "-u",
+                user,
+                "--",
+                "curl",
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-X",
+                "POST",
+                "-d",
+            ])
+            .arg(format!("{{\"action\": \"{action}\"}}"))
+            .arg(url.replace("{}", job))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(post(USERS[2], &ann_job, "pause"), "403");
+    assert_eq!(post(USERS[1], &ann_job, "pause"), "403");
+    assert_eq!(post(USERS[0], &ann_job, "pause"), "200");
+    assert_eq!(post(USERS[0], &ann_job, "resume"), "200");
+    assert_eq!(post(USERS[0], "no-such-job", "pause"), "404");
 
     std::fs::write(&stop, "").unwrap();
     for child in [ann, bob] {

@@ -286,7 +286,7 @@ fn read_caught(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink)
 }
 
 fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) -> Closed {
-    let mut reader = FrameReader::new(BufReader::with_capacity(1 << 16, stream));
+    let mut reader = FrameReader::new(BufReader::with_capacity(1 << 13, stream));
     let began = Instant::now();
     let ticks = match reader.next_frame() {
         Ok(Some(Frame::Hello(hello))) => {
