@@ -286,6 +286,10 @@ fn read_caught(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink)
 }
 
 fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) -> Closed {
+    // 8 KiB, not 64: the buffer is zero-filled at the first read (a boxed
+    // reader has no uninitialised reads), so its size is resident for every
+    // idle connection a service holds (BENCHMARKS.md, "hark serve"). Packs
+    // are larger and are read past it, straight into the frame's buffer.
     let mut reader = FrameReader::new(BufReader::with_capacity(1 << 13, stream));
     let began = Instant::now();
     let ticks = match reader.next_frame() {
