@@ -55,11 +55,14 @@ def main():
             conns.append(c)
         r = settle(srv.pid, base[1] + n)
         print(f"{n:>6} {r[0]:>9} {r[1]:>8} {r[2]:>6} {(r[0]-base[0])/n:>9.1f}")
+    t0 = time.time()
     for c in conns:
         c.close()
-    time.sleep(3)
     after = proc(srv.pid)
-    print(f"after closing them: RSS {after[0]} KiB, {after[1]} threads, {after[2]} fds")
+    while (after[1] > base[1] or after[2] > base[2]) and time.time() - t0 < 120:
+        time.sleep(0.1)
+        after = proc(srv.pid)
+    print(f"{time.time() - t0:.1f} s after closing them: RSS {after[0]} KiB, {after[1]} threads, {after[2]} fds")
     srv.terminate(); srv.wait()
 
     srv = subprocess.Popen([hark, "serve", "--listen", "unix:" + sock, "--runs", d + "/runs2",
