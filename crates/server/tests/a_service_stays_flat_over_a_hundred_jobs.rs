@@ -44,21 +44,25 @@ fn a_hundred_jobs_in_sequence_and_eight_at_once_leave_nothing_behind() {
     }
     parallel(&setup, "warm");
     settle(&setup, 18);
+    parallel(&setup, "warm2");
+    settle(&setup, 26);
     let (fds0, threads0) = fds_and_threads();
     let rss0 = rss_kib();
     for i in 0..100 {
         whole_job(&setup.path, &format!("seq-{i}"), 2, 2000);
-        settle(&setup, 19 + i);
+        settle(&setup, 27 + i);
     }
     let rss_seq = rss_kib();
+    let mut rss_rounds = Vec::new();
     for round in 0..3 {
         parallel(&setup, &format!("par-{round}"));
-        settle(&setup, 118 + 8 * (round + 1));
+        settle(&setup, 126 + 8 * (round + 1));
+        rss_rounds.push(rss_kib());
     }
     let rss_end = rss_kib();
     let (fds1, threads1) = fds_and_threads();
     let runs = setup.runs.lock().unwrap().clone();
-    assert_eq!(runs.len(), 142);
+    assert_eq!(runs.len(), 150);
     for k in &runs {
         let ranks = if k.job.contains('/') { 4 } else { 2 };
         assert_eq!((k.analysed, k.partial), (ranks * 2000, 0), "{k:?}");
@@ -66,7 +70,7 @@ fn a_hundred_jobs_in_sequence_and_eight_at_once_leave_nothing_behind() {
     }
     assert_eq!(fds1, fds0, "descriptors leaked");
     assert_eq!(threads1, threads0, "threads leaked");
-    eprintln!("RSS after warm-up {rss0} KiB, after 100 in sequence {rss_seq} KiB, after 24 in parallel {rss_end} KiB");
+    eprintln!("RSS after warm-up {rss0} KiB, after 100 in sequence {rss_seq} KiB, after each round of 8 in parallel {rss_rounds:?} KiB");
     for rss in [rss_seq, rss_end] {
         assert!(
             rss.abs_diff(rss0) * 10 <= rss0,

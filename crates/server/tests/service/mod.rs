@@ -142,11 +142,18 @@ pub fn connect(path: &Path) -> UnixStream {
 }
 
 /// A whole job of `ranks` ranks with `n` events each, sent and closed.
+/// Every rank connects before any closes, as the ranks of a launch do (a
+/// job whose streams all closed is folded after the service's linger).
 pub fn whole_job(path: &Path, job: &str, ranks: i32, n: u64) {
-    for r in 0..ranks {
-        let mut s = connect(path);
-        let mut bytes = hello(job, r, ranks, 1000 + r as u32);
-        bytes.extend(work(r, ranks, n));
+    let mut streams: Vec<UnixStream> = (0..ranks)
+        .map(|r| {
+            let mut s = connect(path);
+            s.write_all(&hello(job, r, ranks, 1000 + r as u32)).unwrap();
+            s
+        })
+        .collect();
+    for (r, s) in streams.iter_mut().enumerate() {
+        let mut bytes = work(r as i32, ranks, n);
         bytes.extend(end(n));
         s.write_all(&bytes).unwrap();
     }
