@@ -71,7 +71,7 @@ fn a_hundred_jobs_in_sequence_and_eight_at_once_leave_nothing_behind() {
     assert_eq!(fds1, fds0, "descriptors leaked");
     assert_eq!(threads1, threads0, "threads leaked");
     eprintln!("RSS after warm-up {rss0} KiB, after 100 in sequence {rss_seq} KiB, after each round of 8 in parallel {rss_rounds:?} KiB");
-    for rss in [rss_seq, rss_end] {
+    for rss in [rss_seq, rss_end].into_iter().chain(rss_rounds) {
         assert!(
             rss.abs_diff(rss0) * 10 <= rss0,
             "memory moved more than 10 %: {rss0} KiB -> {rss} KiB"
