@@ -66,6 +66,13 @@ pub enum Command {
     /// Watch a live run in the terminal (for a shell with no browser).
     #[command(after_help = crate::top::EXAMPLES)]
     Top(crate::top::TopArgs),
+    /// Run a long-lived analysis service that many jobs stream into, each
+    /// written to its own run directory when it ends (docs/api.md).
+    #[command(after_help = crate::serve::SERVE_EXAMPLES)]
+    Serve(crate::serve::ServeArgs),
+    /// List, pause, resume, sample or dump the jobs of a running `hark serve`.
+    #[command(after_help = crate::ctl::CTL_EXAMPLES)]
+    Ctl(crate::ctl::CtlArgs),
 }
 
 const EXPORT_EXAMPLES: &str = "\
@@ -329,6 +336,16 @@ pub struct RunArgs {
     /// Do not serve the live view.
     #[arg(long = "no-http", conflicts_with = "http")]
     pub no_http: bool,
+
+    /// Stream into a running `hark serve` at ADDR (unix:PATH, or
+    /// tcp:HOST:PORT with --token-file) instead of an analysis server of
+    /// hark's own; the service writes the run directory.
+    #[arg(long, value_name = "ADDR", env = "HARK_SERVER")]
+    pub server: Option<String>,
+
+    /// The site token of a TCP service (a file of mode 0600).
+    #[arg(long = "token-file", value_name = "FILE", requires = "server")]
+    pub token_file: Option<PathBuf>,
 
     /// The command to measure, after `--` (required, except with
     /// `--analyses list`).

@@ -16,6 +16,7 @@
 mod cli;
 mod diff;
 mod export;
+mod ctl;
 mod launch;
 mod live;
 mod open;
@@ -26,6 +27,8 @@ mod report;
 mod run;
 mod rundir;
 mod runs;
+mod serve;
+mod serve_http;
 mod settings;
 mod status;
 mod trace;
@@ -44,6 +47,8 @@ fn main() {
         cli::Command::Open(args) => open::open(args),
         cli::Command::Query(args) => query::query(args),
         cli::Command::Top(args) => top::top(args),
+        cli::Command::Serve(args) => serve::serve(args),
+        cli::Command::Ctl(args) => ctl::ctl(args),
     };
     let code = match result {
         Ok(code) => code,

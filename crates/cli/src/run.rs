@@ -41,6 +41,12 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     }
     settings::check_all(&settings_env(args))?;
     crate::export::check_before_run(&args.export, args.trace.is_some())?;
+    if let Some(addr) = &args.server {
+        if args.trace.is_some() || !args.export.is_empty() {
+            bail!("--trace and --export are not available with --server yet: the service writes the run directory; use `hark export` on it afterwards");
+        }
+        return crate::ctl::run_into_service(args, addr);
+    }
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
     let place = rundir::Place::choose(args.output.as_deref(), &args.out_dir);
@@ -190,7 +196,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
 }
 
 /// The environment the measured processes get.
-fn probe_env(args: &RunArgs, probe: &Path, addr: &str) -> Vec<(String, String)> {
+pub(crate) fn probe_env(args: &RunArgs, probe: &Path, addr: &str) -> Vec<(String, String)> {
     let existing = std::env::var("LD_PRELOAD").ok();
     let mut env = vec![
         (
@@ -242,7 +248,7 @@ pub fn exit_code(status: ExitStatus) -> i32 {
 }
 
 /// The process the signal handler forwards to (0: none).
-static CHILD: AtomicI32 = AtomicI32::new(0);
+pub(crate) static CHILD: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn forward(sig: libc::c_int) {
     let pid = CHILD.load(Ordering::Relaxed);
@@ -254,7 +260,7 @@ extern "C" fn forward(sig: libc::c_int) {
     }
 }
 
-fn forward_signals_to(pid: u32) {
+pub(crate) fn forward_signals_to(pid: u32) {
     CHILD.store(pid as i32, Ordering::Relaxed);
     // `forward` only loads an atomic and calls kill, both async-signal-safe.
     handle(
@@ -292,7 +298,7 @@ fn handle(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int)) {
     }
 }
 
-fn ignore_terminal_signals() {
+pub(crate) fn ignore_terminal_signals() {
     for sig in [libc::SIGINT, libc::SIGQUIT] {
         // SAFETY: setting a signal's disposition to SIG_IGN has no
         // preconditions and installs no handler code.

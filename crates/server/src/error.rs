@@ -18,6 +18,12 @@ pub enum ErrorKind {
     Analyses(hark_analyses::Error),
     /// The trace store could not be created or read back.
     Trace(String),
+    /// A service has no running job of that id or name (or it has ended).
+    NoSuchJob(String),
+    /// The job belongs to another user (and the asker is no admin).
+    NotYours(String),
+    /// A control request could not be carried out; the text says why.
+    Control(String),
 }
 
 impl Error {
@@ -36,6 +42,15 @@ impl fmt::Display for Error {
             ErrorKind::Listen(e) => write!(f, "the Hark server cannot listen: {e}"),
             ErrorKind::Analyses(e) => write!(f, "bad analysis selection: {e}"),
             ErrorKind::Trace(what) => write!(f, "trace store: {what}"),
+            ErrorKind::NoSuchJob(id) => write!(
+                f,
+                "no running job {id:?} (`hark ctl list` shows the running jobs)"
+            ),
+            ErrorKind::NotYours(id) => write!(
+                f,
+                "job {id:?} belongs to another user; only its owner and the service's admin group may see or control it"
+            ),
+            ErrorKind::Control(why) => write!(f, "the control request failed: {why}"),
         }
     }
 }
@@ -46,6 +61,7 @@ impl std::error::Error for Error {
             ErrorKind::Listen(e) => Some(e),
             ErrorKind::Analyses(e) => Some(e),
             ErrorKind::Trace(_) => None,
+            _ => None,
         }
     }
 }

@@ -18,6 +18,12 @@
 //! [`Server::snapshot`] for the model so far (a live view);
 //! [`Server::finish`] for the final [`hark_model::Run`].
 //!
+//! A [`Server`] lives for one run. A [`Service`] (`hark serve`) lives on:
+//! many jobs stream into it, each owned by the user the kernel names, each
+//! analysed on board levels of its own and handed to a callback as a
+//! [`ServiceRun`] when it ends or is dumped; [`Service::control`] pauses,
+//! resumes or dumps a running job through its probes.
+//!
 //! ```
 //! use hark_server::{Server, ServerConfig};
 //! use hark_wire::{op, ClockSource, End, EndReason, Event, Hello, encode_pack};
@@ -52,10 +58,14 @@
 
 mod error;
 mod place;
+mod service;
 mod sink;
 pub mod trace;
 
 pub use error::{Error, ErrorKind};
+pub use service::{
+    Command, JobInfo, JobState, RunKind, Service, ServiceConfig, ServiceRun, ServiceStats, Viewer,
+};
 
 use hark_analyses::{registry, Config};
 use hark_board::Board;
@@ -164,7 +174,7 @@ impl Server {
             .map_err(|e| Error::new(ErrorKind::Listen(e)))?;
         let board = Board::new(config.workers.max(1));
         let state = Arc::new(State {
-            placement: place::Placement::new(board.clone()),
+            placement: Arc::new(place::Placement::new(board.clone())),
             board,
             analyses,
             config: Config {
@@ -333,7 +343,7 @@ pub fn new_secret() -> std::io::Result<String> {
 }
 
 /// A run from its programs: the totals of every rank's and child's accounting.
-fn run_of(programs: Vec<hark_model::Program>) -> Run {
+pub(crate) fn run_of(programs: Vec<hark_model::Program>) -> Run {
     let mut accounting = Accounting::default();
     for p in &programs {
         accounting += &p.accounting();

@@ -122,7 +122,7 @@ pub(crate) struct State {
     /// once the board is done with them.
     pub(crate) folding: Mutex<Vec<u64>>,
     /// Keeps the readers and workers off the cores bound ranks use.
-    pub(crate) placement: crate::place::Placement,
+    pub(crate) placement: Arc<crate::place::Placement>,
     /// Where `--trace` keeps raw events, if asked.
     pub(crate) trace: Option<crate::trace::Store>,
 }
@@ -557,7 +557,7 @@ impl Sink for State {
                 self.placement.cpus(conn.0, &c.info.hello().host, &cpus);
                 Ok(())
             }
-            Frame::Hello(_) | Frame::Ring => Ok(()),
+            Frame::Hello(_) | Frame::Ring | Frame::Control(_) => Ok(()),
         };
         if let Err(e) = submitted {
             self.problem(format!("{conn}: {e}"));
@@ -616,7 +616,7 @@ pub(crate) struct Holder {
 pub(crate) type RankKey = (String, String, i32);
 
 /// Compares secrets in time independent of where they differ.
-fn same_secret(expected: &str, given: &str) -> bool {
+pub(crate) fn same_secret(expected: &str, given: &str) -> bool {
     let (a, b) = (expected.as_bytes(), given.as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }

@@ -198,7 +198,7 @@ impl Store {
                 e.encode(&mut head);
                 self.write(&mut w, &head, &[]);
             }
-            Frame::Hello(_) | Frame::Ring | Frame::Cpus(_) => {}
+            Frame::Hello(_) | Frame::Ring | Frame::Cpus(_) | Frame::Control(_) => {}
         }
     }
 

@@ -148,6 +148,7 @@ impl Sink for Gather {
             match frame {
                 Frame::Hello(_) | Frame::Cpus(_) => {}
                 Frame::Ring => s.shm = true,
+                Frame::Control(_) => {}
                 Frame::Rank(r) => s.ranks.push(r),
                 Frame::Clock(c) => s.clocks.push(c),
                 Frame::Defs(d) => s.defs.extend(d),

@@ -48,10 +48,12 @@
 pub mod collect;
 mod error;
 mod listen;
+mod peer;
 mod shm;
 
 pub use error::{Error, ErrorKind};
 pub use listen::{read_stream_from, Listener, Server};
+pub use peer::{Back, Cred, Peer, ServeOptions};
 
 use hark_wire::{Frame, Hello};
 
@@ -115,6 +117,16 @@ pub trait Sink: Send + Sync {
     /// [`on_close`](Sink::on_close). The default ignores it.
     fn on_lost(&self, conn: ConnId, events: u64, packs: u64) {
         let _ = (conn, events, packs);
+    }
+
+    /// A connection was accepted, before anything is read from it: who is
+    /// at the other end ([`Peer`]). `Err(why)` cuts it off at once: no
+    /// reader starts, and [`on_close`](Sink::on_close) follows with
+    /// [`Closed::Broken`]`(why)`. Called from the accepting thread, so it
+    /// must be quick. The default accepts every connection.
+    fn on_accept(&self, conn: ConnId, peer: &Peer) -> Result<(), String> {
+        let _ = (conn, peer);
+        Ok(())
     }
 }
 

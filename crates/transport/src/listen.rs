@@ -13,6 +13,7 @@ use std::time::Instant;
 use hark_wire::{ClockSource, Frame, FrameReader};
 
 use crate::error::{Error, ErrorKind};
+use crate::peer::{self, Peer, ServeOptions};
 use crate::shm::{self, FdCatcher, Handover};
 use crate::{Closed, ConnId, Sink};
 
@@ -72,12 +73,19 @@ impl Listener {
     /// Starts accepting on a background thread; each connection gets its own
     /// reader thread feeding `sink`.
     pub fn serve(self, sink: Arc<dyn Sink>) -> Server {
+        self.serve_with(sink, ServeOptions::default())
+    }
+
+    /// [`serve`](Listener::serve) with options: a deadline for each
+    /// connection's `Hello`.
+    pub fn serve_with(self, sink: Arc<dyn Sink>, options: ServeOptions) -> Server {
         let shared = Arc::new(Shared {
             stopping: AtomicBool::new(false),
             next: AtomicU64::new(0),
             readers: Mutex::new(0),
             reader_done: Condvar::new(),
             live: Mutex::new(Vec::new()),
+            options,
         });
         let addr = self.addr.clone();
         let (path, listen_fd) = match &self.socket {
@@ -110,44 +118,54 @@ struct Shared {
     reader_done: Condvar,
     // Descriptors of open connections, for `Server::abort`.
     live: Mutex<Vec<(u64, i32)>>,
+    options: ServeOptions,
 }
 
 fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
     loop {
-        let (conn, fd, handover): (Box<dyn Read + Send>, i32, Option<Handover>) = match &socket {
-            Socket::Unix(l, _) => match l.accept() {
-                Ok((s, _)) => {
-                    let fd = s.as_raw_fd();
-                    let (s, handover) = FdCatcher::new(s);
-                    (Box::new(s), fd, Some(handover))
-                }
-                Err(e) => {
-                    if shared.stopping.load(Ordering::Acquire) {
-                        return;
+        let timeout = shared.options.hello_timeout;
+        let (conn, fd, handover, peer): (Box<dyn Read + Send>, i32, Option<Handover>, Peer) =
+            match &socket {
+                Socket::Unix(l, _) => match l.accept() {
+                    Ok((s, _)) => {
+                        let fd = s.as_raw_fd();
+                        let _ = s.set_read_timeout(timeout);
+                        let (s, handover) = FdCatcher::new(s);
+                        (Box::new(s), fd, Some(handover), Peer::of_unix(fd))
                     }
-                    accept_failed(&e);
-                    continue;
-                }
-            },
-            Socket::Tcp(l) => match l.accept() {
-                Ok((s, _)) => {
-                    let _ = s.set_nodelay(true);
-                    let fd = s.as_raw_fd();
-                    (Box::new(s), fd, None)
-                }
-                Err(e) => {
-                    if shared.stopping.load(Ordering::Acquire) {
-                        return;
+                    Err(e) => {
+                        if shared.stopping.load(Ordering::Acquire) {
+                            return;
+                        }
+                        accept_failed(&e);
+                        continue;
                     }
-                    accept_failed(&e);
-                    continue;
-                }
-            },
-        };
+                },
+                Socket::Tcp(l) => match l.accept() {
+                    Ok((s, _)) => {
+                        let _ = s.set_nodelay(true);
+                        let _ = s.set_read_timeout(timeout);
+                        let fd = s.as_raw_fd();
+                        (Box::new(s), fd, None, Peer::of_tcp(fd))
+                    }
+                    Err(e) => {
+                        if shared.stopping.load(Ordering::Acquire) {
+                            return;
+                        }
+                        accept_failed(&e);
+                        continue;
+                    }
+                },
+            };
         if shared.stopping.load(Ordering::Acquire) {
             return;
         }
         let id = shared.next.fetch_add(1, Ordering::Relaxed);
+        if let Err(why) = sink.on_accept(ConnId(id), &peer) {
+            drop(conn);
+            sink.on_close(ConnId(id), Closed::Broken(why));
+            continue;
+        }
         shared.live.lock().unwrap().push((id, fd));
         *shared.readers.lock().unwrap() += 1;
         let for_reader = sink.clone();
@@ -155,7 +173,12 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
         let reader = std::thread::Builder::new()
             .name(format!("hark-conn-{id}"))
             .spawn(move || {
-                read_stream(ConnId(id), conn, (fd, handover), &*for_reader, &sh);
+                let side = Side {
+                    fd,
+                    handover,
+                    hello_timeout: timeout,
+                };
+                read_stream(ConnId(id), conn, side, &*for_reader, &sh);
                 sh.reader_finished();
             });
         if let Err(e) = reader {
@@ -219,9 +242,13 @@ fn accept_failed(e: &std::io::Error) {
     }
 }
 
-/// A connection's descriptor, and where a handed-over ring arrives (Unix
-/// sockets only).
-type Side = (i32, Option<Handover>);
+/// A connection's descriptor, where a handed-over ring arrives (Unix
+/// sockets only), and the deadline of its `Hello`.
+struct Side {
+    fd: i32,
+    handover: Option<Handover>,
+    hello_timeout: Option<std::time::Duration>,
+}
 
 fn read_stream(
     conn: ConnId,
@@ -242,7 +269,12 @@ fn read_stream(
 /// is read — frame caps, order checks, a panicking sink caught — and ends
 /// with [`Sink::on_close`]. For tests and fuzzing, which need no socket.
 pub fn read_stream_from(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) {
-    let outcome = read_caught(conn, stream, (-1, None), sink);
+    let side = Side {
+        fd: -1,
+        handover: None,
+        hello_timeout: None,
+    };
+    let outcome = read_caught(conn, stream, side, sink);
     sink.on_close(conn, outcome);
 }
 
@@ -254,9 +286,18 @@ fn read_caught(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink)
 }
 
 fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) -> Closed {
-    let mut reader = FrameReader::new(BufReader::with_capacity(1 << 16, stream));
+    // 8 KiB, not 64: the buffer is zero-filled at the first read (a boxed
+    // reader has no uninitialised reads), so its size is resident for every
+    // idle connection a service holds (BENCHMARKS.md, "hark serve"). Packs
+    // are larger and are read past it, straight into the frame's buffer.
+    let mut reader = FrameReader::new(BufReader::with_capacity(1 << 13, stream));
+    let began = Instant::now();
     let ticks = match reader.next_frame() {
         Ok(Some(Frame::Hello(hello))) => {
+            // From here on a stream may be silent as long as it likes.
+            if side.hello_timeout.is_some() {
+                peer::set_read_timeout(side.fd, None);
+            }
             // Saturating: a Hello's clock fields are whatever was sent.
             let offset = (realtime_ns() as i64).saturating_sub(hello.realtime_ns as i64);
             sink.on_hello(conn, &hello, offset);
@@ -272,6 +313,12 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) ->
             ))
         }
         Ok(None) => return Closed::NoEnd,
+        Err(_) if side.hello_timeout.is_some_and(|t| began.elapsed() >= t) => {
+            return Closed::Broken(format!(
+                "no complete Hello within {:?} of connecting (a silent or trickling client)",
+                side.hello_timeout.unwrap_or_default()
+            ))
+        }
         Err(e) => return Closed::Broken(e.to_string()),
     };
     let mut ended = false;
@@ -290,10 +337,10 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) ->
                 return Closed::Broken(format!("a second Hello frame at byte {at}"))
             }
             Ok(Some(Frame::Ring)) => {
-                return match side.1.as_ref().and_then(Handover::take) {
+                return match side.handover.as_ref().and_then(Handover::take) {
                     Some(ring) => {
                         sink.on_frame(conn, Frame::Ring);
-                        shm::read_ring(conn, ring, side.0, ticks, sink)
+                        shm::read_ring(conn, ring, side.fd, ticks, sink)
                     }
                     None => Closed::Broken(format!(
                         "a Ring frame at byte {at} came without a descriptor \
@@ -320,6 +367,7 @@ fn frame_name(f: &Frame<'_>) -> &'static str {
         Frame::End(_) => "End",
         Frame::Ring => "Ring",
         Frame::Cpus(_) => "Cpus",
+        Frame::Control(_) => "Control",
     }
 }
 

@@ -232,6 +232,7 @@ fn decoded(f: &Frame<'_>) -> String {
         Frame::Clock(c) => format!("{c:?}"),
         Frame::Ring => "Ring".into(),
         Frame::Cpus(c) => format!("{c:?}"),
+        Frame::Control(c) => format!("{c:?}"),
     }
 }
 

@@ -7,6 +7,7 @@
 //! field.
 
 use crate::codec::{Reader, Writer};
+use crate::control::Control;
 use crate::error::ErrorKind;
 use crate::{Error, Event, EVENT_SIZE};
 use std::io::Read;
@@ -44,6 +45,8 @@ pub enum Kind {
     Ring = 7,
     /// [`Frame::Cpus`]: the cores the process is bound to.
     Cpus = 8,
+    /// [`Control`]: a request from a service, or a probe's answer to one.
+    Control = 9,
 }
 
 impl Kind {
@@ -58,6 +61,7 @@ impl Kind {
             Kind::Hello => 1 << 20,
             Kind::Rank | Kind::End | Kind::Clock => 4 << 10,
             Kind::Cpus => 4 + 4 * MAX_CPUS,
+            Kind::Control => 4 << 10,
             Kind::Ring => 0,
             Kind::Defs => 64 << 20,
             Kind::Pack => MAX_PAYLOAD,
@@ -75,6 +79,7 @@ impl Kind {
             6 => Kind::Clock,
             7 => Kind::Ring,
             8 => Kind::Cpus,
+            9 => Kind::Control,
             _ => return Err(Error::malformed(format!("unknown frame kind {v}"))),
         })
     }
@@ -373,13 +378,16 @@ pub enum Frame<'a> {
     /// right after the `Hello` by probes that can read it; says nothing
     /// about other hosts' cores.
     Cpus(Vec<u32>),
+    /// See [`Control`]: in a probe's stream, its answer to a service's
+    /// request (a dump's flush is complete).
+    Control(Control),
 }
 
 /// Most CPU numbers a [`Frame::Cpus`] carries (the kernel's largest
 /// `CONFIG_NR_CPUS`).
 pub const MAX_CPUS: usize = 8192;
 
-fn frame(out: &mut Vec<u8>, kind: Kind, body: impl FnOnce(&mut Writer)) {
+pub(crate) fn frame(out: &mut Vec<u8>, kind: Kind, body: impl FnOnce(&mut Writer)) {
     let at = out.len();
     out.extend_from_slice(&[0; HEADER_SIZE]);
     body(&mut Writer(out));
@@ -614,6 +622,7 @@ impl<'a> Frame<'a> {
             Kind::Clock => Frame::Clock(ClockSync::decode(&mut r)?),
             Kind::Ring => Frame::Ring,
             Kind::Cpus => Frame::Cpus(decode_cpus(&mut r)?),
+            Kind::Control => Frame::Control(Control::decode(&mut r)?),
             Kind::Pack => {
                 let seq = r.u64("pack sequence")?;
                 return Ok(Frame::Pack {

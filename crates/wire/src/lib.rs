@@ -26,6 +26,7 @@
 #![forbid(unsafe_code)]
 
 pub mod codec;
+mod control;
 mod error;
 mod event;
 mod frame;
@@ -33,6 +34,7 @@ pub mod mpi;
 pub mod op;
 pub mod partition;
 
+pub use control::{Action, Control, CONTROL_SIZE};
 pub use error::{Error, ErrorKind};
 pub use event::{
     Event, EVENT_SIZE, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT, TAG_ANY,

@@ -390,6 +390,22 @@ pub(crate) fn take(s: &Slot) {
     settle(s, &mut own);
 }
 
+/// A dump's flush, some time after [`request_flush`]: ships what the slot
+/// holds if its owner has recorded nothing since (its capacity is still
+/// 0: a thread blocked in `MPI_Recv`, say). An owner that did record took
+/// the cold path, which shipped its buffer itself. An owner records again
+/// only through the cold path, under the lock held here, so the buffer
+/// cannot be written while it ships — unless the owner was stopped inside
+/// the hot path's few instructions, between reading the old capacity and
+/// storing its fill level, for the whole wait.
+pub(crate) fn take_if_idle(s: &Slot) {
+    let mut own = s.own.lock().unwrap_or_else(|p| p.into_inner());
+    if own.buf.is_some() && s.len.load(Ordering::Acquire) > 0 && s.cap.load(Ordering::Relaxed) == 0
+    {
+        settle(s, &mut own);
+    }
+}
+
 fn flush_this_thread() {
     let slot = with_local(|l| l.slot.get());
     if slot.is_null() {

@@ -18,7 +18,7 @@ use hark_wire::{Def, EndReason, Hello};
 use super::config::{Config, Shm};
 use super::local::{self, Internal, Slot};
 use super::{clock, defs, signals, warn_once};
-use crate::ship::{shm, transport, Ship};
+use crate::ship::{control, shm, transport, Ship};
 
 const LAZY: u8 = 0;
 const RUNNING: u8 = 1;
@@ -188,8 +188,19 @@ impl Stream {
                         ),
                     )
                 };
-                ship.run(Box::new(sock), &lost, flush_every, &|| {
-                    this.request_flushes()
+                // The shipper wakes at least every control poll; the
+                // program's threads are asked to flush only as configured.
+                let tick = flush_every.map_or(control::POLL, |f| f.min(control::POLL));
+                let last_flush = std::cell::Cell::new(std::time::Instant::now());
+                let control_in = std::cell::RefCell::new(control::ControlIn::new());
+                ship.run(Box::new(sock), &lost, Some(tick), &|| {
+                    control_in
+                        .borrow_mut()
+                        .poll(this.socket(), &mut |c| this.on_control(c));
+                    if flush_every.is_some_and(|f| last_flush.get().elapsed() >= f) {
+                        last_flush.set(std::time::Instant::now());
+                        this.request_flushes();
+                    }
                 });
             });
         if let Err(e) = spawned {
@@ -273,6 +284,41 @@ impl Stream {
     pub(crate) fn send(&'static self, bytes: Vec<u8>) {
         if self.start() {
             self.ship.push_bytes(bytes);
+        }
+    }
+
+    /// A service's control request, on the shipping thread.
+    fn on_control(&self, c: hark_wire::Control) {
+        use hark_wire::{Action, Control};
+        match c.action {
+            Action::Pause => set_paused(true),
+            Action::Resume => set_paused(false),
+            Action::Dump => {
+                // Threads that run ship their partial buffers at their next
+                // event; a thread blocked for good (in `MPI_Recv`, say)
+                // never records one, so what it still holds is taken from
+                // here, as at the end of the stream.
+                self.request_flushes();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                let slots = self
+                    .registry
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                for slot in slots {
+                    local::take_if_idle(slot);
+                }
+                let mut bytes = Vec::new();
+                Control {
+                    seq: c.seq,
+                    ..Control::new(Action::Flushed)
+                }
+                .encode(&mut bytes);
+                self.ship.push_bytes(bytes);
+            }
+            // Not carried out by this probe (the service refuses it) and
+            // never sent by one.
+            Action::Sample | Action::Flushed => {}
         }
     }
 

@@ -24,6 +24,7 @@
 //! the shipper then publishes a pack instead of sending it, and the buffer
 //! returns to the pool when the reader releases it, not when it is sent.
 
+pub(crate) mod control;
 pub(crate) mod shm;
 pub(crate) mod transport;
 

@@ -1,0 +1,576 @@
+//! `hark serve`: the long-lived service ([`hark_server::Service`]) with its
+//! control socket, writing each job's run directory under `--runs`.
+//!
+//! Two sockets: probes stream into `--listen`; `hark ctl` (and anything
+//! else) asks questions on the control socket, one JSON line per request
+//! and per answer (`docs/api.md`, "Control socket"). Both are Unix sockets
+//! anyone may connect to: on each, the kernel's `SO_PEERCRED` says who is
+//! asking, and the service shows and controls only that user's jobs (all
+//! of them for root and the `--admin-group`).
+
+use crate::output::print_stderr;
+use crate::rundir;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use hark_server::{Command, JobInfo, RunKind, Service, ServiceConfig, ServiceRun, Viewer};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const SERVE_EXAMPLES: &str = "\
+Examples:
+  hark serve --listen unix:/run/hark/hark.sock --runs /var/lib/hark/runs
+      A machine-wide service; users run `hark run --server unix:/run/hark/hark.sock -- ...`
+      or a site module sets HARK_ADDR=unix:/run/hark/hark.sock and LD_PRELOAD.
+  hark serve --listen tcp:127.0.0.1:7000 --token-file /etc/hark/token
+      Over TCP: every stream must carry the site token (a file of mode 0600).";
+
+/// Options of `hark serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where probes connect: unix:PATH or tcp:HOST:PORT (TCP needs
+    /// --token-file, and a host other than localhost needs --remote).
+    #[arg(long, value_name = "ADDR", default_value = "unix:/tmp/hark/hark.sock")]
+    pub listen: String,
+
+    /// Where run directories are written, one per job and per dump.
+    #[arg(long, value_name = "DIR", default_value = "hark-runs")]
+    pub runs: PathBuf,
+
+    /// The control socket for `hark ctl` (default: the listen path with
+    /// `.ctl` appended, or DIR/hark.ctl for TCP).
+    #[arg(long, value_name = "PATH")]
+    pub control: Option<PathBuf>,
+
+    /// The site token TCP streams must carry, in a file of mode 0600.
+    #[arg(long = "token-file", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
+    /// Allow a TCP listen address other than localhost.
+    #[arg(long)]
+    pub remote: bool,
+
+    /// Members of this group (name or gid) see and control every job.
+    #[arg(long = "admin-group", value_name = "GROUP")]
+    pub admin_group: Option<String>,
+
+    /// Jobs running at once; one more is refused (its processes run
+    /// unmeasured, with a warning).
+    #[arg(long = "max-jobs", value_name = "N", default_value_t = 64)]
+    pub max_jobs: usize,
+
+    /// Streams (processes) per job.
+    #[arg(long = "max-streams", value_name = "N", default_value_t = 4096)]
+    pub max_streams: usize,
+
+    /// Megabytes of events one job may have waiting for analysis before
+    /// its processes are slowed down (back-pressure to that job only).
+    #[arg(long = "job-buffer-mb", value_name = "MB", default_value_t = 64)]
+    pub job_buffer_mb: u64,
+
+    /// Megabytes of events all jobs together may have waiting.
+    #[arg(long = "total-buffer-mb", value_name = "MB", default_value_t = 512)]
+    pub total_buffer_mb: u64,
+
+    /// Connections open at once.
+    #[arg(long = "max-connections", value_name = "N", default_value_t = 16384)]
+    pub max_connections: usize,
+
+    /// Connections one user may hold open at once.
+    #[arg(
+        long = "max-connections-per-user",
+        value_name = "N",
+        default_value_t = 4096
+    )]
+    pub max_connections_per_user: usize,
+
+    /// Seconds a job whose processes all disconnected waits for more
+    /// before its run directory is written.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
+    pub linger: f64,
+
+    /// Seconds a new connection has to send its handshake.
+    #[arg(long = "hello-timeout", value_name = "SECONDS", default_value_t = 10.0)]
+    pub hello_timeout: f64,
+
+    /// Also serve the HTTP control route, POST /api/runs/{id}/control, on
+    /// HOST:PORT (localhost only).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub http: Option<String>,
+
+    /// Analyses to run, comma-separated (default: all).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub analyses: Vec<String>,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn stop(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Runs `hark serve` until SIGTERM or SIGINT; every running job is then
+/// folded (partial) and written.
+pub fn serve(args: &ServeArgs) -> Result<i32> {
+    let token = match &args.token_file {
+        Some(f) => Some(read_token(f)?),
+        None => None,
+    };
+    if let Some(hostport) = args.listen.strip_prefix("tcp:") {
+        if token.is_none() {
+            bail!("a TCP service needs a site token: --token-file FILE (mode 0600)");
+        }
+        let host = hostport.rsplit_once(':').map_or(hostport, |(h, _)| h);
+        let local = matches!(host, "127.0.0.1" | "localhost" | "[::1]" | "::1");
+        if !local && !args.remote {
+            bail!("{host} is not localhost: pass --remote to listen there (the token is sent in clear; TLS is not implemented)");
+        }
+    }
+    std::fs::create_dir_all(&args.runs)
+        .with_context(|| format!("cannot create the runs directory {}", args.runs.display()))?;
+    if let Some(path) = args.listen.strip_prefix("unix:") {
+        if let Some(dir) = Path::new(path)
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+    }
+    raise_fd_limit();
+    let admin_gid = match &args.admin_group {
+        Some(g) => Some(group_id(g)?),
+        None => None,
+    };
+    let runs = args.runs.clone();
+    let on_run =
+        Arc::new(move |r: &ServiceRun| write_service_run(&runs, r).map_err(|e| format!("{e:#}")));
+    let log = Arc::new(|line: &str| print_stderr(&format!("hark serve: {line}\n")));
+    let service = Service::start(
+        ServiceConfig {
+            listen: args.listen.clone(),
+            analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
+            max_jobs: args.max_jobs.max(1),
+            max_streams_per_job: args.max_streams.max(1),
+            job_in_flight: args.job_buffer_mb.max(1) << 20,
+            total_in_flight: args.total_buffer_mb.max(1) << 20,
+            max_connections: args.max_connections.max(1),
+            max_connections_per_user: args.max_connections_per_user.max(1),
+            linger: Duration::from_secs_f64(args.linger.max(0.0)),
+            hello_timeout: Duration::from_secs_f64(args.hello_timeout.max(0.1)),
+            token,
+            ..ServiceConfig::default()
+        },
+        on_run,
+        log,
+    )
+    .map_err(|e| anyhow::anyhow!("cannot start the service: {e}"))?;
+    if let Some(path) = service.addr().strip_prefix("unix:") {
+        // Anyone may connect; SO_PEERCRED says who did.
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))
+            .with_context(|| format!("cannot open the socket {path} to every user"))?;
+    }
+    let control =
+        args.control
+            .clone()
+            .unwrap_or_else(|| match service.addr().strip_prefix("unix:") {
+                Some(p) => PathBuf::from(format!("{p}.ctl")),
+                None => args.runs.join("hark.ctl"),
+            });
+    let _ = std::fs::remove_file(&control);
+    let listener = UnixListener::bind(&control)
+        .with_context(|| format!("cannot bind the control socket {}", control.display()))?;
+    std::fs::set_permissions(&control, std::fs::Permissions::from_mode(0o666)).with_context(
+        || {
+            format!(
+                "cannot open the control socket {} to every user",
+                control.display()
+            )
+        },
+    )?;
+    listener.set_nonblocking(true)?;
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        // SAFETY: `stop` only stores to an atomic (async-signal-safe); the
+        // sigaction struct is zeroed, then filled.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = stop as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+    print_stderr(&format!(
+        "hark serve: Listening on {} (control: {}); runs go to {}.\n",
+        service.addr(),
+        control.display(),
+        args.runs.display()
+    ));
+    let service = Arc::new(service);
+    let http = match &args.http {
+        Some(addr) => {
+            let h = crate::serve_http::start(addr, service.clone(), admin_gid)?;
+            print_stderr(&format!(
+                "hark serve: Control over HTTP: POST http://{}/api/runs/ID/control\n",
+                h.addr
+            ));
+            Some(h)
+        }
+        None => None,
+    };
+    std::thread::scope(|s| {
+        while !STOP.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    let service = service.clone();
+                    // Each request lives as long as its answer takes (a
+                    // dump: seconds); none is kept for the service's life.
+                    s.spawn(move || answer(&service, stream, admin_gid));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(e) => {
+                    print_stderr(&format!("hark serve: Control socket accept failed: {e}.\n"));
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    });
+    let _ = std::fs::remove_file(&control);
+    if let Some(h) = http {
+        h.stop();
+    }
+    print_stderr("hark serve: Stopping; running jobs are written as they are.\n");
+    match Arc::try_unwrap(service) {
+        Ok(s) => s.shutdown(),
+        Err(_) => unreachable!("every request thread has ended"),
+    }
+    Ok(0)
+}
+
+/// Reads the site token, refusing a file others may read.
+pub fn read_token(path: &Path) -> Result<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)
+        .with_context(|| format!("cannot read the token file {}", path.display()))?;
+    if meta.mode() & 0o077 != 0 {
+        bail!(
+            "the token file {} has mode {:o}: make it readable by its owner only (chmod 600)",
+            path.display(),
+            meta.mode() & 0o777
+        );
+    }
+    let token = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the token file {}", path.display()))?
+        .trim()
+        .to_string();
+    if token.len() < 16 || token.contains('@') {
+        bail!(
+            "the token in {} must be at least 16 characters and hold no `@`",
+            path.display()
+        );
+    }
+    Ok(token)
+}
+
+/// One control request: one JSON line in, one JSON line out.
+fn answer(service: &Service, stream: UnixStream, admin_gid: Option<u32>) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let Some((uid, gid, pid)) = peer_cred(&stream) else {
+        return;
+    };
+    let admin = uid == 0 || admin_gid.is_some_and(|g| g == gid || in_group(pid, g));
+    let viewer = Viewer { uid, admin };
+    let mut line = String::new();
+    let reply = {
+        let mut reader = BufReader::new((&stream).take_limit(64 << 10));
+        match reader.read_line(&mut line) {
+            Ok(_) => handle(service, &viewer, &line),
+            Err(e) => json!({"ok": false, "error": format!("cannot read the request: {e}")}),
+        }
+    };
+    let mut out = serde_json::to_vec(&reply).unwrap_or_default();
+    out.push(b'\n');
+    let _ = (&stream).write_all(&out);
+}
+
+trait TakeLimit: std::io::Read + Sized {
+    fn take_limit(self, n: u64) -> std::io::Take<Self> {
+        self.take(n)
+    }
+}
+impl<R: std::io::Read> TakeLimit for R {}
+
+/// Carries out one request (see `docs/api.md`, "Control socket").
+pub fn handle(service: &Service, viewer: &Viewer, line: &str) -> Value {
+    let fail = |e: String| json!({"ok": false, "error": e});
+    let req: Value = match serde_json::from_str(line.trim()) {
+        Ok(v) => v,
+        Err(e) => return fail(format!("the request is not JSON: {e}")),
+    };
+    let run = req["run"]
+        .as_str()
+        .map(str::to_string)
+        .or_else(|| req["run"].as_u64().map(|n| n.to_string()));
+    match req["op"].as_str() {
+        Some("list") => {
+            let jobs: Vec<Value> = service.jobs(viewer).iter().map(job_json).collect();
+            json!({"ok": true, "jobs": jobs})
+        }
+        Some("show") => match run.as_deref().map(|id| service.job(viewer, id)) {
+            Some(Ok(j)) => json!({"ok": true, "job": job_json(&j)}),
+            Some(Err(e)) => fail(e.to_string()),
+            None => fail("`show` needs \"run\"".into()),
+        },
+        Some("control") => {
+            let Some(id) = run else {
+                return fail("`control` needs \"run\"".into());
+            };
+            match command_of(&req) {
+                Ok(cmd) => match service.control(viewer, &id, cmd) {
+                    Ok(dir) => json!({"ok": true, "dir": dir.map(|d| d.display().to_string())}),
+                    Err(e) => fail(e.to_string()),
+                },
+                Err(e) => fail(e),
+            }
+        }
+        Some("finish") => {
+            let Some(id) = run else {
+                return fail("`finish` needs \"run\"".into());
+            };
+            let grace =
+                Duration::from_secs_f64(req["grace_s"].as_f64().unwrap_or(10.0).clamp(0.0, 3600.0));
+            match service.finish_job(viewer, &id, grace) {
+                Ok(dir) => json!({"ok": true, "dir": dir.display().to_string()}),
+                Err(e) => fail(e.to_string()),
+            }
+        }
+        other => fail(format!(
+            "unknown op {other:?}: expected list, show, control or finish"
+        )),
+    }
+}
+
+/// The `{"action": ...}` of a control request, as `POST
+/// /api/runs/{id}/control` takes it too.
+pub fn command_of(req: &Value) -> Result<Command, String> {
+    Ok(match req["action"].as_str() {
+        Some("pause") => Command::Pause,
+        Some("resume") => Command::Resume,
+        Some("dump") => Command::Dump,
+        Some("sample") => {
+            let n = |k: &str| {
+                req[k]
+                    .as_u64()
+                    .and_then(|v| u32::try_from(v).ok())
+                    .ok_or_else(|| format!("`sample` needs \"{k}\", a whole number"))
+            };
+            Command::Sample {
+                keep: n("keep")?,
+                of: n("of")?,
+            }
+        }
+        other => {
+            return Err(format!(
+                "unknown action {other:?}: expected pause, resume, dump or sample"
+            ))
+        }
+    })
+}
+
+fn job_json(j: &JobInfo) -> Value {
+    json!({
+        "id": j.id.to_string(),
+        "job": j.job,
+        "owner": j.owner,
+        "state": j.state.as_str(),
+        "programs": j.programs,
+        "started_ns": j.started_ns,
+        "open": j.open,
+        "streams": j.streams,
+        "events": j.events,
+        "dir": j.dir.as_ref().map(|d| d.display().to_string()),
+    })
+}
+
+/// Writes a job's run (or dump) under `runs` and gives it to its owner.
+fn write_service_run(runs: &Path, r: &ServiceRun) -> Result<PathBuf> {
+    let program = r.run.programs.first().map_or("job", |p| p.name.as_str());
+    let name = match r.kind {
+        RunKind::Final => format!("{program}-job{}", r.id),
+        RunKind::Dump(n) => format!("{program}-job{}-dump{n}", r.id),
+    };
+    let dir = rundir::create_new(runs, &name, &rundir::timestamp())?;
+    hark_outputs::write_all(&r.run, &dir, |_| true)
+        .with_context(|| format!("cannot write the run directory {}", dir.display()))?;
+    let meta = json!({
+        "id": r.id.to_string(),
+        "job": r.job,
+        "owner": r.owner,
+        "kind": match r.kind { RunKind::Final => "final", RunKind::Dump(_) => "dump" },
+        "dump": match r.kind { RunKind::Final => None, RunKind::Dump(n) => Some(n) },
+        "state": if r.run.accounting.partial_ranks > 0 || r.run.accounting.partial_children > 0 { "partial" } else { "finished" },
+    });
+    std::fs::write(dir.join("service.json"), format!("{meta:#}\n"))
+        .with_context(|| format!("cannot write {}", dir.join("service.json").display()))?;
+    if let Some(uid) = r.owner {
+        give_to(&dir, uid);
+    }
+    Ok(dir)
+}
+
+/// Makes the run directory its owner's (when the service runs as root),
+/// and closed to others.
+fn give_to(dir: &Path, uid: u32) {
+    use std::os::unix::ffi::OsStrExt;
+    let chown = |p: &Path| {
+        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
+            return;
+        };
+        // SAFETY: a valid C string; -1 leaves the group as it is. A failure
+        // (not root) leaves the file the service's.
+        unsafe { libc::chown(c.as_ptr(), uid, u32::MAX) };
+    };
+    for entry in walk(dir) {
+        chown(&entry);
+    }
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    let mut i = 0;
+    while i < out.len() {
+        if out[i].is_dir() {
+            if let Ok(entries) = std::fs::read_dir(&out[i]) {
+                let found: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+                out.extend(found);
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The peer of a Unix socket: uid, gid, pid.
+pub fn peer_cred(stream: &UnixStream) -> Option<(u32, u32, u32)> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writing and sized for
+    // SO_PEERCRED's answer.
+    let r = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some((cred.uid, cred.gid, cred.pid as u32))
+}
+
+/// Whether process `pid` has `gid` among its supplementary groups.
+fn in_group(pid: u32, gid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Groups:"))
+            .is_some_and(|g| g.split_whitespace().any(|x| x.parse() == Ok(gid)))
+    })
+}
+
+/// Whether user `uid` is in group `gid`, as its primary group
+/// (`/etc/passwd`) or a supplementary one (`/etc/group`).
+pub fn user_in_group(uid: u32, gid: u32) -> bool {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let Some((name, primary)) = passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() > 3 && f[2].parse() == Ok(uid))
+            .then(|| (f[0].to_string(), f[3].parse::<u32>().ok()))
+    }) else {
+        return false;
+    };
+    if primary == Some(gid) {
+        return true;
+    }
+    std::fs::read_to_string("/etc/group").is_ok_and(|g| {
+        g.lines().any(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            f.len() > 3 && f[2].parse() == Ok(gid) && f[3].split(',').any(|m| m == name)
+        })
+    })
+}
+
+/// A group's id from its name (`/etc/group`) or number.
+fn group_id(group: &str) -> Result<u32> {
+    if let Ok(n) = group.parse() {
+        return Ok(n);
+    }
+    let text = std::fs::read_to_string("/etc/group").context("cannot read /etc/group")?;
+    text.lines()
+        .find_map(|l| {
+            let mut f = l.split(':');
+            (f.next() == Some(group)).then(|| f.nth(1).and_then(|g| g.parse().ok()))?
+        })
+        .with_context(|| format!("no group {group:?} in /etc/group"))
+}
+
+/// Lets the service hold as many connections as the hard limit allows.
+fn raise_fd_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is valid for writing; setrlimit only raises the soft
+    // limit to the hard one.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_file_others_may_read_is_refused() {
+        let dir = std::env::temp_dir().join(format!("hark-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("token");
+        std::fs::write(&f, "0123456789abcdef-site\n").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = read_token(&f).unwrap_err().to_string();
+        assert!(e.contains("chmod 600"), "{e}");
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_token(&f).unwrap(), "0123456789abcdef-site");
+        std::fs::write(&f, "short").unwrap();
+        assert!(read_token(&f).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn control_requests_are_checked_before_anything_is_done() {
+        let v = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+        assert_eq!(command_of(&v(r#"{"action":"pause"}"#)), Ok(Command::Pause));
+        assert_eq!(
+            command_of(&v(r#"{"action":"sample","keep":1,"of":4}"#)),
+            Ok(Command::Sample { keep: 1, of: 4 })
+        );
+        assert!(command_of(&v(r#"{"action":"sample","keep":1}"#)).is_err());
+        assert!(command_of(&v(r#"{"action":"explode"}"#)).is_err());
+    }
+}

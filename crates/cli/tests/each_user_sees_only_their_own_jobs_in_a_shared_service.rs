@@ -1,0 +1,176 @@
+//! Two users stream a job each into one `hark serve` (as root, machine-wide).
+//! The kernel's word on each connection (`SO_PEERCRED`) makes each job its
+//! user's: each sees and controls only their own, a third user sees nothing
+//! and is refused control of both, root (the admin) sees both, and each run
+//! directory belongs to its user alone.
+
+mod common;
+mod served;
+
+use common::*;
+use served::*;
+use std::os::unix::fs::MetadataExt;
+
+const USERS: [&str; 3] = ["hark-t-ann", "hark-t-bob", "hark-t-eve"];
+
+/// Creates the test's users (once; they stay for later runs) and returns
+/// their uids.
+fn users() -> Vec<u32> {
+    USERS
+        .iter()
+        .map(|u| {
+            let exists = std::process::Command::new("id")
+                .arg("-u")
+                .arg(u)
+                .output()
+                .unwrap();
+            if !exists.status.success() {
+                let out = std::process::Command::new("useradd")
+                    .args(["--no-create-home", "--shell", "/bin/sh"])
+                    .arg(u)
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "useradd {u}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            let id = std::process::Command::new("id")
+                .arg("-u")
+                .arg(u)
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&id.stdout).trim().parse().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn two_users_see_only_their_own_job_and_a_third_is_refused() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: creating users and switching to them needs root");
+        return;
+    }
+    let uids = users();
+    let dir = scratch("users");
+    // Other users must reach the socket's directory.
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let served = Served::start(&dir, &["--http", "127.0.0.1:0"]);
+    let stop = dir.join("stop");
+    let wait = format!("while [ ! -e {} ]; do sleep 0.05; done", stop.display());
+    let cmd = vec!["sh".to_string(), "-c".into(), wait];
+    let ann = served.run(Some(USERS[0]), &cmd);
+    let bob = served.run(Some(USERS[1]), &cmd);
+    let jobs = served.wait_jobs("both jobs registered", |j| j.len() == 2);
+    let id_of = |uid: u32| -> String {
+        jobs.iter()
+            .find(|j| j["owner"] == uid)
+            .unwrap_or_else(|| panic!("no job of uid {uid}: {jobs:?}"))["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (ann_job, bob_job) = (id_of(uids[0]), id_of(uids[1]));
+
+    for (user, uid, mine, theirs) in [
+        (USERS[0], uids[0], &ann_job, &bob_job),
+        (USERS[1], uids[1], &bob_job, &ann_job),
+    ] {
+        let seen = served.jobs(Some(user));
+        assert_eq!(seen.len(), 1, "{user} sees {seen:?}");
+        assert_eq!(
+            (seen[0]["id"].as_str(), seen[0]["owner"].as_u64()),
+            (Some(mine.as_str()), Some(uid as u64))
+        );
+        served.ask(Some(user), &[mine, "show"]);
+        let refused = served.ctl(Some(user), &[theirs, "pause"]);
+        assert!(!refused.status.success());
+        assert!(
+            String::from_utf8_lossy(&refused.stderr).contains("belongs to another user"),
+            "{}",
+            String::from_utf8_lossy(&refused.stderr)
+        );
+    }
+    assert!(served.jobs(Some(USERS[2])).is_empty());
+    for job in [&ann_job, &bob_job] {
+        for action in ["show", "pause", "dump"] {
+            let out = served.ctl(Some(USERS[2]), &[job, action]);
+            assert!(
+                !out.status.success(),
+                "{} could {action} job {job}",
+                USERS[2]
+            );
+            assert!(String::from_utf8_lossy(&out.stderr).contains("belongs to another user"));
+        }
+    }
+    assert_eq!(served.jobs(None).len(), 2, "root sees every job");
+
+    // The same over HTTP: the kernel's table names the localhost client.
+    let url = served
+        .log()
+        .lines()
+        .find_map(|l| l.split("POST ").nth(1).map(|u| u.replace("/ID/", "/{}/")))
+        .expect("hark serve printed its HTTP control URL");
+    let post = |user: &str, job: &str, action: &str| -> String {
+        let out = std::process::Command::new("runuser")
+            .args([
+                "-u",
+                user,
+                "--",
+                "curl",
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-X",
+                "POST",
+                "-d",
+            ])
+            .arg(format!("{{\"action\": \"{action}\"}}"))
+            .arg(url.replace("{}", job))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(post(USERS[2], &ann_job, "pause"), "403");
+    assert_eq!(post(USERS[1], &ann_job, "pause"), "403");
+    assert_eq!(post(USERS[0], &ann_job, "pause"), "200");
+    assert_eq!(post(USERS[0], &ann_job, "resume"), "200");
+    assert_eq!(post(USERS[0], "no-such-job", "pause"), "404");
+
+    std::fs::write(&stop, "").unwrap();
+    for child in [ann, bob] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let jobs = served.wait_jobs("both folded", |j| {
+        j.iter().all(|j| j["state"] == "finished")
+    });
+    for (uid, user) in uids.iter().zip(USERS).take(2) {
+        let j = jobs.iter().find(|j| j["owner"] == *uid).unwrap();
+        let d = std::path::PathBuf::from(j["dir"].as_str().unwrap());
+        let meta = std::fs::metadata(&d).unwrap();
+        assert_eq!(
+            (meta.uid(), meta.mode() & 0o777),
+            (*uid, 0o700),
+            "{}",
+            d.display()
+        );
+        assert_eq!(
+            std::fs::metadata(d.join("profile.json")).unwrap().uid(),
+            *uid
+        );
+        assert_eq!(
+            served.jobs(Some(user)).len(),
+            1,
+            "{user} still sees only their own"
+        );
+    }
+}

@@ -1,0 +1,140 @@
+//! A `hark serve` for one test: started on a private socket, asked through
+//! `hark ctl --json`, and stopped (by its pid) when dropped.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Served {
+    child: Child,
+    pub addr: String,
+    pub runs: PathBuf,
+    pub log: PathBuf,
+}
+
+impl Served {
+    /// Starts `hark serve` with its socket and runs under `dir`.
+    pub fn start(dir: &Path, extra: &[&str]) -> Served {
+        let sock = dir.join("hark.sock");
+        let runs = dir.join("runs");
+        let log = dir.join("serve.log");
+        let child = Command::new(super::common::hark())
+            .arg("serve")
+            .arg("--listen")
+            .arg(format!("unix:{}", sock.display()))
+            .arg("--runs")
+            .arg(&runs)
+            .args(["--linger", "0.5"])
+            .args(extra)
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let ctl = PathBuf::from(format!("{}.ctl", sock.display()));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !ctl.exists() {
+            assert!(Instant::now() < deadline, "hark serve did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Served {
+            child,
+            addr: format!("unix:{}", sock.display()),
+            runs,
+            log,
+        }
+    }
+
+    /// `hark ctl --server ADDR --json ARGS...`, as root or as `user`.
+    pub fn ctl(&self, user: Option<&str>, args: &[&str]) -> Output {
+        let mut cmd = match user {
+            Some(u) => {
+                let mut c = Command::new("runuser");
+                c.args(["-u", u, "--"]).arg(super::common::hark());
+                c
+            }
+            None => Command::new(super::common::hark()),
+        };
+        cmd.args(["ctl", "--json", "--server", &self.addr])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// The answer of a `hark ctl` that must succeed, as JSON.
+    pub fn ask(&self, user: Option<&str>, args: &[&str]) -> serde_json::Value {
+        let out = self.ctl(user, args);
+        assert!(
+            out.status.success(),
+            "hark ctl {args:?} as {user:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// The jobs `user` sees.
+    pub fn jobs(&self, user: Option<&str>) -> Vec<serde_json::Value> {
+        self.ask(user, &["list"])["jobs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Waits until `pred` holds of the jobs root sees.
+    pub fn wait_jobs(
+        &self,
+        what: &str,
+        pred: impl Fn(&[serde_json::Value]) -> bool,
+    ) -> Vec<serde_json::Value> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let jobs = self.jobs(None);
+            if pred(&jobs) {
+                return jobs;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: never; jobs {jobs:?}; log:\n{}",
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `hark run --server ADDR -- COMMAND` in a session of its own (so the
+    /// whole job can be killed as one group), as root or as `user`.
+    pub fn run(&self, user: Option<&str>, command: &[String]) -> Child {
+        let mut cmd = Command::new("setsid");
+        if let Some(u) = user {
+            cmd.args(["runuser", "-u", u, "--"]);
+        }
+        cmd.arg(super::common::hark())
+            .args(["run", "--server", &self.addr, "--probe"])
+            .arg(super::common::probe())
+            .arg("--")
+            .args(command);
+        super::common::mpi_env(&mut cmd);
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Kills a session started by [`Served::run`], every process in it.
+pub fn kill_session(child: &mut Child) {
+    // SAFETY: kill has no memory preconditions; the group is the session
+    // `setsid` made, led by the child's pid.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    let _ = child.wait();
+}

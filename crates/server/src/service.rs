@@ -1,0 +1,1026 @@
+//! A long-lived, machine-wide analysis service (`hark serve`): many jobs
+//! stream into one listener, each is analysed on its own board levels, and
+//! each becomes a run directory of its own when it ends while the service
+//! goes on.
+//!
+//! **Jobs.** A connection belongs to the job named by its `Hello` (the
+//! probe takes it from `HARK_JOB`, PMIx, MPICH's PMI, Slurm, or its parent
+//! pid; `hark run --server` sets `HARK_JOB` to a fresh token) *and* its
+//! owner: the peer's uid from `SO_PEERCRED` on a Unix socket, the site on
+//! TCP. Two users naming the same job get two jobs. A job registers at its
+//! first accepted `Hello` and ends when its last stream has been closed for
+//! [`ServiceConfig::linger`] (or at once when its launcher says it is done,
+//! [`Service::finish_job`]); it is then folded, handed to the service's
+//! `on_run` callback (which writes the run directory) and forgotten but for
+//! a line in a bounded history.
+//!
+//! **Limits** (all in [`ServiceConfig`], each documented in `docs/api.md`):
+//! jobs running at once (a further job is refused at its first `Hello`,
+//! its connections cut, its probes run unmeasured with a warning); streams
+//! per job (further streams refused); bytes per job waiting for analysis
+//! (that job's readers stop reading: back-pressure to its probes only);
+//! bytes waiting in total (the reader that would exceed it waits);
+//! connections open at once, in total and per user (further ones cut at
+//! accept); and the time a connection has to deliver its `Hello`.
+//!
+//! **Ownership.** [`Viewer`] is who asks: a user sees and controls only
+//! jobs it owns; an admin (root, or the configured admin group) sees all.
+//! Jobs that came over TCP belong to the site and only admins see them.
+//!
+//! **Control.** [`Service::control`] writes [`hark_wire::Control`] frames
+//! back on the job's connections: pause, resume, sampling, and dump-now
+//! (the probes flush what they hold and answer; the job is then drained,
+//! snapshotted and handed to `on_run` as a [`RunKind::Dump`], and goes on).
+
+use crate::sink::{Counters, State};
+use crate::{run_of, Error, ErrorKind};
+use hark_analyses::{registry, Config, DynAnalysis};
+use hark_board::Board;
+use hark_model::Run;
+use hark_transport::{Back, Closed, ConnId, Peer, ServeOptions, Sink};
+use hark_wire::{Action, Control, Frame, Hello};
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// How to start a [`Service`]. Every limit is per service unless named
+/// per job or per user.
+#[derive(Clone, Debug)]
+pub struct ServiceConfig {
+    /// Where probes connect: `unix:/path` or `tcp:host:port`.
+    pub listen: String,
+    /// Board worker threads, shared by every job.
+    pub workers: usize,
+    /// Analyses by spec name; `None`: all.
+    pub analyses: Option<Vec<String>>,
+    /// Time slices per program.
+    pub slices: usize,
+    /// Jobs running at once; the first `Hello` of one more is refused.
+    pub max_jobs: usize,
+    /// Streams (processes) per job; more are refused.
+    pub max_streams_per_job: usize,
+    /// Bytes of events one job may have waiting for analysis before its
+    /// readers stop reading (back-pressure to that job only).
+    pub job_in_flight: u64,
+    /// Bytes of events all jobs together may have waiting; a reader that
+    /// finds more waits.
+    pub total_in_flight: u64,
+    /// Connections open at once; more are cut at accept.
+    pub max_connections: usize,
+    /// Connections one user may hold open at once.
+    pub max_connections_per_user: usize,
+    /// Time a new connection has to deliver its whole `Hello`.
+    pub hello_timeout: Duration,
+    /// How long a job whose streams all closed waits for another before it
+    /// is folded (ranks of one job connect and close at different times).
+    pub linger: Duration,
+    /// Finished jobs remembered for [`Service::jobs`] (oldest forgotten).
+    pub history: usize,
+    /// The site token a TCP stream's `Hello.secret` must carry. TCP
+    /// connections are refused without one configured.
+    pub token: Option<String>,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> ServiceConfig {
+        ServiceConfig {
+            listen: "tcp:127.0.0.1:0".into(),
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            analyses: None,
+            slices: Config::default().slices,
+            max_jobs: 64,
+            max_streams_per_job: 4096,
+            job_in_flight: 64 << 20,
+            total_in_flight: 512 << 20,
+            max_connections: 16384,
+            max_connections_per_user: 4096,
+            hello_timeout: Duration::from_secs(10),
+            linger: Duration::from_secs(2),
+            history: 256,
+            token: None,
+        }
+    }
+}
+
+/// Who asks: a user id, and whether that user is an admin of the service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Viewer {
+    /// The asker's uid (from `SO_PEERCRED`, or the process's own).
+    pub uid: u32,
+    /// Root or a member of the admin group: sees and controls every job.
+    pub admin: bool,
+}
+
+impl Viewer {
+    fn may(&self, owner: Option<u32>) -> bool {
+        self.admin || owner == Some(self.uid)
+    }
+}
+
+/// A control request ([`Service::control`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Stop recording events in every process of the job.
+    Pause,
+    /// Record again.
+    Resume,
+    /// Write a complete report of the job now, without stopping it.
+    Dump,
+    /// Detailed events from `keep` of every `of` ranks (by world rank).
+    Sample {
+        /// Ranks kept per period.
+        keep: u32,
+        /// The period, in ranks.
+        of: u32,
+    },
+}
+
+/// Where a job is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobState {
+    /// Streams still open, or lingering.
+    Running,
+    /// Folded; every stream ended with its totals.
+    Finished,
+    /// Folded; some stream ended without its totals (killed, cut).
+    Partial,
+}
+
+impl JobState {
+    /// `running`, `finished` or `partial`, as `docs/api.md` spells them.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Running => "running",
+            JobState::Finished => "finished",
+            JobState::Partial => "partial",
+        }
+    }
+}
+
+/// One job as [`Service::jobs`] lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobInfo {
+    /// The service's number for the job, unique for the service's life.
+    pub id: u64,
+    /// The job's name from its `Hello` (`HARK_JOB`, the launcher's id, ...).
+    pub job: String,
+    /// The owning uid; `None` for a job that came over TCP.
+    pub owner: Option<u32>,
+    /// Where it is.
+    pub state: JobState,
+    /// Its programs' names, in order of first connection.
+    pub programs: Vec<String>,
+    /// When its first stream said hello, ns since the epoch.
+    pub started_ns: u64,
+    /// Streams open now.
+    pub open: usize,
+    /// Streams accepted so far.
+    pub streams: usize,
+    /// Events received so far.
+    pub events: u64,
+    /// Its run directory, once written (and the last dump's, while running).
+    pub dir: Option<PathBuf>,
+}
+
+/// What a [`ServiceRun`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunKind {
+    /// The job ended; this is its report.
+    Final,
+    /// A dump of a job that goes on (the `n`-th of the job).
+    Dump(u64),
+}
+
+/// A job's run, handed to the service's `on_run` callback to be written.
+#[derive(Debug)]
+pub struct ServiceRun {
+    /// The job's number.
+    pub id: u64,
+    /// The job's name.
+    pub job: String,
+    /// Its owner (`None`: TCP).
+    pub owner: Option<u32>,
+    /// Final or a dump.
+    pub kind: RunKind,
+    /// The model.
+    pub run: Run,
+}
+
+/// What the callback that writes runs looks like: the run directory's path,
+/// or why it could not be written.
+pub type OnRun = dyn Fn(&ServiceRun) -> Result<PathBuf, String> + Send + Sync;
+/// Where the service logs what it refused and cut off, one line each.
+pub type OnLog = dyn Fn(&str) + Send + Sync;
+
+/// Counters of a [`Service`], for a status line and for tests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServiceStats {
+    /// Jobs running now.
+    pub running: usize,
+    /// Jobs folded so far.
+    pub finished: u64,
+    /// Connections open now (handshake included).
+    pub open: usize,
+    /// Connections cut at accept, at `Hello` or later, for any reason.
+    pub cut: u64,
+    /// Jobs refused at the job limit.
+    pub refused_jobs: u64,
+}
+
+/// A running service. See the module documentation.
+pub struct Service {
+    transport: Option<hark_transport::Server>,
+    router: Arc<Router>,
+    reaper: Option<std::thread::JoinHandle<()>>,
+}
+
+struct Route {
+    uid: Option<u32>,
+    back: Option<Back>,
+    job: Option<Arc<Job>>,
+}
+
+struct Job {
+    id: u64,
+    name: String,
+    owner: Option<u32>,
+    state: Arc<State>,
+    started_ns: u64,
+    live: Mutex<Live>,
+}
+
+#[derive(Default)]
+struct Live {
+    open: Vec<u64>,
+    streams: usize,
+    last_closed: Option<Instant>,
+    /// The launcher said the job is done: fold it as soon as it is quiet.
+    ending: bool,
+    /// Settings every later stream of the job gets at its `Hello`.
+    paused: bool,
+    /// Per connection, the last dump it answered.
+    flushed: HashMap<u64, u64>,
+    dumps: u64,
+    last_dump: Option<PathBuf>,
+}
+
+struct Router {
+    config: ServiceConfig,
+    board: Board,
+    /// Keeps the readers and workers off the cores bound ranks use, over
+    /// every job's connections (connection ids are the service's).
+    placement: Arc<crate::place::Placement>,
+    analyses: Vec<Arc<dyn DynAnalysis>>,
+    routes: Mutex<HashMap<u64, Route>>,
+    running: Mutex<Vec<Arc<Job>>>,
+    history: Mutex<VecDeque<JobInfo>>,
+    /// Notified whenever a job is folded or a dump answer arrives.
+    changed: Condvar,
+    changed_lock: Mutex<()>,
+    next_job: AtomicU64,
+    cut: AtomicU64,
+    refused_jobs: AtomicU64,
+    finished: AtomicU64,
+    stopping: AtomicBool,
+    on_run: Arc<OnRun>,
+    log: Arc<OnLog>,
+}
+
+impl Service {
+    /// Binds `config.listen` and starts serving. `on_run` writes each
+    /// finished job and each dump (it runs on the service's own threads,
+    /// one run at a time); `log` hears every refusal and cut-off.
+    pub fn start(
+        config: ServiceConfig,
+        on_run: Arc<OnRun>,
+        log: Arc<OnLog>,
+    ) -> Result<Service, Error> {
+        let analyses = match &config.analyses {
+            None => registry::all(),
+            Some(names) => {
+                let mut names: Vec<&str> = names.iter().map(String::as_str).collect();
+                if !names.contains(&"summary") {
+                    names.push("summary");
+                }
+                registry::select(&names).map_err(|e| Error::new(ErrorKind::Analyses(e)))?
+            }
+        };
+        let listener = hark_transport::Listener::bind(&config.listen)
+            .map_err(|e| Error::new(ErrorKind::Listen(e)))?;
+        let board = Board::new(config.workers.max(1));
+        let router = Arc::new(Router {
+            board: board.clone(),
+            placement: Arc::new(crate::place::Placement::new(board)),
+            analyses,
+            routes: Mutex::default(),
+            running: Mutex::default(),
+            history: Mutex::default(),
+            changed: Condvar::new(),
+            changed_lock: Mutex::new(()),
+            next_job: AtomicU64::new(1),
+            cut: AtomicU64::new(0),
+            refused_jobs: AtomicU64::new(0),
+            finished: AtomicU64::new(0),
+            stopping: AtomicBool::new(false),
+            on_run,
+            log,
+            config: config.clone(),
+        });
+        let transport = listener.serve_with(
+            router.clone(),
+            ServeOptions {
+                hello_timeout: Some(config.hello_timeout),
+            },
+        );
+        let r = router.clone();
+        let reaper = std::thread::Builder::new()
+            .name("hark-reaper".into())
+            .spawn(move || r.reap_loop())
+            .map_err(|e| {
+                Error::new(ErrorKind::Control(format!(
+                    "cannot start the service's thread: {e}"
+                )))
+            })?;
+        Ok(Service {
+            transport: Some(transport),
+            router,
+            reaper: Some(reaper),
+        })
+    }
+
+    /// The address probes are given (`HARK_ADDR`), with the port for TCP.
+    pub fn addr(&self) -> &str {
+        self.transport.as_ref().map_or("", |t| t.addr())
+    }
+
+    /// The jobs `viewer` may see: running ones first, then the remembered
+    /// finished ones, oldest first.
+    pub fn jobs(&self, viewer: &Viewer) -> Vec<JobInfo> {
+        let mut out: Vec<JobInfo> = self
+            .router
+            .running()
+            .iter()
+            .filter(|j| viewer.may(j.owner))
+            .map(|j| j.info())
+            .collect();
+        out.extend(
+            lock(&self.router.history)
+                .iter()
+                .filter(|j| viewer.may(j.owner))
+                .cloned(),
+        );
+        out
+    }
+
+    /// One job by number or name, if `viewer` may see it.
+    pub fn job(&self, viewer: &Viewer, id: &str) -> Result<JobInfo, Error> {
+        match self.router.find(viewer, id) {
+            Ok(job) => return Ok(job.info()),
+            Err(e) if matches!(e.kind(), ErrorKind::NotYours(_)) => return Err(e),
+            Err(_) => {}
+        }
+        let history = lock(&self.router.history);
+        match history
+            .iter()
+            .rev()
+            .find(|j| j.id.to_string() == id || j.job == id)
+        {
+            Some(j) if viewer.may(j.owner) => Ok(j.clone()),
+            Some(_) => Err(Error::new(ErrorKind::NotYours(id.into()))),
+            None => Err(Error::new(ErrorKind::NoSuchJob(id.into()))),
+        }
+    }
+
+    /// Carries out `command` on the running job `id` (its number or name)
+    /// for `viewer`. Pause, resume and sampling return at once with the
+    /// streams told (the job's later streams are told at their `Hello`);
+    /// a dump returns when its run directory is written, with its path.
+    /// This is what `hark ctl` and `POST /api/runs/{id}/control` call.
+    pub fn control(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        command: Command,
+    ) -> Result<Option<PathBuf>, Error> {
+        let job = self.router.find(viewer, id)?;
+        match command {
+            Command::Pause | Command::Resume => {
+                let pause = command == Command::Pause;
+                lock(&job.live).paused = pause;
+                let action = if pause { Action::Pause } else { Action::Resume };
+                self.router.tell(&job, Control::new(action));
+                Ok(None)
+            }
+            // Sampling needs every unsampled rank to keep exact counts
+            // (per-function calls and times) without its events; the probe
+            // cannot do that yet, so the request is refused rather than
+            // silently losing counts.
+            Command::Sample { keep, of } => Err(Error::new(ErrorKind::Control(format!(
+                "sampling ({keep} of {of} ranks) is not implemented: unsampled ranks would lose their exact counts"
+            )))),
+            Command::Dump => self.router.dump(&job).map(Some),
+        }
+    }
+
+    /// For a launcher (`hark run --server`) whose command has ended: folds
+    /// the job `id` as soon as its streams have closed, cutting those still
+    /// open after `grace`, and returns its run directory. Waits for it.
+    pub fn finish_job(&self, viewer: &Viewer, id: &str, grace: Duration) -> Result<PathBuf, Error> {
+        let job = self.router.find(viewer, id)?;
+        lock(&job.live).ending = true;
+        let deadline = Instant::now() + grace;
+        let mut cut = false;
+        let mut g = lock(&self.router.changed_lock);
+        loop {
+            if let Some(done) = lock(&self.router.history)
+                .iter()
+                .rev()
+                .find(|j| j.id == job.id)
+            {
+                return done.dir.clone().ok_or_else(|| {
+                    Error::new(ErrorKind::Control(format!(
+                        "job {} was folded but its run directory could not be written (see the service's log)",
+                        job.id
+                    )))
+                });
+            }
+            if !cut && Instant::now() >= deadline {
+                cut = true;
+                self.router
+                    .cut_job(&job, "its launcher ended and the grace period passed");
+            }
+            g = self
+                .router
+                .changed
+                .wait_timeout(g, Duration::from_millis(50))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Counters, for a status line and for tests.
+    pub fn stats(&self) -> ServiceStats {
+        ServiceStats {
+            running: self.router.running().len(),
+            finished: self.router.finished.load(Ordering::Relaxed),
+            open: lock(&self.router.routes).len(),
+            cut: self.router.cut.load(Ordering::Relaxed),
+            refused_jobs: self.router.refused_jobs.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops accepting, cuts every open stream, and folds every running job
+    /// (partial where streams were cut) through `on_run`.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let Some(transport) = self.transport.take() else {
+            return;
+        };
+        transport.shutdown_by(Instant::now() + Duration::from_millis(200));
+        self.router.stopping.store(true, Ordering::Release);
+        if let Some(r) = self.reaper.take() {
+            let _ = r.join();
+        }
+        for job in self.router.running() {
+            self.router.fold(&job);
+        }
+        self.router.board.shutdown();
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("addr", &self.addr())
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+impl Job {
+    fn info(&self) -> JobInfo {
+        let live = lock(&self.live);
+        let programs = lock(&self.state.programs)
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
+        JobInfo {
+            id: self.id,
+            job: self.name.clone(),
+            owner: self.owner,
+            state: JobState::Running,
+            programs,
+            started_ns: self.started_ns,
+            open: live.open.len(),
+            streams: live.streams,
+            events: self.state.counters.events.load(Ordering::Relaxed),
+            dir: live.last_dump.clone(),
+        }
+    }
+
+    fn in_flight(&self) -> u64 {
+        lock(&self.state.programs)
+            .iter()
+            .map(|p| p.on.in_flight())
+            .sum()
+    }
+}
+
+impl Router {
+    fn running(&self) -> Vec<Arc<Job>> {
+        lock(&self.running).clone()
+    }
+
+    fn find(&self, viewer: &Viewer, id: &str) -> Result<Arc<Job>, Error> {
+        let running = lock(&self.running);
+        let job = running
+            .iter()
+            .find(|j| j.id.to_string() == id)
+            .or_else(|| running.iter().find(|j| j.name == id && viewer.may(j.owner)))
+            .or_else(|| running.iter().find(|j| j.name == id));
+        match job {
+            Some(j) if viewer.may(j.owner) => Ok(j.clone()),
+            Some(_) => Err(Error::new(ErrorKind::NotYours(id.into()))),
+            None => Err(Error::new(ErrorKind::NoSuchJob(id.into()))),
+        }
+    }
+
+    fn log(&self, line: &str) {
+        (self.log)(line)
+    }
+
+    /// Cuts a connection off: the reader sees its end, the sink its close.
+    fn cut_conn(&self, conn: ConnId, why: &str) {
+        self.cut.fetch_add(1, Ordering::Relaxed);
+        let routes = lock(&self.routes);
+        let uid = routes.get(&conn.0).and_then(|r| r.uid);
+        if let Some(back) = routes.get(&conn.0).and_then(|r| r.back.as_ref()) {
+            back.cut();
+        }
+        drop(routes);
+        self.log(&format!(
+            "Cut off {conn} ({}): {why}.",
+            uid.map_or("tcp".into(), |u| format!("uid {u}"))
+        ));
+    }
+
+    fn cut_job(&self, job: &Job, why: &str) {
+        let open = lock(&job.live).open.clone();
+        for c in open {
+            self.cut_conn(ConnId(c), why);
+        }
+    }
+
+    /// Writes `control` to every open stream of `job`; returns how many
+    /// took it. A stream that cannot take it (a probe that does not read
+    /// its socket and let it fill) is skipped and logged, never waited on.
+    fn tell(&self, job: &Job, control: Control) -> usize {
+        let mut bytes = Vec::new();
+        control.encode(&mut bytes);
+        let open = lock(&job.live).open.clone();
+        let routes = lock(&self.routes);
+        let mut told = 0;
+        for c in open {
+            let Some(back) = routes.get(&c).and_then(|r| r.back.as_ref()) else {
+                continue;
+            };
+            match back.send(&bytes) {
+                Ok(()) => told += 1,
+                Err(e) => self.log(&format!(
+                    "Could not send {:?} to connection {c} of job {}: {e}.",
+                    control.action, job.id
+                )),
+            }
+        }
+        told
+    }
+
+    fn total_in_flight(&self) -> u64 {
+        self.running().iter().map(|j| j.in_flight()).sum()
+    }
+
+    /// Dump now: every probe flushes and answers, the job's levels drain,
+    /// and a snapshot goes to `on_run`.
+    fn dump(&self, job: &Arc<Job>) -> Result<PathBuf, Error> {
+        let seq = {
+            let mut live = lock(&job.live);
+            live.dumps += 1;
+            live.dumps
+        };
+        let waiting: Vec<u64> = lock(&job.live).open.clone();
+        self.tell(
+            job,
+            Control {
+                seq,
+                ..Control::new(Action::Dump)
+            },
+        );
+        // Each probe answers from its shipping thread within a tenth of a
+        // second; a probe that does not (an old probe, a wedged process) is
+        // not waited for beyond the deadline and the dump says so.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut g = lock(&self.changed_lock);
+        let silent = loop {
+            let live = lock(&job.live);
+            let silent: Vec<u64> = waiting
+                .iter()
+                .copied()
+                .filter(|c| live.open.contains(c) && live.flushed.get(c) != Some(&seq))
+                .collect();
+            drop(live);
+            if silent.is_empty() || Instant::now() >= deadline {
+                break silent;
+            }
+            g = self
+                .changed
+                .wait_timeout(g, Duration::from_millis(20))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        };
+        drop(g);
+        let levels: Vec<_> = lock(&job.state.programs)
+            .iter()
+            .flat_map(|p| {
+                std::iter::once(p.on.level()).chain(p.children.as_ref().map(|c| c.level()))
+            })
+            .collect();
+        for level in levels {
+            self.board.drain_level(level);
+        }
+        let mut run = run_of(job.state.snapshot());
+        if let Some(p) = run.programs.first_mut() {
+            p.diagnostics.insert(
+                0,
+                format!(
+                    "This is dump {seq} of job {} ({}), taken at {} ns since the epoch while it ran: \
+                     it holds what the processes had recorded by then; the job went on.",
+                    job.id,
+                    job.name,
+                    now_ns()
+                ),
+            );
+            if !silent.is_empty() {
+                p.diagnostics.push(format!(
+                    "{} process(es) did not answer the dump's flush request within 5 s; \
+                     their events since their last shipped buffer are missing from it",
+                    silent.len()
+                ));
+            }
+        }
+        let out = ServiceRun {
+            id: job.id,
+            job: job.name.clone(),
+            owner: job.owner,
+            kind: RunKind::Dump(seq),
+            run,
+        };
+        let dir = (self.on_run)(&out).map_err(|e| Error::new(ErrorKind::Control(e)))?;
+        lock(&job.live).last_dump = Some(dir.clone());
+        Ok(dir)
+    }
+
+    fn reap_loop(&self) {
+        while !self.stopping.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(50));
+            let due: Vec<Arc<Job>> = self
+                .running()
+                .into_iter()
+                .filter(|j| {
+                    let live = lock(&j.live);
+                    live.open.is_empty()
+                        && live
+                            .last_closed
+                            .is_some_and(|t| live.ending || t.elapsed() >= self.config.linger)
+                })
+                .collect();
+            for job in due {
+                self.fold(&job);
+            }
+        }
+    }
+
+    /// Folds a job, hands it to `on_run`, and moves it to the history.
+    fn fold(&self, job: &Arc<Job>) {
+        lock(&self.running).retain(|j| !Arc::ptr_eq(j, job));
+        let mut info = job.info();
+        let programs = job.state.fold();
+        let mut problems = std::mem::take(&mut *lock(&job.state.problems));
+        problems.extend(job.state.rejections());
+        let mut run = run_of(programs);
+        if let (Some(first), false) = (run.programs.first_mut(), problems.is_empty()) {
+            first.diagnostics.extend(problems);
+        }
+        info.state = if run.accounting.partial_ranks > 0 || run.accounting.partial_children > 0 {
+            JobState::Partial
+        } else {
+            JobState::Finished
+        };
+        let out = ServiceRun {
+            id: job.id,
+            job: job.name.clone(),
+            owner: job.owner,
+            kind: RunKind::Final,
+            run,
+        };
+        info.dir = match (self.on_run)(&out) {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                self.log(&format!("Could not write the run of job {}: {e}.", job.id));
+                None
+            }
+        };
+        info.open = 0;
+        self.log(&format!(
+            "Job {} ({}) {}: {} stream(s), {} events; run directory {}.",
+            job.id,
+            job.name,
+            info.state.as_str(),
+            info.streams,
+            info.events,
+            info.dir
+                .as_ref()
+                .map_or("not written".into(), |d| d.display().to_string())
+        ));
+        {
+            let mut history = lock(&self.history);
+            history.push_back(info);
+            while history.len() > self.config.history.max(1) {
+                history.pop_front();
+            }
+        }
+        self.finished.fetch_add(1, Ordering::Relaxed);
+        let _g = lock(&self.changed_lock);
+        self.changed.notify_all();
+    }
+
+    fn new_job(&self, owner: Option<u32>, hello: &Hello) -> Arc<Job> {
+        let state = Arc::new(State {
+            board: self.board.clone(),
+            analyses: self.analyses.clone(),
+            config: Config {
+                slices: self.config.slices,
+                ..Config::default()
+            },
+            max_in_flight: self.config.job_in_flight,
+            programs: Mutex::default(),
+            conns: Default::default(),
+            counters: Counters::default(),
+            problems: Mutex::default(),
+            clock_references: Mutex::default(),
+            ranks: Mutex::default(),
+            secret: None,
+            rejected: Mutex::default(),
+            folding: Mutex::default(),
+            placement: self.placement.clone(),
+            trace: None,
+        });
+        Arc::new(Job {
+            id: self.next_job.fetch_add(1, Ordering::Relaxed),
+            name: hello.job.clone(),
+            owner,
+            state,
+            started_ns: now_ns(),
+            live: Mutex::default(),
+        })
+    }
+
+    /// The job a `Hello` joins, created if new; `Err` says why it may not.
+    fn join(&self, conn: ConnId, owner: Option<u32>, hello: &Hello) -> Result<Arc<Job>, String> {
+        let mut running = lock(&self.running);
+        let found = running
+            .iter()
+            .find(|j| j.owner == owner && j.name == hello.job)
+            .cloned();
+        let job = match found {
+            Some(j) => j,
+            None => {
+                if running.len() >= self.config.max_jobs {
+                    self.refused_jobs.fetch_add(1, Ordering::Relaxed);
+                    return Err(format!(
+                        "the service already runs {} jobs, its limit (--max-jobs); job {:?} is refused and runs unmeasured",
+                        running.len(),
+                        hello.job
+                    ));
+                }
+                let j = self.new_job(owner, hello);
+                self.log(&format!(
+                    "Job {} ({:?}, {}) registered by pid {} on {}.",
+                    j.id,
+                    hello.job,
+                    owner.map_or("tcp".into(), |u| format!("uid {u}")),
+                    hello.pid,
+                    hello.host
+                ));
+                running.push(j.clone());
+                j
+            }
+        };
+        drop(running);
+        let mut live = lock(&job.live);
+        if live.open.len() >= self.config.max_streams_per_job {
+            return Err(format!(
+                "job {} already has {} streams open, its limit (--max-streams)",
+                job.id,
+                live.open.len()
+            ));
+        }
+        live.open.push(conn.0);
+        live.streams += 1;
+        drop(live);
+        Ok(job)
+    }
+
+    fn route_job(&self, conn: ConnId) -> Option<Arc<Job>> {
+        lock(&self.routes).get(&conn.0).and_then(|r| r.job.clone())
+    }
+
+    /// Whether the job's own sink took the stream (it refuses a second
+    /// stream of a rank).
+    fn held(job: &Job, conn: ConnId) -> bool {
+        job.state
+            .conns
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&conn.0)
+    }
+}
+
+impl Sink for Router {
+    fn on_accept(&self, conn: ConnId, peer: &Peer) -> Result<(), String> {
+        let uid = peer.cred.map(|c| c.uid);
+        let mut routes = lock(&self.routes);
+        if routes.len() >= self.config.max_connections {
+            self.cut.fetch_add(1, Ordering::Relaxed);
+            let why = format!(
+                "the service holds {} connections, its limit (--max-connections)",
+                routes.len()
+            );
+            self.log(&format!("Refused {conn}: {why}."));
+            return Err(why);
+        }
+        if let Some(u) = uid {
+            let mine = routes.values().filter(|r| r.uid == Some(u)).count();
+            if mine >= self.config.max_connections_per_user {
+                self.cut.fetch_add(1, Ordering::Relaxed);
+                let why = format!(
+                    "uid {u} holds {mine} connections, the limit per user (--max-connections-per-user)"
+                );
+                self.log(&format!("Refused {conn}: {why}."));
+                return Err(why);
+            }
+        }
+        let back = match peer.back() {
+            Ok(b) => Some(b),
+            Err(e) => {
+                self.log(&format!(
+                    "No control channel to {conn}: cannot duplicate its socket ({e})."
+                ));
+                None
+            }
+        };
+        routes.insert(
+            conn.0,
+            Route {
+                uid,
+                back,
+                job: None,
+            },
+        );
+        Ok(())
+    }
+
+    fn on_hello(&self, conn: ConnId, hello: &Hello, clock_offset_ns: i64) {
+        let uid = lock(&self.routes).get(&conn.0).and_then(|r| r.uid);
+        if uid.is_none() {
+            let ok = self
+                .config
+                .token
+                .as_deref()
+                .is_some_and(|t| crate::sink::same_secret(t, &hello.secret));
+            if !ok {
+                self.cut_conn(
+                    conn,
+                    &format!(
+                        "pid {} on {} came over TCP without the site token",
+                        hello.pid, hello.host
+                    ),
+                );
+                return;
+            }
+        }
+        let job = match self.join(conn, uid, hello) {
+            Ok(j) => j,
+            Err(why) => {
+                self.cut_conn(conn, &why);
+                return;
+            }
+        };
+        job.state.on_hello(conn, hello, clock_offset_ns);
+        if let Some(r) = lock(&self.routes).get_mut(&conn.0) {
+            r.job = Some(job.clone());
+        }
+        if !Router::held(&job, conn) {
+            let why = lock(&job.state.problems)
+                .last()
+                .cloned()
+                .unwrap_or_else(|| "its job refused it".into());
+            self.cut_conn(conn, &why);
+            return;
+        }
+        // A stream joining a paused job starts paused.
+        if lock(&job.live).paused {
+            let routes = lock(&self.routes);
+            if let Some(back) = routes.get(&conn.0).and_then(|r| r.back.as_ref()) {
+                let mut bytes = Vec::new();
+                Control::new(Action::Pause).encode(&mut bytes);
+                let _ = back.send(&bytes);
+            }
+        }
+    }
+
+    fn on_frame(&self, conn: ConnId, frame: Frame<'_>) {
+        let Some(job) = self.route_job(conn) else {
+            return;
+        };
+        match &frame {
+            Frame::Pack { .. } => {
+                // The bound over all jobs; each job's own bound is its
+                // sink's.
+                while self.total_in_flight() > self.config.total_in_flight
+                    && !self.stopping.load(Ordering::Relaxed)
+                {
+                    std::thread::sleep(Duration::from_micros(500));
+                }
+            }
+            Frame::Control(c) if c.action == Action::Flushed => {
+                lock(&job.live).flushed.insert(conn.0, c.seq);
+                let _g = lock(&self.changed_lock);
+                self.changed.notify_all();
+                return;
+            }
+            _ => {}
+        }
+        let rank = matches!(frame, Frame::Rank(_));
+        job.state.on_frame(conn, frame);
+        if rank && !Router::held(&job, conn) {
+            self.cut_conn(
+                conn,
+                "it claimed a rank that another stream of its job holds",
+            );
+        }
+    }
+
+    fn on_lost(&self, conn: ConnId, events: u64, packs: u64) {
+        if let Some(job) = self.route_job(conn) {
+            job.state.on_lost(conn, events, packs);
+        }
+    }
+
+    fn on_close(&self, conn: ConnId, outcome: Closed) {
+        let route = lock(&self.routes).remove(&conn.0);
+        if let Closed::Broken(why) = &outcome {
+            // Refusals at accept were logged there.
+            if route.is_some() {
+                self.log(&format!(
+                    "Closed {conn} ({}): {why}.",
+                    route
+                        .as_ref()
+                        .and_then(|r| r.uid)
+                        .map_or("tcp".into(), |u| format!("uid {u}"))
+                ));
+            }
+        }
+        let Some(job) = route.and_then(|r| r.job) else {
+            return;
+        };
+        job.state.on_close(conn, outcome);
+        let mut live = lock(&job.live);
+        live.open.retain(|&c| c != conn.0);
+        live.flushed.remove(&conn.0);
+        live.last_closed = Some(Instant::now());
+        drop(live);
+        let _g = lock(&self.changed_lock);
+        self.changed.notify_all();
+    }
+}

@@ -1,0 +1,161 @@
+//! Who is at the other end of a connection, and the way back to it.
+//!
+//! A long-lived service (`hark serve`) needs both: the kernel's word on the
+//! peer's user (`SO_PEERCRED`, Unix sockets only) decides who owns a job,
+//! and a second descriptor of the same socket lets the service write
+//! control frames back to a probe while the reader thread goes on reading.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+/// Options of [`Listener::serve_with`](crate::Listener::serve_with).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServeOptions {
+    /// A connection that has not delivered a whole `Hello` this long after
+    /// it was accepted is cut off (a client that connects and says nothing,
+    /// or trickles its handshake). After the `Hello` a stream may be silent
+    /// for as long as it likes: a rank blocked in `MPI_Recv` sends nothing.
+    /// `None`: no limit (a `hark run`, whose clients are its own).
+    pub hello_timeout: Option<Duration>,
+}
+
+/// The other end of an accepted connection, as [`Sink::on_accept`](crate::Sink::on_accept)
+/// sees it.
+#[derive(Debug)]
+pub struct Peer {
+    /// The peer process's user, group and pid as the kernel recorded them
+    /// when it connected (`SO_PEERCRED`); `None` on TCP.
+    pub cred: Option<Cred>,
+    fd: RawFd,
+}
+
+/// A Unix socket peer's credentials.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cred {
+    /// User id.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+    /// Process id.
+    pub pid: u32,
+}
+
+impl Peer {
+    pub(crate) fn of_unix(fd: RawFd) -> Peer {
+        Peer {
+            cred: peer_cred(fd),
+            fd,
+        }
+    }
+
+    pub(crate) fn of_tcp(fd: RawFd) -> Peer {
+        Peer { cred: None, fd }
+    }
+
+    /// A second descriptor of the connection, for writing back to the peer.
+    /// Keep it no longer than the connection lives (drop it at
+    /// [`Sink::on_close`](crate::Sink::on_close)).
+    pub fn back(&self) -> io::Result<Back> {
+        // SAFETY: `fd` is the accepted socket, open while `on_accept` runs;
+        // F_DUPFD_CLOEXEC makes a new descriptor that the Back owns.
+        let fd = unsafe { libc::fcntl(self.fd, libc::F_DUPFD_CLOEXEC, 3) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and is owned by nobody else.
+        Ok(Back(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+}
+
+/// The way back to a connected peer: writes that never block.
+#[derive(Debug)]
+pub struct Back(OwnedFd);
+
+impl Back {
+    /// Sends `bytes` whole, or nothing: fails with `WouldBlock` if the
+    /// socket's buffer cannot take them now (a peer that does not read),
+    /// and with the socket's error if it is gone. A partial write (a buffer
+    /// with room for part of a frame) is reported as `WriteZero`; the
+    /// stream back is then unusable, and the caller should stop using it.
+    pub fn send(&self, bytes: &[u8]) -> io::Result<()> {
+        // SAFETY: the descriptor is owned and open; the buffer is valid for
+        // its length. MSG_DONTWAIT keeps the caller from blocking,
+        // MSG_NOSIGNAL turns a closed peer into EPIPE instead of SIGPIPE.
+        let n = unsafe {
+            libc::send(
+                self.0.as_raw_fd(),
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n as usize != bytes.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                format!("only {n} of {} bytes could be sent", bytes.len()),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Back {
+    /// Ends the connection both ways: the reader sees its end at once (and
+    /// closes the stream as the peer left it), the peer's next write fails.
+    pub fn cut(&self) {
+        // SAFETY: shutdown on an owned, open descriptor only ends traffic.
+        unsafe { libc::shutdown(self.0.as_raw_fd(), libc::SHUT_RDWR) };
+    }
+}
+
+fn peer_cred(fd: RawFd) -> Option<Cred> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writing and sized for
+    // SO_PEERCRED's answer.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some(Cred {
+        uid: cred.uid,
+        gid: cred.gid,
+        pid: cred.pid as u32,
+    })
+}
+
+/// Sets (or with `None`, clears) the socket's receive timeout.
+pub(crate) fn set_read_timeout(fd: RawFd, timeout: Option<Duration>) {
+    if fd < 0 {
+        return;
+    }
+    let t = timeout.unwrap_or(Duration::ZERO);
+    let tv = libc::timeval {
+        tv_sec: t.as_secs() as libc::time_t,
+        tv_usec: t.subsec_micros() as libc::suseconds_t,
+    };
+    // SAFETY: `tv` is a valid timeval for SO_RCVTIMEO; a failure leaves the
+    // socket as it was, which only loses the timeout.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&tv as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+}
