@@ -238,7 +238,12 @@ impl Store {
                 let mut head = [0u8; hark_wire::HEADER_SIZE + hark_wire::PACK_HEADER_SIZE];
                 hark_wire::write_pack_header(&mut head, seq, chosen.len());
                 self.write(w, &head, chosen);
-                w.kept += chosen.len() as u64;
+                // A write that failed (a full disk) closed the file.
+                if w.file.is_some() {
+                    w.kept += chosen.len() as u64;
+                } else {
+                    w.dropped += chosen.len() as u64;
+                }
             } else {
                 // The store is a prefix of the run: once full, it stays full.
                 self.full.store(true, Ordering::Relaxed);
@@ -284,6 +289,7 @@ impl Store {
                 f.write_all(run.as_bytes())
             }) {
                 self.fail(format!("cannot write a chunk of {}: {e}", w.name));
+                w.dropped += n as u64;
                 continue;
             }
             win.bytes += bytes;
