@@ -14,9 +14,9 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 mod cli;
+mod ctl;
 mod diff;
 mod export;
-mod ctl;
 mod launch;
 mod live;
 mod open;
@@ -31,8 +31,8 @@ mod serve;
 mod serve_http;
 mod settings;
 mod status;
-mod trace;
 mod top;
+mod trace;
 
 use clap::Parser;
 
