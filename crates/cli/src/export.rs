@@ -121,8 +121,16 @@ pub fn read_run(path: &Path) -> Result<(Run, PathBuf)> {
 
 /// Runs `hark export`; returns the process exit status.
 pub fn export(args: &ExportArgs) -> Result<i32> {
-    let (run, dir) = read_run(&args.run_dir)?;
+    // The formats first: a trace format needs the store, whatever the profile.
+    let dir = if args.run_dir.is_dir() {
+        args.run_dir.clone()
+    } else {
+        args.run_dir
+            .parent()
+            .map_or_else(|| PathBuf::from("."), PathBuf::from)
+    };
     check(&args.format, &dir)?;
+    let (run, dir) = read_run(&args.run_dir)?;
     let out = args.output.clone().unwrap_or_else(|| dir.clone());
     let files = write(&run, &dir, &args.format, &out)?;
     if !args.quiet {
