@@ -295,7 +295,12 @@ fn window_run(attempt: usize, from_s: f64) -> (u64, f64) {
                 continue;
             };
             let per_slice: Vec<u64> = per_slice[r].as_array().unwrap().iter().map(u).collect();
-            let want: u64 = per_slice[first as usize..=last as usize].iter().sum();
+            // Trailing empty slices are cut: a window may reach past the run.
+            let want: u64 = per_slice
+                .iter()
+                .take(last as usize + 1)
+                .skip(first as usize)
+                .sum();
             let inside = |t: &&u64| (first..=last).contains(&slice_of(**t));
             let sure = times
                 .iter()
@@ -316,8 +321,11 @@ fn window_run(attempt: usize, from_s: f64) -> (u64, f64) {
             };
             let b = &ts["metrics"][format!("p2p_to:{to}.bytes")];
             let sum = |v: &Value| -> u64 {
-                v[r].as_array().unwrap()[first as usize..=last as usize]
+                v[r].as_array()
+                    .unwrap()
                     .iter()
+                    .take(last as usize + 1)
+                    .skip(first as usize)
                     .map(u)
                     .sum()
             };
