@@ -615,6 +615,10 @@ impl Track {
         };
         let n = open.recvs.len() as u32;
         for mut op in open.recvs.drain(..) {
+            // The call's own number: another thread's calls may come
+            // between it and its completion records, and two calls must
+            // not share one (the matcher groups a call's receives by it).
+            op.call = open.call;
             op.in_call = n;
             // Numbered now, not when its completion record was read: the
             // receives of one stream then reach the matcher in the order
