@@ -14,11 +14,15 @@
 //!   `MPI_Sendrecv`, a `MPI_Wait*` completing it) and was entered before the
 //!   send: it waited `min(send enter, receive leave) − receive enter`. A call
 //!   completing several receives (`MPI_Waitall`) is one instance that waited
-//!   as long as its latest message, caused by that message's sender.
+//!   as long as its latest message, caused by that message's sender (ties:
+//!   the smaller rank, then its later message).
 //! - *Late Sender / Wrong Order*: a Late Sender while a message the same
 //!   sender sent this rank earlier (on another tag or communicator) is still
 //!   to be received: the receive order kept the rank waiting while another
-//!   message was there to take. Across senders this would need a window of
+//!   message was there to take. "Earlier" is the sender's posting order,
+//!   "still to be received" the receiver's order (its receives numbered as
+//!   its stream publishes them): two orders of two streams, so neither the
+//!   split between servers nor the order partials merge in changes it. Across senders this would need a window of
 //!   receives held back, and two ranks' clocks compared; within one sender
 //!   it is decided when the pair is matched, on one clock.
 //! - *Late Receiver*: a blocking send entered before its receive was
@@ -94,6 +98,8 @@ struct CallWait {
     matched: u32,
     in_call: u32,
     wait: Option<Wait>,
+    /// The sender's order of the message `wait` waited for.
+    send_seq: u64,
 }
 
 /// The key of a channel: communicator, source, tag (the destination is
@@ -265,16 +271,22 @@ impl P2pMatcher {
             matched: 0,
             in_call: r.in_call,
             wait: None,
+            send_seq: 0,
         });
         call.matched += 1;
         if let Some(w) = late {
             // The call's instance is its longest wait; ties go to the
-            // smaller world rank, so the result never depends on order.
+            // smaller world rank, then to its later message (its order in
+            // the sender's stream: ids of paths differ between servers),
+            // so that the result never depends on the order pairs are
+            // matched in.
             let longer = call.wait.as_ref().is_none_or(|c| {
-                (w.time_ns, std::cmp::Reverse(w.late)) > (c.time_ns, std::cmp::Reverse(c.late))
+                (w.time_ns, std::cmp::Reverse(w.late), s.seq)
+                    > (c.time_ns, std::cmp::Reverse(c.late), call.send_seq)
             });
             if longer {
                 call.wait = Some(w);
+                call.send_seq = s.seq;
             }
         }
         if call.matched >= call.in_call {
@@ -296,8 +308,11 @@ impl P2pMatcher {
             return true;
         }
         // An earlier send still queued: online its receive has not come
-        // (pairs are matched as soon as both are there); while partials
-        // merge it may be queued too, at the same place in its channel.
+        // (pairs are matched as soon as both are there), and since a
+        // stream publishes its receives in the order of their numbers
+        // (`track.rs`), it comes after `r` if it comes at all. While
+        // partials merge it may be queued too, at the same place in its
+        // channel.
         let Some(keys) = self.by_src.get(&s.src) else {
             return false;
         };

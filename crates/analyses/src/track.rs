@@ -155,7 +155,8 @@ pub(crate) struct P2pOp {
     /// Actual tag.
     pub tag: i32,
     /// Order of this side in its stream: sends in posting order, receives
-    /// in completion order.
+    /// in completion order (a call's receives when the call's completion
+    /// records are all read): the order in which the stream publishes them.
     pub seq: u64,
     /// Entry into the call that posted it (common ns).
     pub post_ns: u64,
@@ -575,14 +576,14 @@ impl Track {
                 _ => (posted.unwrap_or(enter), None),
             };
             let (path, region) = self.callpath(cx, thread);
-            self.recvs += 1;
             let op = P2pOp {
                 side: Side::Recv,
                 comm,
                 src: peer,
                 dst: me,
                 tag: ev.tag.get(),
-                seq: self.recvs,
+                // Numbered when published (`close_call` for the held ones).
+                seq: 0,
                 post_ns,
                 block,
                 func,
@@ -594,7 +595,11 @@ impl Track {
             if class == Class::Wait || class == Class::Test {
                 self.open[thread].recvs.push(op);
             } else {
-                out.ops.push(op);
+                self.recvs += 1;
+                out.ops.push(P2pOp {
+                    seq: self.recvs,
+                    ..op
+                });
             }
         }
         if (class == Class::Wait || class == Class::Test) && self.open[thread].details_left == 0 {
@@ -610,7 +615,17 @@ impl Track {
         };
         let n = open.recvs.len() as u32;
         for mut op in open.recvs.drain(..) {
+            // The call's own number: another thread's calls may come
+            // between it and its completion records, and two calls must
+            // not share one (the matcher groups a call's receives by it).
+            op.call = open.call;
             op.in_call = n;
+            // Numbered now, not when its completion record was read: the
+            // receives of one stream then reach the matcher in the order
+            // of their numbers, which Wrong Order relies on (another
+            // thread may publish receives while this call is held).
+            self.recvs += 1;
+            op.seq = self.recvs;
             out.ops.push(op);
         }
         open.details_left = 0;
