@@ -96,9 +96,20 @@ fn a_store_stops_at_its_cap_and_says_what_it_dropped() {
             .filter(|d| d.file_name().to_string_lossy().ends_with(".hkt"))
             .map(|d| d.metadata().unwrap().len())
             .sum();
+        // `auto` spares the window still filling when it evicts at the cap
+        // (docs/trace.md): the store may exceed the cap by that one window,
+        // its chunks `stream-<conn>.w<k>.hkt` of every stream.
+        let mut per_window: std::collections::BTreeMap<String, u64> = Default::default();
+        for d in std::fs::read_dir(&store).unwrap().map(|d| d.unwrap()) {
+            let name = d.file_name().to_string_lossy().into_owned();
+            if let Some((_, w)) = name.strip_suffix(".hkt").and_then(|n| n.rsplit_once(".w")) {
+                *per_window.entry(w.to_string()).or_default() += d.metadata().unwrap().len();
+            }
+        }
+        let spared = per_window.values().copied().max().unwrap_or(0);
         assert!(
-            bytes <= cap + (64 << 10),
-            "{spec}: {bytes} bytes in the store"
+            bytes <= cap + spared + (64 << 10),
+            "{spec}: {bytes} bytes in the store (the largest window {spared})"
         );
         let index = std::fs::read_to_string(store.join("index.tsv")).unwrap();
         let dropped: u64 = index
