@@ -154,21 +154,27 @@ pub struct Server {
     last_status: Mutex<(Instant, u64)>,
 }
 
+/// The analyses to run, by spec name (`None`: every one); `summary` always
+/// runs. Shared by [`Server`] and [`Service`].
+pub(crate) fn select_analyses(
+    names: Option<&[String]>,
+) -> Result<Vec<Arc<dyn hark_analyses::DynAnalysis>>, Error> {
+    let Some(names) = names else {
+        return Ok(registry::all());
+    };
+    let mut names: Vec<&str> = names.iter().map(String::as_str).collect();
+    if !names.contains(&"summary") {
+        names.push("summary");
+    }
+    registry::select(&names).map_err(|e| Error::new(ErrorKind::Analyses(e)))
+}
+
 impl Server {
     /// Binds `config.addr`, starts the board's workers and accepts probe
     /// connections on a background thread. Fails if the address cannot be
     /// bound or an analysis name is unknown.
     pub fn start(config: ServerConfig) -> Result<Server, Error> {
-        let analyses = match &config.analyses {
-            None => registry::all(),
-            Some(names) => {
-                let mut names: Vec<&str> = names.iter().map(String::as_str).collect();
-                if !names.contains(&"summary") {
-                    names.push("summary");
-                }
-                registry::select(&names).map_err(|e| Error::new(ErrorKind::Analyses(e)))?
-            }
-        };
+        let analyses = select_analyses(config.analyses.as_deref())?;
         let trace = config.trace.clone().map(trace::Store::new).transpose()?;
         let listener = hark_transport::Listener::bind(&config.addr)
             .map_err(|e| Error::new(ErrorKind::Listen(e)))?;

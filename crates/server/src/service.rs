@@ -34,7 +34,7 @@
 
 use crate::sink::{Counters, State};
 use crate::{run_of, Error, ErrorKind};
-use hark_analyses::{registry, Config, DynAnalysis};
+use hark_analyses::{Config, DynAnalysis};
 use hark_board::Board;
 use hark_model::Run;
 use hark_transport::{Back, Closed, ConnId, Peer, ServeOptions, Sink};
@@ -298,16 +298,7 @@ impl Service {
         on_run: Arc<OnRun>,
         log: Arc<OnLog>,
     ) -> Result<Service, Error> {
-        let analyses = match &config.analyses {
-            None => registry::all(),
-            Some(names) => {
-                let mut names: Vec<&str> = names.iter().map(String::as_str).collect();
-                if !names.contains(&"summary") {
-                    names.push("summary");
-                }
-                registry::select(&names).map_err(|e| Error::new(ErrorKind::Analyses(e)))?
-            }
-        };
+        let analyses = crate::select_analyses(config.analyses.as_deref())?;
         let listener = hark_transport::Listener::bind(&config.listen)
             .map_err(|e| Error::new(ErrorKind::Listen(e)))?;
         let board = Board::new(config.workers.max(1));
