@@ -6,7 +6,10 @@
 //! over the largest) of `n` ranks is `(n + 1) / 2n`: `profile.json` must give
 //! it within 0.02, with every efficiency a fraction of 1 and
 //! `parallel = load_balance × communication`,
-//! `communication = serialisation × transfer` to 1e-9.
+//! `communication = serialisation × transfer` to 1e-9. A loaded machine
+//! wakes sleeping ranks late and so changes the imbalance that happens: the
+//! program times its own work outside MPI, and Hark must match that to 0.01
+//! (and the injected ratio to 0.02 whenever what happened is the injected).
 
 mod common;
 
@@ -30,35 +33,47 @@ fn check(mpi: Mpi, np: usize) {
         ROUNDS.to_string(),
     ]);
     let injected = (np + 1) as f64 / (2 * np) as f64;
-    // One more run if the first is off: on an oversubscribed machine a
-    // sleeping rank can wake late, which changes the work that happened,
-    // not what Hark measures of it. A real error shows in both runs.
-    let mut last = String::new();
-    for attempt in 0..2 {
-        let _ = std::fs::remove_dir_all(dir.join("run"));
-        let (out, run_dir) = hark_run(&dir, &[], &command);
-        assert_exit(&out, 0);
-        let profile = profile(&run_dir);
-        assert_eq!(lost(&profile), 0, "events lost");
-        let e = efficiency(&profile, 0);
-        check_waits_fit(&profile, 0);
-        if (e["load_balance"] - injected).abs() <= 0.02 {
-            std::fs::remove_dir_all(&dir).unwrap();
-            return;
-        }
-        last = format!(
-            "{} ranks on {}: load balance {:.4}, injected {injected:.4} (mean {} units over \
-             max {np}, {ROUNDS} rounds of {UNIT_MS} ms)\nefficiency: {}\n--- hark\n{}",
-            np,
-            mpi.name,
-            e["load_balance"],
-            (np + 1) as f64 / 2.0,
-            profile["programs"][0]["efficiency"],
-            String::from_utf8_lossy(&out.stderr),
+    let (out, run_dir) = hark_run(&dir, &[], &command);
+    assert_exit(&out, 0);
+    let profile = profile(&run_dir);
+    assert_eq!(lost(&profile), 0, "events lost");
+    let e = efficiency(&profile, 0);
+    check_waits_fit(&profile, 0);
+    // The imbalance that happened, timed by the program itself: on a loaded
+    // machine a sleeping rank wakes late, and that is work outside MPI too.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let useful: Vec<f64> = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("useful_ns "))
+        .unwrap_or_else(|| panic!("no useful_ns line in the program's output:\n{stdout}"))
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!(useful.len(), np);
+    let max = useful.iter().copied().fold(0.0, f64::max);
+    let happened = useful.iter().sum::<f64>() / np as f64 / max;
+    let report = format!(
+        "{np} ranks on {}: Hark's load balance {:.4}, the program's own {happened:.4}, \
+         injected {injected:.4} ({ROUNDS} rounds of {UNIT_MS} ms units)\nefficiency: {}\n\
+         --- hark\n{}",
+        mpi.name,
+        e["load_balance"],
+        profile["programs"][0]["efficiency"],
+        String::from_utf8_lossy(&out.stderr),
+    );
+    // Hark measures what happened, to 0.01; on a quiet machine what happened
+    // is what was injected, and then Hark is within 0.02 of that as well.
+    assert!((e["load_balance"] - happened).abs() <= 0.01, "{report}");
+    if (happened - injected).abs() <= 0.01 {
+        assert!((e["load_balance"] - injected).abs() <= 0.02, "{report}");
+    } else {
+        assert!(
+            (happened - injected).abs() <= 0.15,
+            "the program did not run as built: {report}"
         );
-        eprintln!("attempt {attempt} is off:\n{last}");
+        eprintln!("the machine stretched the work (checked against what happened): {report}");
     }
-    panic!("twice off: {last}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -15,6 +15,12 @@
 //! program's receives. The result goes to the server as a `Clock` frame
 //! (`docs/wire.md`); the server applies it (`docs/analyses.md`, "Time").
 //!
+//! The program waits in `MPI_Init` and `MPI_Finalize` meanwhile, so their
+//! events span the alignment too ([`finalize_entered`]): counted as time
+//! outside MPI, a slow ping-pong (ranks sharing cores under MPICH's busy
+//! polling: 12 ms round trips were seen) read as the program's own work and
+//! moved its load balance by 0.2.
+//!
 //! Every rank of the job must take part (the duplicate is collective, and
 //! rank 0 waits for every rank): `HARK_CLOCK_SYNC=0` turns it off, and must
 //! then be set for every rank.
@@ -24,7 +30,7 @@ use super::mpi_call::{comm_dup, comm_free, initialized, rank_size, recv_bytes, s
 use super::plan::Kind;
 use crate::core::{clock_sync_enabled, now, set_clock};
 use hark_wire::{ClockPhase, ClockSync};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Rounds of ping-pong per rank and measurement.
 pub(crate) const ROUNDS: usize = 10;
@@ -35,6 +41,16 @@ const TAG: i32 = 1;
 /// The private duplicate of `MPI_COMM_WORLD`, from `MPI_Init` to
 /// `MPI_Finalize`; 0 while there is none (no handle of either flavour is 0).
 static COMM: AtomicUsize = AtomicUsize::new(0);
+
+/// When the program entered `MPI_Finalize` (probe clock), before the
+/// alignment there; 0 before.
+static FINALIZE_ENTERED: AtomicU64 = AtomicU64::new(0);
+
+/// The start of `MPI_Finalize`'s event: when the program called it, before
+/// the alignment that runs ahead of the real call.
+pub(super) fn finalize_entered() -> Option<u64> {
+    Some(FINALIZE_ENTERED.load(Relaxed)).filter(|&t| t != 0)
+}
 
 /// At the end of a successful `MPI_Init`: duplicates the world and measures.
 pub(super) fn at_init(abi: &Abi, rank: i32, size: i32) {
@@ -50,6 +66,7 @@ pub(super) fn at_init(abi: &Abi, rank: i32, size: i32) {
 
 /// At the start of `MPI_Finalize`: measures again and frees the duplicate.
 pub(super) fn at_finalize(abi: &Abi) {
+    FINALIZE_ENTERED.store(crate::core::stamp(), Relaxed);
     let comm = COMM.swap(0, Relaxed);
     if comm == 0 {
         return;

@@ -340,10 +340,15 @@ unsafe fn record(
         Kind::Init => {
             if ok {
                 init(abi);
+                // The program waited for the alignment in `MPI_Init` too.
+                ev = Event::new(plan.op, t0, crate::core::stamp());
             }
             emit(g, ev);
         }
         Kind::Finalize => {
+            if let Some(entered) = align::finalize_entered().filter(|&t| t <= t0) {
+                ev = Event::new(plan.op, entered, t1);
+            }
             emit(g, ev);
             crate::core::finish(EndReason::Finalize);
         }
