@@ -27,8 +27,7 @@ fn settle(setup: &Setup, finished: u64) {
 fn parallel(setup: &Setup, name: &str) {
     std::thread::scope(|s| {
         for j in 0..8 {
-            let path = setup.path.clone();
-            s.spawn(move || whole_job(&path, &format!("{name}/{j}"), 4, 2000));
+            s.spawn(move || whole_job_seen(setup, &format!("{name}/{j}"), 4, 2000));
         }
     });
 }
@@ -45,7 +44,7 @@ fn a_hundred_jobs_in_sequence_and_eight_at_once_leave_nothing_behind() {
     // Warm up: the outputs' first use, and the allocator's per-thread
     // arenas, which concurrent readers create once (a one-time step).
     for i in 0..10 {
-        whole_job(&setup.path, &format!("warm-{i}"), 2, 2000);
+        whole_job_seen(&setup, &format!("warm-{i}"), 2, 2000);
         settle(&setup, i + 1);
     }
     parallel(&setup, "warm");
@@ -55,7 +54,7 @@ fn a_hundred_jobs_in_sequence_and_eight_at_once_leave_nothing_behind() {
     let (fds0, threads0) = fds_and_threads();
     let rss0 = rss_kib();
     for i in 0..100 {
-        whole_job(&setup.path, &format!("seq-{i}"), 2, 2000);
+        whole_job_seen(&setup, &format!("seq-{i}"), 2, 2000);
         settle(&setup, 27 + i);
     }
     let rss_seq = rss_kib();

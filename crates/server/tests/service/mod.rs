@@ -162,6 +162,38 @@ pub fn whole_job(path: &Path, job: &str, ranks: i32, n: u64) {
     }
 }
 
+/// [`whole_job`], but the ends are sent only once the service has taken
+/// every rank's `Hello`: on a loaded machine a reader thread can be
+/// scheduled after another rank's stream has closed and lingered, which
+/// splits the job (as it would for a launcher whose ranks start further
+/// apart than the linger).
+pub fn whole_job_seen(setup: &Setup, job: &str, ranks: i32, n: u64) {
+    let mut streams: Vec<UnixStream> = (0..ranks)
+        .map(|r| {
+            let mut s = connect(&setup.path);
+            s.write_all(&hello(job, r, ranks, 1000 + r as u32)).unwrap();
+            s
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while setup
+        .service
+        .job(&ROOT, job)
+        .map_or(true, |j| j.streams < ranks as usize)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "job {job}'s hellos never all arrived"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    for (r, s) in streams.iter_mut().enumerate() {
+        let mut bytes = work(r as i32, ranks, n);
+        bytes.extend(end(n));
+        s.write_all(&bytes).unwrap();
+    }
+}
+
 /// The kept run of `job`, once it is there (waits up to 30 s).
 pub fn run_of(setup: &Setup, job: &str) -> Kept {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
