@@ -42,6 +42,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR", default_value = "hark-runs")]
     pub runs: PathBuf,
 
+    /// The run index every run is recorded in, and finished jobs are read
+    /// back from at the next start (default: DIR/index.sqlite).
+    #[arg(long, value_name = "FILE")]
+    pub index: Option<PathBuf>,
+
     /// The control socket for `hark ctl` (default: the listen path with
     /// `.ctl` appended, or DIR/hark.ctl for TCP).
     #[arg(long, value_name = "PATH")]
@@ -148,9 +153,23 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         Some(g) => Some(group_id(g)?),
         None => None,
     };
+    let index = args
+        .index
+        .clone()
+        .unwrap_or_else(|| args.runs.join(hark_index::SERVICE_FILE));
+    let keep = ServiceConfig::default().history;
+    let past = crate::serve_index::open(&args.runs, &index, keep)?;
     let runs = args.runs.clone();
-    let on_run =
-        Arc::new(move |r: &ServiceRun| write_service_run(&runs, r).map_err(|e| format!("{e:#}")));
+    let on_run = Arc::new(move |r: &ServiceRun| {
+        let dir = write_service_run(&runs, r).map_err(|e| format!("{e:#}"))?;
+        if let Err(e) = crate::serve_index::record(&index, r, &dir) {
+            print_stderr(&format!(
+                "hark serve: Run {} is not recorded in the run index: {e:#}.\n",
+                dir.display()
+            ));
+        }
+        Ok(dir)
+    });
     let log = Arc::new(|line: &str| print_stderr(&format!("hark serve: {line}\n")));
     let service = Service::start(
         ServiceConfig {
@@ -165,6 +184,7 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
             linger: Duration::from_secs_f64(args.linger.max(0.0)),
             hello_timeout: Duration::from_secs_f64(args.hello_timeout.max(0.1)),
             token,
+            past,
             ..ServiceConfig::default()
         },
         on_run,
@@ -410,16 +430,10 @@ fn write_service_run(runs: &Path, r: &ServiceRun) -> Result<PathBuf> {
     let dir = rundir::create_new(runs, &name, &rundir::timestamp())?;
     hark_outputs::write_all(&r.run, &dir, |_| true)
         .with_context(|| format!("cannot write the run directory {}", dir.display()))?;
-    let meta = json!({
-        "id": r.id.to_string(),
-        "job": r.job,
-        "owner": r.owner,
-        "kind": match r.kind { RunKind::Final => "final", RunKind::Dump(_) => "dump" },
-        "dump": match r.kind { RunKind::Final => None, RunKind::Dump(n) => Some(n) },
-        "state": if r.run.accounting.partial_ranks > 0 || r.run.accounting.partial_children > 0 { "partial" } else { "finished" },
-    });
-    std::fs::write(dir.join("service.json"), format!("{meta:#}\n"))
-        .with_context(|| format!("cannot write {}", dir.join("service.json").display()))?;
+    let meta = crate::serve_index::meta(r);
+    let file = dir.join(crate::serve_index::META_FILE);
+    std::fs::write(&file, format!("{meta:#}\n"))
+        .with_context(|| format!("cannot write {}", file.display()))?;
     if let Some(uid) = r.owner {
         give_to(&dir, uid);
     }
