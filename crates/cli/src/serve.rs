@@ -103,8 +103,9 @@ pub struct ServeArgs {
     #[arg(long = "hello-timeout", value_name = "SECONDS", default_value_t = 10.0)]
     pub hello_timeout: f64,
 
-    /// Also serve the HTTP control route, POST /api/runs/{id}/control, on
-    /// HOST:PORT (localhost only).
+    /// Also serve the live view of every job and the HTTP API (the page,
+    /// GET /api/runs..., POST /api/runs/{id}/control) on HOST:PORT
+    /// (localhost only; each user sees their own jobs).
     #[arg(long, value_name = "HOST:PORT")]
     pub http: Option<String>,
 
@@ -234,12 +235,12 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
     let service = Arc::new(service);
     let http = match &args.http {
         Some(addr) => {
-            let h = crate::serve_http::start(addr, service.clone(), admin_gid)?;
+            let live = crate::serve_http::start(addr, service.clone(), admin_gid)?;
             print_stderr(&format!(
-                "hark serve: Control over HTTP: POST http://{}/api/runs/ID/control\n",
-                h.addr
+                "hark serve: Live view at {url}\nhark serve: Control over HTTP: POST {url}api/runs/ID/control\n",
+                url = live.url()
             ));
-            Some(h)
+            Some(live)
         }
         None => None,
     };
@@ -263,8 +264,9 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         }
     });
     let _ = std::fs::remove_file(&control);
-    if let Some(h) = http {
-        h.stop();
+    if let Some(live) = http {
+        // Its routes hold the service: they must be gone before it ends.
+        live.stop();
     }
     print_stderr("hark serve: Stopping; running jobs are written as they are.\n");
     match Arc::try_unwrap(service) {
@@ -303,7 +305,7 @@ pub fn read_token(path: &Path) -> Result<String> {
 fn answer(service: &Service, stream: UnixStream, admin_gid: Option<u32>) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let Some((uid, gid, pid)) = peer_cred(&stream) else {
+    let Some(hark_transport::Cred { uid, gid, pid }) = hark_transport::cred_of(&stream) else {
         return;
     };
     let admin = uid == 0 || admin_gid.is_some_and(|g| g == gid || in_group(pid, g));
@@ -471,29 +473,6 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         i += 1;
     }
     out
-}
-
-/// The peer of a Unix socket: uid, gid, pid.
-pub fn peer_cred(stream: &UnixStream) -> Option<(u32, u32, u32)> {
-    use std::os::fd::AsRawFd;
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` and `len` are valid for writing and sized for
-    // SO_PEERCRED's answer.
-    let r = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    (r == 0).then_some((cred.uid, cred.gid, cred.pid as u32))
 }
 
 /// Whether process `pid` has `gid` among its supplementary groups.

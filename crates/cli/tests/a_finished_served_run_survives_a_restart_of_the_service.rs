@@ -1,8 +1,9 @@
 //! Nothing finished is lost: a job run through `hark serve` is recorded in
 //! the service's run index (`RUNS/index.sqlite`); after the service is
 //! stopped (SIGTERM) and started again on the same runs directory, `hark ctl
-//! list` still shows the finished job under its number, new jobs are
-//! numbered after it, and `hark runs --index RUNS` lists it. A damaged index
+//! list` and `GET /api/runs` still show the finished job under its number,
+//! `GET /api/runs/{id}/profile` serves its run directory's profile, new
+//! jobs are numbered after it, and `hark runs --index RUNS` lists it. A damaged index
 //! is moved aside and rebuilt from the run directories, and so is a missing
 //! one; neither stops the service.
 
