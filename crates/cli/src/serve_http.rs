@@ -133,10 +133,19 @@ async fn control(
 /// number; a running job's model is a snapshot, shared for
 /// [`hark_live::FRESH`]; a finished one's is its run directory's
 /// `profile.json` (so jobs of the service's earlier lives are served too).
+/// While a job is being folded and written it is neither running nor
+/// finished: its last snapshot is served meanwhile.
 struct Jobs {
     service: Arc<Service>,
-    snapshots: Mutex<HashMap<u64, (Instant, Arc<Run>)>>,
+    snapshots: Mutex<HashMap<u64, Snapshot>>,
     finished: Mutex<Vec<(PathBuf, Arc<Run>)>>,
+}
+
+/// A running job's last snapshot, when it was taken, and whose job it is.
+struct Snapshot {
+    at: Instant,
+    owner: Option<u32>,
+    run: Arc<Run>,
 }
 
 impl Jobs {
@@ -144,16 +153,40 @@ impl Jobs {
         // Held while the snapshot is taken: viewers arriving meanwhile wait
         // for it rather than take one each.
         let mut snapshots = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((at, run)) = snapshots.get(&job.id) {
-            if at.elapsed() < hark_live::FRESH {
-                return Some(run.clone());
+        if let Some(s) = snapshots.get(&job.id) {
+            if s.at.elapsed() < hark_live::FRESH {
+                return Some(s.run.clone());
             }
         }
         let run = Arc::new(self.service.snapshot(viewer, &job.id.to_string()).ok()?);
-        let running = self.service.jobs(viewer);
-        snapshots.retain(|id, _| running.iter().any(|j| j.id == *id));
-        snapshots.insert(job.id, (Instant::now(), run.clone()));
+        // Jobs no longer running need their last snapshot no more.
+        let admin = Viewer {
+            uid: 0,
+            admin: true,
+        };
+        let running = self.service.jobs(&admin);
+        snapshots.retain(|id, _| {
+            running
+                .iter()
+                .any(|j| j.id == *id && j.state == JobState::Running)
+        });
+        snapshots.insert(
+            job.id,
+            Snapshot {
+                at: Instant::now(),
+                owner: job.owner,
+                run: run.clone(),
+            },
+        );
         Some(run)
+    }
+
+    /// The last snapshot of job `id`, if `viewer` may see it: for a job
+    /// between running and finished.
+    fn last_snapshot(&self, viewer: &Viewer, id: &str) -> Option<Arc<Run>> {
+        let snapshots = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
+        let s = snapshots.get(&id.parse().ok()?)?;
+        (viewer.admin || s.owner == Some(viewer.uid)).then(|| s.run.clone())
     }
 
     fn finished(&self, dir: &std::path::Path) -> Option<Arc<Run>> {
@@ -197,14 +230,17 @@ impl Catalog for Jobs {
 
     fn model(&self, viewer: Option<&Viewer>, id: &str) -> Option<Arc<Run>> {
         let viewer = viewer?;
-        let job = self.service.job(viewer, id).ok()?;
-        if job.state == JobState::Running {
-            if let Some(run) = self.snapshot(viewer, &job) {
-                return Some(run);
+        if let Ok(job) = self.service.job(viewer, id) {
+            if job.state == JobState::Running {
+                if let Some(run) = self.snapshot(viewer, &job) {
+                    return Some(run);
+                }
             }
         }
-        // Finished, or it ended between the two questions: ask again.
-        let job = self.service.job(viewer, id).ok()?;
-        self.finished(job.dir.as_deref()?)
+        // Finished, being folded, or it ended between the two questions.
+        match self.service.job(viewer, id) {
+            Ok(job) if job.state != JobState::Running => self.finished(job.dir.as_deref()?),
+            _ => self.last_snapshot(viewer, id),
+        }
     }
 }

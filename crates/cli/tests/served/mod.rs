@@ -137,11 +137,22 @@ impl Served {
     /// The live view's address, `http://HOST:PORT/`, when started with
     /// `--http`.
     pub fn url(&self) -> String {
-        self.log()
-            .lines()
-            .find_map(|l| l.strip_prefix("hark serve: Live view at "))
-            .expect("hark serve printed its live view's address")
-            .to_string()
+        // Printed just after the control socket that `start` waits for.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let log = self.log();
+            if let Some(url) = log
+                .lines()
+                .find_map(|l| l.strip_prefix("hark serve: Live view at "))
+            {
+                return url.to_string();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "hark serve printed no live view address: {log}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
