@@ -3,8 +3,9 @@
 //! through `hark run --server` is listed by `GET /api/runs` as running, its
 //! profile grows while it runs, an interval and a timeline are answered,
 //! the page itself is served, and once the job ended it is listed as
-//! finished and its profile is its run directory's. Control goes through
-//! the same address.
+//! finished and its profile is its run directory's, with no gap between
+//! (the profile is served while the job is being folded). Control goes
+//! through the same address.
 
 mod common;
 mod served;
@@ -101,12 +102,34 @@ fn a_running_job_grows_on_the_services_page_then_is_finished() {
     let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(answer, serde_json::json!({"ok": true, "dir": null}));
 
+    // Asked all along while the job ends, is folded and written, the
+    // profile is always there (it was 404 while the job was being folded).
+    let poller = {
+        let (url, id) = (url.clone(), id.clone());
+        std::thread::spawn(move || -> Vec<String> {
+            let mut failures = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while Instant::now() < deadline {
+                if let Err(e) = hark_live::client::get(&format!("{url}api/runs/{id}/profile")) {
+                    failures.push(e.to_string());
+                }
+                let runs = hark_live::client::get(&format!("{url}api/runs")).unwrap();
+                if runs.contains("\"finished\"") {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            failures
+        })
+    };
     let out = job.wait_with_output().unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let failures = poller.join().unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
     let jobs = served.wait_jobs("the job is finished", |j| j[0]["state"] == "finished");
     let runs = json(&format!("{url}api/runs"));
     assert_eq!(
