@@ -141,10 +141,10 @@ struct Jobs {
     finished: Mutex<Vec<(PathBuf, Arc<Run>)>>,
 }
 
-/// A running job's last snapshot, when it was taken, and whose job it is.
+/// A running job's last snapshot, when it was taken, and the job then.
 struct Snapshot {
     at: Instant,
-    owner: Option<u32>,
+    job: JobInfo,
     run: Arc<Run>,
 }
 
@@ -174,7 +174,7 @@ impl Jobs {
             job.id,
             Snapshot {
                 at: Instant::now(),
-                owner: job.owner,
+                job: job.clone(),
                 run: run.clone(),
             },
         );
@@ -186,7 +186,7 @@ impl Jobs {
     fn last_snapshot(&self, viewer: &Viewer, id: &str) -> Option<Arc<Run>> {
         let snapshots = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
         let s = snapshots.get(&id.parse().ok()?)?;
-        (viewer.admin || s.owner == Some(viewer.uid)).then(|| s.run.clone())
+        (viewer.admin || s.job.owner == Some(viewer.uid)).then(|| s.run.clone())
     }
 
     fn finished(&self, dir: &std::path::Path) -> Option<Arc<Run>> {
@@ -212,9 +212,20 @@ impl Catalog for Jobs {
         let Some(viewer) = viewer else {
             return Vec::new();
         };
-        self.service
-            .jobs(viewer)
-            .into_iter()
+        let mut jobs = self.service.jobs(viewer);
+        // A job being folded is in neither list: still running for a viewer
+        // who watched it.
+        let snapshots = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
+        let folding: Vec<JobInfo> = snapshots
+            .values()
+            .map(|s| &s.job)
+            .filter(|j| viewer.admin || j.owner == Some(viewer.uid))
+            .filter(|j| !jobs.iter().any(|k| k.id == j.id))
+            .cloned()
+            .collect();
+        drop(snapshots);
+        jobs.extend(folding);
+        jobs.into_iter()
             .map(|j| RunInfo {
                 id: j.id.to_string(),
                 state: match j.state {

@@ -4,7 +4,7 @@
 //! profile grows while it runs, an interval and a timeline are answered,
 //! the page itself is served, and once the job ended it is listed as
 //! finished and its profile is its run directory's, with no gap between
-//! (the profile is served while the job is being folded). Control goes
+//! (the job is listed, and its profile served, while it is being folded). Control goes
 //! through the same address.
 
 mod common;
@@ -102,8 +102,8 @@ fn a_running_job_grows_on_the_services_page_then_is_finished() {
     let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(answer, serde_json::json!({"ok": true, "dir": null}));
 
-    // Asked all along while the job ends, is folded and written, the
-    // profile is always there (it was 404 while the job was being folded).
+    // Asked all along while the job ends, is folded and written, the job is
+    // listed and its profile there (both were missing while it was folded).
     let poller = {
         let (url, id) = (url.clone(), id.clone());
         std::thread::spawn(move || -> Vec<String> {
@@ -114,6 +114,9 @@ fn a_running_job_grows_on_the_services_page_then_is_finished() {
                     failures.push(e.to_string());
                 }
                 let runs = hark_live::client::get(&format!("{url}api/runs")).unwrap();
+                if !runs.contains(&format!("\"id\":\"{id}\"")) {
+                    failures.push(format!("not listed: {runs}"));
+                }
                 if runs.contains("\"finished\"") {
                     break;
                 }
