@@ -29,6 +29,7 @@ mod rundir;
 mod runs;
 mod serve;
 mod serve_http;
+mod serve_index;
 mod settings;
 mod status;
 mod top;

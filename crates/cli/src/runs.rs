@@ -2,7 +2,9 @@
 //! the index (`hark-index`: `$HARK_INDEX`, else
 //! `$XDG_DATA_HOME/hark/runs.sqlite`, else
 //! `~/.local/share/hark/runs.sqlite`); `hark runs` lists and filters it, and
-//! `hark runs --add RUN_DIR` records runs made elsewhere.
+//! `hark runs --add RUN_DIR` records runs made elsewhere. `hark runs --index
+//! RUNS` reads the index a `hark serve --runs RUNS` keeps there, showing a
+//! user only their own runs (root: all of them).
 
 use crate::cli::RunsArgs;
 use crate::output::print_stdout;
@@ -12,9 +14,16 @@ use hark_model::Run;
 use std::path::{Path, PathBuf};
 
 /// The index file: the option (or `HARK_INDEX`), else the default place.
+/// A directory is a service's runs directory, holding its index.
 pub fn index_path(option: Option<&Path>) -> Result<PathBuf> {
     option
-        .map(Path::to_path_buf)
+        .map(|p| {
+            if p.is_dir() {
+                p.join(hark_index::SERVICE_FILE)
+            } else {
+                p.to_path_buf()
+            }
+        })
         .or_else(hark_index::default_path)
         .ok_or_else(|| {
             anyhow!("no place for the run index: set HARK_INDEX (or HOME, or XDG_DATA_HOME)")
@@ -38,6 +47,8 @@ pub fn entry(run: &Run, dir: &Path, date: i64) -> Entry {
         wall_ns: run.programs.iter().map(|p| p.wall_ns).max().unwrap_or(0),
         command: first.map(|p| p.command.join(" ")).unwrap_or_default(),
         hark_version: run.hark_version.clone(),
+        owner: None,
+        served: false,
     }
 }
 
@@ -84,6 +95,11 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
                 u
             }
         }),
+        // SAFETY: getuid has no preconditions.
+        viewer: match unsafe { libc::getuid() } {
+            0 => None,
+            uid => Some(uid),
+        },
     };
     let found = index.list(&filter)?;
     let mut text = String::new();
@@ -96,13 +112,14 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
         ));
     }
     for e in &found {
+        let owner = e.owner.map_or(String::new(), |u| format!("  (uid {u})"));
         let gone = if e.run_dir.join(hark_outputs::json::FILE_NAME).exists() {
             ""
         } else {
             "  (deleted)"
         };
         text.push_str(&format!(
-            "{:<19}  {:<16} {:>5} {:>11}  {:<20} {}{gone}\n",
+            "{:<19}  {:<16} {:>5} {:>11}  {:<20} {}{gone}{owner}\n",
             index.format_date(e.date)?,
             e.host,
             e.ranks,

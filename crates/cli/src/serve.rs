@@ -42,6 +42,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR", default_value = "hark-runs")]
     pub runs: PathBuf,
 
+    /// The run index every run is recorded in, and finished jobs are read
+    /// back from at the next start (default: DIR/index.sqlite).
+    #[arg(long, value_name = "FILE")]
+    pub index: Option<PathBuf>,
+
     /// The control socket for `hark ctl` (default: the listen path with
     /// `.ctl` appended, or DIR/hark.ctl for TCP).
     #[arg(long, value_name = "PATH")]
@@ -98,8 +103,9 @@ pub struct ServeArgs {
     #[arg(long = "hello-timeout", value_name = "SECONDS", default_value_t = 10.0)]
     pub hello_timeout: f64,
 
-    /// Also serve the HTTP control route, POST /api/runs/{id}/control, on
-    /// HOST:PORT (localhost only).
+    /// Also serve the live view of every job and the HTTP API (the page,
+    /// GET /api/runs..., POST /api/runs/{id}/control) on HOST:PORT
+    /// (localhost only; each user sees their own jobs).
     #[arg(long, value_name = "HOST:PORT")]
     pub http: Option<String>,
 
@@ -148,9 +154,23 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         Some(g) => Some(group_id(g)?),
         None => None,
     };
+    let index = args
+        .index
+        .clone()
+        .unwrap_or_else(|| args.runs.join(hark_index::SERVICE_FILE));
+    let keep = ServiceConfig::default().history;
+    let past = crate::serve_index::open(&args.runs, &index, keep)?;
     let runs = args.runs.clone();
-    let on_run =
-        Arc::new(move |r: &ServiceRun| write_service_run(&runs, r).map_err(|e| format!("{e:#}")));
+    let on_run = Arc::new(move |r: &ServiceRun| {
+        let dir = write_service_run(&runs, r).map_err(|e| format!("{e:#}"))?;
+        if let Err(e) = crate::serve_index::record(&index, r, &dir) {
+            print_stderr(&format!(
+                "hark serve: Run {} is not recorded in the run index: {e:#}.\n",
+                dir.display()
+            ));
+        }
+        Ok(dir)
+    });
     let log = Arc::new(|line: &str| print_stderr(&format!("hark serve: {line}\n")));
     let service = Service::start(
         ServiceConfig {
@@ -165,6 +185,7 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
             linger: Duration::from_secs_f64(args.linger.max(0.0)),
             hello_timeout: Duration::from_secs_f64(args.hello_timeout.max(0.1)),
             token,
+            past,
             ..ServiceConfig::default()
         },
         on_run,
@@ -214,12 +235,12 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
     let service = Arc::new(service);
     let http = match &args.http {
         Some(addr) => {
-            let h = crate::serve_http::start(addr, service.clone(), admin_gid)?;
+            let live = crate::serve_http::start(addr, service.clone(), admin_gid)?;
             print_stderr(&format!(
-                "hark serve: Control over HTTP: POST http://{}/api/runs/ID/control\n",
-                h.addr
+                "hark serve: Live view at {url}\nhark serve: Control over HTTP: POST {url}api/runs/ID/control\n",
+                url = live.url()
             ));
-            Some(h)
+            Some(live)
         }
         None => None,
     };
@@ -243,8 +264,9 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         }
     });
     let _ = std::fs::remove_file(&control);
-    if let Some(h) = http {
-        h.stop();
+    if let Some(live) = http {
+        // Its routes hold the service: they must be gone before it ends.
+        live.stop();
     }
     print_stderr("hark serve: Stopping; running jobs are written as they are.\n");
     match Arc::try_unwrap(service) {
@@ -283,7 +305,7 @@ pub fn read_token(path: &Path) -> Result<String> {
 fn answer(service: &Service, stream: UnixStream, admin_gid: Option<u32>) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let Some((uid, gid, pid)) = peer_cred(&stream) else {
+    let Some(hark_transport::Cred { uid, gid, pid }) = hark_transport::cred_of(&stream) else {
         return;
     };
     let admin = uid == 0 || admin_gid.is_some_and(|g| g == gid || in_group(pid, g));
@@ -410,16 +432,10 @@ fn write_service_run(runs: &Path, r: &ServiceRun) -> Result<PathBuf> {
     let dir = rundir::create_new(runs, &name, &rundir::timestamp())?;
     hark_outputs::write_all(&r.run, &dir, |_| true)
         .with_context(|| format!("cannot write the run directory {}", dir.display()))?;
-    let meta = json!({
-        "id": r.id.to_string(),
-        "job": r.job,
-        "owner": r.owner,
-        "kind": match r.kind { RunKind::Final => "final", RunKind::Dump(_) => "dump" },
-        "dump": match r.kind { RunKind::Final => None, RunKind::Dump(n) => Some(n) },
-        "state": if r.run.accounting.partial_ranks > 0 || r.run.accounting.partial_children > 0 { "partial" } else { "finished" },
-    });
-    std::fs::write(dir.join("service.json"), format!("{meta:#}\n"))
-        .with_context(|| format!("cannot write {}", dir.join("service.json").display()))?;
+    let meta = crate::serve_index::meta(r);
+    let file = dir.join(crate::serve_index::META_FILE);
+    std::fs::write(&file, format!("{meta:#}\n"))
+        .with_context(|| format!("cannot write {}", file.display()))?;
     if let Some(uid) = r.owner {
         give_to(&dir, uid);
     }
@@ -457,29 +473,6 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         i += 1;
     }
     out
-}
-
-/// The peer of a Unix socket: uid, gid, pid.
-pub fn peer_cred(stream: &UnixStream) -> Option<(u32, u32, u32)> {
-    use std::os::fd::AsRawFd;
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` and `len` are valid for writing and sized for
-    // SO_PEERCRED's answer.
-    let r = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    (r == 0).then_some((cred.uid, cred.gid, cred.pid as u32))
 }
 
 /// Whether process `pid` has `gid` among its supplementary groups.

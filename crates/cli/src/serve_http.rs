@@ -1,115 +1,106 @@
-//! `hark serve --http HOST:PORT`: the control route of the HTTP API,
-//! `POST /api/runs/{id}/control` (`docs/api.md`, "HTTP").
+//! `hark serve --http HOST:PORT`: the live view of every job of the service
+//! and the whole HTTP API (`docs/api.md`) on one router: `crates/live`'s
+//! page and `GET` routes over [`Jobs`], the service's jobs (running ones
+//! from snapshots, finished ones from their run directories), and
+//! `POST /api/runs/{id}/control`.
 //!
-//! Who asks is found as on the Unix sockets, from the kernel: the route
-//! listens on localhost only, and a localhost connection's client socket is
-//! a line of `/proc/net/tcp` (or `tcp6`) whose `uid` column is its owner's.
-//! A request whose owner cannot be found is refused.
+//! Who asks is found as on the Unix sockets, from the kernel: the server
+//! listens on localhost only, and a localhost connection's client socket
+//! is a line of `/proc/net/tcp` (or `tcp6`) whose `uid` column is its owner
+//! ([`hark_transport::local_tcp_owner`]). A layer puts that user, as a
+//! [`Viewer`], into every request; a request whose user cannot be found is
+//! refused (403) before any route sees it. A user sees, queries and
+//! controls only their own jobs; root and the admin group see all.
 
 use crate::serve::command_of;
 use anyhow::{bail, Context, Result};
-use axum::extract::{ConnectInfo, Path, State};
+use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Json, Router};
-use hark_server::{Service, Viewer};
+use axum::{Extension, Json, Router};
+use hark_live::{Catalog, Live, RunInfo};
+use hark_model::Run;
+use hark_server::{JobInfo, JobState, Service, Viewer};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
-/// The running route: stop it with [`Http::stop`] before the service ends.
-pub struct Http {
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-    /// Where it listens.
-    pub addr: SocketAddr,
-}
+/// Finished runs' models kept parsed, so that a page polling a finished
+/// run once a second does not read its `profile.json` each time.
+const KEPT_FINISHED: usize = 8;
 
-struct Ctx {
-    service: Arc<Service>,
-    local: SocketAddr,
-    admin_gid: Option<u32>,
-}
-
-/// Binds `addr` (localhost only) and serves the control route on a thread
-/// of its own.
-pub fn start(addr: &str, service: Arc<Service>, admin_gid: Option<u32>) -> Result<Http> {
+/// Binds `addr` (localhost only) and serves the page and the API over the
+/// service's jobs on a thread of its own; stopped when dropped.
+pub fn start(addr: &str, service: Arc<Service>, admin_gid: Option<u32>) -> Result<Live> {
     let listener = std::net::TcpListener::bind(addr)
         .with_context(|| format!("cannot bind the HTTP address {addr}"))?;
     let local = listener.local_addr()?;
     if !local.ip().is_loopback() {
         bail!("--http {addr} is not localhost: the HTTP API tells users apart only on localhost");
     }
-    listener.set_nonblocking(true)?;
-    let ctx = Arc::new(Ctx {
-        service,
-        local,
-        admin_gid,
+    let who = Arc::new(Who { local, admin_gid });
+    let jobs = Arc::new(Jobs {
+        service: service.clone(),
+        snapshots: Mutex::default(),
+        finished: Mutex::default(),
     });
-    let app = Router::new()
-        .route("/api/runs/{id}/control", post(control))
-        .with_state(ctx);
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .context("cannot start the HTTP runtime")?;
-    let thread = std::thread::Builder::new()
-        .name("hark-http".into())
-        .spawn(move || {
-            runtime.block_on(async move {
-                let Ok(l) = tokio::net::TcpListener::from_std(listener) else {
-                    return;
-                };
-                let _ = axum::serve(l, app.into_make_service_with_connect_info::<SocketAddr>())
-                    .with_graceful_shutdown(async {
-                        let _ = rx.await;
-                    })
-                    .await;
-            })
-        })
-        .context("cannot start the HTTP thread")?;
-    Ok(Http {
-        stop: Some(tx),
-        thread: Some(thread),
-        addr: local,
-    })
+    let app = hark_live::router_over(jobs)
+        .merge(
+            Router::new()
+                .route("/api/runs/{id}/control", post(control))
+                .with_state(service),
+        )
+        .layer(axum::middleware::from_fn_with_state(who, identify));
+    Ok(Live::serve(listener, app)?)
 }
 
-impl Http {
-    /// Stops serving and waits for requests under way.
-    pub fn stop(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+/// What the identifying layer needs: where the server listens, and who
+/// the admins are.
+struct Who {
+    local: SocketAddr,
+    admin_gid: Option<u32>,
 }
 
-async fn control(
-    State(ctx): State<Arc<Ctx>>,
+/// Puts the client's user into the request, or refuses it.
+async fn identify(
+    State(who): State<Arc<Who>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    Path(id): Path<String>,
-    body: String,
-) -> (StatusCode, Json<Value>) {
-    let fail = |code: StatusCode, e: String| (code, Json(json!({"ok": false, "error": e})));
-    let Some(uid) = uid_of_local_client(peer, ctx.local) else {
-        return fail(
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let Some(uid) = hark_transport::local_tcp_owner(peer, who.local) else {
+        return failure(
             StatusCode::FORBIDDEN,
             "cannot tell which user connected (only localhost clients are served)".into(),
         );
     };
     let admin = uid == 0
-        || ctx
+        || who
             .admin_gid
             .is_some_and(|g| crate::serve::user_in_group(uid, g));
+    req.extensions_mut().insert(Viewer { uid, admin });
+    next.run(req).await
+}
+
+fn failure(code: StatusCode, e: String) -> Response {
+    (code, Json(json!({"ok": false, "error": e}))).into_response()
+}
+
+async fn control(
+    State(service): State<Arc<Service>>,
+    Extension(viewer): Extension<Viewer>,
+    Path(id): Path<String>,
+    body: String,
+) -> Response {
     let req: Value = match serde_json::from_str(&body) {
         Ok(v) => v,
         Err(e) => {
-            return fail(
+            return failure(
                 StatusCode::BAD_REQUEST,
                 format!("the body is not JSON: {e}"),
             )
@@ -117,85 +108,150 @@ async fn control(
     };
     let cmd = match command_of(&req) {
         Ok(c) => c,
-        Err(e) => return fail(StatusCode::BAD_REQUEST, e),
+        Err(e) => return failure(StatusCode::BAD_REQUEST, e),
     };
-    let service = ctx.service.clone();
-    let viewer = Viewer { uid, admin };
     let done = tokio::task::spawn_blocking(move || service.control(&viewer, &id, cmd)).await;
     match done {
         Ok(Ok(dir)) => (
             StatusCode::OK,
             Json(json!({"ok": true, "dir": dir.map(|d| d.display().to_string())})),
-        ),
+        )
+            .into_response(),
         Ok(Err(e)) => {
             let code = match e.kind() {
                 hark_server::ErrorKind::NoSuchJob(_) => StatusCode::NOT_FOUND,
                 hark_server::ErrorKind::NotYours(_) => StatusCode::FORBIDDEN,
                 _ => StatusCode::UNPROCESSABLE_ENTITY,
             };
-            fail(code, e.to_string())
+            failure(code, e.to_string())
         }
-        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 
-/// The uid owning the client end of a localhost TCP connection from
-/// `peer` to `local`, from `/proc/net/tcp` or `/proc/net/tcp6`.
-pub fn uid_of_local_client(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
-    if !peer.ip().is_loopback() {
-        return None;
+/// The service's jobs as the live view shows them: a job's id is its
+/// number; a running job's model is a snapshot, shared for
+/// [`hark_live::FRESH`]; a finished one's is its run directory's
+/// `profile.json` (so jobs of the service's earlier lives are served too).
+/// While a job is being folded and written it is neither running nor
+/// finished: its last snapshot is served meanwhile.
+struct Jobs {
+    service: Arc<Service>,
+    snapshots: Mutex<HashMap<u64, Snapshot>>,
+    finished: Mutex<Vec<(PathBuf, Arc<Run>)>>,
+}
+
+/// A running job's last snapshot, when it was taken, and the job then.
+struct Snapshot {
+    at: Instant,
+    job: JobInfo,
+    run: Arc<Run>,
+}
+
+impl Jobs {
+    fn snapshot(&self, viewer: &Viewer, job: &JobInfo) -> Option<Arc<Run>> {
+        // Held while the snapshot is taken: viewers arriving meanwhile wait
+        // for it rather than take one each.
+        let mut snapshots = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = snapshots.get(&job.id) {
+            if s.at.elapsed() < hark_live::FRESH {
+                return Some(s.run.clone());
+            }
+        }
+        let run = Arc::new(self.service.snapshot(viewer, &job.id.to_string()).ok()?);
+        // Jobs no longer running need their last snapshot no more.
+        let admin = Viewer {
+            uid: 0,
+            admin: true,
+        };
+        let running = self.service.jobs(&admin);
+        snapshots.retain(|id, _| {
+            running
+                .iter()
+                .any(|j| j.id == *id && j.state == JobState::Running)
+        });
+        snapshots.insert(
+            job.id,
+            Snapshot {
+                at: Instant::now(),
+                job: job.clone(),
+                run: run.clone(),
+            },
+        );
+        Some(run)
     }
-    let (file, want_local, want_remote) = match (peer, local) {
-        (SocketAddr::V4(p), SocketAddr::V4(l)) => (
-            "/proc/net/tcp",
-            hex4(p.ip().octets(), p.port()),
-            hex4(l.ip().octets(), l.port()),
-        ),
-        (SocketAddr::V6(p), SocketAddr::V6(l)) => (
-            "/proc/net/tcp6",
-            hex6(p.ip().octets(), p.port()),
-            hex6(l.ip().octets(), l.port()),
-        ),
-        _ => return None,
-    };
-    let table = std::fs::read_to_string(file).ok()?;
-    table.lines().skip(1).find_map(|line| {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        (f.len() > 7 && f[1] == want_local && f[2] == want_remote)
-            .then(|| f[7].parse().ok())
-            .flatten()
-    })
+
+    /// The last snapshot of job `id`, if `viewer` may see it: for a job
+    /// between running and finished.
+    fn last_snapshot(&self, viewer: &Viewer, id: &str) -> Option<Arc<Run>> {
+        let snapshots = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
+        let s = snapshots.get(&id.parse().ok()?)?;
+        (viewer.admin || s.job.owner == Some(viewer.uid)).then(|| s.run.clone())
+    }
+
+    fn finished(&self, dir: &std::path::Path) -> Option<Arc<Run>> {
+        let mut kept = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = kept.iter().position(|(d, _)| d == dir) {
+            let hit = kept.remove(i);
+            kept.push(hit.clone());
+            return Some(hit.1);
+        }
+        let run = Arc::new(crate::export::read_run(dir).ok()?.0);
+        if kept.len() >= KEPT_FINISHED {
+            kept.remove(0);
+        }
+        kept.push((dir.to_path_buf(), run.clone()));
+        Some(run)
+    }
 }
 
-/// An IPv4 address and port as `/proc/net/tcp` writes them: the address
-/// as one host-order 32-bit word in hex, the port in hex.
-fn hex4(octets: [u8; 4], port: u16) -> String {
-    format!("{:08X}:{port:04X}", u32::from_ne_bytes(octets))
-}
+impl Catalog for Jobs {
+    type Viewer = Viewer;
 
-fn hex6(octets: [u8; 16], port: u16) -> String {
-    let words: String = octets
-        .chunks(4)
-        .map(|c| format!("{:08X}", u32::from_ne_bytes([c[0], c[1], c[2], c[3]])))
-        .collect();
-    format!("{words}:{port:04X}")
-}
+    fn list(&self, viewer: Option<&Viewer>) -> Vec<RunInfo> {
+        let Some(viewer) = viewer else {
+            return Vec::new();
+        };
+        let mut jobs = self.service.jobs(viewer);
+        // A job being folded is in neither list: still running for a viewer
+        // who watched it.
+        let snapshots = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
+        let folding: Vec<JobInfo> = snapshots
+            .values()
+            .map(|s| &s.job)
+            .filter(|j| viewer.admin || j.owner == Some(viewer.uid))
+            .filter(|j| !jobs.iter().any(|k| k.id == j.id))
+            .cloned()
+            .collect();
+        drop(snapshots);
+        jobs.extend(folding);
+        jobs.into_iter()
+            .map(|j| RunInfo {
+                id: j.id.to_string(),
+                state: match j.state {
+                    JobState::Running => hark_live::State::Running,
+                    JobState::Finished => hark_live::State::Finished,
+                    JobState::Partial => hark_live::State::Partial,
+                },
+                programs: j.programs,
+                started_ns: j.started_ns,
+            })
+            .collect()
+    }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_localhost_clients_owner_is_read_from_the_kernels_table() {
-        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let local = server.local_addr().unwrap();
-        let client = std::net::TcpStream::connect(local).unwrap();
-        let (_, peer) = server.accept().unwrap();
-        assert_eq!(peer, client.local_addr().unwrap());
-        // SAFETY: getuid has no preconditions.
-        let me = unsafe { libc::getuid() };
-        assert_eq!(uid_of_local_client(peer, local), Some(me));
-        let elsewhere: SocketAddr = "127.0.0.1:1".parse().unwrap();
-        assert_eq!(uid_of_local_client(elsewhere, local), None);
+    fn model(&self, viewer: Option<&Viewer>, id: &str) -> Option<Arc<Run>> {
+        let viewer = viewer?;
+        if let Ok(job) = self.service.job(viewer, id) {
+            if job.state == JobState::Running {
+                if let Some(run) = self.snapshot(viewer, &job) {
+                    return Some(run);
+                }
+            }
+        }
+        // Finished, being folded, or it ended between the two questions.
+        match self.service.job(viewer, id) {
+            Ok(job) if job.state != JobState::Running => self.finished(job.dir.as_deref()?),
+            _ => self.last_snapshot(viewer, id),
+        }
     }
 }

@@ -2,7 +2,9 @@
 //! The kernel's word on each connection (`SO_PEERCRED`) makes each job its
 //! user's: each sees and controls only their own, a third user sees nothing
 //! and is refused control of both, root (the admin) sees both, and each run
-//! directory belongs to its user alone.
+//! directory belongs to its user alone. The same holds on the service's live
+//! view (`--http`): `GET /api/runs` lists a user's own job only, another's
+//! profile is not found, and `hark runs --index RUNS` lists a user's own runs.
 
 mod common;
 mod served;
@@ -141,6 +143,39 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
     assert_eq!(post(USERS[0], &ann_job, "resume"), "200");
     assert_eq!(post(USERS[0], "no-such-job", "pause"), "404");
 
+    // The live view's API, as each user: only their own job.
+    let get = |user: &str, path: &str| -> (String, String) {
+        let out = std::process::Command::new("runuser")
+            .args(["-u", user, "--", "curl", "-s", "-w", "\n%{http_code}"])
+            .arg(format!("{}{path}", served.url()))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap();
+        (body.to_string(), code.to_string())
+    };
+    for (user, mine, theirs) in [
+        (USERS[0], &ann_job, &bob_job),
+        (USERS[1], &bob_job, &ann_job),
+    ] {
+        let (body, code) = get(user, "api/runs");
+        assert_eq!(code, "200", "{body}");
+        let runs: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let ids: Vec<&str> = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, [mine.as_str()], "{user}: {body}");
+        assert_eq!(get(user, &format!("api/runs/{mine}/profile")).1, "200");
+        assert_eq!(get(user, &format!("api/runs/{theirs}/profile")).1, "404");
+        assert_eq!(get(user, &format!("api/runs/{theirs}/timeline")).1, "404");
+    }
+    assert_eq!(get(USERS[2], "api/runs").0, "[]");
+    let (page, code) = get(USERS[2], "");
+    assert!(code == "200" && page.contains("<html"), "{code}");
+
     std::fs::write(&stop, "").unwrap();
     for child in [ann, bob] {
         let out = child.wait_with_output().unwrap();
@@ -172,5 +207,16 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
             1,
             "{user} still sees only their own"
         );
+        let out = std::process::Command::new("runuser")
+            .args(["-u", user, "--"])
+            .arg(hark())
+            .args(["runs", "--index"])
+            .arg(&served.runs)
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+        let listed = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(listed.matches("(uid ").count(), 1, "{user}: {listed}");
+        assert!(listed.contains(&format!("(uid {uid})")), "{listed}");
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! `hark run` records each run directory it writes ([`Index::record`]);
 //! `hark runs` lists them ([`Index::list`]) filtered by program, host and
-//! date; `hark serve` can record into the same file. The file lives at
-//! [`default_path`] unless `HARK_INDEX` or an option names another.
+//! date. `hark serve` keeps one of its own beside its run directories
+//! ([`SERVICE_FILE`]), each row with the uid that owns it, so that a user
+//! lists only their own runs. A personal file lives at [`default_path`]
+//! unless `HARK_INDEX` or an option names another.
 //!
 //! A row is a summary of a run directory, not the run itself: the run
 //! directory's `profile.json` stays the source of truth, and a run whose
@@ -24,6 +26,8 @@
 //!     wall_ns: 2_000_000_000,
 //!     command: "mpirun -np 4 lmp -in in.lj".into(),
 //!     hark_version: "0.1.0".into(),
+//!     owner: None,
+//!     served: false,
 //! }).unwrap();
 //! let found = index.list(&Filter { program: Some("lmp".into()), ..Filter::default() }).unwrap();
 //! assert_eq!(found.len(), 1);
@@ -37,6 +41,9 @@ use std::path::{Path, PathBuf};
 
 /// The environment variable naming the index file (overrides the default).
 pub const ENV: &str = "HARK_INDEX";
+
+/// The index file a service (`hark serve`) keeps in its runs directory.
+pub const SERVICE_FILE: &str = "index.sqlite";
 
 /// Where the index lives unless told otherwise: `$HARK_INDEX`, else
 /// `$XDG_DATA_HOME/hark/runs.sqlite`, else `~/.local/share/hark/runs.sqlite`
@@ -71,6 +78,12 @@ pub struct Entry {
     pub command: String,
     /// Version of Hark that made the run.
     pub hark_version: String,
+    /// The uid that owns the run, for a service's run (`None`: a run of
+    /// `hark run`, or a job that came to a service over TCP).
+    pub owner: Option<u32>,
+    /// Written by a service: a run without an owner is then the site's,
+    /// listed to admins only.
+    pub served: bool,
 }
 
 /// Which runs [`Index::list`] returns; `None` fields match everything.
@@ -84,6 +97,9 @@ pub struct Filter {
     pub since: Option<i64>,
     /// Runs that ended before this time (seconds since the epoch).
     pub until: Option<i64>,
+    /// Only the runs this uid may see: its own, and those of `hark run`
+    /// (no owner, not served). `None`: every run (an admin).
+    pub viewer: Option<u32>,
 }
 
 /// What went wrong; see [`ErrorKind`].
@@ -110,6 +126,15 @@ impl Error {
     /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
+    }
+
+    /// Whether the file is damaged or not a database at all (rather than
+    /// locked, read-only or on a full disk): worth moving aside and
+    /// rebuilding, where its run directories are at hand.
+    pub fn is_corrupt(&self) -> bool {
+        use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+        matches!(&self.kind, ErrorKind::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+            if matches!(e.code, DatabaseCorrupt | NotADatabase))
     }
 }
 
@@ -146,7 +171,9 @@ CREATE TABLE IF NOT EXISTS runs (
     ranks        INTEGER NOT NULL,
     wall_ns      INTEGER NOT NULL,
     command      TEXT NOT NULL,
-    hark_version TEXT NOT NULL
+    hark_version TEXT NOT NULL,
+    owner        INTEGER,
+    served       INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS programs (
     run_dir  TEXT NOT NULL REFERENCES runs(run_dir) ON DELETE CASCADE,
@@ -183,7 +210,31 @@ impl Index {
             .conn
             .execute_batch(&format!("PRAGMA foreign_keys = ON;{SCHEMA}"))
             .map_err(|e| index.sqlite(e))?;
+        index.migrate().map_err(|e| index.sqlite(e))?;
         Ok(index)
+    }
+
+    /// Adds the columns a file written by an older Hark lacks (`owner` and
+    /// `served`: its runs are then ownerless `hark run` runs).
+    fn migrate(&self) -> rusqlite::Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name FROM pragma_table_info('runs')")?;
+        let columns: Vec<String> = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        for (name, ddl) in [
+            ("owner", "ALTER TABLE runs ADD COLUMN owner INTEGER"),
+            (
+                "served",
+                "ALTER TABLE runs ADD COLUMN served INTEGER NOT NULL DEFAULT 0",
+            ),
+        ] {
+            if !columns.iter().any(|c| c == name) {
+                self.conn.execute_batch(ddl)?;
+            }
+        }
+        Ok(())
     }
 
     /// The file this index is stored in.
@@ -208,8 +259,9 @@ impl Index {
         tx.execute("DELETE FROM runs WHERE run_dir = ?1", params![dir])
             .map_err(|x| self.sqlite(x))?;
         tx.execute(
-            "INSERT INTO runs (run_dir, host, date, ranks, wall_ns, command, hark_version)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO runs (run_dir, host, date, ranks, wall_ns, command, hark_version,
+                               owner, served)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
                 dir,
                 e.host,
@@ -217,7 +269,9 @@ impl Index {
                 e.ranks as i64,
                 e.wall_ns.min(i64::MAX as u64) as i64,
                 e.command,
-                e.hark_version
+                e.hark_version,
+                e.owner,
+                e.served
             ],
         )
         .map_err(|x| self.sqlite(x))?;
@@ -236,18 +290,26 @@ impl Index {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT run_dir, host, date, ranks, wall_ns, command, hark_version FROM runs r
+                "SELECT run_dir, host, date, ranks, wall_ns, command, hark_version, owner, served
+                 FROM runs r
                  WHERE (?1 IS NULL OR EXISTS
                         (SELECT 1 FROM programs p WHERE p.run_dir = r.run_dir AND p.name = ?1))
                    AND (?2 IS NULL OR host = ?2)
                    AND (?3 IS NULL OR date >= ?3)
                    AND (?4 IS NULL OR date < ?4)
+                   AND (?5 IS NULL OR owner = ?5 OR (owner IS NULL AND served = 0))
                  ORDER BY date, run_dir",
             )
             .map_err(|e| self.sqlite(e))?;
         let rows = stmt
             .query_map(
-                params![filter.program, filter.host, filter.since, filter.until],
+                params![
+                    filter.program,
+                    filter.host,
+                    filter.since,
+                    filter.until,
+                    filter.viewer
+                ],
                 |row| {
                     Ok(Entry {
                         run_dir: PathBuf::from(row.get::<_, String>(0)?),
@@ -258,6 +320,8 @@ impl Index {
                         wall_ns: row.get::<_, i64>(4)? as u64,
                         command: row.get(5)?,
                         hark_version: row.get(6)?,
+                        owner: row.get(7)?,
+                        served: row.get(8)?,
                     })
                 },
             )
@@ -315,7 +379,17 @@ mod tests {
             wall_ns: 5,
             command: program.into(),
             hark_version: "0".into(),
+            owner: None,
+            served: false,
         }
+    }
+
+    /// A path for a test's index, with no file there.
+    fn fresh(tag: &str) -> PathBuf {
+        let file =
+            std::env::temp_dir().join(format!("hark-index-{tag}-{}.sqlite", std::process::id()));
+        let _ = std::fs::remove_file(&file);
+        file
     }
 
     #[test]
@@ -369,6 +443,81 @@ mod tests {
             ErrorKind::Date(_)
         ));
         assert_eq!(index.format_date(day).unwrap(), "2026-11-24 00:00:00");
+        std::fs::remove_file(&file).unwrap();
+    }
+
+    #[test]
+    fn a_user_lists_their_own_served_runs_and_hark_runs_but_not_others() {
+        let file = fresh("own");
+        let index = Index::open(&file).unwrap();
+        let served = |dir: &str, owner: Option<u32>| Entry {
+            owner,
+            served: true,
+            ..entry(dir, "ring", "n1", 1)
+        };
+        index
+            .record(&entry("/mine-by-hark-run", "ring", "n1", 1))
+            .unwrap();
+        index.record(&served("/ann", Some(1001))).unwrap();
+        index.record(&served("/bob", Some(1002))).unwrap();
+        index.record(&served("/site-over-tcp", None)).unwrap();
+        let seen = |viewer| -> Vec<String> {
+            let f = Filter {
+                viewer,
+                ..Filter::default()
+            };
+            index
+                .list(&f)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.run_dir.to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(seen(Some(1001)), ["/ann", "/mine-by-hark-run"]);
+        assert_eq!(seen(Some(1003)), ["/mine-by-hark-run"]);
+        assert_eq!(seen(None).len(), 4, "an admin sees every run");
+        let ann = index.list(&Filter::default()).unwrap();
+        assert!(ann.iter().any(|e| e.owner == Some(1001) && e.served));
+        std::fs::remove_file(&file).unwrap();
+    }
+
+    #[test]
+    fn a_file_of_an_older_hark_gains_the_owner_columns() {
+        let file = fresh("old");
+        let old = Connection::open(&file).unwrap();
+        old.execute_batch(&SCHEMA.replace(
+            ",\n    owner        INTEGER,\n    served       INTEGER NOT NULL DEFAULT 0",
+            "",
+        ))
+        .unwrap();
+        old.execute(
+            "INSERT INTO runs VALUES ('/old', 'n1', 1, 2, 3, 'ring', '0')",
+            [],
+        )
+        .unwrap();
+        drop(old);
+        let index = Index::open(&file).unwrap();
+        let rows = index.list(&Filter::default()).unwrap();
+        assert_eq!(
+            (rows.len(), rows[0].owner, rows[0].served),
+            (1, None, false)
+        );
+        std::fs::remove_file(&file).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_database_is_a_clear_error() {
+        let file =
+            std::env::temp_dir().join(format!("hark-index-bad-{}.sqlite", std::process::id()));
+        std::fs::write(&file, vec![b'x'; 4096]).unwrap();
+        let e = Index::open(&file)
+            .err()
+            .expect("garbage opened as an index");
+        assert!(
+            matches!(e.kind(), ErrorKind::Sqlite(_)) && e.is_corrupt(),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("cannot be used"), "{e}");
         std::fs::remove_file(&file).unwrap();
     }
 }

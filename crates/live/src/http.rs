@@ -1,11 +1,12 @@
 //! The routes: the page and the JSON API (`docs/api.md`).
 
 use crate::interval::{self, Interval};
-use crate::Runs;
+use crate::{Catalog, Runs};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::Extension;
 use axum::Router;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,13 +21,22 @@ const DEFAULT_BINS: usize = 256;
 /// `GET /api/runs/{id}/profile`, `GET /api/runs/{id}/timeline`. A server
 /// that owns more routes (control, say) merges it into its own router.
 pub fn router(runs: Arc<Runs>) -> Router {
+    router_over(runs)
+}
+
+/// The same routes over any [`Catalog`]: each handler asks the catalog
+/// with the request's `C::Viewer` extension, if a layer put one there.
+pub fn router_over<C: Catalog>(catalog: Arc<C>) -> Router {
     Router::new()
         .route("/", get(page))
-        .route("/api/runs", get(list))
-        .route("/api/runs/{id}/profile", get(profile))
-        .route("/api/runs/{id}/timeline", get(timeline))
-        .with_state(runs)
+        .route("/api/runs", get(list::<C>))
+        .route("/api/runs/{id}/profile", get(profile::<C>))
+        .route("/api/runs/{id}/timeline", get(timeline::<C>))
+        .with_state(catalog)
 }
+
+/// Who asks, if the server said (see [`Catalog::Viewer`]).
+type Asker<C> = Option<Extension<<C as Catalog>::Viewer>>;
 
 async fn page() -> Response {
     (
@@ -39,18 +49,21 @@ async fn page() -> Response {
         .into_response()
 }
 
-async fn list(State(runs): State<Arc<Runs>>) -> Response {
-    blocking(move || Ok(serde_json::to_vec(&runs.list()))).await
+async fn list<C: Catalog>(State(runs): State<Arc<C>>, who: Asker<C>) -> Response {
+    blocking(move || Ok(serde_json::to_vec(&runs.list(who.as_ref().map(|w| &w.0))))).await
 }
 
-async fn profile(
-    State(runs): State<Arc<Runs>>,
+async fn profile<C: Catalog>(
+    State(runs): State<Arc<C>>,
+    who: Asker<C>,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     blocking(move || {
         let iv = interval_of(&q)?;
-        let run = runs.model(&id).ok_or_else(|| no_run(&id))?;
+        let run = runs
+            .model(who.as_ref().map(|w| &w.0), &id)
+            .ok_or_else(|| no_run(&id))?;
         Ok(if iv == Interval::default() {
             serde_json::to_vec(&*run)
         } else {
@@ -60,8 +73,9 @@ async fn profile(
     .await
 }
 
-async fn timeline(
-    State(runs): State<Arc<Runs>>,
+async fn timeline<C: Catalog>(
+    State(runs): State<Arc<C>>,
+    who: Asker<C>,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
@@ -71,7 +85,9 @@ async fn timeline(
             None => DEFAULT_BINS,
             Some(v) => number("bins", v)? as usize,
         };
-        let run = runs.model(&id).ok_or_else(|| no_run(&id))?;
+        let run = runs
+            .model(who.as_ref().map(|w| &w.0), &id)
+            .ok_or_else(|| no_run(&id))?;
         Ok(serde_json::to_vec(&interval::timeline(&run, iv, bins)))
     })
     .await

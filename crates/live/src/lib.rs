@@ -10,6 +10,12 @@
 //! service as an `axum::Router`, for a server that mounts it beside its own
 //! routes; [`Live::start`] serves it on a thread of its own.
 //!
+//! [`Runs`] shows every run to everyone (`hark run`, `hark open`). A server
+//! whose viewers must see only their own runs (`hark serve`) gives
+//! [`router_over`] a [`Catalog`] of its own, and a middleware that tells
+//! who asks; [`Live::serve`] serves any router, telling its handlers the
+//! client's address (`axum::extract::ConnectInfo<SocketAddr>`).
+//!
 //! The interval queries ([`interval`]) are functions of the model: they sum
 //! time slices, so any interval of any run costs the same.
 //!
@@ -30,10 +36,11 @@ pub mod client;
 mod http;
 pub mod interval;
 
-pub use http::router;
+pub use http::{router, router_over};
 
 use hark_model::Run;
 use serde::Serialize;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -108,6 +115,35 @@ pub struct RunInfo {
     pub programs: Vec<String>,
     /// When it started, in ns since the epoch (see [`interval::start_ns`]).
     pub started_ns: u64,
+}
+
+/// What a live server shows: the runs a viewer may see, and their models.
+/// [`Runs`] is one, where everyone sees everything.
+pub trait Catalog: Send + Sync + 'static {
+    /// Who asks. The server that mounts [`router_over`] says, by inserting
+    /// it into each request's extensions (a middleware of its own); `None`
+    /// when it does not.
+    type Viewer: Clone + Send + Sync + 'static;
+
+    /// The runs `viewer` may see, for `GET /api/runs`.
+    fn list(&self, viewer: Option<&Self::Viewer>) -> Vec<RunInfo>;
+
+    /// The model of run `id` now, if `viewer` may see it. `None`: no such
+    /// run, or not this viewer's; both are answered 404, so that a viewer
+    /// learns nothing of runs that are not theirs.
+    fn model(&self, viewer: Option<&Self::Viewer>, id: &str) -> Option<Arc<Run>>;
+}
+
+impl Catalog for Runs {
+    type Viewer = ();
+
+    fn list(&self, _: Option<&()>) -> Vec<RunInfo> {
+        Runs::list(self)
+    }
+
+    fn model(&self, _: Option<&()>, id: &str) -> Option<Arc<Run>> {
+        Runs::model(self, id)
+    }
 }
 
 /// The runs a live server shows. Shared (`Arc`) between whoever registers
@@ -247,11 +283,25 @@ impl Live {
     /// [`router`] over `runs` on a new thread with a one-threaded runtime:
     /// the analysis keeps the machine's cores.
     pub fn start(addr: &str, runs: Arc<Runs>) -> Result<Live, Error> {
-        let err = |source| Error {
+        let listener = std::net::TcpListener::bind(addr).map_err(|source| Error {
             addr: addr.to_string(),
             source,
+        })?;
+        Live::serve(listener, router(runs))
+    }
+
+    /// Serves `app` (a [`router_over`] merged with the caller's own routes
+    /// and layers) on `listener`, as [`Live::start`] does; handlers may
+    /// extract the client's address as
+    /// `axum::extract::ConnectInfo<std::net::SocketAddr>`.
+    pub fn serve(listener: std::net::TcpListener, app: axum::Router) -> Result<Live, Error> {
+        let addr = listener
+            .local_addr()
+            .map_or_else(|_| "?".into(), |a| a.to_string());
+        let err = |source| Error {
+            addr: addr.clone(),
+            source,
         };
-        let listener = std::net::TcpListener::bind(addr).map_err(err)?;
         listener.set_nonblocking(true).map_err(err)?;
         let local = listener.local_addr().map_err(err)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -268,10 +318,10 @@ impl Live {
             .name("hark-live".into())
             .spawn(move || {
                 runtime.block_on(async move {
-                    let serve =
-                        axum::serve(listener, router(runs)).with_graceful_shutdown(async move {
-                            let _ = stopped.await;
-                        });
+                    let app = app.into_make_service_with_connect_info::<SocketAddr>();
+                    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+                        let _ = stopped.await;
+                    });
                     if let Err(e) = serve.await {
                         eprintln!("hark: the live view stopped: {e}");
                     }
@@ -288,6 +338,19 @@ impl Live {
     /// The page's address, `http://HOST:PORT/`.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// Stops serving and waits until the server's thread has ended: idle
+    /// connections are closed, requests under way are answered first. For
+    /// a caller that must know the router, and what its state holds, is
+    /// gone (dropping a `Live` does not wait).
+    pub fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 

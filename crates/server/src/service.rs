@@ -81,6 +81,10 @@ pub struct ServiceConfig {
     /// The site token a TCP stream's `Hello.secret` must carry. TCP
     /// connections are refused without one configured.
     pub token: Option<String>,
+    /// Finished jobs of the service's earlier lives (read back from its
+    /// run index), oldest first: listed by [`Service::jobs`] as if they had
+    /// just ended, and new jobs are numbered after them.
+    pub past: Vec<JobInfo>,
 }
 
 impl Default for ServiceConfig {
@@ -100,6 +104,7 @@ impl Default for ServiceConfig {
             linger: Duration::from_secs(2),
             history: 256,
             token: None,
+            past: Vec::new(),
         }
     }
 }
@@ -204,6 +209,9 @@ pub struct ServiceRun {
     pub owner: Option<u32>,
     /// Final or a dump.
     pub kind: RunKind,
+    /// The job as [`Service::jobs`] lists it when the run was taken (its
+    /// `dir` is the last dump's, or none yet).
+    pub info: JobInfo,
     /// The model.
     pub run: Run,
 }
@@ -308,10 +316,17 @@ impl Service {
             analyses,
             routes: Mutex::default(),
             running: Mutex::default(),
-            history: Mutex::default(),
+            history: Mutex::new(
+                config
+                    .past
+                    .iter()
+                    .skip(config.past.len().saturating_sub(config.history.max(1)))
+                    .cloned()
+                    .collect(),
+            ),
             changed: Condvar::new(),
             changed_lock: Mutex::new(()),
-            next_job: AtomicU64::new(1),
+            next_job: AtomicU64::new(config.past.iter().map(|j| j.id + 1).max().unwrap_or(1)),
             cut: AtomicU64::new(0),
             refused_jobs: AtomicU64::new(0),
             finished: AtomicU64::new(0),
@@ -450,6 +465,14 @@ impl Service {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
+    }
+
+    /// The model so far of the running job `id` (number or name), if
+    /// `viewer` may see it: a snapshot, taken while the analyses go on,
+    /// one analysis state at a time (as [`crate::Server::snapshot`]).
+    pub fn snapshot(&self, viewer: &Viewer, id: &str) -> Result<Run, Error> {
+        let job = self.router.find(viewer, id)?;
+        Ok(run_of(job.state.snapshot()))
     }
 
     /// Counters, for a status line and for tests.
@@ -684,6 +707,7 @@ impl Router {
             job: job.name.clone(),
             owner: job.owner,
             kind: RunKind::Dump(seq),
+            info: job.info(),
             run,
         };
         let dir = (self.on_run)(&out).map_err(|e| Error::new(ErrorKind::Control(e)))?;
@@ -732,6 +756,7 @@ impl Router {
             job: job.name.clone(),
             owner: job.owner,
             kind: RunKind::Final,
+            info: info.clone(),
             run,
         };
         info.dir = match (self.on_run)(&out) {

@@ -53,7 +53,7 @@ mod shm;
 
 pub use error::{Error, ErrorKind};
 pub use listen::{read_stream_from, Listener, Server};
-pub use peer::{Back, Cred, Peer, ServeOptions};
+pub use peer::{cred_of, local_tcp_owner, Back, Cred, Peer, ServeOptions};
 
 use hark_wire::{Frame, Hello};
 

@@ -1,12 +1,18 @@
 //! Who is at the other end of a connection, and the way back to it.
 //!
 //! A long-lived service (`hark serve`) needs both: the kernel's word on the
-//! peer's user (`SO_PEERCRED`, Unix sockets only) decides who owns a job,
-//! and a second descriptor of the same socket lets the service write
-//! control frames back to a probe while the reader thread goes on reading.
+//! peer's user decides who owns a job and who may see it, and a second
+//! descriptor of the same socket lets the service write control frames back
+//! to a probe while the reader thread goes on reading.
+//!
+//! The kernel names the user at the other end in two ways, both here and
+//! nowhere else: `SO_PEERCRED` on a Unix socket ([`cred_of`]), and, for a
+//! TCP connection between two sockets of this machine, the owner of the
+//! client's socket in `/proc/net/tcp` ([`local_tcp_owner`]).
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 /// Options of [`Listener::serve_with`](crate::Listener::serve_with).
@@ -112,6 +118,12 @@ impl Back {
     }
 }
 
+/// The credentials the kernel recorded for the peer of a connected Unix
+/// socket when it connected (`SO_PEERCRED`); `None` for another socket.
+pub fn cred_of(socket: &impl AsFd) -> Option<Cred> {
+    peer_cred(socket.as_fd().as_raw_fd())
+}
+
 fn peer_cred(fd: RawFd) -> Option<Cred> {
     let mut cred = libc::ucred {
         pid: 0,
@@ -137,6 +149,50 @@ fn peer_cred(fd: RawFd) -> Option<Cred> {
     })
 }
 
+/// The uid owning the client end of a TCP connection from `peer` to
+/// `local`, both on this machine's loopback, read from `/proc/net/tcp` (or
+/// `tcp6`): the line whose local address is the peer's and whose remote
+/// address is ours. `None` for a peer elsewhere, or one gone already.
+pub fn local_tcp_owner(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
+    if !peer.ip().is_loopback() {
+        return None;
+    }
+    let (file, want_local, want_remote) = match (peer, local) {
+        (SocketAddr::V4(p), SocketAddr::V4(l)) => (
+            "/proc/net/tcp",
+            hex4(p.ip().octets(), p.port()),
+            hex4(l.ip().octets(), l.port()),
+        ),
+        (SocketAddr::V6(p), SocketAddr::V6(l)) => (
+            "/proc/net/tcp6",
+            hex6(p.ip().octets(), p.port()),
+            hex6(l.ip().octets(), l.port()),
+        ),
+        _ => return None,
+    };
+    let table = std::fs::read_to_string(file).ok()?;
+    table.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.len() > 7 && f[1] == want_local && f[2] == want_remote)
+            .then(|| f[7].parse().ok())
+            .flatten()
+    })
+}
+
+/// An IPv4 address and port as `/proc/net/tcp` writes them: the address
+/// as one host-order 32-bit word in hex, the port in hex.
+fn hex4(octets: [u8; 4], port: u16) -> String {
+    format!("{:08X}:{port:04X}", u32::from_ne_bytes(octets))
+}
+
+fn hex6(octets: [u8; 16], port: u16) -> String {
+    let words: String = octets
+        .chunks(4)
+        .map(|c| format!("{:08X}", u32::from_ne_bytes([c[0], c[1], c[2], c[3]])))
+        .collect();
+    format!("{words}:{port:04X}")
+}
+
 /// Sets (or with `None`, clears) the socket's receive timeout.
 pub(crate) fn set_read_timeout(fd: RawFd, timeout: Option<Duration>) {
     if fd < 0 {
@@ -158,4 +214,32 @@ pub(crate) fn set_read_timeout(fd: RawFd, timeout: Option<Duration>) {
             std::mem::size_of::<libc::timeval>() as libc::socklen_t,
         )
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_localhost_clients_owner_is_read_from_the_kernels_table() {
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let local = server.local_addr().unwrap();
+        let client = std::net::TcpStream::connect(local).unwrap();
+        let (_, peer) = server.accept().unwrap();
+        assert_eq!(peer, client.local_addr().unwrap());
+        // SAFETY: getuid has no preconditions.
+        let me = unsafe { libc::getuid() };
+        assert_eq!(local_tcp_owner(peer, local), Some(me));
+        let elsewhere: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        assert_eq!(local_tcp_owner(elsewhere, local), None);
+    }
+
+    #[test]
+    fn a_unix_peer_is_named_by_the_kernel() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let cred = cred_of(&a).unwrap();
+        // SAFETY: getuid, getgid and getpid have no preconditions.
+        let me = unsafe { (libc::getuid(), libc::getgid(), libc::getpid() as u32) };
+        assert_eq!((cred.uid, cred.gid, cred.pid), me);
+    }
 }

@@ -144,9 +144,25 @@ impl Browser {
         }
     }
 
-    /// Opens `url`.
+    /// Opens `url` and waits until it is loaded (`Page.navigate` answers
+    /// before: an expression evaluated then may find no `document.body`).
     pub fn navigate(&mut self, url: &str) {
         self.call("Page.navigate", json!({"url": url}));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let r = self.call(
+                "Runtime.evaluate",
+                json!({"expression": "document.readyState === 'complete' && document.body !== null && location.href", "returnByValue": true}),
+            );
+            if r["result"]["value"].as_str() == Some(url) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{url} did not load within 30 s: {r}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// The value of the expression `js` (awaited if a promise).
@@ -191,6 +207,41 @@ impl Browser {
         base64::engine::general_purpose::STANDARD
             .decode(r["data"].as_str().unwrap())
             .unwrap()
+    }
+
+    /// What Hark's live page shows that grows: events received, the extent
+    /// of the over-time chart, updates made.
+    pub fn growth(&mut self) -> (u64, u64, u64) {
+        let v = self.eval(
+            "JSON.stringify([document.body.dataset.events, document.body.dataset.extent, document.body.dataset.updates].map(Number))",
+        );
+        let v: Vec<u64> = serde_json::from_str(v.as_str().unwrap()).unwrap();
+        (v[0], v[1], v[2])
+    }
+
+    /// Two screenshots of Hark's live page 3 s and two updates apart,
+    /// checked to show more events, a longer time axis, and pixels that
+    /// changed.
+    pub fn two_screenshots_that_grew(&mut self) -> (Vec<u8>, Vec<u8>) {
+        let first = self.growth();
+        let shot1 = self.screenshot();
+        std::thread::sleep(Duration::from_secs(3));
+        self.wait_until(
+            &format!("Number(document.body.dataset.updates) >= {}", first.2 + 2),
+            30,
+        );
+        let second = self.growth();
+        let shot2 = self.screenshot();
+        assert!(
+            second.0 > first.0,
+            "events did not grow: {first:?} → {second:?}"
+        );
+        assert!(
+            second.1 > first.1,
+            "the time axis did not grow: {first:?} → {second:?}"
+        );
+        assert_ne!(shot1, shot2, "the two screenshots are the same");
+        (shot1, shot2)
     }
 }
 

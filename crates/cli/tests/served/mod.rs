@@ -122,6 +122,38 @@ impl Served {
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// Stops the service as an operator would (SIGTERM), waits for it, and
+    /// returns its log.
+    pub fn stop(mut self) -> String {
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let status = self.child.wait().unwrap();
+        let log = self.log();
+        assert!(status.success(), "hark serve ended with {status}: {log}");
+        log
+    }
+
+    /// The live view's address, `http://HOST:PORT/`, when started with
+    /// `--http`.
+    pub fn url(&self) -> String {
+        // Printed just after the control socket that `start` waits for.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let log = self.log();
+            if let Some(url) = log
+                .lines()
+                .find_map(|l| l.strip_prefix("hark serve: Live view at "))
+            {
+                return url.to_string();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "hark serve printed no live view address: {log}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Served {
