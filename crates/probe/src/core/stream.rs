@@ -10,7 +10,7 @@
 //! only when the child records its first event or definition. A child that
 //! just `exec`s therefore opens no stream at all.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hark_wire::{Def, EndReason, Hello};
@@ -53,6 +53,27 @@ pub(crate) static RECORDING: AtomicBool = AtomicBool::new(false);
 /// Gate of `enter_always`: a stream exists, paused or not.
 pub(crate) static ACTIVE: AtomicBool = AtomicBool::new(false);
 static PAUSED: AtomicBool = AtomicBool::new(false);
+/// The world rank sent in the `Rank` frame, -1 before `MPI_Init`.
+static WORLD_RANK: AtomicI32 = AtomicI32::new(-1);
+
+/// Notes the world rank MPI gave this process (for sampling).
+pub(crate) fn set_world_rank(rank: i32) {
+    WORLD_RANK.store(rank, Ordering::Relaxed);
+}
+
+/// This process's world rank: MPI's, or before `MPI_Init` the launcher's;
+/// -1 when neither is known.
+fn world_rank() -> i32 {
+    match WORLD_RANK.load(Ordering::Relaxed) {
+        -1 => env_i32(&[
+            "OMPI_COMM_WORLD_RANK",
+            "PMI_RANK",
+            "PMIX_RANK",
+            "SLURM_PROCID",
+        ]),
+        r => r,
+    }
+}
 /// Whether I/O calls are recorded (`HARK_IO`).
 pub(crate) static IO: AtomicBool = AtomicBool::new(false);
 
@@ -316,9 +337,14 @@ impl Stream {
                 .encode(&mut bytes);
                 self.ship.push_bytes(bytes);
             }
-            // Not carried out by this probe (the service refuses it) and
-            // never sent by one.
-            Action::Sample | Action::Flushed => {}
+            // K of every N ranks keep their events; the others send exact
+            // totals in their place (`ship::counts`).
+            Action::Sample => {
+                let keep = crate::ship::counts::keeps_details(world_rank(), c.keep, c.of);
+                self.ship.set_counting((!keep).then(clock::source));
+            }
+            // Never sent to a probe.
+            Action::Flushed => {}
         }
     }
 

@@ -25,6 +25,7 @@
 //! returns to the pool when the reader releases it, not when it is sent.
 
 pub(crate) mod control;
+pub(crate) mod counts;
 pub(crate) mod shm;
 pub(crate) mod transport;
 
@@ -33,7 +34,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use hark_wire::{write_pack_header, End, EndReason, EVENT_SIZE, HEADER_SIZE, PACK_HEADER_SIZE};
+use hark_wire::{
+    write_pack_header, ClockSource, End, EndReason, Event, EVENT_SIZE, HEADER_SIZE,
+    PACK_HEADER_SIZE,
+};
 
 use hark_ring::SlotState;
 use shm::RingOut;
@@ -99,6 +103,10 @@ pub(crate) struct Ship {
     ring: OnceLock<RingOut>,
     /// Ring slots handed to the pool so far.
     next_slot: AtomicU32,
+    /// Sampled out by a service: the shipper sends each pack's totals
+    /// instead of the pack, their timestamps read with this clock
+    /// (`counts`). Read by the shipper only, never on the hot path.
+    counting: Mutex<Option<ClockSource>>,
 }
 
 /// Events one buffer holds.
@@ -131,7 +139,40 @@ impl Ship {
             alive: AtomicBool::new(true),
             ring: OnceLock::new(),
             next_slot: AtomicU32::new(0),
+            counting: Mutex::new(None),
         }
+    }
+
+    /// Sampled out (`Some`, with the clock the events' timestamps come
+    /// from): from the next pack on, the shipper sends totals instead of
+    /// packs. `None` returns to shipping every event.
+    pub(crate) fn set_counting(&self, clock: Option<ClockSource>) {
+        *self.counting.lock().unwrap_or_else(|p| p.into_inner()) = clock;
+    }
+
+    /// The `Counts` frames standing for `events` events in `buf`, each
+    /// small enough for one buffer.
+    fn counts_of(&self, buf: Buf, events: usize, clock: ClockSource) -> Vec<u8> {
+        // SAFETY: the shipper owns the buffer until it releases it, and its
+        // first `events` records after the front are written.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(buf.0.add(PACK_FRONT).cast_const(), events * EVENT_SIZE)
+        };
+        let mut out = Vec::new();
+        let Ok(evs) = Event::slice_from(bytes) else {
+            return out;
+        };
+        let all = counts::fold(evs, clock);
+        let per_frame = ((self.pack_size - HEADER_SIZE - 20) / hark_wire::COUNT_SIZE).max(1);
+        for cells in all.cells.chunks(per_frame) {
+            hark_wire::Counts {
+                since_ns: all.since_ns,
+                events: cells.iter().map(|c| c.calls).sum(),
+                cells: cells.to_vec(),
+            }
+            .encode(&mut out);
+        }
+        out
     }
 
     /// Makes the pool's buffers the slots of `ring`: call before the first
@@ -433,6 +474,15 @@ impl Ship {
             };
             match item {
                 Item::Pack { buf, events } => {
+                    let counting = *self.counting.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(clock) = counting {
+                        let bytes = self.counts_of(buf, events, clock);
+                        self.release(buf);
+                        if !send(&bytes) {
+                            self.dropped.fetch_add(events as u64, Ordering::Relaxed);
+                        }
+                        continue;
+                    }
                     let len = PACK_FRONT + events * EVENT_SIZE;
                     // SAFETY: the buffer is `pack_size` bytes, owned by the
                     // shipper until released, and `events` fit in it.
