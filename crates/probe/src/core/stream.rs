@@ -341,7 +341,8 @@ impl Stream {
             // totals in their place (`ship::counts`).
             Action::Sample => {
                 let keep = crate::ship::counts::keeps_details(world_rank(), c.keep, c.of);
-                self.ship.set_counting((!keep).then(clock::source));
+                self.ship
+                    .set_counting((!keep).then(|| (clock::source(), clock::stamp())));
             }
             // Never sent to a probe.
             Action::Flushed => {}

@@ -105,8 +105,9 @@ pub(crate) struct Ship {
     next_slot: AtomicU32,
     /// Sampled out by a service: the shipper sends each pack's totals
     /// instead of the pack, their timestamps read with this clock
-    /// (`counts`). Read by the shipper only, never on the hot path.
-    counting: Mutex<Option<ClockSource>>,
+    /// (`counts`), from a time on. Read by the shipper only, never on the
+    /// hot path.
+    counting: Mutex<Option<(ClockSource, u64)>>,
 }
 
 /// Events one buffer holds.
@@ -143,26 +144,42 @@ impl Ship {
         }
     }
 
-    /// Sampled out (`Some`, with the clock the events' timestamps come
-    /// from): from the next pack on, the shipper sends totals instead of
-    /// packs. `None` returns to shipping every event.
-    pub(crate) fn set_counting(&self, clock: Option<ClockSource>) {
-        *self.counting.lock().unwrap_or_else(|p| p.into_inner()) = clock;
+    /// Sampled out from probe time `from` on (`Some`, with the clock the
+    /// events' timestamps come from and `from` in its units): the shipper
+    /// sends totals instead of the events that end at or after `from`.
+    /// `None` returns to shipping every event.
+    pub(crate) fn set_counting(&self, counting: Option<(ClockSource, u64)>) {
+        *self.counting.lock().unwrap_or_else(|p| p.into_inner()) = counting;
     }
 
-    /// The `Counts` frames standing for `events` events in `buf`, each
-    /// small enough for one buffer.
-    fn counts_of(&self, buf: Buf, events: usize, clock: ClockSource) -> Vec<u8> {
+    /// Under sampling, splits the `events` events in `buf`: how many lead
+    /// it that go out as a pack (those that ended before the switch), and
+    /// the `Counts` frames standing for the rest, each small enough for one
+    /// buffer (empty when nothing is counted).
+    fn split_counted(&self, buf: Buf, events: usize) -> (usize, Vec<u8>) {
+        let counting = *self.counting.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = Vec::new();
+        let Some((clock, from)) = counting else {
+            return (events, out);
+        };
         // SAFETY: the shipper owns the buffer until it releases it, and its
         // first `events` records after the front are written.
         let bytes = unsafe {
             std::slice::from_raw_parts(buf.0.add(PACK_FRONT).cast_const(), events * EVENT_SIZE)
         };
-        let mut out = Vec::new();
         let Ok(evs) = Event::slice_from(bytes) else {
-            return out;
+            return (events, out);
         };
-        let all = counts::fold(evs, clock);
+        // A thread appends its events as its calls end: those before the
+        // switch lead the buffer.
+        let kept = evs
+            .iter()
+            .position(|e| e.end.get() >= from)
+            .unwrap_or(events);
+        if kept == events {
+            return (events, out);
+        }
+        let all = counts::fold(&evs[kept..], clock);
         let per_frame = ((self.pack_size - HEADER_SIZE - 20) / hark_wire::COUNT_SIZE).max(1);
         for cells in all.cells.chunks(per_frame) {
             hark_wire::Counts {
@@ -172,7 +189,7 @@ impl Ship {
             }
             .encode(&mut out);
         }
-        out
+        (kept, out)
     }
 
     /// Makes the pool's buffers the slots of `ring`: call before the first
@@ -474,15 +491,17 @@ impl Ship {
             };
             match item {
                 Item::Pack { buf, events } => {
-                    let counting = *self.counting.lock().unwrap_or_else(|p| p.into_inner());
-                    if let Some(clock) = counting {
-                        let bytes = self.counts_of(buf, events, clock);
+                    // Sampled out: the events after the switch go as totals.
+                    let (kept, counts) = self.split_counted(buf, events);
+                    if !counts.is_empty() && !send(&counts) {
+                        self.dropped
+                            .fetch_add((events - kept) as u64, Ordering::Relaxed);
+                    }
+                    if kept == 0 {
                         self.release(buf);
-                        if !send(&bytes) {
-                            self.dropped.fetch_add(events as u64, Ordering::Relaxed);
-                        }
                         continue;
                     }
+                    let events = kept;
                     let len = PACK_FRONT + events * EVENT_SIZE;
                     // SAFETY: the buffer is `pack_size` bytes, owned by the
                     // shipper until released, and `events` fit in it.

@@ -1,0 +1,127 @@
+//! `hark ctl sample 1/2 JOB` on a running 4-rank job: from then on world
+//! ranks 1 and 3 send totals instead of events. Their calls and bytes in
+//! `profile.json` are still exactly what the program made, as are ranks 0
+//! and 2's; the time slices after the switch hold no event of ranks 1 and
+//! 3 while 0 and 2 go on; and the diagnostics name the sampled-out ranks.
+
+mod common;
+mod served;
+
+use common::*;
+use served::*;
+use std::time::Duration;
+
+/// Iterations the program runs after the switch.
+const AFTER: u64 = 1500;
+
+fn sampled(mpi: Mpi, tag: &str) {
+    if !have(mpi.cc) || !have(mpi.run) {
+        eprintln!("{} not installed: skipped", mpi.name);
+        return;
+    }
+    let dir = scratch(tag);
+    let exe = compile(mpi.cc, "sampled.c".as_ref(), &dir, &[]);
+    let served = Served::start(&dir, &[]);
+    let go = dir.join("go");
+    let mut cmd = launcher(mpi, 4);
+    cmd.extend([
+        exe.display().to_string(),
+        go.display().to_string(),
+        AFTER.to_string(),
+    ]);
+    let job = served.run(None, &cmd);
+    let jobs = served.wait_jobs("four ranks connected", |j| {
+        j.len() == 1 && j[0]["open"] == 4
+    });
+    let id = jobs[0]["id"].as_str().unwrap().to_string();
+    // A second of full detail, then the switch; the program's last phase
+    // starts once every probe has read it (they look every 100 ms).
+    std::thread::sleep(Duration::from_millis(1000));
+    for bad in ["0/0", "3/2", "x/2", "1-2"] {
+        let out = served.ctl(None, &["sample", bad, &id]);
+        assert!(!out.status.success(), "sample {bad} was taken");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("K") || err.contains("K/N"), "{bad}: {err}");
+    }
+    served.ask(None, &["sample", "1/2", &id]);
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::write(&go, "").unwrap();
+    let out = job.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let jobs = served.wait_jobs("the job folded", |j| j[0]["state"] != "running");
+    assert_eq!(jobs[0]["state"], "finished", "{jobs:?}");
+    let n: u64 = std::fs::read_to_string(go.with_extension("count"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let p = profile(jobs[0]["dir"].as_str().unwrap().as_ref());
+    let prog = &p["programs"][0];
+
+    // Exact counts for every rank, sampled out or not.
+    for f in ["MPI_Send", "MPI_Recv", "MPI_Bcast"] {
+        assert_eq!(per_rank(&p, 0, f, "calls"), vec![n; 4], "{f} calls");
+    }
+    assert_eq!(per_rank(&p, 0, "MPI_Send", "bytes"), vec![256 * n; 4]);
+    assert_eq!(per_rank(&p, 0, "MPI_Recv", "bytes"), vec![256 * n; 4]);
+    for r in 0..4 {
+        let w = &prog["io"]["per_rank"][r]["pwrite"];
+        assert_eq!(w["calls"], n, "rank {r} pwrite: {w}");
+        assert_eq!(w["bytes"], 100 * n, "rank {r} pwrite: {w}");
+    }
+    assert_eq!(lost(&p), 0, "events counted as lost");
+
+    // The diagnostic names ranks 1 and 3 and when they left.
+    let diags: Vec<&str> = prog["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d.as_str())
+        .collect();
+    let said = diags
+        .iter()
+        .find(|d| d.contains("ranks 1,3 sampled out from t="))
+        .unwrap_or_else(|| panic!("no sampling diagnostic in {diags:?}"));
+    assert!(said.contains("their counts are exact"), "{said}");
+    let t: f64 = said
+        .split("t=")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+
+    // Time slices: `t` is when the first of them switched; each switches
+    // when its shipper reads the request (it looks every 100 ms). A
+    // quarter of a second later, nothing of ranks 1 and 3; ranks 0 and 2
+    // go on, all their events there.
+    let ts = &prog["timeslices"];
+    let width = ts["slice_ns"].as_u64().unwrap() as f64;
+    let calls = matrix(&ts["metrics"]["MPI_Send.calls"]);
+    let switch = ((t + 0.25) * 1e9 / width) as usize;
+    let after = |r: usize| calls[r].iter().skip(switch + 1).sum::<u64>();
+    assert_eq!(after(1) + after(3), 0, "slice {switch} of {calls:?}");
+    assert!(
+        after(0) > 0 && after(2) > 0,
+        "ranks 0 and 2 stopped at slice {switch}: {calls:?}"
+    );
+    for r in [0, 2] {
+        assert_eq!(calls[r].iter().sum::<u64>(), n, "rank {r}: {calls:?}");
+    }
+    for r in [1, 3] {
+        assert!(calls[r].iter().sum::<u64>() < n, "rank {r}: {calls:?}");
+    }
+}
+
+#[test]
+fn open_mpi_ranks_sampled_out_keep_exact_counts() {
+    sampled(OPEN_MPI, "sample-ompi");
+}
+
+#[test]
+fn mpich_ranks_sampled_out_keep_exact_counts() {
+    sampled(MPICH, "sample-mpich");
+}
