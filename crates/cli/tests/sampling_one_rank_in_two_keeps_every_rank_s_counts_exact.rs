@@ -1,8 +1,9 @@
 //! `hark ctl sample 1/2 JOB` on a running 4-rank job: from then on world
-//! ranks 1 and 3 send totals instead of events. Their calls and bytes in
-//! `profile.json` are still exactly what the program made, as are ranks 0
-//! and 2's; the time slices after the switch hold no event of ranks 1 and
-//! 3 while 0 and 2 go on; and the diagnostics name the sampled-out ranks.
+//! ranks 1 and 3 send totals instead of events, until `sample 2/2` brings
+//! back every rank's events. Calls and bytes in `profile.json` are exactly
+//! what the program made, for every rank; the time slices after the switch
+//! hold no event of ranks 1 and 3 while 0 and 2 go on, and hold theirs
+//! again at the end; and the diagnostics name the sampled-out ranks.
 
 mod common;
 mod served;
@@ -11,8 +12,8 @@ use common::*;
 use served::*;
 use std::time::Duration;
 
-/// Iterations the program runs after the switch.
-const AFTER: u64 = 1500;
+/// Iterations the program runs after the return to full detail.
+const AFTER: u64 = 500;
 
 fn sampled(mpi: Mpi, tag: &str) {
     if !have(mpi.cc) || !have(mpi.run) {
@@ -23,10 +24,12 @@ fn sampled(mpi: Mpi, tag: &str) {
     let exe = compile(mpi.cc, "sampled.c".as_ref(), &dir, &[]);
     let served = Served::start(&dir, &[]);
     let go = dir.join("go");
+    let back = dir.join("back");
     let mut cmd = launcher(mpi, 4);
     cmd.extend([
         exe.display().to_string(),
         go.display().to_string(),
+        back.display().to_string(),
         AFTER.to_string(),
     ]);
     let job = served.run(None, &cmd);
@@ -46,6 +49,11 @@ fn sampled(mpi: Mpi, tag: &str) {
     served.ask(None, &["sample", "1/2", &id]);
     std::thread::sleep(Duration::from_millis(500));
     std::fs::write(&go, "").unwrap();
+    // Three seconds sampled, then every rank in detail again.
+    std::thread::sleep(Duration::from_millis(3000));
+    served.ask(None, &[&id, "sample", "2", "2"]);
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::write(&back, "").unwrap();
     let out = job.wait_with_output().unwrap();
     assert!(
         out.status.success(),
@@ -95,18 +103,26 @@ fn sampled(mpi: Mpi, tag: &str) {
         .unwrap();
 
     // Time slices: `t` is when the first of them switched; each switches
-    // when its shipper reads the request (it looks every 100 ms). A
-    // quarter of a second later, nothing of ranks 1 and 3; ranks 0 and 2
-    // go on, all their events there.
+    // when its shipper reads the request (it looks every 100 ms). From a
+    // quarter of a second later to two seconds later, nothing of ranks 1
+    // and 3; ranks 0 and 2 go on, all their events there. The last second
+    // has everyone's events again.
     let ts = &prog["timeslices"];
     let width = ts["slice_ns"].as_u64().unwrap() as f64;
     let calls = matrix(&ts["metrics"]["MPI_Send.calls"]);
-    let switch = ((t + 0.25) * 1e9 / width) as usize;
-    let after = |r: usize| calls[r].iter().skip(switch + 1).sum::<u64>();
-    assert_eq!(after(1) + after(3), 0, "slice {switch} of {calls:?}");
+    let slice = |s: f64| (s * 1e9 / width) as usize;
+    let sampled = slice(t + 0.25)..slice(t + 2.0);
+    let during = |r: usize| calls[r][sampled.clone()].iter().sum::<u64>();
+    assert_eq!(during(1) + during(3), 0, "slices {sampled:?} of {calls:?}");
     assert!(
-        after(0) > 0 && after(2) > 0,
-        "ranks 0 and 2 stopped at slice {switch}: {calls:?}"
+        during(0) > 0 && during(2) > 0,
+        "ranks 0 and 2 stopped in slices {sampled:?}: {calls:?}"
+    );
+    let last = calls[0].len() - slice(0.5).max(1);
+    let at_end = |r: usize| calls[r][last..].iter().sum::<u64>();
+    assert!(
+        (0..4).all(|r| at_end(r) > 0),
+        "not every rank has events in its last slices {last}..: {calls:?}"
     );
     for r in [0, 2] {
         assert_eq!(calls[r].iter().sum::<u64>(), n, "rank {r}: {calls:?}");

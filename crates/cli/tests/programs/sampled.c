@@ -2,9 +2,10 @@
  * Each iteration: even ranks MPI_Send 64 ints to the next rank, then
  * MPI_Recv 64 ints from the previous one (odd ranks the other way round),
  * one 100-byte pwrite() to /dev/null, one MPI_Bcast of rank 0's stop flag,
- * a 2 ms sleep. Phase 1 runs until the file argv[1] exists (rank 0 looks,
- * the flag is broadcast, so every rank runs as many iterations); phase 2
- * runs exactly argv[2] more. Rank 0 writes the total to argv[1].count. */
+ * a 2 ms sleep. Phase 1 runs until the file argv[1] exists, phase 2 until
+ * argv[2] exists (rank 0 looks, the flag is broadcast, so every rank runs
+ * as many iterations); phase 3 runs exactly argv[3] more. Rank 0 writes
+ * the total to argv[1].count. */
 #include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -38,14 +39,17 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     fd = open("/dev/null", O_WRONLY);
-    long n = 0, more = atol(argv[2]);
-    int stop = 0;
-    while (!stop) {
-        if (rank == 0)
-            stop = access(argv[1], F_OK) == 0;
-        body(&stop);
-        n++;
+    long n = 0, more = atol(argv[3]);
+    for (int phase = 1; phase <= 2; phase++) {
+        int stop = 0;
+        while (!stop) {
+            if (rank == 0)
+                stop = access(argv[phase], F_OK) == 0;
+            body(&stop);
+            n++;
+        }
     }
+    int stop = 0;
     for (long i = 0; i < more; i++, n++)
         body(&stop);
     if (rank == 0) {
