@@ -1,6 +1,6 @@
 //! A rank sampled out by a service sends `Counts` frames in place of its
-//! packs: the MPI and I/O profiles add them to what its events gave, so its
-//! calls, bytes and times stay exact; the diagnostics name it; and the same
+//! packs: the MPI and I/O profiles and the summary add them to what its
+//! events gave, so its calls, bytes and times, MPI time and span stay exact; the diagnostics name it; and the same
 //! holds by hand, through a board, and split between two servers whose
 //! partials merge.
 
@@ -18,6 +18,7 @@ fn procs() -> Vec<Proc> {
     };
     let counted = Counts {
         since_ns: 1_000,
+        until_ns: 1_100,
         events: 6,
         cells: vec![
             Count {
@@ -58,6 +59,8 @@ fn check(p: &hark_model::Program) {
     assert_eq!(send.time_ns, vec![20, 24]);
     assert_eq!(send.min_ns, vec![4, 2]);
     assert_eq!(send.max_ns, vec![4, 8]);
+    assert_eq!(p.mpi_time_ns, vec![20, 24], "MPI time from counts too");
+    assert_eq!(p.rank_wall_ns[1], 1_100, "to the last event counted");
     let w = &p.io.per_rank[1]["pwrite"];
     assert_eq!((w.calls, w.bytes, w.time_ns), (2, 200, 6));
     let f = p.io.files.iter().find(|f| f.path == "/tmp/out").unwrap();

@@ -11,6 +11,9 @@ use crate::codec::{Reader, Writer};
 use crate::frame::{frame, Kind};
 use crate::Error;
 
+/// Bytes of a [`Counts`] payload before its cells.
+pub const COUNTS_FIXED_SIZE: usize = 8 + 8 + 8 + 4;
+
 /// Bytes of one encoded [`Count`].
 pub const COUNT_SIZE: usize = 2 + 4 + 4 + 5 * 8;
 
@@ -43,6 +46,8 @@ pub struct Count {
 pub struct Counts {
     /// The probe clock (ns) at the start of the earliest event counted here.
     pub since_ns: u64,
+    /// The probe clock (ns) at the end of the latest event counted here.
+    pub until_ns: u64,
     /// Events folded into this frame (they count as received).
     pub events: u64,
     /// One cell per distinct (op, obj, peer), in any order.
@@ -54,6 +59,7 @@ impl Counts {
     pub fn encode(&self, out: &mut Vec<u8>) {
         frame(out, Kind::Counts, |w: &mut Writer| {
             w.u64(self.since_ns)
+                .u64(self.until_ns)
                 .u64(self.events)
                 .u32(self.cells.len() as u32);
             for c in &self.cells {
@@ -71,6 +77,7 @@ impl Counts {
 
     pub(crate) fn decode(r: &mut Reader) -> Result<Counts, Error> {
         let since_ns = r.u64("since_ns")?;
+        let until_ns = r.u64("until_ns")?;
         let events = r.u64("events")?;
         let n = r.u32("cell count")? as usize;
         if n > r.rest().len() / COUNT_SIZE {
@@ -100,6 +107,7 @@ impl Counts {
         }
         Ok(Counts {
             since_ns,
+            until_ns,
             events,
             cells,
         })
@@ -115,6 +123,7 @@ mod tests {
     fn a_counts_frame_round_trips() {
         let c = Counts {
             since_ns: 7,
+            until_ns: 70,
             events: 5,
             cells: vec![
                 Count {
@@ -156,7 +165,7 @@ mod tests {
         }
         .encode(&mut bytes);
         // Claim a million cells in a frame that holds none.
-        let at = crate::HEADER_SIZE + 16;
+        let at = crate::HEADER_SIZE + 24;
         bytes[at..at + 4].copy_from_slice(&1_000_000u32.to_le_bytes());
         assert!(FrameReader::new(&bytes[..]).next_frame().is_err());
     }

@@ -50,11 +50,13 @@ pub(crate) fn fold(events: &[Event], clock: ClockSource) -> Counts {
         ClockSource::Monotonic => t,
     };
     let mut cells: HashMap<(u16, u32, i32), Count> = HashMap::new();
-    let mut since = u64::MAX;
+    let (mut since, mut until) = (u64::MAX, 0);
     for ev in events {
         let start = ns(ev.start.get());
-        let d = ns(ev.end.get()).saturating_sub(start);
+        let end = ns(ev.end.get());
+        let d = end.saturating_sub(start);
         since = since.min(start);
+        until = until.max(end);
         let (op, obj, peer) = key(ev);
         let c = cells.entry((op, obj, peer)).or_insert(Count {
             op,
@@ -73,6 +75,7 @@ pub(crate) fn fold(events: &[Event], clock: ClockSource) -> Counts {
     cells.sort_unstable_by_key(|c| (c.op, c.obj, c.peer));
     Counts {
         since_ns: if events.is_empty() { 0 } else { since },
+        until_ns: until,
         events: events.len() as u64,
         cells,
     }
@@ -110,7 +113,7 @@ mod tests {
         evs.push(w);
         let c = fold(&evs, ClockSource::Monotonic);
         assert_eq!(c.events, 6);
-        assert_eq!(c.since_ns, 0);
+        assert_eq!((c.since_ns, c.until_ns), (0, 414));
         assert_eq!(c.cells.len(), 2);
         let s = c.cells.iter().find(|c| c.op == send).unwrap();
         assert_eq!((s.calls, s.bytes, s.time_ns), (5, 40, 60));
@@ -131,7 +134,7 @@ mod tests {
             &[Event::new(op::io::READ, 3000, 5000)],
             ClockSource::Tsc(scale),
         );
-        assert_eq!(c.since_ns, 1000);
+        assert_eq!((c.since_ns, c.until_ns), (1000, 2000));
         assert_eq!(c.cells[0].time_ns, 1000);
     }
 }

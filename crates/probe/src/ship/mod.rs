@@ -180,10 +180,13 @@ impl Ship {
             return (events, out);
         }
         let all = counts::fold(&evs[kept..], clock);
-        let per_frame = ((self.pack_size - HEADER_SIZE - 20) / hark_wire::COUNT_SIZE).max(1);
+        let per_frame = ((self.pack_size - HEADER_SIZE - hark_wire::COUNTS_FIXED_SIZE)
+            / hark_wire::COUNT_SIZE)
+            .max(1);
         for cells in all.cells.chunks(per_frame) {
             hark_wire::Counts {
                 since_ns: all.since_ns,
+                until_ns: all.until_ns,
                 events: cells.iter().map(|c| c.calls).sum(),
                 cells: cells.to_vec(),
             }
