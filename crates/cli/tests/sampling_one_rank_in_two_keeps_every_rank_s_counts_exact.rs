@@ -3,14 +3,49 @@
 //! back every rank's events. Calls and bytes in `profile.json` are exactly
 //! what the program made, for every rank; the time slices after the switch
 //! hold no event of ranks 1 and 3 while 0 and 2 go on, and hold theirs
-//! again at the end; and the diagnostics name the sampled-out ranks.
+//! again at the end; and the diagnostics name the sampled-out ranks. The
+//! switch goes through `hark ctl`, the return through the HTTP API; both
+//! refuse a bad filter.
 
 mod common;
 mod served;
 
 use common::*;
 use served::*;
-use std::time::Duration;
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+/// The `HOST:PORT` that `hark serve --http` printed in its log.
+fn http_addr(served: &Served) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let log = served.log();
+        if let Some(rest) = log.split("POST http://").nth(1) {
+            return rest.split('/').next().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline, "no HTTP address in {log}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `POST /api/runs/{id}/control` with `body`: the status and the answer.
+fn post_control(addr: &str, id: &str, body: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST /api/runs/{id}/control HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, answer)
+}
 
 /// Iterations the program runs after the return to full detail.
 const AFTER: u64 = 500;
@@ -22,7 +57,8 @@ fn sampled(mpi: Mpi, tag: &str) {
     }
     let dir = scratch(tag);
     let exe = compile(mpi.cc, "sampled.c".as_ref(), &dir, &[]);
-    let served = Served::start(&dir, &[]);
+    let served = Served::start(&dir, &["--http", "127.0.0.1:0"]);
+    let http = http_addr(&served);
     let go = dir.join("go");
     let back = dir.join("back");
     let mut cmd = launcher(mpi, 4);
@@ -46,12 +82,19 @@ fn sampled(mpi: Mpi, tag: &str) {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("K") || err.contains("K/N"), "{bad}: {err}");
     }
+    let (code, answer) = post_control(&http, &id, r#"{"action":"sample","keep":3,"of":2}"#);
+    assert_eq!(code, 422, "{answer}");
+    assert!(
+        answer.contains("cannot keep 3 of every 2 ranks"),
+        "{answer}"
+    );
     served.ask(None, &["sample", "1/2", &id]);
     std::thread::sleep(Duration::from_millis(500));
     std::fs::write(&go, "").unwrap();
     // Three seconds sampled, then every rank in detail again.
     std::thread::sleep(Duration::from_millis(3000));
-    served.ask(None, &[&id, "sample", "2", "2"]);
+    let (code, answer) = post_control(&http, &id, r#"{"action":"sample","keep":2,"of":2}"#);
+    assert_eq!(code, 200, "{answer}");
     std::thread::sleep(Duration::from_millis(500));
     std::fs::write(&back, "").unwrap();
     let out = job.wait_with_output().unwrap();
@@ -118,11 +161,13 @@ fn sampled(mpi: Mpi, tag: &str) {
         during(0) > 0 && during(2) > 0,
         "ranks 0 and 2 stopped in slices {sampled:?}: {calls:?}"
     );
-    let last = calls[0].len() - slice(0.5).max(1);
-    let at_end = |r: usize| calls[r][last..].iter().sum::<u64>();
+    // The last half second in which rank 0 made calls.
+    let end = calls[0].iter().rposition(|&c| c > 0).unwrap() + 1;
+    let last = end.saturating_sub(slice(0.5).max(1))..end;
+    let at_end = |r: usize| calls[r][last.clone()].iter().sum::<u64>();
     assert!(
         (0..4).all(|r| at_end(r) > 0),
-        "not every rank has events in its last slices {last}..: {calls:?}"
+        "not every rank has events in the last slices {last:?}: {calls:?}"
     );
     for r in [0, 2] {
         assert_eq!(calls[r].iter().sum::<u64>(), n, "rank {r}: {calls:?}");
