@@ -73,8 +73,17 @@ fn sampled(mpi: Mpi, tag: &str) {
         j.len() == 1 && j[0]["open"] == 4
     });
     let id = jobs[0]["id"].as_str().unwrap().to_string();
-    // A second of full detail, then the switch; the program's last phase
-    // starts once every probe has read it (they look every 100 ms).
+    // Every rank in its loop, then a second of full detail, then the
+    // switch; phase 2 starts once every probe has read it (they look
+    // every 100 ms).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !go.with_extension("ready").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the program never started its loop"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     std::thread::sleep(Duration::from_millis(1000));
     for bad in ["0/0", "3/2", "x/2", "1-2"] {
         let out = served.ctl(None, &["sample", bad, &id]);
@@ -138,36 +147,43 @@ fn sampled(mpi: Mpi, tag: &str) {
         .find(|d| d.contains("ranks 1,3 sampled out from t="))
         .unwrap_or_else(|| panic!("no sampling diagnostic in {diags:?}"));
     assert!(said.contains("their counts are exact"), "{said}");
-    let t: f64 = said
-        .split("t=")
-        .nth(1)
-        .and_then(|s| s.split(' ').next())
-        .and_then(|s| s.parse().ok())
-        .unwrap();
 
-    // Time slices: `t` is when the first of them switched; each switches
-    // when its shipper reads the request (it looks every 100 ms). From a
-    // quarter of a second later to two seconds later, nothing of ranks 1
-    // and 3; ranks 0 and 2 go on, all their events there. The last second
-    // has everyone's events again.
+    // Time slices. Where rank 0 makes calls: ranks 1 and 3 have events in
+    // the first half second (full detail before the switch) and in the
+    // last (full detail again); in between, one stretch of at least half
+    // a second in which they have none at all while ranks 0 and 2 go on.
     let ts = &prog["timeslices"];
-    let width = ts["slice_ns"].as_u64().unwrap() as f64;
+    let width = ts["slice_ns"].as_u64().unwrap();
     let calls = matrix(&ts["metrics"]["MPI_Send.calls"]);
-    let slice = |s: f64| (s * 1e9 / width) as usize;
-    let sampled = slice(t + 0.25)..slice(t + 2.0);
-    let during = |r: usize| calls[r][sampled.clone()].iter().sum::<u64>();
-    assert_eq!(during(1) + during(3), 0, "slices {sampled:?} of {calls:?}");
+    let half_second = (500_000_000 / width).max(1) as usize;
+    let active: Vec<usize> = (0..calls[0].len()).filter(|&s| calls[0][s] > 0).collect();
+    let (first, last) = (active[0], *active.last().unwrap());
+    let sum = |r: usize, s: std::ops::Range<usize>| calls[r][s].iter().sum::<u64>();
+    for r in 0..4 {
+        assert!(
+            sum(r, first..first + half_second) > 0,
+            "rank {r} at the start: {calls:?}"
+        );
+        assert!(
+            sum(r, last + 1 - half_second..last + 1) > 0,
+            "rank {r} at the end: {calls:?}"
+        );
+    }
+    let out: Vec<usize> = active
+        .iter()
+        .copied()
+        .filter(|&s| calls[1][s] == 0 && calls[3][s] == 0 && calls[2][s] > 0)
+        .collect();
     assert!(
-        during(0) > 0 && during(2) > 0,
-        "ranks 0 and 2 stopped in slices {sampled:?}: {calls:?}"
+        out.len() >= half_second,
+        "ranks 1 and 3 were never out for half a second ({} slices of {width} ns): {calls:?}",
+        out.len()
     );
-    // The last half second in which rank 0 made calls.
-    let end = calls[0].iter().rposition(|&c| c > 0).unwrap() + 1;
-    let last = end.saturating_sub(slice(0.5).max(1))..end;
-    let at_end = |r: usize| calls[r][last.clone()].iter().sum::<u64>();
-    assert!(
-        (0..4).all(|r| at_end(r) > 0),
-        "not every rank has events in the last slices {last:?}: {calls:?}"
+    let (from, to) = (out[0], *out.last().unwrap());
+    assert_eq!(
+        sum(1, from..to + 1) + sum(3, from..to + 1),
+        0,
+        "events of ranks 1 and 3 while sampled out, slices {from}..={to}: {calls:?}"
     );
     for r in [0, 2] {
         assert_eq!(calls[r].iter().sum::<u64>(), n, "rank {r}: {calls:?}");

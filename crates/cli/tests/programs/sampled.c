@@ -5,7 +5,8 @@
  * a 2 ms sleep. Phase 1 runs until the file argv[1] exists, phase 2 until
  * argv[2] exists (rank 0 looks, the flag is broadcast, so every rank runs
  * as many iterations); phase 3 runs exactly argv[3] more. Rank 0 writes
- * the total to argv[1].count. */
+ * argv[1].ready after its first iteration, and the total to argv[1].count
+ * at the end. */
 #include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -46,7 +47,11 @@ int main(int argc, char **argv) {
             if (rank == 0)
                 stop = access(argv[phase], F_OK) == 0;
             body(&stop);
-            n++;
+            if (n++ == 0 && rank == 0) {
+                char name[4096];
+                snprintf(name, sizeof name, "%s.ready", argv[1]);
+                fclose(fopen(name, "w"));
+            }
         }
     }
     int stop = 0;

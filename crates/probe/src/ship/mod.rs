@@ -144,12 +144,18 @@ impl Ship {
         }
     }
 
-    /// Sampled out from probe time `from` on (`Some`, with the clock the
-    /// events' timestamps come from and `from` in its units): the shipper
-    /// sends totals instead of the events that end at or after `from`.
-    /// `None` returns to shipping every event.
-    pub(crate) fn set_counting(&self, counting: Option<(ClockSource, u64)>) {
-        *self.counting.lock().unwrap_or_else(|p| p.into_inner()) = counting;
+    /// Sampled out (`out`) or not. When a process becomes sampled out,
+    /// the shipper sends totals instead of the events that end at or after
+    /// `from` (probe time, in `clock`'s units); one already sampled out
+    /// keeps its first switch time. Not sampled out returns to shipping
+    /// every event.
+    pub(crate) fn set_counting(&self, out: bool, clock: ClockSource, from: u64) {
+        let mut c = self.counting.lock().unwrap_or_else(|p| p.into_inner());
+        match (out, c.is_some()) {
+            (true, false) => *c = Some((clock, from)),
+            (false, _) => *c = None,
+            (true, true) => {}
+        }
     }
 
     /// Under sampling, splits the `events` events in `buf`: how many lead
