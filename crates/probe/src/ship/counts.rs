@@ -10,6 +10,7 @@
 //! single events (their order, peers, tags and timestamps).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use hark_wire::mpi::{Class, FUNCTIONS};
 use hark_wire::op::{self, OpKind};
@@ -42,6 +43,35 @@ fn key(ev: &Event) -> (u16, u32, i32) {
     }
 }
 
+/// A multiply-and-rotate hash (as rustc's `FxHasher`): the keys are a
+/// few small integers the probe made itself, so no defence against chosen
+/// keys is needed, and SipHash cost most of the fold.
+#[derive(Default)]
+struct Fx(u64);
+
+impl Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64)
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(v as u64)
+    }
+    fn write_i32(&mut self, v: i32) {
+        self.write_u64(v as u32 as u64)
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// Folds `events` (timestamps as the probe's `clock` writes them) into one
 /// frame's worth of totals, in nanoseconds.
 pub(crate) fn fold(events: &[Event], clock: ClockSource) -> Counts {
@@ -49,7 +79,10 @@ pub(crate) fn fold(events: &[Event], clock: ClockSource) -> Counts {
         ClockSource::Tsc(scale) => scale.ns(t),
         ClockSource::Monotonic => t,
     };
-    let mut cells: HashMap<(u16, u32, i32), Count> = HashMap::new();
+    let mut at: HashMap<(u16, u32, i32), usize, BuildHasherDefault<Fx>> = HashMap::default();
+    let mut cells: Vec<Count> = Vec::new();
+    // Loops repeat a call: the last cell is the likeliest.
+    let mut last: Option<((u16, u32, i32), usize)> = None;
     let (mut since, mut until) = (u64::MAX, 0);
     for ev in events {
         let start = ns(ev.start.get());
@@ -57,21 +90,31 @@ pub(crate) fn fold(events: &[Event], clock: ClockSource) -> Counts {
         let d = end.saturating_sub(start);
         since = since.min(start);
         until = until.max(end);
-        let (op, obj, peer) = key(ev);
-        let c = cells.entry((op, obj, peer)).or_insert(Count {
-            op,
-            obj,
-            peer,
-            min_ns: u64::MAX,
-            ..Count::default()
-        });
+        let k = key(ev);
+        let i = match last {
+            Some((l, i)) if l == k => i,
+            _ => {
+                let i = *at.entry(k).or_insert_with(|| {
+                    cells.push(Count {
+                        op: k.0,
+                        obj: k.1,
+                        peer: k.2,
+                        min_ns: u64::MAX,
+                        ..Count::default()
+                    });
+                    cells.len() - 1
+                });
+                last = Some((k, i));
+                i
+            }
+        };
+        let c = &mut cells[i];
         c.calls += 1;
         c.bytes = c.bytes.saturating_add(ev.bytes.get());
         c.time_ns = c.time_ns.saturating_add(d);
         c.min_ns = c.min_ns.min(d);
         c.max_ns = c.max_ns.max(d);
     }
-    let mut cells: Vec<Count> = cells.into_values().collect();
     cells.sort_unstable_by_key(|c| (c.op, c.obj, c.peer));
     Counts {
         since_ns: if events.is_empty() { 0 } else { since },
