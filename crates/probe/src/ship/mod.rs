@@ -733,6 +733,64 @@ mod tests {
         assert_eq!(packs, vec![(0, 10)]);
     }
 
+    #[test]
+    fn a_sampled_out_shipper_sends_the_events_after_the_switch_as_totals() {
+        let ship = Arc::new(Ship::new(4096, 4, false));
+        let cap = Capture::default();
+        let s = ship.clone();
+        let c = cap.clone();
+        let t = std::thread::spawn(move || s.run(Box::new(c), &|_| {}, None, &|| {}));
+        // The shipper reads the state as it takes each pack: wait for it.
+        let sent = |n: usize| {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while cap.0.lock().unwrap().len() < n {
+                assert!(Instant::now() < deadline, "the shipper sent nothing");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        let counts_frame = HEADER_SIZE + hark_wire::COUNTS_FIXED_SIZE + hark_wire::COUNT_SIZE;
+        // Events i end at i + 1: those ending before 3 go as a pack.
+        ship.set_counting(true, ClockSource::Monotonic, 3);
+        let b = fill(&ship, 7);
+        ship.push_pack(b, 7);
+        sent(PACK_FRONT + 2 * EVENT_SIZE + counts_frame);
+        // Sampled out again: the first switch time (3) stays, not 100.
+        ship.set_counting(true, ClockSource::Monotonic, 100);
+        let b = fill(&ship, 4);
+        ship.push_pack(b, 4);
+        sent(2 * (PACK_FRONT + 2 * EVENT_SIZE + counts_frame));
+        // Back to full detail.
+        ship.set_counting(false, ClockSource::Monotonic, 0);
+        let b = fill(&ship, 5);
+        ship.push_pack(b, 5);
+        ship.push_end(EndReason::Exit);
+        assert!(ship.wait_done(Duration::from_secs(5)));
+        t.join().unwrap();
+        let bytes = cap.0.lock().unwrap();
+        let mut r = FrameReader::new(&bytes[..]);
+        let mut packs = Vec::new();
+        let mut counted = Vec::new();
+        while let Some(f) = r.next_frame().unwrap() {
+            match f {
+                Frame::Pack { events, .. } => packs.push(events.len()),
+                Frame::Counts(c) => counted.push((c.events, c.since_ns, c.until_ns, c.cells)),
+                _ => {}
+            }
+        }
+        assert_eq!(
+            packs,
+            vec![2, 2, 5],
+            "the leads of two buffers, then the last"
+        );
+        assert_eq!(counted.len(), 2);
+        // Events 2..7 of the first buffer: starts 2..=6, each 1 ns.
+        assert_eq!((counted[0].0, counted[0].1, counted[0].2), (5, 2, 7));
+        let cell = counted[0].3[0];
+        assert_eq!((cell.op, cell.calls, cell.time_ns), (0x503, 5, 5));
+        assert_eq!(counted[1].0, 2, "switched at 3, not at 100");
+        assert_eq!(ship.dropped.load(Ordering::Relaxed), 0);
+    }
+
     fn fill_at(buf: Buf, n: usize) -> Buf {
         for i in 0..n {
             // SAFETY: test buffers hold far more than n events.
