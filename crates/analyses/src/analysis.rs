@@ -35,7 +35,7 @@ use crate::stream::StreamCx;
 use crate::track::{Msg, Wait};
 use crate::unify::{IdMap, Unifier};
 use hark_model::Program;
-use hark_wire::Event;
+use hark_wire::{Counts, Event};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -86,8 +86,9 @@ pub struct Spec {
     pub fills: &'static [&'static str],
 }
 
-/// What a rank's state is fed: one of its batches, or wait states found for
-/// it. Exactly one of `events`/`waits` is non-empty.
+/// What a rank's state is fed: one of its batches, its counts in place of
+/// one, or wait states found for it. At most one of `events`, `waits` and
+/// `counts` is non-empty.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Input<'a> {
     /// The events of one pack, in stream order.
@@ -97,6 +98,10 @@ pub struct Input<'a> {
     pub msgs: &'a [Msg],
     /// Wait states in which this rank waited.
     pub waits: &'a [Wait],
+    /// A sampled-out rank's exact totals for the events of one pack it did
+    /// not send (`docs/wire.md`, "Counts"); `events` is then empty. Only
+    /// knowledge sources whose results are per-function sums fold them.
+    pub counts: Option<&'a Counts>,
 }
 
 /// A knowledge source: per-rank reduction, then a fold into the model.

@@ -105,6 +105,8 @@ enum What {
 /// the program's pool.
 struct Batch {
     events: Vec<Event>,
+    /// A sampled-out stream's totals in place of `events`.
+    counts: Option<hark_wire::Counts>,
     flow: Arc<Flow>,
 }
 
@@ -569,9 +571,11 @@ impl OnBoard {
                             events: &t.batch.events,
                             msgs: &t.msgs,
                             waits: &[],
+                            counts: t.batch.counts.as_ref(),
                         };
                         slot.state.fold(&t.info.cx(), &input);
-                        slot.analysed += t.batch.events.len() as u64;
+                        slot.analysed += t.batch.events.len() as u64
+                            + t.batch.counts.as_ref().map_or(0, |c| c.events);
                     },
                 ))?;
             }
@@ -645,6 +649,20 @@ impl OnBoard {
         buf.extend_from_slice(events);
         let batch = Arc::new(Batch {
             events: buf,
+            counts: None,
+            flow: self.flow.clone(),
+        });
+        self.submit(info, What::Pack(batch), bytes)
+    }
+
+    /// Submits a sampled-out stream's totals in place of a pack (in stream
+    /// order with its packs): the per-function analyses fold them, the
+    /// analyses that need events see an empty batch.
+    pub fn counts(&self, info: &Arc<StreamInfo>, counts: hark_wire::Counts) -> Result<(), Error> {
+        let bytes = std::mem::size_of_val(&counts.cells[..]);
+        let batch = Arc::new(Batch {
+            events: Vec::new(),
+            counts: Some(counts),
             flow: self.flow.clone(),
         });
         self.submit(info, What::Pack(batch), bytes)

@@ -353,6 +353,7 @@ impl Stream {
             events,
             msgs: &derived.msgs,
             waits: &[],
+            counts: None,
         };
         for state in &mut self.states {
             state.fold(&cx, &input);
@@ -360,6 +361,21 @@ impl Stream {
         drop(cx);
         self.info.shared.hand_match(derived);
         self.acc.analysed += events.len() as u64;
+    }
+
+    /// A sampled-out probe's totals arrived in place of a pack: counted as
+    /// received and analysed, folded by the per-function analyses.
+    pub fn counts(&mut self, counts: &hark_wire::Counts) {
+        self.acc.received += counts.events;
+        let cx = self.info.cx();
+        let input = Input {
+            counts: Some(counts),
+            ..Input::default()
+        };
+        for state in &mut self.states {
+            state.fold(&cx, &input);
+        }
+        self.acc.analysed += counts.events;
     }
 
     /// The end-of-stream record arrived.

@@ -19,7 +19,9 @@ Examples:
   hark ctl 3 pause                   stop recording in every process of job 3
   hark ctl 3 resume
   hark ctl 3 dump                    write a report of job 3 now; it goes on
-  hark ctl 3 sample 1 8              detailed events from 1 rank in 8
+  hark ctl sample 1/8 3              detailed events from 1 rank in 8 (world rank r % 8 < 1),
+                                     exact counts from all (also: hark ctl 3 sample 1 8)
+  hark ctl sample 8/8 3              every rank in detail again
 The service is found with --server or HARK_SERVER (default unix:/tmp/hark/hark.sock).";
 
 /// Options of `hark ctl`.
@@ -40,7 +42,7 @@ pub struct CtlArgs {
     pub json: bool,
 
     /// `list`, or a job (its number or name) followed by `pause`,
-    /// `resume`, `dump`, `show` or `sample K N`.
+    /// `resume`, `dump`, `show` or `sample K N`; or `sample K/N JOB`.
     #[arg(value_name = "WHAT", required = true, num_args = 1..=4)]
     pub what: Vec<String>,
 }
@@ -79,6 +81,21 @@ pub fn request(addr: &str, req: &Value) -> Result<Value> {
     Ok(v)
 }
 
+/// The control request that samples job `run` to `k` of every `n` ranks,
+/// refused here already if the numbers make no filter.
+fn sample_request(run: &str, k: &str, n: &str) -> Result<Value> {
+    let num = |s: &str| -> Result<u32> {
+        s.trim().parse().map_err(|_| {
+            anyhow!(
+                "`{s}` is not a whole number (sample K/N: detailed events from K of every N ranks)"
+            )
+        })
+    };
+    let (keep, of) = (num(k)?, num(n)?);
+    hark_server::check_sample(keep, of)?;
+    Ok(json!({"op": "control", "run": run, "action": "sample", "keep": keep, "of": of}))
+}
+
 /// Runs `hark ctl`.
 pub fn ctl(args: &CtlArgs) -> Result<i32> {
     let what: Vec<&str> = args.what.iter().map(String::as_str).collect();
@@ -88,14 +105,14 @@ pub fn ctl(args: &CtlArgs) -> Result<i32> {
         [run, action @ ("pause" | "resume" | "dump")] => {
             json!({"op": "control", "run": run, "action": action})
         }
-        [run, "sample", k, n] => {
-            let num = |s: &str| -> Result<u32> {
-                s.parse()
-                    .map_err(|_| anyhow!("`{s}` is not a whole number (sample K N)"))
+        [run, "sample", k, n] => sample_request(run, k, n)?,
+        ["sample", kn, run] | [run, "sample", kn] => {
+            let Some((k, n)) = kn.split_once('/') else {
+                bail!("`{kn}` is not K/N (sample K/N JOB: detailed events from K of every N ranks)");
             };
-            json!({"op": "control", "run": run, "action": "sample", "keep": num(k)?, "of": num(n)?})
+            sample_request(run, k, n)?
         }
-        _ => bail!("expected `list`, or RUN followed by pause, resume, dump, show or `sample K N`"),
+        _ => bail!("expected `list`, RUN followed by pause, resume, dump, show or `sample K N`, or `sample K/N RUN`"),
     };
     let v = request(&args.server, &req)?;
     if args.json {
@@ -133,6 +150,9 @@ pub fn ctl(args: &CtlArgs) -> Result<i32> {
             "Dump of job {run} written to {}\n",
             v["dir"].as_str().unwrap_or("?")
         ),
+        ["sample", kn, run] | [run, "sample", kn] => {
+            format!("Job {run}: sampling {kn} of the ranks sent.\n")
+        }
         [run, action, ..] => format!("Job {run}: {action} sent.\n"),
         _ => String::new(),
     };

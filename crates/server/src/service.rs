@@ -142,6 +142,17 @@ pub enum Command {
     },
 }
 
+/// Refuses a sampling filter without ranks to sample from, or keeping
+/// more than every rank. `keep == 0` keeps counts only, from every rank.
+pub fn check_sample(keep: u32, of: u32) -> Result<(), Error> {
+    if of == 0 || keep > of {
+        return Err(Error::new(ErrorKind::Control(format!(
+            "cannot keep {keep} of every {of} ranks: give 0 <= K <= N with N >= 1 (K = N is every rank in detail, K = 0 counts only)"
+        ))));
+    }
+    Ok(())
+}
+
 /// Where a job is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobState {
@@ -269,6 +280,9 @@ struct Live {
     ending: bool,
     /// Settings every later stream of the job gets at its `Hello`.
     paused: bool,
+    /// The sampling filter in force (`keep`, `of`), told to later streams
+    /// at their `Hello`; `None` for every rank in detail.
+    sample: Option<(u32, u32)>,
     /// Per connection, the last dump it answered.
     flushed: HashMap<u64, u64>,
     dumps: u64,
@@ -420,13 +434,19 @@ impl Service {
                 self.router.tell(&job, Control::new(action));
                 Ok(None)
             }
-            // Sampling needs every unsampled rank to keep exact counts
-            // (per-function calls and times) without its events; the probe
-            // cannot do that yet, so the request is refused rather than
-            // silently losing counts.
-            Command::Sample { keep, of } => Err(Error::new(ErrorKind::Control(format!(
-                "sampling ({keep} of {of} ranks) is not implemented: unsampled ranks would lose their exact counts"
-            )))),
+            // Ranks left out keep exact per-function counts in their probe
+            // (`docs/wire.md`, "Counts"); `keep == of` is every rank again.
+            Command::Sample { keep, of } => {
+                check_sample(keep, of)?;
+                lock(&job.live).sample = (keep < of).then_some((keep, of));
+                let c = Control {
+                    keep,
+                    of,
+                    ..Control::new(Action::Sample)
+                };
+                self.router.tell(&job, c);
+                Ok(None)
+            }
             Command::Dump => self.router.dump(&job).map(Some),
         }
     }
@@ -970,6 +990,21 @@ impl Sink for Router {
             if let Some(back) = routes.get(&conn.0).and_then(|r| r.back.as_ref()) {
                 let mut bytes = Vec::new();
                 Control::new(Action::Pause).encode(&mut bytes);
+                let _ = back.send(&bytes);
+            }
+        }
+        // ... and sampled, if a filter is in force.
+        let sample = lock(&job.live).sample;
+        if let Some((keep, of)) = sample {
+            let routes = lock(&self.routes);
+            if let Some(back) = routes.get(&conn.0).and_then(|r| r.back.as_ref()) {
+                let mut bytes = Vec::new();
+                Control {
+                    keep,
+                    of,
+                    ..Control::new(Action::Sample)
+                }
+                .encode(&mut bytes);
                 let _ = back.send(&bytes);
             }
         }

@@ -521,6 +521,14 @@ impl Sink for State {
                 self.throttle(&c.on);
                 c.on.pack(&c.info, events)
             }
+            Frame::Counts(counts) => {
+                // A sampled-out probe's totals: its events count as received.
+                c.acc.lock().unwrap_or_else(|e| e.into_inner()).received += counts.events;
+                self.counters
+                    .events
+                    .fetch_add(counts.events, Ordering::Relaxed);
+                c.on.counts(&c.info, counts)
+            }
             Frame::Defs(defs) => c.on.defs(&c.info, defs),
             Frame::Rank(r) => {
                 let hello = c.info.hello();

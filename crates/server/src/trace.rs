@@ -198,7 +198,11 @@ impl Store {
                 e.encode(&mut head);
                 self.write(&mut w, &head, &[]);
             }
-            Frame::Hello(_) | Frame::Ring | Frame::Cpus(_) | Frame::Control(_) => {}
+            Frame::Hello(_)
+            | Frame::Ring
+            | Frame::Cpus(_)
+            | Frame::Control(_)
+            | Frame::Counts(_) => {}
         }
     }
 

@@ -54,6 +54,8 @@ pub struct Stream {
     /// What a probe that died left unshipped in its shared-memory ring:
     /// `(events, buffers)` (see [`Sink::on_lost`]).
     pub lost: Option<(u64, u64)>,
+    /// Every `Counts` frame (a sampled-out probe's totals), in order.
+    pub counts: Vec<hark_wire::Counts>,
 }
 
 impl Stream {
@@ -133,6 +135,7 @@ impl Sink for Gather {
                 closed: None,
                 shm: false,
                 lost: None,
+                counts: Vec::new(),
             },
         );
     }
@@ -149,6 +152,7 @@ impl Sink for Gather {
                 Frame::Hello(_) | Frame::Cpus(_) => {}
                 Frame::Ring => s.shm = true,
                 Frame::Control(_) => {}
+                Frame::Counts(c) => s.counts.push(c),
                 Frame::Rank(r) => s.ranks.push(r),
                 Frame::Clock(c) => s.clocks.push(c),
                 Frame::Defs(d) => s.defs.extend(d),

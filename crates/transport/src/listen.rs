@@ -368,6 +368,7 @@ fn frame_name(f: &Frame<'_>) -> &'static str {
         Frame::Ring => "Ring",
         Frame::Cpus(_) => "Cpus",
         Frame::Control(_) => "Control",
+        Frame::Counts(_) => "Counts",
     }
 }
 

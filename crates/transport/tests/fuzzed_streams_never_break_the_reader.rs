@@ -233,6 +233,7 @@ fn decoded(f: &Frame<'_>) -> String {
         Frame::Ring => "Ring".into(),
         Frame::Cpus(c) => format!("{c:?}"),
         Frame::Control(c) => format!("{c:?}"),
+        Frame::Counts(c) => format!("{c:?}"),
     }
 }
 

@@ -8,6 +8,7 @@
 
 use crate::codec::{Reader, Writer};
 use crate::control::Control;
+use crate::counts::Counts;
 use crate::error::ErrorKind;
 use crate::{Error, Event, EVENT_SIZE};
 use std::io::Read;
@@ -16,7 +17,7 @@ use zerocopy::FromBytes;
 /// The first four bytes of a [`Hello`] payload.
 pub const MAGIC: [u8; 4] = *b"HARK";
 /// Version of the format this crate reads and writes.
-pub const VERSION: u16 = 4;
+pub const VERSION: u16 = 5;
 /// Size of a frame header.
 pub const HEADER_SIZE: usize = 8;
 /// Largest payload a reader accepts of any kind (a pack is about 1 MiB by
@@ -47,6 +48,8 @@ pub enum Kind {
     Cpus = 8,
     /// [`Control`]: a request from a service, or a probe's answer to one.
     Control = 9,
+    /// [`Counts`]: a sampled-out probe's totals in place of a pack.
+    Counts = 10,
 }
 
 impl Kind {
@@ -62,6 +65,7 @@ impl Kind {
             Kind::Rank | Kind::End | Kind::Clock => 4 << 10,
             Kind::Cpus => 4 + 4 * MAX_CPUS,
             Kind::Control => 4 << 10,
+            Kind::Counts => 16 << 20,
             Kind::Ring => 0,
             Kind::Defs => 64 << 20,
             Kind::Pack => MAX_PAYLOAD,
@@ -80,6 +84,7 @@ impl Kind {
             7 => Kind::Ring,
             8 => Kind::Cpus,
             9 => Kind::Control,
+            10 => Kind::Counts,
             _ => return Err(Error::malformed(format!("unknown frame kind {v}"))),
         })
     }
@@ -381,6 +386,9 @@ pub enum Frame<'a> {
     /// See [`Control`]: in a probe's stream, its answer to a service's
     /// request (a dump's flush is complete).
     Control(Control),
+    /// See [`Counts`]: a sampled-out probe's exact totals for the events
+    /// of one pack it did not send.
+    Counts(Counts),
 }
 
 /// Most CPU numbers a [`Frame::Cpus`] carries (the kernel's largest
@@ -623,6 +631,7 @@ impl<'a> Frame<'a> {
             Kind::Ring => Frame::Ring,
             Kind::Cpus => Frame::Cpus(decode_cpus(&mut r)?),
             Kind::Control => Frame::Control(Control::decode(&mut r)?),
+            Kind::Counts => Frame::Counts(Counts::decode(&mut r)?),
             Kind::Pack => {
                 let seq = r.u64("pack sequence")?;
                 return Ok(Frame::Pack {

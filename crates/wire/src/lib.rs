@@ -27,6 +27,7 @@
 
 pub mod codec;
 mod control;
+mod counts;
 mod error;
 mod event;
 mod frame;
@@ -35,6 +36,7 @@ pub mod op;
 pub mod partition;
 
 pub use control::{Action, Control, CONTROL_SIZE};
+pub use counts::{Count, Counts, COUNTS_FIXED_SIZE, COUNT_SIZE};
 pub use error::{Error, ErrorKind};
 pub use event::{
     Event, EVENT_SIZE, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT, TAG_ANY,

@@ -94,6 +94,17 @@ pub struct Rank {
 
 impl RankState for Rank {
     fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        // A sampled-out rank's exact totals, per op and file.
+        for c in input.counts.map_or(&[][..], |c| &c.cells[..]) {
+            if !is_io(c.op) || c.calls == 0 {
+                continue;
+            }
+            let file = file_of(cx, c.obj, c.peer);
+            let t = self.cells.entry((file, c.op)).or_default();
+            t.calls += c.calls;
+            t.bytes.sat(c.bytes);
+            t.time_ns.sat(c.time_ns);
+        }
         let events = input.events;
         for ev in events {
             let code = ev.op();

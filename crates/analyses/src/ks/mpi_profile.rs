@@ -80,6 +80,10 @@ pub(crate) fn completion_bytes(func: usize) -> bool {
 pub struct Rank {
     /// Indexed like `FUNCTIONS`; boxed lazily, since a program calls few.
     funcs: Vec<Option<Box<Func>>>,
+    /// Since when (ns from the program's origin) this rank sent counts in
+    /// place of events: sampled out by a service (`hark ctl sample`).
+    #[serde(default)]
+    sampled_from_ns: Option<u64>,
 }
 
 impl Rank {
@@ -92,8 +96,37 @@ impl Rank {
     }
 }
 
+impl Rank {
+    /// Adds a sampled-out rank's exact totals. The message-size histogram
+    /// gets nothing: the totals hold no single call's size.
+    fn fold_counts(&mut self, cx: &StreamCx<'_>, counts: &hark_wire::Counts) {
+        if counts.events > 0 {
+            let from = cx.since_origin(counts.since_ns);
+            self.sampled_from_ns = Some(self.sampled_from_ns.map_or(from, |t| t.min(from)));
+        }
+        for c in &counts.cells {
+            if c.op >= op::IO_BASE || c.calls == 0 {
+                continue;
+            }
+            if let op::OpKind::Mpi(i) = op::kind(c.op) {
+                let f = self.func(i);
+                f.calls += c.calls;
+                f.time.sat(c.time_ns);
+                f.min = f.min.min(c.min_ns);
+                f.max = f.max.max(c.max_ns);
+                if own_bytes(i) {
+                    f.bytes.sat(c.bytes);
+                }
+            }
+        }
+    }
+}
+
 impl RankState for Rank {
-    fn fold(&mut self, _: &StreamCx<'_>, input: &Input<'_>) {
+    fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        if let Some(counts) = input.counts {
+            self.fold_counts(cx, counts);
+        }
         let events = input.events;
         for ev in events {
             let code = ev.op();
@@ -128,6 +161,10 @@ impl RankState for Rank {
         true
     }
     fn absorb(&mut self, o: &Rank) {
+        self.sampled_from_ns = match (self.sampled_from_ns, o.sampled_from_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         for (i, g) in o.funcs.iter().enumerate() {
             let Some(g) = g else { continue };
             let f = self.func(i);
@@ -143,6 +180,33 @@ impl RankState for Rank {
     }
 }
 
+/// Names the ranks a service sampled out, and from when: their counts are
+/// exact, but no analysis that needs events saw them after that.
+fn sampled_diagnostic(cx: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
+    let out_ranks: Vec<(String, u64)> = ranks
+        .iter()
+        .enumerate()
+        .filter_map(|(r, s)| {
+            let from = s.sampled_from_ns?;
+            let name = match cx.ranks.get(r) {
+                Some(m) if m.world_rank >= 0 => m.world_rank.to_string(),
+                Some(m) => format!("pid {}", m.pid),
+                None => r.to_string(),
+            };
+            Some((name, from))
+        })
+        .collect();
+    let Some(first) = out_ranks.iter().map(|(_, t)| *t).min() else {
+        return;
+    };
+    let names: Vec<&str> = out_ranks.iter().map(|(n, _)| n.as_str()).collect();
+    out.diagnostics.push(format!(
+        "sampling: ranks {} sampled out from t={:.3} s: their counts are exact, their messages and waits are not analysed (nor their time slices, regions and trace after that time)",
+        names.join(","),
+        first as f64 / 1e9
+    ));
+}
+
 impl Analysis for MpiProfile {
     type Rank = Rank;
     fn spec(&self) -> &'static Spec {
@@ -151,8 +215,9 @@ impl Analysis for MpiProfile {
     fn new_rank(&self) -> Rank {
         Rank::default()
     }
-    fn finish(&self, _: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
+    fn finish(&self, cx: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
         let ranks: Vec<&Rank> = ranks.to_vec();
+        sampled_diagnostic(cx, &ranks, out);
         let n = ranks.len();
         let used = ranks.iter().map(|r| r.funcs.len()).max().unwrap_or(0);
         for (i, func) in FUNCTIONS.iter().enumerate().take(used) {

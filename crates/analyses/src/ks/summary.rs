@@ -30,6 +30,19 @@ pub struct Rank {
 
 impl RankState for Rank {
     fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        // A sampled-out rank's totals: its MPI time stays exact, its span
+        // runs from the first to the last event counted.
+        if let Some(c) = input.counts.filter(|c| c.events > 0) {
+            for cell in &c.cells {
+                match op::kind(cell.op) {
+                    op::OpKind::Mpi(_) => self.mpi.sat(cell.time_ns),
+                    op::OpKind::Unknown => self.unknown += cell.calls,
+                    _ => {}
+                }
+            }
+            self.first = self.first.min(cx.common(c.since_ns));
+            self.last = self.last.max(cx.common(c.until_ns));
+        }
         let events = input.events;
         let (mut first, mut last) = (u64::MAX, 0u64);
         for ev in events {

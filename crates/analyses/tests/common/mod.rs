@@ -13,6 +13,8 @@ pub enum Step {
     Rank(RankInfo),
     Defs(Vec<Def>),
     Pack(Vec<Event>),
+    /// A sampled-out probe's totals in place of a pack.
+    Counts(hark_wire::Counts),
     End,
 }
 
@@ -70,6 +72,10 @@ impl Proc {
         self.steps.push(Step::Pack(events));
         self
     }
+    pub fn counts(mut self, counts: hark_wire::Counts) -> Proc {
+        self.steps.push(Step::Counts(counts));
+        self
+    }
     pub fn end(mut self) -> Proc {
         self.steps.push(Step::End);
         self
@@ -96,6 +102,7 @@ impl Proc {
             .iter()
             .map(|s| match s {
                 Step::Pack(e) => e.len() as u64,
+                Step::Counts(c) => c.events,
                 _ => 0,
             })
             .sum()
@@ -149,6 +156,7 @@ pub fn partial_by_hand(name: &str, procs: &[(u64, &Proc)], config: Config) -> Pa
                     Step::Rank(r) => s.rank(r.clone()),
                     Step::Defs(d) => s.defs(d),
                     Step::Pack(e) => s.events(e),
+                    Step::Counts(c) => s.counts(c),
                     Step::End => s.end(end_frame(p.events_in_packs())),
                 }
             }
@@ -205,6 +213,10 @@ pub fn on_board_with(
                 Some(Step::Pack(e)) => {
                     accs[k].received += e.len() as u64;
                     on.pack(&infos[k], e).unwrap();
+                }
+                Some(Step::Counts(c)) => {
+                    accs[k].received += c.events;
+                    on.counts(&infos[k], c.clone()).unwrap();
                 }
                 Some(Step::End) => accs[k].end = Some(end_frame(p.events_in_packs())),
                 None => {}

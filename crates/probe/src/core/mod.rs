@@ -205,6 +205,7 @@ pub fn io_enabled() -> bool {
 
 /// Records the process's place in the job once MPI is initialised.
 pub fn set_rank(info: RankInfo) {
+    stream::set_world_rank(info.world_rank);
     send_frame(|out| info.encode(out))
 }
 

@@ -10,7 +10,7 @@
 //! only when the child records its first event or definition. A child that
 //! just `exec`s therefore opens no stream at all.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hark_wire::{Def, EndReason, Hello};
@@ -53,6 +53,35 @@ pub(crate) static RECORDING: AtomicBool = AtomicBool::new(false);
 /// Gate of `enter_always`: a stream exists, paused or not.
 pub(crate) static ACTIVE: AtomicBool = AtomicBool::new(false);
 static PAUSED: AtomicBool = AtomicBool::new(false);
+/// The world rank sent in the `Rank` frame, -1 before `MPI_Init`.
+static WORLD_RANK: AtomicI32 = AtomicI32::new(-1);
+
+/// The last sampling filter a service sent, `keep << 32 | of`; 0 for none.
+/// An atomic, not a lock: a forked child must never find it held.
+static SAMPLE: AtomicU64 = AtomicU64::new(0);
+
+/// Notes the world rank MPI gave this process; a sampling filter that came
+/// before `MPI_Init` (at the `Hello`) is applied again with it.
+pub(crate) fn set_world_rank(rank: i32) {
+    WORLD_RANK.store(rank, Ordering::Relaxed);
+    if let Some(s) = current() {
+        s.apply_sample();
+    }
+}
+
+/// This process's world rank: MPI's, or before `MPI_Init` the launcher's;
+/// -1 when neither is known.
+fn world_rank() -> i32 {
+    match WORLD_RANK.load(Ordering::Relaxed) {
+        -1 => env_i32(&[
+            "OMPI_COMM_WORLD_RANK",
+            "PMI_RANK",
+            "PMIX_RANK",
+            "SLURM_PROCID",
+        ]),
+        r => r,
+    }
+}
 /// Whether I/O calls are recorded (`HARK_IO`).
 pub(crate) static IO: AtomicBool = AtomicBool::new(false);
 
@@ -316,10 +345,28 @@ impl Stream {
                 .encode(&mut bytes);
                 self.ship.push_bytes(bytes);
             }
-            // Not carried out by this probe (the service refuses it) and
-            // never sent by one.
-            Action::Sample | Action::Flushed => {}
+            // K of every N ranks keep their events; the others send exact
+            // totals in their place (`ship::counts`).
+            Action::Sample => {
+                SAMPLE.store((c.keep as u64) << 32 | c.of as u64, Ordering::Relaxed);
+                self.apply_sample();
+            }
+            // Never sent to a probe.
+            Action::Flushed => {}
         }
+    }
+
+    /// Samples this process out, or back in, by the filter last received
+    /// and its world rank as known now.
+    fn apply_sample(&self) {
+        let filter = SAMPLE.load(Ordering::Relaxed);
+        let (keep, of) = ((filter >> 32) as u32, filter as u32);
+        if of == 0 {
+            return;
+        }
+        let keeps = crate::ship::counts::keeps_details(world_rank(), keep, of);
+        self.ship
+            .set_counting(!keeps, clock::source(), clock::stamp());
     }
 
     /// Asks every thread holding a partly filled buffer to ship it.

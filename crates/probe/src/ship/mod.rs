@@ -25,6 +25,7 @@
 //! returns to the pool when the reader releases it, not when it is sent.
 
 pub(crate) mod control;
+pub(crate) mod counts;
 pub(crate) mod shm;
 pub(crate) mod transport;
 
@@ -33,7 +34,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use hark_wire::{write_pack_header, End, EndReason, EVENT_SIZE, HEADER_SIZE, PACK_HEADER_SIZE};
+use hark_wire::{
+    write_pack_header, ClockSource, End, EndReason, Event, EVENT_SIZE, HEADER_SIZE,
+    PACK_HEADER_SIZE,
+};
 
 use hark_ring::SlotState;
 use shm::RingOut;
@@ -99,6 +103,11 @@ pub(crate) struct Ship {
     ring: OnceLock<RingOut>,
     /// Ring slots handed to the pool so far.
     next_slot: AtomicU32,
+    /// Sampled out by a service: the shipper sends each pack's totals
+    /// instead of the pack, their timestamps read with this clock
+    /// (`counts`), from a time on. Read by the shipper only, never on the
+    /// hot path.
+    counting: Mutex<Option<(ClockSource, u64)>>,
 }
 
 /// Events one buffer holds.
@@ -131,7 +140,65 @@ impl Ship {
             alive: AtomicBool::new(true),
             ring: OnceLock::new(),
             next_slot: AtomicU32::new(0),
+            counting: Mutex::new(None),
         }
+    }
+
+    /// Sampled out (`out`) or not. When a process becomes sampled out,
+    /// the shipper sends totals instead of the events that end at or after
+    /// `from` (probe time, in `clock`'s units); one already sampled out
+    /// keeps its first switch time. Not sampled out returns to shipping
+    /// every event.
+    pub(crate) fn set_counting(&self, out: bool, clock: ClockSource, from: u64) {
+        let mut c = self.counting.lock().unwrap_or_else(|p| p.into_inner());
+        match (out, c.is_some()) {
+            (true, false) => *c = Some((clock, from)),
+            (false, _) => *c = None,
+            (true, true) => {}
+        }
+    }
+
+    /// Under sampling, splits the `events` events in `buf`: how many lead
+    /// it that go out as a pack (those that ended before the switch), and
+    /// the `Counts` frames standing for the rest, each small enough for one
+    /// buffer (empty when nothing is counted).
+    fn split_counted(&self, buf: Buf, events: usize) -> (usize, Vec<u8>) {
+        let counting = *self.counting.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = Vec::new();
+        let Some((clock, from)) = counting else {
+            return (events, out);
+        };
+        // SAFETY: the shipper owns the buffer until it releases it, and its
+        // first `events` records after the front are written.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(buf.0.add(PACK_FRONT).cast_const(), events * EVENT_SIZE)
+        };
+        let Ok(evs) = Event::slice_from(bytes) else {
+            return (events, out);
+        };
+        // A thread appends its events as its calls end: those before the
+        // switch lead the buffer.
+        let kept = evs
+            .iter()
+            .position(|e| e.end.get() >= from)
+            .unwrap_or(events);
+        if kept == events {
+            return (events, out);
+        }
+        let all = counts::fold(&evs[kept..], clock);
+        let per_frame = ((self.pack_size - HEADER_SIZE - hark_wire::COUNTS_FIXED_SIZE)
+            / hark_wire::COUNT_SIZE)
+            .max(1);
+        for cells in all.cells.chunks(per_frame) {
+            hark_wire::Counts {
+                since_ns: all.since_ns,
+                until_ns: all.until_ns,
+                events: cells.iter().map(|c| c.calls).sum(),
+                cells: cells.to_vec(),
+            }
+            .encode(&mut out);
+        }
+        (kept, out)
     }
 
     /// Makes the pool's buffers the slots of `ring`: call before the first
@@ -433,6 +500,17 @@ impl Ship {
             };
             match item {
                 Item::Pack { buf, events } => {
+                    // Sampled out: the events after the switch go as totals.
+                    let (kept, counts) = self.split_counted(buf, events);
+                    if !counts.is_empty() && !send(&counts) {
+                        self.dropped
+                            .fetch_add((events - kept) as u64, Ordering::Relaxed);
+                    }
+                    if kept == 0 {
+                        self.release(buf);
+                        continue;
+                    }
+                    let events = kept;
                     let len = PACK_FRONT + events * EVENT_SIZE;
                     // SAFETY: the buffer is `pack_size` bytes, owned by the
                     // shipper until released, and `events` fit in it.
@@ -653,6 +731,64 @@ mod tests {
         assert_eq!(ship.dropped.load(Ordering::Relaxed), 190);
         let (packs, _) = decode(&cap.0.lock().unwrap());
         assert_eq!(packs, vec![(0, 10)]);
+    }
+
+    #[test]
+    fn a_sampled_out_shipper_sends_the_events_after_the_switch_as_totals() {
+        let ship = Arc::new(Ship::new(4096, 4, false));
+        let cap = Capture::default();
+        let s = ship.clone();
+        let c = cap.clone();
+        let t = std::thread::spawn(move || s.run(Box::new(c), &|_| {}, None, &|| {}));
+        // The shipper reads the state as it takes each pack: wait for it.
+        let sent = |n: usize| {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while cap.0.lock().unwrap().len() < n {
+                assert!(Instant::now() < deadline, "the shipper sent nothing");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        let counts_frame = HEADER_SIZE + hark_wire::COUNTS_FIXED_SIZE + hark_wire::COUNT_SIZE;
+        // Events i end at i + 1: those ending before 3 go as a pack.
+        ship.set_counting(true, ClockSource::Monotonic, 3);
+        let b = fill(&ship, 7);
+        ship.push_pack(b, 7);
+        sent(PACK_FRONT + 2 * EVENT_SIZE + counts_frame);
+        // Sampled out again: the first switch time (3) stays, not 100.
+        ship.set_counting(true, ClockSource::Monotonic, 100);
+        let b = fill(&ship, 4);
+        ship.push_pack(b, 4);
+        sent(2 * (PACK_FRONT + 2 * EVENT_SIZE + counts_frame));
+        // Back to full detail.
+        ship.set_counting(false, ClockSource::Monotonic, 0);
+        let b = fill(&ship, 5);
+        ship.push_pack(b, 5);
+        ship.push_end(EndReason::Exit);
+        assert!(ship.wait_done(Duration::from_secs(5)));
+        t.join().unwrap();
+        let bytes = cap.0.lock().unwrap();
+        let mut r = FrameReader::new(&bytes[..]);
+        let mut packs = Vec::new();
+        let mut counted = Vec::new();
+        while let Some(f) = r.next_frame().unwrap() {
+            match f {
+                Frame::Pack { events, .. } => packs.push(events.len()),
+                Frame::Counts(c) => counted.push((c.events, c.since_ns, c.until_ns, c.cells)),
+                _ => {}
+            }
+        }
+        assert_eq!(
+            packs,
+            vec![2, 2, 5],
+            "the leads of two buffers, then the last"
+        );
+        assert_eq!(counted.len(), 2);
+        // Events 2..7 of the first buffer: starts 2..=6, each 1 ns.
+        assert_eq!((counted[0].0, counted[0].1, counted[0].2), (5, 2, 7));
+        let cell = counted[0].3[0];
+        assert_eq!((cell.op, cell.calls, cell.time_ns), (0x503, 5, 5));
+        assert_eq!(counted[1].0, 2, "switched at 3, not at 100");
+        assert_eq!(ship.dropped.load(Ordering::Relaxed), 0);
     }
 
     fn fill_at(buf: Buf, n: usize) -> Buf {
