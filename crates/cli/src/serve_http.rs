@@ -235,6 +235,7 @@ impl Catalog for Jobs {
                 },
                 programs: j.programs,
                 started_ns: j.started_ns,
+                control: j.state == JobState::Running,
             })
             .collect()
     }

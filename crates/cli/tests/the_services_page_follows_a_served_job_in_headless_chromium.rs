@@ -27,7 +27,7 @@ fn a_served_job_grows_on_the_services_page_then_shows_finished() {
     let exe = common::compile(common::OPEN_MPI.cc, "live_phases.c".as_ref(), &dir, &[]);
     let served = served::Served::start(&dir, &["--http", "127.0.0.1:0"]);
     let mut cmd = common::launcher(common::OPEN_MPI, 4);
-    cmd.extend([exe.display().to_string(), "2".into(), "8".into()]);
+    cmd.extend([exe.display().to_string(), "2".into(), "16".into()]);
     let job = served.run(None, &cmd);
     served.wait_jobs("the job connected", |j| j.len() == 1 && j[0]["open"] == 4);
 
@@ -42,6 +42,7 @@ fn a_served_job_grows_on_the_services_page_then_shows_finished() {
         "running"
     );
     b.two_screenshots_that_grew();
+    controls(&mut b);
 
     let out = job.wait_with_output().unwrap();
     assert!(
@@ -57,5 +58,71 @@ fn a_served_job_grows_on_the_services_page_then_shows_finished() {
         "document.querySelector('#functions tbody').innerText.includes('MPI_Allreduce')",
         30,
     );
+    // The browser itself logs the one refusal the test asked for (a 422
+    // answer); anything else is the page's problem.
+    let refusal = |p: &String| p.contains("status of 422") && p.contains("/control");
+    assert_eq!(b.problems.iter().filter(|p| refusal(p)).count(), 1);
+    b.problems.retain(|p| !refusal(p));
     assert!(b.problems.is_empty(), "the page logged: {:#?}", b.problems);
+}
+
+/// Presses the page's control buttons while the job runs.
+fn controls(b: &mut cdp::Browser) {
+    let events = |b: &mut cdp::Browser| {
+        b.eval("Number(document.body.dataset.events)")
+            .as_u64()
+            .unwrap()
+    };
+    // Waits for `n` more page updates, so the counts shown are fresh.
+    let updates = |b: &mut cdp::Browser, n: u64| {
+        let now = b
+            .eval("Number(document.body.dataset.updates)")
+            .as_u64()
+            .unwrap();
+        b.wait_until(
+            &format!("Number(document.body.dataset.updates) >= {}", now + n),
+            30,
+        );
+    };
+    let press = |b: &mut cdp::Browser, button: &str, answer: &str| {
+        b.eval(&format!("document.getElementById('{button}').click()"));
+        b.wait_until(
+            &format!("document.getElementById('ctlmsg').textContent.startsWith('{answer}')"),
+            30,
+        );
+        b.eval("document.getElementById('ctlmsg').textContent")
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(b.eval("document.getElementById('controls').hidden"), false);
+
+    press(b, "pause", "pause done");
+    // What was recorded before the pause drains first (the probes read
+    // control every 100 ms and ship what they hold).
+    updates(b, 3);
+    let paused = events(b);
+    updates(b, 2);
+    assert_eq!(events(b), paused, "events grew while paused");
+
+    press(b, "resume", "resume done");
+    b.wait_until(
+        &format!("Number(document.body.dataset.events) > {paused}"),
+        30,
+    );
+
+    let dump = press(b, "dump", "dump done: ");
+    let dir = std::path::PathBuf::from(dump.trim_start_matches("dump done: "));
+    assert!(dir.join("profile.json").is_file(), "{dump}");
+
+    b.eval(
+        "document.getElementById('keep').value = '3'; document.getElementById('of').value = '2'",
+    );
+    let refused = press(b, "sample", "sample refused: ");
+    assert!(
+        refused.contains("cannot keep 3 of every 2 ranks"),
+        "{refused}"
+    );
+    b.eval("document.getElementById('keep').value = '2'");
+    press(b, "sample", "sample done");
 }

@@ -115,6 +115,10 @@ pub struct RunInfo {
     pub programs: Vec<String>,
     /// When it started, in ns since the epoch (see [`interval::start_ns`]).
     pub started_ns: u64,
+    /// Whether `POST /api/runs/{id}/control` reaches it: a running job of
+    /// `hark serve` (the page then shows its controls); `hark run` has no
+    /// control route.
+    pub control: bool,
 }
 
 /// What a live server shows: the runs a viewer may see, and their models.
@@ -222,6 +226,7 @@ impl Runs {
                     } else {
                         e.registered_ns
                     },
+                    control: false,
                 }
             })
             .collect()
