@@ -212,14 +212,14 @@ impl P2pMatcher {
 
     /// Judges a matched send and receive.
     fn pair(&mut self, s: P2pOp, r: P2pOp, out: &mut Vec<Wait>) {
-        if let Some((_, leave)) = r.block {
+        if let Some((_, leave)) = r.block.get() {
             if leave < s.post_ns {
                 self.unmatched.clock_violations += 1;
             }
         }
         // Late Receiver: a blocking send entered before the receive was
         // posted, and still in the call when it was.
-        if let Some((enter, leave)) = s.block {
+        if let Some((enter, leave)) = s.block.get() {
             if r.post_ns > enter && leave > r.post_ns {
                 out.push(Wait {
                     pattern: Pattern::LateReceiver,
@@ -234,7 +234,7 @@ impl P2pMatcher {
                 });
             }
         }
-        let late = r.block.and_then(|(enter, leave)| {
+        let late = r.block.get().and_then(|(enter, leave)| {
             (s.post_ns > enter).then(|| Wait {
                 // Wrong Order: a message this sender sent earlier, to this
                 // rank, is still waiting to be received. Both sends are on
