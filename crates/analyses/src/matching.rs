@@ -102,6 +102,19 @@ struct CallWait {
     send_seq: u64,
 }
 
+/// An emptied queue keeps its buffer up to this many operations; a larger
+/// one is freed. A channel's two queues take turns holding its backlog as
+/// one rank or the other runs ahead: kept, each would stay at the largest
+/// backlog it ever held, and a longer run (which meets larger ones) would
+/// hold more memory for the same bound.
+const KEEP_EMPTY: usize = 4096;
+
+fn release(q: &mut VecDeque<P2pOp>) {
+    if q.is_empty() && q.capacity() > KEEP_EMPTY {
+        *q = VecDeque::new();
+    }
+}
+
 /// The key of a channel: communicator, source, tag (the destination is
 /// the matcher's key).
 type ChannelKey = (u32, i32, i32);
@@ -156,6 +169,9 @@ impl P2pMatcher {
         match partner {
             Some(partner) => {
                 let empty = other.is_empty();
+                if empty {
+                    release(other);
+                }
                 self.held -= 1;
                 let (s, r) = match op.side {
                     Side::Send => (op, partner),
@@ -194,6 +210,8 @@ impl P2pMatcher {
     fn drain(&mut self, key: ChannelKey, out: &mut Vec<Wait>) {
         while let Some(ch) = self.channels.get_mut(&key) {
             if ch.sends.is_empty() || ch.recvs.is_empty() {
+                release(&mut ch.sends);
+                release(&mut ch.recvs);
                 // Empty channels stay (a channel is usually used again at
                 // once) until there are many of them.
                 if self.channels.len() > self.sweep_at.max(1024) {
