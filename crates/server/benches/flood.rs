@@ -158,6 +158,13 @@ const LOCAL: &[&str] = &[
 ];
 
 fn run(per_writer: u64, writers: usize, which: &str) {
+    // As `hark run` sets it (crates/cli/src/alloc.rs), unless glibc's own
+    // variable is set.
+    #[cfg(target_env = "gnu")]
+    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+        // SAFETY: mallopt only sets an allocator parameter.
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 2 << 20) };
+    }
     let dir = std::env::temp_dir().join(format!("hark-flood-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let addr = format!("unix:{}", dir.join("sock").display());
