@@ -6,7 +6,8 @@
 /// vectors of a few MiB have been freed, later ones come from the heap,
 /// whose free pages stay resident, so a longer run (which meets larger
 /// ones) ended with more memory for the same bounds (BENCHMARKS.md,
-/// "Server": 73 → 90 MiB for 10× the events, 65 → 70–79 MiB fixed). Above a
+/// "Server", the flood with every analysis: 71 → 90 MiB for 10× the
+/// events with the moving threshold, 65 → 76 MiB with it fixed). Above a
 /// pack (1 MiB), so pooled packs and what the tracker derives from them
 /// stay on the heap and cost no page faults (fixed at 128 KiB, the flood's
 /// CPU time rose by 13 %).
