@@ -621,3 +621,62 @@ fn judge_instance(mut arrivals: Vec<Arrival>, out: &mut Vec<Wait>) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(side: Side, seq: u64) -> P2pOp {
+        P2pOp {
+            side,
+            comm: 0,
+            src: 1,
+            dst: 0,
+            tag: 0,
+            seq,
+            post_ns: seq,
+            block: None::<(u64, u64)>.into(),
+            func: 0,
+            call: seq,
+            in_call: 1,
+            path: 0,
+            region: 0,
+        }
+    }
+
+    fn capacity(m: &P2pMatcher) -> usize {
+        m.channels
+            .values()
+            .map(|c| c.sends.capacity() + c.recvs.capacity())
+            .sum()
+    }
+
+    #[test]
+    fn a_backlog_that_changes_sides_is_held_once() {
+        let (mut m, mut out) = (P2pMatcher::default(), Vec::new());
+        let n = 20_000;
+        let (mut s, mut r) = (0, 0);
+        // The sender runs ahead by n, then the receiver does, then the
+        // sender catches up: each queue has held a backlog of n.
+        let mut send = |m: &mut P2pMatcher, out: &mut Vec<Wait>| {
+            s += 1;
+            m.add(op(Side::Send, s), out);
+        };
+        (0..n).for_each(|_| send(&mut m, &mut out));
+        for _ in 0..2 * n {
+            r += 1;
+            m.add(op(Side::Recv, r), &mut out);
+        }
+        assert_eq!(m.held, n);
+        // The emptied send queue gave its buffer back: one backlog's worth
+        // is held, not two.
+        assert!(
+            capacity(&m) <= n.next_power_of_two() + KEEP_EMPTY,
+            "{} operations' room for a backlog of {n}",
+            capacity(&m)
+        );
+        (0..n).for_each(|_| send(&mut m, &mut out));
+        assert_eq!((m.held, capacity(&m)), (0, 0));
+        assert_eq!(m.finish().1, Unmatched::default());
+    }
+}
