@@ -102,6 +102,19 @@ struct CallWait {
     send_seq: u64,
 }
 
+/// An emptied queue keeps its buffer up to this many operations; a larger
+/// one is freed. A channel's two queues take turns holding its backlog as
+/// one rank or the other runs ahead: kept, each would stay at the largest
+/// backlog it ever held, and a longer run (which meets larger ones) would
+/// hold more memory for the same bound.
+const KEEP_EMPTY: usize = 4096;
+
+fn release(q: &mut VecDeque<P2pOp>) {
+    if q.is_empty() && q.capacity() > KEEP_EMPTY {
+        *q = VecDeque::new();
+    }
+}
+
 /// The key of a channel: communicator, source, tag (the destination is
 /// the matcher's key).
 type ChannelKey = (u32, i32, i32);
@@ -156,6 +169,9 @@ impl P2pMatcher {
         match partner {
             Some(partner) => {
                 let empty = other.is_empty();
+                if empty {
+                    release(other);
+                }
                 self.held -= 1;
                 let (s, r) = match op.side {
                     Side::Send => (op, partner),
@@ -194,6 +210,8 @@ impl P2pMatcher {
     fn drain(&mut self, key: ChannelKey, out: &mut Vec<Wait>) {
         while let Some(ch) = self.channels.get_mut(&key) {
             if ch.sends.is_empty() || ch.recvs.is_empty() {
+                release(&mut ch.sends);
+                release(&mut ch.recvs);
                 // Empty channels stay (a channel is usually used again at
                 // once) until there are many of them.
                 if self.channels.len() > self.sweep_at.max(1024) {
@@ -212,14 +230,14 @@ impl P2pMatcher {
 
     /// Judges a matched send and receive.
     fn pair(&mut self, s: P2pOp, r: P2pOp, out: &mut Vec<Wait>) {
-        if let Some((_, leave)) = r.block {
+        if let Some((_, leave)) = r.block.get() {
             if leave < s.post_ns {
                 self.unmatched.clock_violations += 1;
             }
         }
         // Late Receiver: a blocking send entered before the receive was
         // posted, and still in the call when it was.
-        if let Some((enter, leave)) = s.block {
+        if let Some((enter, leave)) = s.block.get() {
             if r.post_ns > enter && leave > r.post_ns {
                 out.push(Wait {
                     pattern: Pattern::LateReceiver,
@@ -234,7 +252,7 @@ impl P2pMatcher {
                 });
             }
         }
-        let late = r.block.and_then(|(enter, leave)| {
+        let late = r.block.get().and_then(|(enter, leave)| {
             (s.post_ns > enter).then(|| Wait {
                 // Wrong Order: a message this sender sent earlier, to this
                 // rank, is still waiting to be received. Both sends are on
@@ -601,5 +619,64 @@ fn judge_instance(mut arrivals: Vec<Arrival>, out: &mut Vec<Wait>) {
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(side: Side, seq: u64) -> P2pOp {
+        P2pOp {
+            side,
+            comm: 0,
+            src: 1,
+            dst: 0,
+            tag: 0,
+            seq,
+            post_ns: seq,
+            block: None::<(u64, u64)>.into(),
+            func: 0,
+            call: seq,
+            in_call: 1,
+            path: 0,
+            region: 0,
+        }
+    }
+
+    fn capacity(m: &P2pMatcher) -> usize {
+        m.channels
+            .values()
+            .map(|c| c.sends.capacity() + c.recvs.capacity())
+            .sum()
+    }
+
+    #[test]
+    fn a_backlog_that_changes_sides_is_held_once() {
+        let (mut m, mut out) = (P2pMatcher::default(), Vec::new());
+        let n = 20_000;
+        let (mut s, mut r) = (0, 0);
+        // The sender runs ahead by n, then the receiver does, then the
+        // sender catches up: each queue has held a backlog of n.
+        let mut send = |m: &mut P2pMatcher, out: &mut Vec<Wait>| {
+            s += 1;
+            m.add(op(Side::Send, s), out);
+        };
+        (0..n).for_each(|_| send(&mut m, &mut out));
+        for _ in 0..2 * n {
+            r += 1;
+            m.add(op(Side::Recv, r), &mut out);
+        }
+        assert_eq!(m.held, n);
+        // The emptied send queue gave its buffer back: one backlog's worth
+        // is held, not two.
+        assert!(
+            capacity(&m) <= n.next_power_of_two() + KEEP_EMPTY,
+            "{} operations' room for a backlog of {n}",
+            capacity(&m)
+        );
+        (0..n).for_each(|_| send(&mut m, &mut out));
+        assert_eq!((m.held, capacity(&m)), (0, 0));
+        assert_eq!(m.finish().1, Unmatched::default());
     }
 }

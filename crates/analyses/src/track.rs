@@ -162,7 +162,7 @@ pub(crate) struct P2pOp {
     pub post_ns: u64,
     /// The call that blocked for it, if one did (enter, leave; common ns):
     /// a blocking send or receive, or a `MPI_Wait*` completing a receive.
-    pub block: Option<(u64, u64)>,
+    pub block: Blocked,
     /// The blocking call's function (index in `FUNCTIONS`).
     pub func: u16,
     /// Receives: which call of the stream completed it, and how many
@@ -174,6 +174,43 @@ pub(crate) struct P2pOp {
     pub path: u32,
     pub region: u32,
 }
+
+/// Enter and leave of the call that blocked for an operation, if one did
+/// (`Blocked::get`): an `Option<(u64, u64)>` without its 8 bytes of tag,
+/// "none" being an enter time no clock reaches. Operations are the
+/// matcher's queues and the tracker's stores, so their size counts.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Blocked {
+    enter: u64,
+    leave: u64,
+}
+
+impl Blocked {
+    const NONE: u64 = u64::MAX;
+
+    /// Enter and leave, if a call blocked.
+    #[inline]
+    pub fn get(self) -> Option<(u64, u64)> {
+        (self.enter != Blocked::NONE).then_some((self.enter, self.leave))
+    }
+}
+
+impl From<Option<(u64, u64)>> for Blocked {
+    #[inline]
+    fn from(b: Option<(u64, u64)>) -> Blocked {
+        match b {
+            // A call entered at the very end of time is taken as none.
+            Some((enter, leave)) => Blocked { enter, leave },
+            None => Blocked {
+                enter: Blocked::NONE,
+                leave: 0,
+            },
+        }
+    }
+}
+
+// The size the matcher's bound and the in-flight count were sized with.
+const _: () = assert!(std::mem::size_of::<P2pOp>() <= 72);
 
 /// A rank entering a blocking collective.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -433,7 +470,7 @@ impl Track {
                     tag,
                     seq: self.recvs,
                     post_ns: enter,
-                    block: Some((enter, leave)),
+                    block: Some((enter, leave)).into(),
                     func: func as u16,
                     call: self.calls,
                     in_call: 1,
@@ -525,7 +562,7 @@ impl Track {
             tag,
             seq: self.sends,
             post_ns: enter,
-            block,
+            block: block.into(),
             func: func as u16,
             call: 0,
             in_call: 1,
@@ -585,7 +622,7 @@ impl Track {
                 // Numbered when published (`close_call` for the held ones).
                 seq: 0,
                 post_ns,
-                block,
+                block: block.into(),
                 func,
                 call: self.calls,
                 in_call: 1,

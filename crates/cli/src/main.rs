@@ -13,6 +13,7 @@
 // `hark-<program>-<timestamp>/` there is text for people, not HTML.
 #![allow(rustdoc::invalid_html_tags)]
 
+mod alloc;
 mod cli;
 mod ctl;
 mod diff;

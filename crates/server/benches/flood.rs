@@ -21,7 +21,9 @@
 //! `HARK_FLOOD_SNAPSHOT_HZ=1` a thread takes a live view's snapshot once a
 //! second while the writers write, and serialises it as the live view's
 //! API does: what watching a run costs; with `HARK_FLOOD_QUERY=1` the
-//! finished model answers interval queries, profile and timeline, timed); `flood write <addr> <rank> <size> <events>` is one writer.
+//! finished model answers interval queries, profile and timeline, timed;
+//! with `HARK_FLOOD_IN_FLIGHT_MB=N` the server's in-flight limit is N MiB
+//! instead of the default); `flood write <addr> <rank> <size> <events>` is one writer.
 //!
 //! With `HARK_FLOOD_TRACE=SPEC` (`all`, `auto`, ...) the server also keeps a
 //! trace store (`hark run --trace=SPEC`), in `HARK_FLOOD_TRACE_DIR` (kept
@@ -156,6 +158,13 @@ const LOCAL: &[&str] = &[
 ];
 
 fn run(per_writer: u64, writers: usize, which: &str) {
+    // As `hark run` sets it (crates/cli/src/alloc.rs), unless glibc's own
+    // variable is set.
+    #[cfg(target_env = "gnu")]
+    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+        // SAFETY: mallopt only sets an allocator parameter.
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 2 << 20) };
+    }
     let dir = std::env::temp_dir().join(format!("hark-flood-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let addr = format!("unix:{}", dir.join("sock").display());
@@ -167,6 +176,10 @@ fn run(per_writer: u64, writers: usize, which: &str) {
             list => Some(list.split(',').map(str::to_string).collect()),
         },
         trace: trace_config(&dir),
+        max_in_flight: std::env::var("HARK_FLOOD_IN_FLIGHT_MB")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(ServerConfig::default().max_in_flight, |mb| mb << 20),
         ..ServerConfig::default()
     })
     .expect("starting the server");

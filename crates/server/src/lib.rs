@@ -89,7 +89,9 @@ pub struct ServerConfig {
     /// Time slices per program (fixed whatever the run's length).
     pub slices: usize,
     /// Bytes of events a program may have waiting for analysis before its
-    /// readers stop reading (back-pressure towards the probes).
+    /// readers stop reading (back-pressure towards the probes). Default
+    /// 16 MiB: small enough that a short run already fills it, so memory
+    /// does not grow with a run's length (BENCHMARKS.md, "Server").
     pub max_in_flight: u64,
     /// The run's secret (see [`new_secret`]): a stream whose `Hello` does
     /// not carry it is refused and named in the diagnostics. Probes learn
@@ -113,7 +115,7 @@ impl Default for ServerConfig {
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             analyses: None,
             slices: Config::default().slices,
-            max_in_flight: 64 << 20,
+            max_in_flight: 16 << 20,
             secret: None,
             rows: Config::default().rows,
             trace: None,

@@ -1,0 +1,24 @@
+//! The allocator setting the server's memory depends on (`hark run`).
+
+/// Allocations at least this large are mapped on their own and unmapped
+/// when freed. glibc's default threshold moves up to the largest block
+/// freed so far (up to 32 MiB): once a matcher's queue or a backlog's
+/// vectors of a few MiB have been freed, later ones come from the heap,
+/// whose free pages stay resident, so a longer run (which meets larger
+/// ones) ended with more memory for the same bounds (BENCHMARKS.md,
+/// "Server", the flood with every analysis: 71 → 90 MiB for 10× the
+/// events with the moving threshold, 65 → 76 MiB with it fixed). Above a
+/// pack (1 MiB), so pooled packs and what the tracker derives from them
+/// stay on the heap and cost no page faults (fixed at 128 KiB, the flood's
+/// CPU time rose by 13 %).
+const MMAP_THRESHOLD: libc::c_int = 2 << 20;
+
+/// Fixes the threshold, unless `MALLOC_MMAP_THRESHOLD_` (glibc's own
+/// variable) is set. Call before the server's threads start.
+pub(crate) fn fix_mmap_threshold() {
+    #[cfg(target_env = "gnu")]
+    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+        // SAFETY: mallopt only sets an allocator parameter.
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD) };
+    }
+}
