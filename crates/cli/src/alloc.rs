@@ -1,4 +1,5 @@
-//! The allocator setting the server's memory depends on (`hark run`).
+//! The allocator settings the server's memory depends on (`hark run`,
+//! `hark serve`).
 
 /// Allocations at least this large are mapped on their own and unmapped
 /// when freed. glibc's default threshold moves up to the largest block
@@ -20,5 +21,21 @@ pub(crate) fn fix_mmap_threshold() {
     if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
         // SAFETY: mallopt only sets an allocator parameter.
         unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD) };
+    }
+}
+
+/// The malloc arenas `hark serve` keeps, unless `MALLOC_ARENA_MAX` is set.
+/// A service starts a reader thread per connection; glibc gives threads up
+/// to eight arenas per core, each keeping the free space its threads left,
+/// so after bursts of jobs the service's memory depended on which threads
+/// allocated where (BENCHMARKS.md: 12.4–13.4 MB after rounds of 8 jobs with
+/// the default, 10.4–10.8 MB with four arenas). Set before threads start.
+const ARENAS: libc::c_int = 4;
+
+pub(crate) fn cap_arenas() {
+    #[cfg(target_env = "gnu")]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only sets an allocator parameter.
+        unsafe { libc::mallopt(libc::M_ARENA_MAX, ARENAS) };
     }
 }

@@ -149,7 +149,8 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         }
     }
     raise_fd_limit();
-    cap_allocator_arenas();
+    crate::alloc::cap_arenas();
+    crate::alloc::fix_mmap_threshold();
     let admin_gid = match &args.admin_group {
         Some(g) => Some(group_id(g)?),
         None => None,
@@ -521,22 +522,6 @@ fn group_id(group: &str) -> Result<u32> {
 }
 
 /// Lets the service hold as many connections as the hard limit allows.
-/// The malloc arenas `hark serve` keeps, unless `MALLOC_ARENA_MAX` is set.
-/// A service starts a reader thread per connection; glibc gives threads up
-/// to eight arenas per core, each keeping the free space its threads left,
-/// so after bursts of jobs the service's memory depended on which threads
-/// allocated where (BENCHMARKS.md: 12.4–13.4 MB after rounds of 8 jobs with
-/// the default, 10.4–10.8 MB with four arenas). Set before threads start.
-const ARENAS: libc::c_int = 4;
-
-fn cap_allocator_arenas() {
-    #[cfg(target_env = "gnu")]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: mallopt only sets an allocator parameter.
-        unsafe { libc::mallopt(libc::M_ARENA_MAX, ARENAS) };
-    }
-}
-
 fn raise_fd_limit() {
     let mut lim = libc::rlimit {
         rlim_cur: 0,

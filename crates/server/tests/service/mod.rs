@@ -37,9 +37,13 @@ pub struct Setup {
 /// A service on a fresh socket; `tweak` sets its limits. Runs are written
 /// (every output) under the socket's directory when `write` is set.
 pub fn start(name: &str, write: bool, tweak: impl FnOnce(&mut ServiceConfig)) -> Setup {
-    // Four malloc arenas, as `hark serve` keeps (crates/cli/src/serve.rs).
-    // SAFETY: mallopt only sets an allocator parameter.
-    unsafe { libc::mallopt(libc::M_ARENA_MAX, 4) };
+    // The allocator as `hark serve` sets it (crates/cli/src/alloc.rs): four
+    // arenas, and blocks of 2 MiB and more mapped on their own.
+    // SAFETY: mallopt only sets allocator parameters.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 4);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 2 << 20);
+    }
     let dir = std::env::temp_dir().join(format!("hark-svc-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
