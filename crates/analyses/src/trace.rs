@@ -257,6 +257,20 @@ impl TraceStream {
         })
     }
 
+    /// Every communicator the stream defined: local id -> its world ranks
+    /// (the first definition of an id, as [`TraceStream::comm_members`]
+    /// finds it). One lookup per id for code that asks per event.
+    pub fn comms(&self) -> std::collections::HashMap<u32, &[i32]> {
+        self.defs
+            .iter()
+            .rev()
+            .filter_map(|d| match d {
+                Def::Comm { id, members, .. } => Some((*id, members.as_slice())),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The name of name id `local` (a region, counter or mark).
     pub fn name(&self, local: u32) -> Option<&str> {
         self.defs.iter().find_map(|d| match d {
@@ -321,14 +335,45 @@ impl Trace {
     /// the analyses' matching. A message whose other side is not in the
     /// trace (another rank, outside the window) is left out.
     pub fn matched(&self) -> Vec<Matched> {
+        let sides: Vec<Vec<(usize, Msg)>> = self.streams.iter().map(|s| s.messages()).collect();
+        self.matched_from(&sides)
+    }
+
+    /// [`Trace::matched`] from each stream's [`TraceStream::messages`],
+    /// already made (`sides[i]` is stream `i`'s), in the same order:
+    /// receives in stream order, each with its channel's oldest unmatched
+    /// send. A channel is a small copyable key (the communicator's member
+    /// list numbered once per distinct list), so matching allocates
+    /// nothing per message.
+    pub fn matched_from(&self, sides: &[Vec<(usize, Msg)>]) -> Vec<Matched> {
         use std::collections::{HashMap, VecDeque};
-        type Key = (Vec<i32>, i32, i32, i32);
+        // Distinct member lists, numbered; per stream, local communicator
+        // id -> that number (`u32::MAX`: not defined, the empty list).
+        let mut lists: HashMap<&[i32], u32> = HashMap::new();
+        lists.insert(&[], u32::MAX);
+        let comm_numbers: Vec<HashMap<u32, u32>> = self
+            .streams
+            .iter()
+            .map(|s| {
+                s.comms()
+                    .into_iter()
+                    .map(|(id, members)| {
+                        let n = lists.len() as u32;
+                        (id, *lists.entry(members).or_insert(n))
+                    })
+                    .collect()
+            })
+            .collect();
+        type Key = (u32, i32, i32, i32);
         let mut sends: HashMap<Key, VecDeque<(usize, usize)>> = HashMap::new();
         let mut recvs: Vec<(Key, (usize, usize), u64)> = Vec::new();
         for (si, s) in self.streams.iter().enumerate() {
-            for (i, m) in s.messages() {
+            for &(i, m) in sides.get(si).map_or(&[][..], Vec::as_slice) {
                 let e = &s.events[i];
-                let comm = s.comm_members(e.obj.get()).unwrap_or(&[]).to_vec();
+                let comm = comm_numbers[si]
+                    .get(&e.obj.get())
+                    .copied()
+                    .unwrap_or(u32::MAX);
                 let tag = e.tag.get();
                 if m.send {
                     sends
@@ -340,7 +385,7 @@ impl Trace {
                 }
             }
         }
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(recvs.len());
         for (key, at, bytes) in recvs {
             if let Some(send) = sends.get_mut(&key).and_then(VecDeque::pop_front) {
                 out.push(Matched {

@@ -14,7 +14,9 @@
 //! The store is bounded: the frames of all streams together stop at
 //! [`TraceConfig::cap_bytes`]. From the first pack that does not fit, a
 //! stream's chosen events are dropped and counted; the diagnostics say
-//! how many, from which ranks and from when.
+//! how many, from which ranks and from when. With `auto`, windows are
+//! evicted to make room instead, and a window that no eviction can make
+//! room for is cut; either way the store never holds more than the cap.
 
 use crate::error::{Error, ErrorKind};
 use hark_analyses::clock::Alignment;
@@ -74,6 +76,12 @@ struct Window {
     mpi_ns: u64,
     /// Evicted at the cap: its files are gone, its events are dropped.
     evicted: bool,
+    /// Cut at the cap (ns after the start of its first dropped event): the
+    /// store was full and no other window could make room, so its later
+    /// events are dropped — it keeps a prefix, with no hole in it.
+    cut_at: Option<u64>,
+    /// Events dropped after the cut.
+    cut: u64,
 }
 
 /// The store, shared by every connection's reader thread.
@@ -260,15 +268,20 @@ impl Store {
         w.scratch = scratch;
     }
 
-    /// `auto`: appends `events` to their windows' chunk files, then evicts
-    /// the windows with the least MPI time while the store is over its cap
-    /// (never the newest: it is still being filled).
+    /// `auto`: appends `events` to their windows' chunk files. A run of
+    /// events first makes room: while it does not fit under the cap, the
+    /// window with the least MPI time is evicted (never the newest: it is
+    /// still being filled, and its MPI time is not yet comparable). When
+    /// nothing else can go, the window is cut: what fits is written, the
+    /// rest and all its later events are dropped. The store never holds
+    /// more than its cap.
     fn windowed(&self, w: &mut Writer, info: &StreamInfo, seq: u64, events: &[Event]) {
+        const HEAD: usize = hark_wire::HEADER_SIZE + hark_wire::PACK_HEADER_SIZE;
         let conn = info.conn();
         let origin = info.origin_ns();
         let mapping = info.clock().mapping();
-        let window_of =
-            |e: &Event| mapping.common(e.start.get()).saturating_sub(origin) >> AUTO_WINDOW_SHIFT;
+        let since_start = |e: &Event| mapping.common(e.start.get()).saturating_sub(origin);
+        let window_of = |e: &Event| since_start(e) >> AUTO_WINDOW_SHIFT;
         let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
         let mut rest = events;
         while let Some(first) = rest.first() {
@@ -276,16 +289,49 @@ impl Store {
             let n = rest.iter().take_while(|e| window_of(e) == k).count();
             let (run, next) = rest.split_at(n);
             rest = next;
-            let win = windows.entry((w.program.clone(), k)).or_default();
+            let key = (w.program.clone(), k);
+            let need = (HEAD + std::mem::size_of_val(run)) as u64;
+            windows.entry(key.clone()).or_default();
+            // `used` changes only under the `windows` lock in `auto`.
+            while self.used.load(Ordering::Relaxed) + need > self.config.cap_bytes {
+                let newest = windows.keys().map(|(_, k)| *k).max().unwrap_or(0);
+                let Some(victim) = windows
+                    .iter()
+                    .filter(|((_, j), v)| !v.evicted && *j != newest && v.bytes > 0)
+                    .min_by_key(|(_, v)| v.mpi_ns)
+                    .map(|(key, _)| key.clone())
+                else {
+                    break;
+                };
+                let win = windows.get_mut(&victim).expect("found above");
+                self.evict(victim.1, win);
+            }
+            let win = windows.get_mut(&key).expect("entered above");
             if win.evicted {
                 w.dropped += n as u64;
                 self.evicted_events.fetch_add(n as u64, Ordering::Relaxed);
                 continue;
             }
-            let bytes = (hark_wire::HEADER_SIZE
-                + hark_wire::PACK_HEADER_SIZE
-                + std::mem::size_of_val(run)) as u64;
-            let mut head = [0u8; hark_wire::HEADER_SIZE + hark_wire::PACK_HEADER_SIZE];
+            let room = self
+                .config
+                .cap_bytes
+                .saturating_sub(self.used.load(Ordering::Relaxed));
+            let fits = if win.cut_at.is_some() {
+                0
+            } else {
+                (room.saturating_sub(HEAD as u64) / hark_wire::EVENT_SIZE as u64).min(n as u64)
+                    as usize
+            };
+            if fits < n {
+                win.cut_at.get_or_insert(since_start(&run[fits]));
+                win.cut += (n - fits) as u64;
+                w.dropped += (n - fits) as u64;
+            }
+            if fits == 0 {
+                continue;
+            }
+            let run = &run[..fits];
+            let mut head = [0u8; HEAD];
             hark_wire::write_pack_header(&mut head, seq, run.len());
             if let Err(e) = self.chunk(w, conn, k).and_then(|f| {
                 use zerocopy::IntoBytes;
@@ -293,30 +339,18 @@ impl Store {
                 f.write_all(run.as_bytes())
             }) {
                 self.fail(format!("cannot write a chunk of {}: {e}", w.name));
-                w.dropped += n as u64;
+                w.dropped += fits as u64;
                 continue;
             }
+            let bytes = (HEAD + std::mem::size_of_val(run)) as u64;
             win.bytes += bytes;
-            *win.events.entry(conn).or_default() += n as u64;
+            *win.events.entry(conn).or_default() += fits as u64;
             win.mpi_ns += run
                 .iter()
                 .filter(|e| matches!(hark_wire::op::kind(e.op()), hark_wire::op::OpKind::Mpi(_)))
                 .map(|e| e.end.get().saturating_sub(e.start.get()))
                 .sum::<u64>();
             self.used.fetch_add(bytes, Ordering::Relaxed);
-        }
-        while self.used.load(Ordering::Relaxed) > self.config.cap_bytes {
-            let newest = windows.keys().map(|(_, k)| *k).max().unwrap_or(0);
-            let Some(victim) = windows
-                .iter()
-                .filter(|((_, k), v)| !v.evicted && *k != newest && v.bytes > 0)
-                .min_by_key(|(_, v)| v.mpi_ns)
-                .map(|(key, _)| key.clone())
-            else {
-                break;
-            };
-            let win = windows.get_mut(&victim).expect("found above");
-            self.evict(victim.1, win);
         }
     }
 
@@ -427,22 +461,44 @@ impl Store {
             }
         }
         let evicted = self.evicted_events.load(Ordering::Relaxed) - dropped_at_end;
+        let span = |k: u64| {
+            format!(
+                "{:.3}-{:.3} s",
+                (k << AUTO_WINDOW_SHIFT) as f64 / 1e9,
+                ((k + 1) << AUTO_WINDOW_SHIFT) as f64 / 1e9
+            )
+        };
         let list: Vec<String> = chosen
             .iter()
             .map(|((p, k), w)| {
-                format!(
-                    "{p} {:.3}-{:.3} s ({:.3} s waiting)",
-                    (k << AUTO_WINDOW_SHIFT) as f64 / 1e9,
-                    ((k + 1) << AUTO_WINDOW_SHIFT) as f64 / 1e9,
-                    *w as f64 / 1e9
-                )
+                let cut = match windows.get(&(p.clone(), *k)).and_then(|v| v.cut_at) {
+                    Some(at) => format!(", cut at the cap at {:.3} s", at as f64 / 1e9),
+                    None => String::new(),
+                };
+                format!("{p} {} ({:.3} s waiting{cut})", span(*k), *w as f64 / 1e9)
             })
             .collect();
+        // Every window cut at the cap, kept or not: the events dropped
+        // after each cut are counted here and nowhere else.
+        let cuts: Vec<String> = windows
+            .iter()
+            .filter_map(|((p, k), v)| {
+                let at = v.cut_at?;
+                Some(format!(
+                    "{p} {} at {:.3} s ({} events)",
+                    span(*k),
+                    at as f64 / 1e9,
+                    v.cut
+                ))
+            })
+            .collect();
+        let cut_events: u64 = windows.values().map(|v| v.cut).sum();
         let line = format!(
-            "trace store (auto): kept {} window(s) with the most wait-state time: {}; dropped {dropped_at_end} events of the other windows at the end and {evicted} of windows evicted at the cap of {} bytes during the run",
+            "trace store (auto): kept {} window(s) with the most wait-state time: {}; dropped {dropped_at_end} events of the other windows at the end, {evicted} of windows evicted at the cap of {} bytes during the run and {cut_events} of window(s) cut at the cap, with no other window left to evict{}",
             chosen.len(),
             if list.is_empty() { "none had any".to_string() } else { list.join(", ") },
-            self.config.cap_bytes
+            self.config.cap_bytes,
+            if cuts.is_empty() { String::new() } else { format!(": {}", cuts.join(", ")) },
         );
         (counts, line)
     }

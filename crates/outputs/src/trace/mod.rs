@@ -62,19 +62,29 @@ pub struct Lane {
     pub steps: Vec<(u64, bool, usize)>,
 }
 
+/// Where an event landed: (lane, slice), or nowhere.
+const NOWHERE: (u32, u32) = (u32::MAX, u32::MAX);
+
 /// Everything both exports draw from a trace.
+///
+/// Built in passes over flat vectors, with no map entry per event: a 10^7
+/// event trace has as many slices, and the exports spent most of their time
+/// hashing them (`BENCHMARKS.md`).
 #[derive(Debug, Default)]
 pub struct Timeline {
     /// One lane per (stream, thread) that has a slice.
     pub lanes: Vec<Lane>,
     /// Messages matched send to receive.
     pub messages: Vec<Matched>,
-    /// Every message side the trace holds (matched or not), by the slice
-    /// whose call completed it: (event that completed it, the message).
-    pub sides: HashMap<(usize, usize), Vec<(usize, Msg)>>,
-    /// Where each (stream, event) that is a slice or completes a message
-    /// landed: (lane, slice).
-    pub at: HashMap<(usize, usize), (usize, usize)>,
+    /// Per stream, the message sides its kept events complete, in stream
+    /// order: (event that completes it, the message) —
+    /// [`TraceStream::messages`](hark_analyses::trace::TraceStream::messages).
+    pub sides_of_stream: Vec<Vec<(usize, Msg)>>,
+    /// Per stream and event: the (lane, slice) it is or belongs to.
+    at: Vec<Vec<(u32, u32)>>,
+    /// Every message side by the slice whose call completed it, ordered by
+    /// (lane, slice) and then stream order: (lane, slice, event, message).
+    sides: Vec<(u32, u32, usize, Msg)>,
 }
 
 impl Timeline {
@@ -82,12 +92,24 @@ impl Timeline {
     pub fn of(trace: &Trace) -> Timeline {
         let mut t = Timeline::default();
         for (si, s) in trace.streams.iter().enumerate() {
-            let mut per_thread: HashMap<u16, Vec<Slice>> = HashMap::new();
+            // Slices and open regions, by thread (threads are small numbers).
+            let mut per_thread: Vec<Vec<Slice>> = Vec::new();
             // Open regions per thread: (name id, start, event).
-            let mut open: HashMap<u16, Vec<(u32, u64, usize)>> = HashMap::new();
+            let mut open: Vec<Vec<(u32, u64, usize)>> = Vec::new();
+            let mut names: HashMap<u32, Cow<'static, str>> = HashMap::new();
+            let mut region = |id: u32| {
+                names
+                    .entry(id)
+                    .or_insert_with(|| Cow::Owned(region_name(s.name(id), id)))
+                    .clone()
+            };
             let mut last_end = 0u64;
             for (i, e) in s.events.iter().enumerate() {
-                let thread = e.thread.get();
+                let thread = e.thread.get() as usize;
+                if per_thread.len() <= thread {
+                    per_thread.resize_with(thread + 1, Vec::new);
+                    open.resize_with(thread + 1, Vec::new);
+                }
                 let start = s.mapping.common(e.start.get());
                 let end = s.mapping.common(e.end.get()).max(start);
                 last_end = last_end.max(end);
@@ -95,7 +117,7 @@ impl Timeline {
                     op::OpKind::Mpi(f) => SliceKind::Mpi(f),
                     op::OpKind::Io(f) => SliceKind::Io(f),
                     _ => {
-                        let stack = open.entry(thread).or_default();
+                        let stack = &mut open[thread];
                         match e.op() {
                             op::REGION_BEGIN => stack.push((e.obj.get(), start, i)),
                             op::REGION_END => {
@@ -103,9 +125,9 @@ impl Timeline {
                                     // Regions left without their own end
                                     // close with the one that encloses them.
                                     for (id, from, ev) in stack.drain(k..).rev() {
-                                        per_thread.entry(thread).or_default().push(Slice {
+                                        per_thread[thread].push(Slice {
                                             kind: SliceKind::Region,
-                                            name: Cow::Owned(region_name(s.name(id), id)),
+                                            name: region(id),
                                             start: from,
                                             end: start.max(from),
                                             event: ev,
@@ -118,7 +140,7 @@ impl Timeline {
                         continue;
                     }
                 };
-                per_thread.entry(thread).or_default().push(Slice {
+                per_thread[thread].push(Slice {
                     kind,
                     name: Cow::Borrowed(op::name(e.op())),
                     start,
@@ -127,56 +149,87 @@ impl Timeline {
                 });
             }
             // Regions still open at the end of what was kept close there.
-            for (thread, stack) in open {
+            for (thread, stack) in open.into_iter().enumerate() {
                 for (id, from, ev) in stack {
-                    per_thread.entry(thread).or_default().push(Slice {
+                    per_thread[thread].push(Slice {
                         kind: SliceKind::Region,
-                        name: Cow::Owned(region_name(s.name(id), id)),
+                        name: region(id),
                         start: from,
                         end: last_end.max(from),
                         event: ev,
                     });
                 }
             }
-            let mut threads: Vec<_> = per_thread.into_iter().collect();
-            threads.sort_by_key(|(t, _)| *t);
-            for (thread, slices) in threads {
-                let lane = nest(si, thread, slices);
-                let li = t.lanes.len();
-                for (k, sl) in lane.slices.iter().enumerate() {
-                    t.at.insert((si, sl.event), (li, k));
+            let mut at = vec![NOWHERE; s.events.len()];
+            let first_lane = t.lanes.len();
+            for (thread, slices) in per_thread.into_iter().enumerate() {
+                if slices.is_empty() {
+                    continue;
                 }
-                // A completion record belongs to the call just before it on
-                // its thread (`MPI_Wait` and its completions).
-                let mut last_call = None;
-                for (i, e) in s.events.iter().enumerate() {
-                    if e.thread.get() != thread {
-                        continue;
-                    }
-                    match op::kind(e.op()) {
-                        op::OpKind::Mpi(_) => last_call = t.at.get(&(si, i)).copied(),
-                        op::OpKind::Detail => {
-                            if let Some(at) = last_call {
-                                t.at.insert((si, i), at);
-                            }
-                        }
-                        _ => {}
-                    }
+                let lane = nest(si, thread as u16, slices);
+                let li = t.lanes.len() as u32;
+                for (k, sl) in lane.slices.iter().enumerate() {
+                    at[sl.event] = (li, k as u32);
                 }
                 t.lanes.push(lane);
             }
-            for (i, m) in s.messages() {
-                if let Some(&at) = t.at.get(&(si, i)) {
-                    t.sides.entry(at).or_default().push((i, m));
+            // A completion record belongs to the call just before it on
+            // its thread (`MPI_Wait` and its completions).
+            let mut last_call: Vec<(u32, u32)> = Vec::new();
+            for (i, e) in s.events.iter().enumerate() {
+                let thread = e.thread.get() as usize;
+                match op::kind(e.op()) {
+                    op::OpKind::Mpi(_) => {
+                        if last_call.len() <= thread {
+                            last_call.resize(thread + 1, NOWHERE);
+                        }
+                        last_call[thread] = at[i];
+                    }
+                    op::OpKind::Detail => {
+                        if let Some(&call) = last_call.get(thread).filter(|c| **c != NOWHERE) {
+                            at[i] = call;
+                        }
+                    }
+                    _ => {}
                 }
             }
+            debug_assert!(t.lanes[first_lane..].iter().all(|l| l.stream == si));
+            let messages = s.messages();
+            for &(i, m) in &messages {
+                let (li, k) = at[i];
+                if (li, k) != NOWHERE {
+                    t.sides.push((li, k, i, m));
+                }
+            }
+            t.sides_of_stream.push(messages);
+            t.at.push(at);
         }
+        // Stable: sides of one slice stay in stream order.
+        t.sides.sort_by_key(|&(li, k, _, _)| (li, k));
         t.messages = trace
-            .matched()
+            .matched_from(&t.sides_of_stream)
             .into_iter()
-            .filter(|m| t.at.contains_key(&m.send) && t.at.contains_key(&m.recv))
+            .filter(|m| t.at(m.send).is_some() && t.at(m.recv).is_some())
             .collect();
         t
+    }
+
+    /// Where event `event` of stream `stream` landed: the (lane, slice)
+    /// that is it, or, for a completion record, the call it belongs to.
+    pub fn at(&self, (stream, event): (usize, usize)) -> Option<(usize, usize)> {
+        let (li, k) = *self.at.get(stream)?.get(event)?;
+        ((li, k) != NOWHERE).then_some((li as usize, k as usize))
+    }
+
+    /// The message sides the call of slice `k` of lane `li` completed, in
+    /// stream order: (event that completes it, the message).
+    pub fn sides(&self, li: usize, k: usize) -> impl Iterator<Item = (usize, Msg)> + '_ {
+        let key = (li as u32, k as u32);
+        let from = self.sides.partition_point(|x| (x.0, x.1) < key);
+        self.sides[from..]
+            .iter()
+            .take_while(move |x| (x.0, x.1) == key)
+            .map(|x| (x.2, x.3))
     }
 }
 

@@ -454,8 +454,36 @@ mod imp {
         let mut counts: std::collections::HashMap<u64, u64> = Default::default();
         let (mut first, mut last) = (u64::MAX, 0u64);
         let null = std::ptr::null_mut();
+        // Per stream: local communicator id -> (members, global
+        // communicator), looked up once per id rather than per event.
+        type Comms<'t> = std::collections::HashMap<u32, (&'t [i32], Option<u32>)>;
+        let comms: Vec<Comms> = trace
+            .streams
+            .iter()
+            .map(|s| {
+                s.comms()
+                    .into_iter()
+                    .map(|(id, members)| (id, (members, plan.comm(members))))
+                    .collect()
+            })
+            .collect();
+        // Region ids of MPI and I/O calls by kind (their name follows from
+        // it); user regions by name.
+        let mut call_regions: std::collections::HashMap<SliceKind, u32> = Default::default();
+        let mut sides: Vec<(u64, usize, hark_analyses::trace::Msg)> = Vec::new();
         for (li, lane) in timeline.lanes.iter().enumerate() {
             let s = &trace.streams[lane.stream];
+            let comm_of = |local: u32| comms[lane.stream].get(&local).copied();
+            let regions: Vec<u32> = lane
+                .slices
+                .iter()
+                .map(|sl| match sl.kind {
+                    SliceKind::Region => plan.region_of[&(sl.kind, sl.name.clone())],
+                    kind => *call_regions
+                        .entry(kind)
+                        .or_insert_with(|| plan.region_of[&(kind, sl.name.clone())]),
+                })
+                .collect();
             let loc = location(plan, trace, lane.stream, lane.thread);
             // SAFETY: see above.
             let w = unsafe { OTF2_Archive_GetEvtWriter(open.0, loc) };
@@ -471,11 +499,13 @@ mod imp {
                 first = first.min(ts);
                 last = last.max(ts);
                 let slice = &lane.slices[k];
-                let region = plan.region_of[&(slice.kind, slice.name.clone())];
+                let region = regions[k];
                 let e = &s.events[slice.event];
-                let comm_members = s.comm_members(e.obj.get());
-                let comm = comm_members.and_then(|m| plan.comm(m));
                 let is_coll = matches!(slice.kind, SliceKind::Mpi(f) if collective_class(f));
+                let (comm_members, comm) = match is_coll.then(|| comm_of(e.obj.get())).flatten() {
+                    Some((members, comm)) => (Some(members), comm),
+                    None => (None, None),
+                };
                 // SAFETY: see above.
                 unsafe {
                     if enter {
@@ -492,20 +522,19 @@ mod imp {
                         // Every message this call completed, at the time
                         // of the record that completed it (kept in time
                         // order on the location).
-                        let mut sides: Vec<(u64, usize, hark_analyses::trace::Msg)> = timeline
-                            .sides
-                            .get(&(li, k))
-                            .into_iter()
-                            .flatten()
-                            .map(|&(i, m)| (s.mapping.common(s.events[i].start.get()), i, m))
-                            .collect();
+                        sides.clear();
+                        sides.extend(
+                            timeline
+                                .sides(li, k)
+                                .map(|(i, m)| (s.mapping.common(s.events[i].start.get()), i, m)),
+                        );
                         sides.sort_by_key(|x| x.0);
-                        for (t, i, m) in sides {
+                        for &(t, i, m) in &sides {
                             let t = t.min(ts).max(last_ts);
                             let me = &s.events[i];
-                            let members = s.comm_members(me.obj.get()).unwrap_or(&[]);
+                            let (members, comm) = comm_of(me.obj.get()).unwrap_or((&[], None));
                             let peer = members.iter().position(|&x| x == m.peer);
-                            let (Some(peer), Some(c)) = (peer, plan.comm(members)) else {
+                            let (Some(peer), Some(c)) = (peer, comm) else {
                                 continue;
                             };
                             let tag = me.tag.get() as u32;

@@ -64,6 +64,41 @@ impl Msg {
     fn msg(&mut self, field: u64, m: &Msg) -> &mut Self {
         self.bytes(field, &m.0)
     }
+    /// Empties it for the next message, keeping its buffer.
+    fn clear(&mut self) -> &mut Self {
+        self.0.clear();
+        self
+    }
+}
+
+/// The flow ids of slice `k` of lane `li` in `all` (ordered by slice).
+fn flows(all: &[(u32, u32, u64)], li: usize, k: usize) -> impl Iterator<Item = u64> + '_ {
+    let key = (li as u32, k as u32);
+    let from = all.partition_point(|x| (x.0, x.1) < key);
+    all[from..]
+        .iter()
+        .take_while(move |x| (x.0, x.1) == key)
+        .map(|x| x.2)
+}
+
+/// Writes `TracePacket`s, each wrapped as a `Trace`'s field 1, through one
+/// reused buffer (a 10^7-event trace makes 2·10^7 packets).
+struct Packets {
+    first: bool,
+    wrapper: Msg,
+}
+
+impl Packets {
+    fn write(&mut self, out: &mut dyn Write, body: &mut Msg) -> std::io::Result<()> {
+        body.uint(10, SEQUENCE);
+        if self.first {
+            // SEQ_INCREMENTAL_STATE_CLEARED: nothing is interned.
+            body.uint(13, 1);
+            self.first = false;
+        }
+        self.wrapper.clear().msg(1, body);
+        out.write_all(&self.wrapper.0)
+    }
 }
 
 /// Writes `trace` as `dir/trace.perfetto-trace`; returns its path.
@@ -79,18 +114,11 @@ pub fn write_perfetto(trace: &Trace, dir: &Path) -> Result<std::path::PathBuf, E
 /// Encodes `trace` as a Perfetto trace into `out`.
 pub fn encode_perfetto(trace: &Trace, out: &mut impl Write) -> std::io::Result<()> {
     let timeline = Timeline::of(trace);
-    let mut first = true;
-    let mut packet = |out: &mut dyn Write, body: &mut Msg| -> std::io::Result<()> {
-        body.uint(10, SEQUENCE);
-        if first {
-            // SEQ_INCREMENTAL_STATE_CLEARED: nothing is interned.
-            body.uint(13, 1);
-            first = false;
-        }
-        let mut wrapper = Msg::default();
-        wrapper.msg(1, body);
-        out.write_all(&wrapper.0)
+    let mut packets = Packets {
+        first: true,
+        wrapper: Msg::default(),
     };
+    let mut packet = |out: &mut dyn Write, body: &mut Msg| packets.write(out, body);
     let pid_of = |si: usize| -> i64 {
         let s = &trace.streams[si];
         if s.world_rank >= 0 {
@@ -137,23 +165,31 @@ pub fn encode_perfetto(trace: &Trace, out: &mut impl Write) -> std::io::Result<(
             .msg(4, &thread);
         packet(out, Msg::default().msg(60, &desc))?;
     }
-    // Flows: outgoing on the send's slice, terminating on the receive's.
-    let mut flows_out: HashMap<(usize, usize), Vec<u64>> = HashMap::new();
-    let mut flows_in: HashMap<(usize, usize), Vec<u64>> = HashMap::new();
+    // Flows: outgoing on the send's slice, terminating on the receive's;
+    // (lane, slice, flow id), ordered by slice and then id.
+    let mut flows_out: Vec<(u32, u32, u64)> = Vec::with_capacity(timeline.messages.len());
+    let mut flows_in: Vec<(u32, u32, u64)> = Vec::with_capacity(timeline.messages.len());
     for (id, m) in timeline.messages.iter().enumerate() {
         let id = id as u64 + 1;
-        flows_out.entry(timeline.at[&m.send]).or_default().push(id);
-        flows_in.entry(timeline.at[&m.recv]).or_default().push(id);
+        let at = |side| {
+            let (li, k) = timeline.at(side).expect("matched messages are on slices");
+            (li as u32, k as u32, id)
+        };
+        flows_out.push(at(m.send));
+        flows_in.push(at(m.recv));
     }
-    // Slices, lane by lane, with the bytes-sent counter.
+    flows_out.sort_unstable();
+    flows_in.sort_unstable();
+    // Slices, lane by lane, with the bytes-sent counter; the messages are
+    // built in buffers reused from one packet to the next.
+    let (mut body, mut ev, mut a) = (Msg::default(), Msg::default(), Msg::default());
     let mut sent: Vec<i64> = vec![0; trace.streams.len()];
     for (li, lane) in timeline.lanes.iter().enumerate() {
         let s = &trace.streams[lane.stream];
         let track = lane_uuid(li);
         for &(ts, enter, k) in &lane.steps {
             let slice = &lane.slices[k];
-            let mut ev = Msg::default();
-            ev.uint(11, track);
+            ev.clear().uint(11, track);
             if enter {
                 let category = match slice.kind {
                     SliceKind::Mpi(_) => "mpi",
@@ -165,35 +201,36 @@ pub fn encode_perfetto(trace: &Trace, out: &mut impl Write) -> std::io::Result<(
                     .str(23, &slice.name);
                 let e = &s.events[slice.event];
                 if !matches!(slice.kind, SliceKind::Region) && e.bytes.get() > 0 {
-                    let mut a = Msg::default();
-                    a.str(10, "bytes").uint(3, e.bytes.get());
+                    a.clear().str(10, "bytes").uint(3, e.bytes.get());
                     ev.msg(4, &a);
                 }
-                for &id in flows_out.get(&(li, k)).into_iter().flatten() {
+                for id in flows(&flows_out, li, k) {
                     ev.fixed64(47, id);
                 }
-                for &id in flows_in.get(&(li, k)).into_iter().flatten() {
+                for id in flows(&flows_in, li, k) {
                     ev.fixed64(48, id);
                 }
             } else {
                 ev.uint(9, SLICE_END);
             }
-            packet(out, Msg::default().uint(8, ts).msg(11, &ev))?;
+            body.clear().uint(8, ts).msg(11, &ev);
+            packet(out, &mut body)?;
         }
     }
     for (si, s) in trace.streams.iter().enumerate() {
         // Bytes sent, in completion order.
-        for (i, m) in s.messages() {
+        for &(i, m) in &timeline.sides_of_stream[si] {
             if !m.send {
                 continue;
             }
             sent[si] += m.bytes as i64;
             let ts = s.mapping.common(s.events[i].end.get());
-            let mut ev = Msg::default();
-            ev.uint(9, COUNTER)
+            ev.clear()
+                .uint(9, COUNTER)
                 .uint(11, process_uuid(si) | 0xfffff)
                 .int(30, sent[si]);
-            packet(out, Msg::default().uint(8, ts).msg(11, &ev))?;
+            body.clear().uint(8, ts).msg(11, &ev);
+            packet(out, &mut body)?;
         }
         // User counters and iteration marks.
         let mut counters: HashMap<u32, u64> = HashMap::new();
