@@ -13,6 +13,7 @@
 // `hark-<program>-<timestamp>/` there is text for people, not HTML.
 #![allow(rustdoc::invalid_html_tags)]
 
+mod analyser;
 mod cli;
 mod ctl;
 mod diff;
@@ -49,6 +50,7 @@ fn main() {
         cli::Command::Top(args) => top::top(args),
         cli::Command::Serve(args) => serve::serve(args),
         cli::Command::Ctl(args) => ctl::ctl(args),
+        cli::Command::MpiAnalyser(args) => analyser::analyser(args),
     };
     let code = match result {
         Ok(code) => code,

@@ -339,6 +339,74 @@ impl Server {
     }
 }
 
+impl Server {
+    /// Ends the run as [`finish`](Server::finish) does, but returns each
+    /// program's partial result (in order of first connection) and the
+    /// run's diagnostics instead of the folded run: an analyser rank of an
+    /// MPI job (`hark run --analysers`) sends these to analyser rank 0,
+    /// which merges them with [`merge_partials`].
+    pub fn finish_partials(self, grace: Duration) -> (Vec<hark_analyses::Partial>, Vec<String>) {
+        let deadline = Instant::now() + grace;
+        let open = || {
+            self.transport
+                .connections()
+                .saturating_sub(self.state.counters.closed.load(Ordering::Relaxed))
+        };
+        let mut settled = 0;
+        while settled < 2 && Instant::now() < deadline {
+            settled = if open() == 0 { settled + 1 } else { 0 };
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let cut = self.transport.shutdown_by(deadline);
+        let (partials, mut problems) = self.state.fold_partials();
+        self.state.board.shutdown();
+        problems.extend(std::mem::take(
+            &mut *self
+                .state
+                .problems
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        ));
+        if cut > 0 {
+            problems.push(format!(
+                "{cut} connection(s) were still open when the run ended and were cut; their ranks are partial"
+            ));
+        }
+        problems.extend(self.state.rejections());
+        (partials, problems)
+    }
+}
+
+/// Merges the partial results of several analysers (each from
+/// [`Server::finish_partials`], in analyser order) program by program,
+/// unifying names, communicators and files, and folds them into one run;
+/// `problems` go to the first program's diagnostics. `analyses` is the
+/// selection every analyser ran with (`None`: every one).
+pub fn merge_partials(
+    parts: Vec<Vec<hark_analyses::Partial>>,
+    problems: Vec<String>,
+    analyses: Option<&[String]>,
+) -> Result<Run, Error> {
+    let analyses = select_analyses(analyses)?;
+    let mut merged: Vec<hark_analyses::Partial> = Vec::new();
+    for part in parts.into_iter().flatten() {
+        match merged.iter_mut().find(|m| m.name == part.name) {
+            Some(into) => into
+                .merge(part, &analyses)
+                .map_err(|e| Error::new(ErrorKind::Analyses(e)))?,
+            None => merged.push(part),
+        }
+    }
+    let mut programs: Vec<hark_model::Program> = merged
+        .into_iter()
+        .flat_map(|p| p.finish(&analyses, false))
+        .collect();
+    if let (Some(first), false) = (programs.first_mut(), problems.is_empty()) {
+        first.diagnostics.extend(problems);
+    }
+    Ok(run_of(programs))
+}
+
 /// A fresh secret for a run: 32 hex digits from the kernel's random source
 /// (`/dev/urandom`), for [`ServerConfig::secret`].
 pub fn new_secret() -> std::io::Result<String> {

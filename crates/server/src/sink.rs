@@ -328,6 +328,55 @@ impl State {
     }
 }
 
+impl State {
+    /// Each program's partial result, in order of first connection, for
+    /// an analyser rank whose partials merge with other ranks' (streams
+    /// over MPI carry no forked children: `docs/analysers.md`). Lost and
+    /// broken streams are named in the returned diagnostics.
+    pub(crate) fn fold_partials(&self) -> (Vec<hark_analyses::Partial>, Vec<String>) {
+        let levels: Vec<Arc<OnBoard>> = self
+            .programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|p| p.on.clone())
+            .collect();
+        for on in &levels {
+            on.drain();
+        }
+        drop(levels);
+        self.fold_finished();
+        let mut programs =
+            std::mem::take(&mut *self.programs.lock().unwrap_or_else(|e| e.into_inner()));
+        programs.sort_by_key(|p| p.conns.iter().min().copied());
+        let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
+        let mut problems = Vec::new();
+        let mut out = Vec::new();
+        for slot in programs {
+            for id in &slot.conns {
+                let Some(c) = conns.get(id) else { continue };
+                let h = c.info.hello();
+                if let Some((events, packs)) = *c.lost.lock().unwrap_or_else(|e| e.into_inner()) {
+                    problems.push(format!(
+                        "pid {} on {} died with {events} recorded events in {packs} buffers it had not shipped; they are lost",
+                        h.pid, h.host
+                    ));
+                }
+                if let Some(Closed::Broken(why)) =
+                    &*c.outcome.lock().unwrap_or_else(|e| e.into_inner())
+                {
+                    problems.push(format!(
+                        "the stream of pid {} on {} broke: {why}; what arrived before is kept",
+                        h.pid, h.host
+                    ));
+                }
+            }
+            out.push(slot.on.finish_partial(ranks_of(&conns, &slot.conns)));
+        }
+        (out, problems)
+    }
+}
+
 /// Folds a program's forked children on their own level, and describes
 /// each: its parent, its accounting and its I/O.
 fn children_of(conns: &HashMap<u64, Arc<Conn>>, ids: &[u64], on: &OnBoard) -> Vec<ChildProcess> {
