@@ -103,6 +103,11 @@ pub struct ServerConfig {
     /// Keep raw events in a trace store (`hark run --trace`); `None`
     /// keeps none.
     pub trace: Option<trace::TraceConfig>,
+    /// Streams arrive late by queuing, not by clock disagreement (streams
+    /// over MPI, held until `MPI_Init`): always map a probe clock through
+    /// the probe's own realtime reading, never through the handshake's
+    /// delay. Default false.
+    pub probe_realtime: bool,
 }
 
 impl Default for ServerConfig {
@@ -116,6 +121,7 @@ impl Default for ServerConfig {
             secret: None,
             rows: Config::default().rows,
             trace: None,
+            probe_realtime: false,
         }
     }
 }
@@ -199,6 +205,7 @@ impl Server {
             rejected: Mutex::default(),
             folding: Mutex::default(),
             trace,
+            probe_realtime: config.probe_realtime,
         });
         let transport = listener.serve(state.clone());
         let now = Instant::now();

@@ -97,6 +97,8 @@ pub(crate) struct Counters {
 }
 
 pub(crate) struct State {
+    /// See `ServerConfig::probe_realtime`.
+    pub(crate) probe_realtime: bool,
     pub(crate) board: Board,
     pub(crate) analyses: Vec<Arc<dyn DynAnalysis>>,
     pub(crate) config: Config,
@@ -455,7 +457,14 @@ impl Sink for State {
         }
         self.counters.accepted.fetch_add(1, Ordering::Relaxed);
         self.counters.open.fetch_add(1, Ordering::Relaxed);
-        let offset = timeline_offset(hello, clock_offset_ns);
+        let offset = timeline_offset(
+            hello,
+            if self.probe_realtime {
+                0
+            } else {
+                clock_offset_ns
+            },
+        );
         // The program's time slices start at its first handshake.
         let origin = hello.clock_ns.saturating_add_signed(offset);
         let install = || {

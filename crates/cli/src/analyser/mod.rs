@@ -40,6 +40,11 @@ use std::time::Duration;
 /// communicator).
 const PARTIAL_TAG: i32 = STREAM_TAG + 1;
 
+/// The analyser's pause between polls when nothing arrived, doubling from
+/// the first to the second while nothing does.
+const IDLE_MIN: Duration = Duration::from_micros(20);
+const IDLE_MAX: Duration = Duration::from_millis(2);
+
 /// How long a rank's server waits for its local connections to close.
 const GRACE: Duration = Duration::from_secs(10);
 
@@ -116,6 +121,8 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         addr: format!("unix:{}", dir.join("s").display()),
         analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
         secret,
+        // The streams waited for MPI_Init: their handshakes are late.
+        probe_realtime: true,
         ..ServerConfig::default()
     })
     .map_err(|e| anyhow::anyhow!("cannot start the analysis server of an analyser rank: {e}"))?;
@@ -289,12 +296,22 @@ fn receive(
         clock_busy = 2;
     }
     let mut status = vec![0u8; abi.status_size.max(32)];
+    let mut idle = IDLE_MIN;
     while open > 0 || rounds > 0 {
+        // Polled with a growing pause rather than waited for: a blocking
+        // MPI_Waitany spins a core the programs' ranks need.
         // SAFETY: `reqs` holds slots + 2 handles, `status` one status.
-        let Some(i) =
-            (unsafe { mpi_call::waitany(abi, slots + 2, reqs.at(0), status.as_mut_ptr()) })
-        else {
-            bail!("MPI_Waitany failed in an analyser rank");
+        let i = match unsafe { mpi_call::testany(slots + 2, reqs.at(0), status.as_mut_ptr()) } {
+            Some(Some(i)) => {
+                idle = IDLE_MIN;
+                i
+            }
+            Some(None) => {
+                std::thread::sleep(idle);
+                idle = (idle * 2).min(IDLE_MAX);
+                continue;
+            }
+            None => bail!("MPI_Testany failed in an analyser rank"),
         };
         if i == ping || i == answer {
             clock_busy -= 1;

@@ -369,6 +369,28 @@ pub(crate) unsafe fn waitany(
     (pmpi!(c"PMPI_Waitany", (n, r, ip, st)) == Some(0) && index >= 0).then_some(index as usize)
 }
 
+/// `MPI_Testany` over the `n` request handles at `reqs`: the index of the
+/// one that completed (its status in `status`), `Some(None)` if none did,
+/// `None` if the call failed.
+///
+/// # Safety
+/// As for [`waitany`].
+#[allow(dead_code)] // As above.
+pub(crate) unsafe fn testany(n: usize, reqs: *mut u8, status: *mut u8) -> Option<Option<usize>> {
+    let mut index: c_int = -1;
+    let mut flag: c_int = 0;
+    let (r, ip, fp, st) = (
+        reqs as usize,
+        ptr(&mut index),
+        ptr(&mut flag),
+        status as usize,
+    );
+    if pmpi!(c"PMPI_Testany", (n, r, ip, fp, st)) != Some(0) {
+        return None;
+    }
+    Some((flag != 0 && index >= 0).then_some(index as usize))
+}
+
 /// Cancels the request at `req` and waits for it (`MPI_Cancel`, then
 /// `MPI_Wait`), leaving the null request there.
 ///
