@@ -204,3 +204,38 @@ fn mpi_analysers_give_the_socket_runs_profile() {
     assert_eq!(over_mpi["programs"].as_array().unwrap().len(), 2);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn mpich_analysers_give_the_socket_runs_profile() {
+    probe();
+    let mpi = MPICH;
+    if !have(mpi.cc) || !have(mpi.run) {
+        eprintln!("skipped: MPICH is not installed");
+        return;
+    }
+    let dir = scratch("mpich-analysers");
+    let ring = compile(mpi.cc, "ring.c".as_ref(), &dir, &[]);
+    let mut command = launcher(mpi, 4);
+    command.extend([ring.display().to_string(), "40".into()]);
+    let socket = run(&dir, "ring-socket", &[], &command);
+    for n in ["1", "2"] {
+        let over_mpi = run(&dir, &format!("ring-{n}"), &["--analysers", n], &command);
+        assert_same(
+            &socket,
+            &over_mpi,
+            &format!("the ring with {n} analyser(s)"),
+        );
+        assert_eq!(lost(&over_mpi), 0);
+        let aligned = over_mpi["programs"][0]["clock"]["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["method"] == "ping-pong")
+            .count();
+        assert_eq!(
+            aligned, 4,
+            "every rank aligned by ping-pong with {n} analyser(s)"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -347,6 +347,15 @@ impl Server {
 }
 
 impl Server {
+    /// Gives the streams of `job` world rank 0's handshake offset as their
+    /// clock reference (`docs/analyses.md`, "Time"), for a server that
+    /// does not receive rank 0's stream itself: an analyser rank of an MPI
+    /// job learns it from the analyser that does. The first reference of a
+    /// job holds.
+    pub fn set_clock_reference(&self, job: &str, reference_ns: i64) {
+        self.state.set_clock_reference(job, reference_ns);
+    }
+
     /// Ends the run as [`finish`](Server::finish) does, but returns each
     /// program's partial result (in order of first connection) and the
     /// run's diagnostics instead of the folded run: an analyser rank of an

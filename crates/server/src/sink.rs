@@ -685,8 +685,12 @@ impl State {
     /// one holds: processes the job spawns later (`MPI_Comm_spawn`) have a
     /// world, and a rank 0, of their own.
     fn clock_reference(&self, rank0: &StreamInfo) {
-        let job = &rank0.hello().job;
-        let reference = rank0.clock().handshake_ns();
+        self.set_clock_reference(&rank0.hello().job, rank0.clock().handshake_ns());
+    }
+
+    /// Makes `reference` (world rank 0's handshake offset) the reference of
+    /// every stream of `job`, present and future, unless the job has one.
+    pub(crate) fn set_clock_reference(&self, job: &str, reference: i64) {
         {
             let mut refs = self
                 .clock_references
@@ -695,10 +699,10 @@ impl State {
             if refs.contains_key(job) {
                 return;
             }
-            refs.insert(job.clone(), reference);
+            refs.insert(job.to_string(), reference);
         }
         let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
-        for c in conns.values().filter(|c| &c.info.hello().job == job) {
+        for c in conns.values().filter(|c| c.info.hello().job == job) {
             c.info.set_clock_reference(reference);
         }
     }

@@ -132,7 +132,21 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
             UnixStream::connect(dir.join("s")).context("cannot reach the analyser's own server")?,
         ));
     }
-    receive(abi, streams, clock, &writers, &mut conns, args.pack_size)?;
+    let peers = Peers {
+        analysers: (first..size).collect(),
+        rank0_at: map.analyser_of(0).map_or(first, |a| a as i32),
+        me: rank,
+    };
+    receive(
+        abi,
+        streams,
+        clock,
+        &writers,
+        &mut conns,
+        args.pack_size,
+        &server,
+        &peers,
+    )?;
     drop(conns);
     let (partials, problems) = server.finish_partials(GRACE);
     let _ = std::fs::remove_dir_all(&dir);
@@ -222,8 +236,27 @@ impl Requests {
     }
 }
 
+/// The analyser partition, in world ranks.
+struct Peers {
+    analysers: Vec<i32>,
+    /// The analyser that receives world rank 0's stream.
+    rank0_at: i32,
+    me: i32,
+}
+
+/// The tag of world rank 0's clock reference, sent by the analyser that
+/// receives its stream to the others (stream communicator).
+const REFERENCE_TAG: i32 = STREAM_TAG + 2;
+
+/// Bytes of a reference message: the offset, then the job's name.
+const REFERENCE_MAX: usize = 4096;
+
 /// Receives every writer's stream into its connection, and answers the
-/// clock's `MPI_Finalize` ping-pong meanwhile.
+/// clock's `MPI_Finalize` ping-pong meanwhile. The analyser that receives
+/// world rank 0's stream passes its clock reference (its Hello's mapping,
+/// `docs/analyses.md` "Time") to the others, whose servers never see that
+/// stream.
+#[allow(clippy::too_many_arguments)]
 fn receive(
     abi: &Abi,
     comm: usize,
@@ -231,12 +264,36 @@ fn receive(
     writers: &[u32],
     conns: &mut [Option<UnixStream>],
     pack_size: usize,
+    server: &Server,
+    peers: &Peers,
 ) -> Result<()> {
     let chunk = stream_chunk(pack_size);
     let slots = writers.len() * STREAM_RECVS;
-    // Two more: the clock's ping (send) and its answer (receive).
-    let (ping, answer) = (slots, slots + 1);
-    let mut reqs = Requests::new(abi, slots + 2);
+    // Three more: the clock's ping (send) and its answer (receive), and the
+    // reference from the analyser of world rank 0.
+    let (ping, answer, reference) = (slots, slots + 1, slots + 2);
+    let mut reqs = Requests::new(abi, slots + 3);
+    let mut reference_buf = vec![0u8; REFERENCE_MAX];
+    if peers.me != peers.rank0_at {
+        // SAFETY: the buffer lives until the request completes or is
+        // cancelled at the end of this function.
+        let posted = unsafe {
+            mpi_call::irecv_bytes(
+                abi,
+                reference_buf.as_mut_ptr(),
+                REFERENCE_MAX,
+                peers.rank0_at,
+                REFERENCE_TAG,
+                comm,
+                reqs.at(reference),
+            )
+        };
+        if !posted {
+            bail!("MPI_Irecv failed in an analyser rank");
+        }
+    }
+    let mut reference_pending = peers.me != peers.rank0_at;
+    let mut rank0_hello_seen = false;
     let mut bufs: Vec<Vec<u8>> = (0..slots).map(|_| vec![0u8; chunk]).collect();
     let mut open = writers.len();
     // Per slot: the byte count of a receive completed and not yet used;
@@ -297,11 +354,17 @@ fn receive(
     }
     let mut status = vec![0u8; abi.status_size.max(32)];
     let mut idle = IDLE_MIN;
-    while open > 0 || rounds > 0 {
+    while open > 0 || rounds > 0 || reference_pending {
+        if open == 0 && peers.me == peers.rank0_at && !rank0_hello_seen {
+            // World rank 0's stream ended without a Hello: the others must
+            // not wait for its reference.
+            rank0_hello_seen = true;
+            pass_reference(abi, &[], comm, peers);
+        }
         // Polled with a growing pause rather than waited for: a blocking
         // MPI_Waitany spins a core the programs' ranks need.
         // SAFETY: `reqs` holds slots + 2 handles, `status` one status.
-        let i = match unsafe { mpi_call::testany(slots + 2, reqs.at(0), status.as_mut_ptr()) } {
+        let i = match unsafe { mpi_call::testany(slots + 3, reqs.at(0), status.as_mut_ptr()) } {
             Some(Some(i)) => {
                 idle = IDLE_MIN;
                 i
@@ -313,6 +376,17 @@ fn receive(
             }
             None => bail!("MPI_Testany failed in an analyser rank"),
         };
+        if i == reference {
+            reference_pending = false;
+            // SAFETY: MPI wrote a whole status.
+            let (_, _, n) = unsafe { abi.read_status(status.as_mut_ptr() as usize) };
+            let msg = &reference_buf[..(n as usize).min(REFERENCE_MAX)];
+            if msg.len() >= 8 {
+                let r = i64::from_le_bytes(msg[..8].try_into()?);
+                server.set_clock_reference(&String::from_utf8_lossy(&msg[8..]), r);
+            }
+            continue;
+        }
         if i == ping || i == answer {
             clock_busy -= 1;
             if clock_busy == 0 {
@@ -349,6 +423,10 @@ fn receive(
                 open -= 1;
                 break;
             }
+            if writers[w] == 0 && !rank0_hello_seen {
+                rank0_hello_seen = true;
+                pass_reference(abi, &bufs[j][..n], comm, peers);
+            }
             if let Some(c) = &mut conns[w] {
                 if c.write_all(&bufs[j][..n]).is_err() {
                     // The local server refused the stream: it says why in
@@ -375,6 +453,28 @@ fn receive(
         }
     }
     Ok(())
+}
+
+/// World rank 0's first chunk, which starts with its Hello: sends the clock
+/// reference it gives (what `timeline_offset` computes for a server that
+/// trusts the probe's realtime reading) to every other analyser.
+/// An empty message says there is none.
+fn pass_reference(abi: &Abi, first_chunk: &[u8], comm: usize, peers: &Peers) {
+    let mut frames = hark_wire::FrameReader::new(first_chunk);
+    let mut msg = Vec::new();
+    if let Ok(Some(hark_wire::Frame::Hello(h))) = frames.next_frame() {
+        msg.extend(
+            (h.realtime_ns as i64)
+                .saturating_sub(h.clock_ns as i64)
+                .to_le_bytes(),
+        );
+        msg.extend(h.job.as_bytes());
+    }
+    msg.truncate(REFERENCE_MAX);
+    for &a in peers.analysers.iter().filter(|&&a| a != peers.me) {
+        // Small, and the peer's receive is posted from its start.
+        mpi_call::send_bytes(abi, &msg, a, REFERENCE_TAG, comm);
+    }
 }
 
 /// A private directory for the rank's server socket.
