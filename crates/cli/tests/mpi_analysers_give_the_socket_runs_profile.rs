@@ -158,17 +158,14 @@ fn mpi_analysers_give_the_socket_runs_profile() {
     // Wait states of known length: the same instances, whichever analyser
     // holds each side of a pair (with 2 analysers every pair is split).
     let mut command = launcher(mpi, 4);
-    command.extend(
-        [
-            waits.display().to_string(),
-            "reps=4".into(),
-            "late_sender=30".into(),
-            "late_receiver=30".into(),
-            "wait_nxn=30".into(),
-            "wait_barrier=30".into(),
-        ]
-        .into_iter(),
-    );
+    command.extend([
+        waits.display().to_string(),
+        "reps=4".into(),
+        "late_sender=30".into(),
+        "late_receiver=30".into(),
+        "wait_nxn=30".into(),
+        "wait_barrier=30".into(),
+    ]);
     let socket = run(&dir, "waits-socket", &[], &command);
     for n in ["1", "2", "3"] {
         let over_mpi = run(&dir, &format!("waits-{n}"), &["--analysers", n], &command);
