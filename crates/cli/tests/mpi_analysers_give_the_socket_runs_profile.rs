@@ -157,14 +157,16 @@ fn mpi_analysers_give_the_socket_runs_profile() {
 
     // Wait states of known length: the same instances, whichever analyser
     // holds each side of a pair (with 2 analysers every pair is split).
+    // 100 ms each, so that a loaded machine (a sleeper woken late, a waiter
+    // switched out) does not change which of them happen, in either run.
     let mut command = launcher(mpi, 4);
     command.extend([
         waits.display().to_string(),
         "reps=4".into(),
-        "late_sender=30".into(),
-        "late_receiver=30".into(),
-        "wait_nxn=30".into(),
-        "wait_barrier=30".into(),
+        "late_sender=100".into(),
+        "late_receiver=100".into(),
+        "wait_nxn=100".into(),
+        "wait_barrier=100".into(),
     ]);
     let socket = run(&dir, "waits-socket", &[], &command);
     for n in ["1", "2", "3"] {

@@ -300,7 +300,7 @@ pub(crate) fn after(
 ) {
     let plan = &PLANS[i];
     // Chunks of a stream over MPI go out from inside the program's calls.
-    stream::progress_if_pending();
+    stream::progress_if_pending(t1);
     // The hot calls (`Iprobe`, `Test*` that completed nothing, blocking
     // `Send`/`Recv`) are recorded here, inlined into their wrapper where the
     // plan is a constant,
