@@ -238,3 +238,56 @@ fn mpich_analysers_give_the_socket_runs_profile() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Back-pressure over MPI, with packs of 4 KiB and a pool of 2: lossless,
+/// every event arrives; lossy (the default), written = received + dropped.
+#[test]
+fn mpi_streams_keep_the_accounting_lossy_and_lossless() {
+    probe();
+    let mpi = OPEN_MPI;
+    if !have(mpi.cc) || !have(mpi.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return;
+    }
+    let dir = scratch("mpi-analysers-accounting");
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/mpi/bench/overhead.c");
+    let exe = compile(mpi.cc, &src, &dir, &[]);
+    let mut command = launcher(mpi, 2);
+    command.extend([
+        exe.display().to_string(),
+        "iprobe".into(),
+        "100000".into(),
+        "1".into(),
+    ]);
+    let small = ["--pack-size", "4K", "--buffers", "2", "--analysers", "1"];
+    for lossless in [true, false] {
+        let mut args = small.to_vec();
+        if lossless {
+            args.push("--lossless");
+        }
+        let p = run(
+            &dir,
+            if lossless { "lossless" } else { "lossy" },
+            &args,
+            &command,
+        );
+        let acc = &p["accounting"];
+        let (w, r, d) = (
+            acc["events_written"].as_u64().unwrap(),
+            acc["events_received"].as_u64().unwrap(),
+            acc["events_dropped"].as_u64().unwrap(),
+        );
+        // Two ranks, a warm-up and one repetition of 100,000 calls each.
+        assert!(w >= 400_000, "{w} events written");
+        assert_eq!(
+            w,
+            r + d,
+            "written = received + dropped (lossless: {lossless})"
+        );
+        if lossless {
+            assert_eq!(d, 0, "nothing dropped in lossless mode");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -273,6 +273,11 @@ fn fail(g: &mut Out) {
 /// it, that is under `MPI_THREAD_MULTIPLE`, or on the thread that
 /// initialised MPI under `SINGLE`/`FUNNELED`.
 pub(crate) fn progress_outside_a_call() {
+    if IN_FINALIZE.with(|f| f.get()) {
+        // Inside the program's MPI_Finalize: any thread may.
+        progress();
+        return;
+    }
     let allowed = {
         let g = lock();
         g.ready
@@ -286,6 +291,11 @@ pub(crate) fn progress_outside_a_call() {
     if allowed {
         progress();
     }
+}
+
+thread_local! {
+    /// This thread is inside the program's `MPI_Finalize` (see `at_finalize`).
+    static IN_FINALIZE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Whether the stream has a destination (`MPI_Init` was called).
@@ -302,7 +312,9 @@ pub(super) fn at_finalize(g: &crate::core::Guard, op: u16) {
     }
     let t = crate::core::stamp();
     super::emit(g, hark_wire::Event::new(op, t, t));
+    IN_FINALIZE.with(|f| f.set(true));
     crate::core::finish(hark_wire::EndReason::Finalize);
+    IN_FINALIZE.with(|f| f.set(false));
     drain();
 }
 
