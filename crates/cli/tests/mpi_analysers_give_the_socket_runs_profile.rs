@@ -291,3 +291,34 @@ fn mpi_streams_keep_the_accounting_lossy_and_lossless() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Debian's LAMMPS (the Lennard-Jones melt) at np 4 with 2 analysers: the
+/// MPI profile, matrices and collectives of the socket run. LAMMPS prints
+/// its timings into its log and stdout, so the I/O bytes differ between
+/// two runs and are left out with the times and the waits.
+#[test]
+fn lammps_over_mpi_analysers_gives_the_socket_runs_profile() {
+    probe();
+    let input = Path::new("/usr/share/lammps/examples/melt/in.melt");
+    if !have("lmp") || !input.exists() || !have(OPEN_MPI.cc) {
+        eprintln!(
+            "skipped: needs lammps, lammps-examples and Open MPI (scripts/deps.sh installs them)"
+        );
+        return;
+    }
+    let dir = scratch("mpi-analysers-lammps");
+    std::fs::copy(input, dir.join("in.melt")).unwrap();
+    let mut command = launcher(OPEN_MPI, 4);
+    command.extend(["lmp".into(), "-in".into(), "in.melt".into()]);
+    let without_io = |mut v: Value| {
+        for p in v["programs"].as_array_mut().unwrap() {
+            p.as_object_mut().unwrap().remove("io");
+        }
+        v
+    };
+    let socket = without_io(run(&dir, "socket", &[], &command));
+    let over_mpi = without_io(run(&dir, "mpi-2", &["--analysers", "2"], &command));
+    assert_same(&socket, &over_mpi, "LAMMPS with 2 analysers");
+    assert!(socket["programs"][0]["mpi"]["MPI_Send"]["calls"].is_array());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
