@@ -74,3 +74,28 @@ fn analysers_need_an_mpi_launcher_and_a_valid_count() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// A writer rank that dies makes Open MPI's launcher end the whole job,
+/// analysers included (docs/analysers.md): no run directory, and `hark`
+/// says so and passes the job's status on, instead of hanging.
+#[test]
+fn a_dying_writer_ends_an_mpi_analysed_job_with_a_clear_message() {
+    probe();
+    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return;
+    }
+    let dir = scratch("analysers-dying-writer");
+    let die = compile(OPEN_MPI.cc, "die.c".as_ref(), &dir, &[]);
+    let mut command = launcher(OPEN_MPI, 2);
+    command.extend([die.display().to_string(), "segv".into(), "5".into()]);
+    let (out, run_dir) = hark_run(&dir, &["--no-http", "--analysers", "1"], &command);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("the analyser ranks wrote no run directory"),
+        "{err}"
+    );
+    assert!(!run_dir.join("profile.json").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
