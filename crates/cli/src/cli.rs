@@ -73,6 +73,10 @@ pub enum Command {
     /// List, pause, resume, sample or dump the jobs of a running `hark serve`.
     #[command(after_help = crate::ctl::CTL_EXAMPLES)]
     Ctl(crate::ctl::CtlArgs),
+    /// One analyser rank of an MPI job; started by `hark run --analysers`,
+    /// not by hand.
+    #[command(name = "mpi-analyser", hide = true)]
+    MpiAnalyser(crate::analyser::AnalyserArgs),
 }
 
 const EXPORT_EXAMPLES: &str = "\
@@ -347,6 +351,14 @@ pub struct RunArgs {
     #[arg(long = "token-file", value_name = "FILE", requires = "server")]
     pub token_file: Option<PathBuf>,
 
+    /// Analyse inside the MPI job: N analyser ranks (or R per W writers,
+    /// e.g. 1:10) started as one more context of the job, each receiving
+    /// its writers' streams over MPI; analyser rank 0 writes the run
+    /// directory (docs/analysers.md). Needs Open MPI's mpirun or MPICH's
+    /// mpiexec; no live view, no --trace.
+    #[arg(long, value_name = "N|R:W", value_parser = parse_analysers, conflicts_with = "server")]
+    pub analysers: Option<hark_wire::partition::Analysers>,
+
     /// The command to measure, after `--` (required, except with
     /// `--analyses list`).
     #[arg(last = true, value_name = "COMMAND")]
@@ -377,6 +389,11 @@ pub struct ReportArgs {
 fn parse_pack_size(v: &str) -> Result<u64, String> {
     crate::settings::check("HARK_PACK_SIZE", v)?;
     crate::settings::parse_size(v).ok_or_else(|| format!("`{v}` is not a size"))
+}
+
+/// `--analysers`: a count or a ratio.
+fn parse_analysers(v: &str) -> Result<hark_wire::partition::Analysers, String> {
+    hark_wire::partition::Analysers::parse(v).map_err(|e| e.to_string())
 }
 
 /// `--trace=SPEC`: a trace selection.

@@ -14,6 +14,7 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 mod alloc;
+mod analyser;
 mod cli;
 mod ctl;
 mod diff;
@@ -51,6 +52,7 @@ fn main() {
         cli::Command::Top(args) => top::top(args),
         cli::Command::Serve(args) => serve::serve(args),
         cli::Command::Ctl(args) => ctl::ctl(args),
+        cli::Command::MpiAnalyser(args) => analyser::analyser(args),
     };
     let code = match result {
         Ok(code) => code,

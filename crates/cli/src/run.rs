@@ -47,6 +47,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         }
         return crate::ctl::run_into_service(args, addr);
     }
+    if let Some(spec) = args.analysers {
+        return crate::analyser::launch::run(args, spec);
+    }
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
     let place = rundir::Place::choose(args.output.as_deref(), &args.out_dir);
@@ -339,7 +342,7 @@ fn write_run_dir(args: &RunArgs, place: &rundir::Place, run: &Run) -> Result<Pat
 
 /// Records the run in the run index and writes the `--export` formats. A
 /// failure of either is reported and leaves the run directory as it is.
-fn after_run(args: &RunArgs, run: &Run, dir: &Path) {
+pub(crate) fn after_run(args: &RunArgs, run: &Run, dir: &Path) {
     if let Err(e) = crate::runs::record(run, dir, args.index.as_deref()) {
         print_stderr(&format!(
             "hark: warning: the run is not recorded in the run index: {e:#}\n"
@@ -353,7 +356,7 @@ fn after_run(args: &RunArgs, run: &Run, dir: &Path) {
 }
 
 /// The file name of the command's first word.
-fn program_of(command: &[String]) -> String {
+pub(crate) fn program_of(command: &[String]) -> String {
     command
         .first()
         .and_then(|c| Path::new(c).file_name())

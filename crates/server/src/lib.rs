@@ -106,6 +106,11 @@ pub struct ServerConfig {
     /// Keep raw events in a trace store (`hark run --trace`); `None`
     /// keeps none.
     pub trace: Option<trace::TraceConfig>,
+    /// Streams arrive late by queuing, not by clock disagreement (streams
+    /// over MPI, held until `MPI_Init`): always map a probe clock through
+    /// the probe's own realtime reading, never through the handshake's
+    /// delay. Default false.
+    pub probe_realtime: bool,
 }
 
 impl Default for ServerConfig {
@@ -119,6 +124,7 @@ impl Default for ServerConfig {
             secret: None,
             rows: Config::default().rows,
             trace: None,
+            probe_realtime: false,
         }
     }
 }
@@ -202,6 +208,7 @@ impl Server {
             rejected: Mutex::default(),
             folding: Mutex::default(),
             trace,
+            probe_realtime: config.probe_realtime,
         });
         let transport = listener.serve(state.clone());
         let now = Instant::now();
@@ -340,6 +347,83 @@ impl Server {
     pub fn snapshot(&self) -> Run {
         run_of(self.state.snapshot())
     }
+}
+
+impl Server {
+    /// Gives the streams of `job` world rank 0's handshake offset as their
+    /// clock reference (`docs/analyses.md`, "Time"), for a server that
+    /// does not receive rank 0's stream itself: an analyser rank of an MPI
+    /// job learns it from the analyser that does. The first reference of a
+    /// job holds.
+    pub fn set_clock_reference(&self, job: &str, reference_ns: i64) {
+        self.state.set_clock_reference(job, reference_ns);
+    }
+
+    /// Ends the run as [`finish`](Server::finish) does, but returns each
+    /// program's partial result (in order of first connection) and the
+    /// run's diagnostics instead of the folded run: an analyser rank of an
+    /// MPI job (`hark run --analysers`) sends these to analyser rank 0,
+    /// which merges them with [`merge_partials`].
+    pub fn finish_partials(self, grace: Duration) -> (Vec<hark_analyses::Partial>, Vec<String>) {
+        let deadline = Instant::now() + grace;
+        let open = || {
+            self.transport
+                .connections()
+                .saturating_sub(self.state.counters.closed.load(Ordering::Relaxed))
+        };
+        let mut settled = 0;
+        while settled < 2 && Instant::now() < deadline {
+            settled = if open() == 0 { settled + 1 } else { 0 };
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let cut = self.transport.shutdown_by(deadline);
+        let (partials, mut problems) = self.state.fold_partials();
+        self.state.board.shutdown();
+        problems.extend(std::mem::take(
+            &mut *self
+                .state
+                .problems
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        ));
+        if cut > 0 {
+            problems.push(format!(
+                "{cut} connection(s) were still open when the run ended and were cut; their ranks are partial"
+            ));
+        }
+        problems.extend(self.state.rejections());
+        (partials, problems)
+    }
+}
+
+/// Merges the partial results of several analysers (each from
+/// [`Server::finish_partials`], in analyser order) program by program,
+/// unifying names, communicators and files, and folds them into one run;
+/// `problems` go to the first program's diagnostics. `analyses` is the
+/// selection every analyser ran with (`None`: every one).
+pub fn merge_partials(
+    parts: Vec<Vec<hark_analyses::Partial>>,
+    problems: Vec<String>,
+    analyses: Option<&[String]>,
+) -> Result<Run, Error> {
+    let analyses = select_analyses(analyses)?;
+    let mut merged: Vec<hark_analyses::Partial> = Vec::new();
+    for part in parts.into_iter().flatten() {
+        match merged.iter_mut().find(|m| m.name == part.name) {
+            Some(into) => into
+                .merge(part, &analyses)
+                .map_err(|e| Error::new(ErrorKind::Analyses(e)))?,
+            None => merged.push(part),
+        }
+    }
+    let mut programs: Vec<hark_model::Program> = merged
+        .into_iter()
+        .flat_map(|p| p.finish(&analyses, false))
+        .collect();
+    if let (Some(first), false) = (programs.first_mut(), problems.is_empty()) {
+        first.diagnostics.extend(problems);
+    }
+    Ok(run_of(programs))
 }
 
 /// A fresh secret for a run: 32 hex digits from the kernel's random source

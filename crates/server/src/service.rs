@@ -830,6 +830,7 @@ impl Router {
             folding: Mutex::default(),
             placement: self.placement.clone(),
             trace: None,
+            probe_realtime: false,
         });
         Arc::new(Job {
             id: self.next_job.fetch_add(1, Ordering::Relaxed),

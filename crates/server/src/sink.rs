@@ -97,6 +97,8 @@ pub(crate) struct Counters {
 }
 
 pub(crate) struct State {
+    /// See `ServerConfig::probe_realtime`.
+    pub(crate) probe_realtime: bool,
     pub(crate) board: Board,
     pub(crate) analyses: Vec<Arc<dyn DynAnalysis>>,
     pub(crate) config: Config,
@@ -328,6 +330,55 @@ impl State {
     }
 }
 
+impl State {
+    /// Each program's partial result, in order of first connection, for
+    /// an analyser rank whose partials merge with other ranks' (streams
+    /// over MPI carry no forked children: `docs/analysers.md`). Lost and
+    /// broken streams are named in the returned diagnostics.
+    pub(crate) fn fold_partials(&self) -> (Vec<hark_analyses::Partial>, Vec<String>) {
+        let levels: Vec<Arc<OnBoard>> = self
+            .programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|p| p.on.clone())
+            .collect();
+        for on in &levels {
+            on.drain();
+        }
+        drop(levels);
+        self.fold_finished();
+        let mut programs =
+            std::mem::take(&mut *self.programs.lock().unwrap_or_else(|e| e.into_inner()));
+        programs.sort_by_key(|p| p.conns.iter().min().copied());
+        let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
+        let mut problems = Vec::new();
+        let mut out = Vec::new();
+        for slot in programs {
+            for id in &slot.conns {
+                let Some(c) = conns.get(id) else { continue };
+                let h = c.info.hello();
+                if let Some((events, packs)) = *c.lost.lock().unwrap_or_else(|e| e.into_inner()) {
+                    problems.push(format!(
+                        "pid {} on {} died with {events} recorded events in {packs} buffers it had not shipped; they are lost",
+                        h.pid, h.host
+                    ));
+                }
+                if let Some(Closed::Broken(why)) =
+                    &*c.outcome.lock().unwrap_or_else(|e| e.into_inner())
+                {
+                    problems.push(format!(
+                        "the stream of pid {} on {} broke: {why}; what arrived before is kept",
+                        h.pid, h.host
+                    ));
+                }
+            }
+            out.push(slot.on.finish_partial(ranks_of(&conns, &slot.conns)));
+        }
+        (out, problems)
+    }
+}
+
 /// Folds a program's forked children on their own level, and describes
 /// each: its parent, its accounting and its I/O.
 fn children_of(conns: &HashMap<u64, Arc<Conn>>, ids: &[u64], on: &OnBoard) -> Vec<ChildProcess> {
@@ -406,7 +457,14 @@ impl Sink for State {
         }
         self.counters.accepted.fetch_add(1, Ordering::Relaxed);
         self.counters.open.fetch_add(1, Ordering::Relaxed);
-        let offset = timeline_offset(hello, clock_offset_ns);
+        let offset = timeline_offset(
+            hello,
+            if self.probe_realtime {
+                0
+            } else {
+                clock_offset_ns
+            },
+        );
         // The program's time slices start at its first handshake.
         let origin = hello.clock_ns.saturating_add_signed(offset);
         let install = || {
@@ -635,8 +693,12 @@ impl State {
     /// one holds: processes the job spawns later (`MPI_Comm_spawn`) have a
     /// world, and a rank 0, of their own.
     fn clock_reference(&self, rank0: &StreamInfo) {
-        let job = &rank0.hello().job;
-        let reference = rank0.clock().handshake_ns();
+        self.set_clock_reference(&rank0.hello().job, rank0.clock().handshake_ns());
+    }
+
+    /// Makes `reference` (world rank 0's handshake offset) the reference of
+    /// every stream of `job`, present and future, unless the job has one.
+    pub(crate) fn set_clock_reference(&self, job: &str, reference: i64) {
         {
             let mut refs = self
                 .clock_references
@@ -645,10 +707,10 @@ impl State {
             if refs.contains_key(job) {
                 return;
             }
-            refs.insert(job.clone(), reference);
+            refs.insert(job.to_string(), reference);
         }
         let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
-        for c in conns.values().filter(|c| &c.info.hello().job == job) {
+        for c in conns.values().filter(|c| c.info.hello().job == job) {
             c.info.set_clock_reference(reference);
         }
     }

@@ -233,6 +233,43 @@ impl Map {
     }
 }
 
+/// Receives an analyser rank pre-posts per writer (N_A in Besnard et al.),
+/// and so the most chunks a writer has unmatched at a time.
+pub const STREAM_RECVS: usize = 4;
+
+/// Rounds of the clock ping-pong with world rank 0 at `MPI_Init` and
+/// `MPI_Finalize`, and its tag on the clock's private communicator: every
+/// process of the job takes part, analysers included.
+pub const CLOCK_ROUNDS: usize = 10;
+/// See [`CLOCK_ROUNDS`].
+pub const CLOCK_TAG: i32 = 1;
+
+/// The tag of stream chunks on Hark's private stream communicator.
+pub const STREAM_TAG: i32 = 7;
+
+/// The largest chunk of a stream over MPI for packs of `pack_size` bytes:
+/// one full pack with its frame header (larger frames are cut).
+pub fn stream_chunk(pack_size: usize) -> usize {
+    pack_size + crate::HEADER_SIZE + crate::PACK_HEADER_SIZE
+}
+
+/// The map of a job of `size` world ranks launched by `hark run
+/// --analysers n`: the analysers are the last `n` ranks (their context is
+/// added after the programs'), every rank before them is a writer, mapped
+/// round-robin. Writer and analyser compute it alike from the job's size.
+/// `None` unless there is at least one rank of each.
+pub fn tail_map(size: u32, n: u32) -> Option<Map> {
+    if n == 0 || n >= size {
+        return None;
+    }
+    let writers = size - n;
+    let analysers: Vec<Rank> = (writers..size).map(|rank| Rank { rank, node: 0 }).collect();
+    let mut map = Map::new(&analysers, Policy::RoundRobin).ok()?;
+    let all: Vec<Rank> = (0..writers).map(|rank| Rank { rank, node: 0 }).collect();
+    map.add_program(&all);
+    Some(map)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -384,5 +421,17 @@ mod tests {
     fn a_map_needs_an_analyser() {
         let e = Map::new(&[], Policy::Blocks).unwrap_err().to_string();
         assert!(e.contains("at least one analyser"), "{e}");
+    }
+
+    #[test]
+    fn the_tail_map_spreads_the_writers_over_the_last_ranks() {
+        let map = tail_map(7, 3).unwrap();
+        assert_eq!(map.writers_of(4), [0, 3]);
+        assert_eq!(map.writers_of(5), [1]);
+        assert_eq!(map.writers_of(6), [2]);
+        assert_eq!(map.analyser_of(3), Some(4));
+        assert_eq!(map.analyser_of(4), None);
+        assert!(tail_map(3, 3).is_none());
+        assert!(tail_map(3, 0).is_none());
     }
 }

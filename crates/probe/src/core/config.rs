@@ -214,7 +214,10 @@ pub(crate) fn virtualise(get: &dyn Fn(&str) -> Option<String>) -> (bool, Option<
 pub(crate) fn split_secret(addr: &str) -> (&str, &str) {
     match addr.split_once('@') {
         Some((secret, rest))
-            if !secret.contains(':') && (rest.starts_with("unix:") || rest.starts_with("tcp:")) =>
+            if !secret.contains(':')
+                && (rest.starts_with("unix:")
+                    || rest.starts_with("tcp:")
+                    || rest.starts_with("mpi:")) =>
         {
             (secret, rest)
         }

@@ -309,6 +309,11 @@ pub fn finish_before_exec() {
     }
 }
 
+/// How long the end of the stream may take to go out (`HARK_DRAIN_TIMEOUT_MS`).
+pub(crate) fn drain_timeout() -> std::time::Duration {
+    stream::current().map_or(std::time::Duration::from_secs(10), |s| s.cfg.drain_timeout)
+}
+
 /// Bytes the probe's buffer pool holds now (its memory, bar a few KiB).
 pub fn pool_memory() -> usize {
     stream::current().map_or(0, |s| s.ship.memory())

@@ -164,6 +164,9 @@ impl Stream {
             return self.phase.load(Ordering::Acquire) == RUNNING;
         }
         let cfg = &self.cfg;
+        if cfg.addr.starts_with("mpi:") {
+            return self.start_over_mpi();
+        }
         let fd = match transport::connect(
             &cfg.addr,
             cfg.connect_timeout,
@@ -228,6 +231,64 @@ impl Stream {
                         .poll(this.socket(), &mut |c| this.on_control(c));
                     if flush_every.is_some_and(|f| last_flush.get().elapsed() >= f) {
                         last_flush.set(std::time::Instant::now());
+                        this.request_flushes();
+                    }
+                });
+            });
+        if let Err(e) = spawned {
+            warn_once(
+                "thread",
+                &format!("cannot start the shipping thread ({e}); this process runs unmeasured"),
+            );
+            self.fail();
+            return false;
+        }
+        self.phase.store(RUNNING, Ordering::Release);
+        signals::start_helper();
+        true
+    }
+
+    /// `HARK_ADDR=mpi:` (`hark run --analysers`): the stream goes to an
+    /// analyser rank of the job, sent from the program's own MPI calls
+    /// (`adapters::mpi::stream`). Called with the start lock held.
+    fn start_over_mpi(&'static self) -> bool {
+        use crate::adapters::mpi::stream as mpi;
+        mpi::switch_on();
+        self.ship.set_progress(mpi::progress_outside_a_call);
+        let mut hello = Vec::new();
+        make_hello(&self.cfg, self.parent, &self.job).encode(&mut hello);
+        let cpus = shm::process_cpus();
+        if !cpus.is_empty() {
+            hark_wire::encode_cpus(&cpus, &mut hello);
+        }
+        self.ship.push_bytes(hello);
+        let known = defs::snapshot();
+        if !known.is_empty() {
+            let mut bytes = Vec::new();
+            Def::encode_all(&known, &mut bytes);
+            self.ship.push_bytes(bytes);
+        }
+        let ship = self.ship.clone();
+        let transport = mpi::MpiTransport::new(self.cfg.pack_size);
+        let flush_every = self.cfg.flush_every;
+        let this: &'static Stream = self;
+        let spawned = std::thread::Builder::new()
+            .name("hark-shipper".into())
+            .spawn(move || {
+                signals::block_handled_signals();
+                let _in = Internal::enter();
+                let lost = |e: &str| {
+                    warn_once(
+                        "server-lost",
+                        &format!(
+                            "lost the stream to the analyser rank ({e}); the program runs on \
+                             and undelivered events are counted as dropped"
+                        ),
+                    )
+                };
+                let tick = flush_every.unwrap_or(control::POLL);
+                ship.run(Box::new(transport), &lost, Some(tick), &|| {
+                    if flush_every.is_some() {
                         this.request_flushes();
                     }
                 });
@@ -432,8 +493,14 @@ pub(crate) fn finish(reason: EndReason) {
     for slot in slots {
         local::take(slot);
     }
+    if crate::adapters::mpi::stream::on() && !crate::adapters::mpi::stream::ready() {
+        // Over MPI, but MPI was never initialised here (not a rank of the
+        // job) or is gone: nothing can be sent (docs/analysers.md).
+        s.phase.store(DONE, Ordering::Release);
+        return;
+    }
     s.ship.push_end(reason);
-    if !s.ship.wait_done(s.cfg.drain_timeout) {
+    if !s.ship.wait_done_progressing(s.cfg.drain_timeout) {
         warn_once(
             "drain",
             &format!(
@@ -462,7 +529,9 @@ extern "C" fn after_fork_child() {
         let Some(old) = current() else {
             return;
         };
-        if matches!(old.phase.load(Ordering::Acquire), FAILED) {
+        // A forked child cannot use its parent's MPI: over MPI it is not
+        // measured (docs/analysers.md).
+        if matches!(old.phase.load(Ordering::Acquire), FAILED) || old.cfg.addr.starts_with("mpi:") {
             set_off();
             CURRENT.store(std::ptr::null_mut(), Ordering::Release);
             return;

@@ -108,6 +108,10 @@ pub(crate) struct Ship {
     /// (`counts`), from a time on. Read by the shipper only, never on the
     /// hot path.
     counting: Mutex<Option<(ClockSource, u64)>>,
+    /// Moves the transport on from a waiting program thread, for a
+    /// transport that only progresses inside the program's own calls
+    /// (streams over MPI); set before the first buffer is taken.
+    progress: OnceLock<fn()>,
 }
 
 /// Events one buffer holds.
@@ -141,6 +145,31 @@ impl Ship {
             ring: OnceLock::new(),
             next_slot: AtomicU32::new(0),
             counting: Mutex::new(None),
+            progress: OnceLock::new(),
+        }
+    }
+
+    /// Sets the hook that lets a waiting thread move the transport on (see
+    /// `progress`).
+    pub(crate) fn set_progress(&self, hook: fn()) {
+        let _ = self.progress.set(hook);
+    }
+
+    /// Waits up to `timeout` for the end of the stream to go out, running
+    /// the progress hook (if any) meanwhile; false if it did not in time.
+    pub(crate) fn wait_done_progressing(&self, timeout: Duration) -> bool {
+        let Some(&hook) = self.progress.get() else {
+            return self.wait_done(timeout);
+        };
+        let deadline = Instant::now() + timeout;
+        loop {
+            hook();
+            if self.wait_done(Duration::from_millis(1)) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
         }
     }
 
@@ -331,13 +360,23 @@ impl Ship {
                 }
                 return None;
             }
-            match self.ring() {
-                Some(r) => {
+            match (self.ring(), self.progress.get()) {
+                (Some(r), _) => {
                     drop(g);
                     self.wait_for_reader(r);
                     g = self.lock();
                 }
-                None => g = self.freed.wait(g).unwrap_or_else(|p| p.into_inner()),
+                (None, Some(&hook)) => {
+                    drop(g);
+                    hook();
+                    g = self.lock();
+                    g = self
+                        .freed
+                        .wait_timeout(g, Duration::from_millis(1))
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+                (None, None) => g = self.freed.wait(g).unwrap_or_else(|p| p.into_inner()),
             }
         }
     }

@@ -33,10 +33,10 @@ use hark_wire::{ClockPhase, ClockSync};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Rounds of ping-pong per rank and measurement.
-pub(crate) const ROUNDS: usize = 10;
+pub(crate) const ROUNDS: usize = hark_wire::partition::CLOCK_ROUNDS;
 
 /// The tag of the requests and answers (the communicator is private).
-const TAG: i32 = 1;
+const TAG: i32 = hark_wire::partition::CLOCK_TAG;
 
 /// The private duplicate of `MPI_COMM_WORLD`, from `MPI_Init` to
 /// `MPI_Finalize`; 0 while there is none (no handle of either flavour is 0).
@@ -136,7 +136,10 @@ pub(super) fn unentered<R>(i: usize, call: impl FnOnce() -> R) -> R {
     };
     match super::PLANS[i].kind {
         Kind::Finalize => {
-            super::guarded(|| at_finalize(abi));
+            super::guarded(|| {
+                at_finalize(abi);
+                super::stream::at_finalize_unentered();
+            });
             call()
         }
         Kind::Init => {
@@ -144,6 +147,7 @@ pub(super) fn unentered<R>(i: usize, call: impl FnOnce() -> R) -> R {
             super::guarded(|| {
                 if initialized() {
                     super::virt::at_init(abi);
+                    super::stream::at_init(abi);
                     let (rank, size) = rank_size(abi.comm_world);
                     at_init(abi, rank, size);
                 }

@@ -147,6 +147,7 @@ fn before_f(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut Scratch)
     }
     if plan.kind == Kind::Finalize {
         super::align::at_finalize(abi);
+        super::stream::at_finalize(g, plan.op);
     }
 }
 

@@ -18,6 +18,7 @@ mod mpi_call;
 mod plan;
 mod registry;
 mod resolve;
+pub(crate) mod stream;
 mod virt;
 
 use crate::core::Guard;
@@ -280,6 +281,7 @@ unsafe fn before_c(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut S
     }
     if plan.kind == Kind::Finalize {
         align::at_finalize(abi);
+        stream::at_finalize(g, plan.op);
     }
 }
 
@@ -297,6 +299,8 @@ pub(crate) fn after(
     s: &mut Scratch,
 ) {
     let plan = &PLANS[i];
+    // Chunks of a stream over MPI go out from inside the program's calls.
+    stream::progress_if_pending(t1);
     // The hot calls (`Iprobe`, `Test*` that completed nothing, blocking
     // `Send`/`Recv`) are recorded here, inlined into their wrapper where the
     // plan is a constant,
@@ -345,6 +349,8 @@ unsafe fn record(
             }
             emit(g, ev);
         }
+        // Over MPI the call was recorded, and the stream ended, before it.
+        Kind::Finalize if stream::on() => {}
         Kind::Finalize => {
             if let Some(entered) = align::finalize_entered().filter(|&t| t <= t0) {
                 ev = Event::new(plan.op, entered, t1);
@@ -860,6 +866,7 @@ fn post(
 /// (the universe's) in either mode.
 fn init(abi: &Abi) {
     virt::at_init(abi);
+    stream::at_init(abi);
     let (rank, size) = mpi_call::rank_size(abi.comm_world);
     registry::init_world(abi, rank, size, virt::program_world());
     let info = RankInfo {

@@ -297,3 +297,122 @@ pub(crate) fn comm_c2f(abi: &Abi, comm: usize) -> Option<i32> {
     // SAFETY: `comm` is a valid communicator MPI just created or predefined.
     Some(unsafe { conv(comm) })
 }
+
+/// Starts a synchronous-mode send of `buf` as `MPI_BYTE`s
+/// (`MPI_Issend`): it completes only once the receiver has matched it.
+/// Returns the request, `None` if the call failed. `buf` must stay alive
+/// and unchanged until the request completes.
+pub(crate) fn issend_bytes(
+    abi: &Abi,
+    buf: &[u8],
+    dest: i32,
+    tag: i32,
+    comm: usize,
+) -> Option<usize> {
+    let mut req: usize = 0;
+    let (b, n, t) = (buf.as_ptr() as usize, buf.len(), abi.datatype_byte);
+    let (d, g, r) = (dest as usize, tag as usize, ptr(&mut req));
+    (pmpi!(c"PMPI_Issend", (b, n, t, d, g, comm, r)) == Some(0)).then(|| abi.handle_arg(req))
+}
+
+/// Starts a receive of up to `len` `MPI_BYTE`s at `buf` from `source` into
+/// the request handle at `req` (`MPI_Irecv`); false if the call failed.
+///
+/// # Safety
+/// `buf` must be writable for `len` bytes and `req` writable for one
+/// handle, both until the request completes.
+#[allow(dead_code)] // Used by the analyser ranks (crates/cli/src/analyser), which share this file.
+pub(crate) unsafe fn irecv_bytes(
+    abi: &Abi,
+    buf: *mut u8,
+    len: usize,
+    source: i32,
+    tag: i32,
+    comm: usize,
+    req: *mut u8,
+) -> bool {
+    let (b, t, s, g) = (
+        buf as usize,
+        abi.datatype_byte,
+        source as usize,
+        tag as usize,
+    );
+    let r = req as usize;
+    pmpi!(c"PMPI_Irecv", (b, len, t, s, g, comm, r)) == Some(0)
+}
+
+/// Whether the request `req` has completed (`MPI_Test`, which frees it
+/// then); `None` if the call failed.
+pub(crate) fn test(abi: &Abi, req: usize) -> Option<bool> {
+    let mut r = req;
+    let mut flag: c_int = 0;
+    let (rp, fp, st) = (ptr(&mut r), ptr(&mut flag), abi.status_ignore);
+    (pmpi!(c"PMPI_Test", (rp, fp, st)) == Some(0)).then_some(flag != 0)
+}
+
+/// `MPI_Waitany` over the `n` request handles at `reqs`: the index of the
+/// one that completed, with its status written to `status` (a buffer of
+/// `abi.status_size` bytes); `None` if the call failed or every request is
+/// null.
+///
+/// # Safety
+/// `reqs` must hold `n` handles of the flavour's size, `status` one status.
+#[allow(dead_code)] // As above.
+pub(crate) unsafe fn waitany(
+    _abi: &Abi,
+    n: usize,
+    reqs: *mut u8,
+    status: *mut u8,
+) -> Option<usize> {
+    let mut index: c_int = -1;
+    let (r, ip, st) = (reqs as usize, ptr(&mut index), status as usize);
+    (pmpi!(c"PMPI_Waitany", (n, r, ip, st)) == Some(0) && index >= 0).then_some(index as usize)
+}
+
+/// `MPI_Testany` over the `n` request handles at `reqs`: the index of the
+/// one that completed (its status in `status`), `Some(None)` if none did,
+/// `None` if the call failed.
+///
+/// # Safety
+/// As for [`waitany`].
+#[allow(dead_code)] // As above.
+pub(crate) unsafe fn testany(n: usize, reqs: *mut u8, status: *mut u8) -> Option<Option<usize>> {
+    let mut index: c_int = -1;
+    let mut flag: c_int = 0;
+    let (r, ip, fp, st) = (
+        reqs as usize,
+        ptr(&mut index),
+        ptr(&mut flag),
+        status as usize,
+    );
+    if pmpi!(c"PMPI_Testany", (n, r, ip, fp, st)) != Some(0) {
+        return None;
+    }
+    Some((flag != 0 && index >= 0).then_some(index as usize))
+}
+
+/// Cancels the request at `req` and waits for it (`MPI_Cancel`, then
+/// `MPI_Wait`), leaving the null request there.
+///
+/// # Safety
+/// `req` must point to a live request handle of the flavour's size.
+#[allow(dead_code)] // As above.
+pub(crate) unsafe fn cancel(abi: &Abi, req: *mut u8) {
+    let r = req as usize;
+    pmpi!(c"PMPI_Cancel", (r));
+    let st = abi.status_ignore;
+    pmpi!(c"PMPI_Wait", (r, st));
+}
+
+/// `MPI_Init(NULL, NULL)`; true on success.
+#[allow(dead_code)] // As above.
+pub(crate) fn init() -> bool {
+    let (a, b) = (0usize, 0usize);
+    pmpi!(c"PMPI_Init", (a, b)) == Some(0)
+}
+
+/// `MPI_Finalize`.
+#[allow(dead_code)] // As above.
+pub(crate) fn finalize() {
+    pmpi!(c"PMPI_Finalize", ());
+}

@@ -1,0 +1,127 @@
+//! `hark run --analysers N|R:W -- mpirun ...`: the program's job and its
+//! analyser partition started as one MPMD job (`docs/analysers.md`).
+
+use crate::cli::RunArgs;
+use crate::launch::{self, Launcher};
+use crate::output::print_stderr;
+use crate::{probe, rundir};
+use anyhow::{bail, Context, Result};
+use hark_wire::partition::Analysers;
+use std::process::Command;
+
+/// The probes' pack size when neither `--pack-size` nor `HARK_PACK_SIZE`
+/// says (the probe's default).
+const DEFAULT_PACK_SIZE: u64 = 1 << 20;
+
+/// The MPI library an analyser rank opens for each launcher's flavour (the
+/// sonames Debian's Open MPI and MPICH install).
+fn mpi_library(launcher: Launcher) -> Option<&'static str> {
+    match launcher {
+        Launcher::OpenMpi => Some("libmpi.so.40"),
+        Launcher::Hydra => Some("libmpich.so.12"),
+        Launcher::Other => None,
+    }
+}
+
+/// Runs the job with `spec` analyser ranks; returns the command's status.
+pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
+    if args.trace.is_some() {
+        bail!("--trace is not available with --analysers yet: the trace store is written by a single server");
+    }
+    let launcher = launch::detect(&args.command[0]);
+    let Some(lib) = mpi_library(launcher) else {
+        bail!(
+            "--analysers needs an MPI launcher (Open MPI's mpirun or MPICH's mpiexec) as the command's first word, not `{}`",
+            args.command[0]
+        );
+    };
+    let n = match spec {
+        Analysers::Count(n) => n as usize,
+        Analysers::Ratio { .. } => match launch::writers(&args.command) {
+            Some(w) => spec.count(w),
+            None => bail!(
+                "cannot count the writer ranks of this command (an option hides them); give --analysers a number instead of a ratio"
+            ),
+        },
+    };
+    let exe = std::env::current_exe().context("cannot find the hark executable")?;
+    let probe = probe::locate(args.probe.as_deref(), &exe)?;
+    let place = rundir::Place::choose(args.output.as_deref(), &args.out_dir);
+    let program = super::super::run::program_of(&args.command);
+    let dir = place.create(&program)?;
+    let secret =
+        hark_server::new_secret().context("cannot read /dev/urandom for the run's secret")?;
+    let pack_size = args.pack_size.unwrap_or_else(|| {
+        std::env::var("HARK_PACK_SIZE")
+            .ok()
+            .and_then(|v| crate::settings::parse_size(&v))
+            .unwrap_or(DEFAULT_PACK_SIZE)
+    });
+    let mut env = crate::run::probe_env(args, &probe, &format!("{secret}@mpi:"));
+    env.retain(|(k, _)| k != "HARK_PACK_SIZE");
+    env.extend([
+        ("HARK_PACK_SIZE".to_string(), pack_size.to_string()),
+        // The analysers are not part of the programs' worlds.
+        ("HARK_VIRTUALISE".to_string(), "1".to_string()),
+        ("HARK_MPI_ANALYSERS".to_string(), n.to_string()),
+    ]);
+    let mut analyser = vec![
+        exe.display().to_string(),
+        "mpi-analyser".into(),
+        "--mpi-lib".into(),
+        lib.into(),
+        "--analysers".into(),
+        n.to_string(),
+        "--pack-size".into(),
+        pack_size.to_string(),
+        "--output".into(),
+        dir.display().to_string(),
+    ];
+    if !args.analyses.is_empty() {
+        analyser.extend(["--analyses".into(), args.analyses.join(",")]);
+    }
+    let line = launch::with_analyser_partition(launcher, &args.command, n, &analyser)
+        .context("cannot add the analyser partition to this command")?;
+    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    let argv = launch::with_env_options(launcher, &line, &names);
+    if args.verbose {
+        print_stderr(&format!(
+            "hark: probe {}\nhark: {n} analyser rank(s) over MPI ({lib})\nhark: running {}\n",
+            probe.display(),
+            argv.join(" ")
+        ));
+    }
+    let mut child = match Command::new(&argv[0]).args(&argv[1..]).envs(env).spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            print_stderr(&format!("hark: error: cannot run `{}`: {e}\n", argv[0]));
+            return Ok(if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            });
+        }
+    };
+    crate::run::ignore_terminal_signals();
+    crate::run::forward_signals_to(child.id());
+    let status = child.wait().context("cannot wait for the command")?;
+    let code = crate::run::exit_code(status);
+    let profile = dir.join(hark_outputs::json::FILE_NAME);
+    if !profile.exists() {
+        print_stderr(&format!(
+            "hark: error: the analyser ranks wrote no run directory into {} (the job ended with status {code}; an MPI job whose rank dies is usually ended whole by its launcher)\n",
+            dir.display()
+        ));
+        return Ok(if code == 0 { 2 } else { code });
+    }
+    let run = hark_outputs::json::read(&profile)?;
+    crate::run::after_run(args, &run, &dir);
+    if !args.quiet {
+        print_stderr(&format!(
+            "\n{}\nRun directory: {} (open report.html in a browser)\n",
+            hark_outputs::summary::render(&run),
+            dir.display()
+        ));
+    }
+    Ok(code)
+}

@@ -1,0 +1,586 @@
+//! An analyser rank of an MPI job (`hark run --analysers`, the hidden
+//! `hark mpi-analyser` subcommand; `docs/analysers.md`).
+//!
+//! Besnard et al., *Event Streaming for Online Performance Measurements
+//! Reduction* (sections II and III-A): the analysers are one more context of
+//! the program's MPMD job, the last `n` ranks of the real world. Each
+//! receives the streams of its writers (the map is `hark_wire::partition::
+//! tail_map`) over MPI and feeds each stream's bytes, unchanged, into an
+//! analysis server of its own through a local socket: the same Sink path as
+//! `hark run` without analysers (Hello, frames, End, accounting). At the end
+//! each rank's per-program partial results go to analyser rank 0, which
+//! merges them (names, communicators and files unified) and writes the run
+//! directory.
+//!
+//! At `MPI_Init` every probe of the job makes collective calls on the real
+//! world; an analyser makes the same ones, in the same order, or the job
+//! hangs: the split by `MPI_APPNUM` (virtualised worlds), the stream
+//! communicator's duplicate, then the clock's duplicate and its ping-pong
+//! with world rank 0, which comes again at `MPI_Finalize` (answered here
+//! while the streams are received, since rank 0 sends its own stream only
+//! after it).
+
+pub mod launch;
+mod mpi;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use hark_server::{Server, ServerConfig};
+use hark_wire::partition::{
+    stream_chunk, tail_map, CLOCK_ROUNDS, CLOCK_TAG, STREAM_RECVS, STREAM_TAG,
+};
+use mpi::abi::Abi;
+use mpi::mpi_call;
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The tag of the partial results sent to analyser rank 0 (stream
+/// communicator).
+const PARTIAL_TAG: i32 = STREAM_TAG + 1;
+
+/// The analyser's pause between polls when nothing arrived, doubling from
+/// the first to the second while nothing does.
+const IDLE_MIN: Duration = Duration::from_micros(20);
+const IDLE_MAX: Duration = Duration::from_millis(2);
+
+/// How long a rank's server waits for its local connections to close.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// Options of `hark mpi-analyser` (started by `hark run --analysers`).
+#[derive(Debug, Args)]
+pub struct AnalyserArgs {
+    /// The MPI library to open (`libmpi.so.40`, `libmpich.so.12`).
+    #[arg(long = "mpi-lib", value_name = "LIB")]
+    pub mpi_lib: String,
+    /// Analyser ranks in the job (the last ones of the world).
+    #[arg(long, value_name = "N")]
+    pub analysers: u32,
+    /// The probes' pack size in bytes.
+    #[arg(long = "pack-size", value_name = "BYTES")]
+    pub pack_size: usize,
+    /// The run directory analyser rank 0 writes.
+    #[arg(long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// Analyses to run, comma-separated (default: all).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub analyses: Vec<String>,
+}
+
+/// Runs one analyser rank; returns its exit status.
+pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
+    let abi = mpi::load(&args.mpi_lib)?;
+    if !mpi_call::init() {
+        bail!("MPI_Init failed in an analyser rank");
+    }
+    let world = abi.comm_world;
+    let (rank, size) = mpi_call::rank_size(world);
+    let off = |k: &str| {
+        matches!(
+            std::env::var(k).as_deref().map(str::trim),
+            Ok("0" | "no" | "false" | "off")
+        )
+    };
+    let on = |k: &str| {
+        matches!(
+            std::env::var(k).as_deref().map(str::trim),
+            Ok("1" | "yes" | "true" | "on")
+        )
+    };
+    // The probes' init-time collectives, in their order (see the module
+    // documentation).
+    if on("HARK_VIRTUALISE") {
+        mpi_call::comm_split(abi, world, mpi_call::appnum(abi).max(0), rank)
+            .context("MPI_Comm_split of the world failed in an analyser rank")?;
+    }
+    let streams = mpi_call::comm_dup(abi, world)
+        .context("MPI_Comm_dup of the world failed in an analyser rank")?;
+    let clock = if off("HARK_CLOCK_SYNC") {
+        None
+    } else {
+        let comm = mpi_call::comm_dup(abi, world)
+            .context("MPI_Comm_dup of the world failed in an analyser rank")?;
+        if rank == 0 {
+            bail!("an analyser rank is world rank 0; the analysers must come after the programs");
+        }
+        ping_pongs(abi, comm)?;
+        Some(comm)
+    };
+
+    let map = tail_map(size as u32, args.analysers)
+        .context("the job is smaller than its analyser partition")?;
+    let writers = map.writers_of(rank as u32);
+    let first = size - args.analysers as i32;
+
+    let dir = tempdir()?;
+    let secret = std::env::var("HARK_ADDR")
+        .ok()
+        .and_then(|a| a.split_once('@').map(|(s, _)| s.to_string()));
+    let server = Server::start(ServerConfig {
+        addr: format!("unix:{}", dir.join("s").display()),
+        analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
+        secret,
+        // The streams waited for MPI_Init: their handshakes are late.
+        probe_realtime: true,
+        ..ServerConfig::default()
+    })
+    .map_err(|e| anyhow::anyhow!("cannot start the analysis server of an analyser rank: {e}"))?;
+    let mut conns = Vec::new();
+    for _ in &writers {
+        conns.push(Some(
+            UnixStream::connect(dir.join("s")).context("cannot reach the analyser's own server")?,
+        ));
+    }
+    let peers = Peers {
+        analysers: (first..size).collect(),
+        rank0_at: map.analyser_of(0).map_or(first, |a| a as i32),
+        me: rank,
+    };
+    receive(
+        abi,
+        streams,
+        clock,
+        &writers,
+        &mut conns,
+        args.pack_size,
+        &server,
+        &peers,
+    )?;
+    drop(conns);
+    let (partials, problems) = server.finish_partials(GRACE);
+    let _ = std::fs::remove_dir_all(&dir);
+    let mine = encode(
+        &partials.iter().map(|p| p.to_bytes()).collect::<Vec<_>>(),
+        &problems,
+    );
+
+    let mut gathered = Vec::new();
+    if rank == first {
+        gathered.push(mine);
+        for from in first + 1..size {
+            gathered.push(recv_message(abi, from, streams)?);
+        }
+    } else {
+        send_message(abi, &mine, first, streams)?;
+    }
+    if let Some(c) = clock {
+        mpi_call::comm_free(c);
+    }
+    mpi_call::comm_free(streams);
+    mpi_call::finalize();
+
+    if rank != first {
+        return Ok(0);
+    }
+    let mut parts = Vec::new();
+    let mut all_problems = Vec::new();
+    for bytes in gathered {
+        let (ps, probs) = decode(&bytes).context("a partial result from an analyser rank")?;
+        let mut programs = Vec::new();
+        for p in ps {
+            programs.push(hark_analyses::Partial::from_bytes(&p)?);
+        }
+        parts.push(programs);
+        all_problems.extend(probs);
+    }
+    let analyses = (!args.analyses.is_empty()).then_some(args.analyses.as_slice());
+    let run = hark_server::merge_partials(parts, all_problems, analyses)
+        .map_err(|e| anyhow::anyhow!("cannot merge the analysers' results: {e}"))?;
+    std::fs::create_dir_all(&args.output)?;
+    hark_outputs::write_all(&run, &args.output, |_| true)
+        .with_context(|| format!("cannot write the run directory {}", args.output.display()))?;
+    Ok(0)
+}
+
+/// The `MPI_Init` clock measurement, as a client of world rank 0.
+fn ping_pongs(abi: &Abi, comm: usize) -> Result<()> {
+    let mut answer = [0u8; 8];
+    for _ in 0..CLOCK_ROUNDS {
+        if !mpi_call::send_bytes(abi, &[0], 0, CLOCK_TAG, comm)
+            || !mpi_call::recv_bytes(abi, &mut answer, 0, CLOCK_TAG, comm)
+        {
+            bail!("the clock ping-pong with world rank 0 failed in an analyser rank");
+        }
+    }
+    Ok(())
+}
+
+/// Request handles of the flavour's size, side by side, as `MPI_Waitany`
+/// takes them.
+struct Requests {
+    bytes: Vec<u8>,
+    size: usize,
+}
+
+impl Requests {
+    fn new(abi: &Abi, n: usize) -> Requests {
+        let mut r = Requests {
+            bytes: vec![0; n * abi.handle_size],
+            size: abi.handle_size,
+        };
+        for i in 0..n {
+            r.set_null(abi, i);
+        }
+        r
+    }
+
+    fn at(&mut self, i: usize) -> *mut u8 {
+        self.bytes[i * self.size..].as_mut_ptr()
+    }
+
+    fn set_null(&mut self, abi: &Abi, i: usize) {
+        let v = abi.request_null.to_le_bytes();
+        let size = self.size;
+        self.bytes[i * size..(i + 1) * size].copy_from_slice(&v[..size]);
+    }
+}
+
+/// The analyser partition, in world ranks.
+struct Peers {
+    analysers: Vec<i32>,
+    /// The analyser that receives world rank 0's stream.
+    rank0_at: i32,
+    me: i32,
+}
+
+/// The tag of world rank 0's clock reference, sent by the analyser that
+/// receives its stream to the others (stream communicator).
+const REFERENCE_TAG: i32 = STREAM_TAG + 2;
+
+/// Bytes of a reference message: the offset, then the job's name.
+const REFERENCE_MAX: usize = 4096;
+
+/// Receives every writer's stream into its connection, and answers the
+/// clock's `MPI_Finalize` ping-pong meanwhile. The analyser that receives
+/// world rank 0's stream passes its clock reference (its Hello's mapping,
+/// `docs/analyses.md` "Time") to the others, whose servers never see that
+/// stream.
+#[allow(clippy::too_many_arguments)]
+fn receive(
+    abi: &Abi,
+    comm: usize,
+    clock: Option<usize>,
+    writers: &[u32],
+    conns: &mut [Option<UnixStream>],
+    pack_size: usize,
+    server: &Server,
+    peers: &Peers,
+) -> Result<()> {
+    let chunk = stream_chunk(pack_size);
+    let slots = writers.len() * STREAM_RECVS;
+    // Three more: the clock's ping (send) and its answer (receive), and the
+    // reference from the analyser of world rank 0.
+    let (ping, answer, reference) = (slots, slots + 1, slots + 2);
+    let mut reqs = Requests::new(abi, slots + 3);
+    let mut reference_buf = vec![0u8; REFERENCE_MAX];
+    if peers.me != peers.rank0_at {
+        // SAFETY: the buffer lives until the request completes or is
+        // cancelled at the end of this function.
+        let posted = unsafe {
+            mpi_call::irecv_bytes(
+                abi,
+                reference_buf.as_mut_ptr(),
+                REFERENCE_MAX,
+                peers.rank0_at,
+                REFERENCE_TAG,
+                comm,
+                reqs.at(reference),
+            )
+        };
+        if !posted {
+            bail!("MPI_Irecv failed in an analyser rank");
+        }
+    }
+    let mut reference_pending = peers.me != peers.rank0_at;
+    let mut rank0_hello_seen = false;
+    let mut bufs: Vec<Vec<u8>> = (0..slots).map(|_| vec![0u8; chunk]).collect();
+    let mut open = writers.len();
+    // Per slot: the byte count of a receive completed and not yet used;
+    // per writer: the slot its next chunk arrives in.
+    let mut done: Vec<Option<usize>> = vec![None; slots];
+    let mut next = vec![0usize; writers.len()];
+    for (i, buf) in bufs.iter_mut().enumerate() {
+        let w = writers[i / STREAM_RECVS] as i32;
+        // SAFETY: the buffer and the handle slot live until the request
+        // completes or is cancelled below.
+        if !unsafe {
+            mpi_call::irecv_bytes(
+                abi,
+                buf.as_mut_ptr(),
+                chunk,
+                w,
+                STREAM_TAG,
+                comm,
+                reqs.at(i),
+            )
+        } {
+            bail!("MPI_Irecv failed in an analyser rank");
+        }
+    }
+    let ping_byte = [0u8; 1];
+    let mut answer_buf = [0u8; 8];
+    let mut rounds = if clock.is_some() { CLOCK_ROUNDS } else { 0 };
+    let mut clock_busy = 0;
+    let start_round = |reqs: &mut Requests, answer_buf: &mut [u8; 8]| -> Result<()> {
+        let Some(c) = clock else { return Ok(()) };
+        // SAFETY: the buffers outlive the requests (they are waited for
+        // before this function returns).
+        let ok = unsafe {
+            mpi_call::irecv_bytes(
+                abi,
+                answer_buf.as_mut_ptr(),
+                8,
+                0,
+                CLOCK_TAG,
+                c,
+                reqs.at(answer),
+            )
+        };
+        let sent = mpi_call::issend_bytes(abi, &ping_byte, 0, CLOCK_TAG, c);
+        match (ok, sent) {
+            (true, Some(r)) => {
+                let v = r.to_le_bytes();
+                let size = reqs.size;
+                reqs.bytes[ping * size..(ping + 1) * size].copy_from_slice(&v[..size]);
+                Ok(())
+            }
+            _ => bail!("the clock ping-pong with world rank 0 failed in an analyser rank"),
+        }
+    };
+    if rounds > 0 {
+        start_round(&mut reqs, &mut answer_buf)?;
+        clock_busy = 2;
+    }
+    let mut status = vec![0u8; abi.status_size.max(32)];
+    let mut idle = IDLE_MIN;
+    while open > 0 || rounds > 0 || reference_pending {
+        if open == 0 && peers.me == peers.rank0_at && !rank0_hello_seen {
+            // World rank 0's stream ended without a Hello: the others must
+            // not wait for its reference.
+            rank0_hello_seen = true;
+            pass_reference(abi, &[], comm, peers);
+        }
+        // Polled with a growing pause rather than waited for: a blocking
+        // MPI_Waitany spins a core the programs' ranks need.
+        // SAFETY: `reqs` holds slots + 2 handles, `status` one status.
+        let i = match unsafe { mpi_call::testany(slots + 3, reqs.at(0), status.as_mut_ptr()) } {
+            Some(Some(i)) => {
+                idle = IDLE_MIN;
+                i
+            }
+            Some(None) => {
+                std::thread::sleep(idle);
+                idle = (idle * 2).min(IDLE_MAX);
+                continue;
+            }
+            None => bail!("MPI_Testany failed in an analyser rank"),
+        };
+        if i == reference {
+            reference_pending = false;
+            // SAFETY: MPI wrote a whole status.
+            let (_, _, n) = unsafe { abi.read_status(status.as_mut_ptr() as usize) };
+            let msg = &reference_buf[..(n as usize).min(REFERENCE_MAX)];
+            if msg.len() >= 8 {
+                let r = i64::from_le_bytes(msg[..8].try_into()?);
+                server.set_clock_reference(&String::from_utf8_lossy(&msg[8..]), r);
+            }
+            continue;
+        }
+        if i == ping || i == answer {
+            clock_busy -= 1;
+            if clock_busy == 0 {
+                rounds -= 1;
+                if rounds > 0 {
+                    start_round(&mut reqs, &mut answer_buf)?;
+                    clock_busy = 2;
+                }
+            }
+            continue;
+        }
+        let w = i / STREAM_RECVS;
+        // SAFETY: MPI wrote a whole status.
+        let (_, _, n) = unsafe { abi.read_status(status.as_mut_ptr() as usize) };
+        done[i] = Some(n as usize);
+        // The writer's receives match its chunks in the order they were
+        // posted (a ring of STREAM_RECVS slots), but complete in any order:
+        // the bytes go out in posting order.
+        while let Some(n) = done[w * STREAM_RECVS + next[w]].take() {
+            let j = w * STREAM_RECVS + next[w];
+            if n == 0 {
+                // The writer's end of stream: cancel its other receives.
+                for k in 0..STREAM_RECVS {
+                    let o = w * STREAM_RECVS + k;
+                    if o != j {
+                        // SAFETY: a live receive request of this rank.
+                        unsafe { mpi_call::cancel(abi, reqs.at(o)) };
+                    }
+                    reqs.set_null(abi, o);
+                }
+                if let Some(c) = conns[w].take() {
+                    let _ = c.shutdown(std::net::Shutdown::Write);
+                }
+                open -= 1;
+                break;
+            }
+            if writers[w] == 0 && !rank0_hello_seen {
+                rank0_hello_seen = true;
+                pass_reference(abi, &bufs[j][..n], comm, peers);
+            }
+            if let Some(c) = &mut conns[w] {
+                if c.write_all(&bufs[j][..n]).is_err() {
+                    // The local server refused the stream: it says why in
+                    // the run's diagnostics; the rest is received and dropped.
+                    conns[w] = None;
+                }
+            }
+            let wr = writers[w] as i32;
+            // SAFETY: as for the first receives.
+            if !unsafe {
+                mpi_call::irecv_bytes(
+                    abi,
+                    bufs[j].as_mut_ptr(),
+                    chunk,
+                    wr,
+                    STREAM_TAG,
+                    comm,
+                    reqs.at(j),
+                )
+            } {
+                bail!("MPI_Irecv failed in an analyser rank");
+            }
+            next[w] = (next[w] + 1) % STREAM_RECVS;
+        }
+    }
+    Ok(())
+}
+
+/// World rank 0's first chunk, which starts with its Hello: sends the clock
+/// reference it gives (what `timeline_offset` computes for a server that
+/// trusts the probe's realtime reading) to every other analyser.
+/// An empty message says there is none.
+fn pass_reference(abi: &Abi, first_chunk: &[u8], comm: usize, peers: &Peers) {
+    let mut frames = hark_wire::FrameReader::new(first_chunk);
+    let mut msg = Vec::new();
+    if let Ok(Some(hark_wire::Frame::Hello(h))) = frames.next_frame() {
+        msg.extend(
+            (h.realtime_ns as i64)
+                .saturating_sub(h.clock_ns as i64)
+                .to_le_bytes(),
+        );
+        msg.extend(h.job.as_bytes());
+    }
+    msg.truncate(REFERENCE_MAX);
+    for &a in peers.analysers.iter().filter(|&&a| a != peers.me) {
+        // Small, and the peer's receive is posted from its start.
+        mpi_call::send_bytes(abi, &msg, a, REFERENCE_TAG, comm);
+    }
+}
+
+/// A private directory for the rank's server socket.
+fn tempdir() -> Result<PathBuf> {
+    let base = std::env::temp_dir();
+    for i in 0..1000u32 {
+        let d = base.join(format!("hark-analyser-{}-{i}", std::process::id()));
+        if std::fs::create_dir(&d).is_ok() {
+            return Ok(d);
+        }
+    }
+    bail!("cannot create a directory under {}", base.display())
+}
+
+/// A rank's partial results and diagnostics as one message.
+fn encode(partials: &[Vec<u8>], problems: &[String]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend((partials.len() as u64).to_le_bytes());
+    for p in partials {
+        out.extend((p.len() as u64).to_le_bytes());
+        out.extend(p);
+    }
+    out.extend((problems.len() as u64).to_le_bytes());
+    for p in problems {
+        out.extend((p.len() as u64).to_le_bytes());
+        out.extend(p.as_bytes());
+    }
+    out
+}
+
+/// Reverses [`encode`].
+fn decode(bytes: &[u8]) -> Result<(Vec<Vec<u8>>, Vec<String>)> {
+    struct Cursor<'a>(&'a [u8]);
+    impl<'a> Cursor<'a> {
+        fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+            if self.0.len() < n {
+                bail!("a partial result message is truncated");
+            }
+            let (head, rest) = self.0.split_at(n);
+            self.0 = rest;
+            Ok(head)
+        }
+        fn len(&mut self) -> Result<usize> {
+            Ok(u64::from_le_bytes(self.take(8)?.try_into()?) as usize)
+        }
+    }
+    let mut c = Cursor(bytes);
+    let n = c.len()?;
+    let mut partials = Vec::new();
+    for _ in 0..n {
+        let l = c.len()?;
+        partials.push(c.take(l)?.to_vec());
+    }
+    let m = c.len()?;
+    let mut problems = Vec::new();
+    for _ in 0..m {
+        let l = c.len()?;
+        problems.push(String::from_utf8_lossy(c.take(l)?).into_owned());
+    }
+    Ok((partials, problems))
+}
+
+/// Sends a message of any length: its length, then its bytes.
+fn send_message(abi: &Abi, bytes: &[u8], to: i32, comm: usize) -> Result<()> {
+    if !mpi_call::send_bytes(
+        abi,
+        &(bytes.len() as u64).to_le_bytes(),
+        to,
+        PARTIAL_TAG,
+        comm,
+    ) {
+        bail!("sending a partial result to analyser rank 0 failed");
+    }
+    for part in bytes.chunks(1 << 30) {
+        if !mpi_call::send_bytes(abi, part, to, PARTIAL_TAG, comm) {
+            bail!("sending a partial result to analyser rank 0 failed");
+        }
+    }
+    Ok(())
+}
+
+/// Receives a message from [`send_message`].
+fn recv_message(abi: &Abi, from: i32, comm: usize) -> Result<Vec<u8>> {
+    let mut len = [0u8; 8];
+    if !mpi_call::recv_bytes(abi, &mut len, from, PARTIAL_TAG, comm) {
+        bail!("receiving a partial result from analyser world rank {from} failed");
+    }
+    let mut out = vec![0u8; u64::from_le_bytes(len) as usize];
+    for part in out.chunks_mut(1 << 30) {
+        if !mpi_call::recv_bytes(abi, part, from, PARTIAL_TAG, comm) {
+            bail!("receiving a partial result from analyser world rank {from} failed");
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_messages_decode_to_what_was_encoded() {
+        let parts = vec![b"one".to_vec(), Vec::new(), vec![7u8; 1000]];
+        let problems = vec!["a".to_string(), "bé".to_string()];
+        let bytes = encode(&parts, &problems);
+        assert!(decode(&bytes[..20]).is_err());
+        assert_eq!(decode(&bytes).unwrap(), (parts, problems));
+    }
+}

@@ -1,0 +1,101 @@
+//! `hark run --analysers` refuses what it cannot do, before anything runs,
+//! and says what to do instead.
+
+mod common;
+
+use common::*;
+
+fn hark_run_args(args: &[&str]) -> std::process::Output {
+    probe();
+    let dir = scratch("analysers-refused");
+    let out = std::process::Command::new(hark())
+        .current_dir(&dir)
+        .args(args)
+        .output()
+        .expect("cannot run hark");
+    std::fs::remove_dir_all(&dir).unwrap();
+    out
+}
+
+#[test]
+fn analysers_need_an_mpi_launcher_and_a_valid_count() {
+    for (args, says) in [
+        (
+            &["run", "--no-http", "--analysers", "2", "--", "true"][..],
+            "needs an MPI launcher",
+        ),
+        (
+            &[
+                "run",
+                "--no-http",
+                "--analysers",
+                "0",
+                "--",
+                "mpirun",
+                "-np",
+                "2",
+                "true",
+            ][..],
+            "is not valid",
+        ),
+        (
+            &[
+                "run",
+                "--no-http",
+                "--analysers",
+                "1:0",
+                "--",
+                "mpirun",
+                "-np",
+                "2",
+                "true",
+            ][..],
+            "is not valid",
+        ),
+        (
+            &[
+                "run",
+                "--no-http",
+                "--trace",
+                "--analysers",
+                "1",
+                "--",
+                "mpirun",
+                "-np",
+                "2",
+                "true",
+            ][..],
+            "--trace is not available with --analysers",
+        ),
+    ] {
+        let out = hark_run_args(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+/// A writer rank that dies makes Open MPI's launcher end the whole job,
+/// analysers included (docs/analysers.md): no run directory, and `hark`
+/// says so and passes the job's status on, instead of hanging.
+#[test]
+fn a_dying_writer_ends_an_mpi_analysed_job_with_a_clear_message() {
+    probe();
+    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return;
+    }
+    let dir = scratch("analysers-dying-writer");
+    let die = compile(OPEN_MPI.cc, "die.c".as_ref(), &dir, &[]);
+    let mut command = launcher(OPEN_MPI, 2);
+    command.extend([die.display().to_string(), "segv".into(), "5".into()]);
+    let (out, run_dir) = hark_run(&dir, &["--no-http", "--analysers", "1"], &command);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("the analyser ranks wrote no run directory"),
+        "{err}"
+    );
+    assert!(!run_dir.join("profile.json").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,324 @@
+//! `hark run --analysers N` (the analyser as an MPI job, docs/analysers.md)
+//! gives the profile the socket path gives, with 1, 2 and 3 analyser ranks:
+//! every count, byte and matrix cell, and every wait-state instance count
+//! (times differ between two runs of a program, and are not compared). Two
+//! programs launched MPMD with their analysers too.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// Keys whose values are times or depend on them (a second run of the
+/// same program differs there too): dropped before comparing.
+fn timed(key: &str) -> bool {
+    key.ends_with("_ns")
+        || [
+            "density",
+            "digest",
+            "efficiency",
+            "efficiency_slices",
+            "timeslices",
+            "clock",
+            "time_across_ranks",
+            "time_histogram",
+            "pid",
+            "wait_causes",
+            "slices",
+            "late",
+            "cause_callpaths",
+            "hark_version",
+        ]
+        .contains(&key)
+}
+
+fn untimed(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !timed(k))
+                .map(|(k, v)| (k.clone(), untimed(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(untimed).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The paths where `a` and `b` differ.
+fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
+                match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) => differences(p, q, &format!("{path}/{k}"), out),
+                    _ => out.push(format!("{path}/{k}: only in one")),
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                differences(p, q, &format!("{path}/{i}"), out);
+            }
+        }
+        _ if a != b => out.push(format!("{path}: {a} against {b}")),
+        _ => {}
+    }
+}
+
+fn run(dir: &Path, name: &str, hark_args: &[&str], command: &[String]) -> Value {
+    run_env(dir, name, hark_args, command, &[])
+}
+
+fn run_env(
+    dir: &Path,
+    name: &str,
+    hark_args: &[&str],
+    command: &[String],
+    env: &[(&str, &str)],
+) -> Value {
+    let out_dir = dir.join(name);
+    let mut cmd = std::process::Command::new(hark());
+    cmd.current_dir(dir)
+        .args(["run", "-q", "--no-http", "-o"])
+        .arg(&out_dir)
+        .args(hark_args)
+        .arg("--")
+        .args(command);
+    mpi_env(&mut cmd);
+    cmd.envs(env.iter().copied());
+    let out = cmd.output().expect("cannot run hark");
+    assert_exit(&out, 0);
+    profile(&out_dir)
+}
+
+/// Everything but times and the wait states (the ring's waits are natural,
+/// so they differ between two runs: `waits.c` checks the instances).
+fn assert_same(socket: &Value, mpi: &Value, what: &str) {
+    let strip = |v: &Value| {
+        let mut v = untimed(v);
+        for p in v["programs"].as_array_mut().unwrap() {
+            let p = p.as_object_mut().unwrap();
+            p.remove("waits");
+            // Clock-condition violations depend on timing too.
+            if let Some(Value::Array(d)) = p.get_mut("diagnostics") {
+                d.retain(|l| !l.as_str().unwrap_or("").contains("clock condition"));
+            }
+        }
+        v
+    };
+    let mut diffs = Vec::new();
+    differences(&strip(socket), &strip(mpi), "", &mut diffs);
+    assert!(
+        diffs.is_empty(),
+        "{what} differs from the socket run:\n{}",
+        diffs.join("\n")
+    );
+}
+
+/// The wait-state instance counts of every program, by pattern.
+fn instances(p: &Value) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for prog in p["programs"].as_array().unwrap() {
+        for (pattern, w) in prog["waits"].as_object().unwrap() {
+            out.push((pattern.clone(), w["instances"].clone()));
+            out.push((format!("{pattern} by function"), untimed(&w["by_function"])));
+        }
+    }
+    out
+}
+
+#[test]
+fn mpi_analysers_give_the_socket_runs_profile() {
+    probe();
+    let mpi = OPEN_MPI;
+    if !have(mpi.cc) || !have(mpi.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return;
+    }
+    let dir = scratch("mpi-analysers");
+    let ring = compile(mpi.cc, "ring.c".as_ref(), &dir, &[]);
+    let waits = compile(mpi.cc, "waits.c".as_ref(), &dir, &[]);
+
+    // Counts, bytes and matrices: the ring's are the same in every run.
+    let mut command = launcher(mpi, 4);
+    command.extend([ring.display().to_string(), "40".into()]);
+    let socket = run(&dir, "ring-socket", &[], &command);
+    for n in ["1", "2", "3"] {
+        let over_mpi = run(&dir, &format!("ring-{n}"), &["--analysers", n], &command);
+        assert_same(
+            &socket,
+            &over_mpi,
+            &format!("the ring with {n} analyser(s)"),
+        );
+        assert_eq!(lost(&over_mpi), 0);
+    }
+
+    // Wait states of known length: the same instances, whichever analyser
+    // holds each side of a pair (with 2 analysers every pair is split).
+    // 100 ms each, so that a loaded machine (a sleeper woken late, a waiter
+    // switched out) does not change which of them happen, in either run.
+    let mut command = launcher(mpi, 4);
+    command.extend([
+        waits.display().to_string(),
+        "reps=4".into(),
+        "late_sender=100".into(),
+        "late_receiver=100".into(),
+        "wait_nxn=100".into(),
+        "wait_barrier=100".into(),
+    ]);
+    let socket = run(&dir, "waits-socket", &[], &command);
+    for n in ["1", "2", "3"] {
+        let over_mpi = run(&dir, &format!("waits-{n}"), &["--analysers", n], &command);
+        assert_eq!(
+            instances(&over_mpi),
+            instances(&socket),
+            "wait-state instances with {n} analyser(s)"
+        );
+        assert_eq!(lost(&over_mpi), 0);
+    }
+
+    // Two programs of one MPMD launch, with their analysers.
+    for name in ["ocean", "atmos"] {
+        std::fs::copy(&ring, dir.join(name)).unwrap();
+    }
+    let mut command = launcher(mpi, 2);
+    command.extend(
+        ["./ocean", "30", ":", "-np", "3", "./atmos", "20"]
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    // Under --analysers each program has its own world (virtualised): so
+    // must the socket run, for the same collectives.
+    let socket = run_env(
+        &dir,
+        "mpmd-socket",
+        &[],
+        &command,
+        &[("HARK_VIRTUALISE", "1")],
+    );
+    let over_mpi = run(&dir, "mpmd-2", &["--analysers", "2"], &command);
+    assert_same(&socket, &over_mpi, "two programs with 2 analysers");
+    assert_eq!(over_mpi["programs"].as_array().unwrap().len(), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn mpich_analysers_give_the_socket_runs_profile() {
+    probe();
+    let mpi = MPICH;
+    if !have(mpi.cc) || !have(mpi.run) {
+        eprintln!("skipped: MPICH is not installed");
+        return;
+    }
+    let dir = scratch("mpich-analysers");
+    let ring = compile(mpi.cc, "ring.c".as_ref(), &dir, &[]);
+    let mut command = launcher(mpi, 4);
+    command.extend([ring.display().to_string(), "40".into()]);
+    let socket = run(&dir, "ring-socket", &[], &command);
+    for n in ["1", "2"] {
+        let over_mpi = run(&dir, &format!("ring-{n}"), &["--analysers", n], &command);
+        assert_same(
+            &socket,
+            &over_mpi,
+            &format!("the ring with {n} analyser(s)"),
+        );
+        assert_eq!(lost(&over_mpi), 0);
+        let aligned = over_mpi["programs"][0]["clock"]["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["method"] == "ping-pong")
+            .count();
+        assert_eq!(
+            aligned, 4,
+            "every rank aligned by ping-pong with {n} analyser(s)"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Back-pressure over MPI, with packs of 4 KiB and a pool of 2: lossless,
+/// every event arrives; lossy (the default), written = received + dropped.
+#[test]
+fn mpi_streams_keep_the_accounting_lossy_and_lossless() {
+    probe();
+    let mpi = OPEN_MPI;
+    if !have(mpi.cc) || !have(mpi.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return;
+    }
+    let dir = scratch("mpi-analysers-accounting");
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/mpi/bench/overhead.c");
+    let exe = compile(mpi.cc, &src, &dir, &[]);
+    let mut command = launcher(mpi, 2);
+    command.extend([
+        exe.display().to_string(),
+        "iprobe".into(),
+        "100000".into(),
+        "1".into(),
+    ]);
+    let small = ["--pack-size", "4K", "--buffers", "2", "--analysers", "1"];
+    for lossless in [true, false] {
+        let mut args = small.to_vec();
+        if lossless {
+            args.push("--lossless");
+        }
+        let p = run(
+            &dir,
+            if lossless { "lossless" } else { "lossy" },
+            &args,
+            &command,
+        );
+        let acc = &p["accounting"];
+        let (w, r, d) = (
+            acc["events_written"].as_u64().unwrap(),
+            acc["events_received"].as_u64().unwrap(),
+            acc["events_dropped"].as_u64().unwrap(),
+        );
+        // Two ranks, a warm-up and one repetition of 100,000 calls each.
+        assert!(w >= 400_000, "{w} events written");
+        assert_eq!(
+            w,
+            r + d,
+            "written = received + dropped (lossless: {lossless})"
+        );
+        if lossless {
+            assert_eq!(d, 0, "nothing dropped in lossless mode");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Debian's LAMMPS (the Lennard-Jones melt) at np 4 with 2 analysers: the
+/// MPI profile, matrices and collectives of the socket run. LAMMPS prints
+/// its timings into its log and stdout, so the I/O bytes differ between
+/// two runs and are left out with the times and the waits.
+#[test]
+fn lammps_over_mpi_analysers_gives_the_socket_runs_profile() {
+    probe();
+    let input = Path::new("/usr/share/lammps/examples/melt/in.melt");
+    if !have("lmp") || !input.exists() || !have(OPEN_MPI.cc) {
+        eprintln!(
+            "skipped: needs lammps, lammps-examples and Open MPI (scripts/deps.sh installs them)"
+        );
+        return;
+    }
+    let dir = scratch("mpi-analysers-lammps");
+    std::fs::copy(input, dir.join("in.melt")).unwrap();
+    let mut command = launcher(OPEN_MPI, 4);
+    command.extend(["lmp".into(), "-in".into(), "in.melt".into()]);
+    let without_io = |mut v: Value| {
+        for p in v["programs"].as_array_mut().unwrap() {
+            p.as_object_mut().unwrap().remove("io");
+        }
+        v
+    };
+    let socket = without_io(run(&dir, "socket", &[], &command));
+    let over_mpi = without_io(run(&dir, "mpi-2", &["--analysers", "2"], &command));
+    assert_same(&socket, &over_mpi, "LAMMPS with 2 analysers");
+    assert!(socket["programs"][0]["mpi"]["MPI_Send"]["calls"].is_array());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

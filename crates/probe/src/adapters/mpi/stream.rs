@@ -1,0 +1,363 @@
+//! Streams over MPI: the probe's bytes go to an analyser rank of the same
+//! MPMD job instead of a socket (`HARK_ADDR=mpi:`, set by
+//! `hark run --analysers`; `docs/analysers.md`).
+//!
+//! Besnard et al., *Event Streaming for Online Performance Measurements
+//! Reduction* (sections II and III-A), stream each writer's packs to a
+//! reader rank over MPI. Here the shipper thread encodes exactly what it
+//! would write to a socket (Hello, definitions, packs, End) and hands the
+//! bytes to [`MpiTransport`], which cuts them into chunks of at most one
+//! pack and queues them. The chunks are sent **from the program's own MPI
+//! calls**, never from the shipper: sending from a second thread needs
+//! `MPI_THREAD_MULTIPLE`, which the program may not have asked for (and
+//! which makes every MPI call of Open MPI and MPICH take locks). At the exit
+//! of every recorded MPI call one relaxed load says whether there is work;
+//! if so, [`progress`] tests the sends in flight and starts queued ones.
+//! `MPI_Finalize` drains the stream before the real call.
+//!
+//! Sends are synchronous-mode (`MPI_Issend`): one completes only once the
+//! analyser matched it to a receive it had pre-posted, so at most
+//! [`STREAM_RECVS`] chunks per stream are unmatched at any time and the
+//! analyser, which pre-posts that many receives, never holds more.
+//! Back-pressure is the socket's: when the queue is full the shipper waits,
+//! the pool empties, and the program drops (the default) or waits
+//! (lossless, while it makes MPI calls: a waiting thread progresses the
+//! sends itself when MPI allows it to, see [`progress_outside_a_call`]).
+//!
+//! The chunks travel on Hark's own duplicate of the real world, made at
+//! `MPI_Init` by every process of the job (the analysers make the same
+//! call, in the same order: split, this duplicate, the clock's).
+
+use super::abi::Abi;
+use super::mpi_call;
+use hark_wire::partition::{stream_chunk, tail_map, STREAM_RECVS, STREAM_TAG};
+use std::collections::VecDeque;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The stream goes over MPI (`HARK_ADDR=mpi:`), set at load.
+static ON: AtomicBool = AtomicBool::new(false);
+/// Chunks wait to be sent: the wrappers' cheap check. Sends in flight
+/// alone do not set it: they complete through the progress the program's
+/// own MPI calls make, and are tested only when the window is full.
+static PENDING: AtomicBool = AtomicBool::new(false);
+/// When (clock units, `core::stamp`) the wrappers last moved the stream on.
+static LAST: AtomicU64 = AtomicU64::new(0);
+/// Least clock units between two progress calls from the wrappers: 50,000
+/// (20 µs of a 2.5 GHz TSC, 50 µs of `CLOCK_MONOTONIC`). A test of a send
+/// in flight enters MPI's progress engine, which costs microseconds, and
+/// when ranks outnumber cores yields the processor: at every call of a
+/// tight loop it would multiply the loop's time.
+const INTERVAL: u64 = 50_000;
+static OUT: Mutex<Out> = Mutex::new(Out::new());
+static ROOM: Condvar = Condvar::new();
+
+/// `MPI_THREAD_MULTIPLE`, the same in both libraries.
+const THREAD_MULTIPLE: i32 = 3;
+
+struct Out {
+    /// The destination is known (after `MPI_Init`).
+    ready: bool,
+    comm: usize,
+    dest: i32,
+    /// Thread level granted, and the thread that initialised MPI.
+    level: i32,
+    init_thread: Option<libc::pthread_t>,
+    waiting: VecDeque<Vec<u8>>,
+    /// Sends started and not yet known to be complete, oldest first.
+    flying: VecDeque<(usize, Vec<u8>)>,
+    /// The zero-length chunk that ends the stream has been queued.
+    closed: bool,
+    /// An MPI call failed: nothing more is sent.
+    failed: bool,
+}
+
+impl Out {
+    const fn new() -> Out {
+        Out {
+            ready: false,
+            comm: 0,
+            dest: -1,
+            level: 0,
+            init_thread: None,
+            waiting: VecDeque::new(),
+            flying: VecDeque::new(),
+            closed: false,
+            failed: false,
+        }
+    }
+}
+
+fn lock() -> MutexGuard<'static, Out> {
+    OUT.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Whether this process streams over MPI.
+#[inline(always)]
+pub(crate) fn on() -> bool {
+    ON.load(Relaxed)
+}
+
+/// At load, for `HARK_ADDR=mpi:`.
+pub(crate) fn switch_on() {
+    ON.store(true, Relaxed);
+}
+
+/// The shipper's transport: chunks into the queue.
+pub(crate) struct MpiTransport {
+    chunk: usize,
+}
+
+impl MpiTransport {
+    pub(crate) fn new(pack_size: usize) -> MpiTransport {
+        MpiTransport {
+            chunk: stream_chunk(pack_size),
+        }
+    }
+}
+
+impl crate::ship::transport::Transport for MpiTransport {
+    fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        for part in bytes.chunks(self.chunk) {
+            enqueue(part.to_vec())?;
+        }
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        let _ = enqueue(Vec::new());
+    }
+}
+
+/// Queues one chunk, waiting while the queue is full (the program's MPI
+/// calls empty it). An empty chunk ends the stream.
+fn enqueue(chunk: Vec<u8>) -> io::Result<()> {
+    let mut g = lock();
+    while g.waiting.len() >= STREAM_RECVS && !g.failed {
+        g = ROOM
+            .wait_timeout(g, Duration::from_millis(100))
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+    if g.failed {
+        return Err(io::Error::new(
+            io::ErrorKind::BrokenPipe,
+            "an MPI send to the analyser rank failed",
+        ));
+    }
+    if g.closed {
+        return Ok(());
+    }
+    g.closed = chunk.is_empty();
+    g.waiting.push_back(chunk);
+    PENDING.store(true, Relaxed);
+    Ok(())
+}
+
+/// At the end of `MPI_Init*`, on every process of the job, after the
+/// world's split and before the clock's duplicate: makes the stream
+/// communicator and learns which analyser this rank streams to.
+pub(super) fn at_init(abi: &Abi) {
+    if !on() {
+        return;
+    }
+    let comm = mpi_call::comm_dup(abi, abi.comm_world);
+    let (rank, size) = mpi_call::rank_size(abi.comm_world);
+    let analysers = std::env::var("HARK_MPI_ANALYSERS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    let dest = tail_map(size.max(0) as u32, analysers)
+        .and_then(|m| m.analyser_of(rank.max(0) as u32))
+        .map(|d| d as i32);
+    let (Some(comm), Some(dest)) = (comm, dest) else {
+        crate::core::warn_once(
+            "mpi-stream",
+            "cannot stream to an analyser rank (no stream communicator, or this rank is not a \
+             writer of the analyser map); this process's events are dropped",
+        );
+        lock().failed = true;
+        ROOM.notify_all();
+        return;
+    };
+    let mut g = lock();
+    g.comm = comm;
+    g.dest = dest;
+    g.level = mpi_call::thread_level();
+    // SAFETY: pthread_self has no preconditions.
+    g.init_thread = Some(unsafe { libc::pthread_self() });
+    g.ready = true;
+    PENDING.store(true, Relaxed);
+}
+
+/// At the exit of every recorded MPI call, which ended at `now` (clock
+/// units): one relaxed load when there is nothing to send.
+#[inline(always)]
+pub(crate) fn progress_if_pending(now: u64) {
+    if PENDING.load(Relaxed) {
+        progress_at(now);
+    }
+}
+
+// Runs while chunks wait: at most once per INTERVAL.
+#[cold]
+#[inline(never)]
+fn progress_at(now: u64) {
+    if now.wrapping_sub(LAST.load(Relaxed)) < INTERVAL {
+        return;
+    }
+    LAST.store(now, Relaxed);
+    progress();
+}
+
+/// Tests the sends in flight and starts queued ones, up to the window.
+/// Called only where this thread may call MPI: at the exit of one of the
+/// program's MPI calls, or in [`progress_outside_a_call`].
+#[cold]
+#[inline(never)]
+pub(crate) fn progress() {
+    let Some(abi) = super::abi::get() else { return };
+    let Ok(mut g) = OUT.try_lock() else { return };
+    if !g.ready || g.failed {
+        return;
+    }
+    // Completed sends are only looked for when the window is full.
+    while g.flying.len() >= STREAM_RECVS || (g.waiting.is_empty() && !g.flying.is_empty()) {
+        let Some(&(req, _)) = g.flying.front() else {
+            break;
+        };
+        match mpi_call::test(abi, req) {
+            Some(true) => {
+                g.flying.pop_front();
+            }
+            Some(false) => break,
+            None => {
+                fail(&mut g);
+                return;
+            }
+        }
+    }
+    while g.flying.len() < STREAM_RECVS {
+        let Some(chunk) = g.waiting.pop_front() else {
+            break;
+        };
+        match mpi_call::issend_bytes(abi, &chunk, g.dest, STREAM_TAG, g.comm) {
+            Some(req) => g.flying.push_back((req, chunk)),
+            None => {
+                fail(&mut g);
+                return;
+            }
+        }
+    }
+    PENDING.store(!g.waiting.is_empty(), Relaxed);
+    drop(g);
+    ROOM.notify_all();
+}
+
+fn fail(g: &mut Out) {
+    g.failed = true;
+    g.waiting.clear();
+    PENDING.store(false, Relaxed);
+    ROOM.notify_all();
+    crate::core::warn_once(
+        "mpi-stream",
+        "an MPI send to the analyser rank failed; the program runs on and undelivered events are \
+         counted as dropped",
+    );
+}
+
+/// Progress from a thread that is not inside one of the program's MPI
+/// calls (a lossless thread waiting for a buffer): only where MPI allows
+/// it, that is under `MPI_THREAD_MULTIPLE`, or on the thread that
+/// initialised MPI under `SINGLE`/`FUNNELED`.
+pub(crate) fn progress_outside_a_call() {
+    if IN_FINALIZE.with(|f| f.get()) {
+        // Inside the program's MPI_Finalize: any thread may.
+        progress();
+        return;
+    }
+    let allowed = {
+        let g = lock();
+        g.ready
+            && (g.level >= THREAD_MULTIPLE
+                || (g.level <= 1
+                    // SAFETY: pthread_self/pthread_equal have no preconditions.
+                    && g
+                        .init_thread
+                        .is_some_and(|t| unsafe { libc::pthread_equal(t, libc::pthread_self()) } != 0)))
+    };
+    if allowed {
+        progress();
+    }
+}
+
+thread_local! {
+    /// This thread is inside the program's `MPI_Finalize` (see `at_finalize`).
+    static IN_FINALIZE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the stream has a destination (`MPI_Init` was called).
+pub(crate) fn ready() -> bool {
+    lock().ready
+}
+
+/// At the start of `MPI_Finalize`, after the clock's last measurement:
+/// records the call (at its start: afterwards MPI is gone), ends the
+/// stream, sends everything and frees the stream communicator.
+pub(super) fn at_finalize(g: &crate::core::Guard, op: u16) {
+    if !on() {
+        return;
+    }
+    let t = crate::core::stamp();
+    super::emit(g, hark_wire::Event::new(op, t, t));
+    IN_FINALIZE.with(|f| f.set(true));
+    crate::core::finish(hark_wire::EndReason::Finalize);
+    IN_FINALIZE.with(|f| f.set(false));
+    drain();
+}
+
+/// The stream ended without the program's `MPI_Finalize` wrapper
+/// (unentered, or a failed stream): sends the end marker so that the
+/// analyser does not wait for this rank, then drains.
+pub(super) fn at_finalize_unentered() {
+    if !on() {
+        return;
+    }
+    let _ = {
+        let g = lock();
+        (!g.closed && g.ready && !g.failed).then_some(())
+    }
+    .map(|()| enqueue(Vec::new()));
+    drain();
+}
+
+/// Sends every queued chunk and waits for the sends (bounded by the drain
+/// timeout), then frees the communicator.
+fn drain() {
+    let deadline = Instant::now() + crate::core::drain_timeout();
+    loop {
+        progress();
+        let g = lock();
+        if !g.ready || g.failed || (g.waiting.is_empty() && g.flying.is_empty()) {
+            break;
+        }
+        drop(g);
+        if Instant::now() >= deadline {
+            crate::core::warn_once(
+                "drain",
+                "the analyser rank did not take the last chunks of the stream in time",
+            );
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let mut g = lock();
+    if g.ready && g.comm != 0 {
+        mpi_call::comm_free(g.comm);
+        g.comm = 0;
+    }
+    g.ready = false;
+    PENDING.store(false, Relaxed);
+}
