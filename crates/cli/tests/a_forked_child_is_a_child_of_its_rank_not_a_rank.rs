@@ -122,7 +122,16 @@ fn pool_in_each_rank(mpi: Mpi, with_mpi4py: bool) {
     if with_mpi4py {
         assert_eq!(per_rank(&profile, 0, "MPI_Send", "calls"), vec![1, 0]);
     }
-    assert_eq!(lost(&profile), 0);
+    // Under load a rank's probe can drop a few events (lossy by default):
+    // the ring's slots all wait for a server reader that is not scheduled
+    // (11 or 22 of ~424 per rank, under MPICH; never with `HARK_SHM=0` or
+    // `--lossless`). That loss must be exactly what the probes said they
+    // dropped; the attribution of children above is this test's point.
+    let a = &profile["accounting"];
+    assert_eq!(lost(&profile), a["events_dropped"].as_u64().unwrap(), "{a}");
+    if lost(&profile) > 0 {
+        eprintln!("note: the probes dropped {} events: {a}", lost(&profile));
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
