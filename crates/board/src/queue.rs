@@ -2,8 +2,9 @@
 //!
 //! Two designs are kept behind one type so the benchmark can compare them:
 //!
-//! - [`QueueKind::LockedFifos`] — the seed's design (section III-B): an array
-//!   of FIFOs, each behind its own lock. A job goes to a randomly chosen FIFO;
+//! - [`QueueKind::LockedFifos`] — the design of *Event Streaming for Online
+//!   Performance Measurements Reduction* (section III-B): an array of FIFOs,
+//!   each behind its own lock. A job goes to a randomly chosen FIFO;
 //!   a worker sweeps them from a random start, first with `try_lock` so that
 //!   two workers do not queue up on one lock.
 //! - [`QueueKind::WorkStealing`] — one global injector (for jobs made outside
@@ -34,7 +35,8 @@ use crate::board::Job;
 #[non_exhaustive]
 pub enum QueueKind {
     /// An array of FIFOs each behind a lock, pushed at random and swept from
-    /// a random start (the seed's design).
+    /// a random start (the design of *Event Streaming for Online Performance
+    /// Measurements Reduction*).
     LockedFifos,
     /// Work-stealing deques: per-worker deques plus a global injector.
     #[default]

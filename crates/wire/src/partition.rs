@@ -37,7 +37,8 @@
 use crate::{Error, ErrorKind};
 
 /// How many analyser ranks a job gets: `--analysers N` or `--analysers R:W`
-/// (R readers per W writers; the paper found `1:10` a good trade-off).
+/// (R readers per W writers; *Event Streaming for Online Performance
+/// Measurements Reduction* found `1:10` a good trade-off).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Analysers {
     /// A fixed number of analyser ranks (at least 1).

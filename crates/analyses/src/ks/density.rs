@@ -1,6 +1,7 @@
 //! Density maps: every per-rank metric the other knowledge sources produced,
 //! laid out as a grid of ranks with its spread, for spotting spatial
-//! imbalance at a glance (the seed paper's figure 18).
+//! imbalance at a glance (*Event Streaming for Online Performance
+//! Measurements Reduction*, figure 18).
 //!
 //! Names: `mpi_time_ns`, `outside_mpi_ns`, `<MPI function>.calls|time_ns|bytes`,
 //! `p2p.sent_messages|sent_bytes|received_messages|received_bytes`,

@@ -1,5 +1,6 @@
-//! Shipping: the bounded buffer pool (the seed's N_A), the ordered queue of
-//! things to send, and the background thread that writes them.
+//! Shipping: the bounded buffer pool (N_A of *Event Streaming for Online
+//! Performance Measurements Reduction*), the ordered queue of things to
+//! send, and the background thread that writes them.
 //!
 //! Threads fill buffers (see `core::local`); a full buffer is queued as a
 //! pack *in place*: its first [`PACK_FRONT`] bytes were reserved for the
