@@ -290,39 +290,11 @@ impl Server {
     /// `hurry` is set (by a signal handler, say): open connections are then
     /// cut at once, and the run is folded from what arrived.
     pub fn finish_unless(self, grace: Duration, hurry: &AtomicBool) -> Run {
-        let deadline = Instant::now() + grace;
-        // Open means accepted and not closed: a connection still in the
-        // accept backlog is not counted yet, so it must look settled twice,
-        // a few milliseconds apart.
-        let open = || {
-            self.transport
-                .connections()
-                .saturating_sub(self.state.counters.closed.load(Ordering::Relaxed))
-        };
-        let hurried = || hurry.load(Ordering::Relaxed);
-        let mut settled = 0;
-        while settled < 2 && Instant::now() < deadline && !hurried() {
-            settled = if open() == 0 { settled + 1 } else { 0 };
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let cut = self
-            .transport
-            .shutdown_by(if hurried() { Instant::now() } else { deadline });
+        let stop_at = self.settle(grace, hurry);
+        let cut = self.transport.shutdown_by(stop_at);
         let mut programs = self.state.fold();
         self.state.board.shutdown();
-        let mut problems = std::mem::take(
-            &mut *self
-                .state
-                .problems
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
-        if cut > 0 {
-            problems.push(format!(
-                "{cut} connection(s) were still open when the run ended and were cut; their ranks are partial"
-            ));
-        }
-        problems.extend(self.state.rejections());
+        let mut problems = closing_problems(&self.state, cut);
         if let Some(store) = &self.state.trace {
             let infos = self
                 .state
@@ -365,35 +337,52 @@ impl Server {
     /// MPI job (`hark run --analysers`) sends these to analyser rank 0,
     /// which merges them with [`merge_partials`].
     pub fn finish_partials(self, grace: Duration) -> (Vec<hark_analyses::Partial>, Vec<String>) {
+        let stop_at = self.settle(grace, &AtomicBool::new(false));
+        let cut = self.transport.shutdown_by(stop_at);
+        let (partials, mut problems) = self.state.fold_partials();
+        self.state.board.shutdown();
+        problems.extend(closing_problems(&self.state, cut));
+        (partials, problems)
+    }
+
+    /// Waits up to `grace` (less once `hurry` is set) for every connection
+    /// to close; when the transport is to stop, cutting what is still open.
+    fn settle(&self, grace: Duration, hurry: &AtomicBool) -> Instant {
         let deadline = Instant::now() + grace;
+        // Open means accepted and not closed: a connection still in the
+        // accept backlog is not counted yet, so it must look settled twice,
+        // a few milliseconds apart.
         let open = || {
             self.transport
                 .connections()
                 .saturating_sub(self.state.counters.closed.load(Ordering::Relaxed))
         };
+        let hurried = || hurry.load(Ordering::Relaxed);
         let mut settled = 0;
-        while settled < 2 && Instant::now() < deadline {
+        while settled < 2 && Instant::now() < deadline && !hurried() {
             settled = if open() == 0 { settled + 1 } else { 0 };
             std::thread::sleep(Duration::from_millis(5));
         }
-        let cut = self.transport.shutdown_by(deadline);
-        let (partials, mut problems) = self.state.fold_partials();
-        self.state.board.shutdown();
-        problems.extend(std::mem::take(
-            &mut *self
-                .state
-                .problems
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        ));
-        if cut > 0 {
-            problems.push(format!(
-                "{cut} connection(s) were still open when the run ended and were cut; their ranks are partial"
-            ));
+        if hurried() {
+            Instant::now()
+        } else {
+            deadline
         }
-        problems.extend(self.state.rejections());
-        (partials, problems)
     }
+}
+
+/// The run's own diagnostics once it ended: what the server noted, the
+/// `cut` connections, and the streams it refused.
+fn closing_problems(state: &State, cut: usize) -> Vec<String> {
+    let mut problems =
+        std::mem::take(&mut *state.problems.lock().unwrap_or_else(|e| e.into_inner()));
+    if cut > 0 {
+        problems.push(format!(
+            "{cut} connection(s) were still open when the run ended and were cut; their ranks are partial"
+        ));
+    }
+    problems.extend(state.rejections());
+    problems
 }
 
 /// Merges the partial results of several analysers (each from

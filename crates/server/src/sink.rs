@@ -256,26 +256,7 @@ impl State {
 
     /// Folds every program, in order of first connection.
     pub(crate) fn fold(&self) -> Vec<Program> {
-        // Streams still waiting to be folded away are folded now, once the
-        // board is done with them, so that which processes keep a row does
-        // not depend on how fast the analyses ran.
-        let levels: Vec<Arc<OnBoard>> = self
-            .programs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|p| p.on.clone())
-            .collect();
-        for on in &levels {
-            on.drain();
-        }
-        drop(levels);
-        self.fold_finished();
-        let mut programs =
-            std::mem::take(&mut *self.programs.lock().unwrap_or_else(|e| e.into_inner()));
-        // In order of first connection: readers say hello in whatever order
-        // their threads run, connections are numbered as accepted.
-        programs.sort_by_key(|p| p.conns.iter().min().copied());
+        let programs = self.take_drained();
         let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
         let mut out = Vec::new();
         for slot in programs {
@@ -286,24 +267,8 @@ impl State {
             };
             for p in &mut folded {
                 for id in slot.conns.iter().chain(&slot.child_conns) {
-                    let Some(c) = conns.get(id) else { continue };
-                    if let Some((events, packs)) = *c.lost.lock().unwrap_or_else(|e| e.into_inner())
-                    {
-                        p.diagnostics.push(format!(
-                            "pid {} on {} died with {events} recorded events in {packs} buffers \
-                             it had not shipped; they are lost",
-                            c.info.hello().pid,
-                            c.info.hello().host
-                        ));
-                    }
-                    if let Some(Closed::Broken(why)) =
-                        &*c.outcome.lock().unwrap_or_else(|e| e.into_inner())
-                    {
-                        p.diagnostics.push(format!(
-                            "the stream of pid {} on {} broke: {why}; what arrived before is kept",
-                            c.info.hello().pid,
-                            c.info.hello().host
-                        ));
+                    if let Some(c) = conns.get(id) {
+                        stream_problems(c, &mut p.diagnostics);
                     }
                 }
             }
@@ -336,6 +301,25 @@ impl State {
     /// over MPI carry no forked children: `docs/analysers.md`). Lost and
     /// broken streams are named in the returned diagnostics.
     pub(crate) fn fold_partials(&self) -> (Vec<hark_analyses::Partial>, Vec<String>) {
+        let programs = self.take_drained();
+        let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
+        let mut problems = Vec::new();
+        let mut out = Vec::new();
+        for slot in programs {
+            for c in slot.conns.iter().filter_map(|id| conns.get(id)) {
+                stream_problems(c, &mut problems);
+            }
+            out.push(slot.on.finish_partial(ranks_of(&conns, &slot.conns)));
+        }
+        (out, problems)
+    }
+
+    /// Takes every program once its board level has analysed all it was
+    /// given, in order of first connection. Streams still waiting to be
+    /// folded away are folded now, once the board is done with them, so
+    /// that which processes keep a row does not depend on how fast the
+    /// analyses ran.
+    fn take_drained(&self) -> Vec<ProgramSlot> {
         let levels: Vec<Arc<OnBoard>> = self
             .programs
             .lock()
@@ -350,32 +334,29 @@ impl State {
         self.fold_finished();
         let mut programs =
             std::mem::take(&mut *self.programs.lock().unwrap_or_else(|e| e.into_inner()));
+        // Readers say hello in whatever order their threads run;
+        // connections are numbered as accepted.
         programs.sort_by_key(|p| p.conns.iter().min().copied());
-        let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
-        let mut problems = Vec::new();
-        let mut out = Vec::new();
-        for slot in programs {
-            for id in &slot.conns {
-                let Some(c) = conns.get(id) else { continue };
-                let h = c.info.hello();
-                if let Some((events, packs)) = *c.lost.lock().unwrap_or_else(|e| e.into_inner()) {
-                    problems.push(format!(
-                        "pid {} on {} died with {events} recorded events in {packs} buffers it had not shipped; they are lost",
-                        h.pid, h.host
-                    ));
-                }
-                if let Some(Closed::Broken(why)) =
-                    &*c.outcome.lock().unwrap_or_else(|e| e.into_inner())
-                {
-                    problems.push(format!(
-                        "the stream of pid {} on {} broke: {why}; what arrived before is kept",
-                        h.pid, h.host
-                    ));
-                }
-            }
-            out.push(slot.on.finish_partial(ranks_of(&conns, &slot.conns)));
-        }
-        (out, problems)
+        programs
+    }
+}
+
+/// What went wrong with stream `c`, if anything, for the diagnostics: a
+/// process that died holding unshipped buffers, a stream that broke.
+fn stream_problems(c: &Conn, out: &mut Vec<String>) {
+    let h = c.info.hello();
+    if let Some((events, packs)) = *c.lost.lock().unwrap_or_else(|e| e.into_inner()) {
+        out.push(format!(
+            "pid {} on {} died with {events} recorded events in {packs} buffers it had not \
+             shipped; they are lost",
+            h.pid, h.host
+        ));
+    }
+    if let Some(Closed::Broken(why)) = &*c.outcome.lock().unwrap_or_else(|e| e.into_inner()) {
+        out.push(format!(
+            "the stream of pid {} on {} broke: {why}; what arrived before is kept",
+            h.pid, h.host
+        ));
     }
 }
 
