@@ -181,12 +181,7 @@ impl Stream {
         };
         self.socket.set(fd);
         let sock = transport::Socket::new(&self.socket);
-        let mut hello = Vec::new();
-        make_hello(cfg, self.parent, &self.job).encode(&mut hello);
-        let cpus = shm::process_cpus();
-        if !cpus.is_empty() {
-            hark_wire::encode_cpus(&cpus, &mut hello);
-        }
+        let hello = self.hello_frames();
         if !self.hand_over_ring(&hello) {
             self.ship.push_bytes(hello);
         }
@@ -195,57 +190,37 @@ impl Stream {
             transport::Transport::close(&mut sock);
             return false;
         }
-        let known = defs::snapshot();
-        if !known.is_empty() {
-            let mut bytes = Vec::new();
-            Def::encode_all(&known, &mut bytes);
-            self.ship.push_bytes(bytes);
-        }
+        self.push_known_defs();
         let ship = self.ship.clone();
         let addr = cfg.addr.clone();
         let flush_every = cfg.flush_every;
         let this: &'static Stream = self;
-        let spawned = std::thread::Builder::new()
-            .name("hark-shipper".into())
-            .spawn(move || {
-                signals::block_handled_signals();
-                let _in = Internal::enter();
-                shm::leave_the_programs_cores();
-                let lost = |e: &str| {
-                    warn_once(
-                        "server-lost",
-                        &format!(
-                            "lost the connection to the Hark server at {addr} ({e}); \
+        self.spawn_shipper(move || {
+            shm::leave_the_programs_cores();
+            let lost = |e: &str| {
+                warn_once(
+                    "server-lost",
+                    &format!(
+                        "lost the connection to the Hark server at {addr} ({e}); \
                              the program runs on and undelivered events are counted as dropped"
-                        ),
-                    )
-                };
-                // The shipper wakes at least every control poll; the
-                // program's threads are asked to flush only as configured.
-                let tick = flush_every.map_or(control::POLL, |f| f.min(control::POLL));
-                let last_flush = std::cell::Cell::new(std::time::Instant::now());
-                let control_in = std::cell::RefCell::new(control::ControlIn::new());
-                ship.run(Box::new(sock), &lost, Some(tick), &|| {
-                    control_in
-                        .borrow_mut()
-                        .poll(this.socket(), &mut |c| this.on_control(c));
-                    if flush_every.is_some_and(|f| last_flush.get().elapsed() >= f) {
-                        last_flush.set(std::time::Instant::now());
-                        this.request_flushes();
-                    }
-                });
+                    ),
+                )
+            };
+            // The shipper wakes at least every control poll; the
+            // program's threads are asked to flush only as configured.
+            let tick = flush_every.map_or(control::POLL, |f| f.min(control::POLL));
+            let last_flush = std::cell::Cell::new(std::time::Instant::now());
+            let control_in = std::cell::RefCell::new(control::ControlIn::new());
+            ship.run(Box::new(sock), &lost, Some(tick), &|| {
+                control_in
+                    .borrow_mut()
+                    .poll(this.socket(), &mut |c| this.on_control(c));
+                if flush_every.is_some_and(|f| last_flush.get().elapsed() >= f) {
+                    last_flush.set(std::time::Instant::now());
+                    this.request_flushes();
+                }
             });
-        if let Err(e) = spawned {
-            warn_once(
-                "thread",
-                &format!("cannot start the shipping thread ({e}); this process runs unmeasured"),
-            );
-            self.fail();
-            return false;
-        }
-        self.phase.store(RUNNING, Ordering::Release);
-        signals::start_helper();
-        true
+        })
     }
 
     /// `HARK_ADDR=mpi:` (`hark run --analysers`): the stream goes to an
@@ -255,43 +230,63 @@ impl Stream {
         use crate::adapters::mpi::stream as mpi;
         mpi::switch_on();
         self.ship.set_progress(mpi::progress_outside_a_call);
+        self.ship.push_bytes(self.hello_frames());
+        self.push_known_defs();
+        let ship = self.ship.clone();
+        let transport = mpi::MpiTransport::new(self.cfg.pack_size);
+        let flush_every = self.cfg.flush_every;
+        let this: &'static Stream = self;
+        self.spawn_shipper(move || {
+            let lost = |e: &str| {
+                warn_once(
+                    "server-lost",
+                    &format!(
+                        "lost the stream to the analyser rank ({e}); the program runs on \
+                             and undelivered events are counted as dropped"
+                    ),
+                )
+            };
+            let tick = flush_every.unwrap_or(control::POLL);
+            ship.run(Box::new(transport), &lost, Some(tick), &|| {
+                if flush_every.is_some() {
+                    this.request_flushes();
+                }
+            });
+        })
+    }
+
+    /// The stream's opening frames: its `Hello`, and the process's CPUs
+    /// when it is bound.
+    fn hello_frames(&self) -> Vec<u8> {
         let mut hello = Vec::new();
         make_hello(&self.cfg, self.parent, &self.job).encode(&mut hello);
         let cpus = shm::process_cpus();
         if !cpus.is_empty() {
             hark_wire::encode_cpus(&cpus, &mut hello);
         }
-        self.ship.push_bytes(hello);
+        hello
+    }
+
+    /// Queues the definitions made before the stream started.
+    fn push_known_defs(&self) {
         let known = defs::snapshot();
         if !known.is_empty() {
             let mut bytes = Vec::new();
             Def::encode_all(&known, &mut bytes);
             self.ship.push_bytes(bytes);
         }
-        let ship = self.ship.clone();
-        let transport = mpi::MpiTransport::new(self.cfg.pack_size);
-        let flush_every = self.cfg.flush_every;
-        let this: &'static Stream = self;
+    }
+
+    /// Starts the shipping thread running `body` (handled signals blocked,
+    /// inside the probe), and the stream with it; false, the process then
+    /// running unmeasured, if the thread cannot start.
+    fn spawn_shipper(&self, body: impl FnOnce() + Send + 'static) -> bool {
         let spawned = std::thread::Builder::new()
             .name("hark-shipper".into())
             .spawn(move || {
                 signals::block_handled_signals();
                 let _in = Internal::enter();
-                let lost = |e: &str| {
-                    warn_once(
-                        "server-lost",
-                        &format!(
-                            "lost the stream to the analyser rank ({e}); the program runs on \
-                             and undelivered events are counted as dropped"
-                        ),
-                    )
-                };
-                let tick = flush_every.unwrap_or(control::POLL);
-                ship.run(Box::new(transport), &lost, Some(tick), &|| {
-                    if flush_every.is_some() {
-                        this.request_flushes();
-                    }
-                });
+                body();
             });
         if let Err(e) = spawned {
             warn_once(
