@@ -62,6 +62,7 @@ mod partial;
 mod program;
 pub mod registry;
 mod sat;
+mod segq;
 mod slices;
 mod stream;
 pub mod trace;

@@ -45,11 +45,12 @@
 //! have.
 
 use crate::fx::FxHashMap;
+use crate::segq::SegQueue;
 use crate::track::{Arrival, P2pOp, Pattern, Side, Wait};
 use crate::unify::IdMap;
 use hark_wire::mpi::FUNCTIONS;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// Operations one key holds unmatched before the oldest are dropped.
 pub const MAX_HELD_PER_KEY: usize = 1 << 16;
@@ -87,8 +88,8 @@ impl Unmatched {
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct Channel {
-    sends: VecDeque<P2pOp>,
-    recvs: VecDeque<P2pOp>,
+    sends: SegQueue<P2pOp>,
+    recvs: SegQueue<P2pOp>,
 }
 
 /// A call that completes several receives (`MPI_Waitall`): its longest
@@ -100,19 +101,6 @@ struct CallWait {
     wait: Option<Wait>,
     /// The sender's order of the message `wait` waited for.
     send_seq: u64,
-}
-
-/// An emptied queue keeps its buffer up to this many operations; a larger
-/// one is freed. A channel's two queues take turns holding its backlog as
-/// one rank or the other runs ahead: kept, each would stay at the largest
-/// backlog it ever held, and a longer run (which meets larger ones) would
-/// hold more memory for the same bound.
-const KEEP_EMPTY: usize = 4096;
-
-fn release(q: &mut VecDeque<P2pOp>) {
-    if q.is_empty() && q.capacity() > KEEP_EMPTY {
-        *q = VecDeque::new();
-    }
 }
 
 /// The key of a channel: communicator, source, tag (the destination is
@@ -169,9 +157,6 @@ impl P2pMatcher {
         match partner {
             Some(partner) => {
                 let empty = other.is_empty();
-                if empty {
-                    release(other);
-                }
                 self.held -= 1;
                 let (s, r) = match op.side {
                     Side::Send => (op, partner),
@@ -185,7 +170,7 @@ impl P2pMatcher {
             None => {
                 let both = !other.is_empty();
                 // At the bound, the oldest goes before this one comes, so
-                // that the queues never grow (doubling) past it.
+                // that the queues never grow past it.
                 if self.held >= MAX_HELD_PER_KEY && !both {
                     self.drop_oldest();
                     let ch = self.channels.get_mut(&key).expect("made above");
@@ -210,8 +195,6 @@ impl P2pMatcher {
     fn drain(&mut self, key: ChannelKey, out: &mut Vec<Wait>) {
         while let Some(ch) = self.channels.get_mut(&key) {
             if ch.sends.is_empty() || ch.recvs.is_empty() {
-                release(&mut ch.sends);
-                release(&mut ch.recvs);
                 // Empty channels stay (a channel is usually used again at
                 // once) until there are many of them.
                 if self.channels.len() > self.sweep_at.max(1024) {
@@ -668,10 +651,10 @@ mod tests {
             m.add(op(Side::Recv, r), &mut out);
         }
         assert_eq!(m.held, n);
-        // The emptied send queue gave its buffer back: one backlog's worth
-        // is held, not two.
+        // The emptied send queue holds nothing: one backlog's worth is
+        // held, not two, within a segment at each end.
         assert!(
-            capacity(&m) <= n.next_power_of_two() + KEEP_EMPTY,
+            capacity(&m) <= n + 2 * crate::segq::SEGMENT,
             "{} operations' room for a backlog of {n}",
             capacity(&m)
         );
