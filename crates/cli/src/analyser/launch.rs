@@ -61,8 +61,12 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     env.retain(|(k, _)| k != "HARK_PACK_SIZE");
     env.extend([
         ("HARK_PACK_SIZE".to_string(), pack_size.to_string()),
-        // The analysers are not part of the programs' worlds.
-        ("HARK_VIRTUALISE".to_string(), "1".to_string()),
+        // The analysers are not part of the programs' worlds: each program
+        // gets its own, or, with --no-virtualise, all share the writers'.
+        (
+            "HARK_VIRTUALISE".to_string(),
+            if args.no_virtualise { "0" } else { "1" }.to_string(),
+        ),
         ("HARK_MPI_ANALYSERS".to_string(), n.to_string()),
     ]);
     let mut analyser = vec![

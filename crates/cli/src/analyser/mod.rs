@@ -97,17 +97,27 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     };
     // The probes' init-time collectives, in their order (see the module
     // documentation).
-    if on("HARK_VIRTUALISE") {
-        mpi_call::comm_split(abi, world, mpi_call::appnum(abi).max(0), rank)
-            .context("MPI_Comm_split of the world failed in an analyser rank")?;
-    }
+    // Virtualised, the colour is the program's MPI_APPNUM (the analysers'
+    // context has its own); under --no-virtualise, the partition (writers
+    // 0, analysers 1).
+    let colour = if on("HARK_VIRTUALISE") {
+        mpi_call::appnum(abi).max(0)
+    } else {
+        1
+    };
+    mpi_call::comm_split(abi, world, colour, rank)
+        .context("MPI_Comm_split of the world failed in an analyser rank")?;
     let streams = mpi_call::comm_dup(abi, world)
         .context("MPI_Comm_dup of the world failed in an analyser rank")?;
+    // Errors on Hark's own communicators come back as errors (each call
+    // below says which failed) instead of ending the job from inside MPI.
+    mpi_call::errors_return(abi, streams);
     let clock = if off("HARK_CLOCK_SYNC") {
         None
     } else {
         let comm = mpi_call::comm_dup(abi, world)
             .context("MPI_Comm_dup of the world failed in an analyser rank")?;
+        mpi_call::errors_return(abi, comm);
         if rank == 0 {
             bail!("an analyser rank is world rank 0; the analysers must come after the programs");
         }

@@ -172,6 +172,11 @@ pub(super) fn at_init(abi: &Abi) {
     let dest = tail_map(size.max(0) as u32, analysers)
         .and_then(|m| m.analyser_of(rank.max(0) as u32))
         .map(|d| d as i32);
+    if let Some(c) = comm {
+        // A failed send or test then stops the stream (`fail`) instead of
+        // ending the program.
+        mpi_call::errors_return(abi, c);
+    }
     let (Some(comm), Some(dest)) = (comm, dest) else {
         crate::core::warn_once(
             "mpi-stream",
