@@ -4,7 +4,9 @@
  * for 2.5 s (the probe ships its partly filled buffers every second, and
  * sends them from inside these calls), and writes ready-<rank>. Then rank
  * RANK dies: HOW = abort (abort(), SIGABRT), kill (SIGKILL to itself), or
- * wait (it loops like the others until killed from outside); the others
+ * wait (every rank loops on MPI_Iprobe until killed from outside), or
+ * live (no rank dies: every rank goes on calling MPI_Iprobe for 3 s more,
+ * then ends normally); after a death the others
  * call MPI_Barrier once more and are stuck there with the dead rank, until
  * the launcher ends them. */
 #include <mpi.h>
@@ -44,6 +46,13 @@ int main(int argc, char **argv) {
     if (rank == dying) {
         if (strcmp(how, "abort") == 0) abort();
         if (strcmp(how, "kill") == 0) kill(getpid(), SIGKILL);
+    }
+    if (strcmp(how, "live") == 0) {
+        until = now() + 3.0;
+        while (now() < until) {
+            MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+            usleep(1000);
+        }
     }
     if (strcmp(how, "wait") == 0) {
         for (;;) {

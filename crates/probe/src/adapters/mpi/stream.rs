@@ -323,6 +323,22 @@ pub(super) fn at_finalize(g: &crate::core::Guard, op: u16) {
     drain();
 }
 
+/// At the start of `MPI_Abort`, after its event: ends the stream, and over
+/// MPI also sends it (bounded by the drain timeout) before the real call
+/// ends the job, so that the aborting rank is whole in the run
+/// (`docs/analysers.md`, "When a rank dies").
+pub(super) fn at_abort() {
+    if !on() {
+        crate::core::finish(hark_wire::EndReason::Abort);
+        return;
+    }
+    // As in MPI_Finalize, any thread may move the sends on meanwhile.
+    IN_FINALIZE.with(|f| f.set(true));
+    crate::core::finish(hark_wire::EndReason::Abort);
+    IN_FINALIZE.with(|f| f.set(false));
+    drain();
+}
+
 /// The stream ended without the program's `MPI_Finalize` wrapper
 /// (unentered, or a failed stream): sends the end marker so that the
 /// analyser does not wait for this rank, then drains.
