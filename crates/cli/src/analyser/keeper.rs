@@ -153,6 +153,22 @@ fn keep(
             libc::close(null);
         }
     }
+    // Nor any other descriptor the launcher gave the rank (a launcher may
+    // wait for a pipe's end): only the lifeline stays.
+    let keep_fd = life.as_raw_fd();
+    let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    for fd in fds.into_iter().filter(|&fd| fd > 2 && fd != keep_fd) {
+        // SAFETY: this process owns no other object that uses these
+        // descriptors (it was forked from a single thread and runs only
+        // this function); closing the directory's own, gone, is harmless.
+        unsafe { libc::close(fd) };
+    }
     let lock = lock_file(output);
     let server = Server::start(ServerConfig {
         addr: format!("unix:{}", socket.display()),
