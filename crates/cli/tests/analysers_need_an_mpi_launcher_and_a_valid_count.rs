@@ -67,6 +67,19 @@ fn analysers_need_an_mpi_launcher_and_a_valid_count() {
             ][..],
             "--trace is not available with --analysers",
         ),
+        (
+            &[
+                "run",
+                "--no-http",
+                "--no-virtualise",
+                "--",
+                "mpirun",
+                "-np",
+                "2",
+                "true",
+            ][..],
+            "--analysers",
+        ),
     ] {
         let out = hark_run_args(args);
         let err = String::from_utf8_lossy(&out.stderr);

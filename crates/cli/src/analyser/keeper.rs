@@ -49,6 +49,7 @@ pub struct Keeper {
     life: UnixStream,
     socket: PathBuf,
     dir: PathBuf,
+    pid: libc::pid_t,
 }
 
 impl Keeper {
@@ -64,7 +65,8 @@ impl Keeper {
         let (life, theirs) = UnixStream::pair().context("cannot make the keeper's lifeline")?;
         // SAFETY: the process has one thread here (the analyser forks first
         // thing), so the child may run anything.
-        match unsafe { libc::fork() } {
+        let pid = unsafe { libc::fork() };
+        match pid {
             -1 => bail!(
                 "cannot fork the analyser's keeper: {}",
                 std::io::Error::last_os_error()
@@ -88,7 +90,12 @@ impl Keeper {
         if l.read_exact(&mut b).is_err() || b[0] != b'+' {
             bail!("the analyser's keeper could not start its analysis server");
         }
-        Ok(Keeper { life, socket, dir })
+        Ok(Keeper {
+            life,
+            socket,
+            dir,
+            pid,
+        })
     }
 
     /// The socket the writers' bytes go to.
@@ -119,6 +126,9 @@ impl Keeper {
             .read_to_end(&mut out)
             .context("the analyser's keeper did not answer")?;
         let _ = std::fs::remove_dir_all(&self.dir);
+        // SAFETY: the keeper is this process's child; reaping it takes no
+        // more than its exit, which closing the lifeline's end announced.
+        unsafe { libc::waitpid(self.pid, std::ptr::null_mut(), 0) };
         if out.is_empty() {
             bail!("the analyser's keeper ended without its partial results");
         }
@@ -203,6 +213,10 @@ fn keep(
         }
     }
     let (partials, problems) = server.finish_partials(GRACE);
+    // The socket's private directory, left behind by a rank that died.
+    if let Some(d) = socket.parent() {
+        let _ = std::fs::remove_dir_all(d);
+    }
     let bytes = super::encode(
         &partials.iter().map(|p| p.to_bytes()).collect::<Vec<_>>(),
         &problems,

@@ -243,11 +243,13 @@ pub(crate) fn comm_dup(abi: &Abi, comm: usize) -> Option<usize> {
 /// rank dies"). True if the handler was set.
 pub(crate) fn errors_return(abi: &Abi, comm: usize) -> bool {
     // MPICH's MPI_ERRORS_RETURN is a constant; Open MPI's the address of a
-    // predefined object.
-    static OMPI: Sym = Sym::new(c"ompi_mpi_errors_return");
+    // predefined object, found in the global scope first (`find_data`: a
+    // program that names MPI_ERRORS_RETURN holds the live copy of it).
     let handler = match abi.flavour {
         super::abi::Flavour::Mpich => 0x5400_0001,
-        super::abi::Flavour::OpenMpi => OMPI.get() as usize,
+        super::abi::Flavour::OpenMpi => {
+            super::resolve::find_data(c"ompi_mpi_errors_return") as usize
+        }
     };
     handler != 0 && pmpi!(c"PMPI_Comm_set_errhandler", (comm, handler)) == Some(0)
 }
