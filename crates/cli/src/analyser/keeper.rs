@@ -319,3 +319,59 @@ pub fn salvage(run_dir: &Path, wait: Duration) -> Result<Option<Salvage>> {
 pub fn clean(run_dir: &Path) {
     let _ = std::fs::remove_dir_all(run_dir.join(PARTIALS));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("hark-keeper-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join(PARTIALS)).unwrap();
+        d
+    }
+
+    #[test]
+    fn salvage_finds_nothing_where_no_keeper_wrote() {
+        let d = scratch("none");
+        assert!(salvage(&d.join("absent"), Duration::ZERO)
+            .unwrap()
+            .is_none());
+        // A keeper that died before its partial leaves only its lock.
+        std::fs::write(d.join(PARTIALS).join("1.lock"), b"").unwrap();
+        assert!(salvage(&d, Duration::ZERO).unwrap().is_none());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_truncated_partial_is_an_error_not_a_panic() {
+        let d = scratch("truncated");
+        std::fs::write(d.join(PARTIALS).join("00000000.partial"), [1, 0, 0]).unwrap();
+        let e = salvage(&d, Duration::ZERO).err().unwrap();
+        assert!(format!("{e:#}").contains("00000000.partial"), "{e:#}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn salvage_waits_for_a_keeper_that_holds_its_lock() {
+        let d = scratch("waits");
+        let lock = d.join(PARTIALS).join("7.lock");
+        let f = std::fs::File::create(&lock).unwrap();
+        // SAFETY: a valid descriptor.
+        assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
+        let dir = d.clone();
+        let keeper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            let bytes = super::super::encode(&[], &["kept".to_string()]);
+            std::fs::write(dir.join(PARTIALS).join("00000001.partial"), bytes).unwrap();
+            drop(f);
+        });
+        // The partial is written only before the lock goes: found only if
+        // salvage waited for the lock.
+        let found = salvage(&d, Duration::from_secs(60)).unwrap().unwrap();
+        keeper.join().unwrap();
+        assert_eq!(found.parts.len(), 1);
+        assert_eq!(found.problems, ["kept"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
