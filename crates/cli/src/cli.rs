@@ -359,6 +359,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "N|R:W", value_parser = parse_analysers, conflicts_with = "server")]
     pub analysers: Option<hark_wire::partition::Analysers>,
 
+    /// With --analysers: keep one MPI_COMM_WORLD for all the programs of an
+    /// MPMD job (the analysers excluded), for programs that talk to each
+    /// other through it. Their partitions are then named but not isolated
+    /// (docs/analysers.md).
+    #[arg(long = "no-virtualise", requires = "analysers")]
+    pub no_virtualise: bool,
+
     /// The command to measure, after `--` (required, except with
     /// `--analyses list`).
     #[arg(last = true, value_name = "COMMAND")]

@@ -61,8 +61,12 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     env.retain(|(k, _)| k != "HARK_PACK_SIZE");
     env.extend([
         ("HARK_PACK_SIZE".to_string(), pack_size.to_string()),
-        // The analysers are not part of the programs' worlds.
-        ("HARK_VIRTUALISE".to_string(), "1".to_string()),
+        // The analysers are not part of the programs' worlds: each program
+        // gets its own, or, with --no-virtualise, all share the writers'.
+        (
+            "HARK_VIRTUALISE".to_string(),
+            if args.no_virtualise { "0" } else { "1" }.to_string(),
+        ),
         ("HARK_MPI_ANALYSERS".to_string(), n.to_string()),
     ]);
     let mut analyser = vec![
@@ -107,13 +111,14 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     let status = child.wait().context("cannot wait for the command")?;
     let code = crate::run::exit_code(status);
     let profile = dir.join(hark_outputs::json::FILE_NAME);
-    if !profile.exists() {
+    if !profile.exists() && !salvage(args, &dir, code, n)? {
         print_stderr(&format!(
-            "hark: error: the analyser ranks wrote no run directory into {} (the job ended with status {code}; an MPI job whose rank dies is usually ended whole by its launcher)\n",
+            "hark: error: the analyser ranks wrote no run directory into {} (the job ended with status {code}, and no analyser's partial results were left)\n",
             dir.display()
         ));
         return Ok(if code == 0 { 2 } else { code });
     }
+    super::keeper::clean(&dir);
     let run = hark_outputs::json::read(&profile)?;
     crate::run::after_run(args, &run, &dir);
     if !args.quiet {
@@ -124,4 +129,39 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         ));
     }
     Ok(code)
+}
+
+/// How long `hark run` waits for the analysers' keepers after the job.
+const KEEPER_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The job ended without the analysers' merge (a rank died and the launcher
+/// ended the job): merges the partial results the analysers' keepers left
+/// in `dir` and writes the run directory from them (`docs/analysers.md`,
+/// "When a rank dies"). Whether there was anything to merge.
+fn salvage(args: &RunArgs, dir: &std::path::Path, code: i32, n: usize) -> Result<bool> {
+    let Some(found) = super::keeper::salvage(dir, KEEPER_WAIT)? else {
+        return Ok(false);
+    };
+    let k = found.parts.len();
+    let mut problems = vec![format!(
+        "the job ended with status {code} before its {n} analyser rank(s) merged their results; \
+         hark run merged the partial results of {k} of them; ranks whose streams never ended are \
+         partial{}",
+        if k < n {
+            ", and the writers of the analysers whose results are missing are not in the run"
+        } else {
+            ""
+        }
+    )];
+    problems.extend(found.problems);
+    let analyses = (!args.analyses.is_empty()).then_some(args.analyses.as_slice());
+    let run = hark_server::merge_partials(found.parts, problems, analyses)
+        .map_err(|e| anyhow::anyhow!("cannot merge the analysers' partial results: {e}"))?;
+    hark_outputs::write_all(&run, dir, |_| true)
+        .with_context(|| format!("cannot write the run directory {}", dir.display()))?;
+    print_stderr(&format!(
+        "hark: warning: the job ended with status {code} before the analysers merged; the run \
+         directory holds the partial results of {k} of {n} analyser rank(s)\n"
+    ));
+    Ok(true)
 }

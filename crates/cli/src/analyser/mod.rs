@@ -20,12 +20,12 @@
 //! while the streams are received, since rank 0 sends its own stream only
 //! after it).
 
+pub mod keeper;
 pub mod launch;
 mod mpi;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use hark_server::{Server, ServerConfig};
 use hark_wire::partition::{
     stream_chunk, tail_map, CLOCK_ROUNDS, CLOCK_TAG, STREAM_RECVS, STREAM_TAG,
 };
@@ -44,9 +44,6 @@ const PARTIAL_TAG: i32 = STREAM_TAG + 1;
 /// the first to the second while nothing does.
 const IDLE_MIN: Duration = Duration::from_micros(20);
 const IDLE_MAX: Duration = Duration::from_millis(2);
-
-/// How long a rank's server waits for its local connections to close.
-const GRACE: Duration = Duration::from_secs(10);
 
 /// Options of `hark mpi-analyser` (started by `hark run --analysers`).
 #[derive(Debug, Args)]
@@ -70,6 +67,16 @@ pub struct AnalyserArgs {
 
 /// Runs one analyser rank; returns its exit status.
 pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
+    let secret = std::env::var("HARK_ADDR")
+        .ok()
+        .and_then(|a| a.split_once('@').map(|(s, _)| s.to_string()));
+    // First, while this process has one thread and no MPI: the server's
+    // process, which outlives this rank (keeper.rs).
+    let mut keeper = keeper::Keeper::start(
+        &args.output,
+        (!args.analyses.is_empty()).then(|| args.analyses.clone()),
+        secret,
+    )?;
     let abi = mpi::load(&args.mpi_lib)?;
     if !mpi_call::init() {
         bail!("MPI_Init failed in an analyser rank");
@@ -90,17 +97,27 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     };
     // The probes' init-time collectives, in their order (see the module
     // documentation).
-    if on("HARK_VIRTUALISE") {
-        mpi_call::comm_split(abi, world, mpi_call::appnum(abi).max(0), rank)
-            .context("MPI_Comm_split of the world failed in an analyser rank")?;
-    }
+    // Virtualised, the colour is the program's MPI_APPNUM (the analysers'
+    // context has its own); under --no-virtualise, the partition (writers
+    // 0, analysers 1).
+    let colour = if on("HARK_VIRTUALISE") {
+        mpi_call::appnum(abi).max(0)
+    } else {
+        1
+    };
+    mpi_call::comm_split(abi, world, colour, rank)
+        .context("MPI_Comm_split of the world failed in an analyser rank")?;
     let streams = mpi_call::comm_dup(abi, world)
         .context("MPI_Comm_dup of the world failed in an analyser rank")?;
+    // Errors on Hark's own communicators come back as errors (each call
+    // below says which failed) instead of ending the job from inside MPI.
+    mpi_call::errors_return(abi, streams);
     let clock = if off("HARK_CLOCK_SYNC") {
         None
     } else {
         let comm = mpi_call::comm_dup(abi, world)
             .context("MPI_Comm_dup of the world failed in an analyser rank")?;
+        mpi_call::errors_return(abi, comm);
         if rank == 0 {
             bail!("an analyser rank is world rank 0; the analysers must come after the programs");
         }
@@ -113,23 +130,12 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     let writers = map.writers_of(rank as u32);
     let first = size - args.analysers as i32;
 
-    let dir = tempdir()?;
-    let secret = std::env::var("HARK_ADDR")
-        .ok()
-        .and_then(|a| a.split_once('@').map(|(s, _)| s.to_string()));
-    let server = Server::start(ServerConfig {
-        addr: format!("unix:{}", dir.join("s").display()),
-        analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
-        secret,
-        // The streams waited for MPI_Init: their handshakes are late.
-        probe_realtime: true,
-        ..ServerConfig::default()
-    })
-    .map_err(|e| anyhow::anyhow!("cannot start the analysis server of an analyser rank: {e}"))?;
+    keeper.set_index((rank - first) as u32);
     let mut conns = Vec::new();
     for _ in &writers {
         conns.push(Some(
-            UnixStream::connect(dir.join("s")).context("cannot reach the analyser's own server")?,
+            UnixStream::connect(keeper.socket())
+                .context("cannot reach the analyser's own server")?,
         ));
     }
     let peers = Peers {
@@ -144,16 +150,11 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         &writers,
         &mut conns,
         args.pack_size,
-        &server,
+        &mut keeper,
         &peers,
     )?;
     drop(conns);
-    let (partials, problems) = server.finish_partials(GRACE);
-    let _ = std::fs::remove_dir_all(&dir);
-    let mine = encode(
-        &partials.iter().map(|p| p.to_bytes()).collect::<Vec<_>>(),
-        &problems,
-    );
+    let mine = keeper.finish()?;
 
     let mut gathered = Vec::new();
     if rank == first {
@@ -190,6 +191,7 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     std::fs::create_dir_all(&args.output)?;
     hark_outputs::write_all(&run, &args.output, |_| true)
         .with_context(|| format!("cannot write the run directory {}", args.output.display()))?;
+    keeper::clean(&args.output);
     Ok(0)
 }
 
@@ -264,7 +266,7 @@ fn receive(
     writers: &[u32],
     conns: &mut [Option<UnixStream>],
     pack_size: usize,
-    server: &Server,
+    keeper: &mut keeper::Keeper,
     peers: &Peers,
 ) -> Result<()> {
     let chunk = stream_chunk(pack_size);
@@ -383,7 +385,7 @@ fn receive(
             let msg = &reference_buf[..(n as usize).min(REFERENCE_MAX)];
             if msg.len() >= 8 {
                 let r = i64::from_le_bytes(msg[..8].try_into()?);
-                server.set_clock_reference(&String::from_utf8_lossy(&msg[8..]), r);
+                keeper.set_clock_reference(&String::from_utf8_lossy(&msg[8..]), r);
             }
             continue;
         }
@@ -478,7 +480,7 @@ fn pass_reference(abi: &Abi, first_chunk: &[u8], comm: usize, peers: &Peers) {
 }
 
 /// A private directory for the rank's server socket.
-fn tempdir() -> Result<PathBuf> {
+pub(crate) fn tempdir() -> Result<PathBuf> {
     let base = std::env::temp_dir();
     for i in 0..1000u32 {
         let d = base.join(format!("hark-analyser-{}-{i}", std::process::id()));
@@ -490,7 +492,7 @@ fn tempdir() -> Result<PathBuf> {
 }
 
 /// A rank's partial results and diagnostics as one message.
-fn encode(partials: &[Vec<u8>], problems: &[String]) -> Vec<u8> {
+pub(crate) fn encode(partials: &[Vec<u8>], problems: &[String]) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend((partials.len() as u64).to_le_bytes());
     for p in partials {
@@ -506,7 +508,7 @@ fn encode(partials: &[Vec<u8>], problems: &[String]) -> Vec<u8> {
 }
 
 /// Reverses [`encode`].
-fn decode(bytes: &[u8]) -> Result<(Vec<Vec<u8>>, Vec<String>)> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<(Vec<Vec<u8>>, Vec<String>)> {
     struct Cursor<'a>(&'a [u8]);
     impl<'a> Cursor<'a> {
         fn take(&mut self, n: usize) -> Result<&'a [u8]> {

@@ -60,6 +60,9 @@ pub(super) fn at_init(abi: &Abi, rank: i32, size: i32) {
     let Some(comm) = comm_dup(abi, abi.comm_world) else {
         return;
     };
+    // A failed ping-pong then leaves this rank unaligned instead of ending
+    // the program.
+    super::mpi_call::errors_return(abi, comm);
     COMM.store(comm, Relaxed);
     measure(abi, comm, rank, size, ClockPhase::Init);
 }

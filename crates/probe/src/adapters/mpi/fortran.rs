@@ -143,7 +143,7 @@ fn before_f(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut Scratch)
     if plan.kind == Kind::Abort {
         let t = crate::core::stamp();
         super::emit(g, hark_wire::Event::new(plan.op, t, t));
-        crate::core::finish(hark_wire::EndReason::Abort);
+        super::stream::at_abort();
     }
     if plan.kind == Kind::Finalize {
         super::align::at_finalize(abi);

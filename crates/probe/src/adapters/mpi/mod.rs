@@ -277,7 +277,7 @@ unsafe fn before_c(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut S
     if plan.kind == Kind::Abort {
         let t = crate::core::stamp();
         emit(g, Event::new(plan.op, t, t));
-        crate::core::finish(EndReason::Abort);
+        stream::at_abort();
     }
     if plan.kind == Kind::Finalize {
         align::at_finalize(abi);

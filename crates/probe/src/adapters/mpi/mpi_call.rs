@@ -236,6 +236,24 @@ pub(crate) fn comm_dup(abi: &Abi, comm: usize) -> Option<usize> {
     (pmpi!(c"PMPI_Comm_dup", (comm, op)) == Some(0)).then(|| abi.handle_arg(out))
 }
 
+/// Makes errors on `comm` return to the caller instead of ending the job
+/// (`MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN)`). Only for Hark's own
+/// communicators, never the program's: a failed stream or clock call is
+/// then one the probe or the analyser handles (`docs/analysers.md`, "When a
+/// rank dies"). True if the handler was set.
+pub(crate) fn errors_return(abi: &Abi, comm: usize) -> bool {
+    // MPICH's MPI_ERRORS_RETURN is a constant; Open MPI's the address of a
+    // predefined object, found in the global scope first (`find_data`: a
+    // program that names MPI_ERRORS_RETURN holds the live copy of it).
+    let handler = match abi.flavour {
+        super::abi::Flavour::Mpich => 0x5400_0001,
+        super::abi::Flavour::OpenMpi => {
+            super::resolve::find_data(c"ompi_mpi_errors_return") as usize
+        }
+    };
+    handler != 0 && pmpi!(c"PMPI_Comm_set_errhandler", (comm, handler)) == Some(0)
+}
+
 /// Frees a communicator from [`comm_dup`].
 pub(crate) fn comm_free(comm: usize) {
     let mut c = comm;

@@ -172,6 +172,11 @@ pub(super) fn at_init(abi: &Abi) {
     let dest = tail_map(size.max(0) as u32, analysers)
         .and_then(|m| m.analyser_of(rank.max(0) as u32))
         .map(|d| d as i32);
+    if let Some(c) = comm {
+        // A failed send or test then stops the stream (`fail`) instead of
+        // ending the program.
+        mpi_call::errors_return(abi, c);
+    }
     let (Some(comm), Some(dest)) = (comm, dest) else {
         crate::core::warn_once(
             "mpi-stream",
@@ -314,6 +319,22 @@ pub(super) fn at_finalize(g: &crate::core::Guard, op: u16) {
     super::emit(g, hark_wire::Event::new(op, t, t));
     IN_FINALIZE.with(|f| f.set(true));
     crate::core::finish(hark_wire::EndReason::Finalize);
+    IN_FINALIZE.with(|f| f.set(false));
+    drain();
+}
+
+/// At the start of `MPI_Abort`, after its event: ends the stream, and over
+/// MPI also sends it (bounded by the drain timeout) before the real call
+/// ends the job, so that the aborting rank is whole in the run
+/// (`docs/analysers.md`, "When a rank dies").
+pub(super) fn at_abort() {
+    if !on() {
+        crate::core::finish(hark_wire::EndReason::Abort);
+        return;
+    }
+    // As in MPI_Finalize, any thread may move the sends on meanwhile.
+    IN_FINALIZE.with(|f| f.set(true));
+    crate::core::finish(hark_wire::EndReason::Abort);
     IN_FINALIZE.with(|f| f.set(false));
     drain();
 }

@@ -21,6 +21,13 @@
 //! context; the analyser partition (issue 9) is one more context and gets
 //! its own colour by the same rule.
 //!
+//! Under `hark run --analysers --no-virtualise` (`HARK_VIRTUALISE=0` with
+//! `HARK_MPI_ANALYSERS=n` and a stream over MPI), the split's colour is the
+//! partition instead: writers 0, the analysers (the last `n` ranks) 1. The
+//! programs then share one world, the writers', and can talk to each other
+//! through `MPI_COMM_WORLD`: their partitions are named (by `MPI_APPNUM`, as
+//! always) but not isolated.
+//!
 //! Off (the default), [`c`] and [`f`] cost one relaxed load and a branch.
 
 use super::abi::Abi;
@@ -97,11 +104,19 @@ pub(crate) fn program_world() -> Option<usize> {
 /// (whether or not its probe records): splits the real world by program and
 /// switches substitution on. Does nothing unless `HARK_VIRTUALISE` is on.
 pub(super) fn at_init(abi: &Abi) {
-    if !crate::core::virtualise_enabled() || PROGRAM.load(Relaxed) != 0 {
+    if PROGRAM.load(Relaxed) != 0 {
         return;
     }
-    let (rank, _) = mpi_call::rank_size(abi.comm_world);
-    let colour = mpi_call::appnum(abi).max(0);
+    let (rank, size) = mpi_call::rank_size(abi.comm_world);
+    let colour = if crate::core::virtualise_enabled() {
+        mpi_call::appnum(abi).max(0)
+    } else if let Some(n) = analysers() {
+        // `--analysers --no-virtualise`: one world for all the programs,
+        // without the analysers (the last `n` ranks, colour 1).
+        i32::from(rank >= size - n)
+    } else {
+        return;
+    };
     let Some(program) = mpi_call::comm_split(abi, abi.comm_world, colour, rank) else {
         crate::core::warn_once(
             "mpi-virtualise",
@@ -132,4 +147,18 @@ pub(super) fn at_init(abi: &Abi) {
     PROGRAM_F.store(program_f, Relaxed);
     // Last: the wrappers substitute as soon as this is non-zero.
     PROGRAM.store(program, Relaxed);
+}
+
+/// The analyser ranks of the job when this process streams over MPI
+/// (`HARK_MPI_ANALYSERS`, set by `hark run --analysers`).
+fn analysers() -> Option<i32> {
+    if !super::stream::on() {
+        return None;
+    }
+    std::env::var("HARK_MPI_ANALYSERS")
+        .ok()?
+        .trim()
+        .parse::<i32>()
+        .ok()
+        .filter(|&n| n > 0)
 }

@@ -1,0 +1,377 @@
+//! The analysis server of an analyser rank, in a process of its own that
+//! outlives the rank (`docs/analysers.md`, "When a rank dies").
+//!
+//! When a rank of an MPI job dies, the launcher ends the others: Open MPI's
+//! `mpirun` with SIGTERM, then SIGKILL; MPICH's Hydra with SIGKILL at once.
+//! No process of the job can act on SIGKILL, so an analyser rank cannot save
+//! what it received itself. Its server therefore runs in a **keeper**: a
+//! process forked before `MPI_Init` (so it never touches MPI), in a session
+//! of its own (`setsid`: the launchers signal the processes they started, or
+//! their process groups, never a new session), with no terminal and no
+//! standard streams the launcher forwards. The rank relays each writer's
+//! bytes to it through a local socket, as before, and holds a *lifeline*,
+//! one end of a socket pair, through which it passes the clock reference and
+//! its analyser index.
+//!
+//! The lifeline's end, however it comes (the rank is done and shuts it, or
+//! the rank died and the kernel closed it), makes the keeper end its server
+//! with [`hark_server::Server::finish_partials`]: streams that never ended
+//! are cut and their ranks marked partial, exactly as the socket path marks a
+//! killed rank. The keeper then writes the serialised partial into the run
+//! directory's `.partials/` (best effort; a run directory on a file system
+//! the analyser's node does not share is skipped) and sends it back over the
+//! lifeline. A rank that is alive reads it there and merges over MPI as
+//! usual; if the job died instead, `hark run`, which outlives the launcher,
+//! waits for the keepers (each holds an `flock` on its `.lock` file while it
+//! works) and merges whatever partials exist ([`salvage`]).
+
+use anyhow::{bail, Context, Result};
+use hark_server::{Server, ServerConfig};
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The directory of the run directory that holds the keepers' partials.
+pub const PARTIALS: &str = ".partials";
+
+/// How long a keeper waits for its local connections to close once the
+/// lifeline ended.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// Lifeline messages from the rank: a tag byte, a length, the bytes.
+const INDEX: u8 = b'I';
+const REFERENCE: u8 = b'R';
+
+/// The rank's side of its keeper.
+pub struct Keeper {
+    life: UnixStream,
+    socket: PathBuf,
+    dir: PathBuf,
+    pid: libc::pid_t,
+}
+
+impl Keeper {
+    /// Forks the keeper; must be called before anything starts a thread or
+    /// loads MPI. `output` is the run directory, `secret` the probes'.
+    pub fn start(
+        output: &Path,
+        analyses: Option<Vec<String>>,
+        secret: Option<String>,
+    ) -> Result<Keeper> {
+        let dir = super::tempdir()?;
+        let socket = dir.join("s");
+        let (life, theirs) = UnixStream::pair().context("cannot make the keeper's lifeline")?;
+        // SAFETY: the process has one thread here (the analyser forks first
+        // thing), so the child may run anything.
+        let pid = unsafe { libc::fork() };
+        match pid {
+            -1 => bail!(
+                "cannot fork the analyser's keeper: {}",
+                std::io::Error::last_os_error()
+            ),
+            0 => {
+                drop(life);
+                let code = match keep(&socket, output, analyses, secret, theirs) {
+                    Ok(()) => 0,
+                    Err(_) => 1,
+                };
+                // SAFETY: ends the child without running the parent's
+                // atexit handlers or destructors twice.
+                unsafe { libc::_exit(code) }
+            }
+            _ => {}
+        }
+        drop(theirs);
+        // The keeper says it listens by one byte on the lifeline.
+        let mut b = [0u8; 1];
+        let mut l = &life;
+        if l.read_exact(&mut b).is_err() || b[0] != b'+' {
+            bail!("the analyser's keeper could not start its analysis server");
+        }
+        Ok(Keeper {
+            life,
+            socket,
+            dir,
+            pid,
+        })
+    }
+
+    /// The socket the writers' bytes go to.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Tells the keeper this rank's analyser index (names its partial).
+    pub fn set_index(&mut self, index: u32) {
+        let _ = message(&mut self.life, INDEX, &index.to_le_bytes());
+    }
+
+    /// Passes world rank 0's clock reference on to the keeper's server.
+    pub fn set_clock_reference(&mut self, job: &str, reference_ns: i64) {
+        let mut m = reference_ns.to_le_bytes().to_vec();
+        m.extend(job.as_bytes());
+        let _ = message(&mut self.life, REFERENCE, &m);
+    }
+
+    /// Ends the keeper's server (the rank closed every connection first) and
+    /// returns its partial results, encoded as [`super::encode`] does.
+    pub fn finish(self) -> Result<Vec<u8>> {
+        self.life
+            .shutdown(std::net::Shutdown::Write)
+            .context("cannot reach the analyser's keeper")?;
+        let mut out = Vec::new();
+        (&self.life)
+            .read_to_end(&mut out)
+            .context("the analyser's keeper did not answer")?;
+        let _ = std::fs::remove_dir_all(&self.dir);
+        // SAFETY: the keeper is this process's child; reaping it takes no
+        // more than its exit, which closing the lifeline's end announced.
+        unsafe { libc::waitpid(self.pid, std::ptr::null_mut(), 0) };
+        if out.is_empty() {
+            bail!("the analyser's keeper ended without its partial results");
+        }
+        Ok(out)
+    }
+}
+
+fn message(to: &mut UnixStream, tag: u8, bytes: &[u8]) -> std::io::Result<()> {
+    let mut m = vec![tag];
+    m.extend((bytes.len() as u32).to_le_bytes());
+    m.extend(bytes);
+    to.write_all(&m)
+}
+
+/// The keeper process: serves until the lifeline ends, then writes and
+/// answers its partial.
+fn keep(
+    socket: &Path,
+    output: &Path,
+    analyses: Option<Vec<String>>,
+    secret: Option<String>,
+    mut life: UnixStream,
+) -> Result<()> {
+    // SAFETY: plain system calls in a single-threaded child.
+    unsafe {
+        libc::setsid();
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        if null >= 0 {
+            for fd in 0..3 {
+                libc::dup2(null, fd);
+            }
+            libc::close(null);
+        }
+    }
+    // Nor any other descriptor the launcher gave the rank (a launcher may
+    // wait for a pipe's end): only the lifeline stays.
+    let keep_fd = life.as_raw_fd();
+    let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    for fd in fds.into_iter().filter(|&fd| fd > 2 && fd != keep_fd) {
+        // SAFETY: this process owns no other object that uses these
+        // descriptors (it was forked from a single thread and runs only
+        // this function); closing the directory's own, gone, is harmless.
+        unsafe { libc::close(fd) };
+    }
+    let lock = lock_file(output);
+    let server = Server::start(ServerConfig {
+        addr: format!("unix:{}", socket.display()),
+        analyses,
+        secret,
+        // The streams waited for MPI_Init: their handshakes are late.
+        probe_realtime: true,
+        ..ServerConfig::default()
+    });
+    let Ok(server) = server else {
+        let _ = life.write_all(b"-");
+        bail!("cannot start the analysis server");
+    };
+    life.write_all(b"+")?;
+    let mut index = None;
+    loop {
+        let mut head = [0u8; 5];
+        if life.read_exact(&mut head).is_err() {
+            break;
+        }
+        let mut body = vec![0u8; u32::from_le_bytes(head[1..].try_into()?) as usize];
+        if life.read_exact(&mut body).is_err() {
+            break;
+        }
+        match head[0] {
+            INDEX if body.len() == 4 => index = Some(u32::from_le_bytes(body[..].try_into()?)),
+            REFERENCE if body.len() >= 8 => server.set_clock_reference(
+                &String::from_utf8_lossy(&body[8..]),
+                i64::from_le_bytes(body[..8].try_into()?),
+            ),
+            _ => {}
+        }
+    }
+    let (partials, problems) = server.finish_partials(GRACE);
+    // The socket's private directory, left behind by a rank that died.
+    if let Some(d) = socket.parent() {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    let bytes = super::encode(
+        &partials.iter().map(|p| p.to_bytes()).collect::<Vec<_>>(),
+        &problems,
+    );
+    if let Some((dir, _)) = &lock {
+        // Named by analyser index (the merge's order), or by process for a
+        // rank that died before it knew its index.
+        let name = match index {
+            Some(i) => format!("{i:08}"),
+            None => format!("x-{}", std::process::id()),
+        };
+        let tmp = dir.join(format!("{name}.tmp"));
+        if std::fs::write(&tmp, &bytes).is_ok() {
+            let _ = std::fs::rename(&tmp, dir.join(format!("{name}.partial")));
+        }
+    }
+    let _ = life.write_all(&bytes);
+    if let Some((dir, path)) = lock {
+        let _ = std::fs::remove_file(path);
+        let _ = dir;
+    }
+    Ok(())
+}
+
+/// Creates `<output>/.partials/<pid>.lock` and holds an exclusive `flock`
+/// on it for the keeper's life (the descriptor is leaked: the lock goes
+/// when the process ends). `None` where the run directory is unreachable.
+fn lock_file(output: &Path) -> Option<(PathBuf, PathBuf)> {
+    let dir = output.join(PARTIALS);
+    std::fs::create_dir_all(&dir).ok()?;
+    let path = dir.join(format!("{}.lock", std::process::id()));
+    let f = std::fs::File::create(&path).ok()?;
+    // SAFETY: a valid descriptor.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return None;
+    }
+    std::mem::forget(f);
+    Some((dir, path))
+}
+
+/// What `hark run` found of a job that ended without a run directory.
+pub struct Salvage {
+    /// The partials, decoded, in analyser order.
+    pub parts: Vec<Vec<hark_analyses::Partial>>,
+    /// The keepers' diagnostics.
+    pub problems: Vec<String>,
+}
+
+/// After the job: waits (up to `wait`) for the keepers still working, then
+/// reads every partial they wrote into `run_dir`. `None` when there is
+/// none.
+pub fn salvage(run_dir: &Path, wait: Duration) -> Result<Option<Salvage>> {
+    let dir = run_dir.join(PARTIALS);
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let deadline = Instant::now() + wait;
+    for entry in std::fs::read_dir(&dir)?.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "lock") {
+            continue;
+        }
+        let Ok(f) = std::fs::File::open(&path) else {
+            continue;
+        };
+        // SAFETY: a valid descriptor; polled so that the wait is bounded.
+        while unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            if Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "partial"))
+        .collect();
+    names.sort();
+    let mut parts = Vec::new();
+    let mut problems = Vec::new();
+    for path in names {
+        let bytes = std::fs::read(&path)?;
+        let (ps, probs) = super::decode(&bytes)
+            .with_context(|| format!("a partial result in {}", path.display()))?;
+        let mut programs = Vec::new();
+        for p in ps {
+            programs.push(hark_analyses::Partial::from_bytes(&p)?);
+        }
+        parts.push(programs);
+        problems.extend(probs);
+    }
+    if parts.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Salvage { parts, problems }))
+}
+
+/// Removes the keepers' files once the run directory is written.
+pub fn clean(run_dir: &Path) {
+    let _ = std::fs::remove_dir_all(run_dir.join(PARTIALS));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("hark-keeper-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join(PARTIALS)).unwrap();
+        d
+    }
+
+    #[test]
+    fn salvage_finds_nothing_where_no_keeper_wrote() {
+        let d = scratch("none");
+        assert!(salvage(&d.join("absent"), Duration::ZERO)
+            .unwrap()
+            .is_none());
+        // A keeper that died before its partial leaves only its lock.
+        std::fs::write(d.join(PARTIALS).join("1.lock"), b"").unwrap();
+        assert!(salvage(&d, Duration::ZERO).unwrap().is_none());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_truncated_partial_is_an_error_not_a_panic() {
+        let d = scratch("truncated");
+        std::fs::write(d.join(PARTIALS).join("00000000.partial"), [1, 0, 0]).unwrap();
+        let e = salvage(&d, Duration::ZERO).err().unwrap();
+        assert!(format!("{e:#}").contains("00000000.partial"), "{e:#}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn salvage_waits_for_a_keeper_that_holds_its_lock() {
+        let d = scratch("waits");
+        let lock = d.join(PARTIALS).join("7.lock");
+        let f = std::fs::File::create(&lock).unwrap();
+        // SAFETY: a valid descriptor.
+        assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
+        let dir = d.clone();
+        let keeper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            let bytes = super::super::encode(&[], &["kept".to_string()]);
+            std::fs::write(dir.join(PARTIALS).join("00000001.partial"), bytes).unwrap();
+            drop(f);
+        });
+        // The partial is written only before the lock goes: found only if
+        // salvage waited for the lock.
+        let found = salvage(&d, Duration::from_secs(60)).unwrap().unwrap();
+        keeper.join().unwrap();
+        assert_eq!(found.parts.len(), 1);
+        assert_eq!(found.problems, ["kept"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -1,0 +1,139 @@
+//! Under `hark run --analysers`, an analyser rank that dies (SIGKILL) makes
+//! the launcher end the job: the programs are not left hanging on their
+//! streams, `hark run` ends, says what happened, and writes the run from
+//! what every analyser's keeper kept, the dead analyser's included (its
+//! keeper outlives it): `docs/analysers.md`, "When a rank dies".
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const N: u64 = 40;
+const NP: usize = 3;
+
+/// The analyser ranks of the job writing into `run_dir` (a `hark
+/// mpi-analyser` whose parent is not one: the keepers are their children).
+fn analyser_ranks(run_dir: &Path) -> Vec<(u32, String)> {
+    let cmdline = |pid: &str| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    };
+    // `hark mpi-analyser ... --output <run_dir>`, not the launcher's line.
+    let ours = |line: &str| {
+        let words: Vec<&str> = line.split('\0').collect();
+        words.get(1) == Some(&"mpi-analyser")
+            && words.contains(&run_dir.display().to_string().as_str())
+    };
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = e.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) || !ours(&cmdline(&pid)) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .unwrap_or("0")
+            .to_string();
+        if !ours(&cmdline(&ppid)) {
+            out.push((pid.parse().unwrap(), cmdline(&pid)));
+        }
+    }
+    out
+}
+
+fn analyser_dies(mpi: Mpi, analysers: u32) {
+    if !have(mpi.cc) || !have(mpi.run) {
+        eprintln!("skipped: {} is not installed", mpi.name);
+        return;
+    }
+    probe();
+    let dir = scratch(&format!("dying-analyser-{analysers}-{}", mpi.cc));
+    let exe = compile(mpi.cc, "dies_mid_run.c".as_ref(), &dir, &[]);
+    let mut command = launcher(mpi, NP);
+    command.extend([exe.display().to_string(), "wait".into(), N.to_string()]);
+    let run_dir = dir.join("run");
+    let mut cmd = Command::new(hark());
+    cmd.current_dir(&dir)
+        .args([
+            "run",
+            "--no-http",
+            "--analysers",
+            &analysers.to_string(),
+            "-o",
+        ])
+        .arg(&run_dir)
+        .arg("--")
+        .args(&command)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    mpi_env(&mut cmd);
+    let hark = cmd.spawn().unwrap();
+    let until = Instant::now() + Duration::from_secs(60);
+    for r in 0..NP {
+        while !dir.join(format!("ready-{r}")).exists() {
+            assert!(Instant::now() < until, "rank {r} never got ready");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    let ranks = analyser_ranks(&run_dir);
+    assert_eq!(ranks.len(), analysers as usize, "{ranks:?}");
+    let (victim, _) = ranks.last().unwrap();
+    Command::new("kill")
+        .args(["-KILL", &victim.to_string()])
+        .status()
+        .unwrap();
+    // Bounded: a hang fails here instead of hanging the suite.
+    let started = Instant::now();
+    let pid = hark.id();
+    let out = std::thread::spawn(move || hark.wait_with_output().unwrap());
+    while !out.is_finished() {
+        if started.elapsed() > Duration::from_secs(90) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("hark run did not end after an analyser rank was killed");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = out.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("before the analysers merged"), "{err}");
+    assert!(
+        err.contains(&format!("{analysers} of {analysers} analyser rank(s)")),
+        "the dead analyser's keeper kept its partial too: {err}"
+    );
+    let profile = profile(&run_dir);
+    assert_eq!(
+        per_rank(&profile, 0, "MPI_Barrier", "calls"),
+        vec![N; NP],
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_killed_analyser_ends_the_job_under_open_mpi_with_one_analyser() {
+    analyser_dies(OPEN_MPI, 1);
+}
+
+#[test]
+fn a_killed_analyser_ends_the_job_under_open_mpi_with_two_analysers() {
+    analyser_dies(OPEN_MPI, 2);
+}
+
+#[test]
+fn a_killed_analyser_ends_the_job_under_mpich_with_one_analyser() {
+    analyser_dies(MPICH, 1);
+}
+
+#[test]
+fn a_killed_analyser_ends_the_job_under_mpich_with_two_analysers() {
+    analyser_dies(MPICH, 2);
+}
