@@ -28,6 +28,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     if args.trace.is_some() {
         bail!("--trace is not available with --analysers yet: the trace store is written by a single server");
     }
+    let shape = super::merge::Mode::from_env()?;
     let launcher = launch::detect(&args.command[0]);
     let Some(lib) = mpi_library(launcher) else {
         bail!(
@@ -80,7 +81,6 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     if !args.analyses.is_empty() {
         analyser.extend(["--analyses".into(), args.analyses.join(",")]);
     }
-    let shape = super::merge::Mode::from_env()?;
     analyser.extend(["--merge".into(), shape.name().into()]);
     if args.verbose {
         analyser.push("--verbose".into());
