@@ -2,7 +2,7 @@
 //! (every analyser to analyser 0) give the same `profile.json` with 3 and 4
 //! analyser ranks (with 4 the tree has two levels: analyser 3 merges into
 //! 2, which merges into 0): every count, byte, matrix cell and wait-state
-//! instance (times differ between two runs and are not compared).
+//! instance count (times differ between two runs and are not compared).
 //! A shape that is neither is refused before the job starts.
 
 mod common;
@@ -11,6 +11,26 @@ mod profiles;
 
 use common::*;
 use profiles::*;
+
+/// Each pattern's instances over all ranks, and per function. Which rank
+/// of a barrier arrives last can change between two runs on a loaded
+/// machine; how many instances there are does not.
+fn totals(p: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
+    instances(p)
+        .into_iter()
+        .map(|(k, v)| match v.as_array() {
+            Some(per_rank) => (
+                k,
+                per_rank
+                    .iter()
+                    .filter_map(|x| x.as_u64())
+                    .sum::<u64>()
+                    .into(),
+            ),
+            None => (k, v),
+        })
+        .collect()
+}
 
 #[test]
 fn analysers_merge_by_tree_or_by_gather_into_the_same_profile() {
@@ -57,8 +77,8 @@ fn analysers_merge_by_tree_or_by_gather_into_the_same_profile() {
         let tree = run_shape("tree", "waits", &waits_cmd);
         let gather = run_shape("gather", "waits", &waits_cmd);
         assert_eq!(
-            instances(&tree),
-            instances(&gather),
+            totals(&tree),
+            totals(&gather),
             "wait-state instances merged by a tree and by a gather of {n} analysers"
         );
     }
