@@ -2,7 +2,8 @@
 //! (every analyser to analyser 0) give the same `profile.json` with 3 and 4
 //! analyser ranks (with 4 the tree has two levels: analyser 3 merges into
 //! 2, which merges into 0): every count, byte, matrix cell and wait-state
-//! instance count (times differ between two runs and are not compared).
+//! instance count (times differ between two runs and are not compared;
+//! the wait states of `waits.c` with 4 analysers).
 //! A shape that is neither is refused before the job starts.
 
 mod common;
@@ -74,6 +75,11 @@ fn analysers_merge_by_tree_or_by_gather_into_the_same_profile() {
         );
         assert_eq!(tree["programs"][0]["ranks"], 4);
         assert_eq!(lost(&tree), 0);
+        if n == "3" {
+            // Three analysers make the same binomial tree as a gather (0
+            // receives from 1 and 2): the waits are compared with four.
+            continue;
+        }
         let tree = run_shape("tree", "waits", &waits_cmd);
         let gather = run_shape("gather", "waits", &waits_cmd);
         assert_eq!(
