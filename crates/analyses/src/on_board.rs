@@ -909,6 +909,13 @@ impl OnBoard {
             .finish(self.program.analyses(), true)
     }
 
+    /// The program's partial result so far, while it runs, as
+    /// [`OnBoard::snapshot`] takes it but not folded: an analyser rank of
+    /// an MPI job merges it with the other ranks' for the live view.
+    pub fn snapshot_partial(&self, ranks: &[(Arc<StreamInfo>, StreamAccounting)]) -> Partial {
+        self.partial(ranks, false)
+    }
+
     /// Waits until every submitted batch is analysed, then returns the
     /// program's partial result and retires the level. Call once, after
     /// the last submission; later submissions are refused.

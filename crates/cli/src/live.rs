@@ -31,6 +31,23 @@ pub fn start(addr: &str, server: &Arc<Server>, quiet: bool) -> Result<RunView> {
     Ok(RunView { runs, _live: live })
 }
 
+/// Serves the snapshots `source` returns (`None`: none yet, or none new)
+/// on `addr`, as [`start`] does for a server of `hark run`'s own: the
+/// analysers' merged snapshots under `--analysers`.
+pub fn start_with(
+    addr: &str,
+    source: impl Fn() -> Option<Run> + Send + Sync + 'static,
+    quiet: bool,
+) -> Result<RunView> {
+    let runs = Arc::new(Runs::default());
+    runs.add_live(RUN_ID, source);
+    let live = Live::start(addr, runs.clone()).map_err(|e| anyhow!("{e} (--http, --no-http)"))?;
+    if !quiet {
+        print_stderr(&format!("hark: live view at {}\n", live.url()));
+    }
+    Ok(RunView { runs, _live: live })
+}
+
 impl RunView {
     /// Shows `run` as the finished run from now on.
     pub fn finished(&self, run: &Run) {

@@ -345,6 +345,14 @@ impl Server {
         (partials, problems)
     }
 
+    /// Each program's partial result so far (in order of first connection),
+    /// while the programs run: an analyser rank's share of the live view,
+    /// merged with the other ranks' by [`merge_programs`] and folded by
+    /// [`fold_merged`] (`live`). Nothing is marked partial.
+    pub fn snapshot_partials(&self) -> Vec<hark_analyses::Partial> {
+        self.state.snapshot_partials()
+    }
+
     /// Waits up to `grace` (less once `hurry` is set) for every connection
     /// to close; when the transport is to stop, cutting what is still open.
     fn settle(&self, grace: Duration, hurry: &AtomicBool) -> Instant {
@@ -395,6 +403,17 @@ pub fn merge_partials(
     problems: Vec<String>,
     analyses: Option<&[String]>,
 ) -> Result<Run, Error> {
+    fold_merged(merge_programs(parts, analyses)?, problems, analyses, false)
+}
+
+/// Merges the partial results of several analysers program by program
+/// (a program's partials merge in the order given), without folding: what
+/// an inner node of a reduction tree sends on. Programs keep their order
+/// of first appearance.
+pub fn merge_programs(
+    parts: Vec<Vec<hark_analyses::Partial>>,
+    analyses: Option<&[String]>,
+) -> Result<Vec<hark_analyses::Partial>, Error> {
     let analyses = select_analyses(analyses)?;
     let mut merged: Vec<hark_analyses::Partial> = Vec::new();
     for part in parts.into_iter().flatten() {
@@ -405,9 +424,22 @@ pub fn merge_partials(
             None => merged.push(part),
         }
     }
+    Ok(merged)
+}
+
+/// Folds merged programs (from [`merge_programs`]) into one run;
+/// `problems` go to the first program's diagnostics. `live`: a snapshot
+/// of a run going on (nothing is marked partial), as [`Server::snapshot`].
+pub fn fold_merged(
+    merged: Vec<hark_analyses::Partial>,
+    problems: Vec<String>,
+    analyses: Option<&[String]>,
+    live: bool,
+) -> Result<Run, Error> {
+    let analyses = select_analyses(analyses)?;
     let mut programs: Vec<hark_model::Program> = merged
         .into_iter()
-        .flat_map(|p| p.finish(&analyses, false))
+        .flat_map(|p| p.finish(&analyses, live))
         .collect();
     if let (Some(first), false) = (programs.first_mut(), problems.is_empty()) {
         first.diagnostics.extend(problems);

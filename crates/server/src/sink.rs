@@ -314,6 +314,25 @@ impl State {
         (out, problems)
     }
 
+    /// Each program's partial result so far, in order of first connection,
+    /// as [`State::snapshot`] takes it but not folded (an analyser rank's
+    /// share of a live view).
+    pub(crate) fn snapshot_partials(&self) -> Vec<hark_analyses::Partial> {
+        let mut programs: Vec<(Option<u64>, Arc<OnBoard>, Vec<u64>)> = self
+            .programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|p| (p.conns.iter().min().copied(), p.on.clone(), p.conns.clone()))
+            .collect();
+        programs.sort_by_key(|p| p.0);
+        let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
+        programs
+            .into_iter()
+            .map(|(_, on, ids)| on.snapshot_partial(&ranks_of(&conns, &ids)))
+            .collect()
+    }
+
     /// Takes every program once its board level has analysed all it was
     /// given, in order of first connection. Streams still waiting to be
     /// folded away are folded now, once the board is done with them, so

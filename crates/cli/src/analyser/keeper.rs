@@ -43,10 +43,15 @@ const GRACE: Duration = Duration::from_secs(10);
 /// Lifeline messages from the rank: a tag byte, a length, the bytes.
 const INDEX: u8 = b'I';
 const REFERENCE: u8 = b'R';
+/// Asks for the server's partial results so far (a live snapshot); the
+/// keeper answers with a length and the bytes [`super::encode`] makes.
+const SNAPSHOT: u8 = b'S';
 
 /// The rank's side of its keeper.
 pub struct Keeper {
-    life: UnixStream,
+    /// Locked for each message and its answer: the rank's receive loop and
+    /// its snapshot thread both speak on it.
+    life: std::sync::Mutex<UnixStream>,
     socket: PathBuf,
     dir: PathBuf,
     pid: libc::pid_t,
@@ -91,7 +96,7 @@ impl Keeper {
             bail!("the analyser's keeper could not start its analysis server");
         }
         Ok(Keeper {
-            life,
+            life: std::sync::Mutex::new(life),
             socket,
             dir,
             pid,
@@ -104,25 +109,46 @@ impl Keeper {
     }
 
     /// Tells the keeper this rank's analyser index (names its partial).
-    pub fn set_index(&mut self, index: u32) {
-        let _ = message(&mut self.life, INDEX, &index.to_le_bytes());
+    pub fn set_index(&self, index: u32) {
+        let _ = message(&mut self.lifeline(), INDEX, &index.to_le_bytes());
     }
 
     /// Passes world rank 0's clock reference on to the keeper's server.
-    pub fn set_clock_reference(&mut self, job: &str, reference_ns: i64) {
+    pub fn set_clock_reference(&self, job: &str, reference_ns: i64) {
         let mut m = reference_ns.to_le_bytes().to_vec();
         m.extend(job.as_bytes());
-        let _ = message(&mut self.life, REFERENCE, &m);
+        let _ = message(&mut self.lifeline(), REFERENCE, &m);
+    }
+
+    /// Each program's partial result so far, while the programs run: this
+    /// rank's share of a live snapshot (`snapshots.rs`).
+    pub fn snapshot_partials(&self) -> Result<Vec<hark_analyses::Partial>> {
+        let bytes = {
+            let mut life = self.lifeline();
+            message(&mut life, SNAPSHOT, &[]).context("cannot reach the analyser's keeper")?;
+            let mut len = [0u8; 4];
+            life.read_exact(&mut len)
+                .context("the analyser's keeper did not answer a snapshot")?;
+            let mut bytes = vec![0u8; u32::from_le_bytes(len) as usize];
+            life.read_exact(&mut bytes)
+                .context("the analyser's keeper did not answer a snapshot")?;
+            bytes
+        };
+        decode_partials(&bytes).map(|(programs, _)| programs)
+    }
+
+    fn lifeline(&self) -> std::sync::MutexGuard<'_, UnixStream> {
+        self.life.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Ends the keeper's server (the rank closed every connection first) and
     /// returns its partial results, encoded as [`super::encode`] does.
     pub fn finish(self) -> Result<Vec<u8>> {
-        self.life
-            .shutdown(std::net::Shutdown::Write)
+        let life = self.life.into_inner().unwrap_or_else(|e| e.into_inner());
+        life.shutdown(std::net::Shutdown::Write)
             .context("cannot reach the analyser's keeper")?;
         let mut out = Vec::new();
-        (&self.life)
+        (&life)
             .read_to_end(&mut out)
             .context("the analyser's keeper did not answer")?;
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -209,6 +235,19 @@ fn keep(
                 &String::from_utf8_lossy(&body[8..]),
                 i64::from_le_bytes(body[..8].try_into()?),
             ),
+            SNAPSHOT => {
+                let parts: Vec<Vec<u8>> = server
+                    .snapshot_partials()
+                    .iter()
+                    .map(|p| p.to_bytes())
+                    .collect();
+                let bytes = super::encode(&parts, &[]);
+                let mut m = (bytes.len() as u32).to_le_bytes().to_vec();
+                m.extend(bytes);
+                if life.write_all(&m).is_err() {
+                    break;
+                }
+            }
             _ => {}
         }
     }
@@ -300,12 +339,8 @@ pub fn salvage(run_dir: &Path, wait: Duration) -> Result<Option<Salvage>> {
     let mut problems = Vec::new();
     for path in names {
         let bytes = std::fs::read(&path)?;
-        let (ps, probs) = super::decode(&bytes)
+        let (programs, probs) = decode_partials(&bytes)
             .with_context(|| format!("a partial result in {}", path.display()))?;
-        let mut programs = Vec::new();
-        for p in ps {
-            programs.push(hark_analyses::Partial::from_bytes(&p)?);
-        }
         parts.push(programs);
         problems.extend(probs);
     }
@@ -313,6 +348,17 @@ pub fn salvage(run_dir: &Path, wait: Duration) -> Result<Option<Salvage>> {
         return Ok(None);
     }
     Ok(Some(Salvage { parts, problems }))
+}
+
+/// Decodes what a keeper answers or writes: each program's partial, and
+/// the diagnostics.
+pub fn decode_partials(bytes: &[u8]) -> Result<(Vec<hark_analyses::Partial>, Vec<String>)> {
+    let (ps, problems) = super::decode(bytes)?;
+    let mut programs = Vec::new();
+    for p in ps {
+        programs.push(hark_analyses::Partial::from_bytes(&p)?);
+    }
+    Ok((programs, problems))
 }
 
 /// Removes the keepers' files once the run directory is written.

@@ -28,6 +28,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     if args.trace.is_some() {
         bail!("--trace is not available with --analysers yet: the trace store is written by a single server");
     }
+    let shape = super::merge::Mode::from_env()?;
     let launcher = launch::detect(&args.command[0]);
     let Some(lib) = mpi_library(launcher) else {
         bail!(
@@ -84,6 +85,23 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     if !args.analyses.is_empty() {
         analyser.extend(["--analyses".into(), args.analyses.join(",")]);
     }
+    analyser.extend(["--merge".into(), shape.name().into()]);
+    if args.verbose {
+        analyser.push("--verbose".into());
+    }
+    // The live view: analyser rank 0 writes merged snapshots to a socket
+    // of this process, which serves the latest.
+    let relay = match args.no_http {
+        true => None,
+        false => Some(super::relay::Relay::start()?),
+    };
+    let view = match &relay {
+        Some(r) => {
+            analyser.extend(["--snapshots".into(), r.path().display().to_string()]);
+            Some(crate::live::start_with(&args.http, r.source(), args.quiet)?)
+        }
+        None => None,
+    };
     let line = launch::with_analyser_partition(launcher, &args.command, n, &analyser)
         .context("cannot add the analyser partition to this command")?;
     let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
@@ -120,6 +138,10 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     }
     super::keeper::clean(&dir);
     let run = hark_outputs::json::read(&profile)?;
+    if let Some(view) = &view {
+        view.finished(&run);
+    }
+    drop(relay);
     crate::run::after_run(args, &run, &dir);
     if !args.quiet {
         print_stderr(&format!(

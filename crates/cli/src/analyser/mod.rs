@@ -22,7 +22,10 @@
 
 pub mod keeper;
 pub mod launch;
+mod merge;
 mod mpi;
+mod relay;
+mod snapshots;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -63,6 +66,17 @@ pub struct AnalyserArgs {
     /// Analyses to run, comma-separated (default: all).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub analyses: Vec<String>,
+    /// How the ranks' results merge: `tree` or `gather`
+    /// (`HARK_ANALYSER_MERGE`).
+    #[arg(long, value_name = "SHAPE", default_value = "tree")]
+    pub merge: String,
+    /// `hark run`'s socket for the live snapshots (analyser rank 0 writes
+    /// them); none: no snapshots.
+    #[arg(long, value_name = "PATH")]
+    pub snapshots: Option<PathBuf>,
+    /// Say on stderr how long the merge took (analyser rank 0).
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 /// Runs one analyser rank; returns its exit status.
@@ -72,7 +86,7 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         .and_then(|a| a.split_once('@').map(|(s, _)| s.to_string()));
     // First, while this process has one thread and no MPI: the server's
     // process, which outlives this rank (keeper.rs).
-    let mut keeper = keeper::Keeper::start(
+    let keeper = keeper::Keeper::start(
         &args.output,
         (!args.analyses.is_empty()).then(|| args.analyses.clone()),
         secret,
@@ -143,56 +157,100 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         rank0_at: map.analyser_of(0).map_or(first, |a| a as i32),
         me: rank,
     };
-    receive(
-        abi,
-        streams,
-        clock,
-        &writers,
-        &mut conns,
-        args.pack_size,
-        &mut keeper,
-        &peers,
-    )?;
-    drop(conns);
-    let mine = keeper.finish()?;
-
-    let mut gathered = Vec::new();
-    if rank == first {
-        gathered.push(mine);
-        for from in first + 1..size {
-            gathered.push(recv_message(abi, from, streams)?);
+    let group = merge::Group {
+        peers: &peers,
+        mode: match args.merge.as_str() {
+            "gather" => merge::Mode::Gather,
+            _ => merge::Mode::Tree,
+        },
+    };
+    let analyses = (!args.analyses.is_empty()).then(|| args.analyses.clone());
+    let (took, ended_ns) = std::thread::scope(|scope| -> Result<(Vec<Duration>, u64)> {
+        let mut snaps = args.snapshots.as_deref().map(|sink| {
+            snapshots::Snapshots::new(
+                abi,
+                streams,
+                &group,
+                &keeper,
+                scope,
+                analyses.clone(),
+                Some(sink),
+            )
+        });
+        receive(
+            abi,
+            streams,
+            clock,
+            &writers,
+            &mut conns,
+            args.pack_size,
+            &keeper,
+            &peers,
+            snaps.as_mut(),
+        )?;
+        let ended_ns = realtime_ns();
+        match snaps {
+            Some(mut s) => {
+                s.finish()?;
+                Ok((std::mem::take(&mut s.took), ended_ns))
+            }
+            None => Ok((Vec::new(), ended_ns)),
         }
-    } else {
-        send_message(abi, &mine, first, streams)?;
-    }
+    })?;
+    let ended = std::time::Instant::now();
+    drop(conns);
+    let (programs, problems) = keeper::decode_partials(&keeper.finish()?)?;
+    let finished = ended.elapsed();
+    let mine = merge::Share {
+        programs,
+        problems,
+        ended_ns,
+    };
+    let merged = merge::reduce(abi, streams, &group, mine, analyses.as_deref())?;
     if let Some(c) = clock {
         mpi_call::comm_free(c);
     }
     mpi_call::comm_free(streams);
     mpi_call::finalize();
 
-    if rank != first {
+    let Some(share) = merged else {
         return Ok(0);
-    }
-    let mut parts = Vec::new();
-    let mut all_problems = Vec::new();
-    for bytes in gathered {
-        let (ps, probs) = decode(&bytes).context("a partial result from an analyser rank")?;
-        let mut programs = Vec::new();
-        for p in ps {
-            programs.push(hark_analyses::Partial::from_bytes(&p)?);
-        }
-        parts.push(programs);
-        all_problems.extend(probs);
-    }
-    let analyses = (!args.analyses.is_empty()).then_some(args.analyses.as_slice());
-    let run = hark_server::merge_partials(parts, all_problems, analyses)
+    };
+    let run = hark_server::fold_merged(share.programs, share.problems, analyses.as_deref(), false)
         .map_err(|e| anyhow::anyhow!("cannot merge the analysers' results: {e}"))?;
+    if args.verbose {
+        let after = realtime_ns().saturating_sub(share.ended_ns);
+        eprintln!(
+            "hark: {} analyser(s) merged by {} in {:.1} ms after the last stream ended (this rank's own fold {:.1} ms)",
+            args.analysers,
+            group.mode.name(),
+            after as f64 / 1e6,
+            finished.as_secs_f64() * 1e3,
+        );
+        if !took.is_empty() {
+            let mut t = took.clone();
+            t.sort();
+            eprintln!(
+                "hark: {} live snapshot(s) merged by {}, median {:.1} ms, longest {:.1} ms",
+                t.len(),
+                group.mode.name(),
+                t[t.len() / 2].as_secs_f64() * 1e3,
+                t[t.len() - 1].as_secs_f64() * 1e3,
+            );
+        }
+    }
     std::fs::create_dir_all(&args.output)?;
     hark_outputs::write_all(&run, &args.output, |_| true)
         .with_context(|| format!("cannot write the run directory {}", args.output.display()))?;
     keeper::clean(&args.output);
     Ok(0)
+}
+
+/// `CLOCK_REALTIME` in ns: the analysers of a job compare their ends by it.
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// The `MPI_Init` clock measurement, as a client of world rank 0.
@@ -266,8 +324,9 @@ fn receive(
     writers: &[u32],
     conns: &mut [Option<UnixStream>],
     pack_size: usize,
-    keeper: &mut keeper::Keeper,
+    keeper: &keeper::Keeper,
     peers: &Peers,
+    mut snaps: Option<&mut snapshots::Snapshots<'_, '_>>,
 ) -> Result<()> {
     let chunk = stream_chunk(pack_size);
     let slots = writers.len() * STREAM_RECVS;
@@ -357,6 +416,9 @@ fn receive(
     let mut status = vec![0u8; abi.status_size.max(32)];
     let mut idle = IDLE_MIN;
     while open > 0 || rounds > 0 || reference_pending {
+        if let Some(s) = snaps.as_deref_mut() {
+            s.poll()?;
+        }
         if open == 0 && peers.me == peers.rank0_at && !rank0_hello_seen {
             // World rank 0's stream ended without a Hello: the others must
             // not wait for its reference.
@@ -548,11 +610,11 @@ fn send_message(abi: &Abi, bytes: &[u8], to: i32, comm: usize) -> Result<()> {
         PARTIAL_TAG,
         comm,
     ) {
-        bail!("sending a partial result to analyser rank 0 failed");
+        bail!("sending a partial result to analyser world rank {to} failed");
     }
     for part in bytes.chunks(1 << 30) {
         if !mpi_call::send_bytes(abi, part, to, PARTIAL_TAG, comm) {
-            bail!("sending a partial result to analyser rank 0 failed");
+            bail!("sending a partial result to analyser world rank {to} failed");
         }
     }
     Ok(())

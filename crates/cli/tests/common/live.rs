@@ -25,6 +25,11 @@ pub struct Job {
 
 /// Starts `hark run` of `live_phases P2P TOTAL` on 4 ranks (Open MPI) in `dir`.
 pub fn start(dir: &Path, p2p_s: u32, total_s: u32) -> Job {
+    start_with(dir, p2p_s, total_s, &[])
+}
+
+/// [`start`], with more options for `hark run` (`--analysers 2`, say).
+pub fn start_with(dir: &Path, p2p_s: u32, total_s: u32, hark_args: &[&str]) -> Job {
     common::probe();
     let exe = common::compile(common::OPEN_MPI.cc, Path::new("live_phases.c"), dir, &[]);
     let mut argv = common::launcher(common::OPEN_MPI, 4);
@@ -39,7 +44,9 @@ pub fn start(dir: &Path, p2p_s: u32, total_s: u32) -> Job {
     cmd.current_dir(dir)
         .args(["run", "-o"])
         .arg(&run_dir)
-        .args(["--http", "127.0.0.1:0", "--"])
+        .args(["--http", "127.0.0.1:0"])
+        .args(hark_args)
+        .arg("--")
         .args(&argv)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&stdout).unwrap())
