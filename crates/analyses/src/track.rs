@@ -550,8 +550,11 @@ impl Track {
         }
         self.last_call[thread] = (func as u16, enter, leave);
         self.calls += 1;
-        // A new call: whatever the last one left open is complete.
-        self.close_call(thread, out);
+        // A new call: whatever the last one left open is complete (most
+        // calls find nothing open: checked here, not in a call).
+        if self.open[thread].details_left != 0 || !self.open[thread].recvs.is_empty() {
+            self.close_call(thread, out);
+        }
         let class = FUNCTIONS[func].class;
         let times = &mut out.times;
         match class {
