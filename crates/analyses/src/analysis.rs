@@ -32,7 +32,7 @@
 //!   op code, and a `continue` for the rest.
 
 use crate::stream::StreamCx;
-use crate::track::{Msg, Wait};
+use crate::track::{Msg, Times, Wait};
 use crate::unify::{IdMap, Unifier};
 use hark_model::Program;
 use hark_wire::{Counts, Event};
@@ -51,7 +51,8 @@ pub enum Sensitivity {
     /// through [`StreamCx`]'s translation.
     Defs,
     /// `batches`: one pack of one stream's events, with the point-to-point
-    /// messages its requests completed ([`Input::events`], [`Input::msgs`]).
+    /// messages its requests completed ([`Input::events`], [`Input::msgs`])
+    /// and what it says of the rank's time ([`Input::times`]).
     Events,
     /// `waits`: wait states found across ranks, for the rank that waited
     /// ([`Input::waits`]).
@@ -96,6 +97,10 @@ pub struct Input<'a> {
     /// The point-to-point messages that pack completed, in stream order
     /// (the request tracker ran once for all knowledge sources).
     pub msgs: &'a [Msg],
+    /// What the pack's events say of the rank's time (window, MPI time,
+    /// top-level regions), when some knowledge source looks across ranks:
+    /// the tracker gathers it in its pass over the events.
+    pub times: Option<&'a Times>,
     /// Wait states in which this rank waited.
     pub waits: &'a [Wait],
     /// A sampled-out rank's exact totals for the events of one pack it did

@@ -58,6 +58,13 @@ impl Mapping {
         }
     }
 
+    /// Whether the mapping is one offset (no drift): it then keeps the
+    /// order of timestamps, so the earliest of a batch maps to the earliest.
+    #[inline]
+    pub(crate) fn is_offset(&self) -> bool {
+        self.drift_per_ns == 0.0
+    }
+
     /// A probe timestamp on the common timeline, in ns.
     #[inline]
     pub fn common(&self, probe_ns: u64) -> u64 {

@@ -78,5 +78,5 @@ pub use on_board::{OnBoard, ARRIVALS, BATCHES, FRAMES, P2P_OPS, WAITS};
 pub use partial::{Partial, RankAccounting, RankPartial};
 pub use program::{Config, ProgramAnalysis, DEFAULT_ROWS};
 pub use stream::{Stream, StreamAccounting, StreamCx, StreamInfo};
-pub use track::{Msg, Pattern, Wait};
+pub use track::{Msg, Pattern, Times, Wait};
 pub use unify::{CommDef, IdMap, Tables, Translation, Unifier, UNDEFINED};

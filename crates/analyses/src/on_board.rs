@@ -33,7 +33,7 @@ use crate::matching::{Instances, P2pMatcher};
 use crate::partial::{Partial, RankAccounting};
 use crate::program::{rank_accounting, ProgramAnalysis};
 use crate::stream::{StreamAccounting, StreamInfo};
-use crate::track::{Arrival, Derived, Msg, P2pOp, Track, Wait};
+use crate::track::{Arrival, Derived, Msg, P2pOp, Times, Track, Wait};
 use crate::{Error, ErrorKind};
 use hark_board::{Board, Context, Entry, EntryType, KnowledgeSource, KsId, Level};
 use hark_model::Program;
@@ -124,6 +124,7 @@ struct Tracked {
     info: Arc<StreamInfo>,
     batch: Arc<Batch>,
     msgs: Vec<Msg>,
+    times: Times,
 }
 
 impl Drop for Tracked {
@@ -499,6 +500,7 @@ impl OnBoard {
                                 msgs: st.flow.msgs.take(),
                                 ops: st.flow.ops.take(),
                                 arrivals: st.flow.arrivals.take(),
+                                times: Times::default(),
                             };
                             lock(&track).pack_into(&cx, world, &batch.events, out)
                         };
@@ -506,6 +508,7 @@ impl OnBoard {
                             info: info.clone(),
                             batch: batch.clone(),
                             msgs: std::mem::take(&mut derived.msgs),
+                            times: std::mem::take(&mut derived.times),
                         };
                         let bytes = tracked.batch.events.len() * EVENT_SIZE;
                         ctx.submit(types.batches.entry(tracked, bytes));
@@ -570,6 +573,7 @@ impl OnBoard {
                         let input = Input {
                             events: &t.batch.events,
                             msgs: &t.msgs,
+                            times: Some(&t.times),
                             waits: &[],
                             counts: t.batch.counts.as_ref(),
                         };

@@ -76,6 +76,11 @@ impl Series {
         }
     }
 
+    /// How many slices it has.
+    pub(crate) fn len(&self) -> usize {
+        self.slices
+    }
+
     /// An empty series of the same settings and width.
     pub(crate) fn empty_like(&self) -> Series {
         Series {

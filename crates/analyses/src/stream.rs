@@ -204,6 +204,12 @@ impl StreamCx<'_> {
     pub fn common(&self, probe_ns: u64) -> u64 {
         self.mapping.common(probe_ns)
     }
+    /// Whether [`StreamCx::common`] is one offset for this input (it keeps
+    /// the order of timestamps).
+    #[inline]
+    pub(crate) fn is_offset(&self) -> bool {
+        self.mapping.is_offset()
+    }
     /// A probe timestamp as ns since the program's origin (0 if before it).
     #[inline]
     pub fn since_origin(&self, probe_ns: u64) -> u64 {
@@ -352,6 +358,7 @@ impl Stream {
         let input = Input {
             events,
             msgs: &derived.msgs,
+            times: Some(&derived.times),
             waits: &[],
             counts: None,
         };

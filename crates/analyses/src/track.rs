@@ -17,6 +17,7 @@
 //! stream's clock mapping applied), since they are compared across ranks.
 
 use crate::fx::FxHashMap;
+use crate::sat::Sat;
 use crate::stream::StreamCx;
 pub use crate::tracker::Msg;
 use crate::tracker::Tracker;
@@ -255,12 +256,57 @@ impl Arrival {
     }
 }
 
+/// What one pack says of its rank's time, for the POP efficiencies
+/// (`ks/efficiency.rs`): gathered in the tracker's pass, so that no
+/// knowledge source walks the events again for it. Times are common ns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Times {
+    /// Earliest start of the pack's events (other than completion records
+    /// and unknown codes); `u64::MAX` when there is none.
+    pub first: u64,
+    /// Latest end of those events; 0 when there is none.
+    pub last: u64,
+    /// End of the pack's last `MPI_Init` (or `MPI_Init_thread`).
+    pub init_end: Option<u64>,
+    /// Start of the pack's last `MPI_Finalize`.
+    pub fin_start: Option<u64>,
+    /// Time in MPI calls other than `MPI_Init` and `MPI_Finalize`, ns.
+    pub mpi_ns: u64,
+    /// Whether the pack has an MPI call other than those two.
+    pub mpi_calls: bool,
+    /// `MPI_Init` and `MPI_Finalize` calls: enter and leave.
+    pub init_fin: Vec<(u64, u64)>,
+    /// Top-level regions that ended in the pack, in order: name (global
+    /// id), time inside, and MPI time inside (outside `MPI_Init` and
+    /// `MPI_Finalize`).
+    pub regions: Vec<(u32, u64, u64)>,
+    /// Whether a thread is inside a top-level region when the pack ends.
+    pub open: bool,
+}
+
+impl Default for Times {
+    fn default() -> Times {
+        Times {
+            first: u64::MAX,
+            last: 0,
+            init_end: None,
+            fin_start: None,
+            mpi_ns: 0,
+            mpi_calls: false,
+            init_fin: Vec::new(),
+            regions: Vec::new(),
+            open: false,
+        }
+    }
+}
+
 /// What one pack yields.
 #[derive(Default)]
 pub(crate) struct Derived {
     pub msgs: Vec<Msg>,
     pub ops: Vec<P2pOp>,
     pub arrivals: Vec<Arrival>,
+    pub times: Times,
 }
 
 /// A persistent send's fixed arguments, for each `MPI_Start`.
@@ -312,6 +358,11 @@ pub(crate) struct Track {
     /// the next one's vectors are made that large at once, instead of
     /// growing (and copying) a dozen times per pack.
     yielded: (usize, usize, usize),
+    /// Per thread, for [`Times`]: depth of open regions, the top-level
+    /// one (global name id), its entry time and the MPI time inside it so
+    /// far. Depth counts begins and ends whatever their names, as the
+    /// efficiencies always did (the call-path stacks above match names).
+    tops: Vec<(u32, u32, u64, u64)>,
     /// Requests forgotten because too many were outstanding.
     pub(crate) forgotten: u64,
 }
@@ -394,6 +445,8 @@ impl Track {
         out.msgs.reserve(msgs);
         out.ops.reserve(ops);
         out.arrivals.reserve(arrivals);
+        // The pack's earliest start and latest end, on the probe's clock.
+        let (mut first, mut last) = (u64::MAX, 0u64);
         for ev in events {
             let code = ev.op();
             let thread = ev.thread.get() as usize;
@@ -405,11 +458,17 @@ impl Track {
             if !self.cross {
                 continue;
             }
-            match op::kind(code) {
+            let kind = op::kind(code);
+            if !matches!(kind, op::OpKind::Detail | op::OpKind::Unknown) {
+                first = first.min(ev.start.get());
+                last = last.max(ev.end.get());
+            }
+            match kind {
                 op::OpKind::Mpi(func) => self.call(cx, me, thread, func, ev, &mut out),
                 op::OpKind::Detail => self.detail(cx, me, thread, code, ev, &mut out),
                 op::OpKind::User if code == op::REGION_BEGIN || code == op::REGION_END => {
                     let name = cx.name(ev.obj.get());
+                    self.top(cx, thread, code, name, ev, &mut out.times);
                     if self.stacks.len() <= thread {
                         self.stacks.resize_with(thread + 1, Vec::new);
                     }
@@ -428,8 +487,51 @@ impl Track {
                 _ => {}
             }
         }
+        if self.cross {
+            let times = &mut out.times;
+            if first <= last && cx.is_offset() {
+                // One offset keeps the order: convert the two ends only.
+                (times.first, times.last) = (cx.common(first), cx.common(last));
+            } else if first <= last {
+                for ev in events {
+                    if !matches!(op::kind(ev.op()), op::OpKind::Detail | op::OpKind::Unknown) {
+                        times.first = times.first.min(cx.common(ev.start.get()));
+                        times.last = times.last.max(cx.common(ev.end.get()));
+                    }
+                }
+            }
+            times.open = self.tops.iter().any(|t| t.0 > 0);
+        }
         self.yielded = (out.msgs.len(), out.ops.len(), out.arrivals.len());
         out
+    }
+
+    /// A region begins or ends on `thread`: the top-level regions' times.
+    fn top(
+        &mut self,
+        cx: &StreamCx<'_>,
+        thread: usize,
+        code: u16,
+        name: u32,
+        ev: &Event,
+        times: &mut Times,
+    ) {
+        let start = cx.common(ev.start.get());
+        if self.tops.len() <= thread {
+            self.tops.resize(thread + 1, (0, UNDEFINED, 0, 0));
+        }
+        let t = &mut self.tops[thread];
+        if code == op::REGION_BEGIN {
+            if t.0 == 0 {
+                *t = (0, name, start, 0);
+            }
+            t.0 += 1;
+        } else if t.0 > 0 {
+            t.0 -= 1;
+            if t.0 == 0 && t.1 != UNDEFINED {
+                times.regions.push((t.1, start.saturating_sub(t.2), t.3));
+            }
+        }
     }
 
     fn call(
@@ -448,9 +550,30 @@ impl Track {
         }
         self.last_call[thread] = (func as u16, enter, leave);
         self.calls += 1;
-        // A new call: whatever the last one left open is complete.
-        self.close_call(thread, out);
+        // A new call: whatever the last one left open is complete (most
+        // calls find nothing open: checked here, not in a call).
+        if self.open[thread].details_left != 0 || !self.open[thread].recvs.is_empty() {
+            self.close_call(thread, out);
+        }
         let class = FUNCTIONS[func].class;
+        let times = &mut out.times;
+        match class {
+            Class::Init => times.init_end = Some(leave),
+            Class::Finalize => times.fin_start = Some(enter),
+            _ => {
+                let d = leave.saturating_sub(enter);
+                times.mpi_ns.sat(d);
+                times.mpi_calls = true;
+                if let Some(t) = self.tops.get_mut(thread) {
+                    if t.0 > 0 {
+                        t.3.sat(d);
+                    }
+                }
+            }
+        }
+        if matches!(class, Class::Init | Class::Finalize) {
+            times.init_fin.push((enter, leave));
+        }
         let (peer, tag, comm) = (ev.peer.get(), ev.tag.get(), cx.comm(ev.obj.get()));
         match class {
             Class::Send | Class::Isend | Class::Sendrecv if peer >= 0 => {

@@ -68,8 +68,10 @@ impl Tracker {
     }
 
     /// The message `ev` completes, if any. Feed every event of the stream,
-    /// in order.
-    #[inline]
+    /// in order. (Always inlined: it runs for every event, and the
+    /// per-stream tracker that calls it is large enough that the compiler
+    /// would otherwise make it a call.)
+    #[inline(always)]
     pub(crate) fn step(&mut self, ev: &Event) -> Option<Msg> {
         let code = ev.op();
         if code >= op::COMPLETE_RECV {

@@ -15,15 +15,19 @@
 //! - the ideal runtime, with data moved in no time but every dependency
 //!   kept, is `T* = max_i (T − X_i)`; serialisation `SerE = max U / T*`,
 //!   transfer `TE = T* / T`, so that `CommE = SerE × TE` exactly.
+//!
+//! It does not walk the events: the tracker gathers what it needs of each
+//! pack in its own pass ([`Times`]), and the MPI time per slice is the
+//! `timeslices` analysis's `mpi_time_ns` (folded before this one) less the
+//! time in `MPI_Init` and `MPI_Finalize`, which this one keeps.
 
 use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::sat::Sat;
 use crate::slices::{at_width, Series};
 use crate::stream::StreamCx;
+use crate::track::Times;
 use crate::unify::{IdMap, UNDEFINED};
 use hark_model::{Efficiency, Program};
-use hark_wire::mpi::{Class, FUNCTIONS};
-use hark_wire::{op, Event};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -42,8 +46,10 @@ static SPEC: Spec = Spec {
     fills: &["efficiency", "efficiency_by_region", "efficiency_slices"],
 };
 
-/// Series metrics: MPI time (outside Init/Finalize), waiting time.
-const MPI: usize = 0;
+/// Series metrics: time in `MPI_Init` and `MPI_Finalize` (subtracted from
+/// the time slices' `mpi_time_ns` to give the MPI time that counts), and
+/// waiting time.
+const INIT_FIN: usize = 0;
 const WAIT: usize = 1;
 
 /// Top-level regions one rank keeps apart before the rest are ignored.
@@ -68,10 +74,11 @@ pub struct Rank {
     whole: Part,
     /// Per top-level region (global name id).
     regions: BTreeMap<u32, Part>,
-    /// Per thread: depth of open regions, the top-level one, its entry
-    /// time, and the MPI time inside it so far (added to `regions` when
-    /// it ends, not per call).
-    threads: Vec<(u32, u32, u64, u64)>,
+    /// Whether a top-level region was open after the last pack.
+    open: bool,
+    /// Whether the rank made an MPI call other than `MPI_Init` and
+    /// `MPI_Finalize` (its MPI series then has slices).
+    mpi_calls: bool,
     series: Option<Series>,
 }
 
@@ -95,24 +102,43 @@ impl Rank {
         let end = self.fin_start.unwrap_or(self.last).max(start);
         Some((start, end))
     }
+
+    /// Folds what the tracker gathered of one pack ([`Times`]): the events
+    /// themselves are not walked again.
+    fn times(&mut self, cx: &StreamCx<'_>, t: &Times, series: &mut Series) {
+        if t.first != u64::MAX {
+            self.first = Some(self.first.map_or(t.first, |f| f.min(t.first)));
+        }
+        self.last = self.last.max(t.last);
+        self.init_end = t.init_end.or(self.init_end);
+        self.fin_start = t.fin_start.or(self.fin_start);
+        self.whole.mpi.sat(t.mpi_ns);
+        self.mpi_calls |= t.mpi_calls;
+        self.open = t.open;
+        for &(top, inside, mpi) in &t.regions {
+            if let Some(p) = self.region(top) {
+                p.inside.sat(inside);
+                p.mpi.sat(mpi);
+            }
+        }
+        for &(start, end) in &t.init_fin {
+            let a = start.saturating_sub(cx.origin_ns());
+            let b = end.saturating_sub(cx.origin_ns()).max(a);
+            series.fit(b);
+            series.add_span(INIT_FIN, (series.index(a), series.index(b)), a, b);
+        }
+    }
 }
 
 impl RankState for Rank {
     fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
-        // The series and the window's ends are kept in locals while the
-        // batch is folded: one check per batch, not per event.
         let mut series = self
             .series
             .take()
             .unwrap_or_else(|| Series::new(cx.slice_shift(), cx.slices()));
-        let mut span = (u64::MAX, self.last);
-        for ev in input.events {
-            self.event(cx, ev, &mut series, &mut span);
+        if let Some(t) = input.times {
+            self.times(cx, t, &mut series);
         }
-        if span.0 != u64::MAX {
-            self.first = Some(self.first.map_or(span.0, |f| f.min(span.0)));
-        }
-        self.last = span.1;
         // Consecutive waits in one region (a loop's usually are) are added
         // to it once.
         for run in input.waits.chunk_by(|a, b| a.region == b.region) {
@@ -138,15 +164,12 @@ impl RankState for Rank {
             .map(|(k, v)| (ids.name(k), v))
             .filter(|(k, _)| *k != UNDEFINED)
             .collect();
-        for t in &mut self.threads {
-            t.1 = ids.name(t.1);
-        }
     }
     /// Processes without MPI (no measured window) and with no top-level
     /// region left open fold together.
     fn absorbs(&self, o: &Rank) -> bool {
         let mpi_less = |r: &Rank| r.init_end.is_none() && r.fin_start.is_none();
-        mpi_less(self) && mpi_less(o) && o.threads.iter().all(|t| t.0 == 0)
+        mpi_less(self) && mpi_less(o) && !o.open
     }
     fn absorb(&mut self, o: &Rank) {
         self.first = match (self.first, o.first) {
@@ -154,6 +177,7 @@ impl RankState for Rank {
             (a, b) => a.or(b),
         };
         self.last = self.last.max(o.last);
+        self.mpi_calls |= o.mpi_calls;
         add_part(&mut self.whole, &o.whole);
         for (name, p) in &o.regions {
             if let Some(into) = self.region(*name) {
@@ -163,66 +187,6 @@ impl RankState for Rank {
         if let Some(os) = &o.series {
             let s = self.series.get_or_insert_with(|| os.empty_like());
             s.absorb(os, |m| m);
-        }
-    }
-}
-
-impl Rank {
-    /// Folds one event; `span` is the earliest start and latest end so far.
-    #[inline]
-    fn event(&mut self, cx: &StreamCx<'_>, ev: &Event, s: &mut Series, span: &mut (u64, u64)) {
-        let code = ev.op();
-        let thread = ev.thread.get() as usize;
-        let kind = op::kind(code);
-        if matches!(kind, op::OpKind::Detail | op::OpKind::Unknown) {
-            return;
-        }
-        let (start, end) = (cx.common(ev.start.get()), cx.common(ev.end.get()));
-        span.0 = span.0.min(start);
-        span.1 = span.1.max(end);
-        match kind {
-            op::OpKind::Mpi(i) => match FUNCTIONS[i].class {
-                Class::Init => self.init_end = Some(end),
-                Class::Finalize => self.fin_start = Some(start),
-                _ => {
-                    let d = end.saturating_sub(start);
-                    self.whole.mpi.sat(d);
-                    if let Some(t) = self.threads.get_mut(thread) {
-                        if t.0 > 0 {
-                            t.3.sat(d);
-                        }
-                    }
-                    let a = start.saturating_sub(cx.origin_ns());
-                    let b = end.saturating_sub(cx.origin_ns()).max(a);
-                    s.fit(b);
-                    s.add_span(MPI, (s.index(a), s.index(b)), a, b);
-                }
-            },
-            op::OpKind::User if code == op::REGION_BEGIN || code == op::REGION_END => {
-                if self.threads.len() <= thread {
-                    self.threads.resize(thread + 1, (0, UNDEFINED, 0, 0));
-                }
-                let name = cx.name(ev.obj.get());
-                let t = &mut self.threads[thread];
-                if code == op::REGION_BEGIN {
-                    if t.0 == 0 {
-                        *t = (0, name, start, 0);
-                    }
-                    t.0 += 1;
-                } else if t.0 > 0 {
-                    t.0 -= 1;
-                    if t.0 == 0 {
-                        let (top, since, mpi) = (t.1, t.2, t.3);
-                        if top != UNDEFINED {
-                            if let Some(p) = self.region(top) {
-                                p.inside.sat(start.saturating_sub(since));
-                                p.mpi.sat(mpi);
-                            }
-                        }
-                    }
-                }
-            }
-            _ => {}
         }
     }
 }
@@ -314,11 +278,25 @@ impl Analysis for Efficiencies {
             out.efficiency_by_region.insert(region, pop(t, &parts));
         }
 
-        // Per slice: each rank's window cut to the slice.
+        // Per slice: each rank's window cut to the slice. Its MPI time is
+        // the time slices' (`timeslices`, folded before this one) less its
+        // time in MPI_Init and MPI_Finalize: durations are split between
+        // slices by overlap, so the difference is exact at any width.
+        let Some(mpi_rows) = out.timeslices.metrics.get("mpi_time_ns") else {
+            return;
+        };
         let (width, rows) = at_width(cx, &out.timeslices, ranks.iter().map(|r| r.series.as_ref()));
+        let wider = width
+            .trailing_zeros()
+            .saturating_sub(out.timeslices.slice_ns.trailing_zeros());
+        let full = Series::new(cx.slice_shift, cx.slices).len();
         let slices = rows
             .iter()
-            .flat_map(|r| r.iter().map(Vec::len))
+            .zip(ranks)
+            .map(|(r, rank)| {
+                let waits = r.get(WAIT).map_or(0, Vec::len);
+                waits.max(if rank.mpi_calls { full } else { 0 })
+            })
             .max()
             .unwrap_or(0)
             .max(
@@ -330,6 +308,23 @@ impl Analysis for Efficiencies {
                     .max()
                     .unwrap_or(0),
             );
+        // Each rank's MPI time per slice, at `width`.
+        let mpi: Vec<Vec<u64>> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut wide = vec![0u64; slices];
+                for (k, &v) in mpi_rows.get(i).into_iter().flatten().enumerate() {
+                    if let Some(into) = wide.get_mut(k >> wider) {
+                        into.sat(v);
+                    }
+                }
+                for (into, &v) in wide.iter_mut().zip(r.get(INIT_FIN).into_iter().flatten()) {
+                    *into = into.saturating_sub(v);
+                }
+                wide
+            })
+            .collect();
         let origin = cx.origin_ns;
         let overlap = |(a, b): (u64, u64), s: usize| {
             let (lo, hi) = (origin + s as u64 * width, origin + (s as u64 + 1) * width);
@@ -339,15 +334,12 @@ impl Analysis for Efficiencies {
             .map(|s| {
                 let parts: Vec<Part> = rows
                     .iter()
+                    .zip(&mpi)
                     .zip(&windows)
-                    .map(|(r, w)| {
-                        let at =
-                            |m: usize| r.get(m).and_then(|row| row.get(s)).copied().unwrap_or(0);
-                        Part {
-                            inside: w.map_or(0, |w| overlap(w, s)),
-                            mpi: at(MPI),
-                            wait: at(WAIT),
-                        }
+                    .map(|((r, mpi), w)| Part {
+                        inside: w.map_or(0, |w| overlap(w, s)),
+                        mpi: mpi.get(s).copied().unwrap_or(0),
+                        wait: r.get(WAIT).and_then(|row| row.get(s)).copied().unwrap_or(0),
                     })
                     .collect();
                 pop(overlap((start, end), s), &parts)
