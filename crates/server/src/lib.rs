@@ -64,8 +64,8 @@ pub mod trace;
 
 pub use error::{Error, ErrorKind};
 pub use service::{
-    check_sample, Command, JobInfo, JobState, RunKind, Service, ServiceConfig, ServiceRun,
-    ServiceStats, Viewer,
+    check_sample, Command, DumpInfo, JobInfo, JobState, RunKind, Service, ServiceConfig,
+    ServiceRun, ServiceStats, Viewer,
 };
 
 use hark_analyses::{registry, Config};
