@@ -785,7 +785,8 @@ impl OnBoard {
             .collect()
     }
 
-    /// The program's partial result, copying one state at a time.
+    /// The program's partial result: each state saved from a reference
+    /// taken under its lock (see the module doc), or taken at the end.
     fn partial(&self, ranks: &[(Arc<StreamInfo>, StreamAccounting)], take: bool) -> Partial {
         let mut partial = self.program.empty_partial();
         let analyses = self.program.analyses();

@@ -560,7 +560,7 @@ impl Service {
 
     /// The model so far of the running job `id` (number or name), if
     /// `viewer` may see it: a snapshot, taken while the analyses go on,
-    /// one analysis state at a time (as [`crate::Server::snapshot`]).
+    /// without making the analysis wait (as [`crate::Server::snapshot`]).
     pub fn snapshot(&self, viewer: &Viewer, id: &str) -> Result<Run, Error> {
         let job = self.router.find(viewer, id)?;
         Ok(run_of(job.state.snapshot()))
