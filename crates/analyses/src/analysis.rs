@@ -130,8 +130,10 @@ pub trait Analysis: Send + Sync + 'static {
     fn finish(&self, cx: &Finish<'_>, ranks: &[&Self::Rank], out: &mut Program);
 }
 
-/// A knowledge source's state for one rank.
-pub trait RankState: Send + Serialize + DeserializeOwned + 'static {
+/// A knowledge source's state for one rank. `Sync` because a live
+/// snapshot reads it on its own thread while the rank's analysis goes on
+/// (`docs/analyses.md`).
+pub trait RankState: Send + Sync + Serialize + DeserializeOwned + 'static {
     /// Consumes one input of this rank. Event batches come in stream order;
     /// waits come in any order, so what they add must commute.
     fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>);

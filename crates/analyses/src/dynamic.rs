@@ -14,12 +14,17 @@ use crate::{Error, ErrorKind};
 use hark_model::Program;
 use std::any::Any;
 
-/// A rank's state with its type erased.
-pub trait DynRank: Any + Send {
+/// A rank's state with its type erased. `Sync`: while a snapshot reads a
+/// state, the worker that owns it may read it too (to copy it).
+pub trait DynRank: Any + Send + Sync {
     /// [`RankState::fold`].
     fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>);
     /// The state as a partial result: its serialised bytes.
     fn save(&self) -> Vec<u8>;
+    /// A copy of the state (through its serialised form, which every state
+    /// has): what a worker folds into while a snapshot still reads the
+    /// original.
+    fn duplicate(&self) -> Box<dyn DynRank>;
     /// Itself, for the downcast in `finish`.
     fn as_any(&self) -> &dyn Any;
     /// [`RankState::absorbs`]; false for a state of another type.
@@ -36,6 +41,14 @@ impl<T: RankState> DynRank for T {
         // Serialising plain data into a Vec cannot fail; an empty result
         // would load as an error and be reported, never misread.
         postcard::to_allocvec(self).unwrap_or_default()
+    }
+    fn duplicate(&self) -> Box<dyn DynRank> {
+        // What `save` wrote, `T` reads back: a failure is a bug in the
+        // state's serde derive, and the board reports the panic.
+        Box::new(
+            postcard::from_bytes::<T>(&DynRank::save(self))
+                .expect("a state reads back what it saved"),
+        )
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -74,7 +74,7 @@ mod values;
 pub use analysis::{Analysis, Finish, Input, NoState, RankMeta, RankState, Sensitivity, Spec};
 pub use dynamic::{DynAnalysis, DynRank};
 pub use error::{Error, ErrorKind};
-pub use on_board::{OnBoard, ARRIVALS, BATCHES, FRAMES, P2P_OPS, WAITS};
+pub use on_board::{Contention, OnBoard, ARRIVALS, BATCHES, FRAMES, P2P_OPS, WAITS};
 pub use partial::{Partial, RankAccounting, RankPartial};
 pub use program::{Config, ProgramAnalysis, DEFAULT_ROWS};
 pub use stream::{Stream, StreamAccounting, StreamCx, StreamInfo};

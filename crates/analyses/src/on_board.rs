@@ -22,8 +22,14 @@
 //! States live in the knowledge sources' closures, one map per analysis per
 //! level (and one per matcher); [`OnBoard::finish`] drains the level, takes
 //! them out and folds them through a [`Partial`], as a merge of partials
-//! from several servers would. [`OnBoard::snapshot`] copies one state at a
-//! time, under that state's lock only, and folds the copies outside.
+//! from several servers would.
+//!
+//! [`OnBoard::snapshot`] never makes a worker wait: states are copy on
+//! write. Each sits in an `Arc` behind its lock; a snapshot holds a state's
+//! lock only to take a second reference, and saves the state outside any
+//! lock. A worker that folds into a state a snapshot still reads folds into
+//! a copy of its own instead ([`Contention::copies`]). So a worker waits at
+//! most for another reference count to be taken, never for a copy.
 
 use crate::analysis::{Input, Sensitivity};
 use crate::clock::rank_record;
@@ -271,8 +277,60 @@ impl Flow {
 }
 
 struct Slot {
-    state: Box<dyn DynRank>,
+    /// Shared only while a snapshot saves it (see the module doc).
+    state: Arc<dyn DynRank>,
     analysed: u64,
+}
+
+/// How often workers met a snapshot (or each other) on a state:
+/// [`OnBoard::contention`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Contention {
+    /// Times a worker found the lock of the state it was about to fold
+    /// into held, and waited. Besides snapshots, the two knowledge sources
+    /// of an analysis that reads both batches and waits share its state.
+    pub stalls: u64,
+    /// Times a worker copied a state because a snapshot still read it.
+    pub copies: u64,
+}
+
+/// [`Contention`]'s counters.
+#[derive(Default)]
+struct Counts {
+    stalls: AtomicU64,
+    copies: AtomicU64,
+}
+
+impl Counts {
+    /// Locks a state for a worker, counting a wait.
+    fn lock<'a, S>(&self, m: &'a Mutex<S>) -> std::sync::MutexGuard<'a, S> {
+        match m.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                self.stalls.fetch_add(1, Ordering::Relaxed);
+                lock(m)
+            }
+        }
+    }
+
+    /// The state to fold into: the worker's own, or a copy of it made now
+    /// if a snapshot still reads it.
+    fn own<'a>(&self, state: &'a mut Arc<dyn DynRank>) -> &'a mut dyn DynRank {
+        if Arc::get_mut(state).is_none() {
+            *state = Arc::from(state.duplicate());
+            self.copies.fetch_add(1, Ordering::Relaxed);
+        }
+        Arc::get_mut(state).expect("a state just copied is not shared")
+    }
+
+    /// [`Counts::own`] for a matcher.
+    fn own_clone<'a, T: Clone>(&self, m: &'a mut Arc<T>) -> &'a mut T {
+        if Arc::get_mut(m).is_none() {
+            self.copies.fetch_add(1, Ordering::Relaxed);
+        }
+        Arc::make_mut(m)
+    }
 }
 
 /// A keyed map of states, each behind its own lock.
@@ -288,6 +346,24 @@ fn slot_of<S>(map: &Keyed<S>, key: u64, make: impl FnOnce() -> S) -> Arc<Mutex<S
 
 fn lock<S>(m: &Mutex<S>) -> std::sync::MutexGuard<'_, S> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Every matcher of `map` (its key, and it): copied for a snapshot, or
+/// taken at the end. The map's lock is held only to list them, each
+/// matcher's only to take a reference (as for states, see the module doc).
+fn copy_or_take<T: Clone + Default>(map: &Keyed<Arc<T>>, take: bool) -> Vec<(u64, T)> {
+    let all: Vec<(u64, Arc<Mutex<Arc<T>>>)> =
+        lock(map).iter().map(|(&k, m)| (k, m.clone())).collect();
+    all.into_iter()
+        .map(|(k, m)| {
+            let shared = if take {
+                std::mem::take(&mut *lock(&m))
+            } else {
+                lock(&m).clone()
+            };
+            (k, Arc::try_unwrap(shared).unwrap_or_else(|s| (*s).clone()))
+        })
+        .collect()
 }
 
 /// Processes folded into one row: every knowledge source's state, their
@@ -307,14 +383,15 @@ struct States {
     /// Per analysis: per stream.
     ranks: Vec<Keyed<Slot>>,
     tracks: Keyed<Track>,
-    p2p: Keyed<P2pMatcher>,
-    collectives: Keyed<Instances>,
+    p2p: Keyed<Arc<P2pMatcher>>,
+    collectives: Keyed<Arc<Instances>>,
     /// Streams by world rank, for routing waits.
     streams: RwLock<BTreeMap<i32, Arc<StreamInfo>>>,
     /// The row of processes folded together ([`OnBoard::fold_away`]).
     folded: Mutex<Option<Folded>>,
     /// What is in flight on the level.
     flow: Arc<Flow>,
+    counts: Counts,
 }
 
 /// The entry types of a level.
@@ -502,7 +579,9 @@ impl OnBoard {
                                 arrivals: st.flow.arrivals.take(),
                                 times: Times::default(),
                             };
-                            lock(&track).pack_into(&cx, world, &batch.events, out)
+                            st.counts
+                                .lock(&track)
+                                .pack_into(&cx, world, &batch.events, out)
                         };
                         let tracked = Tracked {
                             info: info.clone(),
@@ -525,10 +604,11 @@ impl OnBoard {
                 &[types.p2p.ty],
                 move |ctx, entries| {
                     let Some(key) = ctx.key() else { return };
-                    let m = slot_of(&st.p2p, key, P2pMatcher::default);
+                    let m = slot_of(&st.p2p, key, Arc::default);
                     let mut waits = st.flow.waits.take();
                     {
-                        let mut m = lock(&m);
+                        let mut m = st.counts.lock(&m);
+                        let m = st.counts.own_clone(&mut m);
                         for op in &types.p2p.get(&entries[0]).items {
                             m.add(*op, &mut waits);
                         }
@@ -543,10 +623,11 @@ impl OnBoard {
                 &[types.arrivals.ty],
                 move |ctx, entries| {
                     let Some(key) = ctx.key() else { return };
-                    let m = slot_of(&st.collectives, key, Instances::default);
+                    let m = slot_of(&st.collectives, key, Arc::default);
                     let mut waits = st.flow.waits.take();
                     {
-                        let mut m = lock(&m);
+                        let mut m = st.counts.lock(&m);
+                        let m = st.counts.own_clone(&mut m);
                         for a in &types.arrivals.get(&entries[0]).items {
                             m.add(*a, &mut waits);
                         }
@@ -566,10 +647,10 @@ impl OnBoard {
                     move |_, entries| {
                         let t = types.batches.get(&entries[0]);
                         let slot = slot_of(&st.ranks[index], t.info.conn(), || Slot {
-                            state: analysis.new_rank(),
+                            state: analysis.new_rank().into(),
                             analysed: 0,
                         });
-                        let mut slot = lock(&slot);
+                        let mut slot = st.counts.lock(&slot);
                         let input = Input {
                             events: &t.batch.events,
                             msgs: &t.msgs,
@@ -577,7 +658,7 @@ impl OnBoard {
                             waits: &[],
                             counts: t.batch.counts.as_ref(),
                         };
-                        slot.state.fold(&t.info.cx(), &input);
+                        st.counts.own(&mut slot.state).fold(&t.info.cx(), &input);
                         slot.analysed += t.batch.events.len() as u64
                             + t.batch.counts.as_ref().map_or(0, |c| c.events);
                     },
@@ -591,14 +672,15 @@ impl OnBoard {
                     move |_, entries| {
                         let w = types.waits.get(&entries[0]);
                         let slot = slot_of(&st.ranks[index], w.info.conn(), || Slot {
-                            state: analysis.new_rank(),
+                            state: analysis.new_rank().into(),
                             analysed: 0,
                         });
                         let input = Input {
                             waits: &w.waits.items,
                             ..Input::default()
                         };
-                        lock(&slot).state.fold(&w.info.cx(), &input);
+                        let mut slot = st.counts.lock(&slot);
+                        st.counts.own(&mut slot.state).fold(&w.info.cx(), &input);
                     },
                 ))?;
             }
@@ -707,83 +789,59 @@ impl OnBoard {
             .collect()
     }
 
-    /// The program's partial result, copying one state at a time.
+    /// The program's partial result: each state saved from a reference
+    /// taken under its lock (see the module doc), or taken at the end.
     fn partial(&self, ranks: &[(Arc<StreamInfo>, StreamAccounting)], take: bool) -> Partial {
         let mut partial = self.program.empty_partial();
         let analyses = self.program.analyses();
         for (info, acc) in ranks {
             let conn = info.conn();
             let mut analysed = u64::MAX;
-            let mut saved: Vec<Box<dyn DynRank>> = Vec::new();
+            let mut saved: Vec<Vec<u8>> = Vec::new();
             for (a, map) in analyses.iter().zip(&self.states.ranks) {
                 let slot = lock(map).get(&conn).cloned();
+                let events = a.spec().sensitivities.contains(&Sensitivity::Events);
                 match slot {
                     Some(slot) => {
-                        let s = lock(&slot);
-                        if a.spec().sensitivities.contains(&Sensitivity::Events) {
-                            analysed = analysed.min(s.analysed);
+                        // Under the lock, only a second reference: the
+                        // state is saved outside it, while the worker goes
+                        // on (into a copy, if it folds meanwhile).
+                        let (state, done) = {
+                            let s = lock(&slot);
+                            (s.state.clone(), s.analysed)
+                        };
+                        if events {
+                            analysed = analysed.min(done);
                         }
-                        // A copy: reload what it saves (it owns no ids
-                        // that need renumbering here).
-                        saved.push(
-                            a.load(&s.state.save(), &crate::unify::IdMap::identity())
-                                .unwrap_or_else(|_| a.new_rank()),
-                        );
+                        saved.push(state.save());
                     }
                     None => {
-                        if a.spec().sensitivities.contains(&Sensitivity::Events) {
+                        if events {
                             analysed = 0;
                         }
-                        saved.push(a.new_rank());
+                        saved.push(a.new_rank().save());
                     }
                 }
             }
             let mut accounting = rank_accounting(acc);
             accounting.analysed = if analysed == u64::MAX { 0 } else { analysed };
-            let refs: Vec<&dyn DynRank> = saved.iter().map(|s| s.as_ref()).collect();
-            partial.push_rank(info.meta(), accounting, rank_record(&info.clock()), &refs);
+            partial.push_saved_rank(info.meta(), accounting, rank_record(&info.clock()), saved);
             let forgotten = lock(&self.states.tracks)
                 .get(&conn)
                 .map_or(0, |t| lock(t).forgotten());
             partial.add_counts(forgotten, info.ignored_defs());
         }
-        let copy_or_take = |map: &Keyed<P2pMatcher>| -> BTreeMap<i32, P2pMatcher> {
-            let map = lock(map);
-            map.iter()
-                .map(|(&k, m)| {
-                    let mut m = lock(m);
-                    let m = if take {
-                        std::mem::take(&mut *m)
-                    } else {
-                        m.clone()
-                    };
-                    (k as u32 as i32, m)
-                })
-                .collect()
-        };
-        let p2p = copy_or_take(&self.states.p2p);
+        let p2p: BTreeMap<i32, P2pMatcher> = copy_or_take(&self.states.p2p, take)
+            .into_iter()
+            .map(|(k, m)| (k as u32 as i32, m))
+            .collect();
         let mut collectives = Instances::default();
-        for m in lock(&self.states.collectives).values() {
-            let mut m = lock(m);
-            let m = if take {
-                std::mem::take(&mut *m)
-            } else {
-                m.clone()
-            };
+        for (_, m) in copy_or_take(&self.states.collectives, take) {
             partial.add_waits(collectives.merge(m));
         }
         partial.set_matching(p2p, collectives);
         if let Some(row) = &mut *lock(&self.states.folded) {
-            let copies: Vec<Box<dyn DynRank>> = analyses
-                .iter()
-                .zip(&row.states)
-                .map(|(a, s)| {
-                    a.load(&s.save(), &crate::unify::IdMap::identity())
-                        .unwrap_or_else(|_| a.new_rank())
-                })
-                .collect();
-            let refs: Vec<&dyn DynRank> = copies.iter().map(|s| s.as_ref()).collect();
-            partial.push_rank(
+            partial.push_saved_rank(
                 row.meta.clone(),
                 row.accounting.clone(),
                 // Processes without a world rank are put on the timeline by
@@ -792,7 +850,7 @@ impl OnBoard {
                     method: "handshake".into(),
                     ..Default::default()
                 },
-                &refs,
+                row.states.iter().map(|s| s.save()).collect(),
             );
             partial.add_counts(row.forgotten, row.ignored_defs);
             if take {
@@ -852,7 +910,7 @@ impl OnBoard {
             .iter()
             .zip(&slots)
             .all(|(into, slot)| match slot {
-                Some(s) => into.absorbs(lock(s).state.as_ref()),
+                Some(s) => into.absorbs(&*lock(s).state),
                 None => true,
             });
         if !can {
@@ -864,7 +922,7 @@ impl OnBoard {
             match slot {
                 Some(s) => {
                     let s = lock(s);
-                    into.absorb(s.state.as_ref());
+                    into.absorb(&*s.state);
                     if events {
                         analysed = analysed.min(s.analysed);
                     }
@@ -881,8 +939,9 @@ impl OnBoard {
             let mut t = lock(&t);
             let derived = t.flush();
             for op in derived.ops {
-                let m = slot_of(&self.states.p2p, op.dst as u32 as u64, P2pMatcher::default);
-                lock(&m).add(op, &mut row.waits);
+                let m = slot_of(&self.states.p2p, op.dst as u32 as u64, Arc::default);
+                let mut m = lock(&m);
+                self.states.counts.own_clone(&mut m).add(op, &mut row.waits);
             }
             row.forgotten += t.forgotten();
         }
@@ -898,6 +957,15 @@ impl OnBoard {
         true
     }
 
+    /// How often workers found a state held, and copied a state a snapshot
+    /// read, so far on this level.
+    pub fn contention(&self) -> Contention {
+        Contention {
+            stalls: self.states.counts.stalls.load(Ordering::Relaxed),
+            copies: self.states.counts.copies.load(Ordering::Relaxed),
+        }
+    }
+
     /// How many processes were folded together so far.
     pub fn folded(&self) -> u64 {
         lock(&self.states.folded)
@@ -906,8 +974,10 @@ impl OnBoard {
     }
 
     /// The program's model as analysed so far, while it runs (for a live
-    /// view). Each state is copied under its own lock, one at a time, and
-    /// folded outside the locks; ranks are not marked partial.
+    /// view). No worker waits for it: each state's lock is held only to
+    /// take a reference, the state is saved and folded outside any lock,
+    /// and a worker that folds into a state meanwhile folds into a copy
+    /// (see the module doc); ranks are not marked partial.
     pub fn snapshot(&self, ranks: &[(Arc<StreamInfo>, StreamAccounting)]) -> Vec<Program> {
         self.partial(ranks, false)
             .finish(self.program.analyses(), true)
@@ -939,8 +1009,9 @@ impl OnBoard {
         for (_, t) in tracks {
             let derived = lock(&t).flush();
             for op in derived.ops {
-                let m = slot_of(&self.states.p2p, op.dst as u32 as u64, P2pMatcher::default);
-                lock(&m).add(op, &mut waits);
+                let m = slot_of(&self.states.p2p, op.dst as u32 as u64, Arc::default);
+                let mut m = lock(&m);
+                self.states.counts.own_clone(&mut m).add(op, &mut waits);
             }
         }
         let mut partial = self.partial(&ranks, true);

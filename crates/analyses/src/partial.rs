@@ -152,11 +152,27 @@ impl Partial {
         clock: RankClock,
         states: &[&dyn DynRank],
     ) {
+        self.push_saved_rank(
+            meta,
+            accounting,
+            clock,
+            states.iter().map(|s| s.save()).collect(),
+        );
+    }
+
+    /// [`Partial::push_rank`] with the states already saved.
+    pub(crate) fn push_saved_rank(
+        &mut self,
+        meta: RankMeta,
+        accounting: RankAccounting,
+        clock: RankClock,
+        states: Vec<Vec<u8>>,
+    ) {
         self.ranks.push(RankPartial {
             meta,
             accounting,
             clock,
-            states: states.iter().map(|s| s.save()).collect(),
+            states,
         });
     }
 

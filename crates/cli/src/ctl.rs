@@ -122,7 +122,7 @@ pub fn ctl(args: &CtlArgs) -> Result<i32> {
     let text = match what.as_slice() {
         ["list"] => {
             let mut t = format!(
-                "{:>5}  {:<9}  {:>6}  {:>5}  {:>12}  {:<20}  JOB\n",
+                "{:>8}  {:<9}  {:>6}  {:>5}  {:>12}  {:<20}  JOB\n",
                 "ID", "STATE", "OWNER", "OPEN", "EVENTS", "PROGRAMS"
             );
             for j in v["jobs"].as_array().into_iter().flatten() {
@@ -133,7 +133,7 @@ pub fn ctl(args: &CtlArgs) -> Result<i32> {
                     .filter_map(Value::as_str)
                     .collect();
                 t.push_str(&format!(
-                    "{:>5}  {:<9}  {:>6}  {:>5}  {:>12}  {:<20}  {}\n",
+                    "{:>8}  {:<9}  {:>6}  {:>5}  {:>12}  {:<20}  {}\n",
                     j["id"].as_str().unwrap_or("?"),
                     j["state"].as_str().unwrap_or("?"),
                     j["owner"].as_u64().map_or("tcp".into(), |u| u.to_string()),

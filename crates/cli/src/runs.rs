@@ -4,7 +4,8 @@
 //! `~/.local/share/hark/runs.sqlite`); `hark runs` lists and filters it, and
 //! `hark runs --add RUN_DIR` records runs made elsewhere. `hark runs --index
 //! RUNS` reads the index a `hark serve --runs RUNS` keeps there, showing a
-//! user only their own runs (root: all of them).
+//! user only their own runs (root and the service's `--admin-group`: all of
+//! them).
 
 use crate::cli::RunsArgs;
 use crate::output::print_stdout;
@@ -66,6 +67,36 @@ pub fn record(run: &Run, dir: &Path, index: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
+/// Whose runs the caller sees: all (`None`) for root and for the admin
+/// group of the service that keeps `index` (`hark serve --admin-group`,
+/// recorded in its index), as the service itself shows them; else the
+/// caller's own.
+fn viewer(index: &Index) -> Result<Option<u32>> {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    if uid == 0 {
+        return Ok(None);
+    }
+    let admin = match index.admin_group()? {
+        Some(gid) => in_my_groups(gid) || crate::serve::user_in_group(uid, gid),
+        None => false,
+    };
+    Ok((!admin).then_some(uid))
+}
+
+/// Whether `gid` is this process's group or one of its supplementary ones.
+fn in_my_groups(gid: u32) -> bool {
+    // SAFETY: getegid has no preconditions.
+    if unsafe { libc::getegid() } == gid {
+        return true;
+    }
+    let mut groups = vec![0 as libc::gid_t; 1024];
+    // SAFETY: the buffer holds `groups.len()` entries; getgroups writes at
+    // most that many and returns how many, or -1.
+    let n = unsafe { libc::getgroups(groups.len() as libc::c_int, groups.as_mut_ptr()) };
+    n > 0 && groups[..n as usize].contains(&gid)
+}
+
 /// Runs `hark runs`; returns the process exit status.
 pub fn runs(args: &RunsArgs) -> Result<i32> {
     let path = index_path(args.index.as_deref())?;
@@ -95,11 +126,7 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
                 u
             }
         }),
-        // SAFETY: getuid has no preconditions.
-        viewer: match unsafe { libc::getuid() } {
-            0 => None,
-            uid => Some(uid),
-        },
+        viewer: viewer(&index)?,
     };
     let found = index.list(&filter)?;
     let mut text = String::new();
@@ -113,10 +140,11 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
     }
     for e in &found {
         let owner = e.owner.map_or(String::new(), |u| format!("  (uid {u})"));
-        let gone = if e.run_dir.join(hark_outputs::json::FILE_NAME).exists() {
-            ""
-        } else {
-            "  (deleted)"
+        // A directory the caller may not enter (an admin listing others'
+        // runs) is not a deleted one.
+        let gone = match e.run_dir.join(hark_outputs::json::FILE_NAME).try_exists() {
+            Ok(false) => "  (deleted)",
+            _ => "",
         };
         text.push_str(&format!(
             "{:<19}  {:<16} {:>5} {:>11}  {:<20} {}{gone}{owner}\n",

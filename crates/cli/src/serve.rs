@@ -12,7 +12,10 @@ use crate::output::print_stderr;
 use crate::rundir;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use hark_server::{Command, JobInfo, RunKind, Service, ServiceConfig, ServiceRun, Viewer};
+use hark_server::{
+    Command, DumpInfo, ErrorKind, JobInfo, JobState, RunKind, Service, ServiceConfig, ServiceRun,
+    Viewer,
+};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -161,6 +164,7 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         .unwrap_or_else(|| args.runs.join(hark_index::SERVICE_FILE));
     let keep = ServiceConfig::default().history;
     let past = crate::serve_index::open(&args.runs, &index, keep)?;
+    crate::serve_index::set_admins(&index, admin_gid)?;
     let runs = args.runs.clone();
     let on_run = Arc::new(move |r: &ServiceRun| {
         let dir = write_service_run(&runs, r).map_err(|e| format!("{e:#}"))?;
@@ -186,7 +190,8 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
             linger: Duration::from_secs_f64(args.linger.max(0.0)),
             hello_timeout: Duration::from_secs_f64(args.hello_timeout.max(0.1)),
             token,
-            past,
+            past: past.jobs,
+            past_dumps: past.dumps,
             ..ServiceConfig::default()
         },
         on_run,
@@ -344,12 +349,27 @@ pub fn handle(service: &Service, viewer: &Viewer, line: &str) -> Value {
         .or_else(|| req["run"].as_u64().map(|n| n.to_string()));
     match req["op"].as_str() {
         Some("list") => {
-            let jobs: Vec<Value> = service.jobs(viewer).iter().map(job_json).collect();
+            let (running, ended): (Vec<JobInfo>, Vec<JobInfo>) = service
+                .jobs(viewer)
+                .into_iter()
+                .partition(|j| j.state == JobState::Running);
+            let jobs: Vec<Value> = running
+                .iter()
+                .map(job_json)
+                .chain(service.dumps(viewer).iter().map(dump_json))
+                .chain(ended.iter().map(job_json))
+                .collect();
             json!({"ok": true, "jobs": jobs})
         }
-        Some("show") => match run.as_deref().map(|id| service.job(viewer, id)) {
-            Some(Ok(j)) => json!({"ok": true, "job": job_json(&j)}),
-            Some(Err(e)) => fail(e.to_string()),
+        Some("show") => match run.as_deref().map(|id| (id, service.job(viewer, id))) {
+            Some((_, Ok(j))) => json!({"ok": true, "job": job_json(&j)}),
+            Some((id, Err(e))) if matches!(e.kind(), ErrorKind::NoSuchJob(_)) => {
+                match service.dump(viewer, id) {
+                    Ok(d) => json!({"ok": true, "job": dump_json(&d)}),
+                    Err(e) => fail(e.to_string()),
+                }
+            }
+            Some((_, Err(e))) => fail(e.to_string()),
             None => fail("`show` needs \"run\"".into()),
         },
         Some("control") => {
@@ -405,6 +425,25 @@ pub fn command_of(req: &Value) -> Result<Command, String> {
                 "unknown action {other:?}: expected pause, resume, dump or sample"
             ))
         }
+    })
+}
+
+/// A dump as `list` and `show` give it: a line like a job's, with state
+/// `dump`, its own id (`N-dumpK`), and its job's number and its own.
+fn dump_json(d: &DumpInfo) -> Value {
+    json!({
+        "id": d.id,
+        "job": d.name,
+        "job_id": d.job.to_string(),
+        "dump": d.seq,
+        "owner": d.owner,
+        "state": "dump",
+        "programs": d.programs,
+        "started_ns": d.started_ns,
+        "open": 0,
+        "streams": d.streams,
+        "events": d.events,
+        "dir": d.dir.display().to_string(),
     })
 }
 

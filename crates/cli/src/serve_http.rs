@@ -225,23 +225,40 @@ impl Catalog for Jobs {
             .collect();
         drop(snapshots);
         jobs.extend(folding);
-        jobs.into_iter()
-            .map(|j| RunInfo {
-                id: j.id.to_string(),
-                state: match j.state {
-                    JobState::Running => hark_live::State::Running,
-                    JobState::Finished => hark_live::State::Finished,
-                    JobState::Partial => hark_live::State::Partial,
-                },
-                programs: j.programs,
-                started_ns: j.started_ns,
-                control: j.state == JobState::Running,
-            })
+        // Running jobs, then dumps, then ended jobs (as `hark ctl list`).
+        let (running, ended): (Vec<JobInfo>, Vec<JobInfo>) =
+            jobs.into_iter().partition(|j| j.state == JobState::Running);
+        let job = |j: JobInfo| RunInfo {
+            id: j.id.to_string(),
+            state: match j.state {
+                JobState::Running => hark_live::State::Running,
+                JobState::Finished => hark_live::State::Finished,
+                JobState::Partial => hark_live::State::Partial,
+            },
+            programs: j.programs,
+            started_ns: j.started_ns,
+            control: j.state == JobState::Running,
+        };
+        let dumps = self.service.dumps(viewer).into_iter().map(|d| RunInfo {
+            id: d.id,
+            state: hark_live::State::Dump,
+            programs: d.programs,
+            started_ns: d.started_ns,
+            control: false,
+        });
+        running
+            .into_iter()
+            .map(job)
+            .chain(dumps)
+            .chain(ended.into_iter().map(job))
             .collect()
     }
 
     fn model(&self, viewer: Option<&Viewer>, id: &str) -> Option<Arc<Run>> {
         let viewer = viewer?;
+        if let Ok(dump) = self.service.dump(viewer, id) {
+            return self.finished(&dump.dir);
+        }
         if let Ok(job) = self.service.job(viewer, id) {
             if job.state == JobState::Running {
                 if let Some(run) = self.snapshot(viewer, &job) {

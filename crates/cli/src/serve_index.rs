@@ -15,17 +15,25 @@
 use crate::output::print_stderr;
 use anyhow::{Context, Result};
 use hark_index::{Entry, Filter, Index};
-use hark_server::{JobInfo, JobState, RunKind, ServiceRun};
+use hark_server::{DumpInfo, JobInfo, JobState, RunKind, ServiceRun};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// The service's `service.json`, written into each of its run directories.
 pub const META_FILE: &str = "service.json";
 
+/// The finished jobs and the dumps of a service's earlier lives.
+pub struct Past {
+    /// Finished jobs, oldest first.
+    pub jobs: Vec<JobInfo>,
+    /// Dumps, oldest first.
+    pub dumps: Vec<DumpInfo>,
+}
+
 /// Opens (or rebuilds) the index at `file` for the runs under `runs`, and
-/// returns the finished jobs it holds, oldest first, the last `keep` of
-/// them.
-pub fn open(runs: &Path, file: &Path, keep: usize) -> Result<Vec<JobInfo>> {
+/// returns the finished jobs and the dumps it holds, oldest first, the last
+/// `keep` of each.
+pub fn open(runs: &Path, file: &Path, keep: usize) -> Result<Past> {
     let existed = file.exists();
     let entries = match load(file) {
         Ok(entries) if existed => entries,
@@ -57,9 +65,29 @@ pub fn open(runs: &Path, file: &Path, keep: usize) -> Result<Vec<JobInfo>> {
         }
         Err(e) => return Err(e).context("the service cannot keep its run index"),
     };
-    let served: Vec<&Entry> = entries.iter().filter(|e| e.served).collect();
-    let from = served.len().saturating_sub(keep);
-    Ok(served[from..].iter().filter_map(|e| past_job(e)).collect())
+    let served: Vec<(&Entry, Value)> = entries
+        .iter()
+        .filter(|e| e.served)
+        .filter_map(|e| Some((e, read_meta(&e.run_dir)?)))
+        .collect();
+    Ok(Past {
+        jobs: last(served.iter().filter_map(|(e, m)| past_job(e, m)), keep),
+        dumps: last(served.iter().filter_map(|(e, m)| past_dump(e, m)), keep),
+    })
+}
+
+/// The last `keep` items.
+fn last<T>(items: impl Iterator<Item = T>, keep: usize) -> Vec<T> {
+    let mut v: Vec<T> = items.collect();
+    v.drain(..v.len().saturating_sub(keep));
+    v
+}
+
+/// Records the service's admin group in its index, for `hark runs`.
+pub fn set_admins(file: &Path, gid: Option<u32>) -> Result<()> {
+    Index::open(file)?
+        .set_admin_group(gid)
+        .context("cannot record the admin group in the run index")
 }
 
 fn load(file: &Path) -> Result<Vec<Entry>, hark_index::Error> {
@@ -137,10 +165,31 @@ fn read_meta(dir: &Path) -> Option<Value> {
     serde_json::from_str(&text).ok()
 }
 
+/// A dump of an earlier life of the service, from its run directory's
+/// `service.json`; `None` for a final run.
+fn past_dump(e: &Entry, meta: &Value) -> Option<DumpInfo> {
+    if meta["kind"] != "dump" {
+        return None;
+    }
+    let job: u64 = meta["id"].as_str()?.parse().ok()?;
+    let seq = meta["dump"].as_u64()?;
+    Some(DumpInfo {
+        id: DumpInfo::id_of(job, seq),
+        job,
+        name: meta["job"].as_str().unwrap_or_default().to_string(),
+        seq,
+        owner: e.owner,
+        programs: e.programs.clone(),
+        started_ns: meta["started_ns"].as_u64().unwrap_or(0),
+        streams: meta["streams"].as_u64().unwrap_or(e.ranks) as usize,
+        events: meta["events"].as_u64().unwrap_or(0),
+        dir: e.run_dir.clone(),
+    })
+}
+
 /// A finished job of an earlier life of the service, from its run
-/// directory; `None` for a dump, or a directory gone or not the service's.
-fn past_job(e: &Entry) -> Option<JobInfo> {
-    let meta = read_meta(&e.run_dir)?;
+/// directory's `service.json`; `None` for a dump.
+fn past_job(e: &Entry, meta: &Value) -> Option<JobInfo> {
     if meta["kind"] != "final" {
         return None;
     }

@@ -1,7 +1,10 @@
 //! Dump-now on a job stuck for good in `MPI_Recv`: the dump holds every
 //! call completed before it was taken (the probes flush what their blocked
 //! threads hold), a second dump holds the same, and the job, killed
-//! afterwards, is written as partial. The service goes on.
+//! afterwards, is written as partial. The service goes on. Each dump is
+//! listed beside the job (`hark ctl list`, `GET /api/runs`) with the state
+//! `dump`, under its own id, and its profile is served; after a restart of
+//! the service, they are listed again, the same.
 
 mod common;
 mod served;
@@ -14,7 +17,7 @@ use std::time::{Duration, Instant};
 fn a_dump_of_a_hung_job_holds_everything_and_the_killed_job_is_partial() {
     let dir = scratch("dump-hung");
     let exe = compile("mpicc.openmpi", "stuck_recv.c".as_ref(), &dir, &[]);
-    let served = Served::start(&dir, &[]);
+    let served = Served::start(&dir, &["--http", "127.0.0.1:0"]);
     let stop = dir.join("stop");
     let mut cmd = launcher(OPEN_MPI, 2);
     cmd.extend([
@@ -65,6 +68,53 @@ fn a_dump_of_a_hung_job_holds_everything_and_the_killed_job_is_partial() {
         let diag = p["programs"][0]["diagnostics"].to_string();
         assert!(diag.contains("This is dump"), "{diag}");
     }
+    // Listed, each as a run of its own, after the running job.
+    let listed = served.listed(None);
+    let states: Vec<&str> = listed
+        .iter()
+        .map(|j| j["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["running", "dump", "dump"], "{listed:?}");
+    for (k, answer) in [&first, &second].into_iter().enumerate() {
+        let d = &listed[k + 1];
+        assert_eq!(
+            d["id"].as_str(),
+            Some(format!("{id}-dump{}", k + 1).as_str())
+        );
+        assert_eq!(
+            (d["job_id"].as_str(), d["dump"].as_u64()),
+            (Some(id.as_str()), Some(k as u64 + 1))
+        );
+        assert_eq!(d["dir"], answer["dir"]);
+        let shown = served.ask(None, &[d["id"].as_str().unwrap(), "show"]);
+        assert_eq!(shown["job"], *d);
+    }
+    let api = served.get("api/runs");
+    let runs: serde_json::Value = serde_json::from_str(&api).unwrap();
+    let api_ids: Vec<(&str, &str)> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap(), r["state"].as_str().unwrap()))
+        .collect();
+    let dump1 = format!("{id}-dump1");
+    let dump2 = format!("{id}-dump2");
+    assert_eq!(
+        api_ids,
+        [
+            (id.as_str(), "running"),
+            (dump1.as_str(), "dump"),
+            (dump2.as_str(), "dump")
+        ],
+        "{api}"
+    );
+    let dumped: serde_json::Value =
+        serde_json::from_str(&served.get(&format!("api/runs/{dump1}/profile"))).unwrap();
+    assert_eq!(
+        per_rank(&dumped, 0, "MPI_Barrier", "calls"),
+        vec![n, n],
+        "the dump's profile over HTTP"
+    );
     // The job is still running after its dumps; then it is killed.
     assert_eq!(served.jobs(None)[0]["state"], "running");
     kill_session(&mut job);
@@ -83,4 +133,10 @@ fn a_dump_of_a_hung_job_holds_everything_and_the_killed_job_is_partial() {
         per_rank(&profile(&d), 0, "MPI_Barrier", "calls"),
         vec![n, n]
     );
+    let dumps = served.dumps(None);
+    assert_eq!(dumps.len(), 2, "{dumps:?}");
+    served.stop();
+    let served = Served::start(&dir, &[]);
+    assert_eq!(served.dumps(None), dumps, "the dumps after a restart");
+    served.stop();
 }

@@ -5,6 +5,8 @@
 //! directory belongs to its user alone. The same holds on the service's live
 //! view (`--http`): `GET /api/runs` lists a user's own job only, another's
 //! profile is not found, and `hark runs --index RUNS` lists a user's own runs.
+//! A member of the service's `--admin-group` sees both jobs, in the service
+//! and in `hark runs` alike.
 
 mod common;
 mod served;
@@ -14,30 +16,41 @@ use served::*;
 use std::os::unix::fs::MetadataExt;
 
 const USERS: [&str; 3] = ["hark-t-ann", "hark-t-bob", "hark-t-eve"];
+/// A member of the admin group, and the group.
+const ADMIN: &str = "hark-t-adm";
+const ADMINS: &str = "hark-t-admins";
 
-/// Creates the test's users (once; they stay for later runs) and returns
-/// their uids.
+/// Runs `create` unless `exists` succeeds.
+fn ensure(exists: &[&str], create: &[&str]) {
+    let run = |argv: &[&str]| {
+        std::process::Command::new(argv[0])
+            .args(&argv[1..])
+            .output()
+            .unwrap()
+    };
+    if !run(exists).status.success() {
+        let out = run(create);
+        assert!(
+            out.status.success(),
+            "{create:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Creates the test's users and admin group (once; they stay for later
+/// runs) and returns the users' uids.
 fn users() -> Vec<u32> {
+    let user = ["useradd", "--no-create-home", "--shell", "/bin/sh"];
+    ensure(&["getent", "group", ADMINS], &["groupadd", ADMINS]);
+    ensure(
+        &["id", ADMIN],
+        &[&user[..], &["-G", ADMINS, ADMIN]].concat(),
+    );
     USERS
         .iter()
         .map(|u| {
-            let exists = std::process::Command::new("id")
-                .arg("-u")
-                .arg(u)
-                .output()
-                .unwrap();
-            if !exists.status.success() {
-                let out = std::process::Command::new("useradd")
-                    .args(["--no-create-home", "--shell", "/bin/sh"])
-                    .arg(u)
-                    .output()
-                    .unwrap();
-                assert!(
-                    out.status.success(),
-                    "useradd {u}: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
+            ensure(&["id", u], &[&user[..], &[u]].concat());
             let id = std::process::Command::new("id")
                 .arg("-u")
                 .arg(u)
@@ -59,7 +72,7 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
     let dir = scratch("users");
     // Other users must reach the socket's directory.
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let served = Served::start(&dir, &["--http", "127.0.0.1:0"]);
+    let served = Served::start(&dir, &["--http", "127.0.0.1:0", "--admin-group", ADMINS]);
     let stop = dir.join("stop");
     let wait = format!("while [ ! -e {} ]; do sleep 0.05; done", stop.display());
     let cmd = vec!["sh".to_string(), "-c".into(), wait];
@@ -108,6 +121,11 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
         }
     }
     assert_eq!(served.jobs(None).len(), 2, "root sees every job");
+    assert_eq!(
+        served.jobs(Some(ADMIN)).len(),
+        2,
+        "the admin group sees every job"
+    );
 
     // The same over HTTP: the kernel's table names the localhost client.
     let url = served
@@ -207,16 +225,30 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
             1,
             "{user} still sees only their own"
         );
-        let out = std::process::Command::new("runuser")
-            .args(["-u", user, "--"])
-            .arg(hark())
-            .args(["runs", "--index"])
-            .arg(&served.runs)
-            .output()
-            .unwrap();
-        assert_exit(&out, 0);
-        let listed = String::from_utf8_lossy(&out.stdout);
+        let listed = runs_as(user, &served);
         assert_eq!(listed.matches("(uid ").count(), 1, "{user}: {listed}");
         assert!(listed.contains(&format!("(uid {uid})")), "{listed}");
     }
+    // `hark runs` treats the service's admin group as the service does.
+    let listed = runs_as(ADMIN, &served);
+    for uid in &uids[..2] {
+        assert!(
+            listed.contains(&format!("(uid {uid})")),
+            "{ADMIN}: {listed}"
+        );
+    }
+    assert!(!listed.contains("(deleted)"), "{ADMIN}: {listed}");
+}
+
+/// What `hark runs --index RUNS` lists for `user`.
+fn runs_as(user: &str, served: &Served) -> String {
+    let out = std::process::Command::new("runuser")
+        .args(["-u", user, "--"])
+        .arg(hark())
+        .args(["runs", "--index"])
+        .arg(&served.runs)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -183,6 +183,10 @@ CREATE TABLE IF NOT EXISTS programs (
 );
 CREATE INDEX IF NOT EXISTS programs_by_name ON programs(name);
 CREATE INDEX IF NOT EXISTS runs_by_date ON runs(date);
+CREATE TABLE IF NOT EXISTS service (
+    name  TEXT PRIMARY KEY,
+    value INTEGER
+);
 ";
 
 impl Index {
@@ -342,6 +346,37 @@ impl Index {
         Ok(out)
     }
 
+    /// Records the admin group of the service that keeps this index
+    /// (`hark serve --admin-group`; `None`: root alone), so that `hark runs`
+    /// shows its members every run, as the service does.
+    pub fn set_admin_group(&self, gid: Option<u32>) -> Result<(), Error> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO service (name, value) VALUES ('admin_gid', ?1)",
+                params![gid],
+            )
+            .map(|_| ())
+            .map_err(|e| self.sqlite(e))
+    }
+
+    /// The admin group [`Index::set_admin_group`] recorded, if any.
+    pub fn admin_group(&self) -> Result<Option<u32>, Error> {
+        let gid: Option<Option<u32>> = self
+            .conn
+            .query_row(
+                "SELECT value FROM service WHERE name = 'admin_gid'",
+                [],
+                |r| r.get(0),
+            )
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })
+            .map_err(|e| self.sqlite(e))?;
+        Ok(gid.flatten())
+    }
+
     /// Reads a UTC date (`YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS`) as seconds
     /// since the epoch, with SQLite's own date functions.
     pub fn parse_date(&self, text: &str) -> Result<i64, Error> {
@@ -390,6 +425,21 @@ mod tests {
             std::env::temp_dir().join(format!("hark-index-{tag}-{}.sqlite", std::process::id()));
         let _ = std::fs::remove_file(&file);
         file
+    }
+
+    #[test]
+    fn the_admin_group_is_kept_and_replaced() {
+        let file = fresh("admins");
+        let index = Index::open(&file).unwrap();
+        assert_eq!(index.admin_group().unwrap(), None);
+        index.set_admin_group(Some(1234)).unwrap();
+        assert_eq!(
+            Index::open(&file).unwrap().admin_group().unwrap(),
+            Some(1234)
+        );
+        index.set_admin_group(None).unwrap();
+        assert_eq!(index.admin_group().unwrap(), None);
+        std::fs::remove_file(&file).unwrap();
     }
 
     #[test]

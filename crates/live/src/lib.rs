@@ -102,6 +102,9 @@ pub enum State {
     Finished,
     /// Ended, some rank's stream cut short (`accounting.partial_ranks`).
     Partial,
+    /// A dump of a job that went on (`hark serve`'s "dump now"): a report
+    /// of the job as it was when the dump was taken.
+    Dump,
 }
 
 /// One line of `GET /api/runs`.
@@ -109,7 +112,7 @@ pub enum State {
 pub struct RunInfo {
     /// The run's id, used in every other URL.
     pub id: String,
-    /// Running, finished or partial.
+    /// Running, finished, partial or dump.
     pub state: State,
     /// The programs' names, in order of first connection.
     pub programs: Vec<String>,

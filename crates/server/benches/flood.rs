@@ -21,7 +21,9 @@
 //! `HARK_FLOOD_SNAPSHOT_HZ=1` a thread takes a live view's snapshot once a
 //! second while the writers write, and serialises it as the live view's
 //! API does: what watching a run costs; with `HARK_FLOOD_QUERY=1` the
-//! finished model answers interval queries, profile and timeline, timed;
+//! finished model answers interval queries, profile and timeline, timed
+//! (every run also says how often the analyses' workers waited for a
+//! state, and copied one a snapshot read);
 //! with `HARK_FLOOD_IN_FLIGHT_MB=N` the server's in-flight limit is N MiB
 //! instead of the default); `flood write <addr> <rank> <size> <events>` is one writer.
 //!
@@ -234,6 +236,7 @@ fn run(per_writer: u64, writers: usize, which: &str) {
         }
     });
     let last_exit = Instant::now();
+    let contention = server.contention();
     let run = server.finish(Duration::from_secs(60));
     let ready = last_exit.elapsed();
     let total = started.elapsed();
@@ -265,6 +268,10 @@ fn run(per_writer: u64, writers: usize, which: &str) {
             (last_exit - started).as_secs_f64(),
         );
     }
+    println!(
+        "  workers waited for a state {} times and copied one a snapshot read {} times",
+        contention.stalls, contention.copies
+    );
     if std::env::var_os("HARK_FLOOD_QUERY").is_some() {
         query_latency(&run);
     }

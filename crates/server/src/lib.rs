@@ -64,8 +64,8 @@ pub mod trace;
 
 pub use error::{Error, ErrorKind};
 pub use service::{
-    check_sample, Command, JobInfo, JobState, RunKind, Service, ServiceConfig, ServiceRun,
-    ServiceStats, Viewer,
+    check_sample, Command, DumpInfo, JobInfo, JobState, RunKind, Service, ServiceConfig,
+    ServiceRun, ServiceStats, Viewer,
 };
 
 use hark_analyses::{registry, Config};
@@ -314,10 +314,16 @@ impl Server {
 
     /// The run as analysed so far, while the programs run (for a live
     /// view). Nothing is marked partial; `events_analysed` trails
-    /// `events_received` by what is still queued. Each rank's analysis
-    /// pauses for the milliseconds the fold takes.
+    /// `events_received` by what is still queued. No analysis waits for
+    /// it: the states it reads are copied on write (`docs/analyses.md`).
     pub fn snapshot(&self) -> Run {
         run_of(self.state.snapshot())
+    }
+
+    /// How often the analyses' workers waited for a state, and copied one
+    /// a snapshot was reading, summed over the programs so far.
+    pub fn contention(&self) -> hark_analyses::Contention {
+        self.state.contention()
     }
 }
 

@@ -85,6 +85,9 @@ pub struct ServiceConfig {
     /// run index), oldest first: listed by [`Service::jobs`] as if they had
     /// just ended, and new jobs are numbered after them.
     pub past: Vec<JobInfo>,
+    /// Dumps of the service's earlier lives, oldest first, listed by
+    /// [`Service::dumps`] (the last `history` of them).
+    pub past_dumps: Vec<DumpInfo>,
 }
 
 impl Default for ServiceConfig {
@@ -105,6 +108,7 @@ impl Default for ServiceConfig {
             history: 256,
             token: None,
             past: Vec::new(),
+            past_dumps: Vec::new(),
         }
     }
 }
@@ -198,6 +202,40 @@ pub struct JobInfo {
     pub events: u64,
     /// Its run directory, once written (and the last dump's, while running).
     pub dir: Option<PathBuf>,
+}
+
+/// A dump of a job ("dump now"), as [`Service::dumps`] lists it: a run of
+/// its own, beside its job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DumpInfo {
+    /// `N-dumpK`, the `K`-th dump of job `N` ([`DumpInfo::id_of`]): how
+    /// `hark ctl` and the HTTP API name it.
+    pub id: String,
+    /// The dumped job's number.
+    pub job: u64,
+    /// The dumped job's name.
+    pub name: String,
+    /// Which dump of the job it is, from 1.
+    pub seq: u64,
+    /// The job's owner (`None`: TCP).
+    pub owner: Option<u32>,
+    /// The job's programs when the dump was taken.
+    pub programs: Vec<String>,
+    /// When the job started, ns since the epoch.
+    pub started_ns: u64,
+    /// The job's streams when the dump was taken.
+    pub streams: usize,
+    /// The job's events when the dump was taken.
+    pub events: u64,
+    /// Its run directory.
+    pub dir: PathBuf,
+}
+
+impl DumpInfo {
+    /// The name of the `seq`-th dump of job `job`.
+    pub fn id_of(job: u64, seq: u64) -> String {
+        format!("{job}-dump{seq}")
+    }
 }
 
 /// What a [`ServiceRun`] is.
@@ -299,6 +337,8 @@ struct Router {
     routes: Mutex<HashMap<u64, Route>>,
     running: Mutex<Vec<Arc<Job>>>,
     history: Mutex<VecDeque<JobInfo>>,
+    /// Dumps, oldest first, as many as `history` jobs.
+    dumps: Mutex<VecDeque<DumpInfo>>,
     /// Notified whenever a job is folded or a dump answer arrives.
     changed: Condvar,
     changed_lock: Mutex<()>,
@@ -335,6 +375,19 @@ impl Service {
                     .past
                     .iter()
                     .skip(config.past.len().saturating_sub(config.history.max(1)))
+                    .cloned()
+                    .collect(),
+            ),
+            dumps: Mutex::new(
+                config
+                    .past_dumps
+                    .iter()
+                    .skip(
+                        config
+                            .past_dumps
+                            .len()
+                            .saturating_sub(config.history.max(1)),
+                    )
                     .cloned()
                     .collect(),
             ),
@@ -393,6 +446,24 @@ impl Service {
                 .cloned(),
         );
         out
+    }
+
+    /// The dumps `viewer` may see, oldest first.
+    pub fn dumps(&self, viewer: &Viewer) -> Vec<DumpInfo> {
+        lock(&self.router.dumps)
+            .iter()
+            .filter(|d| viewer.may(d.owner))
+            .cloned()
+            .collect()
+    }
+
+    /// One dump by its id (`N-dumpK`), if `viewer` may see it.
+    pub fn dump(&self, viewer: &Viewer, id: &str) -> Result<DumpInfo, Error> {
+        match lock(&self.router.dumps).iter().find(|d| d.id == id) {
+            Some(d) if viewer.may(d.owner) => Ok(d.clone()),
+            Some(_) => Err(Error::new(ErrorKind::NotYours(id.into()))),
+            None => Err(Error::new(ErrorKind::NoSuchJob(id.into()))),
+        }
     }
 
     /// One job by number or name, if `viewer` may see it.
@@ -489,7 +560,7 @@ impl Service {
 
     /// The model so far of the running job `id` (number or name), if
     /// `viewer` may see it: a snapshot, taken while the analyses go on,
-    /// one analysis state at a time (as [`crate::Server::snapshot`]).
+    /// without making the analysis wait (as [`crate::Server::snapshot`]).
     pub fn snapshot(&self, viewer: &Viewer, id: &str) -> Result<Run, Error> {
         let job = self.router.find(viewer, id)?;
         Ok(run_of(job.state.snapshot()))
@@ -732,6 +803,22 @@ impl Router {
         };
         let dir = (self.on_run)(&out).map_err(|e| Error::new(ErrorKind::Control(e)))?;
         lock(&job.live).last_dump = Some(dir.clone());
+        let mut dumps = lock(&self.dumps);
+        dumps.push_back(DumpInfo {
+            id: DumpInfo::id_of(job.id, seq),
+            job: job.id,
+            name: job.name.clone(),
+            seq,
+            owner: job.owner,
+            programs: out.info.programs.clone(),
+            started_ns: out.info.started_ns,
+            streams: out.info.streams,
+            events: out.info.events,
+            dir: dir.clone(),
+        });
+        while dumps.len() > self.config.history.max(1) {
+            dumps.pop_front();
+        }
         Ok(dir)
     }
 

@@ -185,6 +185,21 @@ impl State {
         out
     }
 
+    /// [`crate::Server::contention`].
+    pub(crate) fn contention(&self) -> hark_analyses::Contention {
+        let programs = self.programs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sum = hark_analyses::Contention::default();
+        for on in programs
+            .iter()
+            .flat_map(|p| std::iter::once(&p.on).chain(&p.children))
+        {
+            let c = on.contention();
+            sum.stalls += c.stalls;
+            sum.copies += c.copies;
+        }
+        sum
+    }
+
     /// Folds every closed stream waiting in `folding` that the board is
     /// done with into its program's row of other processes, and forgets
     /// it: its connection record, its place in the program, its states.

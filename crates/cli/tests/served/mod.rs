@@ -71,8 +71,24 @@ impl Served {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
-    /// The jobs `user` sees.
+    /// The jobs `user` sees (`hark ctl list` without the dumps).
     pub fn jobs(&self, user: Option<&str>) -> Vec<serde_json::Value> {
+        self.listed(user)
+            .into_iter()
+            .filter(|j| j["state"] != "dump")
+            .collect()
+    }
+
+    /// The dumps `user` sees.
+    pub fn dumps(&self, user: Option<&str>) -> Vec<serde_json::Value> {
+        self.listed(user)
+            .into_iter()
+            .filter(|j| j["state"] == "dump")
+            .collect()
+    }
+
+    /// Everything `hark ctl list` gives `user`.
+    pub fn listed(&self, user: Option<&str>) -> Vec<serde_json::Value> {
         self.ask(user, &["list"])["jobs"]
             .as_array()
             .cloned()
@@ -132,6 +148,22 @@ impl Served {
         let log = self.log();
         assert!(status.success(), "hark serve ended with {status}: {log}");
         log
+    }
+
+    /// The body of `GET {url}{path}` as root; the test fails on an error
+    /// status.
+    pub fn get(&self, path: &str) -> String {
+        let out = Command::new("curl")
+            .args(["-s", "-f", "-S"])
+            .arg(format!("{}{path}", self.url()))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "GET {path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// The live view's address, `http://HOST:PORT/`, when started with
