@@ -294,11 +294,7 @@ impl Link {
 
     /// Translates a parcel from analyser `from` into this level's ids,
     /// interning the table entries it brings.
-    pub(crate) fn receive(
-        &self,
-        from: u32,
-        mut parcel: Parcel,
-    ) -> Result<(Vec<P2pOp>, Vec<Arrival>, Vec<Wait>), Error> {
+    pub(crate) fn receive(&self, from: u32, mut parcel: Parcel) -> Result<Parcel, Error> {
         let mut inbound = lock(&self.inbound);
         let Some(map) = inbound.get_mut(from as usize) else {
             return Err(Error::new(ErrorKind::Partial(format!(
@@ -322,7 +318,7 @@ impl Link {
         for w in &mut parcel.waits {
             w.remap(map);
         }
-        Ok((parcel.ops, parcel.arrivals, parcel.waits))
+        Ok(parcel)
     }
 }
 

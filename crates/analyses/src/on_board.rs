@@ -827,7 +827,12 @@ impl OnBoard {
             )));
         };
         link.exchange.count_received(&parcel, parcel.size);
-        let (ops, arrivals, waits) = link.receive(from, parcel)?;
+        let Parcel {
+            ops,
+            arrivals,
+            waits,
+            ..
+        } = link.receive(from, parcel)?;
         let mut sub = Direct {
             board: &self.board,
             level: self.level,

@@ -309,10 +309,7 @@ impl Unifier {
 
     /// The entries from `from` on (names, communicators, paths), for
     /// [`Unifier::absorb_more`] elsewhere.
-    pub(crate) fn entries_from(
-        &self,
-        from: [usize; 3],
-    ) -> (Vec<(u8, String)>, Vec<(CommDef, u32)>, Vec<String>) {
+    pub(crate) fn entries_from(&self, from: [usize; 3]) -> TableEntries {
         (
             self.names[from[0].min(self.names.len())..]
                 .iter()
@@ -482,6 +479,10 @@ impl Unifier {
         id
     }
 }
+
+/// Names, communicators and paths added to a unifier's tables since some
+/// point ([`Unifier::entries_from`]).
+pub(crate) type TableEntries = (Vec<(u8, String)>, Vec<(CommDef, u32)>, Vec<String>);
 
 /// One stream's map from its local ids to the program's global ids.
 #[derive(Debug, Default)]

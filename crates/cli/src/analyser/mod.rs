@@ -20,11 +20,13 @@
 //! while the streams are received, since rank 0 sends its own stream only
 //! after it).
 
+mod exchange;
 pub mod launch;
 mod mpi;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use hark_analyses::exchange::Exchange;
 use hark_server::{Server, ServerConfig};
 use hark_wire::partition::{
     stream_chunk, tail_map, CLOCK_ROUNDS, CLOCK_TAG, STREAM_RECVS, STREAM_TAG,
@@ -34,6 +36,7 @@ use mpi::mpi_call;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The tag of the partial results sent to analyser rank 0 (stream
@@ -70,6 +73,7 @@ pub struct AnalyserArgs {
 
 /// Runs one analyser rank; returns its exit status.
 pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
+    test_match_bound();
     let abi = mpi::load(&args.mpi_lib)?;
     if !mpi_call::init() {
         bail!("MPI_Init failed in an analyser rank");
@@ -113,6 +117,21 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     let writers = map.writers_of(rank as u32);
     let first = size - args.analysers as i32;
 
+    // Several analysers exchange the cross-rank entries whose key another
+    // one owns (`exchange.rs`); the owner of a world rank is the analyser
+    // its stream goes to.
+    // `HARK_EXCHANGE=0` leaves every match to the end-of-run merge (to
+    // measure what the exchange costs, docs/analysers.md).
+    let routed = (args.analysers > 1 && !off("HARK_EXCHANGE")).then(|| {
+        let owners = (0..first as u32)
+            .map(|r| {
+                map.analyser_of(r)
+                    .map_or(rank - first, |a| a as i32 - first) as u32
+            })
+            .collect();
+        Arc::new(Exchange::new((rank - first) as u32, args.analysers, owners))
+    });
+
     let dir = tempdir()?;
     let secret = std::env::var("HARK_ADDR")
         .ok()
@@ -123,6 +142,7 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         secret,
         // The streams waited for MPI_Init: their handshakes are late.
         probe_realtime: true,
+        exchange: routed.clone(),
         ..ServerConfig::default()
     })
     .map_err(|e| anyhow::anyhow!("cannot start the analysis server of an analyser rank: {e}"))?;
@@ -137,6 +157,16 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         rank0_at: map.analyser_of(0).map_or(first, |a| a as i32),
         me: rank,
     };
+    let mut exchanger = match &routed {
+        Some(x) => Some(exchange::Exchanger::new(
+            abi,
+            streams,
+            x.clone(),
+            &peers.analysers,
+            writers.len() as u64,
+        )?),
+        None => None,
+    };
     receive(
         abi,
         streams,
@@ -146,9 +176,16 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         args.pack_size,
         &server,
         &peers,
+        exchanger.as_mut(),
     )?;
     drop(conns);
-    let (partials, problems) = server.finish_partials(GRACE);
+    let exchange_problems = exchanger.as_ref().map(|e| e.problems.clone());
+    if let (Some(e), Some(x)) = (&exchanger, &routed) {
+        exchange_stats(rank - first, e, x);
+    }
+    drop(exchanger);
+    let (partials, mut problems) = server.finish_partials(GRACE);
+    problems.extend(exchange_problems.into_iter().flatten());
     let _ = std::fs::remove_dir_all(&dir);
     let mine = encode(
         &partials.iter().map(|p| p.to_bytes()).collect::<Vec<_>>(),
@@ -266,6 +303,7 @@ fn receive(
     pack_size: usize,
     server: &Server,
     peers: &Peers,
+    mut exchanger: Option<&mut exchange::Exchanger>,
 ) -> Result<()> {
     let chunk = stream_chunk(pack_size);
     let slots = writers.len() * STREAM_RECVS;
@@ -354,7 +392,16 @@ fn receive(
     }
     let mut status = vec![0u8; abi.status_size.max(32)];
     let mut idle = IDLE_MIN;
-    while open > 0 || rounds > 0 || reference_pending {
+    while open > 0
+        || rounds > 0
+        || reference_pending
+        || exchanger.as_ref().is_some_and(|e| !e.done())
+    {
+        if let Some(e) = exchanger.as_deref_mut() {
+            if e.progress(server, open == 0)? {
+                idle = IDLE_MIN;
+            }
+        }
         if open == 0 && peers.me == peers.rank0_at && !rank0_hello_seen {
             // World rank 0's stream ended without a Hello: the others must
             // not wait for its reference.
@@ -475,6 +522,39 @@ fn pass_reference(abi: &Abi, first_chunk: &[u8], comm: usize, peers: &Peers) {
         // Small, and the peer's receive is posted from its start.
         mpi_call::send_bytes(abi, &msg, a, REFERENCE_TAG, comm);
     }
+}
+
+/// `HARK_TEST_MATCH_BOUND=N`, **for tests only**: each matching key holds
+/// at most N unmatched operations instead of 65 536, so that a short test
+/// run exceeds the bound (`docs/analysers.md`).
+pub fn test_match_bound() {
+    if let Some(n) = std::env::var("HARK_TEST_MATCH_BOUND")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        hark_analyses::matching::set_held_bound_for_tests(n);
+    }
+}
+
+/// With `HARK_EXCHANGE_STATS=1`, one line on stderr of what this analyser
+/// exchanged with the others (for `BENCHMARKS.md`).
+fn exchange_stats(index: i32, e: &exchange::Exchanger, x: &Exchange) {
+    if std::env::var("HARK_EXCHANGE_STATS").as_deref() != Ok("1") {
+        return;
+    }
+    let mut parcels = 0;
+    let (mut ops, mut arrivals, mut waits) = (0, 0, 0);
+    for to in 0..x.analysers() {
+        let t = x.sent_to(to);
+        parcels += t.parcels;
+        ops += t.ops;
+        arrivals += t.arrivals;
+        waits += t.waits;
+    }
+    eprintln!(
+        "hark exchange: analyser {index} sent {} messages, {} bytes ({parcels} parcels: {ops} operations, {arrivals} arrivals, {waits} waits); received {} messages, {} bytes",
+        e.sent.messages, e.sent.bytes, e.received.messages, e.received.bytes
+    );
 }
 
 /// A private directory for the rank's server socket.
