@@ -504,11 +504,11 @@ fn publish(sub: &mut impl Submit, types: Types, st: &States, derived: Derived) {
     if let Some(link) = &st.link {
         let x = &link.exchange;
         let (me, n) = (x.me(), x.analysers() as usize);
-        let ops_away = away(&mut ops, me, n, |op| x.owner_of(op.dst));
+        let mut ops_away = away(&mut ops, me, n, |op| x.owner_of(op.dst));
         // One look-up of the communicator's members per communicator of
         // the pack.
         let owners: Mutex<Vec<(u32, u32)>> = Mutex::default();
-        let arrivals_away = away(&mut arrivals, me, n, |a| {
+        let mut arrivals_away = away(&mut arrivals, me, n, |a| {
             let mut o = lock(&owners);
             if let Some(&(_, owner)) = o.iter().find(|(c, _)| *c == a.comm) {
                 return owner;
@@ -518,8 +518,11 @@ fn publish(sub: &mut impl Submit, types: Types, st: &States, derived: Derived) {
             owner
         });
         for to in 0..n {
-            let o = ops_away.get(to).cloned().unwrap_or_default();
-            let a = arrivals_away.get(to).cloned().unwrap_or_default();
+            let o = ops_away.get_mut(to).map(std::mem::take).unwrap_or_default();
+            let a = arrivals_away
+                .get_mut(to)
+                .map(std::mem::take)
+                .unwrap_or_default();
             if !o.is_empty() || !a.is_empty() {
                 link.send(to as u32, o, a, Vec::new());
             }
