@@ -25,7 +25,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HARK = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/hark")
+HARK = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/hark")
 PROGRAM = os.environ.get("PROGRAM", "cross")
 MESSAGES = os.environ.get("MESSAGES", "200000")
 NP = os.environ.get("NP", "4")

@@ -18,13 +18,13 @@ use std::sync::Arc;
 fn carry(exchanges: &[Arc<Exchange>], boards: &[OnBoard]) -> usize {
     let mut moved = 0;
     for (from, x) in exchanges.iter().enumerate() {
-        for to in 0..exchanges.len() {
+        for (to, board) in boards.iter().enumerate() {
             let bytes = x.take(to as u32);
             let mut at = 0;
             while at < bytes.len() {
                 let size = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
                 let parcel = Parcel::read(&bytes[at + 4..at + 4 + size]).expect("a parcel reads");
-                boards[to]
+                board
                     .inject(from as u32, parcel)
                     .expect("a parcel is taken in");
                 at += 4 + size;
