@@ -12,7 +12,8 @@ Snapshots: `hark run --analysers 2` of `overhead iprobe N REPS` on 4 writers, wi
 times: rank 0's ns per call and the delivered events per second.
 
 usage: scripts/bench_merge.py [HARK] (default target/release/hark)
-env:   ROUNDS (3), ANALYSERS (1,2,3,4,6,8), MODELS (small,large), SNAPSHOTS=0 skips them
+env:   ROUNDS (3), ANALYSERS (1,2,3,4,6,8), MODELS (small,large), LARGE (the large model's
+       writers,paths,steps: 8,200,40), SNAPSHOTS=0 skips them
 """
 import json
 import os
@@ -27,7 +28,8 @@ HARK = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/
 ROUNDS = int(os.environ.get("ROUNDS", 3))
 ANALYSERS = [int(a) for a in os.environ.get("ANALYSERS", "1,2,3,4,6,8").split(",")]
 # name: (writers, paths, steps)
-MODELS = {"small": (8, 1, 20), "large": (8, 200, 40)}
+MODELS = {"small": (8, 1, 20),
+          "large": tuple(int(x) for x in os.environ.get("LARGE", "8,200,40").split(","))}
 WANTED = os.environ.get("MODELS", "small,large").split(",")
 env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_mpi_yield_when_idle="0")

@@ -2,13 +2,16 @@
  * broadcast), pausing 2 ms between them; then, with argv[2] = "hang",
  * rank 0 waits forever in MPI_Recv for a message nobody sends, the others
  * in a barrier. Rank 0 writes the number of loop barriers to argv[1].count
- * first. Used by the service's control tests. */
+ * first. Used by the service's control tests. Every rank ends itself after
+ * ten minutes (SIGALRM), so that a test that fails before it stops or kills
+ * the job leaves nothing spinning behind it. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
+    alarm(600);
     MPI_Init(&argc, &argv);
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
