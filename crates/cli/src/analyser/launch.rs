@@ -64,6 +64,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         // The analysers are not part of the programs' worlds.
         ("HARK_VIRTUALISE".to_string(), "1".to_string()),
         ("HARK_MPI_ANALYSERS".to_string(), n.to_string()),
+        ("HARK_MPI_MAP".to_string(), args.map.name().to_string()),
     ]);
     let mut analyser = vec![
         exe.display().to_string(),
@@ -74,9 +75,14 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         n.to_string(),
         "--pack-size".into(),
         pack_size.to_string(),
+        "--map".into(),
+        args.map.name().into(),
         "--output".into(),
         dir.display().to_string(),
     ];
+    if args.verbose {
+        analyser.push("--verbose".into());
+    }
     if !args.analyses.is_empty() {
         analyser.extend(["--analyses".into(), args.analyses.join(",")]);
     }
