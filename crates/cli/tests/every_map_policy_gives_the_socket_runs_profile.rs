@@ -46,7 +46,7 @@ fn run(
     assert_exit(&out, 0);
     let mut lines: Vec<String> = String::from_utf8_lossy(&out.stderr)
         .lines()
-        .filter(|l| l.starts_with("hark: analyser rank"))
+        .filter(|l| l.contains("receives writers"))
         .map(|l| {
             // "hark: analyser rank 4 (node 00000001) receives writers 2,3 (same-node map)"
             let w: Vec<&str> = l.split_whitespace().collect();

@@ -150,6 +150,12 @@ fn partial(
             });
         }
     });
+    // Connections still in the accept backlog do not count as open: wait
+    // for every one, or the server's settle would end before them.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.status().connections < mine.len() as u64 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
     let (mut partials, problems) = server.finish_partials(Duration::from_secs(10));
     assert!(
         problems.iter().all(|p| !p.contains("refused")),

@@ -21,6 +21,7 @@
 //! while the streams are received, since rank 0 sends its own stream only
 //! after it).
 
+mod costs;
 pub mod launch;
 mod mpi;
 
@@ -173,6 +174,14 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     )?;
     drop(conns);
     let (partials, problems) = server.finish_partials(GRACE);
+    if args.verbose {
+        eprintln!(
+            "hark: analyser rank {rank}: {} events from {} writer(s), {:.1} ms CPU",
+            costs::events(&partials),
+            writers.len(),
+            costs::cpu().as_secs_f64() * 1e3
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
     let mine = encode(
         &partials.iter().map(|p| p.to_bytes()).collect::<Vec<_>>(),
@@ -209,8 +218,16 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         all_problems.extend(probs);
     }
     let analyses = (!args.analyses.is_empty()).then_some(args.analyses.as_slice());
+    let (count, merging) = (parts.len(), (std::time::Instant::now(), costs::cpu()));
     let run = hark_server::merge_partials(parts, all_problems, analyses)
         .map_err(|e| anyhow::anyhow!("cannot merge the analysers' results: {e}"))?;
+    if args.verbose {
+        eprintln!(
+            "hark: analyser rank {rank} merged {count} partial(s) in {:.1} ms ({:.1} ms CPU)",
+            merging.0.elapsed().as_secs_f64() * 1e3,
+            (costs::cpu() - merging.1).as_secs_f64() * 1e3
+        );
+    }
     std::fs::create_dir_all(&args.output)?;
     hark_outputs::write_all(&run, &args.output, |_| true)
         .with_context(|| format!("cannot write the run directory {}", args.output.display()))?;
