@@ -286,7 +286,7 @@ impl Place {
     /// The places of every process, from the gathered bytes (8 per rank,
     /// in world-rank order); `None` if the length is not a multiple of 8.
     pub fn all_from_bytes(bytes: &[u8]) -> Option<Vec<Place>> {
-        if bytes.len() % 8 != 0 {
+        if !bytes.len().is_multiple_of(8) {
             return None;
         }
         Some(
@@ -319,10 +319,7 @@ pub fn test_node(value: Option<&str>, rank: u32) -> Option<u32> {
         .split(',')
         .map(|n| n.trim().parse().ok())
         .collect::<Option<_>>()?;
-    nodes
-        .get(rank as usize)
-        .or(nodes.last())
-        .copied()
+    nodes.get(rank as usize).or(nodes.last()).copied()
 }
 
 /// The map of a job launched by `hark run --analysers n`, from every
@@ -555,7 +552,10 @@ mod tests {
         assert_eq!(rr.writers_of(5), [0, 2, 4]);
         // One node: same-node-first is round-robin over that node's analysers.
         let same = job_map(&p, 2, Policy::SameNodeFirst).unwrap();
-        assert_eq!(same.pairs().collect::<Vec<_>>(), rr.pairs().collect::<Vec<_>>());
+        assert_eq!(
+            same.pairs().collect::<Vec<_>>(),
+            rr.pairs().collect::<Vec<_>>()
+        );
     }
 
     #[test]
