@@ -5,67 +5,13 @@
 //! programs launched MPMD with their analysers too.
 
 mod common;
+#[path = "common/same_profile.rs"]
+mod same_profile;
 
 use common::*;
+use same_profile::instances;
 use serde_json::Value;
 use std::path::Path;
-
-/// Keys whose values are times or depend on them (a second run of the
-/// same program differs there too): dropped before comparing.
-fn timed(key: &str) -> bool {
-    key.ends_with("_ns")
-        || [
-            "density",
-            "digest",
-            "efficiency",
-            "efficiency_slices",
-            "timeslices",
-            "clock",
-            "time_across_ranks",
-            "time_histogram",
-            "pid",
-            "wait_causes",
-            "slices",
-            "late",
-            "cause_callpaths",
-            "hark_version",
-        ]
-        .contains(&key)
-}
-
-fn untimed(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| !timed(k))
-                .map(|(k, v)| (k.clone(), untimed(v)))
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(untimed).collect()),
-        other => other.clone(),
-    }
-}
-
-/// The paths where `a` and `b` differ.
-fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
-                match (x.get(k), y.get(k)) {
-                    (Some(p), Some(q)) => differences(p, q, &format!("{path}/{k}"), out),
-                    _ => out.push(format!("{path}/{k}: only in one")),
-                }
-            }
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                differences(p, q, &format!("{path}/{i}"), out);
-            }
-        }
-        _ if a != b => out.push(format!("{path}: {a} against {b}")),
-        _ => {}
-    }
-}
 
 fn run(dir: &Path, name: &str, hark_args: &[&str], command: &[String]) -> Value {
     run_env(dir, name, hark_args, command, &[])
@@ -96,37 +42,7 @@ fn run_env(
 /// Everything but times and the wait states (the ring's waits are natural,
 /// so they differ between two runs: `waits.c` checks the instances).
 fn assert_same(socket: &Value, mpi: &Value, what: &str) {
-    let strip = |v: &Value| {
-        let mut v = untimed(v);
-        for p in v["programs"].as_array_mut().unwrap() {
-            let p = p.as_object_mut().unwrap();
-            p.remove("waits");
-            // Clock-condition violations depend on timing too.
-            if let Some(Value::Array(d)) = p.get_mut("diagnostics") {
-                d.retain(|l| !l.as_str().unwrap_or("").contains("clock condition"));
-            }
-        }
-        v
-    };
-    let mut diffs = Vec::new();
-    differences(&strip(socket), &strip(mpi), "", &mut diffs);
-    assert!(
-        diffs.is_empty(),
-        "{what} differs from the socket run:\n{}",
-        diffs.join("\n")
-    );
-}
-
-/// The wait-state instance counts of every program, by pattern.
-fn instances(p: &Value) -> Vec<(String, Value)> {
-    let mut out = Vec::new();
-    for prog in p["programs"].as_array().unwrap() {
-        for (pattern, w) in prog["waits"].as_object().unwrap() {
-            out.push((pattern.clone(), w["instances"].clone()));
-            out.push((format!("{pattern} by function"), untimed(&w["by_function"])));
-        }
-    }
-    out
+    same_profile::assert_same(socket, mpi, &[], what);
 }
 
 #[test]
