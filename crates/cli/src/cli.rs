@@ -365,6 +365,12 @@ pub struct RunArgs {
     /// (docs/analysers.md).
     #[arg(long = "no-virtualise", requires = "analysers")]
     pub no_virtualise: bool,
+    /// With --analysers: how writer ranks are mapped to analyser ranks,
+    /// `same-node` (a writer streams to an analyser on its own node when
+    /// there is one, else round-robin; on one node it is round-robin),
+    /// `round-robin` or `blocks` (contiguous ranks of each program).
+    #[arg(long, value_name = "POLICY", default_value = "same-node", value_parser = parse_map, requires = "analysers")]
+    pub map: hark_wire::partition::Policy,
 
     /// The command to measure, after `--` (required, except with
     /// `--analyses list`).
@@ -401,6 +407,11 @@ fn parse_pack_size(v: &str) -> Result<u64, String> {
 /// `--analysers`: a count or a ratio.
 fn parse_analysers(v: &str) -> Result<hark_wire::partition::Analysers, String> {
     hark_wire::partition::Analysers::parse(v).map_err(|e| e.to_string())
+}
+
+/// `--map`: a writer-to-analyser map policy.
+fn parse_map(v: &str) -> Result<hark_wire::partition::Policy, String> {
+    hark_wire::partition::Policy::parse(v).map_err(|e| e.to_string())
 }
 
 /// `--trace=SPEC`: a trace selection.

@@ -71,6 +71,7 @@ fn analysers_merge_by_tree_or_by_gather_into_the_same_profile() {
         assert_same(
             &gather,
             &tree,
+            &[],
             &format!("the ring merged by a tree of {n} analysers"),
         );
         assert_eq!(tree["programs"][0]["ranks"], 4);

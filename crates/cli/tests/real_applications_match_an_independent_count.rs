@@ -11,113 +11,16 @@
 //! no code with Hark.
 
 mod common;
+#[path = "common/independent_count.rs"]
+mod independent_count;
 
 use common::*;
-use std::collections::BTreeMap;
+use independent_count::{compare, counted_run_with, read_counts};
 use std::path::Path;
-
-/// Functions whose bytes are what the send moves (count × type size), the
-/// same definition for Hark and the counter.
-const SEND_BYTES: &[&str] = &[
-    "MPI_Send",
-    "MPI_Isend",
-    "MPI_Ssend",
-    "MPI_Rsend",
-    "MPI_Sendrecv",
-];
-
-/// `function -> (calls, bytes)` per rank, from the counter's files.
-fn read_counts(dir: &Path, np: usize) -> Vec<BTreeMap<String, (u64, u64)>> {
-    (0..np)
-        .map(|r| {
-            let path = dir.join(format!("count.{r}"));
-            let text = std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("the counter wrote no {}: {e}", path.display()));
-            text.lines()
-                .map(|l| {
-                    let f: Vec<&str> = l.split_whitespace().collect();
-                    (
-                        f[0].to_string(),
-                        (f[1].parse().unwrap(), f[2].parse().unwrap()),
-                    )
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// Compares every counted function with Hark's profile, rank by rank.
-fn compare(profile: &serde_json::Value, counts: &[BTreeMap<String, (u64, u64)>]) -> usize {
-    let np = counts.len();
-    let mut functions: Vec<&String> = counts.iter().flat_map(|c| c.keys()).collect();
-    functions.sort();
-    functions.dedup();
-    assert!(
-        functions.len() >= 5,
-        "the counter saw too little: {functions:?}"
-    );
-    for f in &functions {
-        let want_calls: Vec<u64> = counts
-            .iter()
-            .map(|c| c.get(*f).map_or(0, |v| v.0))
-            .collect();
-        assert_eq!(
-            per_rank(profile, 0, f, "calls"),
-            want_calls,
-            "{f} calls per rank"
-        );
-        if SEND_BYTES.contains(&f.as_str()) {
-            let want_bytes: Vec<u64> = counts
-                .iter()
-                .map(|c| c.get(*f).map_or(0, |v| v.1))
-                .collect();
-            assert_eq!(
-                per_rank(profile, 0, f, "bytes"),
-                want_bytes,
-                "{f} bytes per rank"
-            );
-        }
-    }
-    assert_eq!(profile["programs"][0]["ranks"].as_u64(), Some(np as u64));
-    assert_eq!(lost(profile), 0, "events lost");
-    functions.len()
-}
-
-/// Builds the counter with Open MPI's mpicc.
-fn counter(dir: &Path) -> std::path::PathBuf {
-    let so = dir.join("count_mpi.so");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/count_mpi.c");
-    let out = std::process::Command::new(OPEN_MPI.cc)
-        .args(["-shared", "-fPIC", "-O1", "-o"])
-        .arg(&so)
-        .arg(&src)
-        .arg("-ldl")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    so
-}
 
 /// `hark run --lossless` with the counter preloaded first.
 fn counted_run(dir: &Path, command: &[String]) -> (std::process::Output, std::path::PathBuf) {
-    let counts = dir.join("counts");
-    std::fs::create_dir_all(&counts).unwrap();
-    probe();
-    let run_dir = dir.join("run");
-    let mut cmd = std::process::Command::new(hark());
-    cmd.current_dir(dir)
-        .env("LD_PRELOAD", counter(dir))
-        .env("COUNT_DIR", &counts)
-        .args(["run", "--lossless", "-o"])
-        .arg(&run_dir)
-        .arg("--")
-        .args(command);
-    mpi_env(&mut cmd);
-    (cmd.output().unwrap(), run_dir)
+    counted_run_with(dir, "run", &[], command)
 }
 
 /// LAMMPS output without the lines that report timings.

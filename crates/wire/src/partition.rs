@@ -100,6 +100,15 @@ pub enum Policy {
 }
 
 impl Policy {
+    /// The name [`Policy::parse`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::RoundRobin => "round-robin",
+            Policy::Blocks => "blocks",
+            Policy::SameNodeFirst => "same-node",
+        }
+    }
+
     /// Reads `round-robin`, `blocks` or `same-node`.
     pub fn parse(text: &str) -> Result<Policy, Error> {
         match text.trim() {
@@ -254,21 +263,108 @@ pub fn stream_chunk(pack_size: usize) -> usize {
     pack_size + crate::HEADER_SIZE + crate::PACK_HEADER_SIZE
 }
 
-/// The map of a job of `size` world ranks launched by `hark run
-/// --analysers n`: the analysers are the last `n` ranks (their context is
-/// added after the programs'), every rank before them is a writer, mapped
-/// round-robin. Writer and analyser compute it alike from the job's size.
+/// What every process of the job tells the others at `MPI_Init` (one
+/// `MPI_Allgather` on the stream communicator, `docs/analysers.md` step 2):
+/// its node and its program (`MPI_APPNUM`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The node it runs on ([`node_id`]).
+    pub node: u32,
+    /// Its MPMD context, `MPI_APPNUM` (0 when unset).
+    pub program: u32,
+}
+
+impl Place {
+    /// The 8 bytes a process contributes to the gather.
+    pub fn to_bytes(self) -> [u8; 8] {
+        let mut b = [0; 8];
+        b[..4].copy_from_slice(&self.node.to_le_bytes());
+        b[4..].copy_from_slice(&self.program.to_le_bytes());
+        b
+    }
+
+    /// The places of every process, from the gathered bytes (8 per rank,
+    /// in world-rank order); `None` if the length is not a multiple of 8.
+    pub fn all_from_bytes(bytes: &[u8]) -> Option<Vec<Place>> {
+        if !bytes.len().is_multiple_of(8) {
+            return None;
+        }
+        Some(
+            bytes
+                .chunks_exact(8)
+                .map(|c| Place {
+                    node: u32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+                    program: u32::from_le_bytes([c[4], c[5], c[6], c[7]]),
+                })
+                .collect(),
+        )
+    }
+}
+
+/// A node's number: FNV-1a of its host name, so processes of the same host
+/// agree without talking.
+pub fn node_id(host: &[u8]) -> u32 {
+    host.iter().fold(0x811c_9dc5u32, |h, &b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// The test-only node override, `HARK_TEST_NODES=a,b,c,...`: world rank `r`
+/// claims node number `r`-th entry (the last entry for ranks past the
+/// list). It lets the tests of a one-node machine exercise same-node-first
+/// as if ranks ran on several nodes; nothing else sets it. `None` when the
+/// value is absent or not a list of numbers.
+pub fn test_node(value: Option<&str>, rank: u32) -> Option<u32> {
+    let nodes: Vec<u32> = value?
+        .split(',')
+        .map(|n| n.trim().parse().ok())
+        .collect::<Option<_>>()?;
+    nodes.get(rank as usize).or(nodes.last()).copied()
+}
+
+/// The map of a job launched by `hark run --analysers n`, from every
+/// process's [`Place`] in world-rank order: the analysers are the last `n`
+/// ranks (their context is added after the programs'), every rank before
+/// them is a writer. Programs are the runs of equal `MPI_APPNUM` in rank
+/// order, added one after the other (the map is additive across them).
+/// Writer and analyser compute it alike from the same gathered places.
 /// `None` unless there is at least one rank of each.
-pub fn tail_map(size: u32, n: u32) -> Option<Map> {
+pub fn job_map(places: &[Place], n: u32, policy: Policy) -> Option<Map> {
+    let size = u32::try_from(places.len()).ok()?;
     if n == 0 || n >= size {
         return None;
     }
     let writers = size - n;
-    let analysers: Vec<Rank> = (writers..size).map(|rank| Rank { rank, node: 0 }).collect();
-    let mut map = Map::new(&analysers, Policy::RoundRobin).ok()?;
-    let all: Vec<Rank> = (0..writers).map(|rank| Rank { rank, node: 0 }).collect();
-    map.add_program(&all);
+    let rank = |r: u32| Rank {
+        rank: r,
+        node: places[r as usize].node,
+    };
+    let analysers: Vec<Rank> = (writers..size).map(rank).collect();
+    let mut map = Map::new(&analysers, policy).ok()?;
+    let mut start = 0;
+    while start < writers {
+        let program = places[start as usize].program;
+        let mut end = start + 1;
+        while end < writers && places[end as usize].program == program {
+            end += 1;
+        }
+        map.add_program(&(start..end).map(rank).collect::<Vec<_>>());
+        start = end;
+    }
     Some(map)
+}
+
+/// The map of a job of `size` world ranks, all on one node and in one
+/// program, under `policy`: [`job_map`] without the gathered places.
+pub fn tail_map(size: u32, n: u32, policy: Policy) -> Option<Map> {
+    let places = vec![
+        Place {
+            node: 0,
+            program: 0
+        };
+        size as usize
+    ];
+    job_map(&places, n, policy)
 }
 
 #[cfg(test)]
@@ -426,13 +522,64 @@ mod tests {
 
     #[test]
     fn the_tail_map_spreads_the_writers_over_the_last_ranks() {
-        let map = tail_map(7, 3).unwrap();
+        let map = tail_map(7, 3, Policy::RoundRobin).unwrap();
         assert_eq!(map.writers_of(4), [0, 3]);
         assert_eq!(map.writers_of(5), [1]);
         assert_eq!(map.writers_of(6), [2]);
         assert_eq!(map.analyser_of(3), Some(4));
         assert_eq!(map.analyser_of(4), None);
-        assert!(tail_map(3, 3).is_none());
-        assert!(tail_map(3, 0).is_none());
+        assert!(tail_map(3, 3, Policy::Blocks).is_none());
+        assert!(tail_map(3, 0, Policy::Blocks).is_none());
+    }
+
+    fn places(nodes: &[u32], programs: &[u32]) -> Vec<Place> {
+        nodes
+            .iter()
+            .zip(programs)
+            .map(|(&node, &program)| Place { node, program })
+            .collect()
+    }
+
+    #[test]
+    fn the_job_map_adds_each_program_after_the_one_before() {
+        // Two programs (3 and 2 ranks) and 2 analysers, all on one node.
+        let p = places(&[0; 7], &[0, 0, 0, 1, 1, 2, 2]);
+        let blocks = job_map(&p, 2, Policy::Blocks).unwrap();
+        // 3 over 2: 2, 1; the next program starts after analyser 5.
+        assert_eq!(blocks.writers_of(5), [0, 1, 4]);
+        assert_eq!(blocks.writers_of(6), [2, 3]);
+        let rr = job_map(&p, 2, Policy::RoundRobin).unwrap();
+        assert_eq!(rr.writers_of(5), [0, 2, 4]);
+        // One node: same-node-first is round-robin over that node's analysers.
+        let same = job_map(&p, 2, Policy::SameNodeFirst).unwrap();
+        assert_eq!(
+            same.pairs().collect::<Vec<_>>(),
+            rr.pairs().collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn the_job_map_keeps_writers_on_their_node() {
+        // Writers 0..4 on nodes 7, 7, 9, 9; analysers 4 on node 9, 5 on node 7.
+        let p = places(&[7, 7, 9, 9, 9, 7], &[0, 0, 0, 0, 1, 1]);
+        let m = job_map(&p, 2, Policy::SameNodeFirst).unwrap();
+        assert_eq!(m.writers_of(4), [2, 3]);
+        assert_eq!(m.writers_of(5), [0, 1]);
+        let rr = job_map(&p, 2, Policy::RoundRobin).unwrap();
+        assert_eq!(rr.writers_of(4), [0, 2]);
+    }
+
+    #[test]
+    fn places_survive_the_gather_and_the_override_reads_a_list() {
+        let p = places(&[node_id(b"alpha"), 3], &[0, 1]);
+        let bytes: Vec<u8> = p.iter().flat_map(|x| x.to_bytes()).collect();
+        assert_eq!(Place::all_from_bytes(&bytes).unwrap(), p);
+        assert!(Place::all_from_bytes(&bytes[..5]).is_none());
+        assert_ne!(node_id(b"alpha"), node_id(b"beta"));
+        assert_eq!(test_node(Some("0,0,1"), 1), Some(0));
+        assert_eq!(test_node(Some("0,0,1"), 2), Some(1));
+        assert_eq!(test_node(Some("0,0,1"), 9), Some(1));
+        assert_eq!(test_node(Some("0,x"), 0), None);
+        assert_eq!(test_node(None, 0), None);
     }
 }

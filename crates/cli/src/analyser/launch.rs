@@ -69,6 +69,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
             if args.no_virtualise { "0" } else { "1" }.to_string(),
         ),
         ("HARK_MPI_ANALYSERS".to_string(), n.to_string()),
+        ("HARK_MPI_MAP".to_string(), args.map.name().to_string()),
     ]);
     let mut analyser = vec![
         exe.display().to_string(),
@@ -79,16 +80,18 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         n.to_string(),
         "--pack-size".into(),
         pack_size.to_string(),
+        "--map".into(),
+        args.map.name().into(),
         "--output".into(),
         dir.display().to_string(),
     ];
+    if args.verbose {
+        analyser.push("--verbose".into());
+    }
     if !args.analyses.is_empty() {
         analyser.extend(["--analyses".into(), args.analyses.join(",")]);
     }
     analyser.extend(["--merge".into(), shape.name().into()]);
-    if args.verbose {
-        analyser.push("--verbose".into());
-    }
     // The live view: analyser rank 0 writes merged snapshots to a socket
     // of this process, which serves the latest.
     let relay = match args.no_http {

@@ -5,7 +5,7 @@
 //! Reduction* (sections II and III-A): the analysers are one more context of
 //! the program's MPMD job, the last `n` ranks of the real world. Each
 //! receives the streams of its writers (the map is `hark_wire::partition::
-//! tail_map`) over MPI and feeds each stream's bytes, unchanged, into an
+//! job_map`, under `--map`) over MPI and feeds each stream's bytes, unchanged, into an
 //! analysis server of its own through a local socket: the same Sink path as
 //! `hark run` without analysers (Hello, frames, End, accounting). At the end
 //! each rank's per-program partial results go to analyser rank 0, which
@@ -15,11 +15,13 @@
 //! At `MPI_Init` every probe of the job makes collective calls on the real
 //! world; an analyser makes the same ones, in the same order, or the job
 //! hangs: the split by `MPI_APPNUM` (virtualised worlds), the stream
-//! communicator's duplicate, then the clock's duplicate and its ping-pong
+//! communicator's duplicate, the `MPI_Allgather` of every process's node
+//! and program on it (the map's input), then the clock's duplicate and its ping-pong
 //! with world rank 0, which comes again at `MPI_Finalize` (answered here
 //! while the streams are received, since rank 0 sends its own stream only
 //! after it).
 
+mod costs;
 mod exchange;
 pub mod keeper;
 pub mod launch;
@@ -31,7 +33,7 @@ mod snapshots;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use hark_wire::partition::{
-    stream_chunk, tail_map, CLOCK_ROUNDS, CLOCK_TAG, STREAM_RECVS, STREAM_TAG,
+    job_map, stream_chunk, Policy, CLOCK_ROUNDS, CLOCK_TAG, STREAM_RECVS, STREAM_TAG,
 };
 use mpi::abi::Abi;
 use mpi::mpi_call;
@@ -58,6 +60,10 @@ pub struct AnalyserArgs {
     /// Analyser ranks in the job (the last ones of the world).
     #[arg(long, value_name = "N")]
     pub analysers: u32,
+    /// How writers are mapped to analysers: `round-robin`, `blocks` or
+    /// `same-node` (the probes read the same choice from `HARK_MPI_MAP`).
+    #[arg(long, value_name = "POLICY", default_value = "same-node", value_parser = parse_policy)]
+    pub map: Policy,
     /// The probes' pack size in bytes.
     #[arg(long = "pack-size", value_name = "BYTES")]
     pub pack_size: usize,
@@ -75,9 +81,15 @@ pub struct AnalyserArgs {
     /// them); none: no snapshots.
     #[arg(long, value_name = "PATH")]
     pub snapshots: Option<PathBuf>,
-    /// Say on stderr how long the merge took (analyser rank 0).
+    /// Say on stderr which writers this rank receives, its events and CPU
+    /// time, and (analyser rank 0) how long the merge took (`hark run -v`).
     #[arg(long)]
     pub verbose: bool,
+}
+
+/// `--map`: a policy name.
+fn parse_policy(v: &str) -> Result<Policy, String> {
+    Policy::parse(v).map_err(|e| e.to_string())
 }
 
 /// Runs one analyser rank; returns its exit status.
@@ -128,6 +140,8 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     // Errors on Hark's own communicators come back as errors (each call
     // below says which failed) instead of ending the job from inside MPI.
     mpi_call::errors_return(abi, streams);
+    let places = mpi_call::gather_places(abi, streams, rank, size)
+        .context("MPI_Allgather of the processes' nodes failed in an analyser rank")?;
     let clock = if off("HARK_CLOCK_SYNC") {
         None
     } else {
@@ -141,9 +155,18 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         Some(comm)
     };
 
-    let map = tail_map(size as u32, args.analysers)
+    let map = job_map(&places, args.analysers, args.map)
         .context("the job is smaller than its analyser partition")?;
     let writers = map.writers_of(rank as u32);
+    if args.verbose {
+        let list: Vec<String> = writers.iter().map(|w| w.to_string()).collect();
+        eprintln!(
+            "hark: analyser rank {rank} (node {:08x}) receives writers {} ({} map)",
+            places[rank as usize].node,
+            list.join(","),
+            args.map.name()
+        );
+    }
     let first = size - args.analysers as i32;
 
     keeper.set_index((rank - first) as u32);
@@ -236,6 +259,14 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     let (programs, mut problems) = keeper::decode_partials(&keeper.finish()?)?;
     problems.extend(exchange_problems.into_iter().flatten());
     let finished = ended.elapsed();
+    if args.verbose {
+        eprintln!(
+            "hark: analyser rank {rank}: {} events from {} writer(s), {:.1} ms CPU (the rank and its keeper)",
+            costs::events(&programs),
+            writers.len(),
+            costs::cpu().as_secs_f64() * 1e3
+        );
+    }
     let mine = merge::Share {
         programs,
         problems,

@@ -865,6 +865,10 @@ fn post(
 /// job, and its clock's offset to world rank 0. Ranks are the real world's
 /// (the universe's) in either mode.
 fn init(abi: &Abi) {
+    // Collective on the real world, in this order on every process of the
+    // job, the analyser ranks included (docs/analysers.md step 2,
+    // crates/cli/src/analyser/mod.rs): the split, the stream communicator's
+    // duplicate and the gather of places on it, the clock's duplicate.
     virt::at_init(abi);
     stream::at_init(abi);
     let (rank, size) = mpi_call::rank_size(abi.comm_world);

@@ -434,3 +434,44 @@ pub(crate) fn init() -> bool {
 pub(crate) fn finalize() {
     pmpi!(c"PMPI_Finalize", ());
 }
+
+/// Every process's node and program, in world-rank order: one
+/// `MPI_Allgather` of 8 bytes per rank on `comm` (collective; the stream
+/// communicator, right after its duplicate, on writers and analysers
+/// alike: `docs/analysers.md` step 2). The node is the host name's
+/// [`hark_wire::partition::node_id`], or the test-only `HARK_TEST_NODES`
+/// override. `None` if the call failed.
+pub(crate) fn gather_places(
+    abi: &Abi,
+    comm: usize,
+    rank: i32,
+    size: i32,
+) -> Option<Vec<hark_wire::partition::Place>> {
+    use hark_wire::partition::{node_id, test_node, Place};
+    let node = test_node(
+        std::env::var("HARK_TEST_NODES").ok().as_deref(),
+        rank.max(0) as u32,
+    )
+    .unwrap_or_else(|| {
+        let mut host = [0u8; 256];
+        // SAFETY: the buffer is writable for its length.
+        let ok = unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len()) } == 0;
+        let len = host.iter().position(|&b| b == 0).unwrap_or(host.len());
+        node_id(if ok { &host[..len] } else { b"" })
+    });
+    let mine = Place {
+        node,
+        program: appnum(abi).max(0) as u32,
+    }
+    .to_bytes();
+    let mut all = vec![0u8; 8 * size.max(0) as usize];
+    let (s, r, t, n) = (
+        mine.as_ptr() as usize,
+        all.as_mut_ptr() as usize,
+        abi.datatype_byte,
+        8usize,
+    );
+    (pmpi!(c"PMPI_Allgather", (s, n, t, r, n, t, comm)) == Some(0))
+        .then(|| Place::all_from_bytes(&all))
+        .flatten()
+}

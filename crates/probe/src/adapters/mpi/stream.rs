@@ -26,11 +26,12 @@
 //!
 //! The chunks travel on Hark's own duplicate of the real world, made at
 //! `MPI_Init` by every process of the job (the analysers make the same
-//! call, in the same order: split, this duplicate, the clock's).
+//! calls, in the same order: split, this duplicate, the gather of every
+//! process's node and program on it, the clock's duplicate).
 
 use super::abi::Abi;
 use super::mpi_call;
-use hark_wire::partition::{stream_chunk, tail_map, STREAM_RECVS, STREAM_TAG};
+use hark_wire::partition::{job_map, stream_chunk, Policy, STREAM_RECVS, STREAM_TAG};
 use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -158,7 +159,9 @@ fn enqueue(chunk: Vec<u8>) -> io::Result<()> {
 
 /// At the end of `MPI_Init*`, on every process of the job, after the
 /// world's split and before the clock's duplicate: makes the stream
-/// communicator and learns which analyser this rank streams to.
+/// communicator, gathers every process's node and program on it
+/// (`MPI_Allgather`), and learns from the map which analyser this rank
+/// streams to.
 pub(super) fn at_init(abi: &Abi) {
     if !on() {
         return;
@@ -169,7 +172,11 @@ pub(super) fn at_init(abi: &Abi) {
         .ok()
         .and_then(|v| v.trim().parse::<u32>().ok())
         .unwrap_or(0);
-    let dest = tail_map(size.max(0) as u32, analysers)
+    // Every process's node and program, gathered on the new communicator
+    // (the analysers make the same call right after their duplicate).
+    let places = comm.and_then(|c| mpi_call::gather_places(abi, c, rank, size));
+    let dest = places
+        .and_then(|p| job_map(&p, analysers, map_policy()))
         .and_then(|m| m.analyser_of(rank.max(0) as u32))
         .map(|d| d as i32);
     if let Some(c) = comm {
@@ -195,6 +202,15 @@ pub(super) fn at_init(abi: &Abi) {
     g.init_thread = Some(unsafe { libc::pthread_self() });
     g.ready = true;
     PENDING.store(true, Relaxed);
+}
+
+/// The map policy `hark run --analysers --map` chose (`HARK_MPI_MAP`), the
+/// analysers' `--map`; same-node-first when unset.
+fn map_policy() -> Policy {
+    std::env::var("HARK_MPI_MAP")
+        .ok()
+        .and_then(|v| Policy::parse(&v).ok())
+        .unwrap_or(Policy::SameNodeFirst)
 }
 
 /// At the exit of every recorded MPI call, which ended at `now` (clock
