@@ -169,21 +169,30 @@ fn sampled(mpi: Mpi, tag: &str) {
             "rank {r} at the end: {calls:?}"
         );
     }
-    let out: Vec<usize> = active
-        .iter()
-        .copied()
-        .filter(|&s| calls[1][s] == 0 && calls[3][s] == 0 && calls[2][s] > 0)
-        .collect();
+    // The longest run of consecutive slices in which ranks 1 and 3 have
+    // nothing while rank 2 goes on: the sampled-out stretch. (Not the first
+    // and last such slices: under load a slice where both happen to make no
+    // call comes before the switch too.)
+    let quiet = |s: usize| calls[1][s] == 0 && calls[3][s] == 0 && calls[2][s] > 0;
+    let (mut best, mut run) = (0..0, 0..0);
+    for (s, rank2) in calls[2].iter().enumerate().take(last + 1).skip(first) {
+        if quiet(s) {
+            run = if run.is_empty() {
+                s..s + 1
+            } else {
+                run.start..s + 1
+            };
+            if run.len() > best.len() {
+                best = run.clone();
+            }
+        } else if *rank2 > 0 {
+            run = 0..0;
+        }
+    }
     assert!(
-        out.len() >= half_second,
-        "ranks 1 and 3 were never out for half a second ({} slices of {width} ns): {calls:?}",
-        out.len()
-    );
-    let (from, to) = (out[0], *out.last().unwrap());
-    assert_eq!(
-        sum(1, from..to + 1) + sum(3, from..to + 1),
-        0,
-        "events of ranks 1 and 3 while sampled out, slices {from}..={to}: {calls:?}"
+        best.len() >= half_second,
+        "ranks 1 and 3 were never out for half a second ({} slices of {width} ns at most): {calls:?}",
+        best.len()
     );
     for r in [0, 2] {
         assert_eq!(calls[r].iter().sum::<u64>(), n, "rank {r}: {calls:?}");

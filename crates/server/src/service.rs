@@ -336,6 +336,10 @@ struct Router {
     analyses: Vec<Arc<dyn DynAnalysis>>,
     routes: Mutex<HashMap<u64, Route>>,
     running: Mutex<Vec<Arc<Job>>>,
+    /// Jobs being folded: out of `running` (no stream joins them any
+    /// more), not yet in `history`; listed meanwhile, so that a job never
+    /// vanishes from `hark ctl list` while its run is written.
+    leaving: Mutex<Vec<JobInfo>>,
     history: Mutex<VecDeque<JobInfo>>,
     /// Dumps, oldest first, as many as `history` jobs.
     dumps: Mutex<VecDeque<DumpInfo>>,
@@ -370,6 +374,7 @@ impl Service {
             analyses,
             routes: Mutex::default(),
             running: Mutex::default(),
+            leaving: Mutex::default(),
             history: Mutex::new(
                 config
                     .past
@@ -429,23 +434,24 @@ impl Service {
         self.transport.as_ref().map_or("", |t| t.addr())
     }
 
-    /// The jobs `viewer` may see: running ones first, then the remembered
-    /// finished ones, oldest first.
+    /// The jobs `viewer` may see: running ones first (those being folded
+    /// among them), then the remembered finished ones, oldest first.
     pub fn jobs(&self, viewer: &Viewer) -> Vec<JobInfo> {
-        let mut out: Vec<JobInfo> = self
-            .router
-            .running()
-            .iter()
+        // Read in the order a fold writes in reverse (`Router::fold`), so
+        // that a job moving on is seen at least once; seen twice, it is
+        // kept where it was seen last.
+        let mut out: Vec<JobInfo> = self.router.running().iter().map(|j| j.info()).collect();
+        out.extend(lock(&self.router.leaving).iter().cloned());
+        out.extend(lock(&self.router.history).iter().cloned());
+        let mut seen = std::collections::HashSet::new();
+        let mut kept: Vec<JobInfo> = out
+            .into_iter()
+            .rev()
+            .filter(|j| seen.insert(j.id))
             .filter(|j| viewer.may(j.owner))
-            .map(|j| j.info())
             .collect();
-        out.extend(
-            lock(&self.router.history)
-                .iter()
-                .filter(|j| viewer.may(j.owner))
-                .cloned(),
-        );
-        out
+        kept.reverse();
+        kept
     }
 
     /// The dumps `viewer` may see, oldest first.
@@ -844,6 +850,7 @@ impl Router {
 
     /// Folds a job, hands it to `on_run`, and moves it to the history.
     fn fold(&self, job: &Arc<Job>) {
+        lock(&self.leaving).push(job.info());
         lock(&self.running).retain(|j| !Arc::ptr_eq(j, job));
         let mut info = job.info();
         let programs = job.state.fold();
@@ -892,6 +899,7 @@ impl Router {
                 history.pop_front();
             }
         }
+        lock(&self.leaving).retain(|j| j.id != job.id);
         self.finished.fetch_add(1, Ordering::Relaxed);
         let _g = lock(&self.changed_lock);
         self.changed.notify_all();

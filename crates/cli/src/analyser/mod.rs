@@ -158,12 +158,12 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     let writers = map.writers_of(rank as u32);
     if args.verbose {
         let list: Vec<String> = writers.iter().map(|w| w.to_string()).collect();
-        eprintln!(
-            "hark: analyser rank {rank} (node {:08x}) receives writers {} ({} map)",
+        crate::output::print_stderr(&format!(
+            "hark: analyser rank {rank} (node {:08x}) receives writers {} ({} map)\n",
             places[rank as usize].node,
             list.join(","),
             args.map.name()
-        );
+        ));
     }
     let first = size - args.analysers as i32;
 
@@ -225,12 +225,12 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     let (programs, problems) = keeper::decode_partials(&keeper.finish()?)?;
     let finished = ended.elapsed();
     if args.verbose {
-        eprintln!(
-            "hark: analyser rank {rank}: {} events from {} writer(s), {:.1} ms CPU (the rank and its keeper)",
+        crate::output::print_stderr(&format!(
+            "hark: analyser rank {rank}: {} events from {} writer(s), {:.1} ms CPU (the rank and its keeper)\n",
             costs::events(&programs),
             writers.len(),
             costs::cpu().as_secs_f64() * 1e3
-        );
+        ));
     }
     let mine = merge::Share {
         programs,
@@ -251,23 +251,23 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         .map_err(|e| anyhow::anyhow!("cannot merge the analysers' results: {e}"))?;
     if args.verbose {
         let after = realtime_ns().saturating_sub(share.ended_ns);
-        eprintln!(
-            "hark: {} analyser(s) merged by {} in {:.1} ms after the last stream ended (this rank's own fold {:.1} ms)",
+        crate::output::print_stderr(&format!(
+            "hark: {} analyser(s) merged by {} in {:.1} ms after the last stream ended (this rank's own fold {:.1} ms)\n",
             args.analysers,
             group.mode.name(),
             after as f64 / 1e6,
             finished.as_secs_f64() * 1e3,
-        );
+        ));
         if !took.is_empty() {
             let mut t = took.clone();
             t.sort();
-            eprintln!(
-                "hark: {} live snapshot(s) merged by {}, median {:.1} ms, longest {:.1} ms",
+            crate::output::print_stderr(&format!(
+                "hark: {} live snapshot(s) merged by {}, median {:.1} ms, longest {:.1} ms\n",
                 t.len(),
                 group.mode.name(),
                 t[t.len() / 2].as_secs_f64() * 1e3,
                 t[t.len() - 1].as_secs_f64() * 1e3,
-            );
+            ));
         }
     }
     std::fs::create_dir_all(&args.output)?;
