@@ -29,7 +29,10 @@ fn analysers_serve_the_live_view_while_the_job_runs() {
         return;
     }
     let dir = common::scratch("analysers-live");
-    let job = live::start_with(&dir, 3, 9, &["--analysers", "2"]);
+    // 3 s of point-to-point, then collectives until 30 s: time for the
+    // snapshots, which lag by a merge round, to settle under a loaded
+    // machine (with 9 s the job ended before they did, in a full suite).
+    let job = live::start_with(&dir, 3, 30, &["--analysers", "2"]);
 
     let runs: serde_json::Value = serde_json::from_str(&job.get("api/runs").unwrap()).unwrap();
     assert_eq!(runs[0]["id"], "run", "{runs}");
