@@ -72,7 +72,8 @@ def run(writers, analysers, k):
     # Each analyser's events and CPU, and rank 0's merge (hark run -v).
     ranks = [(int(e), float(c)) for e, c in
              re.findall(r"analyser rank \d+: (\d+) events from \d+ writer\(s\), ([\d.]+) ms CPU", p.stderr)]
-    merge = re.findall(r"merged \d+ partial\(s\) in ([\d.]+) ms \(([\d.]+) ms CPU\)", p.stderr)
+    merge = re.findall(r"analyser\(s\) merged by \w+ in ([\d.]+) ms after the last stream ended "
+                       r"\(this rank's own fold ([\d.]+) ms\)", p.stderr)
     return dict(ns=statistics.median(ns), acc=acc, loop_s=loop_s, wall=wall, ranks=ranks,
                 merge=tuple(float(x) for x in merge[0]) if merge else None)
 
@@ -112,7 +113,7 @@ if MODE == "stream":
               f"{rate / 1e6:.2f} M events/s ({rate * EVENT / 1e6:.0f} MB/s) |")
 else:
     print("| writers | path | events analysed | analysed per s of loop | job wall s | "
-          "analyser CPU ns/event (median rank) | busiest analyser CPU ms | merge ms (CPU ms) |")
+          "analyser CPU ns/event (median rank) | busiest analyser CPU ms | merge ms after the last stream (rank 0's fold ms) |")
     print("|---|---|---|---|---|---|---|---|")
     for (writers, analysers, a), rs in results.items():
         rate = med(r["acc"]["events_received"] / r["loop_s"] for r in rs)
