@@ -178,42 +178,59 @@ pub(crate) fn read_ring(
     }
 }
 
-/// Decodes one ring message (one whole frame) and hands it to `sink`; true
-/// if it was the `End`.
+/// Decodes one ring message (whole frames, one or more: a probe gathers a
+/// burst of definitions in one slot) and hands them to `sink`; true if
+/// the last was the `End`.
 fn deliver(
     conn: ConnId,
-    bytes: &mut [u8],
+    mut bytes: &mut [u8],
     ticks: Option<TickScale>,
     sink: &dyn Sink,
 ) -> Result<bool, String> {
     if bytes.len() < HEADER_SIZE {
         return Err(format!("a message of {} bytes holds no frame", bytes.len()));
     }
-    let kind = u32::from_le_bytes(bytes[0..4].try_into().unwrap());
-    let len = u32::from_le_bytes(bytes[4..8].try_into().unwrap()) as usize;
-    if len != bytes.len() - HEADER_SIZE {
-        return Err(format!(
-            "a frame claims {len} bytes in a message of {}",
-            bytes.len() - HEADER_SIZE
-        ));
-    }
-    let kind = Kind::from_u32(kind).map_err(|e| e.to_string())?;
-    let payload = &mut bytes[HEADER_SIZE..];
-    if let (Kind::Pack, Some(scale)) = (kind, ticks) {
-        if let Some(events) = payload
-            .get_mut(PACK_HEADER_SIZE..)
-            .and_then(|b| <[Event]>::mut_from_bytes(b).ok())
-        {
-            scale.convert(events);
+    while !bytes.is_empty() {
+        if bytes.len() < HEADER_SIZE {
+            return Err(format!(
+                "{} bytes after the message's last whole frame",
+                bytes.len()
+            ));
+        }
+        let kind = u32::from_le_bytes(bytes[0..4].try_into().unwrap());
+        let len = u32::from_le_bytes(bytes[4..8].try_into().unwrap()) as usize;
+        if len > bytes.len() - HEADER_SIZE {
+            return Err(format!(
+                "a frame claims {len} bytes where the message has {} left",
+                bytes.len() - HEADER_SIZE
+            ));
+        }
+        let (frame_bytes, rest) = std::mem::take(&mut bytes).split_at_mut(HEADER_SIZE + len);
+        bytes = rest;
+        let kind = Kind::from_u32(kind).map_err(|e| e.to_string())?;
+        let payload = &mut frame_bytes[HEADER_SIZE..];
+        if let (Kind::Pack, Some(scale)) = (kind, ticks) {
+            if let Some(events) = payload
+                .get_mut(PACK_HEADER_SIZE..)
+                .and_then(|b| <[Event]>::mut_from_bytes(b).ok())
+            {
+                scale.convert(events);
+            }
+        }
+        let frame = Frame::decode(kind, payload).map_err(|e| e.to_string())?;
+        match &frame {
+            Frame::Hello(_) => return Err("a second Hello frame".into()),
+            Frame::Ring => return Err("a second Ring frame".into()),
+            Frame::End(_) if !bytes.is_empty() => {
+                return Err("bytes after the End frame in its message".into())
+            }
+            _ => {}
+        }
+        let ended = matches!(frame, Frame::End(_));
+        sink.on_frame(conn, frame);
+        if ended {
+            return Ok(true);
         }
     }
-    let frame = Frame::decode(kind, payload).map_err(|e| e.to_string())?;
-    let ended = match &frame {
-        Frame::Hello(_) => return Err("a second Hello frame".into()),
-        Frame::Ring => return Err("a second Ring frame".into()),
-        Frame::End(_) => true,
-        _ => false,
-    };
-    sink.on_frame(conn, frame);
-    Ok(ended)
+    Ok(false)
 }

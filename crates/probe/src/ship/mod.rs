@@ -24,6 +24,15 @@
 //! On one node the buffers are the slots of a shared-memory ring (`shm`):
 //! the shipper then publishes a pack instead of sending it, and the buffer
 //! returns to the pool when the reader releases it, not when it is sent.
+//! A socket's kernel buffer takes a partial pack (a thread's flush at a
+//! fork, at its exit, on the timer) or a definition for the bytes it
+//! holds; a ring slot is held whole until the reader comes. So while the
+//! reader lags, the shipper gathers small packs into one slot (the
+//! *stage*), handing their buffers straight back, and definitions into
+//! one message, and sends them when the reader has caught up (or before
+//! anything that must follow them): under load, a few flushes and
+//! definitions, a slot each, had used up the pool and made the program's
+//! next buffer a drop.
 
 pub(crate) mod control;
 pub(crate) mod counts;
@@ -36,7 +45,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use hark_wire::{
-    write_pack_header, ClockSource, End, EndReason, Event, EVENT_SIZE, HEADER_SIZE,
+    write_pack_header, ClockSource, End, EndReason, Event, Kind, EVENT_SIZE, HEADER_SIZE,
     PACK_HEADER_SIZE,
 };
 
@@ -49,6 +58,37 @@ pub(crate) const PACK_FRONT: usize = HEADER_SIZE + PACK_HEADER_SIZE;
 
 /// Buffers the shipper allocates at start, before any thread asks.
 const PREALLOCATED: usize = 1;
+
+/// A pack of at most `capacity / SMALL_PACK` events is small: on a ring
+/// whose reader lags it waits in the stage (module doc).
+const SMALL_PACK: usize = 8;
+
+/// How often an idle shipper holding a stage looks whether the reader has
+/// caught up.
+const STAGE_LOOK: Duration = Duration::from_millis(1);
+
+/// What the shipper holds back while a ring's reader lags (module doc).
+#[derive(Default)]
+struct Staged {
+    /// Small packs gathered in one ring slot: the slot and its events.
+    pack: Option<(Buf, usize)>,
+    /// Definition frames, and their bytes. They go before anything else
+    /// staged: a definition's id is fresh, never reused, so it may reach
+    /// the server early but must not reach it after an event that uses it.
+    defs: Vec<Vec<u8>>,
+    defs_bytes: usize,
+}
+
+impl Staged {
+    fn is_empty(&self) -> bool {
+        self.pack.is_none() && self.defs.is_empty()
+    }
+}
+
+/// Whether `bytes` is one encoded `Defs` frame.
+fn is_defs(bytes: &[u8]) -> bool {
+    bytes.len() >= HEADER_SIZE && bytes[0..4] == (Kind::Defs as u32).to_le_bytes()
+}
 
 /// A pack buffer: `pack_size` bytes, never freed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -494,6 +534,9 @@ impl Ship {
         self.preallocate(PREALLOCATED);
         let mut seq = 0u64;
         let mut last_flush = Instant::now();
+        let mut staged = Staged::default();
+        // Set once the `End` is taken: copies may then use pool buffers.
+        let ending = std::cell::Cell::new(false);
         loop {
             let item = loop {
                 if let Some(every) = flush_every {
@@ -506,11 +549,33 @@ impl Ship {
                 if let Some(item) = g.queue.pop_front() {
                     break item;
                 }
-                g = match flush_every {
-                    Some(every) => {
-                        let left = every.saturating_sub(last_flush.elapsed());
+                if !staged.is_empty() {
+                    // Idle with something staged: it goes once the reader
+                    // has taken everything before it (a dead reader: it is
+                    // dropped and counted).
+                    self.reclaim(&mut g);
+                    if g.in_flight.is_empty() || !self.alive() {
+                        drop(g);
+                        let mut copy = |bytes: &[u8]| {
+                            self.alive()
+                                && self
+                                    .ring()
+                                    .is_some_and(|r| self.publish_copy(r, bytes, false))
+                        };
+                        self.ship_staged(&mut staged, &mut seq, &mut copy);
+                        continue;
+                    }
+                }
+                let mut wait = flush_every
+                    .map(|every| every.saturating_sub(last_flush.elapsed()))
+                    .map(|left| left.max(Duration::from_millis(1)));
+                if !staged.is_empty() {
+                    wait = Some(wait.map_or(STAGE_LOOK, |w| w.min(STAGE_LOOK)));
+                }
+                g = match wait {
+                    Some(wait) => {
                         self.work
-                            .wait_timeout(g, left.max(Duration::from_millis(1)))
+                            .wait_timeout(g, wait)
                             .unwrap_or_else(|p| p.into_inner())
                             .0
                     }
@@ -525,7 +590,7 @@ impl Ship {
                     return false;
                 }
                 if let Some(r) = self.ring() {
-                    return self.publish_copy(r, bytes);
+                    return self.publish_copy(r, bytes, ending.get());
                 }
                 match transport.send(bytes) {
                     Ok(()) => true,
@@ -542,6 +607,9 @@ impl Ship {
                 Item::Pack { buf, events } => {
                     // Sampled out: the events after the switch go as totals.
                     let (kept, counts) = self.split_counted(buf, events);
+                    if !counts.is_empty() {
+                        self.ship_staged(&mut staged, &mut seq, &mut send);
+                    }
                     if !counts.is_empty() && !send(&counts) {
                         self.dropped
                             .fetch_add((events - kept) as u64, Ordering::Relaxed);
@@ -550,33 +618,38 @@ impl Ship {
                         self.release(buf);
                         continue;
                     }
-                    let events = kept;
-                    let len = PACK_FRONT + events * EVENT_SIZE;
-                    // SAFETY: the buffer is `pack_size` bytes, owned by the
-                    // shipper until released, and `events` fit in it.
-                    let bytes = unsafe { std::slice::from_raw_parts_mut(buf.0, len) };
-                    write_pack_header(bytes, seq, events);
-                    let slot = self.ring().and_then(|r| Some((r, r.w.slot_of(buf.0)?)));
-                    if let (Some((r, slot)), true) = (slot, self.alive()) {
-                        // In place: the reader gives the slot back.
-                        let n = r.w.publish(slot, len);
-                        self.lock().in_flight.push_back((n, buf));
-                        seq += 1;
-                        self.packs.fetch_add(1, Ordering::Relaxed);
+                    let small = kept == events
+                        && kept <= capacity(self.pack_size) / SMALL_PACK
+                        && self.ring().is_some()
+                        && self.alive();
+                    if small {
+                        if let Some((s, n)) = self.to_stage(&mut staged, buf, kept) {
+                            // The stage was full: it goes (after the
+                            // definitions its events may use).
+                            self.ship_defs(&mut staged, &mut send);
+                            self.ship_pack(s, n, &mut seq, &mut send);
+                        }
                         continue;
                     }
-                    if send(bytes) {
-                        seq += 1;
-                        self.packs.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        self.dropped.fetch_add(events as u64, Ordering::Relaxed);
-                    }
-                    self.release(buf);
+                    // What was gathered goes first: the stream keeps its order.
+                    self.ship_staged(&mut staged, &mut seq, &mut send);
+                    self.ship_pack(buf, kept, &mut seq, &mut send);
                 }
                 Item::Bytes(bytes) => {
+                    if self.ring().is_some() && self.alive() && is_defs(&bytes) {
+                        staged.defs_bytes += bytes.len();
+                        staged.defs.push(bytes);
+                        if staged.defs_bytes >= self.pack_size / 2 {
+                            self.ship_defs(&mut staged, &mut send);
+                        }
+                        continue;
+                    }
+                    self.ship_staged(&mut staged, &mut seq, &mut send);
                     send(&bytes);
                 }
                 Item::End(reason) => {
+                    ending.set(true);
+                    self.ship_staged(&mut staged, &mut seq, &mut send);
                     let mut g = self.lock();
                     // Anything queued behind the end cannot be sent any more.
                     let behind: Vec<Item> = g.queue.drain(..).collect();
@@ -620,9 +693,97 @@ impl Ship {
 }
 
 impl Ship {
+    /// Sends the pack of `events` events in `buf` as pack number `seq`: in
+    /// place on a live ring (the reader gives the slot back), else through
+    /// `send` (counted as dropped if that fails), after which the buffer
+    /// returns to the pool.
+    fn ship_pack(
+        &self,
+        buf: Buf,
+        events: usize,
+        seq: &mut u64,
+        send: &mut dyn FnMut(&[u8]) -> bool,
+    ) {
+        let len = PACK_FRONT + events * EVENT_SIZE;
+        // SAFETY: the buffer is `pack_size` bytes, owned by the shipper
+        // until released, and `events` fit in it.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(buf.0, len) };
+        write_pack_header(bytes, *seq, events);
+        let slot = self.ring().and_then(|r| Some((r, r.w.slot_of(buf.0)?)));
+        if let (Some((r, slot)), true) = (slot, self.alive()) {
+            let n = r.w.publish(slot, len);
+            self.lock().in_flight.push_back((n, buf));
+            *seq += 1;
+            self.packs.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if send(bytes) {
+            *seq += 1;
+            self.packs.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.dropped.fetch_add(events as u64, Ordering::Relaxed);
+        }
+        self.release(buf);
+    }
+
+    /// Adds a small pack to the stage: its buffer becomes the stage if
+    /// there is none, else its events are copied behind the stage's and
+    /// the buffer goes back to the pool at once. Returns a stage too full
+    /// to take them, to be shipped (the pack then starts the next one).
+    fn to_stage(&self, staged: &mut Staged, buf: Buf, events: usize) -> Option<(Buf, usize)> {
+        let Some((s, n)) = staged.pack else {
+            staged.pack = Some((buf, events));
+            return None;
+        };
+        if n + events > capacity(self.pack_size) {
+            staged.pack = Some((buf, events));
+            return Some((s, n));
+        }
+        let bytes = events * EVENT_SIZE;
+        // SAFETY: both buffers are `pack_size` bytes and owned by the
+        // shipper; `n + events` records fit in the stage. The stage is a
+        // `Filling` slot whose records run on from `PACK_FRONT`, so a
+        // reader that finds this process dead counts them
+        // (`abandoned_events`). The pack's records are zeroed before its
+        // buffer is reused, so that they are not counted twice.
+        unsafe {
+            let from = buf.0.add(PACK_FRONT);
+            std::ptr::copy_nonoverlapping(from, s.0.add(PACK_FRONT + n * EVENT_SIZE), bytes);
+            std::ptr::write_bytes(from, 0, bytes);
+        }
+        self.release(buf);
+        staged.pack = Some((s, n + events));
+        None
+    }
+
+    /// Sends the staged definitions, as few messages as fit in slots.
+    fn ship_defs(&self, staged: &mut Staged, send: &mut dyn FnMut(&[u8]) -> bool) {
+        let mut chunk = Vec::new();
+        for frame in staged.defs.drain(..) {
+            if !chunk.is_empty() && chunk.len() + frame.len() > self.pack_size {
+                send(&chunk);
+                chunk.clear();
+            }
+            chunk.extend_from_slice(&frame);
+        }
+        if !chunk.is_empty() {
+            send(&chunk);
+        }
+        staged.defs_bytes = 0;
+    }
+
+    /// Sends everything staged: the definitions, then the gathered packs.
+    fn ship_staged(&self, staged: &mut Staged, seq: &mut u64, send: &mut dyn FnMut(&[u8]) -> bool) {
+        self.ship_defs(staged, send);
+        if let Some((s, n)) = staged.pack.take() {
+            self.ship_pack(s, n, seq, send);
+        }
+    }
+
     /// Copies encoded frames (definitions, `End`) into ring slots of their
-    /// own and publishes them; false if the reader is gone.
-    fn publish_copy(&self, r: &RingOut, bytes: &[u8]) -> bool {
+    /// own and publishes them; false if the reader is gone. `ending`: the
+    /// stream is ending, and pool buffers may serve as well.
+    fn publish_copy(&self, r: &RingOut, bytes: &[u8], ending: bool) -> bool {
         for part in shm::fit(bytes.to_vec(), self.pack_size) {
             if part.len() > self.pack_size {
                 crate::core::warn_once(
@@ -636,7 +797,7 @@ impl Ship {
                 );
                 continue;
             }
-            let Some(buf) = self.slot_for_copy(r) else {
+            let Some(buf) = self.slot_for_copy(r, ending) else {
                 return false;
             };
             let slot = r.w.slot_of(buf.0).expect("ring buffers are ring slots");
@@ -648,22 +809,21 @@ impl Ship {
         true
     }
 
-    /// A free slot for `publish_copy`: one kept for copies, else a free or
-    /// new pool buffer (so that the `End` at exit rarely waits for a reader
-    /// that lags), else the first copy slot the reader releases (never a
-    /// pool buffer: those may all be queued behind this copy); `None` once
-    /// the reader is gone.
-    fn slot_for_copy(&self, r: &RingOut) -> Option<Buf> {
+    /// A free slot for `publish_copy`: one of those kept for copies, as
+    /// soon as the reader releases one; `None` once the reader is gone.
+    /// A pool buffer only once the stream is `ending`: before that, a
+    /// frame of a few bytes would hold a whole slot the program's threads
+    /// need for their events, and while the shipper waits here the frames
+    /// queued behind gather into the next copy. At the end, a free buffer
+    /// saves waiting for a reader that lags (a launcher may kill the
+    /// process soon after another exits).
+    fn slot_for_copy(&self, r: &RingOut, ending: bool) -> Option<Buf> {
         loop {
             let mut g = self.lock();
             self.reclaim(&mut g);
-            if let Some(b) = g.copy_free.pop().or_else(|| g.free.pop()) {
+            let pool = if ending { g.free.pop() } else { None };
+            if let Some(b) = g.copy_free.pop().or(pool) {
                 return Some(b);
-            }
-            if g.allocated < self.bound() {
-                g.allocated += 1;
-                drop(g);
-                return Some(self.allocate());
             }
             drop(g);
             if !self.alive() {
@@ -677,7 +837,7 @@ impl Ship {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hark_wire::{Event, Frame, FrameReader};
+    use hark_wire::{Def, Event, Frame, FrameReader};
     use std::sync::{Arc, Mutex as StdMutex};
 
     #[derive(Clone, Default)]
@@ -741,6 +901,90 @@ mod tests {
             (end.events_written, end.events_dropped, end.packs_sent),
             (15, 0, 3)
         );
+    }
+
+    /// Regression: under load, a forking Python rank under MPICH dropped 7
+    /// to 22 of its ~424 events through the ring. Each flush (fork, thread
+    /// exit) and each definition took a whole slot while the server's
+    /// reader was not scheduled, and the pool of 8 was gone.
+    #[test]
+    fn flushes_and_definitions_leave_the_pool_to_the_program_while_the_ring_reader_lags() {
+        let pack_size = 64 * 1024;
+        let (w, fd) = hark_ring::Writer::create(shm::slots(8, pack_size), pack_size).unwrap();
+        let mut pair = [0; 2];
+        // SAFETY: a socket pair into a local array; `pair[1]` stays open
+        // (a reader that lives, but is not scheduled).
+        assert_eq!(
+            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, pair.as_mut_ptr()) },
+            0
+        );
+        let socket: &'static transport::SharedFd = Box::leak(Box::new(transport::SharedFd::new()));
+        socket.set(pair[0]);
+        let ship = Arc::new(Ship::new(pack_size, 8, false));
+        ship.use_ring(RingOut::for_test(w, socket));
+        let s = ship.clone();
+        let t =
+            std::thread::spawn(move || s.run(Box::new(Capture::default()), &|_| {}, None, &|| {}));
+        // 40 rounds of a definition and a flush of 3 events: the rank's
+        // pattern, ten times over, with nobody reading.
+        for i in 0..40u32 {
+            let mut def = Vec::new();
+            Def::encode_all(
+                &[Def::File {
+                    id: i,
+                    path: format!("task-{i}.out"),
+                }],
+                &mut def,
+            );
+            ship.push_bytes(def);
+            let b = ship
+                .take_buffer()
+                .unwrap_or_else(|| panic!("no buffer for flush {i}: the pool is used up"));
+            ship.push_pack(fill_at(b, 3), 3);
+            // The shipper runs (the reader is what lags here).
+            while !ship.lock().queue.is_empty() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        ship.push_end(EndReason::Exit);
+        // The reader comes at last: everything, in order, nothing dropped.
+        let reader = hark_ring::Reader::open(fd).unwrap();
+        let (mut files, mut events, mut end) = (Vec::new(), 0, None);
+        while end.is_none() {
+            let msg = reader
+                .next(Duration::from_secs(5))
+                .unwrap()
+                .expect("a message");
+            let mut r = FrameReader::new(&msg.bytes[..]);
+            while let Some(f) = r.next_frame().unwrap() {
+                match f {
+                    Frame::Defs(d) => files.extend(d.iter().map(|d| match d {
+                        Def::File { id, .. } => *id,
+                        _ => u32::MAX,
+                    })),
+                    Frame::Pack { events: e, .. } => {
+                        // A pack's events come after the definitions
+                        // queued before it.
+                        assert!(
+                            files.len() * 3 >= events + e.len(),
+                            "events before their definition"
+                        );
+                        events += e.len();
+                    }
+                    Frame::End(e) => end = Some(e),
+                    _ => {}
+                }
+            }
+            reader.release(msg);
+        }
+        assert!(ship.wait_done(Duration::from_secs(5)));
+        t.join().unwrap();
+        assert_eq!(files, (0..40).collect::<Vec<_>>());
+        assert_eq!(events, 120);
+        let end = end.unwrap();
+        assert_eq!((end.events_written, end.events_dropped), (120, 0));
+        // SAFETY: our own descriptors.
+        unsafe { libc::close(pair[1]) };
     }
 
     #[test]

@@ -97,6 +97,18 @@ impl RingOut {
         })
     }
 
+    /// A ring for a test, over a socket the test holds the other end of.
+    #[cfg(test)]
+    pub(crate) fn for_test(mut w: Writer, socket: &'static SharedFd) -> RingOut {
+        w.set_records_at(PACK_FRONT);
+        RingOut {
+            w,
+            socket,
+            send_timeout: Duration::from_secs(60),
+            progress: Mutex::new((0, Instant::now())),
+        }
+    }
+
     /// Slots below this are pack buffers of the pool; the rest are kept
     /// for copied frames, the last for the `End`.
     pub(crate) fn pool_slots(&self) -> u32 {
