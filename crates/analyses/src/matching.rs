@@ -46,9 +46,8 @@
 
 use crate::fx::FxHashMap;
 use crate::segq::SegQueue;
-use crate::track::{Arrival, P2pOp, Pattern, Side, Wait};
+use crate::track::{Arrival, Blocked, P2pOp, Pattern, Side, Wait};
 use crate::unify::IdMap;
-use hark_wire::mpi::FUNCTIONS;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -86,11 +85,93 @@ impl Unmatched {
     }
 }
 
+/// An operation as its channel's queue holds it: without what the queue,
+/// the channel and the matcher's key already say (side, communicator,
+/// sender, receiver, tag), 56 bytes instead of 72.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+struct Held {
+    seq: u64,
+    post_ns: u64,
+    block: Blocked,
+    call: u64,
+    in_call: u32,
+    path: u32,
+    region: u32,
+    func: u16,
+}
+
+impl From<&P2pOp> for Held {
+    #[inline]
+    fn from(o: &P2pOp) -> Held {
+        Held {
+            seq: o.seq,
+            post_ns: o.post_ns,
+            block: o.block,
+            call: o.call,
+            in_call: o.in_call,
+            path: o.path,
+            region: o.region,
+            func: o.func,
+        }
+    }
+}
+
+impl Held {
+    fn remap(&mut self, ids: &IdMap) {
+        self.region = ids.name(self.region);
+        self.path = ids.path(self.path);
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Held>() <= 56);
+
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct Channel {
-    sends: SegQueue<P2pOp>,
-    recvs: SegQueue<P2pOp>,
+    sends: SegQueue<Held>,
+    recvs: SegQueue<Held>,
+    /// Whether it is its sender's only channel (`by_src`): Wrong Order
+    /// then looks at it alone, without looking channels up.
+    alone: bool,
 }
+
+impl Channel {
+    /// [`P2pMatcher::waiting_before`] for a sender whose only channel
+    /// this is.
+    fn waiting_before(&self, seq: u64) -> bool {
+        self.recvs.front().is_some_and(|w| w.seq < seq)
+    }
+
+    /// Is a send of this channel posted before `s` still waiting for a
+    /// receive that comes after `r` (or never)? The queued half of
+    /// [`P2pMatcher::out_of_order`], for one channel.
+    fn earlier_waits(&self, s: &Held, r: &Held) -> bool {
+        // Usually the queue holds no send as early (the check is cheaper
+        // than starting to walk the segments).
+        if self.sends.front().is_none_or(|o| o.seq >= s.seq) {
+            return false;
+        }
+        self.sends
+            .iter()
+            .take_while(|o| o.seq < s.seq)
+            .enumerate()
+            .any(|(k, _)| self.recvs.get(k).is_none_or(|taker| taker.seq > r.seq))
+    }
+}
+
+/// The matched half of [`P2pMatcher::out_of_order`]: was a send of `s`'s
+/// sender posted before it taken by a receive after `r`?
+fn matched_out_of_order(matched: &BTreeMap<(i32, u64), u64>, src: i32, s: &Held, r: &Held) -> bool {
+    !matched.is_empty()
+        && matched
+            .range((src, 0)..(src, s.seq))
+            .any(|(_, &taken)| taken > r.seq)
+}
+
+/// What Wrong Order needs of the queues when a pair is matched, if it was
+/// found without looking channels up: whether a receive of the sender's
+/// waits ahead of the pair's, and (for a late receive) whether the pair
+/// is out of order.
+type Judged = Option<(bool, bool)>;
 
 /// A call that completes several receives (`MPI_Waitall`): its longest
 /// wait so far, until all its receives are matched.
@@ -129,20 +210,36 @@ pub struct P2pMatcher {
     /// Calls completing several receives, by (receiver's) call number.
     calls: BTreeMap<u64, CallWait>,
     unmatched: Unmatched,
+    /// The receiving world rank (the key), once an operation came.
+    rank: Option<i32>,
 }
 
 impl P2pMatcher {
     /// Takes one operation; returns the wait states it completes.
-    pub(crate) fn add(&mut self, op: P2pOp, out: &mut Vec<Wait>) {
+    pub(crate) fn add(&mut self, op: &P2pOp, out: &mut Vec<Wait>) {
         let key = (op.comm, op.src, op.tag);
         if op.side == Side::Recv {
             self.last_recv = self.last_recv.max(op.seq);
         }
-        let ch = self.channels.entry(key).or_insert_with(|| {
-            self.by_src.entry(op.src).or_default().push(key);
-            Channel::default()
+        self.rank = Some(op.dst);
+        let (src, side) = (op.src, op.side);
+        let op = Held::from(op);
+        let mut shared = false;
+        let by_src = &mut self.by_src;
+        let mut ch = self.channels.entry(key).or_insert_with(|| {
+            let keys = by_src.entry(src).or_default();
+            keys.push(key);
+            shared = keys.len() > 1;
+            Channel {
+                alone: !shared,
+                ..Channel::default()
+            }
         });
-        let (mine, other) = match op.side {
+        if shared {
+            self.not_alone(src);
+            ch = self.channels.get_mut(&key).expect("made above");
+        }
+        let (mine, other) = match side {
             Side::Send => (&mut ch.sends, &mut ch.recvs),
             Side::Recv => (&mut ch.recvs, &mut ch.sends),
         };
@@ -158,11 +255,18 @@ impl P2pMatcher {
             Some(partner) => {
                 let empty = other.is_empty();
                 self.held -= 1;
-                let (s, r) = match op.side {
+                let (s, r) = match side {
                     Side::Send => (op, partner),
                     Side::Recv => (partner, op),
                 };
-                self.pair(s, r, out);
+                let judged = ch.alone.then(|| {
+                    let late = r.block.get().is_some_and(|(enter, _)| s.post_ns > enter);
+                    let ooo = late
+                        && (matched_out_of_order(&self.matched, src, &s, &r)
+                            || ch.earlier_waits(&s, &r));
+                    (ch.waiting_before(r.seq), ooo)
+                });
+                self.pair(src, s, r, judged, out);
                 if empty && self.channels.len() > self.sweep_at.max(1024) {
                     self.sweep();
                 }
@@ -174,7 +278,7 @@ impl P2pMatcher {
                 if self.held >= MAX_HELD_PER_KEY && !both {
                     self.drop_oldest();
                     let ch = self.channels.get_mut(&key).expect("made above");
-                    match op.side {
+                    match side {
                         Side::Send => ch.sends.push_back(op),
                         Side::Recv => ch.recvs.push_back(op),
                     }
@@ -207,12 +311,36 @@ impl P2pMatcher {
                 ch.recvs.pop_front().expect("not empty"),
             );
             self.held -= 2;
-            self.pair(s, r, out);
+            self.pair(key.1, s, r, None, out);
         }
     }
 
-    /// Judges a matched send and receive.
-    fn pair(&mut self, s: P2pOp, r: P2pOp, out: &mut Vec<Wait>) {
+    /// Marks every channel of `src` as not its only one.
+    #[cold]
+    fn not_alone(&mut self, src: i32) {
+        for key in self.by_src.get(&src).into_iter().flatten() {
+            if let Some(ch) = self.channels.get_mut(key) {
+                ch.alone = false;
+            }
+        }
+    }
+
+    /// Sets every channel's `alone` from `by_src`.
+    fn set_alone(&mut self) {
+        for keys in self.by_src.values() {
+            for key in keys {
+                if let Some(ch) = self.channels.get_mut(key) {
+                    ch.alone = keys.len() == 1;
+                }
+            }
+        }
+    }
+
+    /// Judges a matched send and receive (`judged`: what Wrong Order
+    /// needs, if already found).
+    fn pair(&mut self, src: i32, s: Held, r: Held, judged: Judged, out: &mut Vec<Wait>) {
+        // Set by the `add` that queued either of them.
+        let dst = self.rank.unwrap_or(-1);
         if let Some((_, leave)) = r.block.get() {
             if leave < s.post_ns {
                 self.unmatched.clock_violations += 1;
@@ -224,13 +352,13 @@ impl P2pMatcher {
             if r.post_ns > enter && leave > r.post_ns {
                 out.push(Wait {
                     pattern: Pattern::LateReceiver,
-                    waiter: s.src,
+                    waiter: src,
                     enter_ns: enter,
                     time_ns: r.post_ns - enter,
                     func: s.func,
                     path: s.path,
                     region: s.region,
-                    late: r.dst,
+                    late: dst,
                     late_path: r.path,
                 });
             }
@@ -241,25 +369,25 @@ impl P2pMatcher {
                 // rank, is still waiting to be received. Both sends are on
                 // the sender's clock, and the earlier one reached this key
                 // first, so the judgement never depends on timing.
-                pattern: if self.out_of_order(&s, &r) {
+                pattern: if judged.map_or_else(|| self.out_of_order(src, &s, &r), |j| j.1) {
                     Pattern::LateSenderWrongOrder
                 } else {
                     Pattern::LateSender
                 },
-                waiter: r.dst,
+                waiter: dst,
                 enter_ns: enter,
                 time_ns: s.post_ns.min(leave).saturating_sub(enter),
                 func: r.func,
                 path: r.path,
                 region: r.region,
-                late: s.src,
+                late: src,
                 late_path: s.path,
             })
         });
         // A later pair can be out of order with this one only if one of
         // this sender's receives is still waiting ahead of this one.
-        if self.waiting_before(s.src, r.seq) {
-            self.matched.insert((s.src, s.seq), r.seq);
+        if judged.map_or_else(|| self.waiting_before(src, r.seq), |j| j.0) {
+            self.matched.insert((src, s.seq), r.seq);
             if self.matched.len() > self.prune_at.max(256) {
                 self.forget_matched();
             }
@@ -299,13 +427,8 @@ impl P2pMatcher {
     /// Did `r` take `s` while a message the same sender sent earlier was
     /// taken by a later receive, or is still to be taken? Depends only on
     /// the two ranks' orders, never on which pair was matched first.
-    fn out_of_order(&self, s: &P2pOp, r: &P2pOp) -> bool {
-        let earlier = (s.src, 0)..(s.src, s.seq);
-        if self
-            .matched
-            .range(earlier.clone())
-            .any(|(_, &taken)| taken > r.seq)
-        {
+    fn out_of_order(&self, src: i32, s: &Held, r: &Held) -> bool {
+        if matched_out_of_order(&self.matched, src, s, r) {
             return true;
         }
         // An earlier send still queued: online its receive has not come
@@ -314,18 +437,13 @@ impl P2pMatcher {
         // (`track.rs`), it comes after `r` if it comes at all. While
         // partials merge it may be queued too, at the same place in its
         // channel.
-        let Some(keys) = self.by_src.get(&s.src) else {
+        let Some(keys) = self.by_src.get(&src) else {
             return false;
         };
         keys.iter().any(|key| {
-            let Some(ch) = self.channels.get(key) else {
-                return false;
-            };
-            ch.sends
-                .iter()
-                .take_while(|o| o.seq < s.seq)
-                .enumerate()
-                .any(|(k, _)| ch.recvs.get(k).is_none_or(|taker| taker.seq > r.seq))
+            self.channels
+                .get(key)
+                .is_some_and(|ch| ch.earlier_waits(s, r))
         })
     }
 
@@ -339,6 +457,7 @@ impl P2pMatcher {
             keys.retain(|k| channels.contains_key(k));
             !keys.is_empty()
         });
+        self.set_alone();
         self.sweep_at = 2 * self.channels.len();
     }
 
@@ -412,6 +531,7 @@ impl P2pMatcher {
         self.unmatched.add(&other.unmatched);
         self.calls.extend(other.calls);
         self.matched.extend(other.matched);
+        self.rank = self.rank.or(other.rank);
         self.last_recv = self.last_recv.max(other.last_recv);
         // Channels in a fixed order, so that what they complete comes out
         // the same whatever the map's order.
@@ -430,6 +550,7 @@ impl P2pMatcher {
             mine.recvs.extend(ch.recvs);
             keys.push(key);
         }
+        self.set_alone();
         for key in keys {
             self.drain(key, &mut out);
         }
@@ -471,6 +592,7 @@ impl P2pMatcher {
             into.sends.extend(ch.sends);
             into.recvs.extend(ch.recvs);
         }
+        self.set_alone();
     }
 }
 
@@ -480,7 +602,14 @@ pub struct Instances {
     /// (communicator, sequence number) → arrivals so far.
     open: BTreeMap<(u32, i32), Vec<Arrival>>,
     unmatched: Unmatched,
+    /// Vectors of instances judged, for the next ones (an allocation per
+    /// instance costs as much as judging it).
+    #[serde(skip)]
+    spare: Vec<Vec<Arrival>>,
 }
+
+/// Vectors an [`Instances`] keeps for reuse.
+const SPARE: usize = 64;
 
 impl Instances {
     /// Takes one arrival; returns the wait states of the instance it
@@ -488,10 +617,12 @@ impl Instances {
     pub(crate) fn add(&mut self, a: Arrival, out: &mut Vec<Wait>) {
         let size = a.size as usize;
         let key = (a.comm, a.seq);
-        let arrivals = self
-            .open
-            .entry(key)
-            .or_insert_with(|| Vec::with_capacity(size));
+        let spare = &mut self.spare;
+        let arrivals = self.open.entry(key).or_insert_with(|| {
+            let mut v = spare.pop().unwrap_or_default();
+            v.reserve(size);
+            v
+        });
         if arrivals.iter().any(|x| x.rank == a.rank) {
             // A rank arriving twice at one instance: its sequence numbers
             // are off (it paused differently?); keep the first.
@@ -500,8 +631,12 @@ impl Instances {
         }
         arrivals.push(a);
         if arrivals.len() >= size.max(1) {
-            let arrivals = self.open.remove(&key).expect("just used");
-            judge_instance(arrivals, out);
+            let mut arrivals = self.open.remove(&key).expect("just used");
+            judge_instance(&mut arrivals, out);
+            if self.spare.len() < SPARE {
+                arrivals.clear();
+                self.spare.push(arrivals);
+            }
         } else if self.open.len() > MAX_INSTANCES {
             let (&oldest, _) = self.open.first_key_value().expect("not empty");
             let lost = self.open.remove(&oldest).map_or(0, |v| v.len() as u64);
@@ -545,13 +680,13 @@ impl Instances {
 }
 
 /// The wait states of one complete collective instance.
-fn judge_instance(mut arrivals: Vec<Arrival>, out: &mut Vec<Wait>) {
+fn judge_instance(arrivals: &mut [Arrival], out: &mut Vec<Wait>) {
     // Rank order, so that ties are broken the same on every server.
     arrivals.sort_by_key(|a| a.rank);
     let Some(first) = arrivals.first() else {
         return;
     };
-    let Some(pattern) = Pattern::of_collective(FUNCTIONS[first.func as usize].name) else {
+    let Some(pattern) = crate::track::collective_pattern(first.func as usize) else {
         return;
     };
     let wait = |w: &Arrival, until: u64, late: &Arrival| Wait {
@@ -571,7 +706,7 @@ fn judge_instance(mut arrivals: Vec<Arrival>, out: &mut Vec<Wait>) {
                 .iter()
                 .max_by_key(|a| (a.enter_ns, std::cmp::Reverse(a.rank)))
                 .expect("not empty");
-            for a in &arrivals {
+            for a in arrivals.iter() {
                 if a.rank != last.rank && last.enter_ns > a.enter_ns {
                     out.push(wait(a, last.enter_ns, last));
                 }
@@ -581,7 +716,7 @@ fn judge_instance(mut arrivals: Vec<Arrival>, out: &mut Vec<Wait>) {
             let Some(root) = arrivals.iter().find(|a| a.rank == a.root) else {
                 return;
             };
-            for a in &arrivals {
+            for a in arrivals.iter() {
                 if a.rank != root.rank && root.enter_ns > a.enter_ns {
                     out.push(wait(a, root.enter_ns, root));
                 }
@@ -643,12 +778,12 @@ mod tests {
         // sender catches up: each queue has held a backlog of n.
         let mut send = |m: &mut P2pMatcher, out: &mut Vec<Wait>| {
             s += 1;
-            m.add(op(Side::Send, s), out);
+            m.add(&op(Side::Send, s), out);
         };
         (0..n).for_each(|_| send(&mut m, &mut out));
         for _ in 0..2 * n {
             r += 1;
-            m.add(op(Side::Recv, r), &mut out);
+            m.add(&op(Side::Recv, r), &mut out);
         }
         assert_eq!(m.held, n);
         // The emptied send queue holds nothing: one backlog's worth is

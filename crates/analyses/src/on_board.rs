@@ -60,9 +60,6 @@ pub const ARRIVALS: &str = "arrivals";
 /// The board entry type of wait states, for the rank that waited.
 pub const WAITS: &str = "waits";
 
-/// Keys of the collective instances: an instance's arrivals share one.
-const INSTANCE_KEYS: u64 = 16;
-
 /// An entry type whose payload type is fixed at compile time: entries are
 /// made and read only through it, so a payload is never of another type.
 struct Typed<T> {
@@ -492,23 +489,58 @@ fn route(ctx: &mut Context<'_>, states: &States, ty: Typed<Waits>, waits: Vec<Wa
     }
 }
 
-/// The key of a collective instance's arrivals.
-fn instance_key(a: &Arrival) -> u64 {
-    ((a.comm as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ a.seq as u32 as u64) % INSTANCE_KEYS
-}
-
-/// Publishes what a pack yielded: matching inputs by key.
+/// Publishes what a pack yielded: matching inputs by key, as the tracker
+/// split them. (Each part is made at its own size and freed, so that
+/// pooled vectors all have a batch's size.)
 fn publish(ctx: &mut Context<'_>, types: Types, flow: &Arc<Flow>, derived: Derived) {
-    for (rank, ops, pooled) in split_by(flow, derived.ops, |op| op.dst as u32 as u64) {
-        let ops = Counted::new(ops, pooled, flow);
+    for (rank, ops) in derived.ops.parts {
+        let ops = Counted::new(ops, false, flow);
         let bytes = ops.bytes as usize;
         ctx.submit_keyed(rank, types.p2p.entry(ops, bytes));
     }
-    for (key, arrivals, pooled) in split_by(flow, derived.arrivals, instance_key) {
+    for (key, arrivals, pooled) in split_instances(flow, derived.arrivals) {
         let arrivals = Counted::new(arrivals, pooled, flow);
         let bytes = arrivals.bytes as usize;
         ctx.submit_keyed(key, types.arrivals.entry(arrivals, bytes));
     }
+}
+
+/// Keys of the collective instances: an instance's arrivals share one.
+const INSTANCE_KEYS: usize = 16;
+
+/// The key of a collective instance's arrivals.
+fn instance_key(a: &Arrival) -> usize {
+    ((a.comm as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ a.seq as u32 as u64) as usize
+        % INSTANCE_KEYS
+}
+
+/// [`split_by`] for arrivals, whose keys are few and small: counted in an
+/// array, not a list searched per arrival.
+fn split_instances(flow: &Flow, mut items: Vec<Arrival>) -> Vec<Part<Arrival>> {
+    let mut counts = [0usize; INSTANCE_KEYS];
+    for a in &items {
+        counts[instance_key(a)] += 1;
+    }
+    let used = counts.iter().filter(|&&n| n > 0).count();
+    if used <= 1 {
+        return match counts.iter().position(|&n| n > 0) {
+            Some(k) => vec![(k as u64, items, true)],
+            None => {
+                flow.arrivals.give_back(items);
+                Vec::new()
+            }
+        };
+    }
+    let mut parts: [Vec<Arrival>; INSTANCE_KEYS] =
+        std::array::from_fn(|k| Vec::with_capacity(counts[k]));
+    for a in items.drain(..) {
+        parts[instance_key(&a)].push(a);
+    }
+    flow.arrivals.give_back(items);
+    (parts.into_iter().enumerate())
+        .filter(|(_, p)| !p.is_empty())
+        .map(|(k, p)| (k as u64, p, false))
+        .collect()
 }
 
 impl OnBoard {
@@ -575,9 +607,8 @@ impl OnBoard {
                             let cx = info.cx();
                             let out = Derived {
                                 msgs: st.flow.msgs.take(),
-                                ops: st.flow.ops.take(),
                                 arrivals: st.flow.arrivals.take(),
-                                times: Times::default(),
+                                ..Derived::default()
                             };
                             st.counts
                                 .lock(&track)
@@ -610,7 +641,7 @@ impl OnBoard {
                         let mut m = st.counts.lock(&m);
                         let m = st.counts.own_clone(&mut m);
                         for op in &types.p2p.get(&entries[0]).items {
-                            m.add(*op, &mut waits);
+                            m.add(op, &mut waits);
                         }
                     }
                     route(ctx, &st, types.waits, waits);
@@ -938,10 +969,13 @@ impl OnBoard {
         if let Some(t) = track {
             let mut t = lock(&t);
             let derived = t.flush();
-            for op in derived.ops {
-                let m = slot_of(&self.states.p2p, op.dst as u32 as u64, Arc::default);
+            for (dst, ops) in derived.ops.parts {
+                let m = slot_of(&self.states.p2p, dst, Arc::default);
                 let mut m = lock(&m);
-                self.states.counts.own_clone(&mut m).add(op, &mut row.waits);
+                let m = self.states.counts.own_clone(&mut m);
+                for op in &ops {
+                    m.add(op, &mut row.waits);
+                }
             }
             row.forgotten += t.forgotten();
         }
@@ -1008,10 +1042,13 @@ impl OnBoard {
         let mut waits = Vec::new();
         for (_, t) in tracks {
             let derived = lock(&t).flush();
-            for op in derived.ops {
-                let m = slot_of(&self.states.p2p, op.dst as u32 as u64, Arc::default);
+            for (dst, ops) in derived.ops.parts {
+                let m = slot_of(&self.states.p2p, dst, Arc::default);
                 let mut m = lock(&m);
-                self.states.counts.own_clone(&mut m).add(op, &mut waits);
+                let m = self.states.counts.own_clone(&mut m);
+                for op in &ops {
+                    m.add(op, &mut waits);
+                }
             }
         }
         let mut partial = self.partial(&ranks, true);

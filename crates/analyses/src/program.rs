@@ -94,8 +94,11 @@ impl Shared {
             collectives,
             waits,
         } = &mut *hand;
-        for op in derived.ops {
-            p2p.entry(op.dst).or_default().add(op, waits);
+        for (dst, ops) in derived.ops.parts {
+            let m = p2p.entry(dst as u32 as i32).or_default();
+            for op in &ops {
+                m.add(op, waits);
+            }
         }
         for a in derived.arrivals {
             collectives.add(a, waits);

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::VecDeque;
 
-/// Items per segment: 512 operations of 72 bytes are 36 KiB, below the
+/// Items per segment: 512 operations of 56 bytes are 28 KiB, below the
 /// allocator's mmap threshold, so segments are reused from its heap.
 pub(crate) const SEGMENT: usize = 512;
 

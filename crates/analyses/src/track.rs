@@ -240,14 +240,6 @@ impl Wait {
     }
 }
 
-impl P2pOp {
-    pub(crate) fn remap(&mut self, ids: &IdMap) {
-        self.comm = ids.comm(self.comm);
-        self.region = ids.name(self.region);
-        self.path = ids.path(self.path);
-    }
-}
-
 impl Arrival {
     pub(crate) fn remap(&mut self, ids: &IdMap) {
         self.comm = ids.comm(self.comm);
@@ -300,13 +292,121 @@ impl Default for Times {
     }
 }
 
+/// Items by the board key they are published under, each key's in the
+/// order they were made: the tracker splits as it goes, so that nothing
+/// walks (and copies) a pack's operations again to split them.
+pub(crate) struct Parts<T> {
+    /// (key, items), keys in the order first used.
+    pub parts: Vec<(u64, Vec<T>)>,
+    /// The parts pushed to last and before it (sends to a neighbour and
+    /// one's own receives alternate).
+    last: usize,
+    before: usize,
+    /// Where each key's part is, once there are more than a few.
+    index: FxHashMap<u64, usize>,
+}
+
+impl<T> Default for Parts<T> {
+    fn default() -> Self {
+        Parts {
+            parts: Vec::new(),
+            last: 0,
+            before: 0,
+            index: FxHashMap::default(),
+        }
+    }
+}
+
+/// Parts found by a scan before an index is kept.
+const SCANNED_PARTS: usize = 8;
+
+/// Keys whose last size a tracker remembers (a stream naming ever more
+/// peers must not grow it).
+const MAX_SIZES: usize = 1 << 12;
+
+impl<T> Parts<T> {
+    /// Adds `item` under `key`; a new part is made as large as `sizes` says
+    /// the key's was in the last pack, so that it does not grow by copies.
+    #[inline(always)]
+    fn push(&mut self, key: u64, item: T, sizes: &FxHashMap<u64, usize>) {
+        let at = match (self.parts.get(self.last), self.parts.get(self.before)) {
+            (Some(p), _) if p.0 == key => self.last,
+            (_, Some(p)) if p.0 == key => self.before,
+            _ => self.find(key, sizes),
+        };
+        if at != self.last {
+            self.before = self.last;
+            self.last = at;
+        }
+        self.parts[at].1.push(item);
+    }
+
+    #[inline(never)]
+    fn find(&mut self, key: u64, sizes: &FxHashMap<u64, usize>) -> usize {
+        let found = if self.parts.len() <= SCANNED_PARTS {
+            self.parts.iter().position(|p| p.0 == key)
+        } else {
+            if self.index.is_empty() {
+                self.index = (self.parts.iter().enumerate())
+                    .map(|(i, p)| (p.0, i))
+                    .collect();
+            }
+            self.index.get(&key).copied()
+        };
+        found.unwrap_or_else(|| {
+            // A little over the last size, so that a pack slightly
+            // larger than the last does not double the part.
+            let n = sizes.get(&key).map_or(0, |n| n + n / 16 + 8);
+            self.parts.push((key, Vec::with_capacity(n)));
+            if !self.index.is_empty() {
+                self.index.insert(key, self.parts.len() - 1);
+            }
+            self.parts.len() - 1
+        })
+    }
+
+    /// Remembers each part's size in `sizes`, for the next pack.
+    fn remember(&self, sizes: &mut FxHashMap<u64, usize>) {
+        if sizes.len() + self.parts.len() > MAX_SIZES {
+            sizes.clear();
+        }
+        for (k, v) in &self.parts {
+            sizes.insert(*k, v.len());
+        }
+    }
+}
+
 /// What one pack yields.
 #[derive(Default)]
 pub(crate) struct Derived {
     pub msgs: Vec<Msg>,
-    pub ops: Vec<P2pOp>,
+    /// By receiving world rank (as `u32`).
+    pub ops: Parts<P2pOp>,
     pub arrivals: Vec<Arrival>,
     pub times: Times,
+}
+
+impl Derived {
+    #[inline(always)]
+    fn op(&mut self, op: P2pOp, sizes: &FxHashMap<u64, usize>) {
+        self.ops.push(op.dst as u32 as u64, op, sizes);
+    }
+}
+
+/// The pattern of each MPI function (by index in `FUNCTIONS`): a
+/// collective's name is compared once, not per call.
+pub(crate) fn collective_pattern(func: usize) -> Option<Pattern> {
+    static TABLE: std::sync::OnceLock<Vec<Option<Pattern>>> = std::sync::OnceLock::new();
+    TABLE
+        .get_or_init(|| {
+            FUNCTIONS
+                .iter()
+                .map(|f| Pattern::of_collective(f.name))
+                .collect()
+        })
+        .get(func)
+        .copied()
+        .flatten()
 }
 
 /// A persistent send's fixed arguments, for each `MPI_Start`.
@@ -326,6 +426,50 @@ struct OpenCall {
     recvs: Vec<P2pOp>,
 }
 
+/// One thread's call paths already found: `root` the empty stack's, and
+/// `below[d]` the name at depth `d` with the path of the stack up to and
+/// with it, valid while the stack under `d` is unchanged.
+#[derive(Default)]
+struct Known {
+    root: Option<(u32, u32)>,
+    below: Vec<Option<(u32, (u32, u32))>>,
+}
+
+impl Known {
+    /// The path of `stack`, if found before.
+    fn get(&self, stack: &[u32]) -> Option<(u32, u32)> {
+        match stack.split_last() {
+            None => self.root,
+            Some((&name, under)) => match self.below.get(under.len()) {
+                Some(&Some((n, c))) if n == name => Some(c),
+                _ => None,
+            },
+        }
+    }
+
+    /// `c` is the path of `stack`.
+    fn set(&mut self, stack: &[u32], c: (u32, u32)) {
+        match stack.split_last() {
+            None => self.root = Some(c),
+            Some((&name, under)) => {
+                let d = under.len();
+                if self.below.len() <= d {
+                    self.below.resize(d + 1, None);
+                }
+                self.below[d] = Some((name, c));
+            }
+        }
+    }
+
+    /// `name` is entered at depth `d`: what was found under another name
+    /// there no longer holds, nor anything deeper.
+    fn enter(&mut self, d: usize, name: u32) {
+        if !matches!(self.below.get(d), Some(Some((n, _))) if *n == name) {
+            self.below.truncate(d);
+        }
+    }
+}
+
 /// One stream's tracking state.
 #[derive(Default)]
 pub(crate) struct Track {
@@ -338,6 +482,10 @@ pub(crate) struct Track {
     /// Per thread: its stack's call path and top-level region, while the
     /// stack does not change.
     current: Vec<Option<(u32, u32)>>,
+    /// Per thread: the call paths found for its stack's prefixes, so that
+    /// a region entered again (a loop's) or left finds its path without
+    /// hashing the stack.
+    known: Vec<Known>,
     /// Call path ids by region stack.
     paths: FxHashMap<Vec<u32>, u32>,
     /// Per thread: the last MPI call (function, enter, leave), which detail
@@ -354,10 +502,11 @@ pub(crate) struct Track {
     sends: u64,
     recvs: u64,
     calls: u64,
-    /// How many messages, operations and arrivals the last pack yielded:
-    /// the next one's vectors are made that large at once, instead of
-    /// growing (and copying) a dozen times per pack.
-    yielded: (usize, usize, usize),
+    /// How many messages and arrivals the last pack yielded, and how many
+    /// operations per key: the next one's vectors are made that large at
+    /// once, instead of growing (and copying) a dozen times per pack.
+    yielded: (usize, usize),
+    op_sizes: FxHashMap<u64, usize>,
     /// Per thread, for [`Times`]: depth of open regions, the top-level
     /// one (global name id), its entry time and the MPI time inside it so
     /// far. Depth counts begins and ends whatever their names, as the
@@ -390,16 +539,25 @@ impl Track {
     }
 
     /// The call path of `thread` and its top-level region.
-    #[inline]
+    #[inline(always)]
     fn callpath(&mut self, cx: &StreamCx<'_>, thread: usize) -> (u32, u32) {
-        if let Some(Some(c)) = self.current.get(thread) {
-            return *c;
+        match self.current.get(thread) {
+            Some(Some(c)) => *c,
+            _ => self.find_callpath(cx, thread),
         }
+    }
+
+    /// [`Track::callpath`] when the thread's stack changed.
+    #[cold]
+    fn find_callpath(&mut self, cx: &StreamCx<'_>, thread: usize) -> (u32, u32) {
         let c = self.lookup(cx, thread);
         if self.current.len() <= thread {
             self.current.resize(thread + 1, None);
         }
         self.current[thread] = Some(c);
+        if let (Some(known), Some(stack)) = (self.known.get_mut(thread), self.stacks.get(thread)) {
+            known.set(stack, c);
+        }
         c
     }
 
@@ -441,10 +599,8 @@ impl Track {
         events: &[Event],
         mut out: Derived,
     ) -> Derived {
-        let (msgs, ops, arrivals) = self.yielded;
-        out.msgs.reserve(msgs);
-        out.ops.reserve(ops);
-        out.arrivals.reserve(arrivals);
+        out.msgs.reserve(self.yielded.0);
+        out.arrivals.reserve(self.yielded.1);
         // The pack's earliest start and latest end, on the probe's clock.
         let (mut first, mut last) = (u64::MAX, 0u64);
         for ev in events {
@@ -471,17 +627,28 @@ impl Track {
                     self.top(cx, thread, code, name, ev, &mut out.times);
                     if self.stacks.len() <= thread {
                         self.stacks.resize_with(thread + 1, Vec::new);
+                        self.known.resize_with(thread + 1, Known::default);
                     }
-                    if let Some(c) = self.current.get_mut(thread) {
-                        *c = None;
-                    }
-                    let stack = &mut self.stacks[thread];
-                    if code == op::REGION_BEGIN {
-                        if stack.len() < MAX_STACK {
+                    let (stack, known) = (&mut self.stacks[thread], &mut self.known[thread]);
+                    let changed = if code == op::REGION_BEGIN {
+                        let room = stack.len() < MAX_STACK;
+                        if room {
+                            known.enter(stack.len(), name);
                             stack.push(name);
                         }
+                        room
                     } else if let Some(at) = stack.iter().rposition(|&n| n == name) {
                         stack.truncate(at);
+                        true
+                    } else {
+                        false
+                    };
+                    // The path is the one found before for this stack, if
+                    // any (an unchanged stack keeps its own).
+                    if changed {
+                        if let Some(c) = self.current.get_mut(thread) {
+                            *c = known.get(stack);
+                        }
                     }
                 }
                 _ => {}
@@ -502,7 +669,8 @@ impl Track {
             }
             times.open = self.tops.iter().any(|t| t.0 > 0);
         }
-        self.yielded = (out.msgs.len(), out.ops.len(), out.arrivals.len());
+        self.yielded = (out.msgs.len(), out.arrivals.len());
+        out.ops.remember(&mut self.op_sizes);
         out
     }
 
@@ -579,13 +747,13 @@ impl Track {
             Class::Send | Class::Isend | Class::Sendrecv if peer >= 0 => {
                 let block = (class == Class::Send).then_some((enter, leave));
                 let path = self.callpath(cx, thread);
-                out.ops
-                    .push(self.send(comm, me, peer, tag, enter, block, func, path));
+                let op = self.send(comm, me, peer, tag, enter, block, func, path);
+                out.op(op, &self.op_sizes);
             }
             Class::Recv if peer >= 0 => {
                 let (path, region) = self.callpath(cx, thread);
                 self.recvs += 1;
-                out.ops.push(P2pOp {
+                let op = P2pOp {
                     side: Side::Recv,
                     comm,
                     src: peer,
@@ -599,7 +767,8 @@ impl Track {
                     in_call: 1,
                     path,
                     region,
-                });
+                };
+                out.op(op, &self.op_sizes);
             }
             Class::Irecv | Class::RecvInit => {
                 let posted = (enter, class == Class::RecvInit, comm);
@@ -623,8 +792,8 @@ impl Track {
                 let req = ev.extra.get();
                 if let Some(p) = self.persistent_sends.get(&req).copied() {
                     let path = self.callpath(cx, thread);
-                    out.ops
-                        .push(self.send(p.comm, me, p.peer, p.tag, enter, None, func, path));
+                    let op = self.send(p.comm, me, p.peer, p.tag, enter, None, func, path);
+                    out.op(op, &self.op_sizes);
                 } else if let Some(posted) = self.posted_recvs.get_mut(&req) {
                     posted.0 = enter;
                 }
@@ -639,15 +808,13 @@ impl Track {
                 open.call = self.calls;
                 open.details_left = ev.bytes.get();
             }
-            Class::Collective
-                if Pattern::of_collective(FUNCTIONS[func].name).is_some() && comm != UNDEFINED =>
-            {
+            Class::Collective if comm != UNDEFINED && collective_pattern(func).is_some() => {
                 let (path, region) = self.callpath(cx, thread);
                 let size = *self
                     .sizes
                     .entry(comm)
                     .or_insert_with(|| cx.comm_size(comm) as u32);
-                out.arrivals.push(Arrival {
+                let a = Arrival {
                     comm,
                     seq: tag,
                     rank: me,
@@ -658,7 +825,8 @@ impl Track {
                     path,
                     region,
                     size,
-                });
+                };
+                out.arrivals.push(a);
             }
             _ => {}
         }
@@ -708,27 +876,31 @@ impl Track {
         };
         let req = ev.extra.get();
         let class = FUNCTIONS[func as usize].class;
-        let posted = self.posted_recvs.get(&req).copied();
         // Persistent receives stay posted until freed (the next Start sets
         // their time again); others are done once completed or cancelled.
-        if matches!(posted, Some((_, false, _)))
-            && (code == op::CANCELLED || code == op::COMPLETE_RECV)
-        {
-            self.posted_recvs.remove(&req);
-        }
-        // The completion names its communicator; if it cannot be described,
-        // the posting call's is the same one.
-        let comm = match cx.comm(ev.obj.get()) {
-            UNDEFINED => posted.map_or(UNDEFINED, |p| p.2),
-            c => c,
+        // Only those two records use the request: one lookup, no more.
+        let posted = if code == op::CANCELLED || code == op::COMPLETE_RECV {
+            let posted = self.posted_recvs.remove(&req);
+            if let Some(p @ (_, true, _)) = posted {
+                self.posted_recvs.insert(req, p);
+            }
+            posted
+        } else {
+            None
         };
-        let posted = posted.map(|p| p.0);
         if class == Class::Wait || class == Class::Test {
             let open = &mut self.open[thread];
             open.details_left = open.details_left.saturating_sub(1);
         }
         let peer = ev.peer.get();
         if code == op::COMPLETE_RECV && peer >= 0 {
+            // The completion names its communicator; if it cannot be
+            // described, the posting call's is the same one.
+            let comm = match cx.comm(ev.obj.get()) {
+                UNDEFINED => posted.map_or(UNDEFINED, |p| p.2),
+                c => c,
+            };
+            let posted = posted.map(|p| p.0);
             let (post_ns, block) = match class {
                 // The receive side of MPI_Sendrecv follows its call.
                 Class::Sendrecv => (enter, Some((enter, leave))),
@@ -753,13 +925,27 @@ impl Track {
                 region,
             };
             if class == Class::Wait || class == Class::Test {
-                self.open[thread].recvs.push(op);
+                let open = &mut self.open[thread];
+                if open.details_left == 0 && open.recvs.is_empty() {
+                    // The call's last record and only receive: published
+                    // at once, as `close_call` would.
+                    self.recvs += 1;
+                    let op = P2pOp {
+                        call: open.call,
+                        seq: self.recvs,
+                        ..op
+                    };
+                    out.op(op, &self.op_sizes);
+                    return;
+                }
+                open.recvs.push(op);
             } else {
                 self.recvs += 1;
-                out.ops.push(P2pOp {
+                let op = P2pOp {
                     seq: self.recvs,
                     ..op
-                });
+                };
+                out.op(op, &self.op_sizes);
             }
         }
         if (class == Class::Wait || class == Class::Test) && self.open[thread].details_left == 0 {
@@ -786,7 +972,7 @@ impl Track {
             // thread may publish receives while this call is held).
             self.recvs += 1;
             op.seq = self.recvs;
-            out.ops.push(op);
+            out.op(op, &self.op_sizes);
         }
         open.details_left = 0;
     }

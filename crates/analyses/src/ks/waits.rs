@@ -78,11 +78,28 @@ fn add_path(map: &mut BTreeMap<u32, Cell>, path: u32, time: u64, n: u64) {
     map.entry(key).or_default().add(time, n);
 }
 
-/// What the per-pattern maps of a wait are keyed by: consecutive waits
-/// alike in all of it (a loop's waits usually are) are added to the maps
-/// once, as a run.
-fn map_key(w: &Wait) -> (Pattern, u16, u32, u32, i32) {
+/// What the per-pattern maps of a wait are keyed by: waits of one batch
+/// alike in all of it are added to the maps once.
+fn map_key(w: &Wait) -> Key {
     (w.pattern, w.func, w.path, w.late_path, w.late)
+}
+
+/// Pattern, function, call path, the late rank's call path, late rank.
+type Key = (Pattern, u16, u32, u32, i32);
+
+/// Kinds of waits summed at once before they are added to the maps.
+const ALIKE: usize = 16;
+
+/// Adds waits summed by kind (time, instances) to the maps, in order.
+fn add_alike(patterns: &mut BTreeMap<Pattern, Acc>, alike: impl Iterator<Item = (Key, u64, u64)>) {
+    for ((pattern, func, path, late_path, late), time, n) in alike {
+        let acc = patterns.entry(pattern).or_default();
+        acc.total.add(time, n);
+        acc.by_function.entry(func).or_default().add(time, n);
+        add_path(&mut acc.by_callpath, path, time, n);
+        add_path(&mut acc.causes, late_path, time, n);
+        acc.late.entry(late).or_default().add(time, n);
+    }
 }
 
 fn remap_paths(map: &mut BTreeMap<u32, Cell>, ids: &IdMap) {
@@ -111,29 +128,38 @@ impl RankState for Rank {
         let s = self
             .series
             .get_or_insert_with(|| Series::new(cx.slice_shift(), cx.slices()));
-        for run in input.waits.chunk_by(|a, b| map_key(a) == map_key(b)) {
-            let w = &run[0];
-            let n = run.len() as u64;
-            let time = run.iter().fold(0u64, |t, w| t.saturating_add(w.time_ns));
-            let acc = self.patterns.entry(w.pattern).or_default();
-            acc.total.add(time, n);
-            acc.by_function.entry(w.func).or_default().add(time, n);
-            add_path(&mut acc.by_callpath, w.path, time, n);
-            add_path(&mut acc.causes, w.late_path, time, n);
-            acc.late.entry(w.late).or_default().add(time, n);
+        // Waits alike in every key of the maps are summed first and added
+        // to the maps once (a loop's waits alternate between a few kinds,
+        // so runs of one kind are short). Sums do not depend on the order,
+        // and the kinds are added in the order they first came, so call
+        // paths reach `MAX_PATHS` in the same order as one by one.
+        let mut alike: Vec<(Key, u64, u64)> = Vec::new();
+        for w in input.waits {
+            let k = map_key(w);
+            match alike.iter_mut().find(|a| a.0 == k) {
+                Some(a) => {
+                    a.1 = a.1.saturating_add(w.time_ns);
+                    a.2 += 1;
+                }
+                None => {
+                    if alike.len() >= ALIKE {
+                        add_alike(&mut self.patterns, alike.drain(..));
+                    }
+                    alike.push((k, w.time_ns, 1));
+                }
+            }
             let p = Pattern::ALL
                 .iter()
                 .position(|&q| q == w.pattern)
                 .unwrap_or(0);
-            for w in run {
-                let a = w.enter_ns.saturating_sub(cx.origin_ns());
-                let b = a.saturating_add(w.time_ns);
-                s.fit(b);
-                let span = (s.index(a), s.index(b));
-                s.add_span(2 * p, span, a, b);
-                s.add(2 * p + 1, span.0, 1);
-            }
+            let a = w.enter_ns.saturating_sub(cx.origin_ns());
+            let b = a.saturating_add(w.time_ns);
+            s.fit(b);
+            let span = (s.index(a), s.index(b));
+            s.add_span(2 * p, span, a, b);
+            s.add(2 * p + 1, span.0, 1);
         }
+        add_alike(&mut self.patterns, alike.drain(..));
     }
     fn remap(&mut self, ids: &IdMap) {
         for acc in self.patterns.values_mut() {
