@@ -127,6 +127,11 @@ pub(crate) struct State {
     pub(crate) placement: Arc<crate::place::Placement>,
     /// Where `--trace` keeps raw events, if asked.
     pub(crate) trace: Option<crate::trace::Store>,
+    /// See `ServerConfig::exchange` and `Server::set_exchange`.
+    pub(crate) exchange: std::sync::OnceLock<Arc<hark_analyses::exchange::Exchange>>,
+    /// Parcels from other analysers for a program no stream here has
+    /// named yet, with their source, in arrival order.
+    pub(crate) parked: Mutex<Vec<(u32, hark_analyses::exchange::Parcel)>>,
 }
 
 const MAX_PROBLEMS: usize = 32;
@@ -489,7 +494,13 @@ impl Sink for State {
                 self.analyses.clone(),
                 self.config.clone(),
             );
-            OnBoard::install(&self.board, analysis).map(Arc::new)
+            match self.exchange.get() {
+                Some(x) if !child => {
+                    OnBoard::install_exchanging(&self.board, analysis, x.clone(), &hello.job)
+                }
+                _ => OnBoard::install(&self.board, analysis),
+            }
+            .map(Arc::new)
         };
         let (on, info, foldable) = {
             let mut programs = self.programs.lock().unwrap_or_else(|e| e.into_inner());
