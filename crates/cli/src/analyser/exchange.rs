@@ -85,11 +85,17 @@ pub(super) struct Exchanger<'a> {
     into: Vec<u64>,
     /// Per peer: the byte counts its round markers announced.
     ends: Vec<[Option<u64>; 2]>,
+    /// Bytes taken from the outbox that their peer has not received yet
+    /// (queued here, or sent and not yet matched), and the most there were.
+    backlog: u64,
+    pub peak_backlog: u64,
     /// 0: streaming; 1, 2: that round's marker sent; 3: done.
     round: u8,
     flushed: bool,
     pub sent: Sent,
     pub received: Sent,
+    /// Requests that injected parcels into the keeper's server.
+    pub injects: u64,
     pub problems: Vec<String>,
 }
 
@@ -124,10 +130,13 @@ impl<'a> Exchanger<'a> {
             out: vec![0; n],
             into: vec![0; n],
             ends: vec![[None; 2]; n],
+            backlog: 0,
+            peak_backlog: 0,
             round: 0,
             flushed: false,
             sent: Sent::default(),
             received: Sent::default(),
+            injects: 0,
             problems: Vec::new(),
             peers,
             streams,
@@ -214,6 +223,7 @@ impl<'a> Exchanger<'a> {
         for p in 0..self.peers.len() {
             let mut m = vec![END, round];
             m.extend(self.out[p].to_le_bytes());
+            self.backlog += m.len() as u64;
             self.queue[p].push_back(m);
         }
         self.round = round;
@@ -234,9 +244,11 @@ impl<'a> Exchanger<'a> {
                 let mut m = Vec::with_capacity(part.len() + 1);
                 m.push(DATA);
                 m.extend_from_slice(part);
+                self.backlog += m.len() as u64;
                 self.queue[p].push_back(m);
             }
         }
+        self.peak_backlog = self.peak_backlog.max(self.backlog);
         Ok(any)
     }
 
@@ -286,7 +298,9 @@ impl<'a> Exchanger<'a> {
             };
             any = true;
             if i >= n * RECVS {
-                self.sending[i - n * RECVS] = None;
+                if let Some(m) = self.sending[i - n * RECVS].take() {
+                    self.backlog -= m.len() as u64;
+                }
                 continue;
             }
             // SAFETY: MPI wrote a whole status.
@@ -323,11 +337,12 @@ impl<'a> Exchanger<'a> {
                     if buf.len() - at - 4 < size {
                         break;
                     }
-                    if let Err(e) = keeper.inject(from, &buf[at + 4..at + 4 + size]) {
+                    for e in keeper.inject(from, &buf[at..at + 4 + size])? {
                         if self.problems.len() < 8 {
-                            self.problems.push(format!("{e:#}"));
+                            self.problems.push(e);
                         }
                     }
+                    self.injects += 1;
                     at += 4 + size;
                 }
                 self.inbound[p].drain(..at);

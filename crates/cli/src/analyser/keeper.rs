@@ -162,15 +162,18 @@ impl Keeper {
         }
     }
 
-    /// Injects a parcel from analyser `from` into the keeper's server.
-    pub fn inject(&self, from: u32, parcel: &[u8]) -> Result<()> {
+    /// Injects parcels from analyser `from` into the keeper's server:
+    /// `parcels` is whole parcels, each after its length (`u32`,
+    /// little-endian), in the order `from` sent them. Returns what the
+    /// server refused, one line a parcel; fails only if the keeper is gone.
+    pub fn inject(&self, from: u32, parcels: &[u8]) -> Result<Vec<String>> {
         let mut m = from.to_le_bytes().to_vec();
-        m.extend(parcel);
+        m.extend(parcels);
         let why = self.ask(INJECT, &m)?;
-        if !why.is_empty() {
-            bail!("{}", String::from_utf8_lossy(&why));
-        }
-        Ok(())
+        Ok(String::from_utf8_lossy(&why)
+            .lines()
+            .map(str::to_string)
+            .collect())
     }
 
     /// Whether the server is done with all it was given (see
@@ -344,12 +347,14 @@ fn keep(
     life.write_all(b"+")?;
     let mut index = None;
     let mut exchange = None;
+    let mut peak = Peak::default();
     std::thread::scope(|scope| {
         // Snapshots, on a thread of their own, until their channel ends
         // (the rank closes it first when it finishes, or dies).
         scope.spawn(|| {
             while let Some((tag, body)) = read_message(&mut snap) {
-                let answer = answer(&server, &mut None, tag, &body).unwrap_or_default();
+                let answer = answer(&server, &mut None, &mut Peak::default(), tag, &body)
+                    .unwrap_or_default();
                 if reply(&mut snap, answer).is_err() {
                     break;
                 }
@@ -365,7 +370,7 @@ fn keep(
                     i64::from_le_bytes(body[..8].try_into().expect("8 bytes")),
                 ),
                 tag => {
-                    if let Some(answer) = answer(&server, &mut exchange, tag, &body) {
+                    if let Some(answer) = answer(&server, &mut exchange, &mut peak, tag, &body) {
                         if reply(&mut life, answer).is_err() {
                             break;
                         }
@@ -403,10 +408,19 @@ fn keep(
     Ok(())
 }
 
+/// The most the keeper's server held waiting for its analyses, sampled
+/// each time the rank takes the outbox (about once a millisecond), for the
+/// exchange's statistics (`HARK_EXCHANGE_STATS`).
+#[derive(Default)]
+struct Peak {
+    in_flight: u64,
+}
+
 /// The keeper's answer to a request of the rank (`None`: not a request).
 fn answer(
     server: &Server,
     exchange: &mut Option<Arc<Exchange>>,
+    peak: &mut Peak,
     tag: u8,
     body: &[u8],
 ) -> Option<Vec<u8>> {
@@ -436,10 +450,23 @@ fn answer(
         }
         INJECT if body.len() >= 4 => {
             let from = u32::from_le_bytes([body[0], body[1], body[2], body[3]]);
-            match server.inject(from, &body[4..]) {
-                Ok(()) => Vec::new(),
-                Err(e) => format!("{e}").into_bytes(),
+            let mut why = String::new();
+            let mut rest = &body[4..];
+            while rest.len() >= 4 {
+                let size = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                let Some(parcel) = rest.get(4..4 + size) else {
+                    why.push_str(&format!(
+                        "the analyser rank passed a truncated parcel from analyser {from} ({} of {size} bytes); it was not analysed\n",
+                        rest.len() - 4
+                    ));
+                    break;
+                };
+                if let Err(e) = server.inject(from, parcel) {
+                    why.push_str(&format!("{e}\n"));
+                }
+                rest = &rest[4 + size..];
             }
+            why.into_bytes()
         }
         QUIET if body.len() == 8 => {
             flag(server.exchange_quiet(u64::from_le_bytes(body.try_into().ok()?)))
@@ -449,6 +476,7 @@ fn answer(
             Vec::new()
         }
         OUTBOX => {
+            peak.in_flight = peak.in_flight.max(server.status().bytes_in_flight);
             let mut out = Vec::new();
             if let Some(x) = exchange {
                 for to in (0..x.analysers()).filter(|&to| to != x.me()) {
@@ -473,8 +501,14 @@ fn answer(
                     arrivals += t.arrivals;
                     waits += t.waits;
                 }
-                format!("{parcels} parcels: {ops} operations, {arrivals} arrivals, {waits} waits")
-                    .into_bytes()
+                let status = server.status();
+                format!(
+                    "{parcels} parcels: {ops} operations, {arrivals} arrivals, {waits} waits; received {} parcels; server: at most {} bytes waiting for analysis, readers throttled {} ms",
+                    x.received().parcels,
+                    peak.in_flight,
+                    status.throttled_ns / 1_000_000
+                )
+                .into_bytes()
             }
             None => Vec::new(),
         },

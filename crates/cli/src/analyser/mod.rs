@@ -636,12 +636,14 @@ fn exchange_stats(index: i32, e: &exchange::Exchanger, keeper: &keeper::Keeper) 
         return;
     }
     eprintln!(
-        "hark exchange: analyser {index} sent {} messages, {} bytes ({}); received {} messages, {} bytes",
+        "hark exchange: analyser {index} sent {} messages, {} bytes ({}); received {} messages, {} bytes, injected in {} requests; at most {} bytes waited to reach a peer",
         e.sent.messages,
         e.sent.bytes,
         keeper.exchange_traffic(),
         e.received.messages,
-        e.received.bytes
+        e.received.bytes,
+        e.injects,
+        e.peak_backlog
     );
 }
 
