@@ -187,6 +187,34 @@ impl Exchange {
     }
 }
 
+/// Bytes of one stream's packs an exchanging board holds waiting for
+/// analysis before the server stops reading that stream (the server's
+/// readers check it with [`crate::StreamInfo::in_flight`]).
+///
+/// The two sides of a message meet at the matcher of the receiving rank,
+/// often on two analysers, each of which lags its own streams by its own
+/// backlog. The matcher holds whichever side arrives first until the other
+/// comes, so the two backlogs may differ by much less than what one key
+/// holds ([`crate::matching::held_bound`]). Without a bound per stream the
+/// lag of one analyser's board (more streams, or less CPU, than its peer)
+/// reached the whole `max_in_flight` of the server (16 MiB of packs, some
+/// 350 000 events) while its peer kept up, and the matchers dropped. A
+/// quarter of the bound, at about one operation per event, leaves the rest
+/// to the probes' buffers, the messages in flight and the exchange.
+pub fn stream_backlog() -> u64 {
+    (crate::matching::held_bound() / 4 * hark_wire::EVENT_SIZE) as u64
+}
+
+/// Bytes taken from the outbox that an analyser lets wait to reach their
+/// peer before it stops taking in its own streams: about a quarter of
+/// [`crate::matching::held_bound`] operations, parcels costing some 37
+/// bytes an operation (`BENCHMARKS.md`). Operations that wait on their way
+/// arrive late at their owner, whose own streams meanwhile go on and fill
+/// its matchers with the other side.
+pub fn outbound_backlog() -> u64 {
+    (crate::matching::held_bound() / 4 * 40) as u64
+}
+
 fn lock<S>(m: &Mutex<S>) -> std::sync::MutexGuard<'_, S> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

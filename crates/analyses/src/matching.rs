@@ -67,8 +67,10 @@ pub fn set_held_bound_for_tests(n: usize) {
     HELD_BOUND.store(n.clamp(1, MAX_HELD_PER_KEY), Ordering::Relaxed);
 }
 
+/// The operations one key holds unmatched: [`MAX_HELD_PER_KEY`], unless a
+/// test lowered it ([`set_held_bound_for_tests`]).
 #[inline]
-fn held_bound() -> usize {
+pub fn held_bound() -> usize {
     HELD_BOUND.load(Ordering::Relaxed)
 }
 

@@ -115,13 +115,15 @@ struct Batch {
     /// A sampled-out stream's totals in place of `events`.
     counts: Option<hark_wire::Counts>,
     flow: Arc<Flow>,
+    /// Its stream's bytes in flight ([`StreamInfo::in_flight`]).
+    stream: Arc<AtomicU64>,
 }
 
 impl Drop for Batch {
     fn drop(&mut self) {
-        self.flow
-            .in_flight
-            .fetch_sub((self.events.len() * EVENT_SIZE) as u64, Ordering::Relaxed);
+        let bytes = (self.events.len() * EVENT_SIZE) as u64;
+        self.flow.in_flight.fetch_sub(bytes, Ordering::Relaxed);
+        self.stream.fetch_sub(bytes, Ordering::Relaxed);
         self.flow.give_back(std::mem::take(&mut self.events));
     }
 }
@@ -866,12 +868,14 @@ impl OnBoard {
         self.flow
             .in_flight
             .fetch_add(bytes as u64, Ordering::Relaxed);
+        info.in_flight.fetch_add(bytes as u64, Ordering::Relaxed);
         let mut buf = self.flow.take();
         buf.extend_from_slice(events);
         let batch = Arc::new(Batch {
             events: buf,
             counts: None,
             flow: self.flow.clone(),
+            stream: info.in_flight.clone(),
         });
         self.submit(info, What::Pack(batch), bytes)
     }
@@ -885,6 +889,7 @@ impl OnBoard {
             events: Vec::new(),
             counts: Some(counts),
             flow: self.flow.clone(),
+            stream: info.in_flight.clone(),
         });
         self.submit(info, What::Pack(batch), bytes)
     }

@@ -602,7 +602,7 @@ impl Sink for State {
                 let n = events.len() as u64;
                 c.acc.lock().unwrap_or_else(|e| e.into_inner()).received += n;
                 self.counters.events.fetch_add(n, Ordering::Relaxed);
-                self.throttle(&c.on);
+                self.throttle(&c.on, &c.info);
                 c.on.pack(&c.info, events)
             }
             Frame::Counts(counts) => {
@@ -845,10 +845,16 @@ impl State {
         ));
     }
 
-    /// Waits while the program has too many events waiting for analysis.
-    fn throttle(&self, on: &OnBoard) {
+    /// Waits while the program has too many events waiting for analysis,
+    /// or, on one analyser of several, while this stream has (see
+    /// [`hark_analyses::exchange::stream_backlog`]).
+    fn throttle(&self, on: &OnBoard, info: &StreamInfo) {
         let mut waited = 0u64;
-        while on.in_flight() > self.max_in_flight {
+        let stream_max = self
+            .exchange
+            .get()
+            .map_or(u64::MAX, |_| hark_analyses::exchange::stream_backlog());
+        while on.in_flight() > self.max_in_flight || info.in_flight() > stream_max {
             std::thread::sleep(Duration::from_micros(200));
             waited += 200_000;
         }
