@@ -89,6 +89,12 @@ pub(super) struct Exchanger<'a> {
     /// (queued here, or sent and not yet matched), and the most there were.
     backlog: u64,
     pub peak_backlog: u64,
+    /// Past this backlog the analyser holds back its own streams
+    /// ([`Exchanger::holds_back`]).
+    backlog_max: u64,
+    /// Since when it holds them back, and how long it did before.
+    held_since: Option<Instant>,
+    pub held_back: Duration,
     /// 0: streaming; 1, 2: that round's marker sent; 3: done.
     round: u8,
     flushed: bool,
@@ -132,6 +138,9 @@ impl<'a> Exchanger<'a> {
             ends: vec![[None; 2]; n],
             backlog: 0,
             peak_backlog: 0,
+            backlog_max: hark_analyses::exchange::outbound_backlog(),
+            held_since: None,
+            held_back: Duration::ZERO,
             round: 0,
             flushed: false,
             sent: Sent::default(),
@@ -150,6 +159,28 @@ impl<'a> Exchanger<'a> {
     /// Whether everything was exchanged (see the module doc).
     pub fn done(&self) -> bool {
         self.round == 3
+    }
+
+    /// Whether the receive loop should leave its writers' chunks where
+    /// they are for now: more than `outbound_backlog` bytes of what this
+    /// analyser owes its peers still wait to reach them (see
+    /// `hark_analyses::exchange::outbound_backlog`). Its writers then wait
+    /// on their sends, the programs they talk to wait on them, and the
+    /// peers' streams, which the waiting operations are matched against,
+    /// stop running ahead. The exchange itself is never held back, so the
+    /// backlog drains whatever the streams do: no cycle of analysers
+    /// waiting on one another can form.
+    pub fn holds_back(&mut self) -> bool {
+        let held = self.backlog > self.backlog_max;
+        match (held, self.held_since) {
+            (true, None) => self.held_since = Some(Instant::now()),
+            (false, Some(since)) => {
+                self.held_back += since.elapsed();
+                self.held_since = None;
+            }
+            _ => {}
+        }
+        held
     }
 
     fn post(&mut self, slot: usize) -> Result<()> {
@@ -330,6 +361,10 @@ impl<'a> Exchanger<'a> {
                 self.into[p] += m.len() as u64 - 1;
                 self.inbound[p].extend_from_slice(&m[1..]);
                 let from = self.peers[p].0;
+                // The whole parcels this message completes go to the
+                // keeper in one request: a round trip to another process
+                // per parcel held the receive loop (and the streams it
+                // relays) as many times.
                 let mut at = 0;
                 let buf = &self.inbound[p];
                 while buf.len() - at >= 4 {
@@ -337,13 +372,15 @@ impl<'a> Exchanger<'a> {
                     if buf.len() - at - 4 < size {
                         break;
                     }
-                    for e in keeper.inject(from, &buf[at..at + 4 + size])? {
+                    at += 4 + size;
+                }
+                if at > 0 {
+                    for e in keeper.inject(from, &buf[..at])? {
                         if self.problems.len() < 8 {
                             self.problems.push(e);
                         }
                     }
                     self.injects += 1;
-                    at += 4 + size;
                 }
                 self.inbound[p].drain(..at);
                 Ok(false)

@@ -501,13 +501,20 @@ fn receive(
             rank0_hello_seen = true;
             pass_reference(abi, &[], comm, peers);
         }
+        // While the exchange holds back the streams, only the clock's and
+        // the reference's requests are tested: the writers' chunks stay in
+        // their receives (see `Exchanger::holds_back`).
+        let held = exchanger.as_deref_mut().is_some_and(|e| e.holds_back());
+        let first = if held { slots } else { 0 };
         // Polled with a growing pause rather than waited for: a blocking
         // MPI_Waitany spins a core the programs' ranks need.
-        // SAFETY: `reqs` holds slots + 2 handles, `status` one status.
-        let i = match unsafe { mpi_call::testany(slots + 3, reqs.at(0), status.as_mut_ptr()) } {
+        // SAFETY: `reqs` holds slots + 3 handles, `status` one status.
+        let i = match unsafe {
+            mpi_call::testany(slots + 3 - first, reqs.at(first), status.as_mut_ptr())
+        } {
             Some(Some(i)) => {
                 idle = IDLE_MIN;
-                i
+                first + i
             }
             Some(None) => {
                 std::thread::sleep(idle);
@@ -635,16 +642,18 @@ fn exchange_stats(index: i32, e: &exchange::Exchanger, keeper: &keeper::Keeper) 
     if std::env::var("HARK_EXCHANGE_STATS").as_deref() != Ok("1") {
         return;
     }
-    eprintln!(
-        "hark exchange: analyser {index} sent {} messages, {} bytes ({}); received {} messages, {} bytes, injected in {} requests; at most {} bytes waited to reach a peer",
+    // One write, so that two ranks' lines do not interleave mid-line.
+    crate::output::print_stderr(&format!(
+        "hark exchange: analyser {index} sent {} messages, {} bytes ({}); received {} messages, {} bytes, injected in {} requests; at most {} bytes waited to reach a peer; streams held back {} ms\n",
         e.sent.messages,
         e.sent.bytes,
         keeper.exchange_traffic(),
         e.received.messages,
         e.received.bytes,
         e.injects,
-        e.peak_backlog
-    );
+        e.peak_backlog,
+        e.held_back.as_millis()
+    ));
 }
 
 /// A private directory for the rank's server socket.
