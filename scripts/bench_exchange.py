@@ -65,7 +65,7 @@ else:
     sys.exit(f"unknown PROGRAM {PROGRAM}")
 
 STATS = re.compile(r"hark exchange: analyser \d+ sent (\d+) messages, (\d+) bytes "
-                   r"\((\d+) parcels: (\d+) operations, (\d+) arrivals, (\d+) waits\)")
+                   r"\((\d+) parcels: (\d+) operations, (\d+) arrivals, (\d+) waits[;)]")
 
 
 def run(on, k):
