@@ -602,7 +602,7 @@ impl Sink for State {
                 let n = events.len() as u64;
                 c.acc.lock().unwrap_or_else(|e| e.into_inner()).received += n;
                 self.counters.events.fetch_add(n, Ordering::Relaxed);
-                self.throttle(&c.on, &c.info);
+                self.throttle(&c.on, &c.info, n * hark_wire::EVENT_SIZE as u64);
                 c.on.pack(&c.info, events)
             }
             Frame::Counts(counts) => {
@@ -847,13 +847,15 @@ impl State {
 
     /// Waits while the program has too many events waiting for analysis,
     /// or, on one analyser of several, while this stream has (see
-    /// [`hark_analyses::exchange::stream_backlog`]).
-    fn throttle(&self, on: &OnBoard, info: &StreamInfo) {
+    /// [`hark_analyses::exchange::stream_backlog`]). A stream may always
+    /// have one pack (of `pack` bytes, the one about to be submitted) in
+    /// flight besides: with packs larger than the bound allows, reading the
+    /// next one overlaps the analysis of the last instead of waiting for it.
+    fn throttle(&self, on: &OnBoard, info: &StreamInfo, pack: u64) {
         let mut waited = 0u64;
-        let stream_max = self
-            .exchange
-            .get()
-            .map_or(u64::MAX, |_| hark_analyses::exchange::stream_backlog());
+        let stream_max = self.exchange.get().map_or(u64::MAX, |_| {
+            hark_analyses::exchange::stream_backlog().max(pack)
+        });
         while on.in_flight() > self.max_in_flight || info.in_flight() > stream_max {
             std::thread::sleep(Duration::from_micros(200));
             waited += 200_000;
