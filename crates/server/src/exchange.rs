@@ -134,15 +134,7 @@ impl Server {
     /// Publishes what every program's stream trackers still hold (see
     /// [`hark_analyses::OnBoard::flush_tracks`]), once the streams ended.
     pub fn flush_trackers(&self) {
-        let levels: Vec<_> = self
-            .state
-            .programs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|p| p.on.clone())
-            .collect();
-        for on in levels {
+        for on in self.state.levels() {
             on.flush_tracks();
         }
     }
