@@ -134,7 +134,15 @@ impl Server {
     /// Publishes what every program's stream trackers still hold (see
     /// [`hark_analyses::OnBoard::flush_tracks`]), once the streams ended.
     pub fn flush_trackers(&self) {
-        for on in self.state.levels() {
+        let levels: Vec<_> = self
+            .state
+            .programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|p| p.on.clone())
+            .collect();
+        for on in levels {
             on.flush_tracks();
         }
     }

@@ -353,23 +353,19 @@ impl State {
             .collect()
     }
 
-    /// Every program's board level, in order of first connection.
-    pub(crate) fn levels(&self) -> Vec<Arc<OnBoard>> {
-        self.programs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|p| p.on.clone())
-            .collect()
-    }
-
     /// Takes every program once its board level has analysed all it was
     /// given, in order of first connection. Streams still waiting to be
     /// folded away are folded now, once the board is done with them, so
     /// that which processes keep a row does not depend on how fast the
     /// analyses ran.
     fn take_drained(&self) -> Vec<ProgramSlot> {
-        let levels = self.levels();
+        let levels: Vec<Arc<OnBoard>> = self
+            .programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|p| p.on.clone())
+            .collect();
         for on in &levels {
             on.drain();
         }
