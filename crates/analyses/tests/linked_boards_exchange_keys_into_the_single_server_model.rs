@@ -75,7 +75,21 @@ fn linked_boards_give_the_single_model(
     let longest = procs.iter().map(|p| p.steps.len()).max().unwrap_or(0);
     for step in 0..longest {
         for (k, p) in procs.iter().enumerate() {
-            feed(&boards[owner(k)], &infos[k], &mut accs[k], p, step);
+            let on = &boards[owner(k)];
+            match p.steps.get(step) {
+                Some(Step::Rank(r)) => infos[k].set_rank(r.clone()),
+                Some(Step::Defs(d)) => on.defs(&infos[k], d.clone()).unwrap(),
+                Some(Step::Pack(e)) => {
+                    accs[k].received += e.len() as u64;
+                    on.pack(&infos[k], e).unwrap();
+                }
+                Some(Step::Counts(c)) => {
+                    accs[k].received += c.events;
+                    on.counts(&infos[k], c.clone()).unwrap();
+                }
+                Some(Step::End) => accs[k].end = Some(end_frame(p.events_in_packs())),
+                None => {}
+            }
         }
         // Parcels travel while the streams go on.
         carried += carry(&exchanges, &boards);

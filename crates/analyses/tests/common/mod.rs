@@ -191,31 +191,6 @@ pub fn on_board(name: &str, procs: &[(u64, &Proc)], workers: usize) -> (Vec<Prog
     on_board_with(program(name, Config::default()), procs, workers)
 }
 
-/// Gives `on` step `i` of `p`'s stream (`info`), counting what it
-/// received in `acc`; nothing past the stream's last step.
-pub fn feed(
-    on: &OnBoard,
-    info: &Arc<hark_analyses::StreamInfo>,
-    acc: &mut StreamAccounting,
-    p: &Proc,
-    i: usize,
-) {
-    match p.steps.get(i) {
-        Some(Step::Rank(r)) => info.set_rank(r.clone()),
-        Some(Step::Defs(d)) => on.defs(info, d.clone()).unwrap(),
-        Some(Step::Pack(e)) => {
-            acc.received += e.len() as u64;
-            on.pack(info, e).unwrap();
-        }
-        Some(Step::Counts(c)) => {
-            acc.received += c.events;
-            on.counts(info, c.clone()).unwrap();
-        }
-        Some(Step::End) => acc.end = Some(end_frame(p.events_in_packs())),
-        None => {}
-    }
-}
-
 /// As [`on_board`], for a program with analyses of its own.
 pub fn on_board_with(
     program: ProgramAnalysis,
@@ -232,7 +207,20 @@ pub fn on_board_with(
     let longest = procs.iter().map(|p| p.1.steps.len()).max().unwrap_or(0);
     for i in 0..longest {
         for (k, (_, p)) in procs.iter().enumerate() {
-            feed(&on, &infos[k], &mut accs[k], p, i);
+            match p.steps.get(i) {
+                Some(Step::Rank(r)) => infos[k].set_rank(r.clone()),
+                Some(Step::Defs(d)) => on.defs(&infos[k], d.clone()).unwrap(),
+                Some(Step::Pack(e)) => {
+                    accs[k].received += e.len() as u64;
+                    on.pack(&infos[k], e).unwrap();
+                }
+                Some(Step::Counts(c)) => {
+                    accs[k].received += c.events;
+                    on.counts(&infos[k], c.clone()).unwrap();
+                }
+                Some(Step::End) => accs[k].end = Some(end_frame(p.events_in_packs())),
+                None => {}
+            }
         }
     }
     let ranks: Vec<_> = infos.into_iter().zip(accs).collect();
