@@ -53,7 +53,6 @@ mod analysis;
 pub mod clock;
 mod dynamic;
 mod error;
-pub mod exchange;
 mod fx;
 mod hist;
 mod ks;
