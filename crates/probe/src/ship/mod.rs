@@ -85,8 +85,8 @@ impl Staged {
     }
 }
 
-/// Whether `bytes` is one encoded `Defs` frame.
-fn is_defs(bytes: &[u8]) -> bool {
+/// Whether `bytes` begins with a `Defs` frame's header.
+pub(crate) fn is_defs(bytes: &[u8]) -> bool {
     bytes.len() >= HEADER_SIZE && bytes[0..4] == (Kind::Defs as u32).to_le_bytes()
 }
 

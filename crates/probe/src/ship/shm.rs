@@ -169,12 +169,11 @@ pub(crate) fn fit(bytes: Vec<u8>, room: usize) -> Vec<Vec<u8>> {
     if bytes.len() <= room || bytes.len() < HEADER_SIZE {
         return vec![bytes];
     }
-    let is_defs = Kind::from_u32(u32::from_le_bytes(bytes[0..4].try_into().unwrap()))
-        .is_ok_and(|k| k == Kind::Defs);
-    let defs = match is_defs.then(|| Frame::decode(Kind::Defs, &bytes[HEADER_SIZE..])) {
-        Some(Ok(Frame::Defs(d))) if d.len() > 1 => d,
-        _ => return vec![bytes],
-    };
+    let defs =
+        match super::is_defs(&bytes).then(|| Frame::decode(Kind::Defs, &bytes[HEADER_SIZE..])) {
+            Some(Ok(Frame::Defs(d))) if d.len() > 1 => d,
+            _ => return vec![bytes],
+        };
     let (a, b) = defs.split_at(defs.len() / 2);
     let encode = |d: &[Def]| {
         let mut v = Vec::new();
