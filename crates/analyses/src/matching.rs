@@ -49,7 +49,8 @@ use crate::segq::SegQueue;
 use crate::track::{Arrival, Blocked, P2pOp, Pattern, Side, Wait};
 use crate::unify::IdMap;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, VecDeque};
 
 /// Operations one key holds unmatched before the oldest are dropped.
 pub const MAX_HELD_PER_KEY: usize = 1 << 16;
@@ -599,8 +600,15 @@ impl P2pMatcher {
 /// Collective instances of one key (see the module doc).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Instances {
-    /// (communicator, sequence number) → arrivals so far.
-    open: BTreeMap<(u32, i32), Vec<Arrival>>,
+    /// (communicator, sequence number) → arrivals so far. A hash map: a
+    /// key holds hundreds of open instances while ranks drift apart, and a
+    /// tree's search through them cost more than judging the instance.
+    open: FxHashMap<(u32, i32), Vec<Arrival>>,
+    /// Keys of `open` in the order their instances began, and keys since
+    /// completed, skipped when met: the oldest open instance is the first
+    /// dropped.
+    #[serde(skip)]
+    order: VecDeque<(u32, i32)>,
     unmatched: Unmatched,
     /// Vectors of instances judged, for the next ones (an allocation per
     /// instance costs as much as judging it).
@@ -617,12 +625,15 @@ impl Instances {
     pub(crate) fn add(&mut self, a: Arrival, out: &mut Vec<Wait>) {
         let size = a.size as usize;
         let key = (a.comm, a.seq);
-        let spare = &mut self.spare;
-        let arrivals = self.open.entry(key).or_insert_with(|| {
-            let mut v = spare.pop().unwrap_or_default();
-            v.reserve(size);
-            v
-        });
+        let arrivals = match self.open.entry(key) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                self.order.push_back(key);
+                let mut v = self.spare.pop().unwrap_or_default();
+                v.reserve(size);
+                e.insert(v)
+            }
+        };
         if arrivals.iter().any(|x| x.rank == a.rank) {
             // A rank arriving twice at one instance: its sequence numbers
             // are off (it paused differently?); keep the first.
@@ -637,11 +648,56 @@ impl Instances {
                 arrivals.clear();
                 self.spare.push(arrivals);
             }
+            self.trim_order();
         } else if self.open.len() > MAX_INSTANCES {
-            let (&oldest, _) = self.open.first_key_value().expect("not empty");
-            let lost = self.open.remove(&oldest).map_or(0, |v| v.len() as u64);
-            self.unmatched.arrivals += lost;
-            self.unmatched.dropped += lost;
+            self.drop_oldest();
+        }
+    }
+
+    /// Drops the oldest open instance, counting its arrivals.
+    #[cold]
+    fn drop_oldest(&mut self) {
+        if self.order.len() < self.open.len() {
+            self.order_by_key();
+        }
+        loop {
+            let Some(key) = self.order.pop_front() else {
+                if self.open.is_empty() {
+                    return;
+                }
+                self.order_by_key();
+                continue;
+            };
+            if let Some(lost) = self.open.remove(&key) {
+                let lost = lost.len() as u64;
+                self.unmatched.arrivals += lost;
+                self.unmatched.dropped += lost;
+                return;
+            }
+        }
+    }
+
+    /// `order` when it lacks keys (a state read from a partial, or
+    /// renumbered): the open ones by communicator and sequence number.
+    fn order_by_key(&mut self) {
+        let mut keys: Vec<_> = self.open.keys().copied().collect();
+        keys.sort_unstable();
+        self.order = keys.into();
+    }
+
+    /// Forgets completed keys at the front of `order`, and all of them
+    /// once they outnumber the open ones (an instance that never
+    /// completes must not keep every later key in `order`).
+    fn trim_order(&mut self) {
+        while let Some(key) = self.order.front() {
+            if self.open.contains_key(key) {
+                break;
+            }
+            self.order.pop_front();
+        }
+        if self.order.len() > 2 * self.open.len() + 64 {
+            let open = &self.open;
+            self.order.retain(|k| open.contains_key(k));
         }
     }
 
@@ -650,7 +706,10 @@ impl Instances {
     pub fn merge(&mut self, other: Instances) -> Vec<Wait> {
         let mut out = Vec::new();
         self.unmatched.add(&other.unmatched);
-        for (_, arrivals) in other.open {
+        // In key order, as the instances began: the same on every server.
+        let mut open: Vec<_> = other.open.into_iter().collect();
+        open.sort_unstable_by_key(|(k, _)| *k);
+        for (_, arrivals) in open {
             for a in arrivals {
                 self.add(a, &mut out);
             }
@@ -660,6 +719,7 @@ impl Instances {
 
     /// The end: counts what never completed.
     pub fn finish(&mut self) -> Unmatched {
+        self.order.clear();
         for (_, arrivals) in std::mem::take(&mut self.open) {
             self.unmatched.arrivals += arrivals.len() as u64;
         }
@@ -676,6 +736,7 @@ impl Instances {
                 .or_default()
                 .extend(arrivals);
         }
+        self.order_by_key();
     }
 }
 
@@ -796,5 +857,52 @@ mod tests {
         (0..n).for_each(|_| send(&mut m, &mut out));
         assert_eq!((m.held, capacity(&m)), (0, 0));
         assert_eq!(m.finish().1, Unmatched::default());
+    }
+
+    fn arrival(rank: i32, seq: i32) -> Arrival {
+        Arrival {
+            comm: 1,
+            seq,
+            rank,
+            root: -1,
+            func: hark_wire::mpi::FUNCTIONS
+                .iter()
+                .position(|f| f.name == "MPI_Barrier")
+                .unwrap() as u16,
+            // Rank 0 arrives last: rank 1 waits.
+            enter_ns: 10 + 5 * (rank == 0) as u64,
+            leave_ns: 20,
+            path: 0,
+            region: 0,
+            size: 2,
+        }
+    }
+
+    #[test]
+    fn instances_a_rank_never_reaches_are_dropped_oldest_first() {
+        let (mut m, mut out) = (Instances::default(), Vec::new());
+        // Rank 1 arrives at every instance, rank 0 only at the last ones.
+        let n = MAX_INSTANCES as i32 + 100;
+        for seq in 0..n {
+            m.add(arrival(1, seq), &mut out);
+        }
+        assert_eq!(m.open.len(), MAX_INSTANCES);
+        assert_eq!((m.unmatched.arrivals, m.unmatched.dropped), (100, 100));
+        // The oldest went: the newest still complete, and completed keys
+        // do not pile up in the order kept for dropping.
+        for seq in n - 10..n {
+            m.add(arrival(0, seq), &mut out);
+        }
+        assert_eq!(out.len(), 10);
+        assert!(m.order.len() <= 2 * m.open.len() + 64);
+        for seq in 0..50 {
+            m.add(arrival(0, seq), &mut out);
+        }
+        // Dropped instances start again with rank 0: 10 below the bound,
+        // then each pushes out the oldest.
+        assert_eq!(out.len(), 10);
+        assert_eq!(m.unmatched.dropped, 140);
+        assert_eq!(m.open.len(), MAX_INSTANCES);
+        assert_eq!(m.finish().arrivals, 140 + MAX_INSTANCES as u64);
     }
 }
