@@ -1,9 +1,10 @@
 //! The per-stream tracker: one pass over each pack, once for every knowledge
 //! source, that publishes what the events imply.
 //!
-//! It runs the request [`Tracker`] (which message each completion
-//! completes), keeps each thread's region stack, and turns the pack into
-//! derived entries:
+//! It follows requests as the request [`Tracker`] does (which message each
+//! completion completes; one decoding of each event and one map of
+//! requests serve the messages and the matching), keeps each thread's
+//! region stack, and turns the pack into derived entries:
 //!
 //! - [`Msg`]s: the point-to-point messages the pack completed, for the
 //!   per-rank knowledge sources (the `batches` entry: events and messages);
@@ -20,15 +21,11 @@ use crate::fx::FxHashMap;
 use crate::sat::Sat;
 use crate::stream::StreamCx;
 pub use crate::tracker::Msg;
-use crate::tracker::Tracker;
+use crate::tracker::{Posted, Tracker};
 use crate::unify::{IdMap, UNDEFINED};
 use hark_wire::mpi::{Class, FUNCTIONS};
 use hark_wire::{op, Event};
 use serde::{Deserialize, Serialize};
-
-/// Requests and calls remembered above this many are forgotten (counted):
-/// a program that never completes its requests must not grow the server.
-const MAX_HELD: usize = 1 << 20;
 
 /// Distinct call paths one stream names before the rest share one name.
 const MAX_PATHS: usize = 4096;
@@ -409,14 +406,6 @@ pub(crate) fn collective_pattern(func: usize) -> Option<Pattern> {
         .flatten()
 }
 
-/// A persistent send's fixed arguments, for each `MPI_Start`.
-#[derive(Clone, Copy)]
-struct PersistentSend {
-    comm: u32,
-    peer: i32,
-    tag: i32,
-}
-
 /// Receives of the call being completed on one thread, held until all the
 /// call's completion records are seen (a pack may cut them).
 #[derive(Default)]
@@ -493,10 +482,6 @@ pub(crate) struct Track {
     last_call: Vec<(u16, u64, u64)>,
     /// Per thread: receives of the call whose details are being read.
     open: Vec<OpenCall>,
-    /// Outstanding receive requests: posting time (common ns), whether the
-    /// request is persistent, and its communicator (global id).
-    posted_recvs: FxHashMap<u64, (u64, bool, u32)>,
-    persistent_sends: FxHashMap<u64, PersistentSend>,
     /// Members per global communicator (looked up once each).
     sizes: FxHashMap<u32, u32>,
     sends: u64,
@@ -512,16 +497,6 @@ pub(crate) struct Track {
     /// far. Depth counts begins and ends whatever their names, as the
     /// efficiencies always did (the call-path stacks above match names).
     tops: Vec<(u32, u32, u64, u64)>,
-    /// Requests forgotten because too many were outstanding.
-    pub(crate) forgotten: u64,
-}
-
-fn hold<V>(map: &mut FxHashMap<u64, V>, forgotten: &mut u64, key: u64, v: V) {
-    if map.len() >= MAX_HELD {
-        *forgotten += map.len() as u64;
-        map.clear();
-    }
-    map.insert(key, v);
 }
 
 impl Track {
@@ -535,7 +510,7 @@ impl Track {
 
     /// Requests the tracker forgot, for the diagnostics.
     pub(crate) fn forgotten(&self) -> u64 {
-        self.forgotten + self.tracker.forgotten
+        self.tracker.forgotten
     }
 
     /// The call path of `thread` and its top-level region.
@@ -603,17 +578,24 @@ impl Track {
         out.arrivals.reserve(self.yielded.1);
         // The pack's earliest start and latest end, on the probe's clock.
         let (mut first, mut last) = (u64::MAX, 0u64);
+        if !self.cross {
+            // The request tracker alone: the messages.
+            for ev in events {
+                if ev.op() < op::IO_BASE {
+                    if let Some(m) = self.tracker.step(ev) {
+                        out.msgs.push(m);
+                    }
+                }
+            }
+            self.yielded = (out.msgs.len(), 0);
+            return out;
+        }
+        // One decoding of each event serves the messages and matching
+        // (`call` and `detail` do what `Tracker::step` does, with one map
+        // of requests).
         for ev in events {
             let code = ev.op();
             let thread = ev.thread.get() as usize;
-            if code < op::IO_BASE {
-                if let Some(m) = self.tracker.step(ev) {
-                    out.msgs.push(m);
-                }
-            }
-            if !self.cross {
-                continue;
-            }
             let kind = op::kind(code);
             if !matches!(kind, op::OpKind::Detail | op::OpKind::Unknown) {
                 first = first.min(ev.start.get());
@@ -654,7 +636,7 @@ impl Track {
                 _ => {}
             }
         }
-        if self.cross {
+        {
             let times = &mut out.times;
             if first <= last && cx.is_offset() {
                 // One offset keeps the order: convert the two ends only.
@@ -744,6 +726,24 @@ impl Track {
         }
         let (peer, tag, comm) = (ev.peer.get(), ev.tag.get(), cx.comm(ev.obj.get()));
         match class {
+            Class::Send | Class::Sendrecv => out.msgs.extend(Msg::of_call(true, func, ev)),
+            Class::Recv => out.msgs.extend(Msg::of_call(false, func, ev)),
+            Class::Isend | Class::Irecv | Class::SendInit | Class::RecvInit => {
+                let posted = Posted {
+                    func: func as u16,
+                    persistent: matches!(class, Class::SendInit | Class::RecvInit),
+                    send: matches!(class, Class::Isend | Class::SendInit),
+                    time_ns: ev.duration(),
+                    post_ns: enter,
+                    comm,
+                    peer,
+                    tag,
+                };
+                self.tracker.post(ev.extra.get(), posted);
+            }
+            _ => {}
+        }
+        match class {
             Class::Send | Class::Isend | Class::Sendrecv if peer >= 0 => {
                 let block = (class == Class::Send).then_some((enter, leave));
                 let path = self.callpath(cx, thread);
@@ -770,38 +770,22 @@ impl Track {
                 };
                 out.op(op, &self.op_sizes);
             }
-            Class::Irecv | Class::RecvInit => {
-                let posted = (enter, class == Class::RecvInit, comm);
-                hold(
-                    &mut self.posted_recvs,
-                    &mut self.forgotten,
-                    ev.extra.get(),
-                    posted,
-                );
-            }
-            Class::SendInit if peer >= 0 => {
-                let p = PersistentSend { comm, peer, tag };
-                hold(
-                    &mut self.persistent_sends,
-                    &mut self.forgotten,
-                    ev.extra.get(),
-                    p,
-                );
-            }
             Class::Start => {
-                let req = ev.extra.get();
-                if let Some(p) = self.persistent_sends.get(&req).copied() {
+                let Some(p) = self.tracker.pending.get_mut(&ev.extra.get()) else {
+                    return;
+                };
+                p.time_ns = ev.duration();
+                if !p.send {
+                    p.post_ns = enter;
+                } else if p.persistent && p.peer >= 0 {
+                    let p = *p;
                     let path = self.callpath(cx, thread);
                     let op = self.send(p.comm, me, p.peer, p.tag, enter, None, func, path);
                     out.op(op, &self.op_sizes);
-                } else if let Some(posted) = self.posted_recvs.get_mut(&req) {
-                    posted.0 = enter;
                 }
             }
             Class::RequestMisc if FUNCTIONS[func].name == "MPI_Request_free" => {
-                let req = ev.extra.get();
-                self.posted_recvs.remove(&req);
-                self.persistent_sends.remove(&req);
+                self.tracker.pending.remove(&ev.extra.get());
             }
             Class::Wait | Class::Test => {
                 let open = &mut self.open[thread];
@@ -871,23 +855,17 @@ impl Track {
         ev: &Event,
         out: &mut Derived,
     ) {
-        let Some(&(func, enter, leave)) = self.last_call.get(thread) else {
+        // Persistent requests stay posted until freed (the next Start sets
+        // their time again); others are done once completed or cancelled.
+        let posted = self.tracker.complete(ev.extra.get());
+        let last = self.last_call.get(thread).copied();
+        out.msgs
+            .extend(Msg::of_completion(code, posted, last.map(|l| l.0), ev));
+        let Some((func, enter, leave)) = last else {
             return;
         };
-        let req = ev.extra.get();
         let class = FUNCTIONS[func as usize].class;
-        // Persistent receives stay posted until freed (the next Start sets
-        // their time again); others are done once completed or cancelled.
-        // Only those two records use the request: one lookup, no more.
-        let posted = if code == op::CANCELLED || code == op::COMPLETE_RECV {
-            let posted = self.posted_recvs.remove(&req);
-            if let Some(p @ (_, true, _)) = posted {
-                self.posted_recvs.insert(req, p);
-            }
-            posted
-        } else {
-            None
-        };
+        let posted = posted.filter(|p| !p.send);
         if class == Class::Wait || class == Class::Test {
             let open = &mut self.open[thread];
             open.details_left = open.details_left.saturating_sub(1);
@@ -897,10 +875,10 @@ impl Track {
             // The completion names its communicator; if it cannot be
             // described, the posting call's is the same one.
             let comm = match cx.comm(ev.obj.get()) {
-                UNDEFINED => posted.map_or(UNDEFINED, |p| p.2),
+                UNDEFINED => posted.map_or(UNDEFINED, |p| p.comm),
                 c => c,
             };
-            let posted = posted.map(|p| p.0);
+            let posted = posted.map(|p| p.post_ns);
             let (post_ns, block) = match class {
                 // The receive side of MPI_Sendrecv follows its call.
                 Class::Sendrecv => (enter, Some((enter, leave))),

@@ -40,31 +40,110 @@ pub struct Msg {
     pub start: u64,
 }
 
+/// An outstanding request: what the request tracker needs for the
+/// message, and what the per-stream tracker (`track.rs`) needs to match it.
 #[derive(Clone, Copy)]
-struct Posted {
-    func: u16,
-    persistent: bool,
+pub(crate) struct Posted {
+    /// Index in `FUNCTIONS` of the function that posted it.
+    pub func: u16,
+    pub persistent: bool,
+    /// A send request.
+    pub send: bool,
     /// Duration of the call that posted (or, persistent, last started) it.
-    time_ns: u64,
+    pub time_ns: u64,
+    /// Entry into that call (common ns; 0 where nothing is matched).
+    pub post_ns: u64,
+    /// Global communicator id, peer and tag (for persistent sends, which
+    /// each `MPI_Start` sends again; `UNDEFINED`/-1 where nothing is
+    /// matched).
+    pub comm: u32,
+    pub peer: i32,
+    pub tag: i32,
 }
 
 /// The outstanding requests of one stream.
 #[derive(Default)]
 pub(crate) struct Tracker {
-    pending: FxHashMap<u64, Posted>,
+    pub pending: FxHashMap<u64, Posted>,
     /// Per thread: the last MPI call, which detail records belong to.
     last_call: Vec<u16>,
     /// Requests forgotten because too many were outstanding.
     pub forgotten: u64,
 }
 
+impl Msg {
+    /// The message a blocking call moved, said in its own record.
+    #[inline(always)]
+    pub(crate) fn of_call(send: bool, func: usize, ev: &Event) -> Option<Msg> {
+        let peer = ev.peer.get();
+        (peer >= 0).then(|| Msg {
+            send,
+            func,
+            peer,
+            bytes: ev.bytes.get(),
+            time_ns: ev.duration(),
+            start: ev.start.get(),
+        })
+    }
+
+    /// The message a completion record says is complete: its kind is the
+    /// function that posted the request, or, for a request never seen
+    /// posted (or the receive side of `MPI_Sendrecv`, which has none), the
+    /// call the record follows (`last`).
+    #[inline(always)]
+    pub(crate) fn of_completion(
+        code: u16,
+        posted: Option<Posted>,
+        last: Option<u16>,
+        ev: &Event,
+    ) -> Option<Msg> {
+        let send = match code {
+            op::COMPLETE_SEND => true,
+            op::COMPLETE_RECV => false,
+            _ => return None,
+        };
+        let peer = ev.peer.get();
+        if peer < 0 {
+            return None;
+        }
+        let (func, time_ns) = match posted {
+            Some(p) => (p.func as usize, p.time_ns),
+            None => (last? as usize, 0),
+        };
+        Some(Msg {
+            send,
+            func,
+            peer,
+            bytes: ev.bytes.get(),
+            time_ns,
+            start: ev.start.get(),
+        })
+    }
+}
+
 impl Tracker {
-    fn post(&mut self, req: u64, p: Posted) {
+    /// Remembers request `req`.
+    pub(crate) fn post(&mut self, req: u64, p: Posted) {
         if self.pending.len() >= MAX_PENDING {
             self.forgotten += self.pending.len() as u64;
             self.pending.clear();
         }
         self.pending.insert(req, p);
+    }
+
+    /// A completion record (`code`) for request `req`: the request as
+    /// posted, if it was seen. It is done unless persistent (persistent
+    /// requests stay until freed, even when cancelled: the next
+    /// `MPI_Start` uses them again).
+    #[inline(always)]
+    pub(crate) fn complete(&mut self, req: u64) -> Option<Posted> {
+        let posted = self.pending.get(&req).copied();
+        if let Some(p) = posted {
+            if !p.persistent {
+                self.pending.remove(&req);
+            }
+        }
+        posted
     }
 
     /// The message `ev` completes, if any. Feed every event of the stream,
@@ -74,36 +153,33 @@ impl Tracker {
     #[inline(always)]
     pub(crate) fn step(&mut self, ev: &Event) -> Option<Msg> {
         let code = ev.op();
-        if code >= op::COMPLETE_RECV {
-            return self.detail(code, ev);
-        }
-        let op::OpKind::Mpi(func) = op::kind(code) else {
-            return None;
+        let func = match op::kind(code) {
+            op::OpKind::Mpi(func) => func,
+            op::OpKind::Detail => {
+                let posted = self.complete(ev.extra.get());
+                let last = self.last_call.get(ev.thread.get() as usize).copied();
+                return Msg::of_completion(code, posted, last, ev);
+            }
+            _ => return None,
         };
         let thread = ev.thread.get() as usize;
         if self.last_call.len() <= thread {
             self.last_call.resize(thread + 1, 0);
         }
         self.last_call[thread] = func as u16;
-        let peer = ev.peer.get();
-        let msg = |send| {
-            (peer >= 0).then_some(Msg {
-                send,
-                func,
-                peer,
-                bytes: ev.bytes.get(),
-                time_ns: ev.duration(),
-                start: ev.start.get(),
-            })
-        };
         match FUNCTIONS[func].class {
-            Class::Send | Class::Sendrecv => msg(true),
-            Class::Recv => msg(false),
+            Class::Send | Class::Sendrecv => Msg::of_call(true, func, ev),
+            Class::Recv => Msg::of_call(false, func, ev),
             class @ (Class::Isend | Class::Irecv | Class::SendInit | Class::RecvInit) => {
                 let posted = Posted {
                     func: func as u16,
                     persistent: matches!(class, Class::SendInit | Class::RecvInit),
+                    send: matches!(class, Class::Isend | Class::SendInit),
                     time_ns: ev.duration(),
+                    post_ns: 0,
+                    comm: crate::unify::UNDEFINED,
+                    peer: -1,
+                    tag: -1,
                 };
                 self.post(ev.extra.get(), posted);
                 None
@@ -121,39 +197,39 @@ impl Tracker {
             _ => None,
         }
     }
+}
 
-    fn detail(&mut self, code: u16, ev: &Event) -> Option<Msg> {
-        let req = ev.extra.get();
-        let posted = self.pending.get(&req).copied();
-        if let Some(p) = posted {
-            if !p.persistent || code == op::CANCELLED {
-                self.pending.remove(&req);
-            }
-        }
-        let send = match code {
-            op::COMPLETE_SEND => true,
-            op::COMPLETE_RECV => false,
-            _ => return None,
-        };
-        let peer = ev.peer.get();
-        if peer < 0 {
-            return None;
-        }
-        // The function that posted the request names the message's kind;
-        // the receive side of a blocking call (MPI_Sendrecv) has no request
-        // and belongs to the call it follows, as does a request we never saw
-        // posted.
-        let (func, time_ns) = match posted {
-            Some(p) => (p.func as usize, p.time_ns),
-            None => (*self.last_call.get(ev.thread.get() as usize)? as usize, 0),
-        };
-        Some(Msg {
-            send,
-            func,
-            peer,
-            bytes: ev.bytes.get(),
-            time_ns,
-            start: ev.start.get(),
-        })
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(code: u16, start: u64, req: u64) -> Event {
+        let mut e = Event::new(code, start, start + 10);
+        e.extra.set(req);
+        e.peer.set(1);
+        e.bytes.set(8);
+        e
+    }
+
+    #[test]
+    fn a_cancelled_persistent_request_started_again_keeps_its_kind() {
+        let f = |name| op::mpi_op(name).unwrap();
+        let mut t = Tracker::default();
+        let msgs: Vec<Msg> = [
+            ev(f("MPI_Recv_init"), 0, 7),
+            ev(f("MPI_Start"), 100, 7),
+            ev(f("MPI_Cancel"), 200, 7),
+            ev(op::CANCELLED, 300, 7),
+            ev(f("MPI_Start"), 400, 7),
+            ev(f("MPI_Wait"), 500, 7),
+            ev(op::COMPLETE_RECV, 500, 7),
+        ]
+        .iter()
+        .filter_map(|e| t.step(e))
+        .collect();
+        let recv_init = FUNCTIONS.iter().position(|f| f.name == "MPI_Recv_init");
+        assert_eq!(msgs.len(), 1);
+        // The kind of the posting call, timed as the second Start.
+        assert_eq!((Some(msgs[0].func), msgs[0].time_ns), (recv_init, 10));
     }
 }
