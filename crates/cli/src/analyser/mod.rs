@@ -22,6 +22,7 @@
 //! after it).
 
 mod costs;
+mod exchange;
 pub mod keeper;
 pub mod launch;
 mod merge;
@@ -93,6 +94,7 @@ fn parse_policy(v: &str) -> Result<Policy, String> {
 
 /// Runs one analyser rank; returns its exit status.
 pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
+    test_match_bound();
     let secret = std::env::var("HARK_ADDR")
         .ok()
         .and_then(|a| a.split_once('@').map(|(s, _)| s.to_string()));
@@ -168,6 +170,21 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     let first = size - args.analysers as i32;
 
     keeper.set_index((rank - first) as u32);
+    // Several analysers exchange the cross-rank entries whose key another
+    // one owns (`exchange.rs`); the owner of a world rank is the analyser
+    // its stream goes to. Set up before any writer's stream connects.
+    // `HARK_EXCHANGE=0` leaves every match to the end-of-run merge (to
+    // measure what the exchange costs, docs/analysers.md).
+    let routed = args.analysers > 1 && !off("HARK_EXCHANGE");
+    if routed {
+        let owners: Vec<u32> = (0..first as u32)
+            .map(|r| {
+                map.analyser_of(r)
+                    .map_or(rank - first, |a| a as i32 - first) as u32
+            })
+            .collect();
+        keeper.exchange((rank - first) as u32, args.analysers, &owners)?;
+    }
     let mut conns = Vec::new();
     for _ in &writers {
         conns.push(Some(
@@ -188,6 +205,17 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         },
     };
     let analyses = (!args.analyses.is_empty()).then(|| args.analyses.clone());
+    let mut exchanger = if routed {
+        Some(exchange::Exchanger::new(
+            abi,
+            streams,
+            (rank - first) as u32,
+            &peers.analysers,
+            writers.len() as u64,
+        )?)
+    } else {
+        None
+    };
     let (took, ended_ns) = std::thread::scope(|scope| -> Result<(Vec<Duration>, u64)> {
         let mut snaps = args.snapshots.as_deref().map(|sink| {
             snapshots::Snapshots::new(
@@ -210,6 +238,7 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
             &keeper,
             &peers,
             snaps.as_mut(),
+            exchanger.as_mut(),
         )?;
         let ended_ns = realtime_ns();
         match snaps {
@@ -222,7 +251,13 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     })?;
     let ended = std::time::Instant::now();
     drop(conns);
-    let (programs, problems) = keeper::decode_partials(&keeper.finish()?)?;
+    let exchange_problems = exchanger.as_ref().map(|e| e.problems.clone());
+    if let Some(e) = &exchanger {
+        exchange_stats(rank - first, e, &keeper);
+    }
+    drop(exchanger);
+    let (programs, mut problems) = keeper::decode_partials(&keeper.finish()?)?;
+    problems.extend(exchange_problems.into_iter().flatten());
     let finished = ended.elapsed();
     if args.verbose {
         crate::output::print_stderr(&format!(
@@ -358,6 +393,7 @@ fn receive(
     keeper: &keeper::Keeper,
     peers: &Peers,
     mut snaps: Option<&mut snapshots::Snapshots<'_, '_>>,
+    mut exchanger: Option<&mut exchange::Exchanger>,
 ) -> Result<()> {
     let chunk = stream_chunk(pack_size);
     let slots = writers.len() * STREAM_RECVS;
@@ -446,9 +482,18 @@ fn receive(
     }
     let mut status = vec![0u8; abi.status_size.max(32)];
     let mut idle = IDLE_MIN;
-    while open > 0 || rounds > 0 || reference_pending {
+    while open > 0
+        || rounds > 0
+        || reference_pending
+        || exchanger.as_ref().is_some_and(|e| !e.done())
+    {
         if let Some(s) = snaps.as_deref_mut() {
             s.poll()?;
+        }
+        if let Some(e) = exchanger.as_deref_mut() {
+            if e.progress(keeper, open == 0)? {
+                idle = IDLE_MIN;
+            }
         }
         if open == 0 && peers.me == peers.rank0_at && !rank0_hello_seen {
             // World rank 0's stream ended without a Hello: the others must
@@ -456,13 +501,20 @@ fn receive(
             rank0_hello_seen = true;
             pass_reference(abi, &[], comm, peers);
         }
+        // While the exchange holds back the streams, only the clock's and
+        // the reference's requests are tested: the writers' chunks stay in
+        // their receives (see `Exchanger::holds_back`).
+        let held = exchanger.as_deref_mut().is_some_and(|e| e.holds_back());
+        let first = if held { slots } else { 0 };
         // Polled with a growing pause rather than waited for: a blocking
         // MPI_Waitany spins a core the programs' ranks need.
-        // SAFETY: `reqs` holds slots + 2 handles, `status` one status.
-        let i = match unsafe { mpi_call::testany(slots + 3, reqs.at(0), status.as_mut_ptr()) } {
+        // SAFETY: `reqs` holds slots + 3 handles, `status` one status.
+        let i = match unsafe {
+            mpi_call::testany(slots + 3 - first, reqs.at(first), status.as_mut_ptr())
+        } {
             Some(Some(i)) => {
                 idle = IDLE_MIN;
-                i
+                first + i
             }
             Some(None) => {
                 std::thread::sleep(idle);
@@ -570,6 +622,38 @@ fn pass_reference(abi: &Abi, first_chunk: &[u8], comm: usize, peers: &Peers) {
         // Small, and the peer's receive is posted from its start.
         mpi_call::send_bytes(abi, &msg, a, REFERENCE_TAG, comm);
     }
+}
+
+/// `HARK_TEST_MATCH_BOUND=N`, **for tests only**: each matching key holds
+/// at most N unmatched operations instead of 65 536, so that a short test
+/// run exceeds the bound (`docs/analysers.md`).
+pub fn test_match_bound() {
+    if let Some(n) = std::env::var("HARK_TEST_MATCH_BOUND")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        hark_analyses::matching::set_held_bound_for_tests(n);
+    }
+}
+
+/// With `HARK_EXCHANGE_STATS=1`, one line on stderr of what this analyser
+/// exchanged with the others (for `BENCHMARKS.md`).
+fn exchange_stats(index: i32, e: &exchange::Exchanger, keeper: &keeper::Keeper) {
+    if std::env::var("HARK_EXCHANGE_STATS").as_deref() != Ok("1") {
+        return;
+    }
+    // One write, so that two ranks' lines do not interleave mid-line.
+    crate::output::print_stderr(&format!(
+        "hark exchange: analyser {index} sent {} messages, {} bytes ({}); received {} messages, {} bytes, injected in {} requests; at most {} bytes waited to reach a peer; streams held back {} ms\n",
+        e.sent.messages,
+        e.sent.bytes,
+        keeper.exchange_traffic(),
+        e.received.messages,
+        e.received.bytes,
+        e.injects,
+        e.peak_backlog,
+        e.held_back.as_millis()
+    ));
 }
 
 /// A private directory for the rank's server socket.

@@ -370,17 +370,30 @@ pub(super) fn at_finalize_unentered() {
     drain();
 }
 
-/// Sends every queued chunk and waits for the sends (bounded by the drain
-/// timeout), then frees the communicator.
+/// Sends every queued chunk and waits for the sends, then frees the
+/// communicator. The drain timeout counts from the last chunk the analyser
+/// took, not from the start: an analyser that is alive but behind (its
+/// server holds back a stream that ran ahead, `docs/analysers.md`, "Flow
+/// control") may take longer than the timeout for all of a full pool, and
+/// a stream given up while its analyser still reads it never ends there,
+/// which leaves that analyser waiting for it, and the job with it. One
+/// that takes nothing for the whole timeout (it died) is given up.
 fn drain() {
-    let deadline = Instant::now() + crate::core::drain_timeout();
+    let timeout = crate::core::drain_timeout();
+    let mut deadline = Instant::now() + timeout;
+    let mut left = usize::MAX;
     loop {
         progress();
         let g = lock();
         if !g.ready || g.failed || (g.waiting.is_empty() && g.flying.is_empty()) {
             break;
         }
+        let now_left = g.waiting.len() + g.flying.len();
         drop(g);
+        if now_left < left {
+            left = now_left;
+            deadline = Instant::now() + timeout;
+        }
         if Instant::now() >= deadline {
             crate::core::warn_once(
                 "drain",
