@@ -33,7 +33,7 @@ mod snapshots;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use hark_wire::partition::{
-    job_map, stream_chunk, Policy, CLOCK_ROUNDS, CLOCK_TAG, STREAM_RECVS, STREAM_TAG,
+    job_map, stream_chunk, Policy, CLOCK_ROUNDS, CLOCK_TAG, GIVE_UP_TAG, STREAM_RECVS, STREAM_TAG,
 };
 use mpi::abi::Abi;
 use mpi::mpi_call;
@@ -216,6 +216,9 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     } else {
         None
     };
+    // What the receive loop has to say for the run's diagnostics (streams
+    // their writers gave up).
+    let mut notes = Vec::new();
     let (took, ended_ns) = std::thread::scope(|scope| -> Result<(Vec<Duration>, u64)> {
         let mut snaps = args.snapshots.as_deref().map(|sink| {
             snapshots::Snapshots::new(
@@ -239,6 +242,7 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
             &peers,
             snaps.as_mut(),
             exchanger.as_mut(),
+            &mut notes,
         )?;
         let ended_ns = realtime_ns();
         match snaps {
@@ -258,6 +262,7 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     drop(exchanger);
     let (programs, mut problems) = keeper::decode_partials(&keeper.finish()?)?;
     problems.extend(exchange_problems.into_iter().flatten());
+    problems.extend(notes);
     let finished = ended.elapsed();
     if args.verbose {
         crate::output::print_stderr(&format!(
@@ -355,6 +360,11 @@ impl Requests {
         self.bytes[i * self.size..].as_mut_ptr()
     }
 
+    fn is_null(&self, abi: &Abi, i: usize) -> bool {
+        let v = abi.request_null.to_le_bytes();
+        self.bytes[i * self.size..(i + 1) * self.size] == v[..self.size]
+    }
+
     fn set_null(&mut self, abi: &Abi, i: usize) {
         let v = abi.request_null.to_le_bytes();
         let size = self.size;
@@ -394,13 +404,44 @@ fn receive(
     peers: &Peers,
     mut snaps: Option<&mut snapshots::Snapshots<'_, '_>>,
     mut exchanger: Option<&mut exchange::Exchanger>,
+    notes: &mut Vec<String>,
 ) -> Result<()> {
     let chunk = stream_chunk(pack_size);
     let slots = writers.len() * STREAM_RECVS;
     // Three more: the clock's ping (send) and its answer (receive), and the
-    // reference from the analyser of world rank 0.
+    // reference from the analyser of world rank 0; then one per writer: its
+    // notice that it gave up its stream (`GIVE_UP_TAG`).
     let (ping, answer, reference) = (slots, slots + 1, slots + 2);
-    let mut reqs = Requests::new(abi, slots + 3);
+    let notice = slots + 3;
+    let total = notice + writers.len();
+    let mut reqs = Requests::new(abi, total);
+    // Leaked: a notice may come after its stream ended (its receive is then
+    // cancelled, which may fail once the notice matched), so its buffer
+    // must never be freed under MPI. 8 bytes per writer, once per run.
+    let notices: &'static mut [u8] = Box::leak(vec![0u8; 8 * writers.len()].into_boxed_slice());
+    for (w, buf) in notices.chunks_mut(8).enumerate() {
+        // SAFETY: the buffer is never freed; the handle slot lives until
+        // the request completes or is cancelled below.
+        if !unsafe {
+            mpi_call::irecv_bytes(
+                abi,
+                buf.as_mut_ptr(),
+                8,
+                writers[w] as i32,
+                GIVE_UP_TAG,
+                comm,
+                reqs.at(notice + w),
+            )
+        } {
+            bail!("MPI_Irecv failed in an analyser rank");
+        }
+    }
+    // Per writer: chunks taken (the end included), whether its stream is
+    // over, and the chunks it started before it gave up, if it did.
+    let mut taken = vec![0u64; writers.len()];
+    let mut over = vec![false; writers.len()];
+    let mut gave_up: Vec<Option<u64>> = vec![None; writers.len()];
+    let mut noticed = vec![false; writers.len()];
     let mut reference_buf = vec![0u8; REFERENCE_MAX];
     if peers.me != peers.rank0_at {
         // SAFETY: the buffer lives until the request completes or is
@@ -510,7 +551,7 @@ fn receive(
         // MPI_Waitany spins a core the programs' ranks need.
         // SAFETY: `reqs` holds slots + 3 handles, `status` one status.
         let i = match unsafe {
-            mpi_call::testany(slots + 3 - first, reqs.at(first), status.as_mut_ptr())
+            mpi_call::testany(total - first, reqs.at(first), status.as_mut_ptr())
         } {
             Some(Some(i)) => {
                 idle = IDLE_MIN;
@@ -534,6 +575,19 @@ fn receive(
             }
             continue;
         }
+        if i >= notice {
+            let w = i - notice;
+            let n = u64::from_le_bytes(notices[8 * w..8 * w + 8].try_into()?);
+            noticed[w] = true;
+            if !over[w] {
+                gave_up[w] = Some(n);
+                end_given_up(
+                    abi, &mut reqs, w, &taken, &mut over, &gave_up, conns, &mut open, writers,
+                    notes,
+                );
+            }
+            continue;
+        }
         if i == ping || i == answer {
             clock_busy -= 1;
             if clock_busy == 0 {
@@ -554,11 +608,12 @@ fn receive(
         // the bytes go out in posting order.
         while let Some(n) = done[w * STREAM_RECVS + next[w]].take() {
             let j = w * STREAM_RECVS + next[w];
+            taken[w] += 1;
             if n == 0 {
                 // The writer's end of stream: cancel its other receives.
                 for k in 0..STREAM_RECVS {
                     let o = w * STREAM_RECVS + k;
-                    if o != j {
+                    if o != j && !reqs.is_null(abi, o) {
                         // SAFETY: a live receive request of this rank.
                         unsafe { mpi_call::cancel(abi, reqs.at(o)) };
                     }
@@ -568,6 +623,7 @@ fn receive(
                     let _ = c.shutdown(std::net::Shutdown::Write);
                 }
                 open -= 1;
+                over[w] = true;
                 break;
             }
             if writers[w] == 0 && !rank0_hello_seen {
@@ -598,8 +654,62 @@ fn receive(
             }
             next[w] = (next[w] + 1) % STREAM_RECVS;
         }
+        end_given_up(
+            abi, &mut reqs, w, &taken, &mut over, &gave_up, conns, &mut open, writers, notes,
+        );
+    }
+    // The notices that never came.
+    for (w, &noticed) in noticed.iter().enumerate() {
+        if !noticed {
+            // SAFETY: a live receive request of this rank (its buffer is
+            // leaked above).
+            unsafe { mpi_call::cancel(abi, reqs.at(notice + w)) };
+        }
     }
     Ok(())
+}
+
+/// Ends writer `w`'s stream as cut once it gave up (its notice, see
+/// `GIVE_UP_TAG`) and every chunk it started arrived: its other receives
+/// are cancelled and its connection shut without an end, so that the
+/// server marks the rank partial, as it does a killed rank's; the run's
+/// diagnostics say why.
+#[allow(clippy::too_many_arguments)]
+fn end_given_up(
+    abi: &Abi,
+    reqs: &mut Requests,
+    w: usize,
+    taken: &[u64],
+    over: &mut [bool],
+    gave_up: &[Option<u64>],
+    conns: &mut [Option<UnixStream>],
+    open: &mut usize,
+    writers: &[u32],
+    notes: &mut Vec<String>,
+) {
+    let Some(started) = gave_up[w] else { return };
+    if over[w] || taken[w] < started {
+        return;
+    }
+    for k in 0..STREAM_RECVS {
+        let o = w * STREAM_RECVS + k;
+        // Every chunk it started was taken, so each receive is posted
+        // again and none can match any more; a completed one (null) is
+        // left alone (MPI_Cancel refuses a null request).
+        if !reqs.is_null(abi, o) {
+            // SAFETY: a live receive request of this rank; its buffer
+            // lives until `receive` returns.
+            unsafe { mpi_call::cancel(abi, reqs.at(o)) };
+        }
+        reqs.set_null(abi, o);
+    }
+    conns[w] = None;
+    *open -= 1;
+    over[w] = true;
+    notes.push(format!(
+        "world rank {} gave up its stream at MPI_Finalize after {started} chunk(s): its analyser took none for the drain timeout (HARK_DRAIN_TIMEOUT_MS); what it had not sent is lost and its rank is partial",
+        writers[w]
+    ));
 }
 
 /// World rank 0's first chunk, which starts with its Hello: sends the clock

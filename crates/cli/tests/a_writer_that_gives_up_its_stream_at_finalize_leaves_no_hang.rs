@@ -1,0 +1,98 @@
+//! A writer that gives up its stream at `MPI_Finalize` (its analyser took no
+//! chunk for the drain timeout) tells its analyser so, and the analyser ends
+//! that stream there instead of waiting for its end forever
+//! (`docs/analysers.md`, "Why nothing waits forever").
+//!
+//! `HARK_DRAIN_TIMEOUT_MS=0` makes every writer give up at once, with most of
+//! its stream still to go. Before the fix the drain also stopped between two
+//! of the shipper's chunks and the end was never sent: the same run hung in
+//! most attempts (every writer in the real `MPI_Finalize`, every analyser
+//! waiting for a stream's end), with or without the exchange between
+//! analysers. Now `hark run` ends, writes the run, and every rank whose end
+//! did not arrive is partial with the reason in the diagnostics.
+
+mod common;
+
+use common::*;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn a_writer_that_gives_up_its_stream_at_finalize_leaves_no_hang() {
+    let mpi = OPEN_MPI;
+    if !have(mpi.cc) || !have(mpi.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return;
+    }
+    probe();
+    let dir = scratch("gives-up-at-finalize");
+    let cross = compile(mpi.cc, "cross.c".as_ref(), &dir, &[]);
+    let mut command = launcher(mpi, 4);
+    command.extend([cross.display().to_string(), "20000".into()]);
+    let run_dir = dir.join("run");
+    let mut cmd = Command::new(hark());
+    cmd.current_dir(&dir)
+        .args([
+            "run",
+            "-q",
+            "--no-http",
+            "--lossless",
+            "--pack-size",
+            "64K",
+            "--analysers",
+            "2",
+            "-o",
+        ])
+        .arg(&run_dir)
+        .arg("--")
+        .args(&command)
+        .env("HARK_DRAIN_TIMEOUT_MS", "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    mpi_env(&mut cmd);
+    let hark = cmd.spawn().unwrap();
+    // Bounded: a hang fails here instead of hanging the suite.
+    let started = Instant::now();
+    let pid = hark.id();
+    let out = std::thread::spawn(move || hark.wait_with_output().unwrap());
+    while !out.is_finished() {
+        if started.elapsed() > Duration::from_secs(240) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("hark run did not end after its writers gave up their streams");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = out.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_exit(&out, 0);
+    let p = profile(&run_dir);
+    let diagnostics: Vec<&str> = p["programs"][0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    // Every rank whose end is missing gave up, and says so.
+    for info in p["programs"][0]["rank_info"].as_array().unwrap() {
+        if info["partial"].as_bool().unwrap() {
+            let rank = info["world_rank"].as_i64().unwrap();
+            let said = format!("world rank {rank} gave up its stream at MPI_Finalize");
+            assert!(
+                diagnostics.iter().any(|d| d.contains(&said)),
+                "rank {rank} is partial without a reason: {diagnostics:#?}\n{err}"
+            );
+        }
+    }
+    assert_eq!(
+        p["accounting"]["partial_ranks"].as_u64().unwrap(),
+        p["programs"][0]["rank_info"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["partial"].as_bool().unwrap())
+            .count() as u64
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
