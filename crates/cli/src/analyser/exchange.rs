@@ -50,6 +50,12 @@ pub(super) const RECVS: usize = 4;
 /// is a round trip to the keeper process.
 const TAKE_EVERY: Duration = Duration::from_millis(1);
 
+/// The longest the receive loop holds its writers' chunks back at a
+/// stretch, and how long it then takes them again before the next hold
+/// (see [`Exchanger::holds_back`]).
+const HOLD_MAX: Duration = Duration::from_millis(500);
+const BREATHE: Duration = Duration::from_millis(50);
+
 const DATA: u8 = 0;
 const END: u8 = 1;
 
@@ -94,7 +100,11 @@ pub(super) struct Exchanger<'a> {
     backlog_max: u64,
     /// Since when it holds them back, and how long it did before.
     held_since: Option<Instant>,
+    /// Until when it takes them again after a hold of [`HOLD_MAX`].
+    breathe_until: Option<Instant>,
     pub held_back: Duration,
+    /// Holds ended by [`HOLD_MAX`] rather than by the backlog draining.
+    pub breaths: u64,
     /// 0: streaming; 1, 2: that round's marker sent; 3: done.
     round: u8,
     flushed: bool,
@@ -140,7 +150,9 @@ impl<'a> Exchanger<'a> {
             peak_backlog: 0,
             backlog_max: hark_analyses::exchange::outbound_backlog(),
             held_since: None,
+            breathe_until: None,
             held_back: Duration::ZERO,
+            breaths: 0,
             round: 0,
             flushed: false,
             sent: Sent::default(),
@@ -170,12 +182,31 @@ impl<'a> Exchanger<'a> {
     /// stop running ahead. The exchange itself is never held back, so the
     /// backlog drains whatever the streams do: no cycle of analysers
     /// waiting on one another can form.
+    ///
+    /// A hold lasts at most [`HOLD_MAX`]; the loop then takes its writers'
+    /// chunks for [`BREATHE`] before it may hold again. So a writer is
+    /// never starved, however long the peers take: its chunks move at
+    /// least every 550 ms, far within the drain timeout after which a
+    /// writer at `MPI_Finalize` gives its stream up (10 s), and the flow
+    /// control costs the streams at most 91 % of the time, never all of it.
     pub fn holds_back(&mut self) -> bool {
+        let now = Instant::now();
+        if self.breathe_until.is_some_and(|t| now < t) {
+            return false;
+        }
+        self.breathe_until = None;
         let held = self.backlog > self.backlog_max;
         match (held, self.held_since) {
-            (true, None) => self.held_since = Some(Instant::now()),
+            (true, None) => self.held_since = Some(now),
+            (true, Some(since)) if now - since >= HOLD_MAX => {
+                self.held_back += now - since;
+                self.held_since = None;
+                self.breathe_until = Some(now + BREATHE);
+                self.breaths += 1;
+                return false;
+            }
             (false, Some(since)) => {
-                self.held_back += since.elapsed();
+                self.held_back += now - since;
                 self.held_since = None;
             }
             _ => {}
@@ -208,7 +239,13 @@ impl<'a> Exchanger<'a> {
     /// ended. Returns whether anything happened.
     pub fn progress(&mut self, keeper: &Keeper, streams_done: bool) -> Result<bool> {
         let mut busy = self.complete(keeper)?;
-        if streams_done || self.taken_at.elapsed() >= TAKE_EVERY {
+        // Not after the round-2 marker: a peer takes nothing from this one
+        // past it (its receives are not posted again), so a message queued
+        // behind it would never be matched and this analyser would wait for
+        // its send forever. Nothing should come then (round 2 only carries
+        // wait states, which stay with their owner); if something does, the
+        // last round says so.
+        if self.round < 2 && (streams_done || self.taken_at.elapsed() >= TAKE_EVERY) {
             busy |= self.take_outbox(keeper)?;
         }
         busy |= self.start_sends()?;

@@ -754,7 +754,7 @@ fn exchange_stats(index: i32, e: &exchange::Exchanger, keeper: &keeper::Keeper) 
     }
     // One write, so that two ranks' lines do not interleave mid-line.
     crate::output::print_stderr(&format!(
-        "hark exchange: analyser {index} sent {} messages, {} bytes ({}); received {} messages, {} bytes, injected in {} requests; at most {} bytes waited to reach a peer; streams held back {} ms\n",
+        "hark exchange: analyser {index} sent {} messages, {} bytes ({}); received {} messages, {} bytes, injected in {} requests; at most {} bytes waited to reach a peer; streams held back {} ms ({} holds cut at their longest)\n",
         e.sent.messages,
         e.sent.bytes,
         keeper.exchange_traffic(),
@@ -762,7 +762,8 @@ fn exchange_stats(index: i32, e: &exchange::Exchanger, keeper: &keeper::Keeper) 
         e.received.bytes,
         e.injects,
         e.peak_backlog,
-        e.held_back.as_millis()
+        e.held_back.as_millis(),
+        e.breaths
     ));
 }
 
