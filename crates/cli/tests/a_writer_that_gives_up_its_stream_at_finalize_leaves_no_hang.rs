@@ -16,7 +16,7 @@ mod common;
 
 use common::*;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[test]
 fn a_writer_that_gives_up_its_stream_at_finalize_leaves_no_hang() {
@@ -53,19 +53,11 @@ fn a_writer_that_gives_up_its_stream_at_finalize_leaves_no_hang() {
     mpi_env(&mut cmd);
     let hark = cmd.spawn().unwrap();
     // Bounded: a hang fails here instead of hanging the suite.
-    let started = Instant::now();
-    let pid = hark.id();
-    let out = std::thread::spawn(move || hark.wait_with_output().unwrap());
-    while !out.is_finished() {
-        if started.elapsed() > Duration::from_secs(240) {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-            panic!("hark run did not end after its writers gave up their streams");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = out.join().unwrap();
+    let out = wait_within(
+        hark,
+        Duration::from_secs(240),
+        "hark run did not end after its writers gave up their streams",
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_exit(&out, 0);
     let p = profile(&run_dir);
