@@ -401,6 +401,10 @@ fn drain() {
     let timeout = crate::core::drain_timeout();
     let mut deadline = Instant::now() + timeout;
     let mut seen = TAKEN.load(Relaxed);
+    // Slept, not spun: on a crowded node the analyser that must take these
+    // chunks, and its server, need the cores that every writer of the job
+    // spinning here at once would take.
+    let mut pause = Duration::from_micros(50);
     loop {
         progress();
         let g = lock();
@@ -412,6 +416,7 @@ fn drain() {
         if taken != seen {
             seen = taken;
             deadline = Instant::now() + timeout;
+            pause = Duration::from_micros(50);
         }
         if Instant::now() >= deadline {
             crate::core::warn_once(
@@ -421,7 +426,8 @@ fn drain() {
             give_up();
             break;
         }
-        std::thread::yield_now();
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(1));
     }
     let mut g = lock();
     if g.ready && g.comm != 0 {
