@@ -53,6 +53,7 @@ mod analysis;
 pub mod clock;
 mod dynamic;
 mod error;
+pub mod exchange;
 mod fx;
 mod hist;
 mod ks;

@@ -51,9 +51,28 @@ use crate::unify::IdMap;
 use serde::{Deserialize, Serialize};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Operations one key holds unmatched before the oldest are dropped.
 pub const MAX_HELD_PER_KEY: usize = 1 << 16;
+
+/// The bound in force: [`MAX_HELD_PER_KEY`] unless a test lowered it.
+static HELD_BOUND: AtomicUsize = AtomicUsize::new(MAX_HELD_PER_KEY);
+
+/// **For tests only**: lowers (or restores) the operations one key holds
+/// unmatched, process-wide, so that a test can exceed the bound with a
+/// short run (`HARK_TEST_MATCH_BOUND`, read by the `hark` binary; see
+/// `docs/analysers.md`). Clamped to `1..=MAX_HELD_PER_KEY`.
+pub fn set_held_bound_for_tests(n: usize) {
+    HELD_BOUND.store(n.clamp(1, MAX_HELD_PER_KEY), Ordering::Relaxed);
+}
+
+/// The operations one key holds unmatched: [`MAX_HELD_PER_KEY`], unless a
+/// test lowered it ([`set_held_bound_for_tests`]).
+#[inline]
+pub fn held_bound() -> usize {
+    HELD_BOUND.load(Ordering::Relaxed)
+}
 
 /// Incomplete collective instances one key holds before the oldest are
 /// dropped.
@@ -276,7 +295,7 @@ impl P2pMatcher {
                 let both = !other.is_empty();
                 // At the bound, the oldest goes before this one comes, so
                 // that the queues never grow past it.
-                if self.held >= MAX_HELD_PER_KEY && !both {
+                if self.held >= held_bound() && !both {
                     self.drop_oldest();
                     let ch = self.channels.get_mut(&key).expect("made above");
                     match side {
@@ -292,7 +311,7 @@ impl P2pMatcher {
                 }
             }
         }
-        if self.held > MAX_HELD_PER_KEY {
+        if self.held > held_bound() {
             self.drop_oldest();
         }
     }
@@ -487,9 +506,9 @@ impl P2pMatcher {
         self.matched.retain(|_, taken| *taken >= first_open);
         // A receive that is never matched would keep everything after it:
         // past the bound, the earliest-taken go first.
-        if self.matched.len() > MAX_HELD_PER_KEY {
+        if self.matched.len() > held_bound() {
             let mut taken: Vec<u64> = self.matched.values().copied().collect();
-            let cut = taken.len() - MAX_HELD_PER_KEY;
+            let cut = taken.len() - held_bound();
             let (_, &mut keep_from, _) = taken.select_nth_unstable(cut);
             self.matched.retain(|_, t| *t >= keep_from);
         }

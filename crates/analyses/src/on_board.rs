@@ -34,6 +34,7 @@
 use crate::analysis::{Input, Sensitivity};
 use crate::clock::rank_record;
 use crate::dynamic::DynRank;
+use crate::exchange::{program_key, Exchange, Link, Parcel};
 use crate::fx::FxHashMap;
 use crate::matching::{Instances, P2pMatcher};
 use crate::partial::{Partial, RankAccounting};
@@ -111,13 +112,15 @@ struct Batch {
     /// A sampled-out stream's totals in place of `events`.
     counts: Option<hark_wire::Counts>,
     flow: Arc<Flow>,
+    /// Its stream's bytes in flight ([`StreamInfo::in_flight`]).
+    stream: Arc<AtomicU64>,
 }
 
 impl Drop for Batch {
     fn drop(&mut self) {
-        self.flow
-            .in_flight
-            .fetch_sub((self.events.len() * EVENT_SIZE) as u64, Ordering::Relaxed);
+        let bytes = (self.events.len() * EVENT_SIZE) as u64;
+        self.flow.in_flight.fetch_sub(bytes, Ordering::Relaxed);
+        self.stream.fetch_sub(bytes, Ordering::Relaxed);
         self.flow.give_back(std::mem::take(&mut self.events));
     }
 }
@@ -389,6 +392,11 @@ struct States {
     /// What is in flight on the level.
     flow: Arc<Flow>,
     counts: Counts,
+    /// The level's link to other analysers, if its keys are routed
+    /// (`crate::exchange`).
+    link: Option<Arc<Link>>,
+    /// What went wrong with entries injected from other analysers.
+    problems: Mutex<Vec<String>>,
 }
 
 /// The entry types of a level.
@@ -457,8 +465,79 @@ fn split_by<T: Pooled>(flow: &Flow, mut items: Vec<T>, key: impl Fn(&T) -> u64) 
     parts
 }
 
-/// Sends waits to the streams of the ranks that waited.
-fn route(ctx: &mut Context<'_>, states: &States, ty: Typed<Waits>, waits: Vec<Wait>) {
+/// Where derived entries go: the board from inside a knowledge source
+/// (its context), or from outside (entries injected from another analyser,
+/// trackers flushed at the end).
+trait Submit {
+    fn keyed(&mut self, key: u64, entry: Entry);
+    fn error(&mut self, what: String);
+}
+
+impl Submit for Context<'_> {
+    fn keyed(&mut self, key: u64, entry: Entry) {
+        self.submit_keyed(key, entry);
+    }
+    fn error(&mut self, what: String) {
+        self.report_error(what);
+    }
+}
+
+/// Submits to a level from outside its knowledge sources.
+struct Direct<'a> {
+    board: &'a Board,
+    level: Level,
+    states: &'a States,
+}
+
+/// Problems of injected entries kept for the diagnostics.
+const MAX_PROBLEMS: usize = 16;
+
+impl Submit for Direct<'_> {
+    fn keyed(&mut self, key: u64, entry: Entry) {
+        // Refused only once the level is retired, after its last drain.
+        let _ = self.board.submit_keyed(self.level, key, entry);
+    }
+    fn error(&mut self, what: String) {
+        let mut p = lock(&self.states.problems);
+        if p.len() < MAX_PROBLEMS && !p.contains(&what) {
+            p.push(what);
+        }
+    }
+}
+
+/// Items of the level's link that another analyser owns, split off by
+/// destination.
+fn away<T: Copy>(items: &mut Vec<T>, me: u32, n: usize, owner: impl Fn(&T) -> u32) -> Vec<Vec<T>> {
+    let mut out: Vec<Vec<T>> = Vec::new();
+    if items.iter().all(|i| owner(i) == me) {
+        return out;
+    }
+    out.resize_with(n, Vec::new);
+    items.retain(|i| {
+        let o = owner(i);
+        if o == me || o as usize >= n {
+            return true;
+        }
+        out[o as usize].push(*i);
+        false
+    });
+    out
+}
+
+/// Sends waits to the streams of the ranks that waited: on this analyser,
+/// or through the level's link to the analyser of the rank.
+fn route(sub: &mut impl Submit, states: &States, ty: Typed<Waits>, mut waits: Vec<Wait>) {
+    if let Some(link) = &states.link {
+        let x = &link.exchange;
+        let gone = away(&mut waits, x.me(), x.analysers() as usize, |w| {
+            x.owner_of(w.waiter)
+        });
+        for (to, w) in gone.into_iter().enumerate() {
+            if !w.is_empty() {
+                link.send(to as u32, Vec::new(), Vec::new(), w);
+            }
+        }
+    }
     if waits.is_empty() {
         states.flow.waits.give_back(waits);
         return;
@@ -467,7 +546,7 @@ fn route(ctx: &mut Context<'_>, states: &States, ty: Typed<Waits>, waits: Vec<Wa
     for (rank, waits, pooled) in split_by(&states.flow, waits, |w| w.waiter as u32 as u64) {
         let rank = rank as u32 as i32;
         let Some(info) = streams.get(&rank) else {
-            ctx.report_error(format!(
+            sub.error(format!(
                 "{} waits of world rank {rank}, which has no stream in this program, were ignored",
                 waits.len()
             ));
@@ -485,23 +564,66 @@ fn route(ctx: &mut Context<'_>, states: &States, ty: Typed<Waits>, waits: Vec<Wa
             },
             bytes,
         );
-        ctx.submit_keyed(info.conn(), entry);
+        sub.keyed(info.conn(), entry);
     }
 }
 
 /// Publishes what a pack yielded: matching inputs by key, as the tracker
-/// split them. (Each part is made at its own size and freed, so that
-/// pooled vectors all have a batch's size.)
-fn publish(ctx: &mut Context<'_>, types: Types, flow: &Arc<Flow>, derived: Derived) {
-    for (rank, ops) in derived.ops.parts {
+/// split them; those whose key another analyser owns go through the
+/// level's link.
+fn publish(sub: &mut impl Submit, types: Types, st: &States, derived: Derived) {
+    let flow = &st.flow;
+    let mut parts = derived.ops.parts;
+    let mut arrivals = derived.arrivals;
+    if let Some(link) = &st.link {
+        let x = &link.exchange;
+        let (me, n) = (x.me(), x.analysers() as usize);
+        // Operations come by receiving rank: a part goes whole to the
+        // analyser that owns its rank.
+        let mut ops_away: Vec<Vec<P2pOp>> = Vec::new();
+        parts.retain_mut(|(rank, ops)| {
+            let o = x.owner_of(*rank as u32 as i32);
+            if o == me || o as usize >= n {
+                return true;
+            }
+            if ops_away.is_empty() {
+                ops_away.resize_with(n, Vec::new);
+            }
+            ops_away[o as usize].append(ops);
+            false
+        });
+        // One look-up of the communicator's members per communicator of
+        // the pack.
+        let owners: Mutex<Vec<(u32, u32)>> = Mutex::default();
+        let mut arrivals_away = away(&mut arrivals, me, n, |a| {
+            let mut o = lock(&owners);
+            if let Some(&(_, owner)) = o.iter().find(|(c, _)| *c == a.comm) {
+                return owner;
+            }
+            let owner = link.owner_of_comm_id(a.comm);
+            o.push((a.comm, owner));
+            owner
+        });
+        for to in 0..n {
+            let o = ops_away.get_mut(to).map(std::mem::take).unwrap_or_default();
+            let a = arrivals_away
+                .get_mut(to)
+                .map(std::mem::take)
+                .unwrap_or_default();
+            if !o.is_empty() || !a.is_empty() {
+                link.send(to as u32, o, a, Vec::new());
+            }
+        }
+    }
+    for (rank, ops) in parts {
         let ops = Counted::new(ops, false, flow);
         let bytes = ops.bytes as usize;
-        ctx.submit_keyed(rank, types.p2p.entry(ops, bytes));
+        sub.keyed(rank, types.p2p.entry(ops, bytes));
     }
-    for (key, arrivals, pooled) in split_instances(flow, derived.arrivals) {
+    for (key, arrivals, pooled) in split_instances(flow, arrivals) {
         let arrivals = Counted::new(arrivals, pooled, flow);
         let bytes = arrivals.bytes as usize;
-        ctx.submit_keyed(key, types.arrivals.entry(arrivals, bytes));
+        sub.keyed(key, types.arrivals.entry(arrivals, bytes));
     }
 }
 
@@ -547,6 +669,33 @@ impl OnBoard {
     /// Creates a level named after `program` on `board` and registers on it
     /// `unpack`, the matchers and every analysis of `program`.
     pub fn install(board: &Board, program: ProgramAnalysis) -> Result<OnBoard, Error> {
+        OnBoard::install_linked(board, program, None)
+    }
+
+    /// [`OnBoard::install`], for one analyser of several
+    /// (`crate::exchange`): the level keeps the cross-rank entries whose key
+    /// it owns and puts the others in `exchange`'s outbox for their owner;
+    /// [`OnBoard::inject`] takes in what other analysers sent it. `job` and
+    /// the program's name name the program across analysers.
+    pub fn install_exchanging(
+        board: &Board,
+        program: ProgramAnalysis,
+        exchange: Arc<Exchange>,
+        job: &str,
+    ) -> Result<OnBoard, Error> {
+        let link = Link::new(
+            exchange,
+            program_key(job, program.name()),
+            program.shared().clone(),
+        );
+        OnBoard::install_linked(board, program, Some(Arc::new(link)))
+    }
+
+    fn install_linked(
+        board: &Board,
+        program: ProgramAnalysis,
+        link: Option<Arc<Link>>,
+    ) -> Result<OnBoard, Error> {
         let level = board.create_level(program.name());
         let types = Types {
             frames: Typed::new(board, FRAMES),
@@ -563,6 +712,7 @@ impl OnBoard {
                 .iter()
                 .map(|_| Keyed::default())
                 .collect(),
+            link,
             ..States::default()
         });
         let mut ids = Vec::new();
@@ -622,7 +772,7 @@ impl OnBoard {
                         };
                         let bytes = tracked.batch.events.len() * EVENT_SIZE;
                         ctx.submit(types.batches.entry(tracked, bytes));
-                        publish(ctx, types, &st.flow, derived);
+                        publish(ctx, types, &st, derived);
                     }
                 }
             },
@@ -762,12 +912,14 @@ impl OnBoard {
         self.flow
             .in_flight
             .fetch_add(bytes as u64, Ordering::Relaxed);
+        info.in_flight.fetch_add(bytes as u64, Ordering::Relaxed);
         let mut buf = self.flow.take();
         buf.extend_from_slice(events);
         let batch = Arc::new(Batch {
             events: buf,
             counts: None,
             flow: self.flow.clone(),
+            stream: info.in_flight.clone(),
         });
         self.submit(info, What::Pack(batch), bytes)
     }
@@ -781,6 +933,7 @@ impl OnBoard {
             events: Vec::new(),
             counts: Some(counts),
             flow: self.flow.clone(),
+            stream: info.in_flight.clone(),
         });
         self.submit(info, What::Pack(batch), bytes)
     }
@@ -797,6 +950,62 @@ impl OnBoard {
                 self.types.frames.entry(frame, bytes),
             )
             .map_err(board_error)
+    }
+
+    /// Takes in a parcel another analyser's level of the same program sent
+    /// this one (`crate::exchange`): its ids are translated into this
+    /// level's, and its operations, arrivals and wait states are submitted
+    /// as if published here. Parcels from one analyser must come in the
+    /// order it sent them. Fails, changing nothing, on a level that is not
+    /// linked, or on a parcel out of order.
+    pub fn inject(&self, from: u32, parcel: Parcel) -> Result<(), Error> {
+        let Some(link) = &self.states.link else {
+            return Err(Error::new(ErrorKind::Partial(
+                "a parcel from another analyser came to a level that exchanges nothing".into(),
+            )));
+        };
+        link.exchange.count_received(&parcel, parcel.size);
+        let Parcel {
+            ops,
+            arrivals,
+            waits,
+            ..
+        } = link.receive(from, parcel)?;
+        let mut sub = Direct {
+            board: &self.board,
+            level: self.level,
+            states: &self.states,
+        };
+        let flow = &self.flow;
+        for (rank, ops, _) in split_by(flow, ops, |op| op.dst as u32 as u64) {
+            let ops = Counted::new(ops, false, flow);
+            let bytes = ops.bytes as usize;
+            sub.keyed(rank, self.types.p2p.entry(ops, bytes));
+        }
+        for (key, arrivals, _) in split_instances(flow, arrivals) {
+            let arrivals = Counted::new(arrivals, false, flow);
+            let bytes = arrivals.bytes as usize;
+            sub.keyed(key, self.types.arrivals.entry(arrivals, bytes));
+        }
+        route(&mut sub, &self.states, self.types.waits, waits);
+        Ok(())
+    }
+
+    /// Publishes what every stream's tracker still holds (receives of a
+    /// call cut by the end of its stream), routed as a pack's would be: an
+    /// analyser does this once its streams ended, before it tells the
+    /// others it sends no more (`docs/analysers.md`).
+    pub fn flush_tracks(&self) {
+        let tracks: Vec<Arc<Mutex<Track>>> = lock(&self.states.tracks).values().cloned().collect();
+        let mut sub = Direct {
+            board: &self.board,
+            level: self.level,
+            states: &self.states,
+        };
+        for t in tracks {
+            let derived = lock(&t).flush();
+            publish(&mut sub, self.types, &self.states, derived);
+        }
     }
 
     /// Knowledge sources of this level that panicked or reported errors.
@@ -892,6 +1101,9 @@ impl OnBoard {
         }
         for t in self.troubles() {
             partial.add_panic(t);
+        }
+        for p in lock(&self.states.problems).iter() {
+            partial.add_panic(p.clone());
         }
         partial
     }

@@ -151,6 +151,11 @@ impl ProgramAnalysis {
         }
     }
 
+    /// What the program's streams share (tables, analyses).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     /// The program's name.
     pub fn name(&self) -> &str {
         &self.name

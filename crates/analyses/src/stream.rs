@@ -11,6 +11,7 @@ use crate::program::Shared;
 use crate::track::Track;
 use crate::unify::{Translation, UNDEFINED};
 use hark_wire::{ClockSync, Def, End, Event, Hello, RankInfo};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 /// Everything known about one process's stream that is not an analysis
@@ -30,6 +31,8 @@ pub struct StreamInfo {
     slices: usize,
     rank: Mutex<Option<RankInfo>>,
     translation: RwLock<Translation>,
+    /// Bytes of this stream's packs on the board, not yet analysed.
+    pub(crate) in_flight: Arc<AtomicU64>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -44,6 +47,7 @@ impl StreamInfo {
             slices: shared.config.slices,
             rank: Mutex::new(None),
             translation: RwLock::new(Translation::default()),
+            in_flight: Arc::default(),
             shared,
         }
     }
@@ -51,6 +55,13 @@ impl StreamInfo {
     /// The connection's number, unique in the server, in order of connection.
     pub fn conn(&self) -> u64 {
         self.conn
+    }
+
+    /// Bytes of this stream's events submitted and not yet analysed by
+    /// every analysis: the share of [`crate::OnBoard::in_flight`] that is
+    /// this stream's packs.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
     }
 
     /// The handshake.

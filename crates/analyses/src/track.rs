@@ -237,6 +237,16 @@ impl Wait {
     }
 }
 
+impl P2pOp {
+    /// Renumbers its ids into another server's tables (a parcel from
+    /// another analyser, `exchange.rs`).
+    pub(crate) fn remap(&mut self, ids: &IdMap) {
+        self.comm = ids.comm(self.comm);
+        self.region = ids.name(self.region);
+        self.path = ids.path(self.path);
+    }
+}
+
 impl Arrival {
     pub(crate) fn remap(&mut self, ids: &IdMap) {
         self.comm = ids.comm(self.comm);

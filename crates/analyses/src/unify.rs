@@ -146,6 +146,16 @@ impl IdMap {
         }
     }
 
+    /// How many names, communicators and paths it translates (a map
+    /// grown by `Unifier::absorb_more`).
+    pub(crate) fn lengths(&self) -> [u32; 3] {
+        [
+            self.names.len() as u32,
+            self.comms.len() as u32,
+            self.paths.len() as u32,
+        ]
+    }
+
     /// The new id of name `id`.
     #[inline]
     pub fn name(&self, id: u32) -> u32 {
@@ -260,6 +270,62 @@ impl Unifier {
                 .collect(),
             paths: tables.paths.iter().map(|p| self.intern_path(p)).collect(),
         }
+    }
+
+    /// Interns entries another unifier added since it last sent (names,
+    /// communicators, paths, in its id order) and extends `map`, which
+    /// translates that unifier's ids into this one's
+    /// (`crate::exchange`: parcels between analysers). Unlike
+    /// [`Unifier::absorb`] it counts nothing as folded: the sender's
+    /// partial counts its own.
+    pub(crate) fn absorb_more(
+        &mut self,
+        names: &[(u8, String)],
+        comms: &[(CommDef, u32)],
+        paths: &[String],
+        map: &mut IdMap,
+    ) {
+        let folded = self.folded;
+        map.identity = false;
+        for (k, n) in names {
+            let id = self.intern_name(name_kind(*k), n);
+            map.names.push(id);
+        }
+        for (c, o) in comms {
+            let id = self.intern_comm(c.clone(), *o);
+            map.comms.push(id);
+        }
+        for p in paths {
+            let id = self.intern_path(p);
+            map.paths.push(id);
+        }
+        self.folded = folded;
+    }
+
+    /// How many names, communicators and paths the tables hold.
+    pub(crate) fn lengths(&self) -> [usize; 3] {
+        [self.names.len(), self.comms.len(), self.paths.len()]
+    }
+
+    /// The entries from `from` on (names, communicators, paths), for
+    /// [`Unifier::absorb_more`] elsewhere.
+    pub(crate) fn entries_from(&self, from: [usize; 3]) -> TableEntries {
+        (
+            self.names[from[0].min(self.names.len())..]
+                .iter()
+                .map(|(k, n)| (*k as u8, n.clone()))
+                .collect(),
+            self.comms[from[1].min(self.comms.len())..]
+                .iter()
+                .cloned()
+                .zip(
+                    self.comm_occurrence[from[1].min(self.comm_occurrence.len())..]
+                        .iter()
+                        .copied(),
+                )
+                .collect(),
+            self.paths[from[2].min(self.paths.len())..].to_vec(),
+        )
     }
 
     /// The same tables in canonical order (names by kind and text, files by
@@ -413,6 +479,10 @@ impl Unifier {
         id
     }
 }
+
+/// Names, communicators and paths added to a unifier's tables since some
+/// point ([`Unifier::entries_from`]).
+pub(crate) type TableEntries = (Vec<(u8, String)>, Vec<(CommDef, u32)>, Vec<String>);
 
 /// One stream's map from its local ids to the program's global ids.
 #[derive(Debug, Default)]

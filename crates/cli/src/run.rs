@@ -59,6 +59,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let secret =
         hark_server::new_secret().context("cannot read /dev/urandom for the run's secret")?;
     crate::alloc::fix_mmap_threshold();
+    crate::analyser::test_match_bound();
     let server = Server::start(ServerConfig {
         addr: format!("unix:{}", socket_dir.socket().display()),
         analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),

@@ -89,19 +89,11 @@ fn analyser_dies(mpi: Mpi, analysers: u32) {
         .status()
         .unwrap();
     // Bounded: a hang fails here instead of hanging the suite.
-    let started = Instant::now();
-    let pid = hark.id();
-    let out = std::thread::spawn(move || hark.wait_with_output().unwrap());
-    while !out.is_finished() {
-        if started.elapsed() > Duration::from_secs(90) {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-            panic!("hark run did not end after an analyser rank was killed");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = out.join().unwrap();
+    let out = wait_within(
+        hark,
+        Duration::from_secs(90),
+        "hark run did not end after an analyser rank was killed",
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("before the analysers merged"), "{err}");

@@ -24,6 +24,8 @@ pub enum ErrorKind {
     NotYours(String),
     /// A control request could not be carried out; the text says why.
     Control(String),
+    /// A parcel from another analyser could not be taken in.
+    Exchange(hark_analyses::Error),
 }
 
 impl Error {
@@ -51,6 +53,7 @@ impl fmt::Display for Error {
                 "job {id:?} belongs to another user; only its owner and the service's admin group may see or control it"
             ),
             ErrorKind::Control(why) => write!(f, "the control request failed: {why}"),
+            ErrorKind::Exchange(e) => write!(f, "exchange between analysers: {e}"),
         }
     }
 }

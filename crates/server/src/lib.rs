@@ -57,6 +57,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod exchange;
 mod place;
 mod service;
 mod sink;
@@ -111,6 +112,12 @@ pub struct ServerConfig {
     /// the probe's own realtime reading, never through the handshake's
     /// delay. Default false.
     pub probe_realtime: bool,
+    /// This server is one analyser of several (`hark run --analysers`):
+    /// the cross-rank entries whose key another analyser owns go to this
+    /// exchange's outbox, and [`Server::inject`] takes in the other
+    /// analysers' (`docs/analysers.md`). `None` (the default): every key is
+    /// matched here.
+    pub exchange: Option<Arc<hark_analyses::exchange::Exchange>>,
 }
 
 impl Default for ServerConfig {
@@ -125,6 +132,7 @@ impl Default for ServerConfig {
             rows: Config::default().rows,
             trace: None,
             probe_realtime: false,
+            exchange: None,
         }
     }
 }
@@ -209,6 +217,8 @@ impl Server {
             folding: Mutex::default(),
             trace,
             probe_realtime: config.probe_realtime,
+            exchange: config.exchange.clone().map(Into::into).unwrap_or_default(),
+            parked: Mutex::default(),
         });
         let transport = listener.serve(state.clone());
         let now = Instant::now();
@@ -344,8 +354,10 @@ impl Server {
     /// which merges them with [`merge_partials`].
     pub fn finish_partials(self, grace: Duration) -> (Vec<hark_analyses::Partial>, Vec<String>) {
         let stop_at = self.settle(grace, &AtomicBool::new(false));
+        let parked = self.parked_problems();
         let cut = self.transport.shutdown_by(stop_at);
         let (partials, mut problems) = self.state.fold_partials();
+        problems.extend(parked);
         self.state.board.shutdown();
         problems.extend(closing_problems(&self.state, cut));
         (partials, problems)

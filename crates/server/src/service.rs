@@ -926,6 +926,8 @@ impl Router {
             placement: self.placement.clone(),
             trace: None,
             probe_realtime: false,
+            exchange: Default::default(),
+            parked: Mutex::default(),
         });
         Arc::new(Job {
             id: self.next_job.fetch_add(1, Ordering::Relaxed),

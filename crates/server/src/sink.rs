@@ -127,6 +127,11 @@ pub(crate) struct State {
     pub(crate) placement: Arc<crate::place::Placement>,
     /// Where `--trace` keeps raw events, if asked.
     pub(crate) trace: Option<crate::trace::Store>,
+    /// See `ServerConfig::exchange` and `Server::set_exchange`.
+    pub(crate) exchange: std::sync::OnceLock<Arc<hark_analyses::exchange::Exchange>>,
+    /// Parcels from other analysers for a program no stream here has
+    /// named yet, with their source, in arrival order.
+    pub(crate) parked: Mutex<Vec<(u32, hark_analyses::exchange::Parcel)>>,
 }
 
 const MAX_PROBLEMS: usize = 32;
@@ -489,7 +494,13 @@ impl Sink for State {
                 self.analyses.clone(),
                 self.config.clone(),
             );
-            OnBoard::install(&self.board, analysis).map(Arc::new)
+            match self.exchange.get() {
+                Some(x) if !child => {
+                    OnBoard::install_exchanging(&self.board, analysis, x.clone(), &hello.job)
+                }
+                _ => OnBoard::install(&self.board, analysis),
+            }
+            .map(Arc::new)
         };
         let (on, info, foldable) = {
             let mut programs = self.programs.lock().unwrap_or_else(|e| e.into_inner());
@@ -591,7 +602,7 @@ impl Sink for State {
                 let n = events.len() as u64;
                 c.acc.lock().unwrap_or_else(|e| e.into_inner()).received += n;
                 self.counters.events.fetch_add(n, Ordering::Relaxed);
-                self.throttle(&c.on);
+                self.throttle(&c.on, &c.info, n * hark_wire::EVENT_SIZE as u64);
                 c.on.pack(&c.info, events)
             }
             Frame::Counts(counts) => {
@@ -834,10 +845,18 @@ impl State {
         ));
     }
 
-    /// Waits while the program has too many events waiting for analysis.
-    fn throttle(&self, on: &OnBoard) {
+    /// Waits while the program has too many events waiting for analysis,
+    /// or, on one analyser of several, while this stream has (see
+    /// [`hark_analyses::exchange::stream_backlog`]). A stream may always
+    /// have one pack (of `pack` bytes, the one about to be submitted) in
+    /// flight besides: with packs larger than the bound allows, reading the
+    /// next one overlaps the analysis of the last instead of waiting for it.
+    fn throttle(&self, on: &OnBoard, info: &StreamInfo, pack: u64) {
         let mut waited = 0u64;
-        while on.in_flight() > self.max_in_flight {
+        let stream_max = self.exchange.get().map_or(u64::MAX, |_| {
+            hark_analyses::exchange::stream_backlog().max(pack)
+        });
+        while on.in_flight() > self.max_in_flight || info.in_flight() > stream_max {
             std::thread::sleep(Duration::from_micros(200));
             waited += 200_000;
         }

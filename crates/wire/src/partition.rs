@@ -257,6 +257,15 @@ pub const CLOCK_TAG: i32 = 1;
 /// The tag of stream chunks on Hark's private stream communicator.
 pub const STREAM_TAG: i32 = 7;
 
+/// The tag of a writer's notice that it gave up its stream at
+/// `MPI_Finalize` (its analyser took no chunk for the drain timeout): 8
+/// bytes, the number of chunks it had started sending (`u64`,
+/// little-endian). Its analyser pre-posts one receive per writer, and
+/// once that many chunks arrived it ends the stream as cut instead of
+/// waiting for an end that will not come (`docs/analysers.md`, "Flow
+/// control").
+pub const GIVE_UP_TAG: i32 = STREAM_TAG + 3;
+
 /// The largest chunk of a stream over MPI for packs of `pack_size` bytes:
 /// one full pack with its frame header (larger frames are cut).
 pub fn stream_chunk(pack_size: usize) -> usize {

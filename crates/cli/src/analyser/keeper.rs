@@ -26,11 +26,13 @@
 //! works) and merges whatever partials exist ([`salvage`]).
 
 use anyhow::{bail, Context, Result};
+use hark_analyses::exchange::Exchange;
 use hark_server::{Server, ServerConfig};
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// The directory of the run directory that holds the keepers' partials.
@@ -40,18 +42,34 @@ pub const PARTIALS: &str = ".partials";
 /// lifeline ended.
 const GRACE: Duration = Duration::from_secs(10);
 
-/// Lifeline messages from the rank: a tag byte, a length, the bytes.
+/// Lifeline messages from the rank: a tag byte, a length, the bytes. The
+/// first two are told; the others are asked, and the keeper answers each
+/// with a length and the bytes, in the order asked.
 const INDEX: u8 = b'I';
 const REFERENCE: u8 = b'R';
-/// Asks for the server's partial results so far (a live snapshot); the
-/// keeper answers with a length and the bytes [`super::encode`] makes.
+/// The server's partial results so far (a live snapshot), as
+/// [`super::encode`] makes them.
 const SNAPSHOT: u8 = b'S';
+/// The exchange between analysers (`super::exchange`): its set-up (this
+/// analyser's index, their number, each writer's owner), a parcel to
+/// inject, whether the server is quiet, a flush of its trackers, its
+/// outbox, whether entries are still queued, and its traffic as a line.
+const EXCHANGE: u8 = b'X';
+const INJECT: u8 = b'J';
+const QUIET: u8 = b'Q';
+const FLUSH: u8 = b'F';
+const OUTBOX: u8 = b'O';
+const QUEUED: u8 = b'U';
+const TRAFFIC: u8 = b'W';
 
 /// The rank's side of its keeper.
 pub struct Keeper {
-    /// Locked for each message and its answer: the rank's receive loop and
-    /// its snapshot thread both speak on it.
-    life: std::sync::Mutex<UnixStream>,
+    /// Locked for each message and its answer.
+    life: Mutex<UnixStream>,
+    /// The live snapshots' own channel (the rank's snapshot thread asks,
+    /// a thread of the keeper answers): a snapshot never holds up the
+    /// receive loop's requests.
+    snap: Mutex<UnixStream>,
     socket: PathBuf,
     dir: PathBuf,
     pid: libc::pid_t,
@@ -68,6 +86,8 @@ impl Keeper {
         let dir = super::tempdir()?;
         let socket = dir.join("s");
         let (life, theirs) = UnixStream::pair().context("cannot make the keeper's lifeline")?;
+        let (snap, snap_theirs) =
+            UnixStream::pair().context("cannot make the keeper's lifeline")?;
         // SAFETY: the process has one thread here (the analyser forks first
         // thing), so the child may run anything.
         let pid = unsafe { libc::fork() };
@@ -77,8 +97,8 @@ impl Keeper {
                 std::io::Error::last_os_error()
             ),
             0 => {
-                drop(life);
-                let code = match keep(&socket, output, analyses, secret, theirs) {
+                drop((life, snap));
+                let code = match keep(&socket, output, analyses, secret, theirs, snap_theirs) {
                     Ok(()) => 0,
                     Err(_) => 1,
                 };
@@ -88,7 +108,7 @@ impl Keeper {
             }
             _ => {}
         }
-        drop(theirs);
+        drop((theirs, snap_theirs));
         // The keeper says it listens by one byte on the lifeline.
         let mut b = [0u8; 1];
         let mut l = &life;
@@ -96,7 +116,8 @@ impl Keeper {
             bail!("the analyser's keeper could not start its analysis server");
         }
         Ok(Keeper {
-            life: std::sync::Mutex::new(life),
+            life: Mutex::new(life),
+            snap: Mutex::new(snap),
             socket,
             dir,
             pid,
@@ -110,40 +131,107 @@ impl Keeper {
 
     /// Tells the keeper this rank's analyser index (names its partial).
     pub fn set_index(&self, index: u32) {
-        let _ = message(&mut self.lifeline(), INDEX, &index.to_le_bytes());
+        let _ = message(&mut lock(&self.life), INDEX, &index.to_le_bytes());
     }
 
     /// Passes world rank 0's clock reference on to the keeper's server.
     pub fn set_clock_reference(&self, job: &str, reference_ns: i64) {
         let mut m = reference_ns.to_le_bytes().to_vec();
         m.extend(job.as_bytes());
-        let _ = message(&mut self.lifeline(), REFERENCE, &m);
+        let _ = message(&mut lock(&self.life), REFERENCE, &m);
     }
 
     /// Each program's partial result so far, while the programs run: this
     /// rank's share of a live snapshot (`snapshots.rs`).
     pub fn snapshot_partials(&self) -> Result<Vec<hark_analyses::Partial>> {
-        let bytes = {
-            let mut life = self.lifeline();
-            message(&mut life, SNAPSHOT, &[]).context("cannot reach the analyser's keeper")?;
-            let mut len = [0u8; 4];
-            life.read_exact(&mut len)
-                .context("the analyser's keeper did not answer a snapshot")?;
-            let mut bytes = vec![0u8; u32::from_le_bytes(len) as usize];
-            life.read_exact(&mut bytes)
-                .context("the analyser's keeper did not answer a snapshot")?;
-            bytes
-        };
-        decode_partials(&bytes).map(|(programs, _)| programs)
+        decode_partials(&ask(&self.snap, SNAPSHOT, &[])?).map(|(programs, _)| programs)
     }
 
-    fn lifeline(&self) -> std::sync::MutexGuard<'_, UnixStream> {
-        self.life.lock().unwrap_or_else(|e| e.into_inner())
+    /// Makes the keeper's server analyser `me` of `owners`' analysers
+    /// (`owners[r]`: the analyser that receives world rank r's stream),
+    /// exchanging keys with the others: before any writer's stream
+    /// connects.
+    pub fn exchange(&self, me: u32, analysers: u32, owners: &[u32]) -> Result<()> {
+        let mut m = Vec::with_capacity(8 + 4 * owners.len());
+        for v in [me, analysers].iter().chain(owners) {
+            m.extend(v.to_le_bytes());
+        }
+        match self.ask(EXCHANGE, &m)?.as_slice() {
+            [1] => Ok(()),
+            _ => bail!("the analyser's keeper could not set up the exchange"),
+        }
+    }
+
+    /// Injects parcels from analyser `from` into the keeper's server:
+    /// `parcels` is whole parcels, each after its length (`u32`,
+    /// little-endian), in the order `from` sent them. Returns what the
+    /// server refused, one line a parcel; fails only if the keeper is gone.
+    pub fn inject(&self, from: u32, parcels: &[u8]) -> Result<Vec<String>> {
+        let mut m = from.to_le_bytes().to_vec();
+        m.extend(parcels);
+        let why = self.ask(INJECT, &m)?;
+        Ok(String::from_utf8_lossy(&why)
+            .lines()
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Whether the server is done with all it was given (see
+    /// `hark_server::Server::exchange_quiet`); false if the keeper is gone.
+    pub fn exchange_quiet(&self, streams: u64) -> bool {
+        self.ask(QUIET, &streams.to_le_bytes())
+            .is_ok_and(|a| a == [1])
+    }
+
+    /// Publishes what the server's trackers still hold.
+    pub fn flush_trackers(&self) -> Result<()> {
+        self.ask(FLUSH, &[]).map(drop)
+    }
+
+    /// Takes the outbox: for each other analyser with bytes for it, its
+    /// index and the bytes.
+    pub fn take_outbox(&self) -> Result<Vec<(u32, Vec<u8>)>> {
+        let a = self.ask(OUTBOX, &[])?;
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < a.len() {
+            let Some(head) = a.get(at..at + 8) else {
+                bail!("the analyser's keeper sent a truncated outbox");
+            };
+            let to = u32::from_le_bytes(head[..4].try_into()?);
+            let len = u32::from_le_bytes(head[4..].try_into()?) as usize;
+            let Some(bytes) = a.get(at + 8..at + 8 + len) else {
+                bail!("the analyser's keeper sent a truncated outbox");
+            };
+            out.push((to, bytes.to_vec()));
+            at += 8 + len;
+        }
+        Ok(out)
+    }
+
+    /// Whether the outbox holds entries (after the last round: none should).
+    pub fn outbox_queued(&self) -> bool {
+        self.ask(QUEUED, &[]).is_ok_and(|a| a == [1])
+    }
+
+    /// What the server put in its outbox and took in, as one line.
+    pub fn exchange_traffic(&self) -> String {
+        self.ask(TRAFFIC, &[])
+            .map(|a| String::from_utf8_lossy(&a).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Sends a request on the lifeline and reads its answer.
+    fn ask(&self, tag: u8, body: &[u8]) -> Result<Vec<u8>> {
+        ask(&self.life, tag, body)
     }
 
     /// Ends the keeper's server (the rank closed every connection first) and
     /// returns its partial results, encoded as [`super::encode`] does.
     pub fn finish(self) -> Result<Vec<u8>> {
+        // The snapshot channel first: the keeper's thread that answers it
+        // ends, and then the server can end.
+        drop(self.snap);
         let life = self.life.into_inner().unwrap_or_else(|e| e.into_inner());
         life.shutdown(std::net::Shutdown::Write)
             .context("cannot reach the analyser's keeper")?;
@@ -162,6 +250,39 @@ impl Keeper {
     }
 }
 
+fn lock(ch: &Mutex<UnixStream>) -> MutexGuard<'_, UnixStream> {
+    ch.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sends a request on `ch` and reads its answer.
+fn ask(ch: &Mutex<UnixStream>, tag: u8, body: &[u8]) -> Result<Vec<u8>> {
+    let mut ch = lock(ch);
+    message(&mut ch, tag, body).context("cannot reach the analyser's keeper")?;
+    let mut len = [0u8; 4];
+    ch.read_exact(&mut len)
+        .context("the analyser's keeper did not answer")?;
+    let mut bytes = vec![0u8; u32::from_le_bytes(len) as usize];
+    ch.read_exact(&mut bytes)
+        .context("the analyser's keeper did not answer")?;
+    Ok(bytes)
+}
+
+/// Reads one message: its tag and body; `None` once the channel ended.
+fn read_message(from: &mut UnixStream) -> Option<(u8, Vec<u8>)> {
+    let mut head = [0u8; 5];
+    from.read_exact(&mut head).ok()?;
+    let mut body = vec![0u8; u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize];
+    from.read_exact(&mut body).ok()?;
+    Some((head[0], body))
+}
+
+/// Answers `to` (a length, then the bytes).
+fn reply(to: &mut UnixStream, answer: Vec<u8>) -> std::io::Result<()> {
+    let mut m = (answer.len() as u32).to_le_bytes().to_vec();
+    m.extend(answer);
+    to.write_all(&m)
+}
+
 fn message(to: &mut UnixStream, tag: u8, bytes: &[u8]) -> std::io::Result<()> {
     let mut m = vec![tag];
     m.extend((bytes.len() as u32).to_le_bytes());
@@ -177,6 +298,7 @@ fn keep(
     analyses: Option<Vec<String>>,
     secret: Option<String>,
     mut life: UnixStream,
+    mut snap: UnixStream,
 ) -> Result<()> {
     // SAFETY: plain system calls in a single-threaded child.
     unsafe {
@@ -190,8 +312,9 @@ fn keep(
         }
     }
     // Nor any other descriptor the launcher gave the rank (a launcher may
-    // wait for a pipe's end): only the lifeline stays.
-    let keep_fd = life.as_raw_fd();
+    // wait for a pipe's end): only the lifeline and the snapshots' channel
+    // stay.
+    let keep_fds = [life.as_raw_fd(), snap.as_raw_fd()];
     let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
         .map(|d| {
             d.flatten()
@@ -199,7 +322,10 @@ fn keep(
                 .collect()
         })
         .unwrap_or_default();
-    for fd in fds.into_iter().filter(|&fd| fd > 2 && fd != keep_fd) {
+    for fd in fds
+        .into_iter()
+        .filter(|&fd| fd > 2 && !keep_fds.contains(&fd))
+    {
         // SAFETY: this process owns no other object that uses these
         // descriptors (it was forked from a single thread and runs only
         // this function); closing the directory's own, gone, is harmless.
@@ -220,37 +346,39 @@ fn keep(
     };
     life.write_all(b"+")?;
     let mut index = None;
-    loop {
-        let mut head = [0u8; 5];
-        if life.read_exact(&mut head).is_err() {
-            break;
-        }
-        let mut body = vec![0u8; u32::from_le_bytes(head[1..].try_into()?) as usize];
-        if life.read_exact(&mut body).is_err() {
-            break;
-        }
-        match head[0] {
-            INDEX if body.len() == 4 => index = Some(u32::from_le_bytes(body[..].try_into()?)),
-            REFERENCE if body.len() >= 8 => server.set_clock_reference(
-                &String::from_utf8_lossy(&body[8..]),
-                i64::from_le_bytes(body[..8].try_into()?),
-            ),
-            SNAPSHOT => {
-                let parts: Vec<Vec<u8>> = server
-                    .snapshot_partials()
-                    .iter()
-                    .map(|p| p.to_bytes())
-                    .collect();
-                let bytes = super::encode(&parts, &[]);
-                let mut m = (bytes.len() as u32).to_le_bytes().to_vec();
-                m.extend(bytes);
-                if life.write_all(&m).is_err() {
+    let mut exchange = None;
+    let mut peak = Peak::default();
+    std::thread::scope(|scope| {
+        // Snapshots, on a thread of their own, until their channel ends
+        // (the rank closes it first when it finishes, or dies).
+        scope.spawn(|| {
+            while let Some((tag, body)) = read_message(&mut snap) {
+                let answer = answer(&server, &mut None, &mut Peak::default(), tag, &body)
+                    .unwrap_or_default();
+                if reply(&mut snap, answer).is_err() {
                     break;
                 }
             }
-            _ => {}
+        });
+        while let Some((tag, body)) = read_message(&mut life) {
+            match tag {
+                INDEX if body.len() == 4 => {
+                    index = Some(u32::from_le_bytes([body[0], body[1], body[2], body[3]]))
+                }
+                REFERENCE if body.len() >= 8 => server.set_clock_reference(
+                    &String::from_utf8_lossy(&body[8..]),
+                    i64::from_le_bytes(body[..8].try_into().expect("8 bytes")),
+                ),
+                tag => {
+                    if let Some(answer) = answer(&server, &mut exchange, &mut peak, tag, &body) {
+                        if reply(&mut life, answer).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
         }
-    }
+    });
     let (partials, problems) = server.finish_partials(GRACE);
     // The socket's private directory, left behind by a rank that died.
     if let Some(d) = socket.parent() {
@@ -278,6 +406,114 @@ fn keep(
         let _ = dir;
     }
     Ok(())
+}
+
+/// The most the keeper's server held waiting for its analyses, sampled
+/// each time the rank takes the outbox (about once a millisecond), for the
+/// exchange's statistics (`HARK_EXCHANGE_STATS`).
+#[derive(Default)]
+struct Peak {
+    in_flight: u64,
+}
+
+/// The keeper's answer to a request of the rank (`None`: not a request).
+fn answer(
+    server: &Server,
+    exchange: &mut Option<Arc<Exchange>>,
+    peak: &mut Peak,
+    tag: u8,
+    body: &[u8],
+) -> Option<Vec<u8>> {
+    let flag = |b: bool| vec![u8::from(b)];
+    let words = |b: &[u8]| -> Vec<u32> {
+        b.chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    };
+    Some(match tag {
+        SNAPSHOT => {
+            let parts: Vec<Vec<u8>> = server
+                .snapshot_partials()
+                .iter()
+                .map(|p| p.to_bytes())
+                .collect();
+            super::encode(&parts, &[])
+        }
+        EXCHANGE => {
+            let w = words(body);
+            let ok = w.len() >= 2 && exchange.is_none() && {
+                let x = Arc::new(Exchange::new(w[0], w[1], w[2..].to_vec()));
+                *exchange = Some(x.clone());
+                server.set_exchange(x)
+            };
+            flag(ok)
+        }
+        INJECT if body.len() >= 4 => {
+            let from = u32::from_le_bytes([body[0], body[1], body[2], body[3]]);
+            let mut why = String::new();
+            let mut rest = &body[4..];
+            while rest.len() >= 4 {
+                let size = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                let Some(parcel) = rest.get(4..4 + size) else {
+                    why.push_str(&format!(
+                        "the analyser rank passed a truncated parcel from analyser {from} ({} of {size} bytes); it was not analysed\n",
+                        rest.len() - 4
+                    ));
+                    break;
+                };
+                if let Err(e) = server.inject(from, parcel) {
+                    why.push_str(&format!("{e}\n"));
+                }
+                rest = &rest[4 + size..];
+            }
+            why.into_bytes()
+        }
+        QUIET if body.len() == 8 => {
+            flag(server.exchange_quiet(u64::from_le_bytes(body.try_into().ok()?)))
+        }
+        FLUSH => {
+            server.flush_trackers();
+            Vec::new()
+        }
+        OUTBOX => {
+            peak.in_flight = peak.in_flight.max(server.status().bytes_in_flight);
+            let mut out = Vec::new();
+            if let Some(x) = exchange {
+                for to in (0..x.analysers()).filter(|&to| to != x.me()) {
+                    let bytes = x.take(to);
+                    if !bytes.is_empty() {
+                        out.extend(to.to_le_bytes());
+                        out.extend((bytes.len() as u32).to_le_bytes());
+                        out.extend(bytes);
+                    }
+                }
+            }
+            out
+        }
+        QUEUED => flag(exchange.as_ref().is_some_and(|x| x.queued())),
+        TRAFFIC => match exchange {
+            Some(x) => {
+                let (mut parcels, mut ops, mut arrivals, mut waits) = (0, 0, 0, 0);
+                for to in 0..x.analysers() {
+                    let t = x.sent_to(to);
+                    parcels += t.parcels;
+                    ops += t.ops;
+                    arrivals += t.arrivals;
+                    waits += t.waits;
+                }
+                let status = server.status();
+                format!(
+                    "{parcels} parcels: {ops} operations, {arrivals} arrivals, {waits} waits; received {} parcels; server: at most {} bytes waiting for analysis, readers throttled {} ms",
+                    x.received().parcels,
+                    peak.in_flight,
+                    status.throttled_ns / 1_000_000
+                )
+                .into_bytes()
+            }
+            None => Vec::new(),
+        },
+        _ => return None,
+    })
 }
 
 /// Creates `<output>/.partials/<pid>.lock` and holds an exclusive `flock`

@@ -22,6 +22,7 @@
 //! after it).
 
 mod costs;
+mod exchange;
 pub mod keeper;
 pub mod launch;
 mod merge;
@@ -32,7 +33,7 @@ mod snapshots;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use hark_wire::partition::{
-    job_map, stream_chunk, Policy, CLOCK_ROUNDS, CLOCK_TAG, STREAM_RECVS, STREAM_TAG,
+    job_map, stream_chunk, Policy, CLOCK_ROUNDS, CLOCK_TAG, GIVE_UP_TAG, STREAM_RECVS, STREAM_TAG,
 };
 use mpi::abi::Abi;
 use mpi::mpi_call;
@@ -93,6 +94,7 @@ fn parse_policy(v: &str) -> Result<Policy, String> {
 
 /// Runs one analyser rank; returns its exit status.
 pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
+    test_match_bound();
     let secret = std::env::var("HARK_ADDR")
         .ok()
         .and_then(|a| a.split_once('@').map(|(s, _)| s.to_string()));
@@ -168,6 +170,21 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     let first = size - args.analysers as i32;
 
     keeper.set_index((rank - first) as u32);
+    // Several analysers exchange the cross-rank entries whose key another
+    // one owns (`exchange.rs`); the owner of a world rank is the analyser
+    // its stream goes to. Set up before any writer's stream connects.
+    // `HARK_EXCHANGE=0` leaves every match to the end-of-run merge (to
+    // measure what the exchange costs, docs/analysers.md).
+    let routed = args.analysers > 1 && !off("HARK_EXCHANGE");
+    if routed {
+        let owners: Vec<u32> = (0..first as u32)
+            .map(|r| {
+                map.analyser_of(r)
+                    .map_or(rank - first, |a| a as i32 - first) as u32
+            })
+            .collect();
+        keeper.exchange((rank - first) as u32, args.analysers, &owners)?;
+    }
     let mut conns = Vec::new();
     for _ in &writers {
         conns.push(Some(
@@ -188,6 +205,20 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         },
     };
     let analyses = (!args.analyses.is_empty()).then(|| args.analyses.clone());
+    let mut exchanger = if routed {
+        Some(exchange::Exchanger::new(
+            abi,
+            streams,
+            (rank - first) as u32,
+            &peers.analysers,
+            writers.len() as u64,
+        )?)
+    } else {
+        None
+    };
+    // What the receive loop has to say for the run's diagnostics (streams
+    // their writers gave up).
+    let mut notes = Vec::new();
     let (took, ended_ns) = std::thread::scope(|scope| -> Result<(Vec<Duration>, u64)> {
         let mut snaps = args.snapshots.as_deref().map(|sink| {
             snapshots::Snapshots::new(
@@ -210,6 +241,8 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
             &keeper,
             &peers,
             snaps.as_mut(),
+            exchanger.as_mut(),
+            &mut notes,
         )?;
         let ended_ns = realtime_ns();
         match snaps {
@@ -222,7 +255,14 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     })?;
     let ended = std::time::Instant::now();
     drop(conns);
-    let (programs, problems) = keeper::decode_partials(&keeper.finish()?)?;
+    let exchange_problems = exchanger.as_ref().map(|e| e.problems.clone());
+    if let Some(e) = &exchanger {
+        exchange_stats(rank - first, e, &keeper);
+    }
+    drop(exchanger);
+    let (programs, mut problems) = keeper::decode_partials(&keeper.finish()?)?;
+    problems.extend(exchange_problems.into_iter().flatten());
+    problems.extend(notes);
     let finished = ended.elapsed();
     if args.verbose {
         crate::output::print_stderr(&format!(
@@ -320,6 +360,11 @@ impl Requests {
         self.bytes[i * self.size..].as_mut_ptr()
     }
 
+    fn is_null(&self, abi: &Abi, i: usize) -> bool {
+        let v = abi.request_null.to_le_bytes();
+        self.bytes[i * self.size..(i + 1) * self.size] == v[..self.size]
+    }
+
     fn set_null(&mut self, abi: &Abi, i: usize) {
         let v = abi.request_null.to_le_bytes();
         let size = self.size;
@@ -358,13 +403,45 @@ fn receive(
     keeper: &keeper::Keeper,
     peers: &Peers,
     mut snaps: Option<&mut snapshots::Snapshots<'_, '_>>,
+    mut exchanger: Option<&mut exchange::Exchanger>,
+    notes: &mut Vec<String>,
 ) -> Result<()> {
     let chunk = stream_chunk(pack_size);
     let slots = writers.len() * STREAM_RECVS;
     // Three more: the clock's ping (send) and its answer (receive), and the
-    // reference from the analyser of world rank 0.
+    // reference from the analyser of world rank 0; then one per writer: its
+    // notice that it gave up its stream (`GIVE_UP_TAG`).
     let (ping, answer, reference) = (slots, slots + 1, slots + 2);
-    let mut reqs = Requests::new(abi, slots + 3);
+    let notice = slots + 3;
+    let total = notice + writers.len();
+    let mut reqs = Requests::new(abi, total);
+    // Leaked: a notice may come after its stream ended (its receive is then
+    // cancelled, which may fail once the notice matched), so its buffer
+    // must never be freed under MPI. 8 bytes per writer, once per run.
+    let notices: &'static mut [u8] = Box::leak(vec![0u8; 8 * writers.len()].into_boxed_slice());
+    for (w, buf) in notices.chunks_mut(8).enumerate() {
+        // SAFETY: the buffer is never freed; the handle slot lives until
+        // the request completes or is cancelled below.
+        if !unsafe {
+            mpi_call::irecv_bytes(
+                abi,
+                buf.as_mut_ptr(),
+                8,
+                writers[w] as i32,
+                GIVE_UP_TAG,
+                comm,
+                reqs.at(notice + w),
+            )
+        } {
+            bail!("MPI_Irecv failed in an analyser rank");
+        }
+    }
+    // Per writer: chunks taken (the end included), whether its stream is
+    // over, and the chunks it started before it gave up, if it did.
+    let mut taken = vec![0u64; writers.len()];
+    let mut over = vec![false; writers.len()];
+    let mut gave_up: Vec<Option<u64>> = vec![None; writers.len()];
+    let mut noticed = vec![false; writers.len()];
     let mut reference_buf = vec![0u8; REFERENCE_MAX];
     if peers.me != peers.rank0_at {
         // SAFETY: the buffer lives until the request completes or is
@@ -446,9 +523,18 @@ fn receive(
     }
     let mut status = vec![0u8; abi.status_size.max(32)];
     let mut idle = IDLE_MIN;
-    while open > 0 || rounds > 0 || reference_pending {
+    while open > 0
+        || rounds > 0
+        || reference_pending
+        || exchanger.as_ref().is_some_and(|e| !e.done())
+    {
         if let Some(s) = snaps.as_deref_mut() {
             s.poll()?;
+        }
+        if let Some(e) = exchanger.as_deref_mut() {
+            if e.progress(keeper, open == 0)? {
+                idle = IDLE_MIN;
+            }
         }
         if open == 0 && peers.me == peers.rank0_at && !rank0_hello_seen {
             // World rank 0's stream ended without a Hello: the others must
@@ -456,13 +542,20 @@ fn receive(
             rank0_hello_seen = true;
             pass_reference(abi, &[], comm, peers);
         }
+        // While the exchange holds back the streams, only the clock's and
+        // the reference's requests are tested: the writers' chunks stay in
+        // their receives (see `Exchanger::holds_back`).
+        let held = exchanger.as_deref_mut().is_some_and(|e| e.holds_back());
+        let first = if held { slots } else { 0 };
         // Polled with a growing pause rather than waited for: a blocking
         // MPI_Waitany spins a core the programs' ranks need.
-        // SAFETY: `reqs` holds slots + 2 handles, `status` one status.
-        let i = match unsafe { mpi_call::testany(slots + 3, reqs.at(0), status.as_mut_ptr()) } {
+        // SAFETY: `reqs` holds slots + 3 handles, `status` one status.
+        let i = match unsafe {
+            mpi_call::testany(total - first, reqs.at(first), status.as_mut_ptr())
+        } {
             Some(Some(i)) => {
                 idle = IDLE_MIN;
-                i
+                first + i
             }
             Some(None) => {
                 std::thread::sleep(idle);
@@ -479,6 +572,19 @@ fn receive(
             if msg.len() >= 8 {
                 let r = i64::from_le_bytes(msg[..8].try_into()?);
                 keeper.set_clock_reference(&String::from_utf8_lossy(&msg[8..]), r);
+            }
+            continue;
+        }
+        if i >= notice {
+            let w = i - notice;
+            let n = u64::from_le_bytes(notices[8 * w..8 * w + 8].try_into()?);
+            noticed[w] = true;
+            if !over[w] {
+                gave_up[w] = Some(n);
+                end_given_up(
+                    abi, &mut reqs, w, &taken, &mut over, &gave_up, conns, &mut open, writers,
+                    notes,
+                );
             }
             continue;
         }
@@ -502,11 +608,12 @@ fn receive(
         // the bytes go out in posting order.
         while let Some(n) = done[w * STREAM_RECVS + next[w]].take() {
             let j = w * STREAM_RECVS + next[w];
+            taken[w] += 1;
             if n == 0 {
                 // The writer's end of stream: cancel its other receives.
                 for k in 0..STREAM_RECVS {
                     let o = w * STREAM_RECVS + k;
-                    if o != j {
+                    if o != j && !reqs.is_null(abi, o) {
                         // SAFETY: a live receive request of this rank.
                         unsafe { mpi_call::cancel(abi, reqs.at(o)) };
                     }
@@ -516,6 +623,7 @@ fn receive(
                     let _ = c.shutdown(std::net::Shutdown::Write);
                 }
                 open -= 1;
+                over[w] = true;
                 break;
             }
             if writers[w] == 0 && !rank0_hello_seen {
@@ -546,8 +654,62 @@ fn receive(
             }
             next[w] = (next[w] + 1) % STREAM_RECVS;
         }
+        end_given_up(
+            abi, &mut reqs, w, &taken, &mut over, &gave_up, conns, &mut open, writers, notes,
+        );
+    }
+    // The notices that never came.
+    for (w, &noticed) in noticed.iter().enumerate() {
+        if !noticed {
+            // SAFETY: a live receive request of this rank (its buffer is
+            // leaked above).
+            unsafe { mpi_call::cancel(abi, reqs.at(notice + w)) };
+        }
     }
     Ok(())
+}
+
+/// Ends writer `w`'s stream as cut once it gave up (its notice, see
+/// `GIVE_UP_TAG`) and every chunk it started arrived: its other receives
+/// are cancelled and its connection shut without an end, so that the
+/// server marks the rank partial, as it does a killed rank's; the run's
+/// diagnostics say why.
+#[allow(clippy::too_many_arguments)]
+fn end_given_up(
+    abi: &Abi,
+    reqs: &mut Requests,
+    w: usize,
+    taken: &[u64],
+    over: &mut [bool],
+    gave_up: &[Option<u64>],
+    conns: &mut [Option<UnixStream>],
+    open: &mut usize,
+    writers: &[u32],
+    notes: &mut Vec<String>,
+) {
+    let Some(started) = gave_up[w] else { return };
+    if over[w] || taken[w] < started {
+        return;
+    }
+    for k in 0..STREAM_RECVS {
+        let o = w * STREAM_RECVS + k;
+        // Every chunk it started was taken, so each receive is posted
+        // again and none can match any more; a completed one (null) is
+        // left alone (MPI_Cancel refuses a null request).
+        if !reqs.is_null(abi, o) {
+            // SAFETY: a live receive request of this rank; its buffer
+            // lives until `receive` returns.
+            unsafe { mpi_call::cancel(abi, reqs.at(o)) };
+        }
+        reqs.set_null(abi, o);
+    }
+    conns[w] = None;
+    *open -= 1;
+    over[w] = true;
+    notes.push(format!(
+        "world rank {} gave up its stream at MPI_Finalize after {started} chunk(s): its analyser took none for the drain timeout (HARK_DRAIN_TIMEOUT_MS); what it had not sent is lost and its rank is partial",
+        writers[w]
+    ));
 }
 
 /// World rank 0's first chunk, which starts with its Hello: sends the clock
@@ -570,6 +732,39 @@ fn pass_reference(abi: &Abi, first_chunk: &[u8], comm: usize, peers: &Peers) {
         // Small, and the peer's receive is posted from its start.
         mpi_call::send_bytes(abi, &msg, a, REFERENCE_TAG, comm);
     }
+}
+
+/// `HARK_TEST_MATCH_BOUND=N`, **for tests only**: each matching key holds
+/// at most N unmatched operations instead of 65 536, so that a short test
+/// run exceeds the bound (`docs/analysers.md`).
+pub fn test_match_bound() {
+    if let Some(n) = std::env::var("HARK_TEST_MATCH_BOUND")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        hark_analyses::matching::set_held_bound_for_tests(n);
+    }
+}
+
+/// With `HARK_EXCHANGE_STATS=1`, one line on stderr of what this analyser
+/// exchanged with the others (for `BENCHMARKS.md`).
+fn exchange_stats(index: i32, e: &exchange::Exchanger, keeper: &keeper::Keeper) {
+    if std::env::var("HARK_EXCHANGE_STATS").as_deref() != Ok("1") {
+        return;
+    }
+    // One write, so that two ranks' lines do not interleave mid-line.
+    crate::output::print_stderr(&format!(
+        "hark exchange: analyser {index} sent {} messages, {} bytes ({}); received {} messages, {} bytes, injected in {} requests; at most {} bytes waited to reach a peer; streams held back {} ms ({} holds cut at their longest)\n",
+        e.sent.messages,
+        e.sent.bytes,
+        keeper.exchange_traffic(),
+        e.received.messages,
+        e.received.bytes,
+        e.injects,
+        e.peak_backlog,
+        e.held_back.as_millis(),
+        e.breaths
+    ));
 }
 
 /// A private directory for the rank's server socket.

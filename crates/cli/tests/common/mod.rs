@@ -129,6 +129,25 @@ pub fn mpi_env(cmd: &mut Command) -> &mut Command {
         .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
 }
 
+/// Waits for `child` (its output piped or not) at most `limit`: a hang
+/// fails the test with `what` instead of hanging the suite (the child is
+/// killed).
+pub fn wait_within(child: std::process::Child, limit: std::time::Duration, what: &str) -> Output {
+    let started = std::time::Instant::now();
+    let pid = child.id();
+    let out = std::thread::spawn(move || child.wait_with_output().unwrap());
+    while !out.is_finished() {
+        if started.elapsed() > limit {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("{what}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    out.join().unwrap()
+}
+
 /// Runs `hark run -o <dir>/run <hark_args> -- <command>` in `dir`.
 pub fn hark_run(dir: &Path, hark_args: &[&str], command: &[String]) -> (Output, PathBuf) {
     hark_run_env(dir, hark_args, command, &[])

@@ -152,7 +152,7 @@ pub(crate) struct Ship {
     /// Moves the transport on from a waiting program thread, for a
     /// transport that only progresses inside the program's own calls
     /// (streams over MPI); set before the first buffer is taken.
-    progress: OnceLock<fn()>,
+    progress: OnceLock<fn() -> u64>,
 }
 
 /// Events one buffer holds.
@@ -192,19 +192,30 @@ impl Ship {
 
     /// Sets the hook that lets a waiting thread move the transport on (see
     /// `progress`).
-    pub(crate) fn set_progress(&self, hook: fn()) {
+    pub(crate) fn set_progress(&self, hook: fn() -> u64) {
         let _ = self.progress.set(hook);
     }
 
-    /// Waits up to `timeout` for the end of the stream to go out, running
-    /// the progress hook (if any) meanwhile; false if it did not in time.
+    /// Waits for the end of the stream to go out, running the progress
+    /// hook (if any) meanwhile; false if it did not in time. With a hook,
+    /// `timeout` counts from the last time the transport moved (the hook's
+    /// count changed), not from the start: over MPI an analyser that is
+    /// alive but behind (its flow control holds its writers back,
+    /// `docs/analysers.md`, "Flow control") may take longer than the
+    /// timeout for a full pool, and a stream given up while it still takes
+    /// chunks never ends there, which leaves the analyser waiting for it.
     pub(crate) fn wait_done_progressing(&self, timeout: Duration) -> bool {
         let Some(&hook) = self.progress.get() else {
             return self.wait_done(timeout);
         };
-        let deadline = Instant::now() + timeout;
+        let mut deadline = Instant::now() + timeout;
+        let mut seen = hook();
         loop {
-            hook();
+            let moved = hook();
+            if moved != seen {
+                seen = moved;
+                deadline = Instant::now() + timeout;
+            }
             if self.wait_done(Duration::from_millis(1)) {
                 return true;
             }
@@ -409,7 +420,7 @@ impl Ship {
                 }
                 (None, Some(&hook)) => {
                     drop(g);
-                    hook();
+                    let _ = hook();
                     g = self.lock();
                     g = self
                         .freed

@@ -31,7 +31,7 @@
 
 use super::abi::Abi;
 use super::mpi_call;
-use hark_wire::partition::{job_map, stream_chunk, Policy, STREAM_RECVS, STREAM_TAG};
+use hark_wire::partition::{job_map, stream_chunk, Policy, GIVE_UP_TAG, STREAM_RECVS, STREAM_TAG};
 use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -46,6 +46,9 @@ static ON: AtomicBool = AtomicBool::new(false);
 static PENDING: AtomicBool = AtomicBool::new(false);
 /// When (clock units, `core::stamp`) the wrappers last moved the stream on.
 static LAST: AtomicU64 = AtomicU64::new(0);
+/// Chunks the analyser took (sends known complete): the drain's sign that
+/// the analyser is alive and moving.
+static TAKEN: AtomicU64 = AtomicU64::new(0);
 /// Least clock units between two progress calls from the wrappers: 50,000
 /// (20 µs of a 2.5 GHz TSC, 50 µs of `CLOCK_MONOTONIC`). A test of a send
 /// in flight enters MPI's progress engine, which costs microseconds, and
@@ -71,6 +74,8 @@ struct Out {
     flying: VecDeque<(usize, Vec<u8>)>,
     /// The zero-length chunk that ends the stream has been queued.
     closed: bool,
+    /// Chunks whose send was started.
+    started: u64,
     /// An MPI call failed: nothing more is sent.
     failed: bool,
 }
@@ -86,6 +91,7 @@ impl Out {
             waiting: VecDeque::new(),
             flying: VecDeque::new(),
             closed: false,
+            started: 0,
             failed: false,
         }
     }
@@ -252,6 +258,7 @@ pub(crate) fn progress() {
         match mpi_call::test(abi, req) {
             Some(true) => {
                 g.flying.pop_front();
+                TAKEN.fetch_add(1, Relaxed);
             }
             Some(false) => break,
             None => {
@@ -265,7 +272,10 @@ pub(crate) fn progress() {
             break;
         };
         match mpi_call::issend_bytes(abi, &chunk, g.dest, STREAM_TAG, g.comm) {
-            Some(req) => g.flying.push_back((req, chunk)),
+            Some(req) => {
+                g.flying.push_back((req, chunk));
+                g.started += 1;
+            }
             None => {
                 fail(&mut g);
                 return;
@@ -292,12 +302,13 @@ fn fail(g: &mut Out) {
 /// Progress from a thread that is not inside one of the program's MPI
 /// calls (a lossless thread waiting for a buffer): only where MPI allows
 /// it, that is under `MPI_THREAD_MULTIPLE`, or on the thread that
-/// initialised MPI under `SINGLE`/`FUNNELED`.
-pub(crate) fn progress_outside_a_call() {
+/// initialised MPI under `SINGLE`/`FUNNELED`. Returns the chunks the
+/// analyser took so far, whoever moved them.
+pub(crate) fn progress_outside_a_call() -> u64 {
     if IN_FINALIZE.with(|f| f.get()) {
         // Inside the program's MPI_Finalize: any thread may.
         progress();
-        return;
+        return TAKEN.load(Relaxed);
     }
     let allowed = {
         let g = lock();
@@ -312,6 +323,7 @@ pub(crate) fn progress_outside_a_call() {
     if allowed {
         progress();
     }
+    TAKEN.load(Relaxed)
 }
 
 thread_local! {
@@ -370,25 +382,52 @@ pub(super) fn at_finalize_unentered() {
     drain();
 }
 
-/// Sends every queued chunk and waits for the sends (bounded by the drain
-/// timeout), then frees the communicator.
+/// Sends every queued chunk up to the end of the stream and waits for
+/// the sends, then frees the communicator.
+///
+/// It waits until the zero-length chunk that ends the stream was queued
+/// **and** every chunk was taken: an empty queue alone is not the end,
+/// since the shipper may still be handing over the rest of the pool (it
+/// had not finished in `core::finish`'s time, or is between two chunks).
+/// Stopping there left the end unsent and the analyser waiting for it,
+/// with every rank of the job in the real `MPI_Finalize` (the hang of
+/// the hpcc test under load, `docs/analysers.md`, "Flow control").
+///
+/// The drain timeout counts from the last chunk the analyser took, not
+/// from the start: an analyser that is alive but behind may take longer
+/// than the timeout for all of a full pool. One that takes nothing for the
+/// whole timeout is given up, and told so (see [`give_up`]).
 fn drain() {
-    let deadline = Instant::now() + crate::core::drain_timeout();
+    let timeout = crate::core::drain_timeout();
+    let mut deadline = Instant::now() + timeout;
+    let mut seen = TAKEN.load(Relaxed);
+    // Slept, not spun: on a crowded node the analyser that must take these
+    // chunks, and its server, need the cores that every writer of the job
+    // spinning here at once would take.
+    let mut pause = Duration::from_micros(50);
     loop {
         progress();
         let g = lock();
-        if !g.ready || g.failed || (g.waiting.is_empty() && g.flying.is_empty()) {
+        if !g.ready || g.failed || (g.closed && g.waiting.is_empty() && g.flying.is_empty()) {
             break;
         }
         drop(g);
+        let taken = TAKEN.load(Relaxed);
+        if taken != seen {
+            seen = taken;
+            deadline = Instant::now() + timeout;
+            pause = Duration::from_micros(50);
+        }
         if Instant::now() >= deadline {
             crate::core::warn_once(
                 "drain",
                 "the analyser rank did not take the last chunks of the stream in time",
             );
+            give_up();
             break;
         }
-        std::thread::yield_now();
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(1));
     }
     let mut g = lock();
     if g.ready && g.comm != 0 {
@@ -397,4 +436,24 @@ fn drain() {
     }
     g.ready = false;
     PENDING.store(false, Relaxed);
+}
+
+/// The stream is given up before its end went out: tells the analyser how
+/// many chunks were started (those in flight may still arrive), so that it
+/// ends the stream there, cut, instead of waiting for its end forever
+/// ([`GIVE_UP_TAG`]). Chunks never started are dropped; the analyser's
+/// server marks the rank partial. A small standard-mode send into a
+/// receive the analyser posted at its start: it does not wait for the
+/// analyser's loop.
+fn give_up() {
+    let Some(abi) = super::abi::get() else { return };
+    let mut g = lock();
+    if !g.ready || g.failed || g.comm == 0 {
+        return;
+    }
+    g.waiting.clear();
+    let notice = g.started.to_le_bytes();
+    if !mpi_call::send_bytes(abi, &notice, g.dest, GIVE_UP_TAG, g.comm) {
+        fail(&mut g);
+    }
 }
