@@ -1,12 +1,15 @@
 /* Per-call cost of MPI calls, for the probe's overhead benchmark
  * (crates/probe/benches/mpi_overhead.rs). Run on 2 ranks:
- *   overhead iprobe|test|pingpong N REPS
+ *   overhead iprobe|test|pingpong N REPS [PAUSE]
  * Rank 0 prints one line per repetition: nanoseconds per call (iprobe, test)
- * or per round trip (pingpong). */
+ * or per round trip (pingpong). With PAUSE, every rank then sleeps PAUSE
+ * seconds before MPI_Finalize: under Hark its stream stays open and idle
+ * (scripts/bench_analysers.py, PAUSE). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int main(int argc, char **argv) {
   int rank, size, peer, i, r, flag;
@@ -57,6 +60,12 @@ int main(int argc, char **argv) {
       t1 = MPI_Wtime();
     }
     if (rank == 0 && r > 0) printf("%.2f\n", (t1 - t0) * 1e9 / n);
+  }
+  if (argc > 4) {
+    double pause = atof(argv[4]);
+    struct timespec ts = {(time_t)pause, (long)((pause - (time_t)pause) * 1e9)};
+    while (pause > 0 && nanosleep(&ts, &ts) != 0) {
+    }
   }
   MPI_Finalize();
   return 0;
