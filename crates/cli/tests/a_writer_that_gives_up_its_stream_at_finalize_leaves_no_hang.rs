@@ -15,7 +15,7 @@
 mod common;
 
 use common::*;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 #[test]
@@ -31,26 +31,19 @@ fn a_writer_that_gives_up_its_stream_at_finalize_leaves_no_hang() {
     let mut command = launcher(mpi, 4);
     command.extend([cross.display().to_string(), "20000".into()]);
     let run_dir = dir.join("run");
-    let mut cmd = Command::new(hark());
-    cmd.current_dir(&dir)
-        .args([
-            "run",
-            "-q",
-            "--no-http",
-            "--lossless",
-            "--pack-size",
-            "64K",
-            "--analysers",
-            "2",
-            "-o",
-        ])
-        .arg(&run_dir)
-        .arg("--")
-        .args(&command)
-        .env("HARK_DRAIN_TIMEOUT_MS", "0")
+    let args = [
+        "-q",
+        "--no-http",
+        "--lossless",
+        "--pack-size",
+        "64K",
+        "--analysers",
+        "2",
+    ];
+    let mut cmd = hark_run_command(&dir, &run_dir, &args, &command);
+    cmd.env("HARK_DRAIN_TIMEOUT_MS", "0")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    mpi_env(&mut cmd);
     let hark = cmd.spawn().unwrap();
     // Bounded: a hang fails here instead of hanging the suite.
     let out = wait_within(

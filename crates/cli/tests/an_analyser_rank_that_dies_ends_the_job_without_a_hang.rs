@@ -58,21 +58,14 @@ fn analyser_dies(mpi: Mpi, analysers: u32) {
     let mut command = launcher(mpi, NP);
     command.extend([exe.display().to_string(), "wait".into(), N.to_string()]);
     let run_dir = dir.join("run");
-    let mut cmd = Command::new(hark());
-    cmd.current_dir(&dir)
-        .args([
-            "run",
-            "--no-http",
-            "--analysers",
-            &analysers.to_string(),
-            "-o",
-        ])
-        .arg(&run_dir)
-        .arg("--")
-        .args(&command)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    mpi_env(&mut cmd);
+    let count = analysers.to_string();
+    let mut cmd = hark_run_command(
+        &dir,
+        &run_dir,
+        &["--no-http", "--analysers", &count],
+        &command,
+    );
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     let hark = cmd.spawn().unwrap();
     let until = Instant::now() + Duration::from_secs(60);
     for r in 0..NP {

@@ -25,24 +25,11 @@ const MESSAGES: &str = "40000";
 
 fn run(dir: &Path, name: &str, hark_args: &[&str], command: &[String], exchange: bool) -> Value {
     let out_dir = dir.join(name);
-    let mut cmd = std::process::Command::new(hark());
-    cmd.current_dir(dir)
-        // Lossless: a probe that drops events loses operations, which
-        // would show as unmatched for a reason other than the bound.
-        .args([
-            "run",
-            "-q",
-            "--no-http",
-            "--lossless",
-            "--pack-size",
-            "64K",
-            "-o",
-        ])
-        .arg(&out_dir)
-        .args(hark_args)
-        .arg("--")
-        .args(command);
-    mpi_env(&mut cmd);
+    // Lossless: a probe that drops events loses operations, which would
+    // show as unmatched for a reason other than the bound.
+    let args = ["-q", "--no-http", "--lossless", "--pack-size", "64K"];
+    let args: Vec<&str> = args.iter().chain(hark_args).copied().collect();
+    let mut cmd = hark_run_command(dir, &out_dir, &args, command);
     cmd.env("HARK_TEST_MATCH_BOUND", BOUND);
     if !exchange {
         cmd.env("HARK_EXCHANGE", "0");

@@ -162,19 +162,30 @@ pub fn hark_run_env(
 ) -> (Output, PathBuf) {
     probe();
     let out_dir = dir.join("run");
+    let mut cmd = hark_run_command(dir, &out_dir, hark_args, command);
+    cmd.envs(env.iter().copied());
+    let out = cmd.output().expect("cannot run hark");
+    (out, out_dir)
+}
+
+/// The command `hark run -o <out_dir> <hark_args> -- <command>` in `dir`,
+/// with [`mpi_env`], for a test that adds to it or waits for it its own way.
+pub fn hark_run_command(
+    dir: &Path,
+    out_dir: &Path,
+    hark_args: &[&str],
+    command: &[String],
+) -> Command {
     let mut cmd = Command::new(hark());
     cmd.current_dir(dir)
         .arg("run")
         .arg("-o")
-        .arg(&out_dir)
+        .arg(out_dir)
         .args(hark_args)
         .arg("--")
-        .args(command)
-        .envs(env.iter().copied());
+        .args(command);
     mpi_env(&mut cmd);
-    cmd.envs(env.iter().copied());
-    let out = cmd.output().expect("cannot run hark");
-    (out, out_dir)
+    cmd
 }
 
 /// Runs `command` without Hark, in `dir`, for comparison.
