@@ -586,8 +586,6 @@ impl Track {
     ) -> Derived {
         out.msgs.reserve(self.yielded.0);
         out.arrivals.reserve(self.yielded.1);
-        // The pack's earliest start and latest end, on the probe's clock.
-        let (mut first, mut last) = (u64::MAX, 0u64);
         if !self.cross {
             // The request tracker alone: the messages.
             for ev in events {
@@ -600,6 +598,8 @@ impl Track {
             self.yielded = (out.msgs.len(), 0);
             return out;
         }
+        // The pack's earliest start and latest end, on the probe's clock.
+        let (mut first, mut last) = (u64::MAX, 0u64);
         // One decoding of each event serves the messages and matching
         // (`call` and `detail` do what `Tracker::step` does, with one map
         // of requests).
@@ -646,21 +646,19 @@ impl Track {
                 _ => {}
             }
         }
-        {
-            let times = &mut out.times;
-            if first <= last && cx.is_offset() {
-                // One offset keeps the order: convert the two ends only.
-                (times.first, times.last) = (cx.common(first), cx.common(last));
-            } else if first <= last {
-                for ev in events {
-                    if !matches!(op::kind(ev.op()), op::OpKind::Detail | op::OpKind::Unknown) {
-                        times.first = times.first.min(cx.common(ev.start.get()));
-                        times.last = times.last.max(cx.common(ev.end.get()));
-                    }
+        let times = &mut out.times;
+        if first <= last && cx.is_offset() {
+            // One offset keeps the order: convert the two ends only.
+            (times.first, times.last) = (cx.common(first), cx.common(last));
+        } else if first <= last {
+            for ev in events {
+                if !matches!(op::kind(ev.op()), op::OpKind::Detail | op::OpKind::Unknown) {
+                    times.first = times.first.min(cx.common(ev.start.get()));
+                    times.last = times.last.max(cx.common(ev.end.get()));
                 }
             }
-            times.open = self.tops.iter().any(|t| t.0 > 0);
         }
+        times.open = self.tops.iter().any(|t| t.0 > 0);
         self.yielded = (out.msgs.len(), out.arrivals.len());
         out.ops.remember(&mut self.op_sizes);
         out
