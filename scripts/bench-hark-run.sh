@@ -3,18 +3,27 @@
 # shipping included: the real `hark run -- mpirun ...` against the same
 # `mpirun ...` without it, alternated in one run.
 #
-#   scripts/bench-hark-run.sh [ROUNDS] [CALLS]
+#   [CONFIGS="openmpi:1:iprobe ..."] [VARIANTS="shm socket mpi"] [PERF=0] \
+#   [CALLGRIND=0 | CALLGRIND_CONFIGS="mpich:iprobe ..."] scripts/bench-hark-run.sh [ROUNDS] [CALLS]
 #
 # For Open MPI and MPICH, `MPI_Iprobe` and `MPI_Test` loops at np 1 and np 2
 # (this machine's cores) and an 8-byte ping-pong at np 2
-# (tests/programs/mpi/bench/overhead.c). Each round runs every configuration
-# plain, under `hark run` (shared-memory ring, the default) and under
-# `hark run` with HARK_SHM=0 (the socket), in that order; each run does one
-# warm-up and 5 timed repetitions of CALLS calls, and its value is the median
-# of rank 0's repetitions. Prints one line per configuration: the median over
-# ROUNDS runs of each variant, and what each `hark run` variant adds per call
-# (ping-pong: a quarter of the round trip, four wrapped calls). Numbers go to
-# BENCHMARKS.md, "Probe: hark run at the default binding".
+# (tests/programs/mpi/bench/overhead.c); CONFIGS (LIBRARY:NP:LOOP words)
+# restricts them. Each round runs every configuration plain, under
+# `hark run` (shared-memory ring, the default), under `hark run` with
+# HARK_SHM=0 (the socket) and under `hark run --analysers 1` (the packs go
+# over MPI to one analyser rank, appended to the job as one more application
+# context: np + 1 processes; docs/analysers.md), in that order; VARIANTS
+# restricts them (plain is always run: the others are measured against it).
+# Each run does one warm-up and 5 timed repetitions of CALLS calls, and its
+# value is the median of rank 0's repetitions. Prints one line per
+# configuration: the median over ROUNDS runs of each variant, and what each
+# `hark run` variant adds per call (ping-pong: a quarter of the round trip,
+# four wrapped calls). Then, unless PERF=0, where the CPU goes (perf), and
+# unless CALLGRIND=0, instructions per call (callgrind; CALLGRIND_CONFIGS,
+# LIBRARY:LOOP words, restricts it). ROUNDS 0 skips the timed runs. Numbers go to
+# BENCHMARKS.md, "Probe: hark run at the default binding" and "Analysers over
+# MPI (issue 9)".
 set -euo pipefail
 rounds=${1:-5}
 calls=${2:-2000000}
@@ -41,17 +50,26 @@ one() { # variant flavour np loop
     plain) "${cmd[@]}" ;;
     shm) "$hark" run -q -o "$work/run" -- "${cmd[@]}" ;;
     socket) HARK_SHM=0 "$hark" run -q -o "$work/run" -- "${cmd[@]}" ;;
+    mpi) "$hark" run -q --analysers 1 -o "$work/run" -- "${cmd[@]}" ;;
   esac 2>/dev/null | median
 }
 
-configs="openmpi:1:iprobe openmpi:1:test openmpi:2:iprobe openmpi:2:test openmpi:2:pingpong
-mpich:1:iprobe mpich:1:test mpich:2:iprobe mpich:2:test mpich:2:pingpong"
+configs=${CONFIGS:-"openmpi:1:iprobe openmpi:1:test openmpi:2:iprobe openmpi:2:test openmpi:2:pingpong
+mpich:1:iprobe mpich:1:test mpich:2:iprobe mpich:2:test mpich:2:pingpong"}
+variants="plain"
+for v in ${VARIANTS:-shm socket mpi}; do
+  case $v in
+    plain) ;;
+    shm | socket | mpi) variants+=" $v" ;;
+    *) echo "unknown variant $v (plain, shm, socket, mpi)" >&2 && exit 2 ;;
+  esac
+done
 declare -A vals
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$rounds"); do
   for c in $configs; do
     IFS=: read -r f np loop <<<"$c"
-    for v in plain shm socket; do
+    for v in $variants; do
       vals[$c:$v]+="$(one $v "$f" "$np" "$loop") "
     done
   done
@@ -59,28 +77,41 @@ for r in $(seq "$rounds"); do
   echo "round $r done, load $(cut -d' ' -f1-3 /proc/loadavg):" >&2
   for c in $configs; do
     last() { local v=${1% }; echo "${v##* }"; }
-    echo "  $c: plain $(last "${vals[$c:plain]}") shm $(last "${vals[$c:shm]}") socket $(last "${vals[$c:socket]}")" >&2
+    line="  $c:"
+    for v in $variants; do line+=" $v $(last "${vals[$c:$v]}")"; done
+    echo "$line" >&2
   done
 done
-echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-8s %-3s %-9s %9s %9s %9s %12s %12s   %s\n' library np loop plain shm socket "+shm/call" "+socket/call" "runs (plain | shm | socket)"
-for c in $configs; do
-  IFS=: read -r f np loop <<<"$c"
-  p=$(tr ' ' '\n' <<<"${vals[$c:plain]}" | grep . | median)
-  s=$(tr ' ' '\n' <<<"${vals[$c:shm]}" | grep . | median)
-  k=$(tr ' ' '\n' <<<"${vals[$c:socket]}" | grep . | median)
-  div=1
-  [ "$loop" = pingpong ] && div=4
-  printf '%-8s %-3s %-9s %9.1f %9.1f %9.1f %12.1f %12.1f   %s| %s| %s\n' "$f" "$np" "$loop" "$p" "$s" "$k" \
-    "$(echo "($s - $p) / $div" | bc -l)" "$(echo "($k - $p) / $div" | bc -l)" \
-    "${vals[$c:plain]}" "${vals[$c:shm]}" "${vals[$c:socket]}"
-done
+if [ "$rounds" -gt 0 ]; then
+  echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  printf '%-8s %-3s %-9s' library np loop
+  for v in $variants; do printf ' %9s' "$v"; done
+  for v in $variants; do [ $v = plain ] || printf ' %12s' "+$v/call"; done
+  printf '   runs (%s)\n' "${variants// / | }"
+  for c in $configs; do
+    IFS=: read -r f np loop <<<"$c"
+    div=1
+    [ "$loop" = pingpong ] && div=4
+    declare -A med=()
+    printf '%-8s %-3s %-9s' "$f" "$np" "$loop"
+    for v in $variants; do
+      med[$v]=$(tr ' ' '\n' <<<"${vals[$c:$v]}" | grep . | median)
+      printf ' %9.1f' "${med[$v]}"
+    done
+    for v in $variants; do
+      [ $v = plain ] || printf ' %12.1f' "$(echo "(${med[$v]} - ${med[plain]}) / $div" | bc -l)"
+    done
+    runs=""
+    for v in $variants; do runs+="${vals[$c:$v]}| "; done
+    printf '   %s\n' "${runs%| }"
+  done
+fi
 
 # Where the time goes at np = cores: CPU samples of every thread of the
 # whole `hark run` (ranks, the probe's shipper, the server's readers and
 # analysis workers), by thread name, for the Open MPI Iprobe loop at np 2,
 # through the ring and through the socket.
-if command -v perf >/dev/null; then
+if [ "${PERF:-1}" != 0 ] && command -v perf >/dev/null; then
   for v in shm socket; do
     shm=1
     [ $v = socket ] && shm=0
@@ -113,23 +144,37 @@ fi
 
 # Instructions per call with shipping included, where times cannot be
 # trusted (a shared machine): callgrind counts every thread of the rank,
-# the shipper too (user space only: a socket's copy happens in the kernel
-# and is not counted), at two loop lengths; the difference per call.
-if command -v valgrind >/dev/null; then
-  echo "instructions per MPI_Iprobe (MPICH, np 1), shipping included:"
-  for v in plain shm; do
-    ir=()
-    for n in 200000 400000; do
-      out="$work/cg.$v.$n"
-      cmd=(mpirun.mpich -np 1 valgrind -q --tool=callgrind --callgrind-out-file="$out"
-        "$work/overhead-mpich" iprobe "$n" 1)
-      case $v in
-        plain) "${cmd[@]}" >/dev/null 2>&1 ;;
-        shm) "$hark" run -q -o "$work/run" -- "${cmd[@]}" >/dev/null 2>&1 ;;
-      esac
-      ir+=("$(awk '/^(summary|totals):/ {print $2; exit}' "$out")")
+# the shipper too, at two loop lengths; the difference per call. Only the
+# writer rank runs under valgrind: it is the program of the command's one
+# application context, and `--analysers 1` appends the analyser's context
+# (`: -np 1 hark mpi-analyser ...`) after it, outside valgrind. Not counted:
+# work in the kernel (a socket's copy; a large MPI message's single copy
+# where the library uses CMA) and work of other processes (the server, the
+# analyser rank). The `mpi` count is not exact: how often the cold path
+# enters MPI (once per 50,000 clock units at most, while chunks wait) and
+# how much of MPI's progress work lands in the writer's calls depend on
+# timing, and under valgrind the writer runs tens of times slower while
+# the clock does not.
+if [ "${CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null; then
+  for c in ${CALLGRIND_CONFIGS:-mpich:iprobe mpich:test openmpi:iprobe openmpi:test}; do
+    IFS=: read -r f loop <<<"$c"
+    echo "instructions per $loop ($f, np 1), shipping included:"
+    for v in $variants; do
+      [ $v = socket ] && continue # its copy is in the kernel
+      ir=()
+      for n in 200000 400000; do
+        out="$work/cg.$f.$loop.$v.$n"
+        cmd=("mpirun.$f" -np 1 valgrind -q --tool=callgrind --callgrind-out-file="$out"
+          "$work/overhead-$f" "$loop" "$n" 1)
+        case $v in
+          plain) "${cmd[@]}" >/dev/null 2>&1 ;;
+          shm) "$hark" run -q -o "$work/run" -- "${cmd[@]}" >/dev/null 2>&1 ;;
+          mpi) "$hark" run -q --analysers 1 -o "$work/run" -- "${cmd[@]}" >/dev/null 2>&1 ;;
+        esac
+        ir+=("$(awk '/^(summary|totals):/ {print $2; exit}' "$out")")
+      done
+      # Each run is a warm-up and one timed repetition: 2 × n calls.
+      echo "  $v: $(((ir[1] - ir[0]) / 400000)) (totals ${ir[*]})"
     done
-    # Each run is a warm-up and one timed repetition: 2 × n calls.
-    echo "  $v: $(( (ir[1] - ir[0]) / 400000 )) (totals ${ir[*]})"
   done
 fi
