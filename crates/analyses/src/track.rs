@@ -738,14 +738,11 @@ impl Track {
             Class::Recv => out.msgs.extend(Msg::of_call(false, func, ev)),
             Class::Isend | Class::Irecv | Class::SendInit | Class::RecvInit => {
                 let posted = Posted {
-                    func: func as u16,
-                    persistent: matches!(class, Class::SendInit | Class::RecvInit),
-                    send: matches!(class, Class::Isend | Class::SendInit),
-                    time_ns: ev.duration(),
                     post_ns: enter,
                     comm,
                     peer,
                     tag,
+                    ..Posted::of_call(class, func, ev)
                 };
                 self.tracker.post(ev.extra.get(), posted);
             }
@@ -779,10 +776,9 @@ impl Track {
                 out.op(op, &self.op_sizes);
             }
             Class::Start => {
-                let Some(p) = self.tracker.pending.get_mut(&ev.extra.get()) else {
+                let Some(p) = self.tracker.start(ev) else {
                     return;
                 };
-                p.time_ns = ev.duration();
                 if !p.send {
                     p.post_ns = enter;
                 } else if p.persistent && p.peer >= 0 {

@@ -121,6 +121,25 @@ impl Msg {
     }
 }
 
+impl Posted {
+    /// The request a posting call (`Isend`, `Irecv`, `Send_init`,
+    /// `Recv_init`: `class`) made, with nothing to match it by: the
+    /// per-stream tracker sets `post_ns`, `comm`, `peer` and `tag`.
+    #[inline(always)]
+    pub(crate) fn of_call(class: Class, func: usize, ev: &Event) -> Posted {
+        Posted {
+            func: func as u16,
+            persistent: matches!(class, Class::SendInit | Class::RecvInit),
+            send: matches!(class, Class::Isend | Class::SendInit),
+            time_ns: ev.duration(),
+            post_ns: 0,
+            comm: crate::unify::UNDEFINED,
+            peer: -1,
+            tag: -1,
+        }
+    }
+}
+
 impl Tracker {
     /// Remembers request `req`.
     pub(crate) fn post(&mut self, req: u64, p: Posted) {
@@ -129,6 +148,15 @@ impl Tracker {
             self.pending.clear();
         }
         self.pending.insert(req, p);
+    }
+
+    /// `MPI_Start` (`ev`) of a persistent request: the request, if it was
+    /// seen posted, its time now the start's.
+    #[inline(always)]
+    pub(crate) fn start(&mut self, ev: &Event) -> Option<&mut Posted> {
+        let p = self.pending.get_mut(&ev.extra.get())?;
+        p.time_ns = ev.duration();
+        Some(p)
     }
 
     /// A completion record (`code`) for request `req`: the request as
@@ -171,23 +199,11 @@ impl Tracker {
             Class::Send | Class::Sendrecv => Msg::of_call(true, func, ev),
             Class::Recv => Msg::of_call(false, func, ev),
             class @ (Class::Isend | Class::Irecv | Class::SendInit | Class::RecvInit) => {
-                let posted = Posted {
-                    func: func as u16,
-                    persistent: matches!(class, Class::SendInit | Class::RecvInit),
-                    send: matches!(class, Class::Isend | Class::SendInit),
-                    time_ns: ev.duration(),
-                    post_ns: 0,
-                    comm: crate::unify::UNDEFINED,
-                    peer: -1,
-                    tag: -1,
-                };
-                self.post(ev.extra.get(), posted);
+                self.post(ev.extra.get(), Posted::of_call(class, func, ev));
                 None
             }
             Class::Start => {
-                if let Some(p) = self.pending.get_mut(&ev.extra.get()) {
-                    p.time_ns = ev.duration();
-                }
+                self.start(ev);
                 None
             }
             Class::RequestMisc if FUNCTIONS[func].name == "MPI_Request_free" => {
