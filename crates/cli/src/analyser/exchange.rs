@@ -112,6 +112,9 @@ pub(super) struct Exchanger<'a> {
     pub received: Sent,
     /// Requests that injected parcels into the keeper's server.
     pub injects: u64,
+    /// The longest one [`Exchanger::progress`] took: the receive loop took
+    /// no writer's chunk meanwhile.
+    pub longest_pass: Duration,
     pub problems: Vec<String>,
 }
 
@@ -158,6 +161,7 @@ impl<'a> Exchanger<'a> {
             sent: Sent::default(),
             received: Sent::default(),
             injects: 0,
+            longest_pass: Duration::ZERO,
             problems: Vec::new(),
             peers,
             streams,
@@ -238,6 +242,13 @@ impl<'a> Exchanger<'a> {
     /// Moves the exchange on; `streams_done` once every writer's stream
     /// ended. Returns whether anything happened.
     pub fn progress(&mut self, keeper: &Keeper, streams_done: bool) -> Result<bool> {
+        let started = Instant::now();
+        let busy = self.pass(keeper, streams_done);
+        self.longest_pass = self.longest_pass.max(started.elapsed());
+        busy
+    }
+
+    fn pass(&mut self, keeper: &Keeper, streams_done: bool) -> Result<bool> {
         let mut busy = self.complete(keeper)?;
         // Not after the round-2 marker: a peer takes nothing from this one
         // past it (its receives are not posted again), so a message queued
@@ -350,11 +361,24 @@ impl<'a> Exchanger<'a> {
         Ok(any)
     }
 
-    /// Handles every request that completed.
+    /// Handles every request that completed, but injects the parcels of
+    /// at most one message per call: an injection is a round trip to the
+    /// keeper, whose server decodes, translates and submits the parcels
+    /// before it answers, so under load one takes as long as the keeper
+    /// waits for a core (1 to 2.5 s were seen at load 20 to 30). The
+    /// receive loop takes its writers' chunks between two calls; handling
+    /// every message that had arrived in one call (up to 4 per peer) held
+    /// them all that many times over. The messages left wait, in order,
+    /// for the next calls (their receives are posted again once handled).
     fn complete(&mut self, keeper: &Keeper) -> Result<bool> {
         let n = self.peers.len();
         let mut status = vec![0u8; self.abi.status_size.max(32)];
+        let mut injected = false;
         let mut any = false;
+        // What arrived before and waited behind an injection.
+        for p in 0..n {
+            any |= self.handle_ready(keeper, p, &mut injected)?;
+        }
         loop {
             // SAFETY: `reqs` holds 2 * n * RECVS handles, `status` one status.
             let i = match unsafe {
@@ -374,18 +398,31 @@ impl<'a> Exchanger<'a> {
             // SAFETY: MPI wrote a whole status.
             let (_, _, len) = unsafe { self.abi.read_status(status.as_mut_ptr() as usize) };
             self.ready[i] = Some(len as usize);
-            let p = i / RECVS;
-            // A peer's receives match its messages in posting order (a
-            // ring), but complete in any order.
-            while let Some(len) = self.ready[p * RECVS + self.next[p]].take() {
-                let slot = p * RECVS + self.next[p];
-                let last = self.handle(keeper, p, slot, len)?;
-                self.next[p] = (self.next[p] + 1) % RECVS;
-                if !last {
-                    self.post(slot)?;
-                }
-            }
+            self.handle_ready(keeper, i / RECVS, &mut injected)?;
         }
+    }
+
+    /// Handles peer `p`'s messages that arrived, in order, until one
+    /// injects parcels (`injected`, which also stops it from the start).
+    /// A peer's receives match its messages in posting order (a ring), but
+    /// complete in any order.
+    fn handle_ready(&mut self, keeper: &Keeper, p: usize, injected: &mut bool) -> Result<bool> {
+        let mut any = false;
+        while !*injected {
+            let slot = p * RECVS + self.next[p];
+            let Some(len) = self.ready[slot].take() else {
+                break;
+            };
+            let before = self.injects;
+            let last = self.handle(keeper, p, slot, len)?;
+            *injected = self.injects != before;
+            self.next[p] = (self.next[p] + 1) % RECVS;
+            if !last {
+                self.post(slot)?;
+            }
+            any = true;
+        }
+        Ok(any)
     }
 
     /// One message from peer `p`; true if it was the peer's last.

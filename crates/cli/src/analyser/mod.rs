@@ -523,17 +523,28 @@ fn receive(
     }
     let mut status = vec![0u8; abi.status_size.max(32)];
     let mut idle = IDLE_MIN;
+    // Requests handled since the snapshots and the exchange were last
+    // moved on. They are moved on once every request that had completed
+    // was handled (or after `total` in a row), not between two: a pass of
+    // the exchange may wait for the keeper (an injection), and a writer
+    // whose chunks came after another's then waited for one pass per
+    // chunk of the other (`MPI_Testany` returns the lowest completed
+    // index), with the time its analyser took none counting towards its
+    // drain timeout at `MPI_Finalize`.
+    let mut streak = 0usize;
     while open > 0
         || rounds > 0
         || reference_pending
         || exchanger.as_ref().is_some_and(|e| !e.done())
     {
-        if let Some(s) = snaps.as_deref_mut() {
-            s.poll()?;
-        }
-        if let Some(e) = exchanger.as_deref_mut() {
-            if e.progress(keeper, open == 0)? {
-                idle = IDLE_MIN;
+        if streak == 0 {
+            if let Some(s) = snaps.as_deref_mut() {
+                s.poll()?;
+            }
+            if let Some(e) = exchanger.as_deref_mut() {
+                if e.progress(keeper, open == 0)? {
+                    idle = IDLE_MIN;
+                }
             }
         }
         if open == 0 && peers.me == peers.rank0_at && !rank0_hello_seen {
@@ -555,9 +566,15 @@ fn receive(
         } {
             Some(Some(i)) => {
                 idle = IDLE_MIN;
+                streak = (streak + 1) % total;
                 first + i
             }
             Some(None) => {
+                if streak > 0 {
+                    // Everything that had completed was handled.
+                    streak = 0;
+                    continue;
+                }
                 std::thread::sleep(idle);
                 idle = (idle * 2).min(IDLE_MAX);
                 continue;
@@ -754,7 +771,7 @@ fn exchange_stats(index: i32, e: &exchange::Exchanger, keeper: &keeper::Keeper) 
     }
     // One write, so that two ranks' lines do not interleave mid-line.
     crate::output::print_stderr(&format!(
-        "hark exchange: analyser {index} sent {} messages, {} bytes ({}); received {} messages, {} bytes, injected in {} requests; at most {} bytes waited to reach a peer; streams held back {} ms ({} holds cut at their longest)\n",
+        "hark exchange: analyser {index} sent {} messages, {} bytes ({}); received {} messages, {} bytes, injected in {} requests; at most {} bytes waited to reach a peer; streams held back {} ms ({} holds cut at their longest); longest pass {} ms\n",
         e.sent.messages,
         e.sent.bytes,
         keeper.exchange_traffic(),
@@ -763,7 +780,8 @@ fn exchange_stats(index: i32, e: &exchange::Exchanger, keeper: &keeper::Keeper) 
         e.injects,
         e.peak_backlog,
         e.held_back.as_millis(),
-        e.breaths
+        e.breaths,
+        e.longest_pass.as_millis()
     ));
 }
 
