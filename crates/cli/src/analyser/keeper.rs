@@ -5,10 +5,14 @@
 //! `mpirun` with SIGTERM, then SIGKILL; MPICH's Hydra with SIGKILL at once.
 //! No process of the job can act on SIGKILL, so an analyser rank cannot save
 //! what it received itself. Its server therefore runs in a **keeper**: a
-//! process forked before `MPI_Init` (so it never touches MPI), in a session
-//! of its own (`setsid`: the launchers signal the processes they started, or
-//! their process groups, never a new session), with no terminal and no
-//! standard streams the launcher forwards. The rank relays each writer's
+//! process forked before `MPI_Init` (so it never touches MPI), in a process
+//! group of its own (`setpgid`: the launchers signal the processes they
+//! started, or their process groups, never a new group), with no standard
+//! streams the launcher forwards. Not in a session of its own: a session is
+//! a scheduling autogroup where the kernel has them (Linux's
+//! `sched_autogroup_enabled`), and there a mostly idle keeper was runnable
+//! and given no CPU for up to 8 s under load, with its rank waiting for it
+//! (`docs/analysers.md`, "Writers that give up at `MPI_Finalize`"). The rank relays each writer's
 //! bytes to it through a local socket, as before, and holds a *lifeline*,
 //! one end of a socket pair, through which it passes the clock reference and
 //! its analyser index.
@@ -302,7 +306,7 @@ fn keep(
 ) -> Result<()> {
     // SAFETY: plain system calls in a single-threaded child.
     unsafe {
-        libc::setsid();
+        libc::setpgid(0, 0);
         let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
         if null >= 0 {
             for fd in 0..3 {
