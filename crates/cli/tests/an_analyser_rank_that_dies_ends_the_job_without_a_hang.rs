@@ -47,6 +47,49 @@ fn analyser_ranks(run_dir: &Path) -> Vec<(u32, String)> {
     out
 }
 
+/// Fields of `/proc/<pid>/stat` after the command: 1 is the parent, 2 the
+/// process group, 3 the session.
+fn stat_field(pid: &str, n: usize) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .unwrap_or_default()
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(n).map(String::from))
+        .unwrap_or_default()
+}
+
+/// Each analyser rank's keeper is in a process group of its own (out of
+/// the launchers' reach) but in its rank's session: a session of its own
+/// is a scheduling autogroup of its own where the kernel makes them, and
+/// there a keeper was starved under load while its rank waited for it
+/// (`docs/analysers.md`, "Writers that give up at `MPI_Finalize`").
+fn keepers_keep_their_ranks_session(ranks: &[(u32, String)]) {
+    for (rank, _) in ranks {
+        let rank = rank.to_string();
+        let keepers: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|p| p.bytes().all(|b| b.is_ascii_digit()) && stat_field(p, 1) == rank)
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|b| String::from_utf8_lossy(&b).contains("mpi-analyser"))
+            })
+            .collect();
+        assert_eq!(
+            keepers.len(),
+            1,
+            "analyser rank {rank}'s keeper: {keepers:?}"
+        );
+        let k = &keepers[0];
+        assert_eq!(stat_field(k, 2), *k, "the keeper leads a process group");
+        assert_eq!(
+            stat_field(k, 3),
+            stat_field(&rank, 3),
+            "the keeper is in its rank's session"
+        );
+    }
+}
+
 fn analyser_dies(mpi: Mpi, analysers: u32) {
     if !have(mpi.cc) || !have(mpi.run) {
         eprintln!("skipped: {} is not installed", mpi.name);
@@ -76,6 +119,7 @@ fn analyser_dies(mpi: Mpi, analysers: u32) {
     }
     let ranks = analyser_ranks(&run_dir);
     assert_eq!(ranks.len(), analysers as usize, "{ranks:?}");
+    keepers_keep_their_ranks_session(&ranks);
     let (victim, _) = ranks.last().unwrap();
     Command::new("kill")
         .args(["-KILL", &victim.to_string()])
