@@ -179,9 +179,22 @@ impl Probed {
 
     /// Runs `program args` in the scratch directory with the probe, waits
     /// for the streams to close, and returns everything.
+    /// The program starts with SIGINT and SIGQUIT at their defaults, as a
+    /// terminal's shell starts it: a suite started in the background
+    /// (`cmd &` without job control) ignores them, children inherit that,
+    /// and the probe rightly keeps what it inherits.
     pub fn run(&self, program: &Path, args: &[&str]) -> Run {
+        use std::os::unix::process::CommandExt;
         let mut cmd = Command::new(program);
         cmd.args(args).current_dir(&self.dir);
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         self.run_command(cmd)
     }
 
