@@ -40,18 +40,24 @@ done
 
 # One run's value: the median of rank 0's repetitions.
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# Runs a launcher command as the variant runs it.
+under() { # variant command...
+  local variant=$1
+  shift
+  case $variant in
+    plain) "$@" ;;
+    shm) "$hark" run -q -o "$work/run" -- "$@" ;;
+    socket) HARK_SHM=0 "$hark" run -q -o "$work/run" -- "$@" ;;
+    mpi) "$hark" run -q --analysers 1 -o "$work/run" -- "$@" ;;
+  esac
+}
 one() { # variant flavour np loop
   local variant=$1 f=$2 np=$3 loop=$4 n=$calls
   [ "$loop" = pingpong ] && n=$((calls / 10))
   local cmd=("mpirun.$f" -np "$np")
   [ "$f" = openmpi ] && [ "$np" -gt 1 ] && cmd+=(--oversubscribe)
   cmd+=("$work/overhead-$f" "$loop" "$n" 5)
-  case $variant in
-    plain) "${cmd[@]}" ;;
-    shm) "$hark" run -q -o "$work/run" -- "${cmd[@]}" ;;
-    socket) HARK_SHM=0 "$hark" run -q -o "$work/run" -- "${cmd[@]}" ;;
-    mpi) "$hark" run -q --analysers 1 -o "$work/run" -- "${cmd[@]}" ;;
-  esac 2>/dev/null | median
+  under "$variant" "${cmd[@]}" 2>/dev/null | median
 }
 
 configs=${CONFIGS:-"openmpi:1:iprobe openmpi:1:test openmpi:2:iprobe openmpi:2:test openmpi:2:pingpong
@@ -166,11 +172,7 @@ if [ "${CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null; then
         out="$work/cg.$f.$loop.$v.$n"
         cmd=("mpirun.$f" -np 1 valgrind -q --tool=callgrind --callgrind-out-file="$out"
           "$work/overhead-$f" "$loop" "$n" 1)
-        case $v in
-          plain) "${cmd[@]}" >/dev/null 2>&1 ;;
-          shm) "$hark" run -q -o "$work/run" -- "${cmd[@]}" >/dev/null 2>&1 ;;
-          mpi) "$hark" run -q --analysers 1 -o "$work/run" -- "${cmd[@]}" >/dev/null 2>&1 ;;
-        esac
+        under "$v" "${cmd[@]}" >/dev/null 2>&1
         ir+=("$(awk '/^(summary|totals):/ {print $2; exit}' "$out")")
       done
       # Each run is a warm-up and one timed repetition: 2 × n calls.
