@@ -14,7 +14,9 @@
 # HARK_SHM=0 (the socket) and under `hark run --analysers 1` (the packs go
 # over MPI to one analyser rank, appended to the job as one more application
 # context: np + 1 processes; docs/analysers.md), in that order; VARIANTS
-# restricts them (plain is always run: the others are measured against it).
+# restricts them (plain is always run: the others are measured against it),
+# and `mpiyield` adds `--analysers 1` with OMPI_MCA_mpi_yield_when_idle=1
+# (the programs' ranks yielding, as before hark kept them from it).
 # Each run does one warm-up and 5 timed repetitions of CALLS calls, and its
 # value is the median of rank 0's repetitions. Prints one line per
 # configuration: the median over ROUNDS runs of each variant, and what each
@@ -49,6 +51,9 @@ under() { # variant command...
     shm) "$hark" run -q -o "$work/run" -- "$@" ;;
     socket) HARK_SHM=0 "$hark" run -q -o "$work/run" -- "$@" ;;
     mpi) "$hark" run -q --analysers 1 -o "$work/run" -- "$@" ;;
+    # As before hark kept the programs' ranks from yielding (Open MPI;
+    # docs/analysers.md, "The programs' ranks do not start yielding").
+    mpiyield) OMPI_MCA_mpi_yield_when_idle=1 "$hark" run -q --analysers 1 -o "$work/run" -- "$@" ;;
   esac
 }
 one() { # variant flavour np loop
@@ -66,8 +71,8 @@ variants="plain"
 for v in ${VARIANTS:-shm socket mpi}; do
   case $v in
     plain) ;;
-    shm | socket | mpi) variants+=" $v" ;;
-    *) echo "unknown variant $v (plain, shm, socket, mpi)" >&2 && exit 2 ;;
+    shm | socket | mpi | mpiyield) variants+=" $v" ;;
+    *) echo "unknown variant $v (plain, shm, socket, mpi, mpiyield)" >&2 && exit 2 ;;
   esac
 done
 declare -A vals

@@ -164,9 +164,6 @@ pub fn with_env_options(launcher: Launcher, command: &[String], vars: &[&str]) -
 /// the result through [`with_env_options`] afterwards: Open MPI then gets
 /// its `-x` options in the analyser's context too. `None` for a command
 /// that is not started by an MPI launcher (it streams over sockets).
-// Not called yet: `hark run --analysers` (issue 9) will, once the analyser
-// partition works end to end.
-#[allow(dead_code)]
 pub fn with_analyser_partition(
     launcher: Launcher,
     command: &[String],
@@ -187,10 +184,14 @@ pub fn with_analyser_partition(
     Some(out)
 }
 
-/// Options that take one value (two for the `mca`/`env` pairs), so that the
+/// Options that take values (two for the `mca`/`env` pairs), so that a
 /// value is not taken for the program.
-#[allow(dead_code)]
 const VALUED: &[(&str, usize)] = &[
+    ("-np", 1),
+    ("-n", 1),
+    ("-c", 1),
+    ("--np", 1),
+    ("--n", 1),
     ("-x", 1),
     ("-H", 1),
     ("--host", 1),
@@ -198,6 +199,11 @@ const VALUED: &[(&str, usize)] = &[
     ("-hosts", 1),
     ("--hostfile", 1),
     ("-hostfile", 1),
+    ("--machinefile", 1),
+    ("-machinefile", 1),
+    ("--default-hostfile", 1),
+    ("--rankfile", 1),
+    ("-rf", 1),
     ("-f", 1),
     ("--map-by", 1),
     ("--bind-to", 1),
@@ -211,43 +217,57 @@ const VALUED: &[(&str, usize)] = &[
     ("-envlist", 1),
     ("-mca", 2),
     ("--mca", 2),
+    ("-gmca", 2),
+    ("--gmca", 2),
     ("-genv", 2),
     ("-env", 2),
 ];
+
+/// The launcher's options of every application context of `command`, each
+/// with its values, context by context: the words before each context's
+/// program. An option this does not know is taken for a flag.
+pub fn options(command: &[String]) -> Vec<Vec<(&str, &[String])>> {
+    let Some(rest) = command.get(1..) else {
+        return Vec::new();
+    };
+    rest.split(|a| a == ":")
+        .map(|context| {
+            let mut out = Vec::new();
+            let mut i = 0;
+            while let Some(arg) = context.get(i).filter(|a| a.starts_with('-')) {
+                let n = VALUED.iter().find(|(o, _)| o == arg).map_or(0, |v| v.1);
+                let end = (i + 1 + n).min(context.len());
+                out.push((arg.as_str(), &context[i + 1..end]));
+                i = end;
+            }
+            out
+        })
+        .collect()
+}
 
 /// The writer ranks `command` starts: the sum of each application context's
 /// process count (`-np`, `-n`, `-c`, `--np`, `--n`, before its program).
 /// `None` when a context gives none (the launcher would then fill the
 /// machine), or when an option this does not know hides the program: give
 /// `--analysers` a count instead of a ratio then.
-// Not called yet: `hark run --analysers` (issue 9) will, once the analyser
-// partition works end to end.
-#[allow(dead_code)]
 pub fn writers(command: &[String]) -> Option<usize> {
-    let rest = command.get(1..)?;
+    command.get(1..)?;
     let mut total = 0;
-    for context in rest.split(|a| a == ":") {
-        let mut i = 0;
+    for context in options(command) {
         let mut found = None;
-        while let Some(arg) = context.get(i) {
-            if let Some(n) = arg
+        for (option, values) in context {
+            let n = match option
                 .strip_prefix("--np=")
-                .or_else(|| arg.strip_prefix("-np="))
-                .or_else(|| arg.strip_prefix("--n="))
+                .or_else(|| option.strip_prefix("-np="))
+                .or_else(|| option.strip_prefix("--n="))
             {
-                found = Some(n.parse::<usize>().ok()?);
-                i += 1;
-            } else if ["-np", "-n", "-c", "--np", "--n"].contains(&arg.as_str()) {
-                found = Some(context.get(i + 1)?.parse::<usize>().ok()?);
-                i += 2;
-            } else if let Some(&(_, values)) = VALUED.iter().find(|(o, _)| o == arg) {
-                i += 1 + values;
-            } else if arg.starts_with('-') {
-                i += 1;
-            } else {
-                // The program: its own arguments are not the launcher's.
-                break;
-            }
+                Some(n) => n,
+                None if ["-np", "-n", "-c", "--np", "--n"].contains(&option) => {
+                    values.first()?.as_str()
+                }
+                None => continue,
+            };
+            found = Some(n.parse::<usize>().ok()?);
         }
         total += found?;
     }

@@ -71,6 +71,17 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         ("HARK_MPI_ANALYSERS".to_string(), n.to_string()),
         ("HARK_MPI_MAP".to_string(), args.map.name().to_string()),
     ]);
+    // The analysers must not switch the programs' ranks into yielding.
+    let keep = launcher == Launcher::OpenMpi
+        && super::yielding::keep_from_yielding(
+            &args.command,
+            n,
+            |v| std::env::var_os(v).is_some(),
+            super::yielding::host_slots,
+        );
+    if keep {
+        env.push((super::yielding::VAR.to_string(), "0".to_string()));
+    }
     let mut analyser = vec![
         exe.display().to_string(),
         "mpi-analyser".into(),
@@ -111,8 +122,12 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     let argv = launch::with_env_options(launcher, &line, &names);
     if args.verbose {
         print_stderr(&format!(
-            "hark: probe {}\nhark: {n} analyser rank(s) over MPI ({lib})\nhark: running {}\n",
+            "hark: probe {}\nhark: {n} analyser rank(s) over MPI ({lib})\n{}hark: running {}\n",
             probe.display(),
+            match keep {
+                true => format!("hark: the analyser rank(s) oversubscribe this host: {}=0 keeps the programs' ranks from yielding, as without them\n", super::yielding::VAR),
+                false => String::new(),
+            },
             argv.join(" ")
         ));
     }

@@ -29,6 +29,7 @@ mod merge;
 mod mpi;
 mod relay;
 mod snapshots;
+mod yielding;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
