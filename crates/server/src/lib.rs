@@ -302,7 +302,7 @@ impl Server {
     pub fn finish_unless(self, grace: Duration, hurry: &AtomicBool) -> Run {
         let stop_at = self.settle(grace, hurry);
         let cut = self.transport.shutdown_by(stop_at);
-        let mut programs = self.state.fold();
+        let programs = self.state.fold();
         self.state.board.shutdown();
         let mut problems = closing_problems(&self.state, cut);
         if let Some(store) = &self.state.trace {
@@ -316,10 +316,7 @@ impl Server {
                 .collect();
             problems.extend(store.close(&infos, &programs));
         }
-        if let (Some(first), false) = (programs.first_mut(), problems.is_empty()) {
-            first.diagnostics.extend(problems);
-        }
-        run_of(programs)
+        with_problems(run_of(programs), problems)
     }
 
     /// The run as analysed so far, while the programs run (for a live
@@ -455,14 +452,11 @@ pub fn fold_merged(
     live: bool,
 ) -> Result<Run, Error> {
     let analyses = select_analyses(analyses)?;
-    let mut programs: Vec<hark_model::Program> = merged
+    let programs: Vec<hark_model::Program> = merged
         .into_iter()
         .flat_map(|p| p.finish(&analyses, live))
         .collect();
-    if let (Some(first), false) = (programs.first_mut(), problems.is_empty()) {
-        first.diagnostics.extend(problems);
-    }
-    Ok(run_of(programs))
+    Ok(with_problems(run_of(programs), problems))
 }
 
 /// A fresh secret for a run: 32 hex digits from the kernel's random source
@@ -475,7 +469,20 @@ pub fn new_secret() -> std::io::Result<String> {
 }
 
 /// A run from its programs: the totals of every rank's and child's accounting.
-pub(crate) fn run_of(programs: Vec<hark_model::Program>) -> Run {
+/// The run of `programs`: those of one MPMD launch in the order of its
+/// command line (the launcher numbers world ranks in it), others in the
+/// order given (of first connection). Processes connect in whatever order
+/// they start, so that order alone would swap the programs of one launch
+/// from run to run.
+pub(crate) fn run_of(mut programs: Vec<hark_model::Program>) -> Run {
+    // A stable sort: programs without a world rank, or starting at the
+    // same one (two launches), keep their order.
+    programs.sort_by_key(|p| {
+        (p.rank_info.iter().map(|r| r.world_rank))
+            .filter(|&r| r >= 0)
+            .min()
+            .unwrap_or(i32::MAX)
+    });
     let mut accounting = Accounting::default();
     for p in &programs {
         accounting += &p.accounting();
@@ -487,10 +494,55 @@ pub(crate) fn run_of(programs: Vec<hark_model::Program>) -> Run {
     }
 }
 
+/// `problems` in the diagnostics of the run's first program.
+pub(crate) fn with_problems(mut run: Run, problems: Vec<String>) -> Run {
+    if let (Some(first), false) = (run.programs.first_mut(), problems.is_empty()) {
+        first.diagnostics.extend(problems);
+    }
+    run
+}
+
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server")
             .field("addr", &self.addr())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hark_model::{Program, RankInfo};
+
+    fn program(name: &str, ranks: &[i32]) -> Program {
+        Program {
+            name: name.into(),
+            rank_info: ranks
+                .iter()
+                .map(|&world_rank| RankInfo {
+                    world_rank,
+                    ..RankInfo::default()
+                })
+                .collect(),
+            ..Program::default()
+        }
+    }
+
+    #[test]
+    fn an_mpmd_launch_s_programs_come_in_command_line_order_whoever_connected_first() {
+        // atmos's ranks connected first; ocean's world ranks come first.
+        let run = run_of(vec![
+            program("atmos", &[3, 2, 4]),
+            program("serial", &[-1]),
+            program("ocean", &[1, 0]),
+        ]);
+        let names: Vec<&str> = run.programs.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["ocean", "atmos", "serial"]);
+        // Two launches both starting at world rank 0 keep their order.
+        let run = run_of(vec![program("second", &[0]), program("first", &[0, 1])]);
+        assert_eq!(run.programs[0].name, "second");
+        let run = with_problems(run, vec!["a problem".into()]);
+        assert_eq!(run.programs[0].diagnostics, ["a problem"]);
     }
 }

@@ -33,7 +33,7 @@
 //! snapshotted and handed to `on_run` as a [`RunKind::Dump`], and goes on).
 
 use crate::sink::{Counters, State};
-use crate::{run_of, Error, ErrorKind};
+use crate::{run_of, with_problems, Error, ErrorKind};
 use hark_analyses::{Config, DynAnalysis};
 use hark_board::Board;
 use hark_model::Run;
@@ -856,10 +856,7 @@ impl Router {
         let programs = job.state.fold();
         let mut problems = std::mem::take(&mut *lock(&job.state.problems));
         problems.extend(job.state.rejections());
-        let mut run = run_of(programs);
-        if let (Some(first), false) = (run.programs.first_mut(), problems.is_empty()) {
-            first.diagnostics.extend(problems);
-        }
+        let run = with_problems(run_of(programs), problems);
         info.state = if run.accounting.partial_ranks > 0 || run.accounting.partial_children > 0 {
             JobState::Partial
         } else {
