@@ -111,3 +111,35 @@ fn a_dying_writer_ends_an_mpi_analysed_job_with_a_clear_message() {
     assert!(run_dir.join("profile.json").exists(), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A job whose programs and analysers need more slots than the host has,
+/// without `--oversubscribe`: Open MPI refuses it before any rank starts,
+/// and `hark` says why and what to add (docs/analysers.md, "The programs'
+/// ranks do not start yielding").
+#[test]
+fn a_job_without_room_for_its_analysers_is_told_to_oversubscribe() {
+    probe();
+    if !have(OPEN_MPI.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return;
+    }
+    let dir = scratch("analysers-no-room");
+    // 1000 ranks: more than any host here has cores, so nothing starts.
+    let command: Vec<String> = [OPEN_MPI.run, "-np", "1000", "true"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut cmd = hark_run_command(
+        &dir,
+        &dir.join("run"),
+        &["--no-http", "--analysers", "1"],
+        &command,
+    );
+    cmd.env_remove("OMPI_MCA_rmaps_base_oversubscribe");
+    let out = cmd.output().expect("cannot run hark");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("the job needs 1001 slots"), "{err}");
+    assert!(err.contains("add --oversubscribe"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

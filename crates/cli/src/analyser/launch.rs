@@ -72,15 +72,16 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         ("HARK_MPI_MAP".to_string(), args.map.name().to_string()),
     ]);
     // The analysers must not switch the programs' ranks into yielding.
-    let keep = launcher == Launcher::OpenMpi
-        && super::yielding::keep_from_yielding(
-            &args.command,
-            n,
-            |v| std::env::var_os(v).is_some(),
-            super::yielding::host_slots,
-        );
+    let env_var = |v: &str| std::env::var_os(v).map(|s| s.to_string_lossy().into_owned());
+    let open_mpi = launcher == Launcher::OpenMpi;
+    let keep = open_mpi
+        && super::slots::keep_from_yielding(&args.command, n, env_var, super::slots::host_slots);
+    let short = match open_mpi {
+        true => super::slots::short_of_slots(&args.command, n, env_var, super::slots::host_slots),
+        false => None,
+    };
     if keep {
-        env.push((super::yielding::VAR.to_string(), "0".to_string()));
+        env.push((super::slots::VAR.to_string(), "0".to_string()));
     }
     let mut analyser = vec![
         exe.display().to_string(),
@@ -125,7 +126,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
             "hark: probe {}\nhark: {n} analyser rank(s) over MPI ({lib})\n{}hark: running {}\n",
             probe.display(),
             match keep {
-                true => format!("hark: the analyser rank(s) oversubscribe this host: {}=0 keeps the programs' ranks from yielding, as without them\n", super::yielding::VAR),
+                true => format!("hark: the analyser rank(s) oversubscribe this host: {}=0 keeps the programs' ranks from yielding, as without them\n", super::slots::VAR),
                 false => String::new(),
             },
             argv.join(" ")
@@ -152,6 +153,11 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
             "hark: error: the analyser ranks wrote no run directory into {} (the job ended with status {code}, and no analyser's partial results were left)\n",
             dir.display()
         ));
+        if let Some((needs, has)) = short {
+            print_stderr(&format!(
+                "hark: the job needs {needs} slots with its {n} analyser rank(s) and this host has {has}, and Open MPI does not oversubscribe unless told: add --oversubscribe (the analysers then share the programs' cores), or give the analysers hosts of their own (--host, --hostfile)\n"
+            ));
+        }
         return Ok(if code == 0 { 2 } else { code });
     }
     super::keeper::clean(&dir);

@@ -28,8 +28,8 @@ pub mod launch;
 mod merge;
 mod mpi;
 mod relay;
+mod slots;
 mod snapshots;
-mod yielding;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;

@@ -1,5 +1,6 @@
-//! Open MPI's `mpi_yield_when_idle`, kept as the programs alone would have
-//! it (`docs/analysers.md`, "The programs' ranks do not start yielding").
+//! This host's slots, as Open MPI counts them, against the job `hark run
+//! --analysers` starts: the programs' ranks plus the analyser partition
+//! (`docs/analysers.md`, "The programs' ranks do not start yielding").
 //!
 //! Open MPI makes every rank on a node holding more ranks than slots yield
 //! the processor in each MPI call that finds nothing to do. The analyser
@@ -10,7 +11,8 @@
 //! not without Hark. So `hark run --analysers` sets the parameter off when
 //! the programs alone fit the host and the analysers do not, and leaves it
 //! to Open MPI whenever it cannot tell: the user set it, hosts are named,
-//! or a resource manager or a default hostfile gives the slots.
+//! or a resource manager or a default hostfile gives the slots. The same
+//! count says why a job that does not fit was refused by the launcher.
 
 use crate::launch;
 use std::collections::BTreeSet;
@@ -40,37 +42,90 @@ const HOSTS: &[&str] = &[
 /// slots instead of this host's cores.
 const DEFAULT_HOSTFILE: &str = "/etc/openmpi/openmpi-default-hostfile";
 
+/// The job on this host alone, when `hark` can tell: its programs'
+/// ranks, the host's slots, and whether the launcher may oversubscribe.
+struct Local {
+    writers: usize,
+    slots: usize,
+    oversubscribe: bool,
+}
+
+/// [`Local`] for Open MPI `command`: `None` when hosts are named, a
+/// resource manager or a default hostfile gives the slots, a context gives
+/// no rank count, or the slots cannot be counted. `env` reads the
+/// environment; `slots` counts this host's slots (its argument: whether
+/// hardware threads count, `--use-hwthread-cpus`).
+fn local(
+    command: &[String],
+    env: &impl Fn(&str) -> Option<String>,
+    slots: impl FnOnce(bool) -> Option<usize>,
+) -> Option<Local> {
+    if env("OMPI_MCA_orte_default_hostfile").is_some() || MANAGERS.iter().any(|v| env(v).is_some())
+    {
+        return None;
+    }
+    let options: Vec<_> = launch::options(command).into_iter().flatten().collect();
+    if options.iter().any(|(o, _)| HOSTS.contains(o)) {
+        return None;
+    }
+    let writers = launch::writers(command)?;
+    let hwthreads = options.iter().any(|(o, _)| *o == "--use-hwthread-cpus");
+    let slots = slots(hwthreads)?;
+    let yes = |v: &str| {
+        matches!(
+            v.to_ascii_lowercase().as_str(),
+            "1" | "true" | "t" | "yes" | "y" | "enabled"
+        )
+    };
+    let oversubscribe = env("OMPI_MCA_rmaps_base_oversubscribe").is_some_and(|v| yes(&v))
+        || options.iter().any(|(o, values)| {
+            matches!(*o, "--oversubscribe" | "-oversubscribe")
+                || (*o == "--map-by"
+                    && values
+                        .first()
+                        .is_some_and(|v| v.to_ascii_uppercase().contains("OVERSUBSCRIBE")))
+        });
+    Some(Local {
+        writers,
+        slots,
+        oversubscribe,
+    })
+}
+
 /// Whether `hark run --analysers` should set [`VAR`] to 0 for the job of
 /// Open MPI `command` with `analysers` analyser ranks: the programs' ranks
-/// fit this host's slots and the analysers do not, and nothing else says
-/// how many slots there are or whether to yield. `set` tells whether an
-/// environment variable is set; `slots` counts this host's slots (its
-/// argument: whether hardware threads count, `--use-hwthread-cpus`).
+/// fit this host's slots and the analysers do not, and the user did not
+/// say whether to yield ([`local`] for the rest).
 pub fn keep_from_yielding(
     command: &[String],
     analysers: usize,
-    set: impl Fn(&str) -> bool,
+    env: impl Fn(&str) -> Option<String>,
     slots: impl FnOnce(bool) -> Option<usize>,
 ) -> bool {
-    if set(VAR) || set("OMPI_MCA_orte_default_hostfile") || MANAGERS.iter().any(|v| set(v)) {
-        return false;
-    }
-    let options: Vec<_> = launch::options(command).into_iter().flatten().collect();
-    let decided = options.iter().any(|(option, values)| {
-        let first = values.first().map(String::as_str).unwrap_or("");
-        HOSTS.contains(option)
-            || (matches!(*option, "-mca" | "--mca" | "-gmca" | "--gmca")
+    let decided = env(VAR).is_some()
+        || (launch::options(command).into_iter().flatten()).any(|(option, values)| {
+            let first = values.first().map(String::as_str).unwrap_or("");
+            (matches!(option, "-mca" | "--mca" | "-gmca" | "--gmca")
                 && first == "mpi_yield_when_idle")
-            || (*option == "-x" && (first == VAR || first.starts_with(&format!("{VAR}="))))
-    });
-    if decided {
-        return false;
-    }
-    let Some(writers) = launch::writers(command) else {
-        return false;
-    };
-    let hwthreads = options.iter().any(|(o, _)| *o == "--use-hwthread-cpus");
-    slots(hwthreads).is_some_and(|slots| writers <= slots && writers + analysers > slots)
+                || (option == "-x" && (first == VAR || first.starts_with(&format!("{VAR}="))))
+        });
+    !decided
+        && local(command, &env, slots)
+            .is_some_and(|l| l.writers <= l.slots && l.writers + analysers > l.slots)
+}
+
+/// The slots the job of Open MPI `command` with `analysers` analyser ranks
+/// needs and the slots this host has, when it needs more and the launcher
+/// is not allowed to oversubscribe: Open MPI then refuses to start it.
+pub fn short_of_slots(
+    command: &[String],
+    analysers: usize,
+    env: impl Fn(&str) -> Option<String>,
+    slots: impl FnOnce(bool) -> Option<usize>,
+) -> Option<(usize, usize)> {
+    let l = local(command, &env, slots)?;
+    (l.writers + analysers > l.slots && !l.oversubscribe)
+        .then_some((l.writers + analysers, l.slots))
 }
 
 /// This host's slots as Open MPI counts them without a hostfile: the cores
@@ -123,11 +178,24 @@ mod tests {
         s.split_whitespace().map(String::from).collect()
     }
 
+    /// The environment `env` (`NAME` or `NAME=value` words).
+    fn vars<'a>(env: &'a [&'a str]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name: &str| {
+            env.iter().find_map(|e| match e.split_once('=') {
+                Some((n, v)) => (n == name).then(|| v.to_string()),
+                None => (*e == name).then(String::new),
+            })
+        }
+    }
+
     fn keep(cmd: &str, analysers: usize, env: &[&str], slots: usize) -> bool {
-        let set = |v: &str| env.contains(&v);
-        keep_from_yielding(&words(cmd), analysers, set, |hw| {
+        keep_from_yielding(&words(cmd), analysers, vars(env), |hw| {
             Some(if hw { 2 * slots } else { slots })
         })
+    }
+
+    fn short(cmd: &str, analysers: usize, env: &[&str]) -> Option<(usize, usize)> {
+        short_of_slots(&words(cmd), analysers, vars(env), |_| Some(2))
     }
 
     #[test]
@@ -169,7 +237,25 @@ mod tests {
             2
         ));
         // Slots that cannot be counted leave it too.
-        assert!(!keep_from_yielding(&words(np2), 1, |_| false, |_| None));
+        assert!(!keep_from_yielding(&words(np2), 1, |_| None, |_| None));
+    }
+
+    #[test]
+    fn a_job_that_does_not_fit_without_oversubscribing_is_found_short() {
+        // 2 ranks and 1 analyser on 2 slots: Open MPI refuses it as given.
+        assert_eq!(short("mpirun -np 2 ./app", 1, &[]), Some((3, 2)));
+        assert_eq!(short("mpirun -np 1 ./app", 1, &[]), None);
+        for cmd in [
+            "mpirun --oversubscribe -np 2 ./app",
+            "mpirun -np 2 --map-by core:oversubscribe ./app",
+            "mpirun --host a,b -np 2 ./app",
+        ] {
+            assert_eq!(short(cmd, 1, &[]), None, "{cmd}");
+        }
+        let allowed = ["OMPI_MCA_rmaps_base_oversubscribe=1"];
+        assert_eq!(short("mpirun -np 2 ./app", 1, &allowed), None);
+        let refused = ["OMPI_MCA_rmaps_base_oversubscribe=0"];
+        assert_eq!(short("mpirun -np 2 ./app", 1, &refused), Some((3, 2)));
     }
 
     #[test]
