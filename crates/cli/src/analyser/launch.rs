@@ -71,15 +71,15 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         ("HARK_MPI_ANALYSERS".to_string(), n.to_string()),
         ("HARK_MPI_MAP".to_string(), args.map.name().to_string()),
     ]);
-    // The analysers must not switch the programs' ranks into yielding.
+    // This host's slots, counted once: the analysers must not switch the
+    // programs' ranks into yielding, and a job short of slots is told why.
     let env_var = |v: &str| std::env::var_os(v).map(|s| s.to_string_lossy().into_owned());
-    let open_mpi = launcher == Launcher::OpenMpi;
-    let keep = open_mpi
-        && super::slots::keep_from_yielding(&args.command, n, env_var, super::slots::host_slots);
-    let short = match open_mpi {
-        true => super::slots::short_of_slots(&args.command, n, env_var, super::slots::host_slots),
-        false => None,
+    let here = match launcher {
+        Launcher::OpenMpi => super::slots::local(&args.command, env_var, super::slots::host_slots),
+        _ => None,
     };
+    let keep = here.as_ref().is_some_and(|l| l.keep_from_yielding(n));
+    let short = here.as_ref().and_then(|l| l.short_of_slots(n));
     if keep {
         env.push((super::slots::VAR.to_string(), "0".to_string()));
     }

@@ -43,11 +43,13 @@ const HOSTS: &[&str] = &[
 const DEFAULT_HOSTFILE: &str = "/etc/openmpi/openmpi-default-hostfile";
 
 /// The job on this host alone, when `hark` can tell: its programs'
-/// ranks, the host's slots, and whether the launcher may oversubscribe.
-struct Local {
+/// ranks, the host's slots, whether the launcher may oversubscribe, and
+/// whether the user said whether to yield.
+pub struct Local {
     writers: usize,
     slots: usize,
     oversubscribe: bool,
+    yield_set: bool,
 }
 
 /// [`Local`] for Open MPI `command`: `None` when hosts are named, a
@@ -55,9 +57,9 @@ struct Local {
 /// no rank count, or the slots cannot be counted. `env` reads the
 /// environment; `slots` counts this host's slots (its argument: whether
 /// hardware threads count, `--use-hwthread-cpus`).
-fn local(
+pub fn local(
     command: &[String],
-    env: &impl Fn(&str) -> Option<String>,
+    env: impl Fn(&str) -> Option<String>,
     slots: impl FnOnce(bool) -> Option<usize>,
 ) -> Option<Local> {
     if env("OMPI_MCA_orte_default_hostfile").is_some() || MANAGERS.iter().any(|v| env(v).is_some())
@@ -85,47 +87,37 @@ fn local(
                         .first()
                         .is_some_and(|v| v.to_ascii_uppercase().contains("OVERSUBSCRIBE")))
         });
+    let yield_set = env(VAR).is_some()
+        || options.iter().any(|(option, values)| {
+            let first = values.first().map(String::as_str).unwrap_or("");
+            (matches!(*option, "-mca" | "--mca" | "-gmca" | "--gmca")
+                && first == "mpi_yield_when_idle")
+                || (*option == "-x" && (first == VAR || first.starts_with(&format!("{VAR}="))))
+        });
     Some(Local {
         writers,
         slots,
         oversubscribe,
+        yield_set,
     })
 }
 
-/// Whether `hark run --analysers` should set [`VAR`] to 0 for the job of
-/// Open MPI `command` with `analysers` analyser ranks: the programs' ranks
-/// fit this host's slots and the analysers do not, and the user did not
-/// say whether to yield ([`local`] for the rest).
-pub fn keep_from_yielding(
-    command: &[String],
-    analysers: usize,
-    env: impl Fn(&str) -> Option<String>,
-    slots: impl FnOnce(bool) -> Option<usize>,
-) -> bool {
-    let decided = env(VAR).is_some()
-        || (launch::options(command).into_iter().flatten()).any(|(option, values)| {
-            let first = values.first().map(String::as_str).unwrap_or("");
-            (matches!(option, "-mca" | "--mca" | "-gmca" | "--gmca")
-                && first == "mpi_yield_when_idle")
-                || (option == "-x" && (first == VAR || first.starts_with(&format!("{VAR}="))))
-        });
-    !decided
-        && local(command, &env, slots)
-            .is_some_and(|l| l.writers <= l.slots && l.writers + analysers > l.slots)
-}
+impl Local {
+    /// Whether `hark run --analysers` should set [`VAR`] to 0 for this job
+    /// with `analysers` analyser ranks: the programs' ranks fit the host's
+    /// slots and the analysers do not, and the user did not say whether to
+    /// yield.
+    pub fn keep_from_yielding(&self, analysers: usize) -> bool {
+        !self.yield_set && self.writers <= self.slots && self.writers + analysers > self.slots
+    }
 
-/// The slots the job of Open MPI `command` with `analysers` analyser ranks
-/// needs and the slots this host has, when it needs more and the launcher
-/// is not allowed to oversubscribe: Open MPI then refuses to start it.
-pub fn short_of_slots(
-    command: &[String],
-    analysers: usize,
-    env: impl Fn(&str) -> Option<String>,
-    slots: impl FnOnce(bool) -> Option<usize>,
-) -> Option<(usize, usize)> {
-    let l = local(command, &env, slots)?;
-    (l.writers + analysers > l.slots && !l.oversubscribe)
-        .then_some((l.writers + analysers, l.slots))
+    /// The slots this job with `analysers` analyser ranks needs and the
+    /// slots the host has, when it needs more and the launcher is not
+    /// allowed to oversubscribe: Open MPI then refuses to start it.
+    pub fn short_of_slots(&self, analysers: usize) -> Option<(usize, usize)> {
+        let needs = self.writers + analysers;
+        (needs > self.slots && !self.oversubscribe).then_some((needs, self.slots))
+    }
 }
 
 /// This host's slots as Open MPI counts them without a hostfile: the cores
@@ -189,13 +181,14 @@ mod tests {
     }
 
     fn keep(cmd: &str, analysers: usize, env: &[&str], slots: usize) -> bool {
-        keep_from_yielding(&words(cmd), analysers, vars(env), |hw| {
+        local(&words(cmd), vars(env), |hw| {
             Some(if hw { 2 * slots } else { slots })
         })
+        .is_some_and(|l| l.keep_from_yielding(analysers))
     }
 
     fn short(cmd: &str, analysers: usize, env: &[&str]) -> Option<(usize, usize)> {
-        short_of_slots(&words(cmd), analysers, vars(env), |_| Some(2))
+        local(&words(cmd), vars(env), |_| Some(2))?.short_of_slots(analysers)
     }
 
     #[test]
@@ -237,7 +230,7 @@ mod tests {
             2
         ));
         // Slots that cannot be counted leave it too.
-        assert!(!keep_from_yielding(&words(np2), 1, |_| None, |_| None));
+        assert!(local(&words(np2), |_| None, |_| None).is_none());
     }
 
     #[test]
