@@ -924,4 +924,99 @@ mod tests {
         assert_eq!(m.open.len(), MAX_INSTANCES);
         assert_eq!(m.finish().arrivals, 140 + MAX_INSTANCES as u64);
     }
+
+    /// Arrivals of several communicators (sizes 1 to 5) whose ranks each
+    /// go through their instances in order but drift apart at random;
+    /// with `twice`, a rank arrives twice at an instance now and then.
+    fn drifting(seed: u64, twice: bool) -> Vec<Arrival> {
+        let mut x = seed | 1;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let comms: Vec<(u32, u32, i32)> =
+            (0..3).map(|c| (c + 7, 1 + next(5) as u32, 200)).collect();
+        // Per (communicator, rank): the next sequence number.
+        let mut at: Vec<Vec<i32>> = comms.iter().map(|c| vec![0; c.1 as usize]).collect();
+        let mut out = Vec::new();
+        loop {
+            let live: Vec<(usize, usize)> = (0..comms.len())
+                .flat_map(|c| (0..at[c].len()).map(move |r| (c, r)))
+                .filter(|&(c, r)| at[c][r] < comms[c].2)
+                .collect();
+            if live.is_empty() {
+                return out;
+            }
+            let (c, r) = live[next(live.len() as u64) as usize];
+            let seq = at[c][r];
+            let (comm, size, _) = comms[c];
+            let mut a = arrival(r as i32, seq);
+            (a.comm, a.size) = (comm, size);
+            a.enter_ns = next(1000);
+            a.leave_ns = 1000;
+            out.push(a);
+            if !twice || next(50) != 0 {
+                at[c][r] += 1;
+            }
+        }
+    }
+
+    /// The instances of `arrivals` judged one by one, as they complete.
+    fn judged_directly(arrivals: &[Arrival]) -> (Vec<Wait>, u64) {
+        let mut open: BTreeMap<(u32, i32), Vec<Arrival>> = BTreeMap::new();
+        let (mut out, mut twice) = (Vec::new(), 0);
+        for a in arrivals {
+            let v = open.entry((a.comm, a.seq)).or_default();
+            if v.iter().any(|x| x.rank == a.rank) {
+                twice += 1;
+                continue;
+            }
+            v.push(*a);
+            if v.len() >= a.size as usize {
+                let mut v = open.remove(&(a.comm, a.seq)).unwrap();
+                judge_instance(&mut v, &mut out);
+            }
+        }
+        (
+            out,
+            twice + open.values().map(|v| v.len() as u64).sum::<u64>(),
+        )
+    }
+
+    #[test]
+    fn instances_are_judged_as_they_complete_however_ranks_drift() {
+        for seed in 1..40 {
+            let arrivals = drifting(seed, true);
+            let (want, left) = judged_directly(&arrivals);
+            let (mut m, mut out) = (Instances::default(), Vec::new());
+            arrivals.iter().for_each(|a| m.add(*a, &mut out));
+            assert!(out == want, "seed {seed}");
+            assert_eq!(m.finish().arrivals, left, "seed {seed}");
+            // Split at random between two states, one of them sent as a
+            // partial is: the merge completes the same instances. (Which
+            // of a rank's two arrivals counts depends on the split.)
+            let arrivals = drifting(seed, false);
+            let (want, _) = judged_directly(&arrivals);
+            let (mut one, mut two, mut got) =
+                (Instances::default(), Instances::default(), Vec::new());
+            for (k, a) in arrivals.iter().enumerate() {
+                let m = if (k as u64 * seed).is_multiple_of(3) {
+                    &mut one
+                } else {
+                    &mut two
+                };
+                m.add(*a, &mut got);
+            }
+            let two: Instances =
+                postcard::from_bytes(&postcard::to_allocvec(&two).unwrap()).unwrap();
+            got.extend(one.merge(two));
+            let key = |w: &Wait| (w.waiter, w.enter_ns, w.time_ns, w.late);
+            got.sort_by_key(key);
+            let mut want = want;
+            want.sort_by_key(key);
+            assert!(got == want, "seed {seed}");
+        }
+    }
 }
