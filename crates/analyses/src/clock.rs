@@ -78,6 +78,24 @@ impl Mapping {
     }
 }
 
+/// The offset a measurement gives: Cristian's estimate, or 0 when the
+/// estimate lies within half the round trip of 0. The true offset is
+/// within half the round trip of the estimate, so 0 is then as consistent
+/// with the measurement; and it is the truth on one host, whose processes
+/// read one clock (`CLOCK_MONOTONIC`, or the TSC calibrated against it),
+/// where all the estimate says is the ping-pong's noise (microseconds when
+/// ranks share cores: enough to make receives complete before their
+/// sends). Offsets that the measurement can tell from 0 are kept as
+/// measured.
+pub fn applied_offset_ns(s: &ClockSync) -> i64 {
+    let offset = s.offset_ns();
+    if offset.unsigned_abs() <= s.round_trip_ns / 2 {
+        0
+    } else {
+        offset
+    }
+}
+
 /// How a stream's clock was placed on the common timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
@@ -160,7 +178,7 @@ impl Alignment {
     /// offset|, 0 without both.
     pub fn residual_ns(&self) -> u64 {
         match (self.init, self.finalize) {
-            (Some(i), Some(f)) => f.offset_ns().abs_diff(i.offset_ns()),
+            (Some(i), Some(f)) => applied_offset_ns(&f).abs_diff(applied_offset_ns(&i)),
             _ => 0,
         }
     }
@@ -178,14 +196,15 @@ impl Alignment {
     fn aligned(&self) -> Option<(Mapping, bool)> {
         let reference = self.reference_ns?;
         let first = self.init.or(self.finalize)?;
-        let base_ns = reference.saturating_add(first.offset_ns());
+        let base_ns = reference.saturating_add(applied_offset_ns(&first));
         let mut m = Mapping::constant(base_ns);
         if let (Some(i), Some(f)) = (self.init, self.finalize) {
             if f.local_ns > i.local_ns {
                 let span = f.local_ns - i.local_ns;
                 m.from_ns = i.local_ns;
                 m.until_ns = f.local_ns;
-                m.drift_per_ns = (f.offset_ns() - i.offset_ns()) as f64 / span as f64;
+                m.drift_per_ns =
+                    (applied_offset_ns(&f) - applied_offset_ns(&i)) as f64 / span as f64;
             }
         }
         let believed = base_ns.abs_diff(self.handshake_ns) <= MAX_DISAGREEMENT_NS;
@@ -229,16 +248,16 @@ mod tests {
 
     #[test]
     fn the_handshake_holds_until_both_the_reference_and_a_measurement_are_known() {
-        let mut a = Alignment::new(1_000);
-        assert_eq!(a.mapping().common(5), 1_005);
-        a.measured(sync(ClockPhase::Init, 100, -50));
+        let mut a = Alignment::new(1_000_000);
+        assert_eq!(a.mapping().common(5), 1_000_005);
+        a.measured(sync(ClockPhase::Init, 100_000, -50_000));
         assert_eq!(
             (a.method(), a.mapping().common(5)),
-            (Method::Handshake, 1_005)
+            (Method::Handshake, 1_000_005)
         );
-        a.set_reference(2_000);
+        a.set_reference(2_000_000);
         assert_eq!(a.method(), Method::PingPong);
-        assert_eq!(a.mapping().common(5), 2_000 + 5 - 50);
+        assert_eq!(a.mapping().common(5), 2_000_000 + 5 - 50_000);
     }
 
     #[test]
@@ -258,6 +277,25 @@ mod tests {
         assert_eq!(m.common(500_000), 500_000 - 40_000);
         assert_eq!(m.common(9_000_000), 9_000_000 - 20_000);
         assert_eq!(a.residual_ns(), 20_000);
+    }
+
+    #[test]
+    fn an_offset_within_half_the_round_trip_of_zero_is_zero() {
+        // `sync` measures with a round trip of 20 µs.
+        let mut a = Alignment::new(0);
+        a.set_reference(0);
+        a.measured(sync(ClockPhase::Init, 1_000_000, 10_000));
+        assert_eq!(a.mapping().common(2_000_000), 2_000_000);
+        a.measured(sync(ClockPhase::Init, 1_000_000, -10_000));
+        assert_eq!(a.mapping().common(2_000_000), 2_000_000);
+        // Told apart from 0: as measured.
+        a.measured(sync(ClockPhase::Init, 1_000_000, -10_001));
+        assert_eq!(a.mapping().common(2_000_000), 2_000_000 - 10_001);
+        // The drift is between the offsets applied.
+        a.measured(sync(ClockPhase::Init, 1_000_000, 4_000));
+        a.measured(sync(ClockPhase::Finalize, 3_000_000, 30_000));
+        assert_eq!(a.mapping().common(2_000_000), 2_000_000 + 15_000);
+        assert_eq!(a.residual_ns(), 30_000);
     }
 
     #[test]
