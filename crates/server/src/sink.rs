@@ -649,7 +649,8 @@ impl Sink for State {
                 self.placement.cpus(conn.0, &c.info.hello().host, &cpus);
                 Ok(())
             }
-            Frame::Hello(_) | Frame::Ring | Frame::Control(_) => Ok(()),
+            // The reader has applied it to the packs after it.
+            Frame::Hello(_) | Frame::Ring | Frame::Control(_) | Frame::Scale(_) => Ok(()),
         };
         if let Err(e) = submitted {
             self.problem(format!("{conn}: {e}"));

@@ -206,11 +206,13 @@ impl Store {
                 e.encode(&mut head);
                 self.write(&mut w, &head, &[]);
             }
+            // Packs are stored converted: a refined calibration is spent.
             Frame::Hello(_)
             | Frame::Ring
             | Frame::Cpus(_)
             | Frame::Control(_)
-            | Frame::Counts(_) => {}
+            | Frame::Counts(_)
+            | Frame::Scale(_) => {}
         }
     }
 

@@ -149,7 +149,7 @@ impl Sink for Gather {
                 return;
             };
             match frame {
-                Frame::Hello(_) | Frame::Cpus(_) => {}
+                Frame::Hello(_) | Frame::Cpus(_) | Frame::Scale(_) => {}
                 Frame::Ring => s.shm = true,
                 Frame::Control(_) => {}
                 Frame::Counts(c) => s.counts.push(c),

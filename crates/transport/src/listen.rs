@@ -369,6 +369,7 @@ fn frame_name(f: &Frame<'_>) -> &'static str {
         Frame::Cpus(_) => "Cpus",
         Frame::Control(_) => "Control",
         Frame::Counts(_) => "Counts",
+        Frame::Scale(_) => "Scale",
     }
 }
 

@@ -123,7 +123,7 @@ pub(crate) fn read_ring(
     conn: ConnId,
     ring: OwnedFd,
     socket: RawFd,
-    ticks: Option<TickScale>,
+    mut ticks: Option<TickScale>,
     sink: &dyn Sink,
 ) -> Closed {
     let reader = match Reader::open(ring) {
@@ -167,7 +167,7 @@ pub(crate) fn read_ring(
         left = left.saturating_sub(1);
         let at = index;
         index += 1;
-        let ended = match deliver(conn, msg.bytes, ticks, sink) {
+        let ended = match deliver(conn, msg.bytes, &mut ticks, sink) {
             Ok(ended) => ended,
             Err(why) => return Closed::Broken(format!("{why} (ring message {at})")),
         };
@@ -184,7 +184,7 @@ pub(crate) fn read_ring(
 fn deliver(
     conn: ConnId,
     mut bytes: &mut [u8],
-    ticks: Option<TickScale>,
+    ticks: &mut Option<TickScale>,
     sink: &dyn Sink,
 ) -> Result<bool, String> {
     if bytes.len() < HEADER_SIZE {
@@ -209,7 +209,7 @@ fn deliver(
         bytes = rest;
         let kind = Kind::from_u32(kind).map_err(|e| e.to_string())?;
         let payload = &mut frame_bytes[HEADER_SIZE..];
-        if let (Kind::Pack, Some(scale)) = (kind, ticks) {
+        if let (Kind::Pack, Some(scale)) = (kind, *ticks) {
             if let Some(events) = payload
                 .get_mut(PACK_HEADER_SIZE..)
                 .and_then(|b| <[Event]>::mut_from_bytes(b).ok())
@@ -224,6 +224,15 @@ fn deliver(
             Frame::End(_) if !bytes.is_empty() => {
                 return Err("bytes after the End frame in its message".into())
             }
+            // As `FrameReader` does: the packs after it take it.
+            Frame::Scale(new) => match ticks {
+                Some(old) => *ticks = Some(old.refined_by(*new).map_err(|e| e.to_string())?),
+                None => {
+                    return Err(
+                        "a Scale frame in a stream whose Hello did not declare the TSC".into(),
+                    )
+                }
+            },
             _ => {}
         }
         let ended = matches!(frame, Frame::End(_));

@@ -234,6 +234,7 @@ fn decoded(f: &Frame<'_>) -> String {
         Frame::Cpus(c) => format!("{c:?}"),
         Frame::Control(c) => format!("{c:?}"),
         Frame::Counts(c) => format!("{c:?}"),
+        Frame::Scale(t) => format!("{t:?}"),
     }
 }
 

@@ -17,7 +17,7 @@ use zerocopy::FromBytes;
 /// The first four bytes of a [`Hello`] payload.
 pub const MAGIC: [u8; 4] = *b"HARK";
 /// Version of the format this crate reads and writes.
-pub const VERSION: u16 = 5;
+pub const VERSION: u16 = 6;
 /// Size of a frame header.
 pub const HEADER_SIZE: usize = 8;
 /// Largest payload a reader accepts of any kind (a pack is about 1 MiB by
@@ -50,6 +50,8 @@ pub enum Kind {
     Control = 9,
     /// [`Counts`]: a sampled-out probe's totals in place of a pack.
     Counts = 10,
+    /// [`Frame::Scale`]: a refined TSC calibration for the packs after it.
+    Scale = 11,
 }
 
 impl Kind {
@@ -63,6 +65,7 @@ impl Kind {
         match self {
             Kind::Hello => 1 << 20,
             Kind::Rank | Kind::End | Kind::Clock => 4 << 10,
+            Kind::Scale => 24,
             Kind::Cpus => 4 + 4 * MAX_CPUS,
             Kind::Control => 4 << 10,
             Kind::Counts => 16 << 20,
@@ -85,6 +88,7 @@ impl Kind {
             8 => Kind::Cpus,
             9 => Kind::Control,
             10 => Kind::Counts,
+            11 => Kind::Scale,
             _ => return Err(Error::malformed(format!("unknown frame kind {v}"))),
         })
     }
@@ -121,6 +125,26 @@ impl TickScale {
         let d = ticks.saturating_sub(self.tsc0) as u128;
         self.ns0
             .wrapping_add(((d * self.mult as u128) >> 32) as u64)
+    }
+
+    /// Appends a [`Frame::Scale`] carrying this calibration to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        frame(out, Kind::Scale, |w| {
+            w.u64(self.tsc0).u64(self.ns0).u64(self.mult);
+        });
+    }
+
+    /// The calibration a [`Frame::Scale`] may bring to a stream whose
+    /// `Hello` declared `self`: the same anchor (a refinement changes only
+    /// `mult`), and a rate within 1 % of it.
+    pub fn refined_by(&self, new: TickScale) -> Result<TickScale, Error> {
+        let near = new.mult.abs_diff(self.mult) <= self.mult / 100;
+        if new.tsc0 != self.tsc0 || new.ns0 != self.ns0 || !near {
+            return Err(Error::malformed(format!(
+                "a Scale frame ({new:?}) that does not refine the stream's calibration ({self:?}): another anchor, or a rate more than 1 % away"
+            )));
+        }
+        Ok(new)
     }
 
     /// Turns the start and end of `events` from ticks into nanoseconds.
@@ -389,6 +413,11 @@ pub enum Frame<'a> {
     /// See [`Counts`]: a sampled-out probe's exact totals for the events
     /// of one pack it did not send.
     Counts(Counts),
+    /// A TSC calibration over a longer time than the one in the `Hello`
+    /// (same anchor, a better `mult`): [`FrameReader`] turns the ticks of
+    /// the packs after it into nanoseconds with it. Only in streams whose
+    /// `Hello` declared the TSC.
+    Scale(TickScale),
 }
 
 /// Most CPU numbers a [`Frame::Cpus`] carries (the kernel's largest
@@ -632,6 +661,11 @@ impl<'a> Frame<'a> {
             Kind::Cpus => Frame::Cpus(decode_cpus(&mut r)?),
             Kind::Control => Frame::Control(Control::decode(&mut r)?),
             Kind::Counts => Frame::Counts(Counts::decode(&mut r)?),
+            Kind::Scale => Frame::Scale(TickScale {
+                tsc0: r.u64("tsc0")?,
+                ns0: r.u64("ns0")?,
+                mult: r.u64("mult")?,
+            }),
             Kind::Pack => {
                 let seq = r.u64("pack sequence")?;
                 return Ok(Frame::Pack {
@@ -763,6 +797,17 @@ impl<R: Read> FrameReader<R> {
             }
         }
         let frame = Frame::decode(kind, &self.buf).map_err(|e| at(e, start))?;
+        if let Frame::Scale(new) = &frame {
+            let Some(old) = self.ticks else {
+                return Err(at(
+                    Error::malformed(
+                        "a Scale frame in a stream whose Hello did not declare the TSC".to_string(),
+                    ),
+                    start,
+                ));
+            };
+            self.ticks = Some(old.refined_by(*new).map_err(|e| at(e, start))?);
+        }
         if let Frame::Hello(h) = &frame {
             self.ticks = match h.clock {
                 ClockSource::Tsc(t) => Some(t),

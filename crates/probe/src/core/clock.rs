@@ -165,26 +165,68 @@ pub(crate) fn init(wanted: &str, skew_ns: i64) {
     c.skew.store(skew_ns as u64, Relaxed);
 }
 
+/// A TSC reading and `CLOCK_MONOTONIC` at the same moment: the clock read
+/// between two TSC reads, their middle taken; of a few tries the tightest
+/// bracket wins, so a preemption in the middle of one (a busy machine)
+/// does not skew it.
+fn pair() -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..5 {
+        let a = rdtsc();
+        let ns = clock_ns(libc::CLOCK_MONOTONIC);
+        let b = rdtsc();
+        if b.wrapping_sub(a) < best.0 {
+            best = (b.wrapping_sub(a), a + (b.wrapping_sub(a)) / 2, ns);
+        }
+    }
+    (best.1, best.2)
+}
+
+/// Least time since the calibration's anchor for [`refine`] to take a new
+/// rate: ten times the calibration's own, a tenth of its error.
+const REFINE_AFTER_NS: u64 = 10 * CALIBRATION_NS;
+
+/// Measures the TSC's rate again, from the calibration's anchor to now, and
+/// uses it from now on; returns the new calibration for the server, or
+/// `None` when the TSC is not in use or too little time has passed. The
+/// 3 ms calibration at start is good to about a ppm: two processes' clocks
+/// then drift apart by a microsecond per second, which waits between ranks
+/// notice. Over the time since start (`MPI_Init` calls it) the same
+/// reading error weighs ten to a thousand times less (`MPI_Init` takes
+/// tens to hundreds of milliseconds). The anchor stays, so
+/// a timestamp's nanoseconds move by no more than that drift.
+pub(crate) fn refine() -> Option<TickScale> {
+    let c = &CLOCK;
+    if c.mode.load(Relaxed) != TSC {
+        return None;
+    }
+    let (tsc0, ns0) = (c.tsc0.load(Relaxed), c.ns0.load(Relaxed));
+    // The anchor's own reading, without the test skew folded into `ns0`.
+    let raw0 = ns0.wrapping_sub(c.skew.load(Relaxed));
+    let (t, n) = pair();
+    if t <= tsc0 || n < raw0.saturating_add(REFINE_AFTER_NS) {
+        return None;
+    }
+    let mult = (((n - raw0) as u128) << 32) / (t - tsc0) as u128;
+    let old = c.mult.load(Relaxed);
+    // A rate far from the first one is a broken reading, not a refinement
+    // (the server refuses more than 1 % too).
+    if mult.abs_diff(old as u128) > old as u128 / 1000 {
+        return None;
+    }
+    c.mult.store(mult as u64, Relaxed);
+    Some(TickScale {
+        tsc0,
+        ns0,
+        mult: mult as u64,
+    })
+}
+
 fn calibrate(wanted: &str) {
     if wanted == "monotonic" || !cfg!(target_arch = "x86_64") || !tsc_is_usable() {
         CLOCK.mode.store(MONOTONIC, Relaxed);
         return;
     }
-    // Each reference reading brackets CLOCK_MONOTONIC between two TSC reads
-    // and takes their middle; of a few tries the tightest bracket wins, so a
-    // preemption in the middle of one (a busy machine) does not skew it.
-    let pair = || {
-        let mut best = (u64::MAX, 0, 0);
-        for _ in 0..5 {
-            let a = rdtsc();
-            let ns = clock_ns(libc::CLOCK_MONOTONIC);
-            let b = rdtsc();
-            if b.wrapping_sub(a) < best.0 {
-                best = (b.wrapping_sub(a), a + (b.wrapping_sub(a)) / 2, ns);
-            }
-        }
-        (best.1, best.2)
-    };
     let (t0, n0) = pair();
     let (mut t1, mut n1) = pair();
     while n1 - n0 < CALIBRATION_NS {
@@ -216,8 +258,12 @@ fn tsc_is_usable() -> bool {
 mod tests {
     use super::*;
 
+    /// The clock is one static: tests that calibrate it take turns.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn the_calibrated_clock_follows_clock_monotonic() {
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         init("", 0);
         let a = (now(), clock_ns(libc::CLOCK_MONOTONIC));
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -227,5 +273,32 @@ mod tests {
         assert!((probe / mono - 1.0).abs() < 0.01, "{probe} vs {mono}");
         // Anchored at start: the two clocks agree to within a millisecond.
         assert!((b.0 as i64 - b.1 as i64).abs() < 1_000_000);
+    }
+
+    #[test]
+    fn a_refined_rate_keeps_the_anchor_and_follows_clock_monotonic_closer() {
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        init("", 0);
+        let Some(first) = (match source() {
+            ClockSource::Tsc(t) => Some(t),
+            ClockSource::Monotonic => None,
+        }) else {
+            eprintln!("skipped: no usable TSC here");
+            return;
+        };
+        // Too soon after the calibration: nothing to refine.
+        if clock_ns(libc::CLOCK_MONOTONIC) < first.ns0 + REFINE_AFTER_NS / 2 {
+            assert_eq!(refine(), None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let refined = refine().expect("refined after 200 ms");
+        assert_eq!((refined.tsc0, refined.ns0), (first.tsc0, first.ns0));
+        assert!(refined.mult.abs_diff(first.mult) <= first.mult / 1000);
+        // In use from now on, and on CLOCK_MONOTONIC to within what reading
+        // the two clocks costs.
+        assert_eq!(source(), ClockSource::Tsc(refined));
+        let (t, n) = pair();
+        let off = refined.ns(t) as i64 - n as i64;
+        assert!(off.abs() < 20_000, "{off} ns off CLOCK_MONOTONIC");
     }
 }

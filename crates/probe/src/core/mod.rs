@@ -246,6 +246,15 @@ pub fn virtualise_enabled() -> bool {
     }
 }
 
+/// Measures the TSC's rate again, over the process's life so far, and
+/// sends the refined calibration ahead of the packs it maps (`MPI_Init`
+/// calls it before the clock alignment, whose readings then use it too).
+pub fn refine_clock() {
+    if let Some(scale) = clock::refine() {
+        send_frame(|out| scale.encode(out))
+    }
+}
+
 /// Sends one clock alignment with world rank 0, measured over MPI.
 pub fn set_clock(sync: ClockSync) {
     send_frame(|out| sync.encode(out))

@@ -28,7 +28,7 @@
 use super::abi::Abi;
 use super::mpi_call::{comm_dup, comm_free, initialized, rank_size, recv_bytes, send_bytes};
 use super::plan::Kind;
-use crate::core::{clock_sync_enabled, now, set_clock};
+use crate::core::{clock_sync_enabled, now, refine_clock, set_clock};
 use hark_wire::{ClockPhase, ClockSync};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
@@ -54,6 +54,7 @@ pub(super) fn finalize_entered() -> Option<u64> {
 
 /// At the end of a successful `MPI_Init`: duplicates the world and measures.
 pub(super) fn at_init(abi: &Abi, rank: i32, size: i32) {
+    refine_clock();
     if !clock_sync_enabled() {
         return;
     }
