@@ -56,6 +56,8 @@ pub struct Stream {
     pub lost: Option<(u64, u64)>,
     /// Every `Counts` frame (a sampled-out probe's totals), in order.
     pub counts: Vec<hark_wire::Counts>,
+    /// Every refined TSC calibration (`Scale` frame), in order.
+    pub scales: Vec<hark_wire::TickScale>,
 }
 
 impl Stream {
@@ -136,6 +138,7 @@ impl Sink for Gather {
                 shm: false,
                 lost: None,
                 counts: Vec::new(),
+                scales: Vec::new(),
             },
         );
     }
@@ -149,7 +152,8 @@ impl Sink for Gather {
                 return;
             };
             match frame {
-                Frame::Hello(_) | Frame::Cpus(_) | Frame::Scale(_) => {}
+                Frame::Hello(_) | Frame::Cpus(_) => {}
+                Frame::Scale(t) => s.scales.push(t),
                 Frame::Ring => s.shm = true,
                 Frame::Control(_) => {}
                 Frame::Counts(c) => s.counts.push(c),

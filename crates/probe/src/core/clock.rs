@@ -222,6 +222,33 @@ pub(crate) fn refine() -> Option<TickScale> {
     })
 }
 
+/// Time since the anchor at which [`refine_due`] refines next; 0 before
+/// the first (at one second).
+static NEXT_REFINE_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Longest time between two refinements: once the rate has been measured
+/// over minutes, another minute adds little.
+const REFINE_EVERY_MAX_NS: u64 = 64_000_000_000;
+
+/// [`refine`], when the time since the anchor has doubled since the last
+/// time (1 s, 2 s, 4 s, ..., then every 64 s): the shipping thread asks at
+/// each of its ticks, so that a long run's clocks stay together online,
+/// not only from `MPI_Init`'s measurement.
+pub(crate) fn refine_due() -> Option<TickScale> {
+    let c = &CLOCK;
+    if c.mode.load(Relaxed) != TSC {
+        return None;
+    }
+    let raw0 = c.ns0.load(Relaxed).wrapping_sub(c.skew.load(Relaxed));
+    let age = clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(raw0);
+    let next = NEXT_REFINE_NS.load(Relaxed).max(1_000_000_000);
+    if age < next {
+        return None;
+    }
+    NEXT_REFINE_NS.store(age.saturating_add(age.min(REFINE_EVERY_MAX_NS)), Relaxed);
+    refine()
+}
+
 fn calibrate(wanted: &str) {
     if wanted == "monotonic" || !cfg!(target_arch = "x86_64") || !tsc_is_usable() {
         CLOCK.mode.store(MONOTONIC, Relaxed);
@@ -300,5 +327,21 @@ mod tests {
         let (t, n) = pair();
         let off = refined.ns(t) as i64 - n as i64;
         assert!(off.abs() < 20_000, "{off} ns off CLOCK_MONOTONIC");
+    }
+    #[test]
+    fn the_rate_is_refined_as_the_process_ages_and_not_more_often() {
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        init("", 0);
+        if !matches!(source(), ClockSource::Tsc(_)) {
+            eprintln!("skipped: no usable TSC here");
+            return;
+        }
+        NEXT_REFINE_NS.store(0, Relaxed);
+        assert_eq!(refine_due(), None, "due a second after the calibration");
+        std::thread::sleep(std::time::Duration::from_millis(1_050));
+        assert!(refine_due().is_some());
+        // Next when the age has doubled.
+        assert_eq!(refine_due(), None);
+        assert!(NEXT_REFINE_NS.load(Relaxed) >= 2_000_000_000);
     }
 }

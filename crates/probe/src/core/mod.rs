@@ -255,6 +255,14 @@ pub fn refine_clock() {
     }
 }
 
+/// [`clock::refine_due`] as a frame to ship, if one is due.
+pub(crate) fn refined_scale_frame() -> Option<Vec<u8>> {
+    let scale = clock::refine_due()?;
+    let mut bytes = Vec::new();
+    scale.encode(&mut bytes);
+    Some(bytes)
+}
+
 /// Sends one clock alignment with world rank 0, measured over MPI.
 pub fn set_clock(sync: ClockSync) {
     send_frame(|out| sync.encode(out))

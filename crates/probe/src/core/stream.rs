@@ -215,6 +215,9 @@ impl Stream {
                 control_in
                     .borrow_mut()
                     .poll(this.socket(), &mut |c| this.on_control(c));
+                if let Some(scale) = super::refined_scale_frame() {
+                    this.ship.push_bytes(scale);
+                }
                 if flush_every.is_some_and(|f| last_flush.get().elapsed() >= f) {
                     last_flush.set(std::time::Instant::now());
                     this.request_flushes();
@@ -248,6 +251,9 @@ impl Stream {
             };
             let tick = flush_every.unwrap_or(control::POLL);
             ship.run(Box::new(transport), &lost, Some(tick), &|| {
+                if let Some(scale) = super::refined_scale_frame() {
+                    this.ship.push_bytes(scale);
+                }
                 if flush_every.is_some() {
                     this.request_flushes();
                 }
