@@ -11,12 +11,14 @@ mod common;
 use common::*;
 use hark_wire::ClockSource;
 
-#[test]
-fn a_sleep_of_three_seconds_ships_its_refinements() {
-    let probed = Probed::new("refines");
+/// Runs the sleep with `HARK_SHM=shm`: the frame through the shared-memory
+/// ring or the socket.
+fn check(shm: &str) {
+    let probed = Probed::new(&format!("refines-{shm}")).env("HARK_SHM", shm);
     let run = probed.run("/bin/sleep".as_ref(), &["3.5"]);
     assert!(run.status.success(), "{}", run.stderr);
     let s = run.only_stream();
+    assert_eq!(s.shm, shm == "1");
     let ClockSource::Tsc(first) = s.hello.clock else {
         eprintln!("skipped: no usable TSC here");
         return;
@@ -29,4 +31,14 @@ fn a_sleep_of_three_seconds_ships_its_refinements() {
             "{t:?} vs {first:?}"
         );
     }
+}
+
+#[test]
+fn a_sleep_of_three_seconds_ships_its_refinements_through_the_ring() {
+    check("1");
+}
+
+#[test]
+fn a_sleep_of_three_seconds_ships_its_refinements_through_the_socket() {
+    check("0");
 }
