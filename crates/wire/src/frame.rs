@@ -134,9 +134,10 @@ impl TickScale {
         });
     }
 
-    /// The calibration a [`Frame::Scale`] may bring to a stream whose
-    /// `Hello` declared `self`: the same anchor (a refinement changes only
-    /// `mult`), and a rate within 1 % of it.
+    /// The calibration a [`Frame::Scale`] may bring to a stream calibrated
+    /// by `self` so far (its `Hello`'s, or the last `Scale`'s): the same
+    /// anchor (a refinement changes only `mult`), and a rate within 1 % of
+    /// it.
     pub fn refined_by(&self, new: TickScale) -> Result<TickScale, Error> {
         let near = new.mult.abs_diff(self.mult) <= self.mult / 100;
         if new.tsc0 != self.tsc0 || new.ns0 != self.ns0 || !near {

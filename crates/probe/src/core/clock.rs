@@ -328,6 +328,7 @@ mod tests {
         let off = refined.ns(t) as i64 - n as i64;
         assert!(off.abs() < 20_000, "{off} ns off CLOCK_MONOTONIC");
     }
+
     #[test]
     fn the_rate_is_refined_as_the_process_ages_and_not_more_often() {
         let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
