@@ -468,12 +468,11 @@ pub fn new_secret() -> std::io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// A run from its programs: the totals of every rank's and child's accounting.
-/// The run of `programs`: those of one MPMD launch in the order of its
-/// command line (the launcher numbers world ranks in it), others in the
-/// order given (of first connection). Processes connect in whatever order
-/// they start, so that order alone would swap the programs of one launch
-/// from run to run.
+/// The run of `programs`, with the totals of every rank's and child's
+/// accounting: those of one MPMD launch in the order of its command line
+/// (the launcher numbers world ranks in it), others in the order given (of
+/// first connection). Processes connect in whatever order they start, so
+/// that order alone would swap the programs of one launch from run to run.
 pub(crate) fn run_of(mut programs: Vec<hark_model::Program>) -> Run {
     // A stable sort: programs without a world rank, or starting at the
     // same one (two launches), keep their order.

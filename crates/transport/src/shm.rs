@@ -225,14 +225,7 @@ fn deliver(
                 return Err("bytes after the End frame in its message".into())
             }
             // As `FrameReader` does: the packs after it take it.
-            Frame::Scale(new) => match ticks {
-                Some(old) => *ticks = Some(old.refined_by(*new).map_err(|e| e.to_string())?),
-                None => {
-                    return Err(
-                        "a Scale frame in a stream whose Hello did not declare the TSC".into(),
-                    )
-                }
-            },
+            Frame::Scale(new) => TickScale::apply(ticks, *new).map_err(|e| e.to_string())?,
             _ => {}
         }
         let ended = matches!(frame, Frame::End(_));

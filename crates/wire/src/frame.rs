@@ -134,18 +134,26 @@ impl TickScale {
         });
     }
 
-    /// The calibration a [`Frame::Scale`] may bring to a stream calibrated
-    /// by `self` so far (its `Hello`'s, or the last `Scale`'s): the same
-    /// anchor (a refinement changes only `mult`), and a rate within 1 % of
-    /// it.
-    pub fn refined_by(&self, new: TickScale) -> Result<TickScale, Error> {
-        let near = new.mult.abs_diff(self.mult) <= self.mult / 100;
-        if new.tsc0 != self.tsc0 || new.ns0 != self.ns0 || !near {
+    /// Takes a [`Frame::Scale`]'s calibration `new` into `ticks`, the
+    /// stream's calibration so far (its `Hello`'s, or the last `Scale`'s):
+    /// what both stream readers (this crate's and the shared-memory ring's)
+    /// do. A refinement keeps the anchor and moves the rate by 1 % at most;
+    /// anything else, or a stream not on the TSC (`ticks` is `None`), is
+    /// malformed.
+    pub fn apply(ticks: &mut Option<TickScale>, new: TickScale) -> Result<(), Error> {
+        let Some(old) = *ticks else {
+            return Err(Error::malformed(
+                "a Scale frame in a stream whose Hello did not declare the TSC".to_string(),
+            ));
+        };
+        let near = new.mult.abs_diff(old.mult) <= old.mult / 100;
+        if new.tsc0 != old.tsc0 || new.ns0 != old.ns0 || !near {
             return Err(Error::malformed(format!(
-                "a Scale frame ({new:?}) that does not refine the stream's calibration ({self:?}): another anchor, or a rate more than 1 % away"
+                "a Scale frame ({new:?}) that does not refine the stream's calibration ({old:?}): another anchor, or a rate more than 1 % away"
             )));
         }
-        Ok(new)
+        *ticks = Some(new);
+        Ok(())
     }
 
     /// Turns the start and end of `events` from ticks into nanoseconds.
@@ -799,15 +807,7 @@ impl<R: Read> FrameReader<R> {
         }
         let frame = Frame::decode(kind, &self.buf).map_err(|e| at(e, start))?;
         if let Frame::Scale(new) = &frame {
-            let Some(old) = self.ticks else {
-                return Err(at(
-                    Error::malformed(
-                        "a Scale frame in a stream whose Hello did not declare the TSC".to_string(),
-                    ),
-                    start,
-                ));
-            };
-            self.ticks = Some(old.refined_by(*new).map_err(|e| at(e, start))?);
+            TickScale::apply(&mut self.ticks, *new).map_err(|e| at(e, start))?;
         }
         if let Frame::Hello(h) = &frame {
             self.ticks = match h.clock {

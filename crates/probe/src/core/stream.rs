@@ -215,9 +215,7 @@ impl Stream {
                 control_in
                     .borrow_mut()
                     .poll(this.socket(), &mut |c| this.on_control(c));
-                if let Some(scale) = super::refined_scale_frame() {
-                    this.ship.push_bytes(scale);
-                }
+                this.ship_refined_clock();
                 if flush_every.is_some_and(|f| last_flush.get().elapsed() >= f) {
                     last_flush.set(std::time::Instant::now());
                     this.request_flushes();
@@ -251,14 +249,20 @@ impl Stream {
             };
             let tick = flush_every.unwrap_or(control::POLL);
             ship.run(Box::new(transport), &lost, Some(tick), &|| {
-                if let Some(scale) = super::refined_scale_frame() {
-                    this.ship.push_bytes(scale);
-                }
+                this.ship_refined_clock();
                 if flush_every.is_some() {
                     this.request_flushes();
                 }
             });
         })
+    }
+
+    /// At each tick of the shipping thread: a refined TSC calibration when
+    /// one is due (`clock::refine_due`), ahead of the packs it maps.
+    fn ship_refined_clock(&self) {
+        if let Some(scale) = super::refined_scale_frame() {
+            self.ship.push_bytes(scale);
+        }
     }
 
     /// The stream's opening frames: its `Hello`, and the process's CPUs
