@@ -71,6 +71,7 @@ fn check_why(profile: &serde_json::Value, what: &str) -> u64 {
             "{what}: finding {i} gives no number\n{shown}"
         );
     }
+    check_polling_and_transfer(p, digest, what);
     let e = efficiency(profile, 0);
     eprintln!("{what}: efficiency {e:?}\n{what}: digest {shown}");
     check_waits_fit(profile, 0);
@@ -78,6 +79,56 @@ fn check_why(profile: &serde_json::Value, what: &str) -> u64 {
         .iter()
         .map(|pattern| waits(profile, 0, pattern).0.iter().sum::<u64>())
         .sum()
+}
+
+/// A test or non-blocking probe called in a loop (at least 1,000 calls per
+/// calling rank, under 50 µs each) is polling: the digest names it so when
+/// it costs more than its last finding, and the "Time moving data" finding
+/// never names it, nor a function whose time was all judged waiting.
+fn check_polling_and_transfer(p: &serde_json::Value, digest: &[serde_json::Value], what: &str) {
+    let shown = serde_json::to_string_pretty(digest).unwrap();
+    let sum = |v: &serde_json::Value| -> u64 {
+        v.as_array()
+            .map_or(0, |a| a.iter().filter_map(|x| x.as_u64()).sum())
+    };
+    let judged = |func: &str| -> u64 {
+        let waits = p["waits"].as_object().expect("programs[0].waits");
+        (waits.values())
+            .filter_map(|w| w["by_function"][func]["time_ns"].as_u64())
+            .sum()
+    };
+    let mpi = p["mpi"].as_object().expect("programs[0].mpi");
+    let last = digest
+        .last()
+        .and_then(|f| f["time_ns"].as_u64())
+        .unwrap_or(0);
+    for (func, prof) in mpi {
+        let polls = func.starts_with("MPI_Test") || func == "MPI_Iprobe" || func == "MPI_Improbe";
+        let calls = sum(&prof["calls"]);
+        let callers = (prof["calls"].as_array().unwrap().iter())
+            .filter(|c| c.as_u64() > Some(0))
+            .count() as u64;
+        let time = sum(&prof["time_ns"]).saturating_sub(judged(func));
+        let in_loop = polls && calls >= 1000 * callers.max(1) && time <= 50_000 * calls;
+        if in_loop && (time > last || digest.len() < 5) {
+            assert!(
+                digest.iter().any(|f| {
+                    f["title"].as_str().is_some_and(|t| t.starts_with("Polling in "))
+                }),
+                "{what}: {func} is called {calls} times for {time} ns, a polling loop the digest does not name\n{shown}"
+            );
+        }
+        let moving = digest.iter().find(|f| f["title"] == "Time moving data");
+        if let Some(f) = moving {
+            let detail = f["detail"].as_str().unwrap();
+            if detail.contains(&format!("most in {func}:")) {
+                assert!(
+                    !in_loop && time > 0,
+                    "{what}: \"Time moving data\" names {func}, which only polled or waited\n{shown}"
+                );
+            }
+        }
+    }
 }
 
 #[test]

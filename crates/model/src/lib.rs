@@ -551,6 +551,27 @@ impl Spread {
     }
 }
 
+/// An integer with thousands separators, `1,234,567`: how the summary's
+/// tables and the digest's sentences print counts.
+pub fn count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    // Digits left before the next separator.
+    let mut left = s.len() % 3;
+    if left == 0 {
+        left = 3;
+    }
+    for c in s.chars() {
+        if left == 0 {
+            out.push(',');
+            left = 3;
+        }
+        out.push(c);
+        left -= 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

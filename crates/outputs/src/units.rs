@@ -37,25 +37,7 @@ pub fn bytes(b: u64) -> String {
     format!("{v:.digits$} {}", UNITS[unit])
 }
 
-/// An integer with thousands separators: `1,234,567`.
-pub fn count(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    // Digits left before the next separator.
-    let mut left = s.len() % 3;
-    if left == 0 {
-        left = 3;
-    }
-    for c in s.chars() {
-        if left == 0 {
-            out.push(',');
-            left = 3;
-        }
-        out.push(c);
-        left -= 1;
-    }
-    out
-}
+pub use hark_model::count;
 
 /// A share as a percentage with one decimal: `23.4 %`; `-` when the whole is 0.
 pub fn percent(part: f64, whole: f64) -> String {

@@ -10,7 +10,9 @@
 //!   the rank most often late and the region it came from;
 //! - load imbalance: `(max U − mean U) × ranks` of useful time, with the
 //!   top-level region whose balance is worst;
-//! - transfer: time in MPI moving data rather than waiting, with the
+//! - polling: time in tests and non-blocking probes called in a loop
+//!   (many short calls), which no pattern judges since they do not block;
+//! - transfer: the rest of the time in MPI not spent waiting, with the
 //!   function that holds most of it;
 //! - I/O: time in I/O calls, with the file that takes most.
 //!
@@ -20,7 +22,8 @@
 
 use crate::analysis::{Analysis, Finish, NoState, Sensitivity, Spec};
 use crate::track::Pattern;
-use hark_model::{Finding, Program};
+use hark_model::{count, Finding, Program};
+use hark_wire::mpi::{by_name, Class};
 
 /// See the module documentation.
 pub struct Digest;
@@ -79,13 +82,31 @@ fn wait_finding(p: &Program, pattern: Pattern, rank_time: u64) -> Option<Finding
     if time == 0 || instances == 0 {
         return None;
     }
-    let (func, _) = top(w.by_function.iter(), |c| c.time_ns)?;
-    let mut detail = format!(
-        "{} in {func} costs {:.1} % of rank time ({} over {instances} instances)",
-        pattern.title(),
-        pct(time, rank_time),
-        ms(time)
-    );
+    let (func, cell) = top(w.by_function.iter(), |c| c.time_ns)?;
+    // The function's own numbers when the pattern happens in others too:
+    // the pattern's total is not the function's.
+    let (title, mut detail) = if cell.time_ns >= time {
+        let title = format!("{} in {func}", pattern.title());
+        let detail = format!(
+            "{title} costs {:.1} % of rank time ({} over {} instances)",
+            pct(time, rank_time),
+            ms(time),
+            count(instances)
+        );
+        (title, detail)
+    } else {
+        let detail = format!(
+            "{} costs {:.1} % of rank time ({} over {} instances), {:.0} % of it in {func} ({} over {} instances)",
+            pattern.title(),
+            pct(time, rank_time),
+            ms(time),
+            count(instances),
+            pct(cell.time_ns, time),
+            ms(cell.time_ns),
+            count(cell.instances)
+        );
+        (format!("{}, most in {func}", pattern.title()), detail)
+    };
     let late = w
         .late
         .iter()
@@ -120,7 +141,7 @@ fn wait_finding(p: &Program, pattern: Pattern, rank_time: u64) -> Option<Finding
     }
     Some(Finding {
         severity: String::new(),
-        title: format!("{} in {func}", pattern.title()),
+        title,
         detail: format!("{detail}: {look}."),
         time_ns: time,
     })
@@ -160,30 +181,124 @@ fn imbalance_finding(p: &Program) -> Option<Finding> {
     })
 }
 
+/// Functions that return at once whether or not anything is complete
+/// (`MPI_Test*`, `MPI_Iprobe`, `MPI_Improbe`): time adds up in them only
+/// when a loop calls them again and again.
+fn returns_at_once(name: &str) -> bool {
+    matches!(name, "MPI_Iprobe" | "MPI_Improbe")
+        || by_name(name).is_some_and(|(_, f)| f.class == Class::Test)
+}
+
+/// A polling loop calls at least this many times per calling rank...
+const POLL_CALLS: u64 = 1000;
+/// ...and each call takes at most this long on average (ns): a slower
+/// test is the library's progress, not a loop.
+const POLL_CALL_NS: u64 = 50_000;
+
+/// The waiting judged in MPI function `func`, over all patterns and ranks.
+fn judged(p: &Program, func: &str) -> u64 {
+    (p.waits.values())
+        .filter_map(|w| w.by_function.get(func))
+        .map(|c| c.time_ns)
+        .sum()
+}
+
+/// Calls and time (less any waiting judged in them) of each function
+/// called by a polling loop, costliest first.
+fn polling(p: &Program) -> Vec<(&String, u64, u64)> {
+    let mut polled: Vec<_> = (p.mpi.iter())
+        .filter(|(f, _)| returns_at_once(f))
+        .filter_map(|(f, prof)| {
+            let calls: u64 = prof.calls.iter().sum();
+            let ranks = prof.calls.iter().filter(|&&c| c > 0).count() as u64;
+            let time = prof
+                .time_ns
+                .iter()
+                .sum::<u64>()
+                .saturating_sub(judged(p, f));
+            let polls = calls >= POLL_CALLS.saturating_mul(ranks.max(1))
+                && time <= POLL_CALL_NS.saturating_mul(calls);
+            (polls && time > 0).then_some((f, calls, time))
+        })
+        .collect();
+    polled.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
+    polled
+}
+
+/// A loop polling for messages: its time counts as transfer, since no
+/// wait-state pattern judges a call that does not block.
+fn polling_finding(p: &Program, rank_time: u64) -> Option<Finding> {
+    let e = p.efficiency?;
+    let polled = polling(p);
+    let &(func, calls, time) = polled.first()?;
+    let all: u64 = polled.iter().map(|x| x.2).sum();
+    let mut detail = format!(
+        "{func} is called {} times for {} ({:.1} % of rank time, {:.1} µs a call)",
+        count(calls),
+        ms(time),
+        pct(time, rank_time),
+        time as f64 / calls as f64 / 1e3
+    );
+    if polled.len() > 1 {
+        detail.push_str(&format!(
+            ", and other tests and probes in loops take {} more",
+            ms(all - time)
+        ));
+    }
+    detail.push_str(&format!(
+        ": each call returns at once, done or not, so this is a loop polling for messages or requests. No wait-state pattern judges a call that does not block, so this waiting counts as transfer (transfer efficiency {:.1} %) and names no late rank: to see who is late, complete the requests with MPI_Wait* instead, or look at what the polling rank waits for.",
+        100.0 * e.transfer
+    ));
+    Some(Finding {
+        severity: String::new(),
+        title: format!("Polling in {func}"),
+        detail,
+        time_ns: all,
+    })
+}
+
 fn transfer_finding(p: &Program, rank_time: u64) -> Option<Finding> {
     let e = p.efficiency?;
+    let counted = |f: &str| !matches!(f, "MPI_Init" | "MPI_Init_thread" | "MPI_Finalize");
     let waiting: u64 = p.waits.values().flat_map(|w| w.time_ns.iter()).sum();
-    let mpi: u64 = p
-        .mpi
-        .iter()
-        .filter(|(f, _)| !matches!(f.as_str(), "MPI_Init" | "MPI_Init_thread" | "MPI_Finalize"))
+    let mpi: u64 = (p.mpi.iter())
+        .filter(|(f, _)| counted(f))
         .flat_map(|(_, f)| f.time_ns.iter())
         .sum();
-    let time = mpi.saturating_sub(waiting);
+    // A polling loop's time is its own finding.
+    let polled = polling(p);
+    let time = mpi
+        .saturating_sub(waiting)
+        .saturating_sub(polled.iter().map(|x| x.2).sum());
     if time == 0 {
         return None;
     }
+    // The function holding most of it: its time less the waiting judged
+    // in it (a `MPI_Waitany` that only waited moved no data).
     let (func, _) = top(
-        p.mpi.iter().filter(|(f, _)| {
-            !matches!(f.as_str(), "MPI_Init" | "MPI_Init_thread" | "MPI_Finalize")
-        }),
-        |f| f.time_ns.iter().sum(),
+        (p.mpi.iter())
+            .filter(|(f, _)| counted(f) && !polled.iter().any(|x| x.0 == *f))
+            .map(|(f, prof)| {
+                (
+                    f,
+                    prof.time_ns
+                        .iter()
+                        .sum::<u64>()
+                        .saturating_sub(judged(p, f)),
+                )
+            }),
+        |&t| t,
     )?;
+    let besides = if polled.is_empty() {
+        ""
+    } else {
+        ", besides the polling"
+    };
     Some(Finding {
         severity: String::new(),
         title: "Time moving data".into(),
         detail: format!(
-            "MPI calls spend {} ({:.1} % of rank time) moving data rather than waiting (transfer efficiency {:.1} %), most in {func}: look at message sizes and counts, or overlap communication with work.",
+            "MPI calls spend {} ({:.1} % of rank time) moving data rather than waiting{besides} (transfer efficiency {:.1} %), most in {func}: look at message sizes and counts, or overlap communication with work.",
             ms(time),
             pct(time, rank_time),
             100.0 * e.transfer
@@ -240,6 +355,7 @@ impl Analysis for Digest {
             .iter()
             .filter_map(|&pattern| wait_finding(out, pattern, rank_time))
             .chain(imbalance_finding(out))
+            .chain(polling_finding(out, rank_time))
             .chain(transfer_finding(out, rank_time))
             .chain(io_finding(out, rank_time))
             .collect();
@@ -263,5 +379,114 @@ impl Analysis for Digest {
             .into();
         }
         out.digest = findings;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hark_model::{Efficiency, FunctionProfile, WaitCell, WaitPattern};
+
+    fn calls(p: &mut Program, name: &str, calls: [u64; 2], time_ns: [u64; 2]) {
+        p.mpi.insert(
+            name.into(),
+            FunctionProfile {
+                calls: calls.to_vec(),
+                time_ns: time_ns.to_vec(),
+                ..FunctionProfile::default()
+            },
+        );
+    }
+
+    /// Two ranks for 10 s each: rank 1 polls `MPI_Testany` 2 million
+    /// times for 4 s; both spend 1 s in `MPI_Send`; rank 0 waits in Late
+    /// Sender 0.3 s in `MPI_Recv` and 0.1 s in `MPI_Wait`.
+    fn program() -> Program {
+        let mut p = Program {
+            ranks: 2,
+            rank_wall_ns: vec![10_000_000_000; 2],
+            efficiency: Some(Efficiency {
+                transfer: 0.5,
+                ..Efficiency::default()
+            }),
+            ..Program::default()
+        };
+        calls(&mut p, "MPI_Testany", [0, 2_000_000], [0, 4_000_000_000]);
+        calls(&mut p, "MPI_Send", [100, 100], [1_000_000_000; 2]);
+        calls(&mut p, "MPI_Recv", [50, 0], [300_000_000, 0]);
+        calls(&mut p, "MPI_Wait", [10, 0], [100_000_000, 0]);
+        let cell = |t, n| WaitCell {
+            time_ns: t,
+            instances: n,
+        };
+        let late_sender = WaitPattern {
+            time_ns: vec![400_000_000, 0],
+            instances: vec![60, 0],
+            by_function: [
+                ("MPI_Recv".to_string(), cell(300_000_000, 50)),
+                ("MPI_Wait".to_string(), cell(100_000_000, 10)),
+            ]
+            .into(),
+            late: vec![cell(0, 0), cell(400_000_000, 60)],
+            ..WaitPattern::default()
+        };
+        p.waits.insert("late_sender".into(), late_sender);
+        p
+    }
+
+    #[test]
+    fn a_loop_of_tests_is_polling_not_moving_data() {
+        let p = program();
+        let rank_time = 20_000_000_000;
+        let f = polling_finding(&p, rank_time).expect("a polling finding");
+        assert_eq!(f.title, "Polling in MPI_Testany");
+        assert_eq!(f.time_ns, 4_000_000_000);
+        assert!(
+            f.detail
+                .contains("2,000,000 times for 4.00 s (20.0 % of rank time, 2.0 µs a call)"),
+            "{}",
+            f.detail
+        );
+        // What is left is moving data: the sends, not the tests.
+        let t = transfer_finding(&p, rank_time).expect("a transfer finding");
+        assert_eq!(t.time_ns, 2_000_000_000);
+        assert!(t.detail.contains("most in MPI_Send"), "{}", t.detail);
+        // A function that only waited moved no data, however long.
+        let mut waited = program();
+        calls(&mut waited, "MPI_Recv", [50, 0], [3_000_000_000, 0]);
+        let w = waited.waits.get_mut("late_sender").unwrap();
+        w.time_ns[0] = 3_100_000_000;
+        w.by_function.get_mut("MPI_Recv").unwrap().time_ns = 3_000_000_000;
+        let t = transfer_finding(&waited, rank_time).unwrap();
+        assert!(t.detail.contains("most in MPI_Send"), "{}", t.detail);
+        // Tests that are few, or slow each, are not a loop.
+        let mut few = program();
+        calls(&mut few, "MPI_Testany", [0, 999], [0, 4_000_000]);
+        assert!(polling_finding(&few, rank_time).is_none());
+        let mut slow = program();
+        calls(&mut slow, "MPI_Testany", [0, 2000], [0, 2000 * 60_000]);
+        assert!(polling_finding(&slow, rank_time).is_none());
+        let t = transfer_finding(&slow, rank_time).unwrap();
+        assert_eq!(t.time_ns, 2_000_000_000 + 2000 * 60_000);
+    }
+
+    #[test]
+    fn a_pattern_in_several_functions_gives_the_top_ones_own_numbers() {
+        let p = program();
+        let f = wait_finding(&p, Pattern::LateSender, 20_000_000_000).unwrap();
+        assert_eq!(f.title, "Late Sender, most in MPI_Recv");
+        assert!(
+            f.detail.starts_with("Late Sender costs 2.0 % of rank time (400.0 ms over 60 instances), 75 % of it in MPI_Recv (300.0 ms over 50 instances); rank 1 is the late one in 100 % of the instances"),
+            "{}",
+            f.detail
+        );
+        // In one function only, the title names it and the numbers are one.
+        let mut one = program();
+        let w = one.waits.get_mut("late_sender").unwrap();
+        w.by_function.remove("MPI_Wait");
+        w.by_function.get_mut("MPI_Recv").unwrap().time_ns = 400_000_000;
+        let f = wait_finding(&one, Pattern::LateSender, 20_000_000_000).unwrap();
+        assert_eq!(f.title, "Late Sender in MPI_Recv");
+        assert!(f.detail.starts_with("Late Sender in MPI_Recv costs 2.0 % of rank time (400.0 ms over 60 instances); rank 1"), "{}", f.detail);
     }
 }
