@@ -245,8 +245,33 @@ fn polling_finding(p: &Program, rank_time: u64) -> Option<Finding> {
             ms(all - time)
         ));
     }
+    // Where: the rank that polls longest, and the call path holding most.
+    let longest = (p.mpi.get(func.as_str()))
+        .and_then(|f| {
+            f.time_ns
+                .iter()
+                .enumerate()
+                .max_by_key(|(r, t)| (**t, std::cmp::Reverse(*r)))
+        })
+        .map(|(r, t)| (r, *t));
+    let path = top(
+        (p.regions.mpi.iter()).filter_map(|(path, funcs)| {
+            Some((path, funcs.get(func.as_str())?.time_ns.iter().sum::<u64>()))
+        }),
+        |&t| t,
+    )
+    .filter(|(path, t)| !path.is_empty() && *t > 0);
+    let mut whose = "the polling rank".to_string();
+    if let Some((r, t)) = longest.filter(|&(_, t)| t > 0) {
+        detail.push_str(&format!("; rank {r} polls longest ({})", ms(t)));
+        whose = format!("rank {r}");
+    }
+    if let Some((path, t)) = path {
+        detail.push_str(&format!(", {:.0} % of it in region `{path}`", pct(t, time)));
+        whose.push_str(&format!(" in `{path}`"));
+    }
     detail.push_str(&format!(
-        ": each call returns at once, done or not, so this is a loop polling for messages or requests. No wait-state pattern judges a call that does not block, so this waiting counts as transfer (transfer efficiency {:.1} %) and names no late rank: to see who is late, complete the requests with MPI_Wait* instead, or look at what the polling rank waits for.",
+        ": each call returns at once, done or not, so this is a loop polling for messages or requests. No wait-state pattern judges a call that does not block, so this waiting counts as transfer (transfer efficiency {:.1} %) and names no late rank: to see who is late, complete the requests with MPI_Wait* instead, or look at what {whose} waits for.",
         100.0 * e.transfer
     ));
     Some(Finding {
@@ -444,6 +469,39 @@ mod tests {
         assert!(
             f.detail
                 .contains("2,000,000 times for 4.00 s (20.0 % of rank time, 2.0 µs a call)"),
+            "{}",
+            f.detail
+        );
+        assert!(
+            f.detail.contains("; rank 1 polls longest (4.00 s):")
+                && f.detail.ends_with("look at what rank 1 waits for."),
+            "{}",
+            f.detail
+        );
+        // In a region, the finding names it.
+        let mut inside = program();
+        let cell = hark_model::PathCalls {
+            calls: vec![0, 2_000_000],
+            time_ns: vec![0, 3_000_000_000],
+        };
+        let outside = hark_model::PathCalls {
+            calls: vec![0, 1],
+            time_ns: vec![0, 1_000_000_000],
+        };
+        inside.regions.mpi.insert(
+            "solve/halo".into(),
+            [("MPI_Testany".to_string(), cell)].into(),
+        );
+        inside
+            .regions
+            .mpi
+            .insert(String::new(), [("MPI_Testany".to_string(), outside)].into());
+        let f = polling_finding(&inside, rank_time).unwrap();
+        assert!(
+            f.detail
+                .contains("; rank 1 polls longest (4.00 s), 75 % of it in region `solve/halo`:")
+                && f.detail
+                    .ends_with("look at what rank 1 in `solve/halo` waits for."),
             "{}",
             f.detail
         );
