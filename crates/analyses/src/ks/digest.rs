@@ -267,7 +267,10 @@ fn polling_finding(p: &Program, rank_time: u64) -> Option<Finding> {
         whose = format!("rank {r}");
     }
     if let Some((path, t)) = path {
-        detail.push_str(&format!(", {:.0} % of it in region `{path}`", pct(t, time)));
+        detail.push_str(&format!(
+            "; {:.0} % of the polling is in region `{path}`",
+            pct(t, time)
+        ));
         whose.push_str(&format!(" in `{path}`"));
     }
     detail.push_str(&format!(
@@ -498,10 +501,11 @@ mod tests {
             .insert(String::new(), [("MPI_Testany".to_string(), outside)].into());
         let f = polling_finding(&inside, rank_time).unwrap();
         assert!(
-            f.detail
-                .contains("; rank 1 polls longest (4.00 s), 75 % of it in region `solve/halo`:")
-                && f.detail
-                    .ends_with("look at what rank 1 in `solve/halo` waits for."),
+            f.detail.contains(
+                "; rank 1 polls longest (4.00 s); 75 % of the polling is in region `solve/halo`:"
+            ) && f
+                .detail
+                .ends_with("look at what rank 1 in `solve/halo` waits for."),
             "{}",
             f.detail
         );
