@@ -205,7 +205,9 @@ fn judged(p: &Program, func: &str) -> u64 {
 
 /// Calls and time (less any waiting judged in them) of each function
 /// called by a polling loop, costliest first.
-fn polling(p: &Program) -> Vec<(&String, u64, u64)> {
+type Polled<'a> = Vec<(&'a String, u64, u64)>;
+
+fn polling(p: &Program) -> Polled<'_> {
     let mut polled: Vec<_> = (p.mpi.iter())
         .filter(|(f, _)| returns_at_once(f))
         .filter_map(|(f, prof)| {
@@ -227,9 +229,8 @@ fn polling(p: &Program) -> Vec<(&String, u64, u64)> {
 
 /// A loop polling for messages: its time counts as transfer, since no
 /// wait-state pattern judges a call that does not block.
-fn polling_finding(p: &Program, rank_time: u64) -> Option<Finding> {
+fn polling_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Finding> {
     let e = p.efficiency?;
-    let polled = polling(p);
     let &(func, calls, time) = polled.first()?;
     let all: u64 = polled.iter().map(|x| x.2).sum();
     let mut detail = format!(
@@ -285,16 +286,19 @@ fn polling_finding(p: &Program, rank_time: u64) -> Option<Finding> {
     })
 }
 
-fn transfer_finding(p: &Program, rank_time: u64) -> Option<Finding> {
+/// The transfer finding: time in MPI neither judged waiting nor `polled`
+/// (the polling finding's, so that the two never count one call twice).
+fn transfer_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Finding> {
     let e = p.efficiency?;
-    let counted = |f: &str| !matches!(f, "MPI_Init" | "MPI_Init_thread" | "MPI_Finalize");
+    // `MPI_Init` and `MPI_Finalize` are outside every rank's window.
+    let counted =
+        |f: &str| by_name(f).is_none_or(|(_, f)| !matches!(f.class, Class::Init | Class::Finalize));
     let waiting: u64 = p.waits.values().flat_map(|w| w.time_ns.iter()).sum();
     let mpi: u64 = (p.mpi.iter())
         .filter(|(f, _)| counted(f))
         .flat_map(|(_, f)| f.time_ns.iter())
         .sum();
     // A polling loop's time is its own finding.
-    let polled = polling(p);
     let time = mpi
         .saturating_sub(waiting)
         .saturating_sub(polled.iter().map(|x| x.2).sum());
@@ -379,12 +383,13 @@ impl Analysis for Digest {
         if rank_time == 0 {
             return;
         }
+        let polled = polling(out);
         let mut findings: Vec<Finding> = Pattern::ALL
             .iter()
             .filter_map(|&pattern| wait_finding(out, pattern, rank_time))
             .chain(imbalance_finding(out))
-            .chain(polling_finding(out, rank_time))
-            .chain(transfer_finding(out, rank_time))
+            .chain(polling_finding(out, &polled, rank_time))
+            .chain(transfer_finding(out, &polled, rank_time))
             .chain(io_finding(out, rank_time))
             .collect();
         findings.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.title.cmp(&b.title)));
@@ -466,7 +471,7 @@ mod tests {
     fn a_loop_of_tests_is_polling_not_moving_data() {
         let p = program();
         let rank_time = 20_000_000_000;
-        let f = polling_finding(&p, rank_time).expect("a polling finding");
+        let f = polling_finding(&p, &polling(&p), rank_time).expect("a polling finding");
         assert_eq!(f.title, "Polling in MPI_Testany");
         assert_eq!(f.time_ns, 4_000_000_000);
         assert!(
@@ -499,7 +504,7 @@ mod tests {
             .regions
             .mpi
             .insert(String::new(), [("MPI_Testany".to_string(), outside)].into());
-        let f = polling_finding(&inside, rank_time).unwrap();
+        let f = polling_finding(&inside, &polling(&inside), rank_time).unwrap();
         assert!(
             f.detail.contains(
                 "; rank 1 polls longest (4.00 s); 75 % of the polling is in region `solve/halo`:"
@@ -510,7 +515,7 @@ mod tests {
             f.detail
         );
         // What is left is moving data: the sends, not the tests.
-        let t = transfer_finding(&p, rank_time).expect("a transfer finding");
+        let t = transfer_finding(&p, &polling(&p), rank_time).expect("a transfer finding");
         assert_eq!(t.time_ns, 2_000_000_000);
         assert!(t.detail.contains("most in MPI_Send"), "{}", t.detail);
         // A function that only waited moved no data, however long.
@@ -519,16 +524,16 @@ mod tests {
         let w = waited.waits.get_mut("late_sender").unwrap();
         w.time_ns[0] = 3_100_000_000;
         w.by_function.get_mut("MPI_Recv").unwrap().time_ns = 3_000_000_000;
-        let t = transfer_finding(&waited, rank_time).unwrap();
+        let t = transfer_finding(&waited, &polling(&waited), rank_time).unwrap();
         assert!(t.detail.contains("most in MPI_Send"), "{}", t.detail);
         // Tests that are few, or slow each, are not a loop.
         let mut few = program();
         calls(&mut few, "MPI_Testany", [0, 999], [0, 4_000_000]);
-        assert!(polling_finding(&few, rank_time).is_none());
+        assert!(polling_finding(&few, &polling(&few), rank_time).is_none());
         let mut slow = program();
         calls(&mut slow, "MPI_Testany", [0, 2000], [0, 2000 * 60_000]);
-        assert!(polling_finding(&slow, rank_time).is_none());
-        let t = transfer_finding(&slow, rank_time).unwrap();
+        assert!(polling_finding(&slow, &polling(&slow), rank_time).is_none());
+        let t = transfer_finding(&slow, &polling(&slow), rank_time).unwrap();
         assert_eq!(t.time_ns, 2_000_000_000 + 2000 * 60_000);
     }
 
