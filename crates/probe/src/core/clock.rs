@@ -165,6 +165,14 @@ pub(crate) fn init(wanted: &str, skew_ns: i64) {
     c.skew.store(skew_ns as u64, Relaxed);
 }
 
+impl Calibration {
+    /// The anchor's own `CLOCK_MONOTONIC` reading, without the test skew
+    /// folded into `ns0`.
+    fn raw_anchor_ns(&self) -> u64 {
+        self.ns0.load(Relaxed).wrapping_sub(self.skew.load(Relaxed))
+    }
+}
+
 /// A TSC reading and `CLOCK_MONOTONIC` at the same moment: the clock read
 /// between two TSC reads, their middle taken; of a few tries the tightest
 /// bracket wins, so a preemption in the middle of one (a busy machine)
@@ -201,8 +209,7 @@ pub(crate) fn refine() -> Option<TickScale> {
         return None;
     }
     let (tsc0, ns0) = (c.tsc0.load(Relaxed), c.ns0.load(Relaxed));
-    // The anchor's own reading, without the test skew folded into `ns0`.
-    let raw0 = ns0.wrapping_sub(c.skew.load(Relaxed));
+    let raw0 = c.raw_anchor_ns();
     let (t, n) = pair();
     if t <= tsc0 || n < raw0.saturating_add(REFINE_AFTER_NS) {
         return None;
@@ -239,8 +246,7 @@ pub(crate) fn refine_due() -> Option<TickScale> {
     if c.mode.load(Relaxed) != TSC {
         return None;
     }
-    let raw0 = c.ns0.load(Relaxed).wrapping_sub(c.skew.load(Relaxed));
-    let age = clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(raw0);
+    let age = clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(c.raw_anchor_ns());
     let next = NEXT_REFINE_NS.load(Relaxed).max(1_000_000_000);
     if age < next {
         return None;
