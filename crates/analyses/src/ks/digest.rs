@@ -49,12 +49,30 @@ fn pct(part: u64, whole: u64) -> f64 {
     }
 }
 
-fn ms(ns: u64) -> String {
-    let ms = ns as f64 / 1e6;
-    if ms >= 1000.0 {
-        format!("{:.2} s", ms / 1000.0)
+/// A time for a sentence: `1.56 s`, `400.0 ms`, and below a millisecond
+/// `16.9 µs` or `420 ns`, so that a short run's findings still give their
+/// numbers instead of `0.0 ms`.
+fn duration(ns: u64) -> String {
+    let x = ns as f64;
+    if x >= 1e9 {
+        format!("{:.2} s", x / 1e9)
+    } else if x >= 1e6 {
+        format!("{:.1} ms", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1} µs", x / 1e3)
     } else {
-        format!("{ms:.1} ms")
+        format!("{ns} ns")
+    }
+}
+
+/// `part` as a share of `whole` for a sentence: `3.6 %`, or `under 0.1 %`
+/// when it is not zero but would print as `0.0 %`.
+fn share(part: u64, whole: u64) -> String {
+    let p = pct(part, whole);
+    if p > 0.0 && p < 0.05 {
+        "under 0.1 %".into()
+    } else {
+        format!("{p:.1} %")
     }
 }
 
@@ -88,21 +106,21 @@ fn wait_finding(p: &Program, pattern: Pattern, rank_time: u64) -> Option<Finding
     let (title, mut detail) = if cell.time_ns >= time {
         let title = format!("{} in {func}", pattern.title());
         let detail = format!(
-            "{title} costs {:.1} % of rank time ({} over {} instances)",
-            pct(time, rank_time),
-            ms(time),
+            "{title} costs {} of rank time ({} over {} instances)",
+            share(time, rank_time),
+            duration(time),
             count(instances)
         );
         (title, detail)
     } else {
         let detail = format!(
-            "{} costs {:.1} % of rank time ({} over {} instances), {:.0} % of it in {func} ({} over {} instances)",
+            "{} costs {} of rank time ({} over {} instances), {:.0} % of it in {func} ({} over {} instances)",
             pattern.title(),
-            pct(time, rank_time),
-            ms(time),
+            share(time, rank_time),
+            duration(time),
             count(instances),
             pct(cell.time_ns, time),
-            ms(cell.time_ns),
+            duration(cell.time_ns),
             count(cell.instances)
         );
         (format!("{}, most in {func}", pattern.title()), detail)
@@ -157,9 +175,9 @@ fn imbalance_finding(p: &Program) -> Option<Finding> {
     let mut detail = format!(
         "Load balance is {:.1} %: the busiest rank computes {} outside MPI against {} on average, so the others wait {} in all",
         100.0 * e.load_balance,
-        ms(e.max_useful_ns),
-        ms(e.mean_useful_ns),
-        ms(time)
+        duration(e.max_useful_ns),
+        duration(e.mean_useful_ns),
+        duration(time)
     );
     let worst = p
         .efficiency_by_region
@@ -234,16 +252,16 @@ fn polling_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Findi
     let &(func, calls, time) = polled.first()?;
     let all: u64 = polled.iter().map(|x| x.2).sum();
     let mut detail = format!(
-        "{func} is called {} times for {} ({:.1} % of rank time, {:.1} µs a call)",
+        "{func} is called {} times for {} ({} of rank time, {:.1} µs a call)",
         count(calls),
-        ms(time),
-        pct(time, rank_time),
+        duration(time),
+        share(time, rank_time),
         time as f64 / calls as f64 / 1e3
     );
     if polled.len() > 1 {
         detail.push_str(&format!(
             ", and other tests and probes in loops take {} more",
-            ms(all - time)
+            duration(all - time)
         ));
     }
     // Where: the rank that polls longest, and the call path holding most.
@@ -264,7 +282,7 @@ fn polling_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Findi
     .filter(|(path, t)| !path.is_empty() && *t > 0);
     let mut whose = "the polling rank".to_string();
     if let Some((r, t)) = longest.filter(|&(_, t)| t > 0) {
-        detail.push_str(&format!("; rank {r} polls longest ({})", ms(t)));
+        detail.push_str(&format!("; rank {r} polls longest ({})", duration(t)));
         whose = format!("rank {r}");
     }
     if let Some((path, t)) = path {
@@ -330,9 +348,9 @@ fn transfer_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Find
         severity: String::new(),
         title: "Time moving data".into(),
         detail: format!(
-            "MPI calls spend {} ({:.1} % of rank time) moving data rather than waiting{besides} (transfer efficiency {:.1} %), most in {func}: look at message sizes and counts, or overlap communication with work.",
-            ms(time),
-            pct(time, rank_time),
+            "MPI calls spend {} ({} of rank time) moving data rather than waiting{besides} (transfer efficiency {:.1} %), most in {func}: look at message sizes and counts, or overlap communication with work.",
+            duration(time),
+            share(time, rank_time),
             100.0 * e.transfer
         ),
         time_ns: time,
@@ -354,9 +372,9 @@ fn io_finding(p: &Program, rank_time: u64) -> Option<Finding> {
             .map(|f| (f, f.ops.values().map(|t| t.time_ns).sum::<u64>()))
             .max_by_key(|(_, t)| *t);
     let mut detail = format!(
-        "I/O calls take {} ({:.1} % of rank time)",
-        ms(time),
-        pct(time, rank_time)
+        "I/O calls take {} ({} of rank time)",
+        duration(time),
+        share(time, rank_time)
     );
     if let Some((f, t)) = file {
         detail.push_str(&format!(", {:.0} % of it on `{}`", pct(t, time), f.path));
@@ -555,5 +573,28 @@ mod tests {
         let f = wait_finding(&one, Pattern::LateSender, 20_000_000_000).unwrap();
         assert_eq!(f.title, "Late Sender in MPI_Recv");
         assert!(f.detail.starts_with("Late Sender in MPI_Recv costs 2.0 % of rank time (400.0 ms over 60 instances); rank 1"), "{}", f.detail);
+    }
+
+    #[test]
+    fn a_short_run_s_findings_still_give_their_numbers() {
+        // A wait of 16.9 µs in a run of 20 s of rank time: neither
+        // "0.0 ms" nor "0.0 %".
+        let mut p = program();
+        let w = p.waits.get_mut("late_sender").unwrap();
+        w.by_function.remove("MPI_Wait");
+        w.by_function.get_mut("MPI_Recv").unwrap().time_ns = 16_900;
+        w.time_ns = vec![16_900, 0];
+        let f = wait_finding(&p, Pattern::LateSender, 20_000_000_000).unwrap();
+        assert!(
+            f.detail.starts_with(
+                "Late Sender in MPI_Recv costs under 0.1 % of rank time (16.9 µs over 60 instances)"
+            ),
+            "{}",
+            f.detail
+        );
+        assert_eq!(duration(420), "420 ns");
+        assert_eq!(duration(1_560_000_000), "1.56 s");
+        assert_eq!(share(0, 100), "0.0 %");
+        assert_eq!(share(5, 10_000), "0.1 %");
     }
 }
