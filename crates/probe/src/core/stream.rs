@@ -570,13 +570,57 @@ fn env_i32(names: &[&str]) -> i32 {
         .unwrap_or(-1)
 }
 
-/// The job from the launcher's environment, else `ppid:<parent pid>`.
+/// The job from the launcher's environment, else `ppid:<pid>` of the
+/// process that launched this one (see [`launching_parent`]).
 fn job_from_env() -> String {
     ["HARK_JOB", "PMIX_NAMESPACE", "PMI_KVSNAME", "SLURM_JOB_ID"]
         .iter()
         .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()))
-        // SAFETY: getppid has no preconditions.
-        .unwrap_or_else(|| format!("ppid:{}", unsafe { libc::getppid() }))
+        .unwrap_or_else(|| format!("ppid:{}", launching_parent()))
+}
+
+/// Variables through which a launcher gives a process its rank.
+const RANK_VARS: [&str; 4] = [
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "SLURM_PROCID",
+];
+
+/// The parent process, or, for a rank whose launcher names no job (MPICH's
+/// Hydra sets only `PMI_RANK`), the nearest ancestor that does not carry
+/// the same rank: the launcher's proxy, which all its ranks share. A
+/// wrapper script between the two (`mpirun ./run.sh`) carries the rank too;
+/// were it taken as the launcher, each rank would be a job, and a program,
+/// of its own.
+fn launching_parent() -> u32 {
+    // SAFETY: getppid has no preconditions.
+    let mut parent = unsafe { libc::getppid() } as u32;
+    let Some((var, rank)) = RANK_VARS
+        .iter()
+        .find_map(|&v| Some((v, std::env::var(v).ok()?)))
+    else {
+        return parent;
+    };
+    let mine = format!("{var}={rank}");
+    // A bound on the walk: a process tree is never this deep.
+    for _ in 0..64 {
+        let carries = std::fs::read(format!("/proc/{parent}/environ"))
+            .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == mine.as_bytes()));
+        match parent_of(parent) {
+            Some(up) if carries && up > 1 => parent = up,
+            _ => break,
+        }
+    }
+    parent
+}
+
+/// The parent of process `pid`, from `/proc/<pid>/stat` (the field after
+/// the state, itself after the command name's closing parenthesis).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn make_hello(cfg: &Config, parent: u32, job: &str) -> Hello {
@@ -585,12 +629,7 @@ fn make_hello(cfg: &Config, parent: u32, job: &str) -> Hello {
     // SAFETY: `host` is writable for its length.
     unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) };
     let host_len = host.iter().position(|&c| c == 0).unwrap_or(0);
-    let rank = env_i32(&[
-        "OMPI_COMM_WORLD_RANK",
-        "PMI_RANK",
-        "PMIX_RANK",
-        "SLURM_PROCID",
-    ]);
+    let rank = env_i32(&RANK_VARS);
     let size = env_i32(&["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"]);
     // Under a test skew the events and the realtime reading are late, the
     // reference reading is not: the handshake's own check (the server's
@@ -613,5 +652,18 @@ fn make_hello(cfg: &Config, parent: u32, job: &str) -> Hello {
         pack_size: cfg.pack_size as u32,
         secret: cfg.secret.clone(),
         parent,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_s_parent_is_read_from_proc_whatever_its_name() {
+        // SAFETY: getpid and getppid have no preconditions.
+        let (me, parent) = unsafe { (libc::getpid() as u32, libc::getppid() as u32) };
+        assert_eq!(parent_of(me), Some(parent));
+        assert_eq!(parent_of(u32::MAX), None);
     }
 }
