@@ -473,14 +473,20 @@ pub fn new_secret() -> std::io::Result<String> {
 /// (the launcher numbers world ranks in it), others in the order given (of
 /// first connection). Processes connect in whatever order they start, so
 /// that order alone would swap the programs of one launch from run to run.
+///
+/// Of programs starting at the same world rank, those that called MPI come
+/// first: a wrapper script the launcher started (`mpirun ./run.sh`)
+/// carries the ranks' world ranks too, and connects before the program it
+/// runs, which is the one the reader came for.
 pub(crate) fn run_of(mut programs: Vec<hark_model::Program>) -> Run {
     // A stable sort: programs without a world rank, or starting at the
     // same one (two launches), keep their order.
     programs.sort_by_key(|p| {
-        (p.rank_info.iter().map(|r| r.world_rank))
+        let first = (p.rank_info.iter().map(|r| r.world_rank))
             .filter(|&r| r >= 0)
             .min()
-            .unwrap_or(i32::MAX)
+            .unwrap_or(i32::MAX);
+        (first, p.mpi.is_empty())
     });
     let mut accounting = Accounting::default();
     for p in &programs {
@@ -543,5 +549,25 @@ mod tests {
         assert_eq!(run.programs[0].name, "second");
         let run = with_problems(run, vec!["a problem".into()]);
         assert_eq!(run.programs[0].diagnostics, ["a problem"]);
+    }
+
+    #[test]
+    fn the_program_a_wrapper_script_runs_comes_before_the_script() {
+        // `mpirun -np 2 ./run.sh`, the script running `hostname` and then
+        // the MPI program: all three carry world ranks 0 and 1, and the
+        // script and its tools connect first.
+        let mpi = |name: &str| {
+            let mut p = program(name, &[0, 1]);
+            p.mpi.insert("MPI_Init".into(), Default::default());
+            p
+        };
+        let run = run_of(vec![
+            program("sh", &[0, 1]),
+            program("hostname", &[1, 0]),
+            mpi("ring"),
+            mpi("later"),
+        ]);
+        let names: Vec<&str> = run.programs.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["ring", "later", "sh", "hostname"]);
     }
 }
