@@ -179,7 +179,11 @@ pub fn run_into_service(args: &RunArgs, addr: &str) -> Result<i32> {
     let mut env = run::probe_env(args, &probe, &probe_addr);
     env.push(("HARK_JOB".into(), job.clone()));
     let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
-    let argv = launch::with_env_options(launch::detect(&args.command[0]), &args.command, &names);
+    let launcher = launch::detect(&args.command[0]);
+    let command = launch::with_given_preloads(launcher, &args.command, |v| {
+        probe::preload_value(Some(v), &probe)
+    });
+    let argv = launch::with_env_options(launcher, &command, &names);
     let mut child = match Command::new(&argv[0]).args(&argv[1..]).envs(env).spawn() {
         Ok(c) => c,
         Err(e) => {

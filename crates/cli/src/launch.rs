@@ -15,6 +15,9 @@
 //!   programs).
 //! - Anything else (`srun`, scripts, a serial program) is run as given.
 //!
+//! An `LD_PRELOAD` the user gives the launcher itself would replace the one
+//! passed this way: [`with_given_preloads`] adds the probe to it.
+//!
 //! The probe itself stays passive in launcher processes, so preloading it
 //! into `mpirun` costs nothing.
 
@@ -152,6 +155,54 @@ pub fn with_env_options(launcher: Launcher, command: &[String], vars: &[&str]) -
             out.extend(rest.iter().cloned());
         }
         Launcher::Other => out.extend(rest.iter().cloned()),
+    }
+    out
+}
+
+/// `command` with `add` applied to every `LD_PRELOAD` value given to the
+/// launcher itself: `-x LD_PRELOAD=V` (Open MPI), `-env LD_PRELOAD V` or
+/// `-genv LD_PRELOAD V` (Hydra). Such a value replaces the one `hark run`
+/// passes, so the probe would reach no process; `add` puts it back in
+/// (after the user's libraries). The program's own arguments are left
+/// alone.
+pub fn with_given_preloads(
+    launcher: Launcher,
+    command: &[String],
+    add: impl Fn(&str) -> String,
+) -> Vec<String> {
+    let mut out = command.to_vec();
+    if launcher == Launcher::Other {
+        return out;
+    }
+    // Index of the next word, and whether it is still a launcher option
+    // (an application context's options come before its program).
+    let (mut i, mut options) = (1, true);
+    while i < out.len() {
+        let arg = out[i].as_str();
+        if arg == ":" {
+            (i, options) = (i + 1, true);
+            continue;
+        }
+        if !options || !arg.starts_with('-') {
+            // The program, or one of its arguments.
+            (i, options) = (i + 1, false);
+            continue;
+        }
+        let values = VALUED.iter().find(|(o, _)| *o == arg).map_or(0, |v| v.1);
+        match (launcher, arg) {
+            (Launcher::OpenMpi, "-x") => {
+                if let Some(v) = out.get(i + 1).and_then(|v| v.strip_prefix("LD_PRELOAD=")) {
+                    out[i + 1] = format!("LD_PRELOAD={}", add(v));
+                }
+            }
+            (Launcher::Hydra, "-env" | "-genv")
+                if out.get(i + 1).is_some_and(|n| n == "LD_PRELOAD") && i + 2 < out.len() =>
+            {
+                out[i + 2] = add(&out[i + 2]);
+            }
+            _ => {}
+        }
+        i += 1 + values;
     }
     out
 }
@@ -339,6 +390,29 @@ mod tests {
             with_env_options(Launcher::Hydra, &cmd, &["LD_PRELOAD", "HARK_ADDR"]),
             words("mpiexec.hydra -genvlist LD_PRELOAD,HARK_ADDR -n 2 ./a : -n 1 ./b")
         );
+    }
+
+    #[test]
+    fn a_preload_given_to_the_launcher_keeps_the_probe() {
+        let add = |v: &str| format!("{v}:/p/libhark.so");
+        let cmd = words(
+            "mpirun -np 2 -x LD_PRELOAD=/u/a.so ./a -x LD_PRELOAD=x : -x LD_PRELOAD=b.so -np 1 ./b",
+        );
+        assert_eq!(
+            with_given_preloads(Launcher::OpenMpi, &cmd, add),
+            words("mpirun -np 2 -x LD_PRELOAD=/u/a.so:/p/libhark.so ./a -x LD_PRELOAD=x : -x LD_PRELOAD=b.so:/p/libhark.so -np 1 ./b")
+        );
+        let cmd =
+            words("mpiexec -genv LD_PRELOAD a.so -n 2 -env LD_PRELOAD b.so ./a -env LD_PRELOAD c");
+        assert_eq!(
+            with_given_preloads(Launcher::Hydra, &cmd, add),
+            words("mpiexec -genv LD_PRELOAD a.so:/p/libhark.so -n 2 -env LD_PRELOAD b.so:/p/libhark.so ./a -env LD_PRELOAD c")
+        );
+        // Another launcher's syntax, or none, is not touched.
+        let cmd = words("srun -x LD_PRELOAD=a.so ./a");
+        assert_eq!(with_given_preloads(Launcher::Other, &cmd, add), cmd);
+        let cmd = words("mpirun -np 2 -x OTHER=a.so -x LD_PRELOAD ./a");
+        assert_eq!(with_given_preloads(Launcher::OpenMpi, &cmd, add), cmd);
     }
 
     #[test]

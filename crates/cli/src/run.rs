@@ -90,7 +90,10 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let env = probe_env(args, &probe, &server.probe_addr());
     let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
     let launcher = launch::detect(&args.command[0]);
-    let argv = launch::with_env_options(launcher, &args.command, &names);
+    let command = launch::with_given_preloads(launcher, &args.command, |v| {
+        probe::preload_value(Some(v), &probe)
+    });
+    let argv = launch::with_env_options(launcher, &command, &names);
     if args.verbose {
         print_stderr(&format!(
             "hark: probe {}\nhark: server listening on {}\nhark: launcher: {}\nhark: running {}\n",

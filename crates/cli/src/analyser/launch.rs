@@ -117,7 +117,10 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         }
         None => None,
     };
-    let line = launch::with_analyser_partition(launcher, &args.command, n, &analyser)
+    let command = launch::with_given_preloads(launcher, &args.command, |v| {
+        crate::probe::preload_value(Some(v), &probe)
+    });
+    let line = launch::with_analyser_partition(launcher, &command, n, &analyser)
         .context("cannot add the analyser partition to this command")?;
     let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
     let argv = launch::with_env_options(launcher, &line, &names);
