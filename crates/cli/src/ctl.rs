@@ -180,9 +180,7 @@ pub fn run_into_service(args: &RunArgs, addr: &str) -> Result<i32> {
     env.push(("HARK_JOB".into(), job.clone()));
     let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
     let launcher = launch::detect(&args.command[0]);
-    let command = launch::with_given_preloads(launcher, &args.command, |v| {
-        probe::preload_value(Some(v), &probe)
-    });
+    let command = launch::with_given_preloads(launcher, &args.command, &probe);
     let argv = launch::with_env_options(launcher, &command, &names);
     let mut child = match Command::new(&argv[0]).args(&argv[1..]).envs(env).spawn() {
         Ok(c) => c,

@@ -159,17 +159,13 @@ pub fn with_env_options(launcher: Launcher, command: &[String], vars: &[&str]) -
     out
 }
 
-/// `command` with `add` applied to every `LD_PRELOAD` value given to the
+/// `command` with `probe` added to every `LD_PRELOAD` value given to the
 /// launcher itself: `-x LD_PRELOAD=V` (Open MPI), `-env LD_PRELOAD V` or
 /// `-genv LD_PRELOAD V` (Hydra). Such a value replaces the one `hark run`
-/// passes, so the probe would reach no process; `add` puts it back in
-/// (after the user's libraries). The program's own arguments are left
-/// alone.
-pub fn with_given_preloads(
-    launcher: Launcher,
-    command: &[String],
-    add: impl Fn(&str) -> String,
-) -> Vec<String> {
+/// passes, so the probe would reach no process; it goes after the user's
+/// libraries. The program's own arguments are left alone.
+pub fn with_given_preloads(launcher: Launcher, command: &[String], probe: &Path) -> Vec<String> {
+    let add = |v: &str| crate::probe::preload_value(Some(v), probe);
     let mut out = command.to_vec();
     if launcher == Launcher::Other {
         return out;
@@ -394,25 +390,25 @@ mod tests {
 
     #[test]
     fn a_preload_given_to_the_launcher_keeps_the_probe() {
-        let add = |v: &str| format!("{v}:/p/libhark.so");
+        let probe = Path::new("/p/libhark.so");
         let cmd = words(
             "mpirun -np 2 -x LD_PRELOAD=/u/a.so ./a -x LD_PRELOAD=x : -x LD_PRELOAD=b.so -np 1 ./b",
         );
         assert_eq!(
-            with_given_preloads(Launcher::OpenMpi, &cmd, add),
+            with_given_preloads(Launcher::OpenMpi, &cmd, probe),
             words("mpirun -np 2 -x LD_PRELOAD=/u/a.so:/p/libhark.so ./a -x LD_PRELOAD=x : -x LD_PRELOAD=b.so:/p/libhark.so -np 1 ./b")
         );
         let cmd =
             words("mpiexec -genv LD_PRELOAD a.so -n 2 -env LD_PRELOAD b.so ./a -env LD_PRELOAD c");
         assert_eq!(
-            with_given_preloads(Launcher::Hydra, &cmd, add),
+            with_given_preloads(Launcher::Hydra, &cmd, probe),
             words("mpiexec -genv LD_PRELOAD a.so:/p/libhark.so -n 2 -env LD_PRELOAD b.so:/p/libhark.so ./a -env LD_PRELOAD c")
         );
         // Another launcher's syntax, or none, is not touched.
         let cmd = words("srun -x LD_PRELOAD=a.so ./a");
-        assert_eq!(with_given_preloads(Launcher::Other, &cmd, add), cmd);
+        assert_eq!(with_given_preloads(Launcher::Other, &cmd, probe), cmd);
         let cmd = words("mpirun -np 2 -x OTHER=a.so -x LD_PRELOAD ./a");
-        assert_eq!(with_given_preloads(Launcher::OpenMpi, &cmd, add), cmd);
+        assert_eq!(with_given_preloads(Launcher::OpenMpi, &cmd, probe), cmd);
     }
 
     #[test]

@@ -90,9 +90,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let env = probe_env(args, &probe, &server.probe_addr());
     let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
     let launcher = launch::detect(&args.command[0]);
-    let command = launch::with_given_preloads(launcher, &args.command, |v| {
-        probe::preload_value(Some(v), &probe)
-    });
+    let command = launch::with_given_preloads(launcher, &args.command, &probe);
     let argv = launch::with_env_options(launcher, &command, &names);
     if args.verbose {
         print_stderr(&format!(

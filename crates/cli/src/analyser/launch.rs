@@ -117,9 +117,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         }
         None => None,
     };
-    let command = launch::with_given_preloads(launcher, &args.command, |v| {
-        crate::probe::preload_value(Some(v), &probe)
-    });
+    let command = launch::with_given_preloads(launcher, &args.command, &probe);
     let line = launch::with_analyser_partition(launcher, &command, n, &analyser)
         .context("cannot add the analyser partition to this command")?;
     let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
