@@ -176,8 +176,7 @@ pub struct Hello {
     pub host: String,
     /// Process id.
     pub pid: u32,
-    /// World rank as the launcher announced it, or -1 if not known yet (or
-    /// the process is not the rank but one its wrapper script started).
+    /// World rank as the launcher announced it, or -1 if not known yet.
     pub rank: i32,
     /// World size as the launcher announced it, or -1.
     pub size: i32,

@@ -596,39 +596,23 @@ const RANK_VARS: [&str; 4] = [
 fn launching_parent() -> u32 {
     // SAFETY: getppid has no preconditions.
     let mut parent = unsafe { libc::getppid() } as u32;
-    let Some(mine) = rank_var() else {
+    let Some((var, rank)) = RANK_VARS
+        .iter()
+        .find_map(|&v| Some((v, std::env::var(v).ok()?)))
+    else {
         return parent;
     };
+    let mine = format!("{var}={rank}");
     // A bound on the walk: a process tree is never this deep.
     for _ in 0..64 {
+        let carries = std::fs::read(format!("/proc/{parent}/environ"))
+            .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == mine.as_bytes()));
         match parent_of(parent) {
-            Some(up) if up > 1 && carries(parent, &mine) => parent = up,
+            Some(up) if carries && up > 1 => parent = up,
             _ => break,
         }
     }
     parent
-}
-
-/// Whether this process's parent carries the same rank variable as it
-/// does: the launcher did not start it, a rank's wrapper did.
-fn inherits_rank() -> bool {
-    // SAFETY: getppid has no preconditions.
-    let parent = unsafe { libc::getppid() } as u32;
-    rank_var().is_some_and(|mine| carries(parent, &mine))
-}
-
-/// `NAME=value` of the first rank variable this process has.
-fn rank_var() -> Option<String> {
-    RANK_VARS
-        .iter()
-        .find_map(|&v| Some(format!("{v}={}", std::env::var(v).ok()?)))
-}
-
-/// Whether process `pid` was started with `var` (`NAME=value`) in its
-/// environment.
-fn carries(pid: u32, var: &str) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == var.as_bytes()))
 }
 
 /// The parent of process `pid`, from `/proc/<pid>/stat` (the field after
@@ -645,16 +629,7 @@ fn make_hello(cfg: &Config, parent: u32, job: &str) -> Hello {
     // SAFETY: `host` is writable for its length.
     unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) };
     let host_len = host.iter().position(|&c| c == 0).unwrap_or(0);
-    // A process a rank's wrapper started (`mpirun ./run.sh` running a tool,
-    // or the program without `exec`) inherits the rank's variables but is
-    // not the rank: it claims none, so that two such processes of one
-    // program are not refused as impostors. If it calls `MPI_Init`, its
-    // `Rank` frame claims the rank then. A forked child keeps its rank's,
-    // which names the rank it belongs to.
-    let rank = match parent == 0 && inherits_rank() {
-        true => -1,
-        false => env_i32(&RANK_VARS),
-    };
+    let rank = env_i32(&RANK_VARS);
     let size = env_i32(&["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"]);
     // Under a test skew the events and the realtime reading are late, the
     // reference reading is not: the handshake's own check (the server's
