@@ -12,7 +12,9 @@ fn preloaded_ring(mpi: Mpi, preload: &[&str]) {
         eprintln!("skipped: {} or gcc is not installed", mpi.name);
         return;
     }
-    let dir = scratch(&format!("preload-{}", mpi.cc));
+    // Tests run in parallel: each its own directory (`-env` and `-genv`
+    // share a compiler).
+    let dir = scratch(&format!("preload-{}{}", mpi.cc, preload[0]));
     let exe = compile(mpi.cc, "ring.c".as_ref(), &dir, &[]);
     let lib = compile(
         "gcc",
