@@ -167,38 +167,18 @@ pub fn with_env_options(launcher: Launcher, command: &[String], vars: &[&str]) -
 pub fn with_given_preloads(launcher: Launcher, command: &[String], probe: &Path) -> Vec<String> {
     let add = |v: &str| crate::probe::preload_value(Some(v), probe);
     let mut out = command.to_vec();
-    if launcher == Launcher::Other {
-        return out;
-    }
-    // Index of the next word, and whether it is still a launcher option
-    // (an application context's options come before its program).
-    let (mut i, mut options) = (1, true);
-    while i < out.len() {
-        let arg = out[i].as_str();
-        if arg == ":" {
-            (i, options) = (i + 1, true);
-            continue;
-        }
-        if !options || !arg.starts_with('-') {
-            // The program, or one of its arguments.
-            (i, options) = (i + 1, false);
-            continue;
-        }
-        let values = VALUED.iter().find(|(o, _)| *o == arg).map_or(0, |v| v.1);
-        match (launcher, arg) {
-            (Launcher::OpenMpi, "-x") => {
-                if let Some(v) = out.get(i + 1).and_then(|v| v.strip_prefix("LD_PRELOAD=")) {
+    for (i, end) in option_spans(command).into_iter().flatten() {
+        match (launcher, command[i].as_str(), &command[i + 1..end]) {
+            (Launcher::OpenMpi, "-x", [v]) => {
+                if let Some(v) = v.strip_prefix("LD_PRELOAD=") {
                     out[i + 1] = format!("LD_PRELOAD={}", add(v));
                 }
             }
-            (Launcher::Hydra, "-env" | "-genv")
-                if out.get(i + 1).is_some_and(|n| n == "LD_PRELOAD") && i + 2 < out.len() =>
-            {
-                out[i + 2] = add(&out[i + 2]);
+            (Launcher::Hydra, "-env" | "-genv", [name, v]) if name == "LD_PRELOAD" => {
+                out[i + 2] = add(v);
             }
             _ => {}
         }
-        i += 1 + values;
     }
     out
 }
@@ -274,22 +254,36 @@ const VALUED: &[(&str, usize)] = &[
 /// with its values, context by context: the words before each context's
 /// program. An option this does not know is taken for a flag.
 pub fn options(command: &[String]) -> Vec<Vec<(&str, &[String])>> {
-    let Some(rest) = command.get(1..) else {
-        return Vec::new();
-    };
-    rest.split(|a| a == ":")
+    option_spans(command)
+        .into_iter()
         .map(|context| {
-            let mut out = Vec::new();
-            let mut i = 0;
-            while let Some(arg) = context.get(i).filter(|a| a.starts_with('-')) {
-                let n = VALUED.iter().find(|(o, _)| o == arg).map_or(0, |v| v.1);
-                let end = (i + 1 + n).min(context.len());
-                out.push((arg.as_str(), &context[i + 1..end]));
-                i = end;
-            }
-            out
+            (context.into_iter())
+                .map(|(i, end)| (command[i].as_str(), &command[i + 1..end]))
+                .collect()
         })
         .collect()
+}
+
+/// Where [`options`] finds them: per application context, each option's
+/// index in `command` and the end (exclusive) of its values.
+fn option_spans(command: &[String]) -> Vec<Vec<(usize, usize)>> {
+    let mut contexts = Vec::new();
+    let mut start = 1;
+    while start <= command.len() {
+        let len = command[start..].iter().position(|a| a == ":");
+        let stop = len.map_or(command.len(), |n| start + n);
+        let mut spans = Vec::new();
+        let mut i = start;
+        while let Some(arg) = command.get(i).filter(|a| i < stop && a.starts_with('-')) {
+            let n = VALUED.iter().find(|(o, _)| o == arg).map_or(0, |v| v.1);
+            let end = (i + 1 + n).min(stop);
+            spans.push((i, end));
+            i = end;
+        }
+        contexts.push(spans);
+        start = stop + 1;
+    }
+    contexts
 }
 
 /// The writer ranks `command` starts: the sum of each application context's
