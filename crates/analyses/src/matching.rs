@@ -617,31 +617,257 @@ impl P2pMatcher {
 }
 
 /// Collective instances of one key (see the module doc).
+///
+/// Most open instances sit in a ring by sequence number: a rank goes
+/// through its instances in order, so its arrivals walk a ring from front
+/// to back (memory the processor fetches ahead), where a hash map scatters
+/// them over the heap and costs a cache miss or two per arrival while ranks
+/// drift apart by thousands of instances. What a ring cannot hold (more
+/// communicators, instances far ahead, inconsistent sizes, state read from
+/// a partial) is kept in a hash map, with the same results.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(into = "InstancesRepr", from = "InstancesRepr")]
 pub struct Instances {
-    /// (communicator, sequence number) → arrivals so far. A hash map: a
-    /// key holds hundreds of open instances while ranks drift apart, and a
-    /// tree's search through them cost more than judging the instance.
+    /// (communicator, sequence number) → arrivals so far, for the open
+    /// instances not in a ring.
     open: FxHashMap<(u32, i32), Vec<Arrival>>,
-    /// Keys of `open` in the order their instances began, and keys since
+    /// The rings, of [`RINGS`] communicators at most.
+    rings: Vec<Ring>,
+    /// The sequence numbers of one communicator that reach this key are
+    /// `1 << shift` apart (the board's keys take them in turn,
+    /// `on_board.rs`): a ring has a place for each of them only.
+    shift: u32,
+    /// Keys of the open instances in the order they began, and keys since
     /// completed, skipped when met: the oldest open instance is the first
     /// dropped.
-    #[serde(skip)]
     order: VecDeque<(u32, i32)>,
     unmatched: Unmatched,
     /// Vectors of instances judged, for the next ones (an allocation per
     /// instance costs as much as judging it).
-    #[serde(skip)]
     spare: Vec<Vec<Arrival>>,
 }
 
-/// Vectors an [`Instances`] keeps for reuse.
-const SPARE: usize = 64;
+/// How [`Instances`] serialise: the open instances in one map, wherever
+/// they were held.
+#[derive(Serialize, Deserialize)]
+struct InstancesRepr {
+    open: FxHashMap<(u32, i32), Vec<Arrival>>,
+    unmatched: Unmatched,
+}
+
+impl From<Instances> for InstancesRepr {
+    fn from(mut m: Instances) -> InstancesRepr {
+        m.unring();
+        InstancesRepr {
+            open: m.open,
+            unmatched: m.unmatched,
+        }
+    }
+}
+
+impl From<InstancesRepr> for Instances {
+    fn from(r: InstancesRepr) -> Instances {
+        Instances {
+            open: r.open,
+            unmatched: r.unmatched,
+            ..Instances::default()
+        }
+    }
+}
+
+/// Communicators an [`Instances`] keeps a ring for.
+const RINGS: usize = 4;
+
+/// Arrivals a ring has room for: its instances times the members of its
+/// communicator (about 48 bytes each).
+const RING_PLACES: usize = 1 << 14;
+
+/// Vectors an [`Instances`] keeps for reuse: enough for the open instances
+/// a key holds at most, so that a rank running ahead by a pack does not
+/// allocate one per instance while a rank behind frees as many.
+const SPARE: usize = MAX_INSTANCES;
+
+/// The open instances of one communicator, by sequence number.
+#[derive(Clone, Debug)]
+struct Ring {
+    comm: u32,
+    /// Members: the arrivals that complete an instance, and the places
+    /// each slot has.
+    size: usize,
+    /// The slot number (`seq >> shift`) of the front slot.
+    first: i64,
+    /// Per slot: the sequence number of its instance and how many have
+    /// arrived (0: no instance open there).
+    slots: VecDeque<(i32, u32)>,
+    /// `size` places per slot.
+    places: VecDeque<Arrival>,
+    /// Slots with an instance open.
+    open: usize,
+}
+
+impl Ring {
+    fn new(comm: u32, size: usize) -> Ring {
+        Ring {
+            comm,
+            size,
+            first: 0,
+            slots: VecDeque::new(),
+            places: VecDeque::new(),
+            open: 0,
+        }
+    }
+
+    /// The slot of sequence number `seq`, if it is open here.
+    fn find(&self, seq: i32, shift: u32) -> Option<usize> {
+        let i = usize::try_from((seq as i64 >> shift) - self.first).ok()?;
+        match self.slots.get(i) {
+            Some(&(s, n)) if n > 0 && s == seq => Some(i),
+            _ => None,
+        }
+    }
+
+    /// The slot for an arrival at `seq`, made if need be; `None` if the
+    /// ring cannot hold it (behind its front, too far ahead, or the slot
+    /// taken by another instance).
+    fn place(&mut self, a: &Arrival, shift: u32) -> Option<usize> {
+        let slot = a.seq as i64 >> shift;
+        if self.open == 0 {
+            self.slots.clear();
+            self.places.clear();
+            self.first = slot;
+        }
+        let i = usize::try_from(slot - self.first).ok()?;
+        if i >= self.slots.len() {
+            if (i + 1).saturating_mul(self.size) > RING_PLACES {
+                return None;
+            }
+            self.slots.resize(i + 1, (0, 0));
+            self.places.resize((i + 1) * self.size, *a);
+        }
+        let (s, n) = self.slots[i];
+        (n == 0 || s == a.seq).then_some(i)
+    }
+
+    /// The arrivals of slot `i`.
+    fn arrivals(&self, i: usize) -> impl Iterator<Item = &Arrival> {
+        let from = i * self.size;
+        self.places.range(from..from + self.slots[i].1 as usize)
+    }
+
+    /// Closes slot `i` (its instance complete or dropped) and drops the
+    /// closed slots at the front.
+    fn close(&mut self, i: usize) {
+        self.slots[i].1 = 0;
+        self.open -= 1;
+        while self.slots.front().is_some_and(|s| s.1 == 0) {
+            self.slots.pop_front();
+            self.places.drain(..self.size);
+            self.first += 1;
+        }
+    }
+}
+
+/// Where an open instance is held: a ring's slot, or the map.
+enum Site {
+    Ring(usize, usize),
+    Map,
+}
 
 impl Instances {
+    /// Instances whose sequence numbers (per communicator) reach this key
+    /// `1 << shift` apart.
+    pub(crate) fn strided(shift: u32) -> Instances {
+        Instances {
+            shift,
+            ..Instances::default()
+        }
+    }
+
+    /// Open instances.
+    fn open_len(&self) -> usize {
+        self.open.len() + self.rings.iter().map(|r| r.open).sum::<usize>()
+    }
+
+    /// Where the instance `key` is open, if it is.
+    fn site(&self, key: (u32, i32)) -> Option<Site> {
+        if let Some(r) = self.rings.iter().position(|r| r.comm == key.0) {
+            if let Some(i) = self.rings[r].find(key.1, self.shift) {
+                return Some(Site::Ring(r, i));
+            }
+        }
+        self.open.contains_key(&key).then_some(Site::Map)
+    }
+
+    /// The ring for `a`'s communicator, made or taken over if there is
+    /// room; `None` to use the map.
+    fn ring_for(&mut self, a: &Arrival) -> Option<usize> {
+        let size = a.size as usize;
+        if let Some(r) = self.rings.iter().position(|r| r.comm == a.comm) {
+            return Some(r);
+        }
+        if size == 0 || size > RING_PLACES / 64 {
+            return None;
+        }
+        if self.rings.len() < RINGS {
+            self.rings.push(Ring::new(a.comm, size));
+            return Some(self.rings.len() - 1);
+        }
+        let r = self.rings.iter().position(|r| r.open == 0)?;
+        self.rings[r] = Ring::new(a.comm, size);
+        Some(r)
+    }
+
     /// Takes one arrival; returns the wait states of the instance it
     /// completes, if it does.
     pub(crate) fn add(&mut self, a: Arrival, out: &mut Vec<Wait>) {
+        let key = (a.comm, a.seq);
+        let in_map = !self.open.is_empty() && self.open.contains_key(&key);
+        if !in_map {
+            if let Some(r) = self.ring_for(&a) {
+                if self.rings[r].size == a.size as usize {
+                    if let Some(i) = self.rings[r].place(&a, self.shift) {
+                        self.add_to_ring(r, i, a, out);
+                        return;
+                    }
+                } else if let Some(i) = self.rings[r].find(a.seq, self.shift) {
+                    // Its members said otherwise before: the map, which
+                    // goes by each arrival's own count, takes the instance.
+                    let arrivals = self.rings[r].arrivals(i).copied().collect();
+                    self.rings[r].close(i);
+                    self.open.insert(key, arrivals);
+                }
+            }
+        }
+        self.add_to_map(a, out);
+    }
+
+    fn add_to_ring(&mut self, r: usize, i: usize, a: Arrival, out: &mut Vec<Wait>) {
+        let ring = &mut self.rings[r];
+        let n = ring.slots[i].1 as usize;
+        if n > 0 && ring.arrivals(i).any(|x| x.rank == a.rank) {
+            // A rank arriving twice at one instance: its sequence numbers
+            // are off (it paused differently?); keep the first.
+            self.unmatched.arrivals += 1;
+            return;
+        }
+        if n == 0 {
+            ring.slots[i].0 = a.seq;
+            ring.open += 1;
+            self.order.push_back((a.comm, a.seq));
+        }
+        ring.places[i * ring.size + n] = a;
+        ring.slots[i].1 += 1;
+        if n + 1 >= ring.size {
+            let mut arrivals = self.spare.pop().unwrap_or_default();
+            arrivals.extend(ring.arrivals(i).copied());
+            ring.close(i);
+            self.judged(arrivals, out);
+        } else if self.open_len() > MAX_INSTANCES {
+            self.drop_oldest();
+        }
+    }
+
+    fn add_to_map(&mut self, a: Arrival, out: &mut Vec<Wait>) {
         let size = a.size as usize;
         let key = (a.comm, a.seq);
         let arrivals = match self.open.entry(key) {
@@ -654,45 +880,54 @@ impl Instances {
             }
         };
         if arrivals.iter().any(|x| x.rank == a.rank) {
-            // A rank arriving twice at one instance: its sequence numbers
-            // are off (it paused differently?); keep the first.
             self.unmatched.arrivals += 1;
             return;
         }
         arrivals.push(a);
         if arrivals.len() >= size.max(1) {
-            let mut arrivals = self.open.remove(&key).expect("just used");
-            judge_instance(&mut arrivals, out);
-            if self.spare.len() < SPARE {
-                arrivals.clear();
-                self.spare.push(arrivals);
-            }
-            self.trim_order();
-        } else if self.open.len() > MAX_INSTANCES {
+            let arrivals = self.open.remove(&key).expect("just used");
+            self.judged(arrivals, out);
+        } else if self.open_len() > MAX_INSTANCES {
             self.drop_oldest();
         }
+    }
+
+    /// Judges a complete instance and keeps its vector.
+    fn judged(&mut self, mut arrivals: Vec<Arrival>, out: &mut Vec<Wait>) {
+        judge_instance(&mut arrivals, out);
+        if self.spare.len() < SPARE {
+            arrivals.clear();
+            self.spare.push(arrivals);
+        }
+        self.trim_order();
     }
 
     /// Drops the oldest open instance, counting its arrivals.
     #[cold]
     fn drop_oldest(&mut self) {
-        if self.order.len() < self.open.len() {
+        if self.order.len() < self.open_len() {
             self.order_by_key();
         }
         loop {
             let Some(key) = self.order.pop_front() else {
-                if self.open.is_empty() {
+                if self.open_len() == 0 {
                     return;
                 }
                 self.order_by_key();
                 continue;
             };
-            if let Some(lost) = self.open.remove(&key) {
-                let lost = lost.len() as u64;
-                self.unmatched.arrivals += lost;
-                self.unmatched.dropped += lost;
-                return;
-            }
+            let lost = match self.site(key) {
+                Some(Site::Ring(r, i)) => {
+                    let n = self.rings[r].slots[i].1;
+                    self.rings[r].close(i);
+                    n as u64
+                }
+                Some(Site::Map) => self.open.remove(&key).map_or(0, |v| v.len() as u64),
+                None => continue,
+            };
+            self.unmatched.arrivals += lost;
+            self.unmatched.dropped += lost;
+            return;
         }
     }
 
@@ -700,6 +935,10 @@ impl Instances {
     /// renumbered): the open ones by communicator and sequence number.
     fn order_by_key(&mut self) {
         let mut keys: Vec<_> = self.open.keys().copied().collect();
+        for r in &self.rings {
+            let open = r.slots.iter().filter(|s| s.1 > 0);
+            keys.extend(open.map(|s| (r.comm, s.0)));
+        }
         keys.sort_unstable();
         self.order = keys.into();
     }
@@ -708,23 +947,37 @@ impl Instances {
     /// once they outnumber the open ones (an instance that never
     /// completes must not keep every later key in `order`).
     fn trim_order(&mut self) {
-        while let Some(key) = self.order.front() {
-            if self.open.contains_key(key) {
+        while let Some(&key) = self.order.front() {
+            if self.site(key).is_some() {
                 break;
             }
             self.order.pop_front();
         }
-        if self.order.len() > 2 * self.open.len() + 64 {
-            let open = &self.open;
-            self.order.retain(|k| open.contains_key(k));
+        if self.order.len() > 2 * self.open_len() + 64 {
+            let mut order = std::mem::take(&mut self.order);
+            order.retain(|&k| self.site(k).is_some());
+            self.order = order;
+        }
+    }
+
+    /// Moves the rings' open instances into the map.
+    fn unring(&mut self) {
+        for r in std::mem::take(&mut self.rings) {
+            for (i, &(seq, n)) in r.slots.iter().enumerate() {
+                if n > 0 {
+                    self.open
+                        .insert((r.comm, seq), r.arrivals(i).copied().collect());
+                }
+            }
         }
     }
 
     /// Merges another server's state; returns the wait states of the
     /// instances only the two together complete.
-    pub fn merge(&mut self, other: Instances) -> Vec<Wait> {
+    pub fn merge(&mut self, mut other: Instances) -> Vec<Wait> {
         let mut out = Vec::new();
         self.unmatched.add(&other.unmatched);
+        other.unring();
         // In key order, as the instances began: the same on every server.
         let mut open: Vec<_> = other.open.into_iter().collect();
         open.sort_unstable_by_key(|(k, _)| *k);
@@ -738,6 +991,7 @@ impl Instances {
 
     /// The end: counts what never completed.
     pub fn finish(&mut self) -> Unmatched {
+        self.unring();
         self.order.clear();
         for (_, arrivals) in std::mem::take(&mut self.open) {
             self.unmatched.arrivals += arrivals.len() as u64;
@@ -747,6 +1001,7 @@ impl Instances {
 
     /// Renumbers communicator, region and call path ids.
     pub fn remap(&mut self, ids: &IdMap) {
+        self.unring();
         let open = std::mem::take(&mut self.open);
         for ((comm, seq), mut arrivals) in open {
             arrivals.iter_mut().for_each(|a| a.remap(ids));
@@ -905,7 +1160,7 @@ mod tests {
         for seq in 0..n {
             m.add(arrival(1, seq), &mut out);
         }
-        assert_eq!(m.open.len(), MAX_INSTANCES);
+        assert_eq!(m.open_len(), MAX_INSTANCES);
         assert_eq!((m.unmatched.arrivals, m.unmatched.dropped), (100, 100));
         // The oldest went: the newest still complete, and completed keys
         // do not pile up in the order kept for dropping.
@@ -913,7 +1168,7 @@ mod tests {
             m.add(arrival(0, seq), &mut out);
         }
         assert_eq!(out.len(), 10);
-        assert!(m.order.len() <= 2 * m.open.len() + 64);
+        assert!(m.order.len() <= 2 * m.open_len() + 64);
         for seq in 0..50 {
             m.add(arrival(0, seq), &mut out);
         }
@@ -921,8 +1176,25 @@ mod tests {
         // then each pushes out the oldest.
         assert_eq!(out.len(), 10);
         assert_eq!(m.unmatched.dropped, 140);
-        assert_eq!(m.open.len(), MAX_INSTANCES);
+        assert_eq!(m.open_len(), MAX_INSTANCES);
         assert_eq!(m.finish().arrivals, 140 + MAX_INSTANCES as u64);
+    }
+
+    #[test]
+    fn an_instance_whose_members_disagree_on_its_size_is_judged_as_each_says() {
+        // Rank 0 says 3 members, rank 1 says 2: the instance completes
+        // with rank 1, as it would were every instance kept in the map.
+        let (mut m, mut out) = (Instances::default(), Vec::new());
+        let three = Arrival {
+            size: 3,
+            ..arrival(0, 0)
+        };
+        m.add(three, &mut out);
+        assert!(out.is_empty());
+        m.add(arrival(1, 0), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(m.open_len(), 0);
+        assert_eq!(m.finish(), Unmatched::default());
     }
 
     /// Arrivals of several communicators (sizes 1 to 5) whose ranks each
@@ -990,10 +1262,15 @@ mod tests {
         for seed in 1..40 {
             let arrivals = drifting(seed, true);
             let (want, left) = judged_directly(&arrivals);
-            let (mut m, mut out) = (Instances::default(), Vec::new());
-            arrivals.iter().for_each(|a| m.add(*a, &mut out));
-            assert!(out == want, "seed {seed}");
-            assert_eq!(m.finish().arrivals, left, "seed {seed}");
+            // Rings of consecutive sequence numbers, and rings told they
+            // are 4 apart (most arrivals then share a slot with another
+            // instance and go to the map): the same results.
+            for shift in [0, 2] {
+                let (mut m, mut out) = (Instances::strided(shift), Vec::new());
+                arrivals.iter().for_each(|a| m.add(*a, &mut out));
+                assert!(out == want, "seed {seed}, shift {shift}");
+                assert_eq!(m.finish().arrivals, left, "seed {seed}, shift {shift}");
+            }
             // Split at random between two states, one of them sent as a
             // partial is: the merge completes the same instances. (Which
             // of a rank's two arrivals counts depends on the split.)

@@ -630,6 +630,11 @@ fn publish(sub: &mut impl Submit, types: Types, st: &States, derived: Derived) {
 /// Keys of the collective instances: an instance's arrivals share one.
 const INSTANCE_KEYS: usize = 16;
 
+// A communicator's sequence numbers reach each key `INSTANCE_KEYS` apart
+// (`instance_key`), which `Instances::strided` relies on to keep them in
+// order.
+const _: () = assert!(INSTANCE_KEYS.is_power_of_two());
+
 /// The key of a collective instance's arrivals.
 fn instance_key(a: &Arrival) -> usize {
     ((a.comm as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ a.seq as u32 as u64) as usize
@@ -804,7 +809,9 @@ impl OnBoard {
                 &[types.arrivals.ty],
                 move |ctx, entries| {
                     let Some(key) = ctx.key() else { return };
-                    let m = slot_of(&st.collectives, key, Arc::default);
+                    let m = slot_of(&st.collectives, key, || {
+                        Arc::new(Instances::strided(INSTANCE_KEYS.trailing_zeros()))
+                    });
                     let mut waits = st.flow.waits.take();
                     {
                         let mut m = st.counts.lock(&m);
