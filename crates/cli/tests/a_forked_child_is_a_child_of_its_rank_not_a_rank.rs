@@ -2,7 +2,9 @@
 //! reported as a child process of that rank: its I/O is counted in the
 //! program's `children`, the program keeps its rank count, world rank 1
 //! stays at index 1, and no second chapter appears (under MPICH the child
-//! used to get a job, and so a program, of its own).
+//! used to get a job, and so a program, of its own). So is a worker that
+//! `multiprocessing`'s `spawn` starts, a new `python3` with the rank's
+//! variables, which used to be refused as a second claim to the rank.
 
 mod common;
 
@@ -75,18 +77,21 @@ fn a_c_fork_in_rank_0_keeps_world_rank_1_at_index_1_under_mpich() {
     c_fork_in_rank_0(MPICH);
 }
 
-fn pool_in_each_rank(mpi: Mpi, with_mpi4py: bool) {
+fn pool_in_each_rank(mpi: Mpi, with_mpi4py: bool, spawn: bool) {
     if !have(mpi.run) || !have("/usr/bin/python3") {
         eprintln!("skipped: {} or python3 is not installed", mpi.name);
         return;
     }
-    let dir = scratch(&format!("pool-{}", mpi.cc));
+    let dir = scratch(&format!("pool-{}-{spawn}", mpi.cc));
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/programs/pool_in_each_rank.py");
     let mut command = launcher(mpi, 2);
     command.extend(["/usr/bin/python3".into(), script.display().to_string()]);
     if with_mpi4py {
         command.push("mpi".into());
+    }
+    if spawn {
+        command.push("spawn".into());
     }
     let (out, run_dir) = hark_run(&dir, &[], &command);
     assert_exit(&out, 0);
@@ -100,17 +105,29 @@ fn pool_in_each_rank(mpi: Mpi, with_mpi4py: bool) {
     assert_eq!(world_ranks(p), vec![0, 1]);
     // Two workers per rank; their writes: four task files of 100 bytes per
     // rank, and the results they pickle back to the rank through a pipe
-    // (some tens of bytes each).
+    // (some tens of bytes each). `spawn` also starts a resource tracker
+    // per rank, and a spawned worker first reads its settings from the
+    // rank through a pipe.
     let children = children_by_rank(p);
+    let each = if spawn { 3 } else { 2 };
     assert_eq!(
         children.iter().map(|c| (c.0, c.1)).collect::<Vec<_>>(),
-        vec![(0, 2), (1, 2)]
+        vec![(0, each), (1, each)],
+        "{:#?}",
+        p["children"]
     );
     for (rank, _, written) in children {
         assert!(
             (400..1400).contains(&written),
             "rank {rank}'s children wrote {written} bytes"
         );
+    }
+    for c in p["children"].as_array().unwrap() {
+        let holder = p["rank_info"][c["world_rank"].as_u64().unwrap() as usize]["pid"].clone();
+        assert_eq!(c["parent_pid"], holder, "{c}");
+    }
+    for d in p["diagnostics"].as_array().unwrap() {
+        assert!(!d.as_str().unwrap().starts_with("refused"), "{d}");
     }
     let files = p["io"]["files"].as_array().unwrap();
     assert!(
@@ -138,7 +155,12 @@ fn pool_in_each_rank(mpi: Mpi, with_mpi4py: bool) {
 
 #[test]
 fn mpi4py_with_a_pool_of_two_in_each_of_two_ranks_is_two_ranks_under_open_mpi() {
-    pool_in_each_rank(OPEN_MPI, true);
+    pool_in_each_rank(OPEN_MPI, true, false);
+}
+
+#[test]
+fn mpi4py_with_a_spawned_pool_in_each_of_two_ranks_is_two_ranks_under_open_mpi() {
+    pool_in_each_rank(OPEN_MPI, true, true);
 }
 
 /// mpi4py here is built for Open MPI only: under MPICH the ranks are
@@ -146,5 +168,10 @@ fn mpi4py_with_a_pool_of_two_in_each_of_two_ranks_is_two_ranks_under_open_mpi() 
 /// calls.
 #[test]
 fn python_with_a_pool_of_two_in_each_of_two_ranks_is_two_ranks_under_mpich() {
-    pool_in_each_rank(MPICH, false);
+    pool_in_each_rank(MPICH, false, false);
+}
+
+#[test]
+fn python_with_a_spawned_pool_in_each_of_two_ranks_is_two_ranks_under_mpich() {
+    pool_in_each_rank(MPICH, false, true);
 }

@@ -6,6 +6,10 @@
 //! follow it. Under MPICH, whose Hydra names no job, each rank's job was
 //! its parent's pid, the script's: the program was split into one program
 //! per rank, each with its messages unmatched.
+//!
+//! The script also runs a nested `sh -c`: a process of the rank under the
+//! script's own name, which used to be refused as a second claim to the
+//! rank (its write lost); it is the script's child now.
 
 mod common;
 
@@ -21,7 +25,10 @@ fn wrapped_ring(mpi: Mpi) {
     let script = dir.join("run.sh");
     std::fs::write(
         &script,
-        format!("#!/bin/sh\nhostname > /dev/null\n{}\n", exe.display()),
+        format!(
+            "#!/bin/sh\nhostname > /dev/null\nsh -c 'echo nested > nested.$$'\n{}\n",
+            exe.display()
+        ),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -40,6 +47,38 @@ fn wrapped_ring(mpi: Mpi) {
     let ring = exe.file_name().unwrap().to_str().unwrap();
     assert_eq!(names.first(), Some(&ring), "{}: {names:?}", mpi.name);
     assert!(names.contains(&"sh"), "{}: {names:?}", mpi.name);
+    // Each rank's nested `sh` is a child of that rank's script, with its
+    // write; nothing was refused.
+    let programs = profile["programs"].as_array().unwrap();
+    let sh = programs.iter().find(|p| p["name"] == "sh").unwrap();
+    assert_eq!(sh["ranks"], 2, "{}", mpi.name);
+    let mut children: Vec<(i64, u64, u64)> = sh["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let rank = c["world_rank"].as_i64().unwrap();
+            let parent = c["parent_pid"].as_u64().unwrap();
+            let holder = sh["rank_info"].as_array().unwrap().iter();
+            let holder = holder
+                .filter(|r| r["world_rank"] == rank)
+                .map(|r| r["pid"].as_u64().unwrap());
+            assert_eq!(holder.collect::<Vec<_>>(), [parent], "{}", mpi.name);
+            (rank, parent, c["write_bytes"].as_u64().unwrap())
+        })
+        .collect();
+    children.sort();
+    assert_eq!(
+        children.iter().map(|c| (c.0, c.2)).collect::<Vec<_>>(),
+        [(0, 7), (1, 7)],
+        "{}",
+        mpi.name
+    );
+    for p in programs {
+        for d in p["diagnostics"].as_array().unwrap() {
+            assert!(!d.as_str().unwrap().starts_with("refused"), "{d}");
+        }
+    }
     // The ring's own counts, as without the script (ring.c: 100 rounds
     // of one MPI_Isend and one MPI_Allreduce per rank).
     assert_eq!(per_rank(&profile, 0, "MPI_Isend", "calls"), [100, 100]);

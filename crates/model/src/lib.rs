@@ -156,7 +156,7 @@ pub struct Program {
     /// How the ranks' clocks were put on one timeline, and how well.
     #[serde(default)]
     pub clock: Clock,
-    /// Processes forked (without `exec`) by the ranks, in order of
+    /// The ranks' child processes (see [`ChildProcess`]), in order of
     /// connection: not ranks themselves, so absent from the per-rank data.
     #[serde(default)]
     pub children: Vec<ChildProcess>,
@@ -284,13 +284,17 @@ pub struct Finding {
     pub time_ns: u64,
 }
 
-/// A process forked by a rank (a `multiprocessing` worker, a C `fork()`
-/// child): counted under its parent's rank, not as a rank of its own.
+/// A rank's child process: forked by it (a C `fork()` child, a forked
+/// `multiprocessing` worker), or started with `exec` below it under its
+/// program name (a wrapper script's nested shell, a `multiprocessing`
+/// worker started by `spawn`). Counted under its rank, not as a rank of
+/// its own.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ChildProcess {
-    /// World rank of the process it was forked from (-1 outside MPI).
+    /// World rank of the process it belongs to (-1 outside MPI).
     pub world_rank: i32,
-    /// The pid it was forked from.
+    /// The pid it was forked from, or, started with `exec`, the pid of
+    /// the rank's process it runs below.
     pub parent_pid: u32,
     /// Its own pid.
     pub pid: u32,

@@ -178,11 +178,16 @@ fn program(s: &mut String, p: &Program) {
                     .join(", ")
             )
         };
-        let _ =
-            writeln!(
+        let _ = writeln!(
             s,
-            "   Child processes: {n} forked by {by} (not ranks), {} I/O calls, read {}, written {}",
-            count(p.children.iter().flat_map(|c| c.io.values()).map(|t| t.calls).sum()),
+            "   Child processes: {n} of {by} (not ranks), {} I/O calls, read {}, written {}",
+            count(
+                p.children
+                    .iter()
+                    .flat_map(|c| c.io.values())
+                    .map(|t| t.calls)
+                    .sum()
+            ),
             bytes(p.children.iter().map(|c| c.read_bytes).sum::<u64>()),
             bytes(p.children.iter().map(|c| c.write_bytes).sum::<u64>()),
         );

@@ -12,9 +12,11 @@
 //! without it is refused. Rank streams are keyed by (job, program, world
 //! rank): a second stream claiming a rank that another still streams — in
 //! its `Hello` or later in its `Rank` frame — is refused, never merged; both
-//! kinds of refusal are counted and named in the diagnostics. A forked
-//! child (`Hello.parent` set) is analysed on a level of its own and folded
-//! into the program's `children`, never into its ranks.
+//! kinds of refusal are counted and named in the diagnostics. A child
+//! (`Hello.parent` set: forked by a rank's process, or started with `exec`
+//! below it under its name) is analysed on a level of its own and folded
+//! into the program's `children`, never into its ranks; one that calls
+//! `MPI_Init` is refused.
 //!
 //! Back-pressure: a reader whose program has more than `max_in_flight` bytes
 //! of events waiting for the analyses stops reading until it drops below.
@@ -64,7 +66,7 @@ pub(crate) struct ProgramSlot {
 pub(crate) struct Conn {
     /// The job, for telling which streams claim the same rank.
     pub(crate) job: String,
-    /// A forked child's stream (`Hello.parent` set): never a rank.
+    /// A child's stream (`Hello.parent` set): never a rank.
     pub(crate) child: bool,
     pub(crate) info: Arc<StreamInfo>,
     pub(crate) on: Arc<OnBoard>,
@@ -302,7 +304,7 @@ impl State {
                 if let Some(p) = folded.get_mut(at) {
                     if child.partial {
                         p.diagnostics.push(format!(
-                            "child process pid {} on {} (forked from pid {}, world rank {}) ended without its end-of-stream record (killed or crashed?); the {} events that arrived are kept",
+                            "child process pid {} on {} (of pid {}, world rank {}) ended without its end-of-stream record (killed or crashed?); the {} events that arrived are kept",
                             child.pid, child.host, child.parent_pid, child.world_rank, child.accounting.events_received
                         ));
                     }
@@ -614,13 +616,24 @@ impl Sink for State {
                 c.on.counts(&c.info, counts)
             }
             Frame::Defs(defs) => c.on.defs(&c.info, defs),
+            Frame::Rank(r) if c.child => {
+                // A child calls no `MPI_Init` (a forked one cannot): this
+                // is the rank's MPI program, started below a process of its
+                // own name that holds the rank (a wrapper), whose row it
+                // cannot take over.
+                let parent = c.info.hello().parent;
+                self.cut(
+                    conn,
+                    &format!(
+                        "it called MPI_Init as world rank {} below pid {parent}, a process of the same program name that holds the rank (a wrapper?); start the MPI program with `exec` from the wrapper, or under another name",
+                        r.world_rank
+                    ),
+                );
+                return;
+            }
             Frame::Rank(r) => {
                 let hello = c.info.hello();
-                let claimed = if c.child {
-                    Ok(())
-                } else {
-                    self.claim(&c.job, &hello.program, r.world_rank, conn.0, hello)
-                };
+                let claimed = self.claim(&c.job, &hello.program, r.world_rank, conn.0, hello);
                 if let Err(holder) = claimed {
                     self.cut(
                         conn,
@@ -838,6 +851,7 @@ impl State {
             .iter_mut()
         {
             p.conns.retain(|&id| id != conn.0);
+            p.child_conns.retain(|&id| id != conn.0);
         }
         let h = c.info.hello();
         self.problem(format!(

@@ -1,8 +1,10 @@
 //! Another process of the user can read a job's `HARK_ADDR` from
 //! `/proc/PID/environ` and connect. A stream without the run's secret is
 //! refused; one with it that claims a world rank another stream holds (in
-//! its `Hello`, or later in its `Rank` frame) is refused too, and named in
-//! the diagnostics: its "1000 GiB" never reaches the report.
+//! its `Hello`, or later in its `Rank` frame) is refused too, and so is a
+//! child (its `Hello` names a parent process) whose `Rank` frame says it
+//! called `MPI_Init`; each is named in the diagnostics: its "1000 GiB"
+//! never reaches the report.
 
 use hark_server::{Server, ServerConfig};
 use hark_wire::{
@@ -16,6 +18,11 @@ const SECRET: &str = "0123456789abcdef0123456789abcdef";
 const GIB_1000: u64 = 1000 << 30;
 
 fn hello(secret: &str, pid: u32, rank: i32) -> Vec<u8> {
+    child_hello(secret, pid, rank, 0)
+}
+
+/// A `Hello` of a child of process `parent` (0: of no process).
+fn child_hello(secret: &str, pid: u32, rank: i32, parent: u32) -> Vec<u8> {
     let mut b = Vec::new();
     Hello {
         program: "app".into(),
@@ -30,7 +37,7 @@ fn hello(secret: &str, pid: u32, rank: i32) -> Vec<u8> {
         realtime_ns: 1_700_000_000_000_000_000,
         pack_size: 1 << 20,
         secret: secret.into(),
-        parent: 0,
+        parent,
     }
     .encode(&mut b);
     b
@@ -142,6 +149,8 @@ fn impostors_without_the_secret_or_for_a_streaming_rank_are_refused_and_named() 
         (hello(SECRET, 9003, 0), work(0, 1, GIB_1000)),
         // The secret and no rank in the Hello; the Rank frame claims 1.
         (hello(SECRET, 9004, -1), work(1, 1, GIB_1000)),
+        // A child of rank 0's process that calls MPI_Init.
+        (child_hello(SECRET, 9005, 0, 4000), work(0, 1, GIB_1000)),
     ];
     for (h, w) in impostors {
         let mut s = UnixStream::connect(&path).unwrap();
@@ -149,7 +158,7 @@ fn impostors_without_the_secret_or_for_a_streaming_rank_are_refused_and_named() 
         s.write_all(&w).unwrap();
         s.write_all(&end(1)).unwrap();
     }
-    wait_for(&server, "the impostors' refusal", |s| s.refused == 4);
+    wait_for(&server, "the impostors' refusal", |s| s.refused == 5);
 
     for mut s in ranks {
         s.write_all(&end(10)).unwrap();
@@ -163,6 +172,7 @@ fn impostors_without_the_secret_or_for_a_streaming_rank_are_refused_and_named() 
         [4000, 4001]
     );
     assert_eq!(p.mpi["MPI_Send"].bytes, vec![1000, 1000], "no 1000 GiB");
+    assert!(p.children.is_empty(), "{:?}", p.children);
     assert_eq!(run.accounting.events_written, 20);
     assert_eq!(run.accounting.events_analysed, 20);
     let refused: Vec<&String> = p
@@ -170,7 +180,7 @@ fn impostors_without_the_secret_or_for_a_streaming_rank_are_refused_and_named() 
         .iter()
         .filter(|d| d.starts_with("refused"))
         .collect();
-    assert_eq!(refused.len(), 4, "{:#?}", p.diagnostics);
+    assert_eq!(refused.len(), 5, "{:#?}", p.diagnostics);
     for (pid, why) in [
         (9001, "did not give this run's secret"),
         (9002, "did not give this run's secret"),
@@ -181,6 +191,10 @@ fn impostors_without_the_secret_or_for_a_streaming_rank_are_refused_and_named() 
         (
             9004,
             "claims world rank 1, which is already streaming from pid 4001 on node0",
+        ),
+        (
+            9005,
+            "called MPI_Init as world rank 0 below pid 4000, a process of the same program name",
         ),
     ] {
         assert!(

@@ -1,7 +1,8 @@
-"""Each rank runs a multiprocessing pool of two forked workers; each of its
-four tasks writes 100 bytes to a file. With mpi4py (when given `mpi`) the
-ranks also exchange a message. The workers are child processes of their
-rank, not ranks."""
+"""Each rank runs a multiprocessing pool of two workers, forked (or started
+by `spawn` when given `spawn`: a new `python3` that inherits the rank's
+variables); each of its four tasks writes 100 bytes to a file. With mpi4py
+(when given `mpi`) the ranks also exchange a message. The workers are
+child processes of their rank, not ranks."""
 import multiprocessing
 import os
 import sys
@@ -15,12 +16,13 @@ def task(i):
 
 if __name__ == "__main__":
     rank = None
-    if sys.argv[1:] == ["mpi"]:
+    if "mpi" in sys.argv[1:]:
         from mpi4py import MPI
 
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()
-    pool = multiprocessing.get_context("fork").Pool(2)
+    method = "spawn" if "spawn" in sys.argv[1:] else "fork"
+    pool = multiprocessing.get_context(method).Pool(2)
     assert sorted(pool.map(task, range(4))) == [0, 1, 2, 3]
     pool.close()
     pool.join()

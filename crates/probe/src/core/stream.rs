@@ -136,7 +136,16 @@ pub(crate) fn init() {
         warn_once(name, warning);
     }
     clock::init(&cfg.clock, cfg.clock_skew_ns);
-    let s = install(cfg, 0, job_from_env());
+    let ancestry = rank_ancestry();
+    // Started (with `exec`) under the process the launcher started for
+    // this rank, and under its name: that process holds the rank, and this
+    // one is its child, as a forked one would be (a wrapper's nested
+    // `bash`, a `multiprocessing` worker started by `spawn`).
+    let parent = ancestry
+        .root
+        .filter(|&root| program_name(&argv_of(root)) == program_name(&argv))
+        .unwrap_or(0);
+    let s = install(cfg, parent, job_from_env(&ancestry));
     signals::install();
     // SAFETY: the handlers are plain functions that stay loaded.
     unsafe {
@@ -547,7 +556,16 @@ extern "C" fn after_fork_child() {
 
 /// `/proc/self/cmdline`, split at NULs.
 fn read_argv() -> Vec<String> {
-    std::fs::read("/proc/self/cmdline")
+    argv_of_path("/proc/self/cmdline")
+}
+
+/// The command line of process `pid` (empty if it cannot be read).
+fn argv_of(pid: u32) -> Vec<String> {
+    argv_of_path(&format!("/proc/{pid}/cmdline"))
+}
+
+fn argv_of_path(path: &str) -> Vec<String> {
+    std::fs::read(path)
         .map(|b| {
             b.split(|&c| c == 0)
                 .filter(|a| !a.is_empty())
@@ -571,12 +589,12 @@ fn env_i32(names: &[&str]) -> i32 {
 }
 
 /// The job from the launcher's environment, else `ppid:<pid>` of the
-/// process that launched this one (see [`launching_parent`]).
-fn job_from_env() -> String {
+/// process that launched this one (see [`Ancestry::launcher`]).
+fn job_from_env(ancestry: &Ancestry) -> String {
     ["HARK_JOB", "PMIX_NAMESPACE", "PMI_KVSNAME", "SLURM_JOB_ID"]
         .iter()
         .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()))
-        .unwrap_or_else(|| format!("ppid:{}", launching_parent()))
+        .unwrap_or_else(|| format!("ppid:{}", ancestry.launcher))
 }
 
 /// Variables through which a launcher gives a process its rank.
@@ -587,32 +605,50 @@ const RANK_VARS: [&str; 4] = [
     "SLURM_PROCID",
 ];
 
-/// The parent process, or, for a rank whose launcher names no job (MPICH's
-/// Hydra sets only `PMI_RANK`), the nearest ancestor that does not carry
-/// the same rank: the launcher's proxy, which all its ranks share. A
-/// wrapper script between the two (`mpirun ./run.sh`) carries the rank too;
-/// were it taken as the launcher, each rank would be a job, and a program,
-/// of its own.
-fn launching_parent() -> u32 {
+/// Where this process sits below its launcher, read from `/proc`.
+struct Ancestry {
+    /// The parent process, or, for a rank, the nearest ancestor that does
+    /// not carry the same rank: the launcher (or its proxy), which all its
+    /// ranks share. A wrapper script between the two (`mpirun ./run.sh`)
+    /// carries the rank too; were it taken as the launcher, each rank of
+    /// a launcher that names no job (MPICH's Hydra sets only `PMI_RANK`)
+    /// would be a job, and a program, of its own.
+    launcher: u32,
+    /// For a rank started below another process of its rank (a wrapper's),
+    /// the outermost of them: the process the launcher started.
+    root: Option<u32>,
+}
+
+fn rank_ancestry() -> Ancestry {
     // SAFETY: getppid has no preconditions.
     let mut parent = unsafe { libc::getppid() } as u32;
+    let mut root = None;
     let Some((var, rank)) = RANK_VARS
         .iter()
         .find_map(|&v| Some((v, std::env::var(v).ok()?)))
     else {
-        return parent;
+        return Ancestry {
+            launcher: parent,
+            root,
+        };
     };
     let mine = format!("{var}={rank}");
     // A bound on the walk: a process tree is never this deep.
     for _ in 0..64 {
         let carries = std::fs::read(format!("/proc/{parent}/environ"))
             .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == mine.as_bytes()));
+        if carries {
+            root = Some(parent);
+        }
         match parent_of(parent) {
             Some(up) if carries && up > 1 => parent = up,
             _ => break,
         }
     }
-    parent
+    Ancestry {
+        launcher: parent,
+        root,
+    }
 }
 
 /// The parent of process `pid`, from `/proc/<pid>/stat` (the field after
