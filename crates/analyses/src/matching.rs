@@ -678,8 +678,10 @@ impl From<InstancesRepr> for Instances {
 /// Communicators an [`Instances`] keeps a ring for.
 const RINGS: usize = 4;
 
-/// Arrivals a ring has room for: its instances times the members of its
-/// communicator (about 48 bytes each).
+/// Arrivals an [`Instances`]' rings have room for together: their
+/// instances times the members of their communicators (48 bytes each, so
+/// at most 768 KiB per key, a ring's slots staying from its oldest open
+/// instance to its newest; what does not fit goes to the map).
 const RING_PLACES: usize = 1 << 14;
 
 /// Vectors an [`Instances`] keeps for reuse: enough for the open instances
@@ -726,10 +728,10 @@ impl Ring {
         }
     }
 
-    /// The slot for an arrival at `seq`, made if need be; `None` if the
-    /// ring cannot hold it (behind its front, too far ahead, or the slot
-    /// taken by another instance).
-    fn place(&mut self, a: &Arrival, shift: u32) -> Option<usize> {
+    /// The slot for an arrival at `seq`, made if need be within `room`
+    /// places; `None` if the ring cannot hold it (behind its front, too far
+    /// ahead, or the slot taken by another instance).
+    fn place(&mut self, a: &Arrival, shift: u32, room: usize) -> Option<usize> {
         let slot = a.seq as i64 >> shift;
         if self.open == 0 {
             self.slots.clear();
@@ -738,7 +740,7 @@ impl Ring {
         }
         let i = usize::try_from(slot - self.first).ok()?;
         if i >= self.slots.len() {
-            if (i + 1).saturating_mul(self.size) > RING_PLACES {
+            if (i + 1).saturating_mul(self.size) > room {
                 return None;
             }
             self.slots.resize(i + 1, (0, 0));
@@ -825,7 +827,10 @@ impl Instances {
         if !in_map {
             if let Some(r) = self.ring_for(&a) {
                 if self.rings[r].size == a.size as usize {
-                    if let Some(i) = self.rings[r].place(&a, self.shift) {
+                    let others: usize = self.rings.iter().map(|r| r.places.len()).sum::<usize>()
+                        - self.rings[r].places.len();
+                    let room = RING_PLACES.saturating_sub(others);
+                    if let Some(i) = self.rings[r].place(&a, self.shift, room) {
                         self.add_to_ring(r, i, a, out);
                         return;
                     }
@@ -1178,6 +1183,26 @@ mod tests {
         assert_eq!(m.unmatched.dropped, 140);
         assert_eq!(m.open_len(), MAX_INSTANCES);
         assert_eq!(m.finish().arrivals, 140 + MAX_INSTANCES as u64);
+    }
+
+    #[test]
+    fn a_stuck_instance_holds_the_rings_within_their_room() {
+        // Rank 0 never arrives at the first instance: its ring's slots stay
+        // from there on, up to the room rings have; later instances go to
+        // the map, and complete there.
+        let (mut m, mut out) = (Instances::default(), Vec::new());
+        let n = 3 * RING_PLACES as i32;
+        for seq in 0..n {
+            m.add(arrival(1, seq), &mut out);
+            if seq > 0 {
+                m.add(arrival(0, seq), &mut out);
+            }
+            let places: usize = m.rings.iter().map(|r| r.places.len()).sum();
+            assert!(places <= RING_PLACES, "{places} places at {seq}");
+        }
+        assert_eq!(out.len(), n as usize - 1);
+        assert_eq!(m.open_len(), 1);
+        assert_eq!(m.finish().arrivals, 1);
     }
 
     #[test]
