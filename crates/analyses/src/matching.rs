@@ -644,7 +644,32 @@ pub struct Instances {
     unmatched: Unmatched,
     /// Vectors of instances judged, for the next ones (an allocation per
     /// instance costs as much as judging it).
-    spare: Vec<Vec<Arrival>>,
+    spare: Spare,
+}
+
+/// Vectors kept for reuse, and the arrivals they have room for.
+#[derive(Clone, Debug, Default)]
+struct Spare {
+    vecs: Vec<Vec<Arrival>>,
+    places: usize,
+}
+
+impl Spare {
+    /// A vector kept for reuse, or a new one.
+    fn take(&mut self) -> Vec<Arrival> {
+        let v = self.vecs.pop().unwrap_or_default();
+        self.places -= v.capacity();
+        v
+    }
+
+    /// Keeps `v` for reuse, if there is room.
+    fn keep(&mut self, mut v: Vec<Arrival>) {
+        if self.places + v.capacity() <= SPARE_PLACES {
+            self.places += v.capacity();
+            v.clear();
+            self.vecs.push(v);
+        }
+    }
 }
 
 /// How [`Instances`] serialise: the open instances in one map, wherever
@@ -684,10 +709,12 @@ const RINGS: usize = 4;
 /// instance to its newest; what does not fit goes to the map).
 const RING_PLACES: usize = 1 << 14;
 
-/// Vectors an [`Instances`] keeps for reuse: enough for the open instances
-/// a key holds at most, so that a rank running ahead by a pack does not
-/// allocate one per instance while a rank behind frees as many.
-const SPARE: usize = MAX_INSTANCES;
+/// Arrivals the vectors an [`Instances`] keeps for reuse have room for
+/// together: a rank running ahead opens some hundreds of instances per key
+/// and pack, which should not take an allocation each while a rank behind
+/// frees as many; bounded in bytes (768 KiB), as communicators can be
+/// large.
+const SPARE_PLACES: usize = 1 << 14;
 
 /// The open instances of one communicator, by sequence number.
 #[derive(Clone, Debug)]
@@ -863,7 +890,7 @@ impl Instances {
         ring.places[i * ring.size + n] = a;
         ring.slots[i].1 += 1;
         if n + 1 >= ring.size {
-            let mut arrivals = self.spare.pop().unwrap_or_default();
+            let mut arrivals = self.spare.take();
             arrivals.extend(ring.arrivals(i).copied());
             ring.close(i);
             self.judged(arrivals, out);
@@ -879,7 +906,7 @@ impl Instances {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
                 self.order.push_back(key);
-                let mut v = self.spare.pop().unwrap_or_default();
+                let mut v = self.spare.take();
                 v.reserve(size);
                 e.insert(v)
             }
@@ -900,10 +927,7 @@ impl Instances {
     /// Judges a complete instance and keeps its vector.
     fn judged(&mut self, mut arrivals: Vec<Arrival>, out: &mut Vec<Wait>) {
         judge_instance(&mut arrivals, out);
-        if self.spare.len() < SPARE {
-            arrivals.clear();
-            self.spare.push(arrivals);
-        }
+        self.spare.keep(arrivals);
         self.trim_order();
     }
 
@@ -1183,6 +1207,18 @@ mod tests {
         assert_eq!(m.unmatched.dropped, 140);
         assert_eq!(m.open_len(), MAX_INSTANCES);
         assert_eq!(m.finish().arrivals, 140 + MAX_INSTANCES as u64);
+    }
+
+    #[test]
+    fn vectors_kept_for_reuse_are_bounded_by_the_arrivals_they_hold() {
+        // A large communicator's vectors: 16 of 1,000 places fit.
+        let mut spare = Spare::default();
+        for _ in 0..100 {
+            spare.keep(Vec::with_capacity(1000));
+        }
+        assert_eq!((spare.vecs.len(), spare.places), (16, 16_000));
+        assert!(spare.take().capacity() >= 1000);
+        assert_eq!(spare.places, 15_000);
     }
 
     #[test]
