@@ -140,9 +140,12 @@ pub(crate) fn init() {
     // Started (with `exec`) under the process the launcher started for
     // this rank, and under its name: that process holds the rank, and this
     // one is its child, as a forked one would be (a wrapper's nested
-    // `bash`, a `multiprocessing` worker started by `spawn`).
+    // `bash`, a `multiprocessing` worker started by `spawn`). Over MPI
+    // (`--analysers`) only processes that call `MPI_Init` stream: a
+    // wrapper holds no rank there, and an MPI program below it is the rank.
     let parent = ancestry
         .root
+        .filter(|_| !cfg.addr.starts_with("mpi:"))
         .filter(|&root| program_name(&argv_of(root)) == program_name(&argv))
         .unwrap_or(0);
     let s = install(cfg, parent, job_from_env(&ancestry));
