@@ -137,9 +137,11 @@ pub enum Arg {
     Win,
     /// Target rank of a one-sided operation.
     TargetRank,
-    /// Origin element count of a one-sided operation.
+    /// Element count of the buffer a one-sided operation's bytes are
+    /// counted from: the origin's, the result's for `Get_accumulate` and
+    /// `Rget_accumulate`.
     OriginCount,
-    /// Origin datatype of a one-sided operation.
+    /// Datatype of that buffer.
     OriginType,
     /// File handle (`MPI_File`).
     File,
@@ -344,13 +346,16 @@ table! {
     "MPI_Put" Rma [Other, OriginCount, OriginType, TargetRank, Other, Other, Other, Win],
     "MPI_Get" Rma [Other, OriginCount, OriginType, TargetRank, Other, Other, Other, Win],
     "MPI_Accumulate" Rma [Other, OriginCount, OriginType, TargetRank, Other, Other, Other, Other, Win],
-    "MPI_Get_accumulate" Rma [Other, OriginCount, OriginType, Other, Other, Other, TargetRank, Other, Other, Other, Other, Win],
+    // The result buffer is the one counted: it is always significant,
+    // while the origin is ignored under `MPI_NO_OP`, the usual atomic read
+    // of ARMCI-style libraries (Global Arrays, NWChem).
+    "MPI_Get_accumulate" Rma [Other, Other, Other, Other, OriginCount, OriginType, TargetRank, Other, Other, Other, Other, Win],
     "MPI_Fetch_and_op" Rma [Other, Other, OriginType, TargetRank, Other, Other, Win],
     "MPI_Compare_and_swap" Rma [Other, Other, Other, OriginType, TargetRank, Other, Win],
     "MPI_Rput" Rma [Other, OriginCount, OriginType, TargetRank, Other, Other, Other, Win, RequestOut],
     "MPI_Rget" Rma [Other, OriginCount, OriginType, TargetRank, Other, Other, Other, Win, RequestOut],
     "MPI_Raccumulate" Rma [Other, OriginCount, OriginType, TargetRank, Other, Other, Other, Other, Win, RequestOut],
-    "MPI_Rget_accumulate" Rma [Other, OriginCount, OriginType, Other, Other, Other, TargetRank, Other, Other, Other, Other, Win, RequestOut],
+    "MPI_Rget_accumulate" Rma [Other, Other, Other, Other, OriginCount, OriginType, TargetRank, Other, Other, Other, Other, Win, RequestOut],
 
     // One-sided: synchronisation.
     "MPI_Win_fence" RmaSync [Other, Win],

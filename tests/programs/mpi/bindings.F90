@@ -4,6 +4,7 @@
 program bindings
 #if BINDING == 3
   use mpi_f08
+  use, intrinsic :: iso_c_binding, only: c_ptr
 #elif BINDING == 2
   use mpi
 #endif
@@ -16,13 +17,18 @@ program bindings
   type(MPI_Request) :: rq(2)
   type(MPI_Comm) :: half
   type(MPI_File) :: fh
+  type(MPI_Win) :: win
+  type(c_ptr) :: base
 #else
   integer :: st(MPI_STATUS_SIZE)
   integer :: rq(2)
   integer :: half
   integer :: fh
+  integer :: win
+  integer(kind=MPI_ADDRESS_KIND) :: base
 #endif
   integer(kind=MPI_OFFSET_KIND) :: offset
+  integer(kind=MPI_ADDRESS_KIND) :: wsize, disp
   character(len=512) :: dir
   integer :: rank, size, ierr, right, left, idx, outcount, indices(2)
   double precision :: d(16), e(16)
@@ -83,6 +89,23 @@ program bindings
   offset = 12 * rank
   call MPI_File_write_at(fh, offset, ints, 3, MPI_INTEGER, MPI_STATUS_IGNORE, ierr)
   call MPI_File_close(fh, ierr)
+
+  ! One-sided: a window of 8 doubles (allocated: Open MPI 4.1 cannot create
+  ! one over the program's memory without single-copy transfers, which the
+  ! tests turn off); 2 doubles put into the right neighbour's between
+  ! fences, then an atomic read of 2 doubles from rank 0's (Get_accumulate
+  ! with MPI_NO_OP: the result buffer counts).
+  wsize = 64
+  call MPI_Win_allocate(wsize, 8, MPI_INFO_NULL, MPI_COMM_WORLD, base, win, ierr)
+  call MPI_Win_fence(0, win, ierr)
+  disp = 2
+  call MPI_Put(d, 2, MPI_DOUBLE_PRECISION, right, disp, 2, MPI_DOUBLE_PRECISION, win, ierr)
+  call MPI_Win_fence(0, win, ierr)
+  call MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win, ierr)
+  call MPI_Get_accumulate(d, 0, MPI_DOUBLE_PRECISION, d(9), 2, MPI_DOUBLE_PRECISION, &
+                          0, disp, 2, MPI_DOUBLE_PRECISION, MPI_NO_OP, win, ierr)
+  call MPI_Win_unlock(0, win, ierr)
+  call MPI_Win_free(win, ierr)
 
   call MPI_Finalize(ierr)
 end program bindings

@@ -83,8 +83,12 @@ int main(int argc, char **argv) {
   }
 
   /* One-sided: a window of 16 doubles; each rank puts 2 doubles into its
-   * right neighbour and gets 1 from its left, between fences; then a
-   * passive-target accumulate of 3 doubles into rank 0's window. */
+   * right neighbour and gets 1 from its left, between fences; then, in a
+   * passive-target epoch on rank 0's window: an accumulate of 3 doubles;
+   * an atomic read of 2 doubles as ARMCI-style libraries do it
+   * (`Get_accumulate` with `MPI_NO_OP`: the origin is ignored, the result
+   * counts); a fetch-and-add of one double, a compare-and-swap of one long
+   * and a request-based fetch-and-add of one double. */
   {
     MPI_Win win;
     double *base;
@@ -95,6 +99,13 @@ int main(int argc, char **argv) {
     MPI_Win_fence(0, win);
     MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
     MPI_Accumulate(d, 3, MPI_DOUBLE, 0, 8, 3, MPI_DOUBLE, MPI_SUM, win);
+    MPI_Get_accumulate(NULL, 0, MPI_DOUBLE, d + 6, 2, MPI_DOUBLE, 0, 8, 2, MPI_DOUBLE, MPI_NO_OP, win);
+    MPI_Fetch_and_op(d, d + 8, MPI_DOUBLE, 0, 10, MPI_SUM, win);
+    long cas[3] = {0, 1, 0};
+    MPI_Compare_and_swap(&cas[0], &cas[1], &cas[2], MPI_LONG, 0, 11, win);
+    MPI_Request r;
+    MPI_Rget_accumulate(d, 1, MPI_DOUBLE, d + 9, 1, MPI_DOUBLE, 0, 12, 1, MPI_DOUBLE, MPI_SUM, win, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
     MPI_Win_unlock(0, win);
     MPI_Win_free(&win);
   }
