@@ -11,6 +11,7 @@ packages=(
     graphviz                 # dot, for the topology graph in report.html
     lammps lammps-examples   # a real MPI application and its inputs
     hpcc                     # the HPC Challenge benchmark, another real one
+    nwchem-openmpi           # NWChem: Global Arrays over MPI one-sided calls
     python3-mpi4py
     chromium                 # headless, to check report.html renders
     libopen-trace-format2-dev otf2-tools python3-otf2   # OTF2 traces: write, print, read

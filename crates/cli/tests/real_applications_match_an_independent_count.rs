@@ -1,7 +1,8 @@
 //! Programs nobody here wrote — Debian's LAMMPS (the Lennard-Jones melt from
-//! `lammps-examples`) and the HPC Challenge benchmark `hpcc` — measured at
-//! np 2 through Open MPI's `mpirun`: their output is unchanged, and the
-//! calls and bytes in `profile.json` equal an independent count.
+//! `lammps-examples`), the HPC Challenge benchmark `hpcc` and NWChem (an SCF
+//! of water; Global Arrays over MPI-3 one-sided calls) — measured at np 2
+//! through Open MPI's `mpirun`: their output is unchanged, and the calls and
+//! bytes in `profile.json` equal an independent count.
 //!
 //! The independent count comes from `tests/programs/count_mpi.c`, a small
 //! PMPI-style library compiled here with `mpicc` and preloaded *before*
@@ -142,5 +143,62 @@ fn hpcc_on_two_ranks_matches_an_independent_count() {
     let profile = profile(&run_dir);
     let n = compare(&profile, &read_counts(&dir.join("counts"), 2));
     eprintln!("hpcc: {n} MPI functions agree with the independent count");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An SCF of water in 6-31G*: a second of NWChem, whose Global Arrays move
+/// their data with one-sided calls (`MPI_Get_accumulate` with `MPI_NO_OP`
+/// for reads, `MPI_Accumulate`, `MPI_Fetch_and_op`) under passive-target
+/// epochs.
+const WATER: &str = "start h2o
+title \"water scf\"
+geometry units angstroms
+  O  0.000  0.000  0.000
+  H  0.000  0.757  0.587
+  H  0.000 -0.757  0.587
+end
+basis
+  * library 6-31g*
+end
+task scf energy
+";
+
+#[test]
+fn nwchem_scf_on_two_ranks_matches_an_independent_count() {
+    if !have("nwchem.openmpi") || !have(OPEN_MPI.cc) {
+        eprintln!("skipped: needs nwchem-openmpi and Open MPI (scripts/deps.sh installs them)");
+        return;
+    }
+    let dir = scratch("nwchem");
+    std::fs::write(dir.join("h2o.nw"), WATER).unwrap();
+    let mut command = launcher(OPEN_MPI, 2);
+    command.extend(["nwchem.openmpi".into(), "h2o.nw".into()]);
+    // The energy NWChem prints, to 12 decimals: the same with Hark.
+    let energy = |out: &[u8]| -> String {
+        String::from_utf8_lossy(out)
+            .lines()
+            .find(|l| l.contains("Total SCF energy"))
+            .unwrap_or_else(|| panic!("no SCF energy in:\n{}", String::from_utf8_lossy(out)))
+            .trim()
+            .to_string()
+    };
+
+    let bare = bare_run(&dir, &command);
+    assert!(bare.status.success(), "NWChem fails without hark");
+    let (out, run_dir) = counted_run(&dir, &command);
+    assert_exit(&out, 0);
+    assert_eq!(energy(&out.stdout), energy(&bare.stdout));
+
+    let counts = read_counts(&dir.join("counts"), 2);
+    // The one-sided calls are there to compare, on every rank.
+    for f in ["MPI_Get_accumulate", "MPI_Accumulate"] {
+        for (rank, c) in counts.iter().enumerate() {
+            let (calls, bytes) = c.get(f).copied().unwrap_or_default();
+            assert!(calls > 0 && bytes > 0, "rank {rank} made no {f} with data");
+        }
+    }
+    let profile = profile(&run_dir);
+    let n = compare(&profile, &counts);
+    eprintln!("NWChem: {n} MPI functions agree with the independent count");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -8,14 +8,21 @@ use super::common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Functions whose bytes are what the send moves (count × type size), the
-/// same definition for Hark and the counter.
+/// Functions whose bytes are what the call moves (count × type size; for
+/// one-sided calls as `docs/mpi.md` defines them), the same definition for
+/// Hark and the counter.
 pub const SEND_BYTES: &[&str] = &[
     "MPI_Send",
     "MPI_Isend",
     "MPI_Ssend",
     "MPI_Rsend",
     "MPI_Sendrecv",
+    "MPI_Put",
+    "MPI_Get",
+    "MPI_Accumulate",
+    "MPI_Get_accumulate",
+    "MPI_Fetch_and_op",
+    "MPI_Compare_and_swap",
 ];
 
 /// `function -> (calls, bytes)` per rank, from the counter's files.

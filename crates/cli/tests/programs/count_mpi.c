@@ -1,7 +1,10 @@
 /* An independent count of MPI calls, to check Hark's numbers against.
  *
  * Preloaded (before Hark's probe) into an MPI program, it wraps a few MPI
- * functions, counts each call and the bytes it sends (count x type size),
+ * functions, counts each call and the bytes it sends (count x type size;
+ * for one-sided calls the origin buffer's, the result buffer's for
+ * MPI_Get_accumulate, one element for MPI_Fetch_and_op and
+ * MPI_Compare_and_swap),
  * forwards to the next definition found with dlsym(RTLD_NEXT) -- Hark's
  * wrapper, then the MPI library -- and at MPI_Finalize writes one line per
  * function, "name calls bytes", to $COUNT_DIR/count.<world rank>.
@@ -16,13 +19,16 @@
 
 enum { SEND, ISEND, SSEND, RSEND, RECV, IRECV, SENDRECV, WAIT, WAITALL, WAITANY,
        TEST, IPROBE, PROBE, BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER,
-       ALLGATHERV, ALLTOALL, ALLTOALLV, GATHER, SCATTER, NFUNC };
+       ALLGATHERV, ALLTOALL, ALLTOALLV, GATHER, SCATTER, PUT, GET, ACCUMULATE,
+       GET_ACCUMULATE, FETCH_AND_OP, COMPARE_AND_SWAP, NFUNC };
 static const char *names[NFUNC] = {
     "MPI_Send", "MPI_Isend", "MPI_Ssend", "MPI_Rsend", "MPI_Recv", "MPI_Irecv",
     "MPI_Sendrecv", "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Test",
     "MPI_Iprobe", "MPI_Probe", "MPI_Barrier", "MPI_Bcast", "MPI_Reduce",
     "MPI_Allreduce", "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall",
-    "MPI_Alltoallv", "MPI_Gather", "MPI_Scatter"};
+    "MPI_Alltoallv", "MPI_Gather", "MPI_Scatter", "MPI_Put", "MPI_Get",
+    "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op",
+    "MPI_Compare_and_swap"};
 static unsigned long long calls[NFUNC], bytes[NFUNC];
 
 static void *next(const char *name) {
@@ -129,6 +135,44 @@ int MPI_Gather(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Data
 }
 int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
     FORWARD(SCATTER, gather_t, "MPI_Scatter", (s, sc, st, r, rc, rt, root, comm))
+}
+
+typedef int (*put_t)(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win);
+int MPI_Put(const void *o, int oc, MPI_Datatype ot, int r, MPI_Aint d, int tc, MPI_Datatype tt, MPI_Win w) {
+    if (r != MPI_PROC_NULL) bytes[PUT] += size_of(oc, ot);
+    FORWARD(PUT, put_t, "MPI_Put", (o, oc, ot, r, d, tc, tt, w))
+}
+typedef int (*get_t)(void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win);
+int MPI_Get(void *o, int oc, MPI_Datatype ot, int r, MPI_Aint d, int tc, MPI_Datatype tt, MPI_Win w) {
+    if (r != MPI_PROC_NULL) bytes[GET] += size_of(oc, ot);
+    FORWARD(GET, get_t, "MPI_Get", (o, oc, ot, r, d, tc, tt, w))
+}
+typedef int (*accumulate_t)(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype,
+                            MPI_Op, MPI_Win);
+int MPI_Accumulate(const void *o, int oc, MPI_Datatype ot, int r, MPI_Aint d, int tc,
+                   MPI_Datatype tt, MPI_Op op, MPI_Win w) {
+    if (r != MPI_PROC_NULL) bytes[ACCUMULATE] += size_of(oc, ot);
+    FORWARD(ACCUMULATE, accumulate_t, "MPI_Accumulate", (o, oc, ot, r, d, tc, tt, op, w))
+}
+typedef int (*get_accumulate_t)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int,
+                                MPI_Aint, int, MPI_Datatype, MPI_Op, MPI_Win);
+int MPI_Get_accumulate(const void *o, int oc, MPI_Datatype ot, void *res, int rc, MPI_Datatype rt,
+                       int r, MPI_Aint d, int tc, MPI_Datatype tt, MPI_Op op, MPI_Win w) {
+    if (r != MPI_PROC_NULL) bytes[GET_ACCUMULATE] += size_of(rc, rt);
+    FORWARD(GET_ACCUMULATE, get_accumulate_t, "MPI_Get_accumulate",
+            (o, oc, ot, res, rc, rt, r, d, tc, tt, op, w))
+}
+typedef int (*fetch_and_op_t)(const void *, void *, MPI_Datatype, int, MPI_Aint, MPI_Op, MPI_Win);
+int MPI_Fetch_and_op(const void *o, void *res, MPI_Datatype t, int r, MPI_Aint d, MPI_Op op, MPI_Win w) {
+    if (r != MPI_PROC_NULL) bytes[FETCH_AND_OP] += size_of(1, t);
+    FORWARD(FETCH_AND_OP, fetch_and_op_t, "MPI_Fetch_and_op", (o, res, t, r, d, op, w))
+}
+typedef int (*compare_and_swap_t)(const void *, const void *, void *, MPI_Datatype, int, MPI_Aint,
+                                  MPI_Win);
+int MPI_Compare_and_swap(const void *o, const void *c, void *res, MPI_Datatype t, int r, MPI_Aint d,
+                         MPI_Win w) {
+    if (r != MPI_PROC_NULL) bytes[COMPARE_AND_SWAP] += size_of(1, t);
+    FORWARD(COMPARE_AND_SWAP, compare_and_swap_t, "MPI_Compare_and_swap", (o, c, res, t, r, d, w))
 }
 
 typedef int (*finalize_t)(void);
