@@ -344,15 +344,52 @@ fn transfer_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Find
     } else {
         ", besides the polling"
     };
+    let (time_s, of_rank) = (duration(time), share(time, rank_time));
+    let transfer = 100.0 * e.transfer;
+    // Only a call that moves data is said to: a one-sided synchronisation
+    // also waits for its targets, a barrier moves nothing, and a set-up
+    // call (a communicator, a window, a file) moves no message data.
+    let outside = format!(
+        "MPI calls spend {time_s} ({of_rank} of rank time) outside the wait states Hark judges{besides} (transfer efficiency {transfer:.1} %), most in {func}"
+    );
+    let (title, detail) = match by_name(func).map(|(_, f)| f.class) {
+        _ if matches!(func.as_str(), "MPI_Barrier" | "MPI_Ibarrier") => (
+            format!("Time in synchronisation, most in {func}"),
+            format!(
+                "{outside}, which moves no data: past the wait for the last rank, which is judged, its time is the library synchronising the ranks. Look at how often the program synchronises."
+            ),
+        ),
+        Some(Class::RmaSync) => (
+            format!("Time in one-sided synchronisation, most in {func}"),
+            format!(
+                "{outside}, a one-sided synchronisation: its time is the transfers it completes and the waiting for its targets, which no pattern tells apart. Look at how often the program synchronises its windows, and at the sizes and counts of its one-sided calls."
+            ),
+        ),
+        Some(
+            Class::CommCreate
+            | Class::CommFree
+            | Class::Win
+            | Class::FileMeta
+            | Class::RequestMisc
+            | Class::Other
+            | Class::Query,
+        ) => (
+            format!("Time in MPI set-up calls, most in {func}"),
+            format!(
+                "{outside}, which moves no message data: it creates or frees communicators, windows or files, or manages the library, and the waiting inside it for other ranks is not judged. Look at how often the program calls it."
+            ),
+        ),
+        _ => (
+            "Time moving data".to_string(),
+            format!(
+                "MPI calls spend {time_s} ({of_rank} of rank time) moving data rather than waiting{besides} (transfer efficiency {transfer:.1} %), most in {func}: look at message sizes and counts, or overlap communication with work."
+            ),
+        ),
+    };
     Some(Finding {
         severity: String::new(),
-        title: "Time moving data".into(),
-        detail: format!(
-            "MPI calls spend {} ({} of rank time) moving data rather than waiting{besides} (transfer efficiency {:.1} %), most in {func}: look at message sizes and counts, or overlap communication with work.",
-            duration(time),
-            share(time, rank_time),
-            100.0 * e.transfer
-        ),
+        title,
+        detail,
         time_ns: time,
     })
 }
@@ -553,6 +590,63 @@ mod tests {
         assert!(polling_finding(&slow, &polling(&slow), rank_time).is_none());
         let t = transfer_finding(&slow, &polling(&slow), rank_time).unwrap();
         assert_eq!(t.time_ns, 2_000_000_000 + 2000 * 60_000);
+    }
+
+    #[test]
+    fn time_in_synchronisation_or_set_up_calls_is_not_called_moving_data() {
+        let rank_time = 20_000_000_000;
+        let mut p = program();
+        calls(
+            &mut p,
+            "MPI_Win_flush_all",
+            [9000, 9000],
+            [3_000_000_000; 2],
+        );
+        let t = transfer_finding(&p, &polling(&p), rank_time).unwrap();
+        assert_eq!(t.time_ns, 8_000_000_000);
+        assert_eq!(
+            t.title,
+            "Time in one-sided synchronisation, most in MPI_Win_flush_all"
+        );
+        assert!(
+            t.detail.starts_with(
+                "MPI calls spend 8.00 s (40.0 % of rank time) outside the wait states Hark judges, besides the polling (transfer efficiency 50.0 %), most in MPI_Win_flush_all, a one-sided synchronisation:"
+            ) && !t.detail.contains("moving data"),
+            "{}",
+            t.detail
+        );
+        // Creating windows moves no data either.
+        let mut set_up = program();
+        calls(
+            &mut set_up,
+            "MPI_Win_allocate",
+            [900, 900],
+            [3_000_000_000; 2],
+        );
+        let t = transfer_finding(&set_up, &polling(&set_up), rank_time).unwrap();
+        assert_eq!(
+            t.title,
+            "Time in MPI set-up calls, most in MPI_Win_allocate"
+        );
+        assert!(
+            t.detail
+                .contains("most in MPI_Win_allocate, which moves no message data:")
+                && !t.detail.contains("moving data"),
+            "{}",
+            t.detail
+        );
+        // Nor does a barrier, past its judged waiting.
+        let mut barrier = program();
+        calls(&mut barrier, "MPI_Barrier", [900, 900], [3_000_000_000; 2]);
+        let t = transfer_finding(&barrier, &polling(&barrier), rank_time).unwrap();
+        assert_eq!(t.title, "Time in synchronisation, most in MPI_Barrier");
+        assert!(!t.detail.contains("moving data"), "{}", t.detail);
+        // Data movement itself (MPI_Put) is moving data.
+        let mut put = program();
+        calls(&mut put, "MPI_Put", [9000, 9000], [3_000_000_000; 2]);
+        let t = transfer_finding(&put, &polling(&put), rank_time).unwrap();
+        assert_eq!(t.title, "Time moving data");
+        assert!(t.detail.contains("most in MPI_Put:"), "{}", t.detail);
     }
 
     #[test]
