@@ -1,8 +1,9 @@
 //! Programs nobody here wrote — Debian's LAMMPS (the Lennard-Jones melt from
 //! `lammps-examples`), the HPC Challenge benchmark `hpcc` and NWChem (an SCF
-//! of water; Global Arrays over MPI-3 one-sided calls) — measured at np 2
-//! through Open MPI's `mpirun`: their output is unchanged, and the calls and
-//! bytes in `profile.json` equal an independent count.
+//! of water; Global Arrays over MPI-3 one-sided calls) through Open MPI's
+//! `mpirun`, and ScaLAPACK's LU tests (BLACS over MPI, Fortran and C)
+//! through MPICH's — measured at np 2: their output is unchanged, and the
+//! calls and bytes in `profile.json` equal an independent count.
 //!
 //! The independent count comes from `tests/programs/count_mpi.c`, a small
 //! PMPI-style library compiled here with `mpicc` and preloaded *before*
@@ -16,7 +17,7 @@ mod common;
 mod independent_count;
 
 use common::*;
-use independent_count::{compare, counted_run_with, read_counts};
+use independent_count::{compare, counted_run_on, counted_run_with, read_counts};
 use std::path::Path;
 
 /// `hark run --lossless` with the counter preloaded first.
@@ -200,5 +201,51 @@ fn nwchem_scf_on_two_ranks_matches_an_independent_count() {
     let profile = profile(&run_dir);
     let n = compare(&profile, &counts);
     eprintln!("NWChem: {n} MPI functions agree with the independent count");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn scalapack_lu_tests_on_two_mpich_ranks_match_an_independent_count() {
+    let tests = Path::new("/usr/lib/x86_64-linux-gnu/scalapack/mpich-tests");
+    if !tests.join("xdlu").exists() || !have(MPICH.cc) {
+        eprintln!("skipped: needs scalapack-mpi-test and MPICH (scripts/deps.sh installs them)");
+        return;
+    }
+    let dir = scratch("scalapack");
+    // The shipped input on the two grids two ranks make, 1 x 2 and 2 x 1.
+    let input = std::fs::read_to_string(tests.join("LU.dat")).unwrap();
+    let mut lines: Vec<&str> = input.lines().collect();
+    assert!(
+        lines.len() > 15 && lines[13].contains("number of process grids"),
+        "LU.dat changed shape"
+    );
+    lines[13] = "2 number of process grids (ordered pairs of P & Q)";
+    lines[14] = "1 2 values of P";
+    lines[15] = "2 1 values of Q";
+    std::fs::write(dir.join("LU.dat"), lines.join("\n") + "\n").unwrap();
+    let mut command = launcher(MPICH, 2);
+    command.push(tests.join("xdlu").display().to_string());
+    // The tests' verdicts: one line per test, and the totals.
+    let verdicts = |out: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(out)
+            .lines()
+            .filter(|l| l.contains("PASSED") || l.contains("FAILED") || l.contains("tests "))
+            .map(|l| l.split_whitespace().last().unwrap_or("").to_string())
+            .collect()
+    };
+
+    let bare = bare_run(&dir, &command);
+    assert!(bare.status.success(), "xdlu fails without hark");
+    let (out, run_dir) = counted_run_on(MPICH, &dir, "run", &[], &command);
+    assert_exit(&out, 0);
+    let (with, without) = (verdicts(&out.stdout), verdicts(&bare.stdout));
+    assert_eq!(with, without, "xdlu's verdicts changed");
+    let passed = with.iter().filter(|v| *v == "PASSED").count();
+    assert!(passed >= 50, "only {passed} LU tests passed:\n{with:?}");
+    assert!(!with.iter().any(|v| v == "FAILED"), "an LU test failed");
+
+    let profile = profile(&run_dir);
+    let n = compare(&profile, &read_counts(&dir.join("counts"), 2));
+    eprintln!("ScaLAPACK LU: {n} MPI functions agree with the independent count");
     std::fs::remove_dir_all(&dir).unwrap();
 }

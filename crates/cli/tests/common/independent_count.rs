@@ -82,14 +82,14 @@ pub fn compare(profile: &serde_json::Value, counts: &[BTreeMap<String, (u64, u64
     functions.len()
 }
 
-/// Builds the counter with Open MPI's mpicc.
-pub fn counter(dir: &Path) -> std::path::PathBuf {
-    let so = dir.join("count_mpi.so");
+/// Builds the counter with `mpi`'s mpicc.
+pub fn counter(dir: &Path, mpi: Mpi) -> std::path::PathBuf {
+    let so = dir.join(format!("count_mpi.{}.so", mpi.cc));
     if so.exists() {
         return so;
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/count_mpi.c");
-    let out = std::process::Command::new(OPEN_MPI.cc)
+    let out = std::process::Command::new(mpi.cc)
         .args(["-shared", "-fPIC", "-O1", "-o"])
         .arg(&so)
         .arg(&src)
@@ -105,9 +105,20 @@ pub fn counter(dir: &Path) -> std::path::PathBuf {
 }
 
 /// `hark run --lossless <hark_args>` into `<dir>/<name>` with the counter
-/// preloaded first, its counts in `<dir>/<name>-counts` ("counts" for the
-/// run named "run").
+/// (built for Open MPI) preloaded first, its counts in `<dir>/<name>-counts`
+/// ("counts" for the run named "run").
 pub fn counted_run_with(
+    dir: &Path,
+    name: &str,
+    hark_args: &[&str],
+    command: &[String],
+) -> (std::process::Output, std::path::PathBuf) {
+    counted_run_on(OPEN_MPI, dir, name, hark_args, command)
+}
+
+/// [`counted_run_with`] for a program of `mpi`.
+pub fn counted_run_on(
+    mpi: Mpi,
     dir: &Path,
     name: &str,
     hark_args: &[&str],
@@ -119,7 +130,7 @@ pub fn counted_run_with(
     let run_dir = dir.join(name);
     let mut cmd = std::process::Command::new(hark());
     cmd.current_dir(dir)
-        .env("LD_PRELOAD", counter(dir))
+        .env("LD_PRELOAD", counter(dir, mpi))
         .env("COUNT_DIR", &counts)
         .args(["run", "--lossless", "-o"])
         .arg(&run_dir)
