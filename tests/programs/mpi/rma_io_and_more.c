@@ -87,8 +87,10 @@ int main(int argc, char **argv) {
    * passive-target epoch on rank 0's window: an accumulate of 3 doubles;
    * an atomic read of 2 doubles as ARMCI-style libraries do it
    * (`Get_accumulate` with `MPI_NO_OP`: the origin is ignored, the result
-   * counts); a fetch-and-add of one double, a compare-and-swap of one long
-   * and a request-based fetch-and-add of one double. */
+   * counts); a fetch-and-add of one double and a request-based
+   * fetch-and-add of one double. (No compare-and-swap: Open MPI 4.1's
+   * emulated one crashes in its shared-memory transport when single-copy
+   * transfers are on.) */
   {
     MPI_Win win;
     double *base;
@@ -101,8 +103,6 @@ int main(int argc, char **argv) {
     MPI_Accumulate(d, 3, MPI_DOUBLE, 0, 8, 3, MPI_DOUBLE, MPI_SUM, win);
     MPI_Get_accumulate(NULL, 0, MPI_DOUBLE, d + 6, 2, MPI_DOUBLE, 0, 8, 2, MPI_DOUBLE, MPI_NO_OP, win);
     MPI_Fetch_and_op(d, d + 8, MPI_DOUBLE, 0, 10, MPI_SUM, win);
-    long cas[3] = {0, 1, 0};
-    MPI_Compare_and_swap(&cas[0], &cas[1], &cas[2], MPI_LONG, 0, 11, win);
     MPI_Request r;
     MPI_Rget_accumulate(d, 1, MPI_DOUBLE, d + 9, 1, MPI_DOUBLE, 0, 12, 1, MPI_DOUBLE, MPI_SUM, win, &r);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
