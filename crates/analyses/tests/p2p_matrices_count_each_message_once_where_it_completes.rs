@@ -106,3 +106,52 @@ fn messages_to_another_program_are_left_out_of_the_matrix_and_said_so() {
         .iter()
         .any(|d| d.contains("outside this program")));
 }
+
+/// Three ranks move data one-sided: rank 0 puts into 1 and reads 2 (an
+/// atomic read), rank 2 accumulates into 0 and fetches-and-adds on 1, and
+/// one put goes to `MPI_PROC_NULL`; rank 1 also sends a message to 0.
+#[test]
+fn one_sided_operations_go_from_origin_to_target_in_matrices_of_their_own() {
+    let r0 = Proc::mpi("app", 0, 3)
+        .pack(vec![
+            mpi("MPI_Put", 0, 4).peer(1).bytes(64),
+            mpi("MPI_Put", 5, 6).peer(1).bytes(16),
+            mpi("MPI_Get_accumulate", 10, 13).peer(2).bytes(32),
+            mpi("MPI_Put", 20, 21).peer(PEER_NULL),
+            mpi("MPI_Win_flush_all", 22, 40),
+        ])
+        .end();
+    let r1 = Proc::mpi("app", 1, 3)
+        .pack(vec![mpi("MPI_Send", 0, 3).peer(0).bytes(8)])
+        .end();
+    let r2 = Proc::mpi("app", 2, 3)
+        .pack(vec![
+            mpi("MPI_Accumulate", 0, 2).peer(0).bytes(24),
+            mpi("MPI_Fetch_and_op", 3, 8).peer(1).bytes(8),
+        ])
+        .end();
+    let p = run(&[r0, r1, r2]).remove(0);
+    let o = &p.p2p.one_sided;
+    assert_eq!(
+        o.messages,
+        vec![vec![0, 2, 1], vec![0, 0, 0], vec![1, 1, 0]]
+    );
+    assert_eq!(
+        o.bytes,
+        vec![vec![0, 80, 32], vec![0, 0, 0], vec![24, 8, 0]]
+    );
+    assert_eq!(o.time_ns[0][1], 4 + 1);
+    let f = &p.p2p.by_function;
+    assert_eq!(f["MPI_Put"].bytes[0][1], 80);
+    assert_eq!(f["MPI_Get_accumulate"].messages[0][2], 1);
+    assert_eq!(f["MPI_Fetch_and_op"].bytes[2][1], 8);
+    assert!(
+        !f.contains_key("MPI_Win_flush_all"),
+        "synchronisation moves no data"
+    );
+    // Messages stay messages: only rank 1's send.
+    assert_eq!(
+        p.p2p.messages,
+        vec![vec![0, 0, 0], vec![1, 0, 0], vec![0, 0, 0]]
+    );
+}

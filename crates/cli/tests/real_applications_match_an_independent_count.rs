@@ -17,7 +17,7 @@ mod common;
 mod independent_count;
 
 use common::*;
-use independent_count::{compare, counted_run_on, counted_run_with, read_counts};
+use independent_count::{compare, counted_run_on, counted_run_with, read_counts, ONE_SIDED};
 use std::path::Path;
 
 /// `hark run --lossless` with the counter preloaded first.
@@ -150,7 +150,8 @@ fn hpcc_on_two_ranks_matches_an_independent_count() {
 /// An SCF of water in 6-31G*: a second of NWChem, whose Global Arrays move
 /// their data with one-sided calls (`MPI_Get_accumulate` with `MPI_NO_OP`
 /// for reads, `MPI_Accumulate`, `MPI_Fetch_and_op`) under passive-target
-/// epochs.
+/// epochs. Besides the calls and bytes per function, the one-sided
+/// matrices hold in each origin's row what the counter counted there.
 const WATER: &str = "start h2o
 title \"water scf\"
 geometry units angstroms
@@ -201,6 +202,35 @@ fn nwchem_scf_on_two_ranks_matches_an_independent_count() {
     let profile = profile(&run_dir);
     let n = compare(&profile, &counts);
     eprintln!("NWChem: {n} MPI functions agree with the independent count");
+    // The one-sided matrices, from origin to target: each rank's row holds
+    // what it counted, operations and bytes.
+    let counted = |pick: fn(&(u64, u64)) -> u64| -> Vec<u64> {
+        (counts.iter())
+            .map(|c| ONE_SIDED.iter().filter_map(|f| c.get(*f)).map(pick).sum())
+            .collect()
+    };
+    let rows = |m: &serde_json::Value| -> Vec<u64> {
+        (m.as_array().expect("a matrix").iter())
+            .map(|row| {
+                row.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_u64().unwrap())
+                    .sum()
+            })
+            .collect()
+    };
+    let o = &profile["programs"][0]["p2p"]["one_sided"];
+    assert_eq!(
+        rows(&o["messages"]),
+        counted(|c| c.0),
+        "one-sided operations per origin"
+    );
+    assert_eq!(
+        rows(&o["bytes"]),
+        counted(|c| c.1),
+        "one-sided bytes per origin"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -405,8 +405,15 @@ pub struct P2p {
     pub bytes: Vec<Vec<u64>>,
     /// Time i spent in sends to j, in ns.
     pub time_ns: Vec<Vec<u64>>,
-    /// The same three matrices per point-to-point function (`MPI_Isend`, ...).
+    /// The same three matrices per point-to-point function (`MPI_Isend`, ...)
+    /// and per one-sided data movement function (`MPI_Put`, ...).
     pub by_function: BTreeMap<String, Matrices>,
+    /// One-sided data movement (`MPI_Put`, `MPI_Get`, the accumulates), from
+    /// origin i to target j whichever way the data goes: `messages` counts
+    /// operations, `bytes` as `docs/mpi.md` defines them, `time_ns` the time
+    /// in the calls. Empty when the program made none.
+    #[serde(default)]
+    pub one_sided: Matrices,
 }
 
 /// Messages, bytes and time between ranks.

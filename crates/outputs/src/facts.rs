@@ -55,10 +55,20 @@ pub(crate) struct Pair {
 
 /// The `n` pairs that moved the most bytes (then messages), heaviest first.
 pub(crate) fn heaviest_pairs(p: &Program, n: usize) -> Vec<Pair> {
+    heaviest(&p.p2p.messages, &p.p2p.bytes, n)
+}
+
+/// [`heaviest_pairs`] of one-sided operations (`messages` counts them),
+/// from origin to target.
+pub(crate) fn heaviest_one_sided(p: &Program, n: usize) -> Vec<Pair> {
+    heaviest(&p.p2p.one_sided.messages, &p.p2p.one_sided.bytes, n)
+}
+
+fn heaviest(messages: &[Vec<u64>], bytes: &[Vec<u64>], n: usize) -> Vec<Pair> {
     let mut pairs = Vec::new();
-    for (from, row) in p.p2p.messages.iter().enumerate() {
+    for (from, row) in messages.iter().enumerate() {
         for (to, &messages) in row.iter().enumerate() {
-            let bytes = cell(&p.p2p.bytes, from, to);
+            let bytes = cell(bytes, from, to);
             if messages > 0 || bytes > 0 {
                 pairs.push(Pair {
                     from,

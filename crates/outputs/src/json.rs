@@ -72,7 +72,15 @@ fn check(run: &Run) -> Result<(), String> {
                 fits(&format!("mpi.{f}"), v.len())?;
             }
         }
-        for m in [&p.p2p.messages, &p.p2p.bytes, &p.p2p.time_ns] {
+        let o = &p.p2p.one_sided;
+        for m in [
+            &p.p2p.messages,
+            &p.p2p.bytes,
+            &p.p2p.time_ns,
+            &o.messages,
+            &o.bytes,
+            &o.time_ns,
+        ] {
             fits("p2p", m.len())?;
             for row in m {
                 fits("a p2p row", row.len())?;

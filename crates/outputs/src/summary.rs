@@ -107,23 +107,20 @@ fn program(s: &mut String, p: &Program) {
         functions(s, p, &rows, mpi);
     }
 
-    let pairs = facts::heaviest_pairs(p, TOP_PAIRS);
-    if !pairs.is_empty() {
-        s.push('\n');
-        let mut t = Table::new(&["Heaviest pairs", "messages", "bytes"]);
-        for pair in &pairs {
-            t.row(vec![
-                format!(
-                    "{} -> {}",
-                    facts::rank_at(p, pair.from),
-                    facts::rank_at(p, pair.to)
-                ),
-                count(pair.messages),
-                bytes(pair.bytes),
-            ]);
-        }
-        t.write(s);
-    }
+    pairs(
+        s,
+        p,
+        facts::heaviest_pairs(p, TOP_PAIRS),
+        "Heaviest pairs",
+        "messages",
+    );
+    pairs(
+        s,
+        p,
+        facts::heaviest_one_sided(p, TOP_PAIRS),
+        "Heaviest one-sided pairs",
+        "operations",
+    );
 
     let io = facts::io_totals(p);
     s.push('\n');
@@ -206,6 +203,28 @@ fn program(s: &mut String, p: &Program) {
     if let Some(clock) = facts::clock_line(p) {
         let _ = writeln!(s, "   Clocks: {clock}");
     }
+}
+
+/// A table of the heaviest pairs (`what` counts messages or operations),
+/// if there are any.
+fn pairs(s: &mut String, p: &Program, pairs: Vec<facts::Pair>, title: &str, what: &str) {
+    if pairs.is_empty() {
+        return;
+    }
+    s.push('\n');
+    let mut t = Table::new(&[title, what, "bytes"]);
+    for pair in &pairs {
+        t.row(vec![
+            format!(
+                "{} -> {}",
+                facts::rank_at(p, pair.from),
+                facts::rank_at(p, pair.to)
+            ),
+            count(pair.messages),
+            bytes(pair.bytes),
+        ]);
+    }
+    t.write(s);
 }
 
 /// The efficiencies (of the whole program, then of its longest top-level

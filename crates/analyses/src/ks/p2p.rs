@@ -8,6 +8,10 @@
 //! received from rank i (the receive side of `MPI_Sendrecv` is left out: its
 //! sender counted that message). Messages to processes outside the program (MPMD
 //! coupling) are counted in a diagnostic, not in the matrices.
+//!
+//! One-sided data movement (`MPI_Put`, `MPI_Get`, the accumulates) is no
+//! message: its operations go to matrices of their own (`one_sided`, and
+//! per function), from origin to target whichever way the data goes.
 
 use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::fx::FxHashMap;
@@ -17,6 +21,7 @@ use crate::track::Msg;
 use crate::unify::IdMap;
 use hark_model::{Matrices, Program};
 use hark_wire::mpi::{Class, FUNCTIONS};
+use hark_wire::op;
 use serde::{Deserialize, Serialize};
 
 /// See the module documentation.
@@ -24,7 +29,7 @@ pub struct P2pTopology;
 
 static SPEC: Spec = Spec {
     name: "p2p-topology",
-    description: "Rank × rank matrices of point-to-point messages, bytes and time, per function and all together.",
+    description: "Rank × rank matrices of point-to-point messages, bytes and time, per function and all together, and of one-sided operations.",
     sensitivities: &[Sensitivity::Events, Sensitivity::ProgramEnd],
     fills: &["p2p"],
 };
@@ -36,11 +41,26 @@ struct Cell {
     time: u64,
 }
 
-/// Per rank: totals per peer, function and direction.
+/// Per rank: totals per peer, function and direction (one-sided
+/// operations: per target, as sent).
 #[derive(Default, Serialize, Deserialize)]
 pub struct Rank {
     /// (peer world rank, function, sent?) → totals.
     cells: FxHashMap<(i32, u16, bool), Cell>,
+}
+
+impl Rank {
+    fn add(&mut self, peer: i32, func: usize, send: bool, bytes: u64, time: u64) {
+        let c = self.cells.entry((peer, func as u16, send)).or_default();
+        c.messages += 1;
+        c.bytes.sat(bytes);
+        c.time.sat(time);
+    }
+}
+
+/// Whether MPI function `func` (index in `FUNCTIONS`) moves data one-sided.
+fn one_sided(func: usize) -> bool {
+    FUNCTIONS[func].class == Class::Rma
 }
 
 impl RankState for Rank {
@@ -49,13 +69,16 @@ impl RankState for Rank {
         // counted already: per-function matrices would hold it twice.
         let counted = |m: &&Msg| m.send || FUNCTIONS[m.func].class != Class::Sendrecv;
         for m in input.msgs.iter().filter(counted) {
-            let c = self
-                .cells
-                .entry((m.peer, m.func as u16, m.send))
-                .or_default();
-            c.messages += 1;
-            c.bytes.sat(m.bytes);
-            c.time.sat(m.time_ns);
+            self.add(m.peer, m.func, m.send, m.bytes, m.time_ns);
+        }
+        // One-sided operations are events, not messages; a target of
+        // `MPI_PROC_NULL` (or unknown) is below 0.
+        for ev in input.events {
+            if let op::OpKind::Mpi(f) = op::kind(ev.op()) {
+                if one_sided(f) && ev.peer.get() >= 0 {
+                    self.add(ev.peer.get(), f, true, ev.bytes.get(), ev.duration());
+                }
+            }
         }
     }
     fn remap(&mut self, _: &IdMap) {}
@@ -98,7 +121,7 @@ impl Analysis for P2pTopology {
         let n = cx.len();
         // Made on the first message: a program of many processes that send
         // none (a shell loop of 40,000) must not cost ranks² cells.
-        let mut all: Option<Matrices> = None;
+        let (mut all, mut rma): (Option<Matrices>, Option<Matrices>) = (None, None);
         let mut outside = 0u64;
         for (me, rank) in ranks.iter().copied().enumerate() {
             for (&(peer, func, send), c) in &rank.cells {
@@ -114,7 +137,9 @@ impl Analysis for P2pTopology {
                     .entry(name.to_string())
                     .or_insert_with(|| square(n));
                 add(m, from, to, c);
-                if send {
+                if one_sided(func as usize) {
+                    add(rma.get_or_insert_with(|| square(n)), from, to, c);
+                } else if send {
                     add(all.get_or_insert_with(|| square(n)), from, to, c);
                 }
             }
@@ -123,6 +148,9 @@ impl Analysis for P2pTopology {
             out.p2p.messages = all.messages;
             out.p2p.bytes = all.bytes;
             out.p2p.time_ns = all.time_ns;
+        }
+        if let Some(rma) = rma {
+            out.p2p.one_sided = rma;
         }
         if outside > 0 {
             out.diagnostics.push(format!(

@@ -17,6 +17,16 @@ pub const SEND_BYTES: &[&str] = &[
     "MPI_Ssend",
     "MPI_Rsend",
     "MPI_Sendrecv",
+    ONE_SIDED[0],
+    ONE_SIDED[1],
+    ONE_SIDED[2],
+    ONE_SIDED[3],
+    ONE_SIDED[4],
+    ONE_SIDED[5],
+];
+
+/// The one-sided data movement functions the counter counts.
+pub const ONE_SIDED: [&str; 6] = [
     "MPI_Put",
     "MPI_Get",
     "MPI_Accumulate",

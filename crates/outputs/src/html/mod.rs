@@ -4,7 +4,7 @@
 //! digest, then holds an overview (ranks, wall time, MPI share, events), why
 //! it is slow (efficiency bars, the wait-state tree, who made whom wait,
 //! efficiencies over time: `why.rs`), the MPI profile as a table sortable by any column, the point-to-point
-//! matrices as heatmaps, the topology as a graph (laid out by Graphviz's
+//! and one-sided matrices as heatmaps, the topology as a graph (laid out by Graphviz's
 //! `dot` when it is installed, drawn on a circle by Hark otherwise), a
 //! density map of per-rank metrics, collectives, metrics over time, I/O,
 //! regions and counters, and the per-rank accounting.
@@ -139,7 +139,7 @@ const SECTIONS: [(&str, &str); 12] = [
     ("overview", "Overview"),
     ("why", "Why"),
     ("mpi", "MPI profile"),
-    ("p2p", "Point-to-point"),
+    ("p2p", "Point-to-point and one-sided"),
     ("topology", "Topology"),
     ("density", "Density maps"),
     ("collectives", "Collectives"),
@@ -315,10 +315,77 @@ type Format = Box<dyn Fn(f64) -> String>;
 
 fn p2p(h: &mut String, p: &Program) {
     let total = facts::total(p.p2p.messages.iter().flatten().copied());
-    if total == 0 {
-        h.push_str("<p class=\"none\">No point-to-point messages between ranks.</p>\n");
+    let one_sided = facts::total(p.p2p.one_sided.messages.iter().flatten().copied());
+    if total == 0 && one_sided == 0 {
+        h.push_str(
+            "<p class=\"none\">No point-to-point messages or one-sided operations between ranks.</p>\n",
+        );
         return;
     }
+    if total == 0 {
+        h.push_str("<p class=\"none\">No point-to-point messages between ranks.</p>\n");
+    } else {
+        messages(h, p);
+    }
+    if one_sided > 0 {
+        one_sided_traffic(h, p);
+    }
+}
+
+/// The axes of a one-sided traffic matrix.
+const ORIGIN_TARGET: svg::Axes<'static> = svg::Axes {
+    rows: "origin rank",
+    columns: "target rank",
+};
+
+/// One-sided operations and bytes, origin to target, and the heaviest
+/// pairs.
+fn one_sided_traffic(h: &mut String, p: &Program) {
+    let n = facts::ranks(p);
+    let o = &p.p2p.one_sided;
+    h.push_str("<h4>One-sided operations</h4><div class=\"figures\">");
+    let maps: [Heat<'_>; 2] = [
+        ("Operations", &o.messages, &count),
+        ("Bytes", &o.bytes, &bytes),
+    ];
+    for (title, m, fmt) in maps {
+        if m.iter().flatten().all(|&v| v == 0) {
+            continue;
+        }
+        let _ = write!(
+            h,
+            "<figure>{}<figcaption>One-sided {} from origin rank (row) to target rank (column), whichever way the data goes</figcaption></figure>",
+            svg::heatmap(&format!("{}: one-sided {title}", p.name), m, n, &ORIGIN_TARGET, fmt),
+            title.to_lowercase()
+        );
+    }
+    h.push_str("</div>\n<h4>Heaviest one-sided pairs</h4>");
+    let pairs = facts::heaviest_one_sided(p, 10);
+    pairs_table(h, p, &pairs, ["Origin", "Target", "Operations"]);
+}
+
+/// A sortable table of `pairs`, headed by `names` and "Bytes".
+fn pairs_table(h: &mut String, p: &Program, pairs: &[facts::Pair], names: [&str; 3]) {
+    let [from, to, what] = names;
+    let _ = write!(
+        h,
+        "<table class=\"sortable\"><thead><tr><th>{from}</th><th>{to}</th><th>{what}</th><th>Bytes</th></tr></thead><tbody>"
+    );
+    for pair in pairs {
+        h.push_str("<tr>");
+        let (from, to) = (facts::rank_at(p, pair.from), facts::rank_at(p, pair.to));
+        num(h, from as f64, &from.to_string());
+        num(h, to as f64, &to.to_string());
+        num(h, pair.messages as f64, &count(pair.messages));
+        num(h, pair.bytes as f64, &bytes(pair.bytes));
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table>\n");
+}
+
+/// Point-to-point messages: matrices, the heaviest pairs, and every
+/// function's totals (one-sided ones included).
+fn messages(h: &mut String, p: &Program) {
     let n = facts::ranks(p);
     h.push_str("<div class=\"figures\">");
     let maps: [Heat<'_>; 3] = [
@@ -338,20 +405,12 @@ fn p2p(h: &mut String, p: &Program) {
         );
     }
     h.push_str("</div>\n");
+    h.push_str("<div class=\"cols\"><div><h4>Heaviest pairs</h4>");
     let pairs = facts::heaviest_pairs(p, 10);
-    h.push_str("<div class=\"cols\"><div><h4>Heaviest pairs</h4><table class=\"sortable\"><thead><tr><th>From</th><th>To</th><th>Messages</th><th>Bytes</th></tr></thead><tbody>");
-    for pair in pairs {
-        h.push_str("<tr>");
-        let (from, to) = (facts::rank_at(p, pair.from), facts::rank_at(p, pair.to));
-        num(h, from as f64, &from.to_string());
-        num(h, to as f64, &to.to_string());
-        num(h, pair.messages as f64, &count(pair.messages));
-        num(h, pair.bytes as f64, &bytes(pair.bytes));
-        h.push_str("</tr>");
-    }
-    h.push_str("</tbody></table></div>\n");
+    pairs_table(h, p, &pairs, ["From", "To", "Messages"]);
+    h.push_str("</div>\n");
     if !p.p2p.by_function.is_empty() {
-        h.push_str("<div><h4>By function</h4><table class=\"sortable\"><thead><tr><th>Function</th><th>Messages</th><th>Bytes</th><th>Time</th></tr></thead><tbody>");
+        h.push_str("<div><h4>By function</h4><table class=\"sortable\"><thead><tr><th>Function</th><th>Messages or operations</th><th>Bytes</th><th>Time</th></tr></thead><tbody>");
         for (name, m) in &p.p2p.by_function {
             let msgs = facts::total(m.messages.iter().flatten().copied());
             let b = facts::total(m.bytes.iter().flatten().copied());

@@ -316,6 +316,7 @@ fn ocean() -> Program {
             bytes,
             time_ns,
             by_function,
+            one_sided: Matrices::default(),
         },
         collectives: vec![CommCollectives {
             members: vec![0, 1, 2, 3],
@@ -569,9 +570,24 @@ fn atmos() -> Program {
         function(n, |_| 100, |_| 800, |r| [5, 22][r] * MS),
     );
     mpi.insert("MPI_Finalize".into(), function(n, |_| 1, |_| 0, |_| 2 * MS));
+    // Rank 0 also puts 4 KiB into rank 1's window 300 times.
+    mpi.insert(
+        "MPI_Put".into(),
+        function(
+            n,
+            |r| [300, 0][r],
+            |r| [300 * 4096, 0][r],
+            |r| [9, 0][r] * MS,
+        ),
+    );
     let mpi_time_ns = per_rank(n, |r| {
         mpi.values().map(|f: &FunctionProfile| f.time_ns[r]).sum()
     });
+    let put = Matrices {
+        messages: vec![vec![0, 300], vec![0, 0]],
+        bytes: vec![vec![0, 300 * 4096], vec![0, 0]],
+        time_ns: vec![vec![0, 9 * MS], vec![0, 0]],
+    };
     let messages = vec![vec![0, 500], vec![500, 0]];
     let bytes = vec![vec![0, 500 * 65536], vec![500 * 65536, 0]];
     let time_ns = vec![vec![0, 70 * MS], vec![64 * MS, 0]];
@@ -584,6 +600,7 @@ fn atmos() -> Program {
             time_ns: time_ns.clone(),
         },
     );
+    by_function.insert("MPI_Put".to_string(), put.clone());
     let mut coll = BTreeMap::new();
     coll.insert(
         "MPI_Reduce".to_string(),
@@ -607,6 +624,7 @@ fn atmos() -> Program {
             bytes,
             time_ns,
             by_function,
+            one_sided: put,
         },
         collectives: vec![CommCollectives {
             members: vec![0, 1],
