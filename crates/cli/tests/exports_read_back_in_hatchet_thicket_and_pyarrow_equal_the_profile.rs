@@ -6,7 +6,8 @@
 //! its call paths); Thicket takes a 2-rank and a 4-rank run together, with
 //! their metadata; pyarrow reads every Parquet table back equal to
 //! `profile.json`. The program is `tests/programs/phases.c`: nested regions,
-//! MPI inside a region and outside any.
+//! MPI inside a region and outside any; and, for the one-sided table,
+//! `tests/programs/mpi/rma_io_and_more.c`.
 
 mod common;
 
@@ -71,6 +72,7 @@ fn hatchet_thicket_and_pyarrow_read_what_profile_json_says() {
             "thicket-metadata.json",
             "functions.parquet",
             "messages.parquet",
+            "one_sided.parquet",
             "regions.parquet",
             "timeslices.parquet",
         ] {
@@ -99,6 +101,31 @@ fn hatchet_thicket_and_pyarrow_read_what_profile_json_says() {
     }
     std::fs::copy(runs[1].join("profile.json"), again.join("profile.json")).unwrap();
     check(&py, &[&again]);
+
+    // One-sided operations: `one_sided.parquet` holds them, origin to target.
+    let rma =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/mpi/rma_io_and_more.c");
+    let exe = compile(OPEN_MPI.cc, &rma, &dir, &[]);
+    let at = dir.join("rma");
+    std::fs::create_dir_all(&at).unwrap();
+    let mut command = launcher(OPEN_MPI, 4);
+    command.push(exe.display().to_string());
+    let (out, run_dir) = hark_run_env(
+        &at,
+        &["-q", "--export", "hatchet,parquet"],
+        &command,
+        &[
+            ("HARK_INDEX", index),
+            ("HARK_TEST_DIR", at.to_str().unwrap()),
+        ],
+    );
+    assert_exit(&out, 0);
+    let ops = &profile(&run_dir)["programs"][0]["p2p"]["one_sided"]["messages"];
+    assert!(
+        ops.as_array().is_some_and(|m| !m.is_empty()),
+        "no one-sided matrix: {ops}"
+    );
+    check(&py, &[&run_dir]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -6,6 +6,7 @@
 //! | `functions.parquet`    | program × rank × function (MPI, and I/O operations) |
 //! | `regions.parquet`      | program × rank × region call path             |
 //! | `messages.parquet`     | program × sending rank × receiving rank (pairs that exchanged anything) |
+//! | `one_sided.parquet`    | program × origin rank × target rank (pairs with any one-sided operation) |
 //! | `timeslices.parquet`   | program × rank × time slice × metric (non-zero values) |
 //!
 //! Every table is a function of [`hark_model::Run`] ([`tables`]); [`write()`]
@@ -210,12 +211,35 @@ fn regions(run: &Run) -> RecordBatch {
     t.batch()
 }
 
+/// Rank × rank matrices of counts, bytes and ns.
+type Traffic<'a> = [&'a Vec<Vec<u64>>; 3];
+
 fn messages(run: &Run) -> RecordBatch {
+    let columns = ["from_rank", "to_rank", "messages"];
+    pairs(run, columns, |p| {
+        [&p.p2p.messages, &p.p2p.bytes, &p.p2p.time_ns]
+    })
+}
+
+fn one_sided(run: &Run) -> RecordBatch {
+    let columns = ["origin_rank", "target_rank", "operations"];
+    pairs(run, columns, |p| {
+        let o = &p.p2p.one_sided;
+        [&o.messages, &o.bytes, &o.time_ns]
+    })
+}
+
+/// A row per pair of ranks with any traffic in `traffic`'s matrices.
+fn pairs(
+    run: &Run,
+    [from, to, what]: [&'static str; 3],
+    traffic: fn(&Program) -> Traffic<'_>,
+) -> RecordBatch {
     let mut t = Table::new(&[
         ("program", Utf8),
-        ("from_rank", UInt32),
-        ("to_rank", UInt32),
-        ("messages", UInt64),
+        (from, UInt32),
+        (to, UInt32),
+        (what, UInt64),
         ("bytes", UInt64),
         ("time_ns", UInt64),
     ]);
@@ -223,14 +247,10 @@ fn messages(run: &Run) -> RecordBatch {
         let cell = |m: &Vec<Vec<u64>>, i: usize, j: usize| {
             m.get(i).and_then(|row| row.get(j)).copied().unwrap_or(0)
         };
-        let m = &p.p2p;
-        for i in 0..m.messages.len() {
-            for j in 0..m.messages[i].len() {
-                let (n, b, time) = (
-                    cell(&m.messages, i, j),
-                    cell(&m.bytes, i, j),
-                    cell(&m.time_ns, i, j),
-                );
+        let [count, bytes, time_ns] = traffic(p);
+        for i in 0..count.len() {
+            for j in 0..count[i].len() {
+                let (n, b, time) = (cell(count, i, j), cell(bytes, i, j), cell(time_ns, i, j));
                 if n == 0 && b == 0 && time == 0 {
                     continue;
                 }
@@ -282,6 +302,7 @@ pub fn tables(run: &Run) -> Vec<(&'static str, RecordBatch)> {
         ("functions.parquet", functions(run)),
         ("regions.parquet", regions(run)),
         ("messages.parquet", messages(run)),
+        ("one_sided.parquet", one_sided(run)),
         ("timeslices.parquet", timeslices(run)),
     ]
 }
@@ -316,4 +337,62 @@ pub fn write(run: &Run, dir: &Path) -> Result<Vec<PathBuf>, Error> {
         written.push(path);
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{UInt32Type, UInt64Type};
+    use hark_model::Matrices;
+
+    #[test]
+    fn one_sided_traffic_has_a_row_per_origin_and_target_that_moved_anything() {
+        let mut p = Program {
+            name: "ga".into(),
+            ranks: 2,
+            ..Program::default()
+        };
+        p.p2p.one_sided = Matrices {
+            messages: vec![vec![5, 3], vec![0, 0]],
+            bytes: vec![vec![40, 24], vec![0, 0]],
+            time_ns: vec![vec![7, 9], vec![0, 0]],
+        };
+        let run = Run {
+            programs: vec![p],
+            ..Run::default()
+        };
+        let all = tables(&run);
+        let (name, t) = all.iter().find(|t| t.0 == "one_sided.parquet").unwrap();
+        assert_eq!(*name, "one_sided.parquet");
+        let names: Vec<_> = t
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "program",
+                "origin_rank",
+                "target_rank",
+                "operations",
+                "bytes",
+                "time_ns"
+            ]
+        );
+        assert_eq!(t.num_rows(), 2, "rank 1 moved nothing");
+        let u32s = |c: usize| t.column(c).as_primitive::<UInt32Type>().values().to_vec();
+        let u64s = |c: usize| t.column(c).as_primitive::<UInt64Type>().values().to_vec();
+        assert_eq!((u32s(1), u32s(2)), (vec![0, 0], vec![0, 1]));
+        assert_eq!(
+            (u64s(3), u64s(4), u64s(5)),
+            (vec![5, 3], vec![40, 24], vec![7, 9])
+        );
+        // No message: an empty messages table, with its columns.
+        let messages = &all.iter().find(|t| t.0 == "messages.parquet").unwrap().1;
+        assert_eq!(messages.num_rows(), 0);
+        assert!(encode(t).is_ok());
+    }
 }

@@ -101,6 +101,18 @@ def check_parquet(run_dir, profile):
 
     want = set()
     for p in profile["programs"]:
+        m = p["p2p"].get("one_sided", {})
+        for i, row in enumerate(m.get("messages", [])):
+            for j, n in enumerate(row):
+                cell = (n, m["bytes"][i][j], m["time_ns"][i][j])
+                if cell != (0, 0, 0):
+                    want.add((p["name"], i, j) + cell)
+    got = {(x["program"], x["origin_rank"], x["target_rank"], x["operations"], x["bytes"],
+            x["time_ns"]) for x in table(run_dir, "one_sided")}
+    eq("one_sided.parquet", got, want)
+
+    want = set()
+    for p in profile["programs"]:
         for path, v in p["regions"]["paths"].items():
             for r in range(p["ranks"]):
                 want.add((p["name"], r, path, at(v["calls"], r), at(v["inclusive_ns"], r),
