@@ -108,7 +108,7 @@ pub enum Format {
     Perfetto,
     /// hatchet.json (GraphFrame.from_literal) and thicket-metadata.json.
     Hatchet,
-    /// functions, regions, messages and timeslices .parquet.
+    /// functions, regions, messages, one_sided and timeslices .parquet.
     Parquet,
 }
 
