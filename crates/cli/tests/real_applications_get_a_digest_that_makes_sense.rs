@@ -210,13 +210,7 @@ fn nwchem_scf_on_four_ranks_gets_a_digest_that_makes_sense() {
         return;
     }
     let dir = scratch("nwchem-why");
-    std::fs::write(
-        dir.join("h2o.nw"),
-        "start h2o\ngeometry units angstroms\n  O 0.000 0.000 0.000\n  \
-         H 0.000 0.757 0.587\n  H 0.000 -0.757 0.587\nend\n\
-         basis\n  * library 6-31g*\nend\ntask scf energy\n",
-    )
-    .unwrap();
+    std::fs::write(dir.join("h2o.nw"), NWCHEM_WATER).unwrap();
     let mut command = launcher(OPEN_MPI, 4);
     command.extend(["nwchem.openmpi", "h2o.nw"].map(String::from));
     let (out, run_dir) = hark_run(&dir, &[], &command);

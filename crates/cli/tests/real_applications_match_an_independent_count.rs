@@ -147,24 +147,9 @@ fn hpcc_on_two_ranks_matches_an_independent_count() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// An SCF of water in 6-31G*: a second of NWChem, whose Global Arrays move
-/// their data with one-sided calls (`MPI_Get_accumulate` with `MPI_NO_OP`
-/// for reads, `MPI_Accumulate`, `MPI_Fetch_and_op`) under passive-target
-/// epochs. Besides the calls and bytes per function, the one-sided
-/// matrices hold in each origin's row what the counter counted there.
-const WATER: &str = "start h2o
-title \"water scf\"
-geometry units angstroms
-  O  0.000  0.000  0.000
-  H  0.000  0.757  0.587
-  H  0.000 -0.757  0.587
-end
-basis
-  * library 6-31g*
-end
-task scf energy
-";
-
+/// NWChem's SCF of water ([`NWCHEM_WATER`]): besides the calls and bytes
+/// per function, the one-sided matrices hold in each origin's row what the
+/// counter counted there.
 #[test]
 fn nwchem_scf_on_two_ranks_matches_an_independent_count() {
     if !have("nwchem.openmpi") || !have(OPEN_MPI.cc) {
@@ -172,7 +157,7 @@ fn nwchem_scf_on_two_ranks_matches_an_independent_count() {
         return;
     }
     let dir = scratch("nwchem");
-    std::fs::write(dir.join("h2o.nw"), WATER).unwrap();
+    std::fs::write(dir.join("h2o.nw"), NWCHEM_WATER).unwrap();
     let mut command = launcher(OPEN_MPI, 2);
     command.extend(["nwchem.openmpi".into(), "h2o.nw".into()]);
     // The energy NWChem prints, to 12 decimals: the same with Hark.

@@ -8,6 +8,23 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+/// NWChem's input for an SCF of water in 6-31G*: about a second, whose
+/// Global Arrays move their data with one-sided calls (`MPI_Get_accumulate`
+/// with `MPI_NO_OP` for reads, `MPI_Accumulate`, `MPI_Fetch_and_op`) under
+/// passive-target epochs.
+pub const NWCHEM_WATER: &str = "start h2o
+title \"water scf\"
+geometry units angstroms
+  O  0.000  0.000  0.000
+  H  0.000  0.757  0.587
+  H  0.000 -0.757  0.587
+end
+basis
+  * library 6-31g*
+end
+task scf energy
+";
+
 /// The `hark` binary under test.
 pub fn hark() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_hark"))
