@@ -341,27 +341,47 @@ const ORIGIN_TARGET: svg::Axes<'static> = svg::Axes {
 /// One-sided operations and bytes, origin to target, and the heaviest
 /// pairs.
 fn one_sided_traffic(h: &mut String, p: &Program) {
-    let n = facts::ranks(p);
     let o = &p.p2p.one_sided;
     h.push_str("<h4>One-sided operations</h4><div class=\"figures\">");
     let maps: [Heat<'_>; 2] = [
         ("Operations", &o.messages, &count),
         ("Bytes", &o.bytes, &bytes),
     ];
-    for (title, m, fmt) in maps {
-        if m.iter().flatten().all(|&v| v == 0) {
-            continue;
-        }
-        let _ = write!(
-            h,
-            "<figure>{}<figcaption>One-sided {} from origin rank (row) to target rank (column), whichever way the data goes</figcaption></figure>",
-            svg::heatmap(&format!("{}: one-sided {title}", p.name), m, n, &ORIGIN_TARGET, fmt),
-            title.to_lowercase()
-        );
-    }
+    heatmaps(h, p, &maps, &ORIGIN_TARGET, |title| {
+        (
+            format!("one-sided {title}"),
+            format!(
+                "One-sided {} from origin rank (row) to target rank (column), whichever way the data goes",
+                title.to_lowercase()
+            ),
+        )
+    });
     h.push_str("</div>\n<h4>Heaviest one-sided pairs</h4>");
     let pairs = facts::heaviest_one_sided(p, 10);
     pairs_table(h, p, &pairs, ["Origin", "Target", "Operations"]);
+}
+
+/// A figure per matrix of `maps` with any value; `label` gives a map's
+/// heatmap title (after the program's name) and its caption.
+fn heatmaps(
+    h: &mut String,
+    p: &Program,
+    maps: &[Heat<'_>],
+    axes: &svg::Axes<'_>,
+    label: impl Fn(&str) -> (String, String),
+) {
+    let n = facts::ranks(p);
+    for &(title, m, fmt) in maps {
+        if m.iter().flatten().all(|&v| v == 0) {
+            continue;
+        }
+        let (name, caption) = label(title);
+        let _ = write!(
+            h,
+            "<figure>{}<figcaption>{caption}</figcaption></figure>",
+            svg::heatmap(&format!("{}: {name}", p.name), m, n, axes, fmt),
+        );
+    }
 }
 
 /// A sortable table of `pairs`, headed by `names` and "Bytes".
@@ -386,24 +406,18 @@ fn pairs_table(h: &mut String, p: &Program, pairs: &[facts::Pair], names: [&str;
 /// Point-to-point messages: matrices, the heaviest pairs, and every
 /// function's totals (one-sided ones included).
 fn messages(h: &mut String, p: &Program) {
-    let n = facts::ranks(p);
     h.push_str("<div class=\"figures\">");
     let maps: [Heat<'_>; 3] = [
         ("Messages", &p.p2p.messages, &count),
         ("Bytes", &p.p2p.bytes, &bytes),
         ("Time in sends", &p.p2p.time_ns, &|v| duration(v as f64)),
     ];
-    for (title, m, fmt) in maps {
-        if m.iter().flatten().all(|&v| v == 0) {
-            continue;
-        }
-        let _ = write!(
-            h,
-            "<figure>{}<figcaption>{} from rank (row) to rank (column)</figcaption></figure>",
-            svg::heatmap(&format!("{}: {title}", p.name), m, n, &TRAFFIC, fmt),
-            title
-        );
-    }
+    heatmaps(h, p, &maps, &TRAFFIC, |title| {
+        (
+            title.to_string(),
+            format!("{title} from rank (row) to rank (column)"),
+        )
+    });
     h.push_str("</div>\n");
     h.push_str("<div class=\"cols\"><div><h4>Heaviest pairs</h4>");
     let pairs = facts::heaviest_pairs(p, 10);
