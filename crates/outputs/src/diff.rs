@@ -247,6 +247,20 @@ fn compare_programs(a: &Program, b: &Program, out: &mut Diff) {
         total(a, &|p| &p.bytes),
         total(b, &|p| &p.bytes),
     );
+    push_count(
+        &mut out.counts,
+        prog,
+        "one-sided operations",
+        total(a, &|p| &p.one_sided.messages),
+        total(b, &|p| &p.one_sided.messages),
+    );
+    push_count(
+        &mut out.counts,
+        prog,
+        "one-sided bytes",
+        total(a, &|p| &p.one_sided.bytes),
+        total(b, &|p| &p.one_sided.bytes),
+    );
 
     if na != nb {
         out.notes.push(format!(
@@ -481,4 +495,35 @@ pub fn html(d: &Diff, a: &str, b: &str) -> String {
     }
     s.push_str("</body></html>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hark_model::Program;
+
+    fn run(put_bytes: u64) -> Run {
+        let mut p = Program {
+            name: "nwchem".into(),
+            ranks: 2,
+            ..Program::default()
+        };
+        p.p2p.one_sided.messages = vec![vec![0, 3], vec![0, 0]];
+        p.p2p.one_sided.bytes = vec![vec![0, put_bytes], vec![0, 0]];
+        Run {
+            programs: vec![p],
+            ..Run::default()
+        }
+    }
+
+    #[test]
+    fn one_sided_traffic_that_changed_is_listed() {
+        let d = compare(&run(3 * 1024), &run(3 * 4096));
+        let names: Vec<&str> = d.counts.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["one-sided bytes"], "{:?}", d.counts);
+        assert_eq!((d.counts[0].a, d.counts[0].b), (3072, 12288));
+        assert!(text(&d, "a", "b").contains("one-sided bytes"));
+        // The same traffic lists nothing.
+        assert!(compare(&run(100), &run(100)).counts.is_empty());
+    }
 }
