@@ -13,6 +13,7 @@ packages=(
     hpcc                     # the HPC Challenge benchmark, another real one
     nwchem-openmpi           # NWChem: Global Arrays over MPI one-sided calls
     scalapack-mpi-test       # ScaLAPACK's test programs, built for MPICH too
+    quantum-espresso quantum-espresso-data   # pw.x (Fortran through mpif.h) and its pseudopotentials
     python3-mpi4py
     chromium                 # headless, to check report.html renders
     libopen-trace-format2-dev otf2-tools python3-otf2   # OTF2 traces: write, print, read

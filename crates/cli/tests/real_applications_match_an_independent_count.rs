@@ -1,7 +1,8 @@
 //! Programs nobody here wrote — Debian's LAMMPS (the Lennard-Jones melt from
-//! `lammps-examples`), the HPC Challenge benchmark `hpcc` and NWChem (an SCF
-//! of water; Global Arrays over MPI-3 one-sided calls) through Open MPI's
-//! `mpirun`, and ScaLAPACK's LU tests (BLACS over MPI, Fortran and C)
+//! `lammps-examples`), the HPC Challenge benchmark `hpcc`, NWChem (an SCF of
+//! water; Global Arrays over MPI-3 one-sided calls) and Quantum ESPRESSO (an
+//! SCF of silicon; Fortran through `mpif.h`) through Open MPI's `mpirun`,
+//! and ScaLAPACK's LU tests (BLACS over MPI, Fortran and C)
 //! through MPICH's — measured at np 2: their output is unchanged, and the
 //! calls and bytes in `profile.json` equal an independent count.
 //!
@@ -216,6 +217,46 @@ fn nwchem_scf_on_two_ranks_matches_an_independent_count() {
         counted(|c| c.1),
         "one-sided bytes per origin"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Quantum ESPRESSO's SCF of silicon ([`QE_SILICON`]): Fortran calling MPI
+/// through `mpif.h`, which Open MPI forwards to `PMPI_*` directly, so both
+/// Hark and the counter count it at the Fortran entry points.
+#[test]
+fn quantum_espresso_scf_on_two_ranks_matches_an_independent_count() {
+    if !have("pw.x") || !Path::new(QE_PSEUDO).exists() || !have(OPEN_MPI.cc) {
+        eprintln!("skipped: needs quantum-espresso and Open MPI (scripts/deps.sh installs them)");
+        return;
+    }
+    let dir = scratch("qe");
+    std::fs::write(dir.join("si.in"), QE_SILICON).unwrap();
+    let mut command = launcher(OPEN_MPI, 2);
+    command.extend(["pw.x", "-in", "si.in"].map(String::from));
+    // The total energy pw.x prints (the line marked `!`): the same with Hark.
+    let energy = |out: &[u8]| -> String {
+        String::from_utf8_lossy(out)
+            .lines()
+            .find(|l| l.starts_with('!') && l.contains("total energy"))
+            .unwrap_or_else(|| panic!("no total energy in:\n{}", String::from_utf8_lossy(out)))
+            .to_string()
+    };
+
+    let bare = bare_run(&dir, &command);
+    assert!(bare.status.success(), "pw.x fails without hark");
+    let (out, run_dir) = counted_run(&dir, &command);
+    assert_exit(&out, 0);
+    assert_eq!(energy(&out.stdout), energy(&bare.stdout));
+
+    let counts = read_counts(&dir.join("counts"), 2);
+    // The Fortran calls are there to compare, on every rank.
+    for f in ["MPI_Bcast", "MPI_Alltoall", "MPI_Comm_split"] {
+        for (rank, c) in counts.iter().enumerate() {
+            assert!(c.get(f).is_some_and(|c| c.0 > 0), "rank {rank} made no {f}");
+        }
+    }
+    let n = compare(&profile(&run_dir), &counts);
+    eprintln!("Quantum ESPRESSO: {n} MPI functions agree with the independent count");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -8,6 +8,35 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+/// Quantum ESPRESSO's input for an SCF of bulk silicon (two atoms, 4×4×4
+/// k-points, a low cut-off): about a second at np 4. `pw.x` is Fortran
+/// calling MPI through `mpif.h` (Open MPI's Fortran layer, which calls
+/// `PMPI_*` directly), with ScaLAPACK and FFTs: collectives on communicators
+/// it splits and frees as it goes.
+pub const QE_SILICON: &str = "&control
+  calculation = 'scf'
+  prefix = 'si'
+  outdir = './out'
+  pseudo_dir = '/usr/share/espresso/pseudo'
+/
+&system
+  ibrav = 2, celldm(1) = 10.2, nat = 2, ntyp = 1, ecutwfc = 18.0
+/
+&electrons
+  conv_thr = 1.0d-8
+/
+ATOMIC_SPECIES
+ Si 28.086 Si.pz-vbc.UPF
+ATOMIC_POSITIONS alat
+ Si 0.00 0.00 0.00
+ Si 0.25 0.25 0.25
+K_POINTS automatic
+ 4 4 4 1 1 1
+";
+
+/// The pseudopotential [`QE_SILICON`] reads (`quantum-espresso-data`).
+pub const QE_PSEUDO: &str = "/usr/share/espresso/pseudo/Si.pz-vbc.UPF";
+
 /// NWChem's input for an SCF of water in 6-31G*: about a second, whose
 /// Global Arrays move their data with one-sided calls (`MPI_Get_accumulate`
 /// with `MPI_NO_OP` for reads, `MPI_Accumulate`, `MPI_Fetch_and_op`) under

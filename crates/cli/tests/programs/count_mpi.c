@@ -1,13 +1,14 @@
 /* An independent count of MPI calls, to check Hark's numbers against.
  *
  * Preloaded (before Hark's probe) into an MPI program, it wraps a few MPI
- * functions, counts each call and the bytes it sends (count x type size;
- * for one-sided calls the origin buffer's, the result buffer's for
+ * functions (their C entry points, and under Open MPI their Fortran ones
+ * too), counts each call and the bytes it sends (count x type size; for
+ * one-sided calls the origin buffer's, the result buffer's for
  * MPI_Get_accumulate, one element for MPI_Fetch_and_op and
- * MPI_Compare_and_swap),
- * forwards to the next definition found with dlsym(RTLD_NEXT) -- Hark's
- * wrapper, then the MPI library -- and at MPI_Finalize writes one line per
- * function, "name calls bytes", to $COUNT_DIR/count.<world rank>.
+ * MPI_Compare_and_swap), forwards to the next definition found with
+ * dlsym(RTLD_NEXT) -- Hark's wrapper, then the MPI library -- and at
+ * MPI_Finalize (or mpi_finalize_) writes one line per function, "name calls
+ * bytes", to $COUNT_DIR/count.<world rank>.
  *
  * It shares no code with Hark: it is the yardstick. */
 #define _GNU_SOURCE
@@ -20,7 +21,7 @@
 enum { SEND, ISEND, SSEND, RSEND, RECV, IRECV, SENDRECV, WAIT, WAITALL, WAITANY,
        TEST, IPROBE, PROBE, BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER,
        ALLGATHERV, ALLTOALL, ALLTOALLV, GATHER, SCATTER, PUT, GET, ACCUMULATE,
-       GET_ACCUMULATE, FETCH_AND_OP, COMPARE_AND_SWAP, NFUNC };
+       GET_ACCUMULATE, FETCH_AND_OP, COMPARE_AND_SWAP, COMM_SPLIT, COMM_FREE, NFUNC };
 static const char *names[NFUNC] = {
     "MPI_Send", "MPI_Isend", "MPI_Ssend", "MPI_Rsend", "MPI_Recv", "MPI_Irecv",
     "MPI_Sendrecv", "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Test",
@@ -28,7 +29,7 @@ static const char *names[NFUNC] = {
     "MPI_Allreduce", "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall",
     "MPI_Alltoallv", "MPI_Gather", "MPI_Scatter", "MPI_Put", "MPI_Get",
     "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op",
-    "MPI_Compare_and_swap"};
+    "MPI_Compare_and_swap", "MPI_Comm_split", "MPI_Comm_free"};
 static unsigned long long calls[NFUNC], bytes[NFUNC];
 
 static void *next(const char *name) {
@@ -175,10 +176,15 @@ int MPI_Compare_and_swap(const void *o, const void *c, void *res, MPI_Datatype t
     FORWARD(COMPARE_AND_SWAP, compare_and_swap_t, "MPI_Compare_and_swap", (o, c, res, t, r, d, w))
 }
 
+typedef int (*comm_split_t)(MPI_Comm, int, int, MPI_Comm *);
+int MPI_Comm_split(MPI_Comm c, int color, int key, MPI_Comm *out) {
+    FORWARD(COMM_SPLIT, comm_split_t, "MPI_Comm_split", (c, color, key, out))
+}
+typedef int (*comm_free_t)(MPI_Comm *);
+int MPI_Comm_free(MPI_Comm *c) { FORWARD(COMM_FREE, comm_free_t, "MPI_Comm_free", (c)) }
+
 typedef int (*finalize_t)(void);
-int MPI_Finalize(void) {
-    static finalize_t real = 0;
-    if (!real) real = (finalize_t)next("MPI_Finalize");
+static void write_counts(void) {
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const char *dir = getenv("COUNT_DIR");
@@ -192,5 +198,99 @@ int MPI_Finalize(void) {
             fclose(f);
         }
     }
+}
+
+int MPI_Finalize(void) {
+    static finalize_t real = 0;
+    if (!real) real = (finalize_t)next("MPI_Finalize");
+    write_counts();
     return real();
 }
+
+#ifdef OPEN_MPI
+/* Open MPI's Fortran bindings (mpif.h and `use mpi`: mpi_send_, ...) call
+ * PMPI_* directly, so a Fortran program's calls are counted at their own
+ * entry points. (MPICH's call the C MPI_* functions, which count them.) */
+#define FFORWARD(idx, type, name, args)          \
+    static type real = 0;                        \
+    if (!real) real = (type)next(name);          \
+    calls[idx]++;                                \
+    real args;
+
+static unsigned long long f_size_of(const MPI_Fint *count, const MPI_Fint *type) {
+    return size_of(*count, MPI_Type_f2c(*type));
+}
+
+typedef void (*f_send_t)(const void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
+                         MPI_Fint *);
+void mpi_send_(const void *b, MPI_Fint *c, MPI_Fint *t, MPI_Fint *d, MPI_Fint *tag, MPI_Fint *comm,
+               MPI_Fint *e) {
+    if (*d != MPI_PROC_NULL) bytes[SEND] += f_size_of(c, t);
+    FFORWARD(SEND, f_send_t, "mpi_send_", (b, c, t, d, tag, comm, e))
+}
+void mpi_rsend_(const void *b, MPI_Fint *c, MPI_Fint *t, MPI_Fint *d, MPI_Fint *tag,
+                MPI_Fint *comm, MPI_Fint *e) {
+    if (*d != MPI_PROC_NULL) bytes[RSEND] += f_size_of(c, t);
+    FFORWARD(RSEND, f_send_t, "mpi_rsend_", (b, c, t, d, tag, comm, e))
+}
+typedef void (*f_isend_t)(const void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
+                          MPI_Fint *, MPI_Fint *, MPI_Fint *);
+void mpi_isend_(const void *b, MPI_Fint *c, MPI_Fint *t, MPI_Fint *d, MPI_Fint *tag,
+                MPI_Fint *comm, MPI_Fint *r, MPI_Fint *e) {
+    if (*d != MPI_PROC_NULL) bytes[ISEND] += f_size_of(c, t);
+    FFORWARD(ISEND, f_isend_t, "mpi_isend_", (b, c, t, d, tag, comm, r, e))
+}
+typedef void (*f_recv_t)(void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
+                         MPI_Fint *, MPI_Fint *);
+void mpi_recv_(void *b, MPI_Fint *c, MPI_Fint *t, MPI_Fint *s, MPI_Fint *tag, MPI_Fint *comm,
+               MPI_Fint *st, MPI_Fint *e) {
+    FFORWARD(RECV, f_recv_t, "mpi_recv_", (b, c, t, s, tag, comm, st, e))
+}
+void mpi_irecv_(void *b, MPI_Fint *c, MPI_Fint *t, MPI_Fint *s, MPI_Fint *tag, MPI_Fint *comm,
+                MPI_Fint *r, MPI_Fint *e) {
+    FFORWARD(IRECV, f_recv_t, "mpi_irecv_", (b, c, t, s, tag, comm, r, e))
+}
+typedef void (*f_wait_t)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
+void mpi_wait_(MPI_Fint *r, MPI_Fint *s, MPI_Fint *e) { FFORWARD(WAIT, f_wait_t, "mpi_wait_", (r, s, e)) }
+typedef void (*f_waitall_t)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
+void mpi_waitall_(MPI_Fint *n, MPI_Fint *r, MPI_Fint *s, MPI_Fint *e) {
+    FFORWARD(WAITALL, f_waitall_t, "mpi_waitall_", (n, r, s, e))
+}
+typedef void (*f_barrier_t)(MPI_Fint *, MPI_Fint *);
+void mpi_barrier_(MPI_Fint *c, MPI_Fint *e) { FFORWARD(BARRIER, f_barrier_t, "mpi_barrier_", (c, e)) }
+typedef void (*f_bcast_t)(void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
+void mpi_bcast_(void *b, MPI_Fint *c, MPI_Fint *t, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *e) {
+    FFORWARD(BCAST, f_bcast_t, "mpi_bcast_", (b, c, t, root, comm, e))
+}
+typedef void (*f_reduce_t)(const void *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
+                           MPI_Fint *, MPI_Fint *);
+void mpi_reduce_(const void *s, void *r, MPI_Fint *c, MPI_Fint *t, MPI_Fint *op, MPI_Fint *root,
+                 MPI_Fint *comm, MPI_Fint *e) {
+    FFORWARD(REDUCE, f_reduce_t, "mpi_reduce_", (s, r, c, t, op, root, comm, e))
+}
+typedef void (*f_allreduce_t)(const void *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
+                              MPI_Fint *);
+void mpi_allreduce_(const void *s, void *r, MPI_Fint *c, MPI_Fint *t, MPI_Fint *op, MPI_Fint *comm,
+                    MPI_Fint *e) {
+    FFORWARD(ALLREDUCE, f_allreduce_t, "mpi_allreduce_", (s, r, c, t, op, comm, e))
+}
+typedef void (*f_alltoall_t)(const void *, MPI_Fint *, MPI_Fint *, void *, MPI_Fint *, MPI_Fint *,
+                             MPI_Fint *, MPI_Fint *);
+void mpi_alltoall_(const void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt,
+                   MPI_Fint *comm, MPI_Fint *e) {
+    FFORWARD(ALLTOALL, f_alltoall_t, "mpi_alltoall_", (s, sc, st, r, rc, rt, comm, e))
+}
+typedef void (*f_comm_split_t)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
+void mpi_comm_split_(MPI_Fint *c, MPI_Fint *color, MPI_Fint *key, MPI_Fint *out, MPI_Fint *e) {
+    FFORWARD(COMM_SPLIT, f_comm_split_t, "mpi_comm_split_", (c, color, key, out, e))
+}
+typedef void (*f_comm_free_t)(MPI_Fint *, MPI_Fint *);
+void mpi_comm_free_(MPI_Fint *c, MPI_Fint *e) { FFORWARD(COMM_FREE, f_comm_free_t, "mpi_comm_free_", (c, e)) }
+typedef void (*f_finalize_t)(MPI_Fint *);
+void mpi_finalize_(MPI_Fint *e) {
+    static f_finalize_t real = 0;
+    if (!real) real = (f_finalize_t)next("mpi_finalize_");
+    write_counts();
+    real(e);
+}
+#endif
