@@ -323,22 +323,18 @@ fn transfer_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Find
     if time == 0 {
         return None;
     }
-    // The function holding most of it: its time less the waiting judged
-    // in it (a `MPI_Waitany` that only waited moved no data).
-    let (func, _) = top(
-        (p.mpi.iter())
-            .filter(|(f, _)| counted(f) && !polled.iter().any(|x| x.0 == *f))
-            .map(|(f, prof)| {
-                (
-                    f,
-                    prof.time_ns
-                        .iter()
-                        .sum::<u64>()
-                        .saturating_sub(judged(p, f)),
-                )
-            }),
-        |&t| t,
-    )?;
+    // Each function's part of it: its time less the waiting judged in it
+    // (a `MPI_Waitany` that only waited moved no data), costliest first.
+    let mut parts: Vec<(&String, u64)> = (p.mpi.iter())
+        .filter(|(f, _)| counted(f) && !polled.iter().any(|x| x.0 == *f))
+        .map(|(f, prof)| {
+            let t = prof.time_ns.iter().sum::<u64>();
+            (f, t.saturating_sub(judged(p, f)))
+        })
+        .filter(|&(_, t)| t > 0)
+        .collect();
+    parts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let &(func, top_time) = parts.first()?;
     let besides = if polled.is_empty() {
         ""
     } else {
@@ -346,24 +342,20 @@ fn transfer_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Find
     };
     let (time_s, of_rank) = (duration(time), share(time, rank_time));
     let transfer = 100.0 * e.transfer;
+    let of_it = |t: u64| pct(t, time);
     // Only a call that moves data is said to: a one-sided synchronisation
     // also waits for its targets, a barrier moves nothing, and a set-up
     // call (a communicator, a window, a file) moves no message data.
-    let outside = format!(
-        "MPI calls spend {time_s} ({of_rank} of rank time) outside the wait states Hark judges{besides} (transfer efficiency {transfer:.1} %), most in {func}"
-    );
-    let (title, detail) = match by_name(func).map(|(_, f)| f.class) {
+    let (kind, nature, advice) = match by_name(func).map(|(_, f)| f.class) {
         _ if matches!(func.as_str(), "MPI_Barrier" | "MPI_Ibarrier") => (
-            format!("Time in synchronisation, most in {func}"),
-            format!(
-                "{outside}, which moves no data: past the wait for the last rank, which is judged, its time is the library synchronising the ranks. Look at how often the program synchronises."
-            ),
+            "synchronisation",
+            "which moves no data: past the wait for the last rank, which is judged, its time is the library synchronising the ranks",
+            "Look at how often the program synchronises.",
         ),
         Some(Class::RmaSync) => (
-            format!("Time in one-sided synchronisation, most in {func}"),
-            format!(
-                "{outside}, a one-sided synchronisation: its time is the transfers it completes and the waiting for its targets, which no pattern tells apart. Look at how often the program synchronises its windows, and at the sizes and counts of its one-sided calls."
-            ),
+            "one-sided synchronisation",
+            "a one-sided synchronisation: its time is the transfers it completes and the waiting for its targets, which no pattern tells apart",
+            "Look at how often the program synchronises its windows, and at the sizes and counts of its one-sided calls.",
         ),
         Some(
             Class::CommCreate
@@ -374,17 +366,56 @@ fn transfer_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Find
             | Class::Other
             | Class::Query,
         ) => (
-            format!("Time in MPI set-up calls, most in {func}"),
-            format!(
-                "{outside}, which moves no message data: it creates or frees communicators, windows or files, or manages the library, and the waiting inside it for other ranks is not judged. Look at how often the program calls it."
-            ),
+            "MPI set-up calls",
+            "which moves no message data: it creates or frees communicators, windows or files, or manages the library, and the waiting inside it for other ranks is not judged",
+            "Look at how often the program calls it.",
         ),
         _ => (
+            "",
+            "",
+            "look at message sizes and counts, or overlap communication with work.",
+        ),
+    };
+    let outside = format!(
+        "MPI calls spend {time_s} ({of_rank} of rank time) outside the wait states Hark judges{besides} (transfer efficiency {transfer:.1} %)"
+    );
+    // A title speaks for the whole time only when one function holds most
+    // of it; otherwise it names the largest part and the detail the next.
+    let (title, detail) = if 2 * top_time < time {
+        let next: String = (parts[1..].iter().take(2))
+            .map(|&(f, t)| format!(", {:.0} % in {f}", of_it(t)))
+            .collect();
+        // The largest part's nature as a sentence of its own.
+        let about = match nature.strip_prefix("which ") {
+            _ if kind.is_empty() => format!(
+                "{func} moves data: look at message sizes and counts, or overlap communication with work."
+            ),
+            Some(rest) => format!("{func} {rest}. {advice}"),
+            None => format!("{func} is {nature}. {advice}"),
+        };
+        (
+            format!("Time in MPI calls outside the wait states, the largest part in {func}"),
+            format!(
+                "{outside}, spread over several functions: {:.0} % of it in {func}{next}. {about}",
+                of_it(top_time),
+            ),
+        )
+    } else if kind.is_empty() {
+        (
             "Time moving data".to_string(),
             format!(
-                "MPI calls spend {time_s} ({of_rank} of rank time) moving data rather than waiting{besides} (transfer efficiency {transfer:.1} %), most in {func}: look at message sizes and counts, or overlap communication with work."
+                "MPI calls spend {time_s} ({of_rank} of rank time) moving data rather than waiting{besides} (transfer efficiency {transfer:.1} %), most in {func} ({:.0} % of it): {advice}",
+                of_it(top_time)
             ),
-        ),
+        )
+    } else {
+        (
+            format!("Time in {kind}, most in {func}"),
+            format!(
+                "{outside}, most in {func} ({:.0} % of it), {nature}. {advice}",
+                of_it(top_time)
+            ),
+        )
     };
     Some(Finding {
         severity: String::new(),
@@ -610,7 +641,7 @@ mod tests {
         );
         assert!(
             t.detail.starts_with(
-                "MPI calls spend 8.00 s (40.0 % of rank time) outside the wait states Hark judges, besides the polling (transfer efficiency 50.0 %), most in MPI_Win_flush_all, a one-sided synchronisation:"
+                "MPI calls spend 8.00 s (40.0 % of rank time) outside the wait states Hark judges, besides the polling (transfer efficiency 50.0 %), most in MPI_Win_flush_all (75 % of it), a one-sided synchronisation:"
             ) && !t.detail.contains("moving data"),
             "{}",
             t.detail
@@ -630,7 +661,7 @@ mod tests {
         );
         assert!(
             t.detail
-                .contains("most in MPI_Win_allocate, which moves no message data:")
+                .contains("most in MPI_Win_allocate (75 % of it), which moves no message data:")
                 && !t.detail.contains("moving data"),
             "{}",
             t.detail
@@ -646,7 +677,34 @@ mod tests {
         calls(&mut put, "MPI_Put", [9000, 9000], [3_000_000_000; 2]);
         let t = transfer_finding(&put, &polling(&put), rank_time).unwrap();
         assert_eq!(t.title, "Time moving data");
-        assert!(t.detail.contains("most in MPI_Put:"), "{}", t.detail);
+        assert!(
+            t.detail.contains("most in MPI_Put (75 % of it):"),
+            "{}",
+            t.detail
+        );
+        // Spread over several functions, none holding half (Quantum
+        // ESPRESSO: communicators split, all-to-alls, barriers): the title
+        // does not speak for the whole time.
+        let mut spread = program();
+        calls(
+            &mut spread,
+            "MPI_Comm_split",
+            [600, 600],
+            [1_500_000_000; 2],
+        );
+        calls(&mut spread, "MPI_Alltoall", [900, 900], [1_000_000_000; 2]);
+        let t = transfer_finding(&spread, &polling(&spread), rank_time).unwrap();
+        assert_eq!(
+            t.title,
+            "Time in MPI calls outside the wait states, the largest part in MPI_Comm_split"
+        );
+        assert!(
+            t.detail.contains(
+                "spread over several functions: 43 % of it in MPI_Comm_split, 29 % in MPI_Alltoall, 29 % in MPI_Send. MPI_Comm_split moves no message data: it creates"
+            ) && t.detail.ends_with("Look at how often the program calls it."),
+            "{}",
+            t.detail
+        );
     }
 
     #[test]
