@@ -192,13 +192,26 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             hark_outputs::summary::render(&run)
         ));
         if run.programs.is_empty() {
-            print_stderr(
-                "hark: no process connected. Statically linked and setuid programs ignore LD_PRELOAD; \
-                 `hark run -v` shows the command and launcher hark used.\n",
-            );
+            print_stderr(&no_process_hint(&args.command[0], code));
         }
     }
     Ok(code)
+}
+
+/// What to say when no process connected: a command that failed says why
+/// itself (a launcher refusing to start, a program not found), so hark
+/// points there before guessing.
+fn no_process_hint(command: &str, code: i32) -> String {
+    if code != 0 {
+        format!(
+            "hark: no process connected: `{command}` exited with status {code} before any process of it \
+             reached the probe; its own messages above say why.\n"
+        )
+    } else {
+        "hark: no process connected. Statically linked and setuid programs ignore LD_PRELOAD; \
+         `hark run -v` shows the command and launcher hark used.\n"
+            .to_string()
+    }
 }
 
 /// The environment the measured processes get.

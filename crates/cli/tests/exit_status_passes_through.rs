@@ -133,3 +133,46 @@ fn a_sigterm_to_hark_reaches_the_command_and_the_report_is_still_written() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A command from which no process reached the probe: when it failed, hark
+/// points at its own messages (a launcher refusing to start says why), and
+/// only when it succeeded does it guess at a static or setuid program.
+#[test]
+fn no_process_connected_points_at_the_command_when_it_failed() {
+    let dir = scratch("no-process");
+    // Statically linked, so LD_PRELOAD never loads the probe into it.
+    std::fs::write(
+        dir.join("status.c"),
+        "#include <stdlib.h>\nint main(int c, char **v) { return c > 1 ? atoi(v[1]) : 0; }\n",
+    )
+    .unwrap();
+    let cc = std::process::Command::new("cc")
+        .current_dir(&dir)
+        .args(["-static", "-o", "status", "status.c"])
+        .output()
+        .unwrap();
+    if !cc.status.success() {
+        eprintln!(
+            "skipped: no static C library: {}",
+            String::from_utf8_lossy(&cc.stderr)
+        );
+        return;
+    }
+    for (status, said) in [
+        (
+            "5",
+            "`./status` exited with status 5 before any process of it reached the probe",
+        ),
+        (
+            "0",
+            "Statically linked and setuid programs ignore LD_PRELOAD",
+        ),
+    ] {
+        let command = vec!["./status".to_string(), status.to_string()];
+        let (out, _) = hark_run(&dir, &[], &command);
+        assert_exit(&out, status.parse().unwrap());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(said), "status {status}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
