@@ -7,7 +7,9 @@
 //! server sustained, the time from the last writer's exit to the model in
 //! hand, the server's peak RSS, and the accounting (every event written must
 //! be analysed: the writers block instead of dropping, so a server that does
-//! not keep up shows as a lower rate, not as loss).
+//! not keep up shows as a lower rate, not as loss), then the wait-state
+//! instances found (the writers are aligned as probes align at `MPI_Init`,
+//! and each runs [`LAG_NS`] behind the one before it, so ranks wait).
 //!
 //! The writers stay within [`AHEAD`] packs of each other, as coupled ranks'
 //! streams do. Each is run with every analysis and again without the
@@ -35,8 +37,8 @@
 
 use hark_server::{Server, ServerConfig};
 use hark_wire::{
-    encode_pack, op, ClockSource, Def, End, EndReason, Event, Flavour, Hello, NameKind, RankInfo,
-    TickScale, EVENT_SIZE, HEADER_SIZE, PACK_HEADER_SIZE,
+    encode_pack, op, ClockPhase, ClockSource, ClockSync, Def, End, EndReason, Event, Flavour,
+    Hello, NameKind, RankInfo, TickScale, EVENT_SIZE, HEADER_SIZE, PACK_HEADER_SIZE,
 };
 use std::io::Write;
 use std::process::Command;
@@ -49,6 +51,12 @@ const PACK_EVENTS: usize = (1 << 20) / EVENT_SIZE;
 /// probes' buffers (8 packs by default); uncoupled writers would drift
 /// without bound and measure something no program does.
 const AHEAD: u64 = 8;
+
+/// How far each rank's timeline runs behind the one before it, in ns: in
+/// every round of the mix ranks below the last wait for it in
+/// `MPI_Allreduce` (Wait at N×N), and rank 0 receives from the last rank
+/// before it sends (Late Sender), so the wait-state analyses have work.
+const LAG_NS: u64 = 400;
 
 /// The writers' progress, one `u64` per writer in a file beside the socket.
 struct Progress {
@@ -276,6 +284,10 @@ fn run(per_writer: u64, writers: usize, which: &str) {
         query_latency(&run);
     }
     for p in &run.programs {
+        let waits: Vec<String> = (p.waits.iter())
+            .map(|(k, w)| format!("{k} {}", w.instances.iter().sum::<u64>()))
+            .collect();
+        println!("  wait-state instances: {}", waits.join(", "));
         for d in &p.diagnostics {
             println!("  diagnostic: {d}");
         }
@@ -409,6 +421,18 @@ fn write(addr: &str, rank: i32, size: i32, events: u64) {
         library: "synthetic".into(),
     }
     .encode(&mut head);
+    // Aligned with world rank 0 as a probe aligns at `MPI_Init`: every
+    // writer's clock is rank 0's (offset 0). Without it each writer's
+    // timeline would be offset by the handshake, the milliseconds between
+    // the writers' connections, and half the messages would break the
+    // clock condition.
+    ClockSync {
+        phase: ClockPhase::Init,
+        local_ns: 0,
+        reference_ns: 0,
+        round_trip_ns: 1000,
+    }
+    .encode(&mut head);
     Def::encode_all(
         &[
             Def::Comm {
@@ -450,7 +474,7 @@ fn write(addr: &str, rank: i32, size: i32, events: u64) {
     let template: Vec<Event> = (0..per_pack)
         .map(|i| {
             let mut e = pattern[i % pattern.len()];
-            let t = i as u64 * 1000;
+            let t = i as u64 * 1000 + rank as u64 * LAG_NS;
             e.start.set(t);
             e.end.set(t + e.end.get());
             // A collective's sequence number on its communicator, as the
