@@ -316,6 +316,89 @@ impl P2pMatcher {
         }
     }
 
+    /// [`P2pMatcher::add`] for each of `ops` in turn, with the same
+    /// result: a run of operations of one channel and side (a stream's
+    /// part holds its sends to this rank, or this rank's receives, mostly
+    /// of one channel) looks its channel up once, not once per operation.
+    pub(crate) fn add_all(&mut self, ops: &[P2pOp], out: &mut Vec<Wait>) {
+        let same = |a: &P2pOp, b: &P2pOp| {
+            (a.side, a.comm, a.src, a.tag, a.dst) == (b.side, b.comm, b.src, b.tag, b.dst)
+        };
+        for run in ops.chunk_by(same) {
+            // The first makes the channel if need be, as `add` does.
+            self.add(&run[0], out);
+            let mut rest = &run[1..];
+            while let Some(op) = rest.first() {
+                let done = self.add_to_channel(rest, out);
+                if done == 0 {
+                    // What the run's loop leaves to `add`: a channel
+                    // shared with other channels of the sender, the bound
+                    // on held operations, a sweep due, both sides queued.
+                    self.add(op, out);
+                    rest = &rest[1..];
+                } else {
+                    rest = &rest[done..];
+                }
+            }
+        }
+    }
+
+    /// Adds operations of `run` (one channel and side, the channel made)
+    /// while `add` would take its common path; returns how many it added.
+    fn add_to_channel(&mut self, run: &[P2pOp], out: &mut Vec<Wait>) -> usize {
+        let first = &run[0];
+        let key = (first.comm, first.src, first.tag);
+        let (src, side) = (first.src, first.side);
+        // Out of the map while it is used, so that `pair` may borrow the
+        // matcher; `pair` never looks channels up when judged here.
+        let Some(mut ch) = self.channels.remove(&key) else {
+            return 0;
+        };
+        let mut done = 0;
+        for op in run {
+            let (mine, other) = match side {
+                Side::Send => (&mut ch.sends, &mut ch.recvs),
+                Side::Recv => (&mut ch.recvs, &mut ch.sends),
+            };
+            let pairs = mine.is_empty() && !other.is_empty();
+            // `pair` may forget matched sends by looking at every channel's
+            // queues, this one's among them: `add` does that.
+            let uncommon = !ch.alone
+                || (!mine.is_empty() && !other.is_empty())
+                || (pairs && self.channels.len() + 1 > self.sweep_at.max(1024))
+                || (pairs && self.matched.len() >= self.prune_at.max(256))
+                || (!pairs && self.held >= held_bound());
+            if uncommon {
+                break;
+            }
+            if side == Side::Recv {
+                self.last_recv = self.last_recv.max(op.seq);
+            }
+            self.rank = Some(op.dst);
+            let held = Held::from(op);
+            if pairs {
+                let partner = other.pop_front().expect("not empty");
+                self.held -= 1;
+                let (s, r) = match side {
+                    Side::Send => (held, partner),
+                    Side::Recv => (partner, held),
+                };
+                let late = r.block.get().is_some_and(|(enter, _)| s.post_ns > enter);
+                let ooo = late
+                    && (matched_out_of_order(&self.matched, src, &s, &r)
+                        || ch.earlier_waits(&s, &r));
+                let judged = Some((ch.waiting_before(r.seq), ooo));
+                self.pair(src, s, r, judged, out);
+            } else {
+                mine.push_back(held);
+                self.held += 1;
+            }
+            done += 1;
+        }
+        self.channels.insert(key, ch);
+        done
+    }
+
     fn drain(&mut self, key: ChannelKey, out: &mut Vec<Wait>) {
         while let Some(ch) = self.channels.get_mut(&key) {
             if ch.sends.is_empty() || ch.recvs.is_empty() {
@@ -1355,6 +1438,79 @@ mod tests {
             let mut want = want;
             want.sort_by_key(key);
             assert!(got == want, "seed {seed}");
+        }
+    }
+
+    /// A matcher's state, its maps in key order.
+    fn canon(m: &P2pMatcher) -> String {
+        let mut channels: Vec<_> = (m.channels.iter())
+            .map(|(k, c)| {
+                let q = |q: &SegQueue<Held>| q.iter().copied().collect::<Vec<_>>();
+                (*k, q(&c.sends), q(&c.recvs), c.alone)
+            })
+            .collect();
+        channels.sort_by_key(|c| c.0);
+        let mut by_src: Vec<_> = m.by_src.iter().collect();
+        by_src.sort();
+        format!(
+            "{channels:?} {by_src:?} {} {:?} {:?} {} {:?} {:?}",
+            m.held, m.matched, m.calls, m.last_recv, m.unmatched, m.rank
+        )
+    }
+
+    /// `add_all` over parts of any length gives what `add` one by one
+    /// gives: the same waits in the same order, the same state.
+    #[test]
+    fn adding_a_part_at_once_is_adding_its_operations_in_turn() {
+        for seed in 1..=40u64 {
+            let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+            let mut next = |n: u64| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % n
+            };
+            // Parts as streams publish them: runs of one sender's sends
+            // (sender 3 on two tags, so its channels are not alone) or of
+            // this rank's receives, some completed by one call.
+            let (mut sends, mut recvs) = ([0u64; 4], 0u64);
+            let mut parts: Vec<Vec<P2pOp>> = Vec::new();
+            for _ in 0..60 {
+                let src = 1 + next(3) as i32;
+                let len = 1 + next(40);
+                let recv = next(2) == 0;
+                let mut part = Vec::new();
+                for _ in 0..len {
+                    let tag = if src == 3 { next(2) as i32 } else { 0 };
+                    let t = 1000 * (sends[src as usize] + recvs) + next(900);
+                    let mut o = op(if recv { Side::Recv } else { Side::Send }, 0);
+                    (o.src, o.tag, o.post_ns) = (src, tag, t);
+                    if recv {
+                        recvs += 1;
+                        o.seq = recvs;
+                        o.block = Some((t, t + next(3000))).into();
+                        o.call = recvs / 3;
+                        o.in_call = 1 + (next(4) == 0) as u32;
+                    } else {
+                        sends[src as usize] += 1;
+                        o.seq = sends[src as usize];
+                        o.block = (next(2) == 0).then_some((t, t + next(2000))).into();
+                    }
+                    part.push(o);
+                }
+                parts.push(part);
+            }
+            let (mut one, mut one_out) = (P2pMatcher::default(), Vec::new());
+            let (mut all, mut all_out) = (P2pMatcher::default(), Vec::new());
+            for part in &parts {
+                for o in part {
+                    one.add(o, &mut one_out);
+                }
+                all.add_all(part, &mut all_out);
+            }
+            assert_eq!(one_out, all_out, "seed {seed}");
+            assert!(!one_out.is_empty(), "seed {seed}: nothing waited");
+            assert_eq!(canon(&one), canon(&all), "seed {seed}");
         }
     }
 }

@@ -795,9 +795,7 @@ impl OnBoard {
                     {
                         let mut m = st.counts.lock(&m);
                         let m = st.counts.own_clone(&mut m);
-                        for op in &types.p2p.get(&entries[0]).items {
-                            m.add(op, &mut waits);
-                        }
+                        m.add_all(&types.p2p.get(&entries[0]).items, &mut waits);
                     }
                     route(ctx, &st, types.waits, waits);
                 },
