@@ -381,7 +381,7 @@ fn transfer_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Find
     );
     // A title speaks for the whole time only when one function holds most
     // of it; otherwise it names the largest part and the detail the next.
-    let (title, detail) = if 2 * top_time < time {
+    let (title, detail) = if top_time.saturating_mul(2) < time {
         let next: String = (parts[1..].iter().take(2))
             .map(|&(f, t)| format!(", {:.0} % in {f}", of_it(t)))
             .collect();
