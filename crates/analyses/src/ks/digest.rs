@@ -394,7 +394,7 @@ fn transfer_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Find
             None => format!("{func} is {nature}. {advice}"),
         };
         (
-            format!("Time in MPI calls outside the wait states, the largest part in {func}"),
+            format!("Time in MPI calls, the largest part in {func}"),
             format!(
                 "{outside}, spread over several functions: {:.0} % of it in {func}{next}. {about}",
                 of_it(top_time),
@@ -696,7 +696,7 @@ mod tests {
         let t = transfer_finding(&spread, &polling(&spread), rank_time).unwrap();
         assert_eq!(
             t.title,
-            "Time in MPI calls outside the wait states, the largest part in MPI_Comm_split"
+            "Time in MPI calls, the largest part in MPI_Comm_split"
         );
         assert!(
             t.detail.contains(
