@@ -155,6 +155,28 @@ struct Channel {
 }
 
 impl Channel {
+    /// The queue of `side`'s operations and the other side's.
+    fn sides(&mut self, side: Side) -> (&mut SegQueue<Held>, &mut SegQueue<Held>) {
+        match side {
+            Side::Send => (&mut self.sends, &mut self.recvs),
+            Side::Recv => (&mut self.recvs, &mut self.sends),
+        }
+    }
+
+    /// What Wrong Order needs of a pair just matched in this channel, its
+    /// sender's only one: see [`Judged`].
+    fn judge(
+        &self,
+        matched: &BTreeMap<(i32, u64), u64>,
+        src: i32,
+        s: &Held,
+        r: &Held,
+    ) -> (bool, bool) {
+        let late = r.block.get().is_some_and(|(enter, _)| s.post_ns > enter);
+        let ooo = late && (matched_out_of_order(matched, src, s, r) || self.earlier_waits(s, r));
+        (self.waiting_before(r.seq), ooo)
+    }
+
     /// [`P2pMatcher::waiting_before`] for a sender whose only channel
     /// this is.
     fn waiting_before(&self, seq: u64) -> bool {
@@ -259,10 +281,7 @@ impl P2pMatcher {
             self.not_alone(src);
             ch = self.channels.get_mut(&key).expect("made above");
         }
-        let (mine, other) = match side {
-            Side::Send => (&mut ch.sends, &mut ch.recvs),
-            Side::Recv => (&mut ch.recvs, &mut ch.sends),
-        };
+        let (mine, other) = ch.sides(side);
         // A channel holds one side at most between calls, so an operation
         // pairs with the other side's oldest or waits: the drain below,
         // without looking the channel up again.
@@ -279,13 +298,7 @@ impl P2pMatcher {
                     Side::Send => (op, partner),
                     Side::Recv => (partner, op),
                 };
-                let judged = ch.alone.then(|| {
-                    let late = r.block.get().is_some_and(|(enter, _)| s.post_ns > enter);
-                    let ooo = late
-                        && (matched_out_of_order(&self.matched, src, &s, &r)
-                            || ch.earlier_waits(&s, &r));
-                    (ch.waiting_before(r.seq), ooo)
-                });
+                let judged = ch.alone.then(|| ch.judge(&self.matched, src, &s, &r));
                 self.pair(src, s, r, judged, out);
                 if empty && self.channels.len() > self.sweep_at.max(1024) {
                     self.sweep();
@@ -298,10 +311,7 @@ impl P2pMatcher {
                 if self.held >= held_bound() && !both {
                     self.drop_oldest();
                     let ch = self.channels.get_mut(&key).expect("made above");
-                    match side {
-                        Side::Send => ch.sends.push_back(op),
-                        Side::Recv => ch.recvs.push_back(op),
-                    }
+                    ch.sides(side).0.push_back(op);
                 } else {
                     mine.push_back(op);
                 }
@@ -356,14 +366,12 @@ impl P2pMatcher {
         };
         let mut done = 0;
         for op in run {
-            let (mine, other) = match side {
-                Side::Send => (&mut ch.sends, &mut ch.recvs),
-                Side::Recv => (&mut ch.recvs, &mut ch.sends),
-            };
+            let alone = ch.alone;
+            let (mine, other) = ch.sides(side);
             let pairs = mine.is_empty() && !other.is_empty();
             // `pair` may forget matched sends by looking at every channel's
             // queues, this one's among them: `add` does that.
-            let uncommon = !ch.alone
+            let uncommon = !alone
                 || (!mine.is_empty() && !other.is_empty())
                 || (pairs && self.channels.len() + 1 > self.sweep_at.max(1024))
                 || (pairs && self.matched.len() >= self.prune_at.max(256))
@@ -383,11 +391,7 @@ impl P2pMatcher {
                     Side::Send => (held, partner),
                     Side::Recv => (partner, held),
                 };
-                let late = r.block.get().is_some_and(|(enter, _)| s.post_ns > enter);
-                let ooo = late
-                    && (matched_out_of_order(&self.matched, src, &s, &r)
-                        || ch.earlier_waits(&s, &r));
-                let judged = Some((ch.waiting_before(r.seq), ooo));
+                let judged = Some(ch.judge(&self.matched, src, &s, &r));
                 self.pair(src, s, r, judged, out);
             } else {
                 mine.push_back(held);
