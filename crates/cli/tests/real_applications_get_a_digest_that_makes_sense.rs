@@ -116,6 +116,13 @@ fn check_polling_and_transfer(p: &serde_json::Value, digest: &[serde_json::Value
         .last()
         .and_then(|f| f["time_ns"].as_u64())
         .unwrap_or(0);
+    // The transfer finding, whatever its title says the time is.
+    let transfer = digest.iter().find(|f| {
+        f["title"] == "Time moving data"
+            || f["title"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Time in "))
+    });
     for (func, prof) in mpi {
         let polls = func.starts_with("MPI_Test") || func == "MPI_Iprobe" || func == "MPI_Improbe";
         let calls = sum(&prof["calls"]);
@@ -134,12 +141,6 @@ fn check_polling_and_transfer(p: &serde_json::Value, digest: &[serde_json::Value
         }
         // The transfer finding's title speaks for its whole time only when
         // the function it names holds half of it or more.
-        let transfer = digest.iter().find(|f| {
-            f["title"] == "Time moving data"
-                || f["title"]
-                    .as_str()
-                    .is_some_and(|t| t.starts_with("Time in "))
-        });
         if let Some(f) = transfer {
             let detail = f["detail"].as_str().unwrap();
             let title = f["title"].as_str().unwrap();
@@ -159,11 +160,7 @@ fn check_polling_and_transfer(p: &serde_json::Value, digest: &[serde_json::Value
                     100.0 * part
                 );
             }
-        }
-        let moving = digest.iter().find(|f| f["title"] == "Time moving data");
-        if let Some(f) = moving {
-            let detail = f["detail"].as_str().unwrap();
-            if names_most(detail, func) {
+            if title == "Time moving data" && names_most(detail, func) {
                 assert!(
                     !in_loop && time > 0,
                     "{what}: \"Time moving data\" names {func}, which only polled or waited\n{shown}"

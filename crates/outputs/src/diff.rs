@@ -230,37 +230,18 @@ fn compare_programs(a: &Program, b: &Program, out: &mut Diff) {
             "{prog}: only one run has efficiencies (the other did not use MPI)"
         )),
     }
-    let total = |p: &Program, m: &dyn Fn(&hark_model::P2p) -> &Vec<Vec<u64>>| -> u64 {
-        m(&p.p2p).iter().flatten().sum()
-    };
-    push_count(
-        &mut out.counts,
-        prog,
-        "point-to-point messages",
-        total(a, &|p| &p.messages),
-        total(b, &|p| &p.messages),
-    );
-    push_count(
-        &mut out.counts,
-        prog,
-        "point-to-point bytes",
-        total(a, &|p| &p.bytes),
-        total(b, &|p| &p.bytes),
-    );
-    push_count(
-        &mut out.counts,
-        prog,
-        "one-sided operations",
-        total(a, &|p| &p.one_sided.messages),
-        total(b, &|p| &p.one_sided.messages),
-    );
-    push_count(
-        &mut out.counts,
-        prog,
-        "one-sided bytes",
-        total(a, &|p| &p.one_sided.bytes),
-        total(b, &|p| &p.one_sided.bytes),
-    );
+    // Messages and one-sided operations, totals over every pair of ranks.
+    type Matrix = fn(&hark_model::P2p) -> &Vec<Vec<u64>>;
+    let traffic: [(&str, Matrix); 4] = [
+        ("point-to-point messages", |p| &p.messages),
+        ("point-to-point bytes", |p| &p.bytes),
+        ("one-sided operations", |p| &p.one_sided.messages),
+        ("one-sided bytes", |p| &p.one_sided.bytes),
+    ];
+    for (name, matrix) in traffic {
+        let total = |p: &Program| -> u64 { matrix(&p.p2p).iter().flatten().sum() };
+        push_count(&mut out.counts, prog, name, total(a), total(b));
+    }
 
     if na != nb {
         out.notes.push(format!(
