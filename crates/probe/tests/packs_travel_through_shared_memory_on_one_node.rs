@@ -115,8 +115,12 @@ fn a_writer_killed_mid_pack_is_partial_and_counted_and_a_program_beside_it_is_wh
         }
         cmd.spawn().unwrap()
     };
-    // Writes forever (in effect), pausing 1 ms every 100 writes.
-    let mut doomed = spawn(&["doomed.dat", "100000000", "1000"]);
+    // Writes forever (in effect), pausing 200 ms after every 100 writes.
+    // In a pause its buffer holds (1 + 100 k) mod 85 events (an open, then
+    // writes; 85 a pack), never 0: killed there, it always leaves an
+    // unpublished buffer. Killed in a burst, it could be just between two
+    // (with 1 ms pauses it now and then was, and the test failed).
+    let mut doomed = spawn(&["doomed.dat", "100000000", "200000"]);
     let whole = spawn(&["whole.dat", "50000", "100"]);
     let deadline = Instant::now() + Duration::from_secs(30);
     while p
@@ -129,6 +133,9 @@ fn a_writer_killed_mid_pack_is_partial_and_counted_and_a_program_beside_it_is_wh
         assert!(Instant::now() < deadline, "no packs arrived");
         std::thread::sleep(Duration::from_millis(5));
     }
+    // A pack is published in a burst of 100 writes (well under a
+    // millisecond); 20 ms later the writer is in the pause after it.
+    std::thread::sleep(Duration::from_millis(20));
     doomed.kill().unwrap();
     doomed.wait().unwrap();
     let out = whole.wait_with_output().unwrap();
