@@ -27,7 +27,9 @@
 //! (every run also says how often the analyses' workers waited for a
 //! state, and copied one a snapshot read);
 //! with `HARK_FLOOD_IN_FLIGHT_MB=N` the server's in-flight limit is N MiB
-//! instead of the default); `flood write <addr> <rank> <size> <events>` is one writer.
+//! instead of the default; with `HARK_FLOOD_JOBS=1` it lists the jobs each
+//! knowledge source ran and the time they took, counted when the last
+//! writer ended (before the last milliseconds' backlog)); `flood write <addr> <rank> <size> <events>` is one writer.
 //!
 //! With `HARK_FLOOD_TRACE=SPEC` (`all`, `auto`, ...) the server also keeps a
 //! trace store (`hark run --trace=SPEC`), in `HARK_FLOOD_TRACE_DIR` (kept
@@ -245,6 +247,12 @@ fn run(per_writer: u64, writers: usize, which: &str) {
     });
     let last_exit = Instant::now();
     let contention = server.contention();
+    let jobs = std::env::var_os("HARK_FLOOD_JOBS").is_some();
+    let sources = if jobs {
+        server.board_stats().knowledge_sources
+    } else {
+        Vec::new()
+    };
     let run = server.finish(Duration::from_secs(60));
     let ready = last_exit.elapsed();
     let total = started.elapsed();
@@ -280,6 +288,14 @@ fn run(per_writer: u64, writers: usize, which: &str) {
         "  workers waited for a state {} times and copied one a snapshot read {} times",
         contention.stalls, contention.copies
     );
+    for k in &sources {
+        println!(
+            "  knowledge source {:18} {:>8} jobs, {:>7.1} ms",
+            k.name,
+            k.jobs_run,
+            k.busy.as_secs_f64() * 1e3
+        );
+    }
     if std::env::var_os("HARK_FLOOD_QUERY").is_some() {
         query_latency(&run);
     }

@@ -332,6 +332,12 @@ impl Server {
     pub fn contention(&self) -> hark_analyses::Contention {
         self.state.contention()
     }
+
+    /// The board's counters: per knowledge source, the jobs it ran and
+    /// the time they took (what the analyses cost, for benchmarks).
+    pub fn board_stats(&self) -> hark_board::Stats {
+        self.state.board.stats()
+    }
 }
 
 impl Server {
