@@ -717,7 +717,7 @@ impl P2pMatcher {
 pub struct Instances {
     /// (communicator, sequence number) → arrivals so far, for the open
     /// instances not in a ring.
-    open: FxHashMap<(u32, i32), Vec<Arrival>>,
+    open: FxHashMap<(u32, i64), Vec<Arrival>>,
     /// The rings, of [`RINGS`] communicators at most.
     rings: Vec<Ring>,
     /// The sequence numbers of one communicator that reach this key are
@@ -727,7 +727,7 @@ pub struct Instances {
     /// Keys of the open instances in the order they began, and keys since
     /// completed, skipped when met: the oldest open instance is the first
     /// dropped.
-    order: VecDeque<(u32, i32)>,
+    order: VecDeque<(u32, i64)>,
     unmatched: Unmatched,
     /// Vectors of instances judged, for the next ones (an allocation per
     /// instance costs as much as judging it).
@@ -763,7 +763,7 @@ impl Spare {
 /// they were held.
 #[derive(Serialize, Deserialize)]
 struct InstancesRepr {
-    open: FxHashMap<(u32, i32), Vec<Arrival>>,
+    open: FxHashMap<(u32, i64), Vec<Arrival>>,
     unmatched: Unmatched,
 }
 
@@ -791,15 +791,15 @@ impl From<InstancesRepr> for Instances {
 const RINGS: usize = 4;
 
 /// Arrivals an [`Instances`]' rings have room for together: their
-/// instances times the members of their communicators (48 bytes each, so
-/// at most 768 KiB per key, a ring's slots staying from its oldest open
+/// instances times the members of their communicators (56 bytes each, so
+/// at most 896 KiB per key, a ring's slots staying from its oldest open
 /// instance to its newest; what does not fit goes to the map).
 const RING_PLACES: usize = 1 << 14;
 
 /// Arrivals the vectors an [`Instances`] keeps for reuse have room for
 /// together: a rank running ahead opens some hundreds of instances per key
 /// and pack, which should not take an allocation each while a rank behind
-/// frees as many; bounded in bytes (768 KiB), as communicators can be
+/// frees as many; bounded in bytes (896 KiB), as communicators can be
 /// large.
 const SPARE_PLACES: usize = 1 << 14;
 
@@ -814,7 +814,7 @@ struct Ring {
     first: i64,
     /// Per slot: the sequence number of its instance and how many have
     /// arrived (0: no instance open there).
-    slots: VecDeque<(i32, u32)>,
+    slots: VecDeque<(i64, u32)>,
     /// `size` places per slot.
     places: VecDeque<Arrival>,
     /// Slots with an instance open.
@@ -834,8 +834,8 @@ impl Ring {
     }
 
     /// The slot of sequence number `seq`, if it is open here.
-    fn find(&self, seq: i32, shift: u32) -> Option<usize> {
-        let i = usize::try_from((seq as i64 >> shift) - self.first).ok()?;
+    fn find(&self, seq: i64, shift: u32) -> Option<usize> {
+        let i = usize::try_from((seq >> shift) - self.first).ok()?;
         match self.slots.get(i) {
             Some(&(s, n)) if n > 0 && s == seq => Some(i),
             _ => None,
@@ -846,7 +846,7 @@ impl Ring {
     /// places; `None` if the ring cannot hold it (behind its front, too far
     /// ahead, or the slot taken by another instance).
     fn place(&mut self, a: &Arrival, shift: u32, room: usize) -> Option<usize> {
-        let slot = a.seq as i64 >> shift;
+        let slot = a.seq >> shift;
         if self.open == 0 {
             self.slots.clear();
             self.places.clear();
@@ -905,7 +905,7 @@ impl Instances {
     }
 
     /// Where the instance `key` is open, if it is.
-    fn site(&self, key: (u32, i32)) -> Option<Site> {
+    fn site(&self, key: (u32, i64)) -> Option<Site> {
         if let Some(r) = self.rings.iter().position(|r| r.comm == key.0) {
             if let Some(i) = self.rings[r].find(key.1, self.shift) {
                 return Some(Site::Ring(r, i));
@@ -1249,7 +1249,7 @@ mod tests {
         assert_eq!(m.finish().1, Unmatched::default());
     }
 
-    fn arrival(rank: i32, seq: i32) -> Arrival {
+    fn arrival(rank: i32, seq: i64) -> Arrival {
         Arrival {
             comm: 1,
             seq,
@@ -1272,7 +1272,7 @@ mod tests {
     fn instances_a_rank_never_reaches_are_dropped_oldest_first() {
         let (mut m, mut out) = (Instances::default(), Vec::new());
         // Rank 1 arrives at every instance, rank 0 only at the last ones.
-        let n = MAX_INSTANCES as i32 + 100;
+        let n = MAX_INSTANCES as i64 + 100;
         for seq in 0..n {
             m.add(arrival(1, seq), &mut out);
         }
@@ -1309,12 +1309,50 @@ mod tests {
     }
 
     #[test]
+    fn communicators_sharing_an_id_past_the_cap_keep_their_instances_apart() {
+        // Two communicators of the same members past the cap share id 1
+        // (`unify.rs`), and each numbers its collectives from 0. Rank 0
+        // runs through both before rank 1 arrives at the first: with the
+        // occurrence in the sequence number, no instance takes arrivals of
+        // both, and every one completes.
+        use crate::track::instance_seq;
+        let (mut m, mut out) = (Instances::strided(4), Vec::new());
+        for rank in [0, 1] {
+            for occurrence in [1000, 1001] {
+                for seq in 0..40 {
+                    let mut a = arrival(rank, instance_seq(occurrence, seq));
+                    a.enter_ns = if rank == 0 { 10 } else { 20 };
+                    a.leave_ns = 30;
+                    m.add(a, &mut out);
+                }
+            }
+        }
+        assert_eq!(m.unmatched.arrivals, 0);
+        assert_eq!(m.open_len(), 0);
+        // One wait per instance: rank 0 waits 10 ns for rank 1.
+        assert_eq!(out.len(), 80);
+        assert!(out.iter().all(|w| w.waiter == 0 && w.time_ns == 10));
+        // Without the occurrence, rank 0's second pass meets its first:
+        // refused as its second arrival there, and rank 1's second pass
+        // opens instances that never complete.
+        let (mut m, mut out) = (Instances::strided(4), Vec::new());
+        for rank in [0, 1] {
+            for _ in [1000, 1001] {
+                for seq in 0..40 {
+                    m.add(arrival(rank, seq), &mut out);
+                }
+            }
+        }
+        assert_eq!((m.unmatched.arrivals, m.open_len()), (40, 40));
+    }
+
+    #[test]
     fn a_stuck_instance_holds_the_rings_within_their_room() {
         // Rank 0 never arrives at the first instance: its ring's slots stay
         // from there on, up to the room rings have; later instances go to
         // the map, and complete there.
         let (mut m, mut out) = (Instances::default(), Vec::new());
-        let n = 3 * RING_PLACES as i32;
+        let n = 3 * RING_PLACES as i64;
         for seq in 0..n {
             m.add(arrival(1, seq), &mut out);
             if seq > 0 {
@@ -1372,7 +1410,7 @@ mod tests {
             let (c, r) = live[next(live.len() as u64) as usize];
             let seq = at[c][r];
             let (comm, size, _) = comms[c];
-            let mut a = arrival(r as i32, seq);
+            let mut a = arrival(r as i32, seq as i64);
             (a.comm, a.size) = (comm, size);
             a.enter_ns = next(1000);
             a.leave_ns = 1000;
@@ -1385,7 +1423,7 @@ mod tests {
 
     /// The instances of `arrivals` judged one by one, as they complete.
     fn judged_directly(arrivals: &[Arrival]) -> (Vec<Wait>, u64) {
-        let mut open: BTreeMap<(u32, i32), Vec<Arrival>> = BTreeMap::new();
+        let mut open: BTreeMap<(u32, i64), Vec<Arrival>> = BTreeMap::new();
         let (mut out, mut twice) = (Vec::new(), 0);
         for a in arrivals {
             let v = open.entry((a.comm, a.seq)).or_default();

@@ -245,6 +245,15 @@ impl StreamCx<'_> {
             .as_ref()
             .map_or(UNDEFINED, |t| t.comm(local))
     }
+    /// Which communicator with its members local communicator `local` is,
+    /// when it was folded past the communicators' cap (its global id is
+    /// shared, see `unify.rs`); 0 for the others.
+    #[inline]
+    pub(crate) fn comm_occurrence(&self, local: u32) -> u32 {
+        self.translation
+            .as_ref()
+            .map_or(0, |t| t.comm_occurrence(local))
+    }
     /// The global id of local file `local` ([`crate::UNDEFINED`] if not defined).
     #[inline]
     pub fn file(&self, local: u32) -> u32 {

@@ -213,9 +213,12 @@ const _: () = assert!(std::mem::size_of::<P2pOp>() <= 72);
 /// A rank entering a blocking collective.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Arrival {
-    /// Global communicator id and the collective's sequence number on it.
+    /// Global communicator id and the collective's sequence number on it:
+    /// the probe's, with above it the communicator's occurrence when
+    /// communicators past the cap share the id (`unify.rs`), so that
+    /// their instances stay apart.
     pub comm: u32,
-    pub seq: i32,
+    pub seq: i64,
     /// World rank arriving, and the root's (`PEER_NONE` without one).
     pub rank: i32,
     pub root: i32,
@@ -397,6 +400,18 @@ impl Derived {
     #[inline(always)]
     fn op(&mut self, op: P2pOp, sizes: &FxHashMap<u64, usize>) {
         self.ops.push(op.dst as u32 as u64, op, sizes);
+    }
+}
+
+/// A collective instance's sequence number: the probe's, `seq`, on the
+/// `occurrence`-th communicator sharing its global id (0 for a
+/// communicator with an id of its own, which keeps the probe's number).
+#[inline]
+pub(crate) fn instance_seq(occurrence: u32, seq: i32) -> i64 {
+    if occurrence == 0 {
+        seq as i64
+    } else {
+        (occurrence as i64) << 32 | seq as u32 as i64
     }
 }
 
@@ -804,7 +819,7 @@ impl Track {
                     .or_insert_with(|| cx.comm_size(comm) as u32);
                 let a = Arrival {
                     comm,
-                    seq: tag,
+                    seq: instance_seq(cx.comm_occurrence(ev.obj.get()), tag),
                     rank: me,
                     root: peer,
                     func: func as u16,

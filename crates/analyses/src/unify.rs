@@ -28,6 +28,17 @@
 //! stay bounded however many files a program touches, and
 //! [`Unifier::diagnostics`] says what was folded. (Which records keep ids of
 //! their own past a cap depends on the order they arrived in.)
+//!
+//! Communicators past their cap are folded by members, not into one: codes
+//! that split a communicator for every step and free it (Quantum ESPRESSO
+//! defines some 1,650 a second) go on past the cap with the same members.
+//! Every further communicator with given members shares one id, whose
+//! occurrence is [`FOLDED`]; the stream's [`Translation`] keeps each one's
+//! own occurrence ([`Translation::comm_occurrence`]), so that collective
+//! instances on them stay apart (`track.rs` puts it in the instance's
+//! sequence number) and their members are known. Only past [`MAX_COMMS`]
+//! such member sets does a communicator fall into the "other" one, which
+//! has no members.
 
 use crate::fx::FxHashMap;
 use hark_wire::{Def, NameKind};
@@ -48,8 +59,12 @@ pub const MAX_FILES: usize = 1000;
 /// profile keeps; further ones of a kind count as one.
 pub const MAX_NAMES: usize = 1000;
 /// Distinct communicators a program's profile keeps; further ones count as
-/// one, with no members.
+/// one per member set (as many sets again), then as one with no members.
 pub const MAX_COMMS: usize = 1000;
+
+/// The occurrence of the id that every communicator past [`MAX_COMMS`] with
+/// the same members shares.
+pub const FOLDED: u32 = u32::MAX;
 
 /// The path that stands for every file beyond [`MAX_FILES`].
 pub const OTHER_FILES: &str = "<other files>";
@@ -104,6 +119,8 @@ pub struct Unifier {
     folded: [u64; 5],
     /// Records of each kind with their own id, in the same order.
     kept: [usize; 5],
+    /// Member sets with a [`FOLDED`] id.
+    groups: usize,
     /// Tables rebuilt from tables already capped are not capped again.
     uncapped: bool,
 }
@@ -373,7 +390,7 @@ impl Unifier {
     /// diagnostics.
     pub fn diagnostics(&self) -> Vec<String> {
         let mut out = Vec::new();
-        let mut say = |slot: usize, what: String| {
+        let say = |out: &mut Vec<String>, slot: usize, what: String| {
             if self.folded[slot] > 0 {
                 out.push(format!(
                     "{what}: {} further definition(s) (over all ranks) are counted together as one \"other\" entry",
@@ -382,18 +399,34 @@ impl Unifier {
             }
         };
         say(
+            &mut out,
             OTHER_FILE,
             format!(
                 "more than {MAX_FILES} distinct files; those beyond are listed as {OTHER_FILES}"
             ),
         );
-        say(
-            OTHER_COMM,
-            format!("more than {MAX_COMMS} distinct communicators; those beyond are listed as one with no members"),
-        );
+        if self.folded[OTHER_COMM] > 0 {
+            let memberless = CommDef {
+                members: Vec::new(),
+                remote: Vec::new(),
+            };
+            // The "other" one, made here or absorbed from tables that had it.
+            let other =
+                self.other[OTHER_COMM].is_some() || self.comm_ids.contains_key(&(memberless, 0));
+            let rest = if other {
+                format!("; past {MAX_COMMS} sets, the rest as one with no members, whose collectives are not")
+            } else {
+                String::new()
+            };
+            out.push(format!(
+                "more than {MAX_COMMS} distinct communicators: {} further definition(s) (over all ranks) are counted as one communicator per member set ({} set(s)), whose collectives are still matched into wait states{rest}",
+                self.folded[OTHER_COMM], self.groups,
+            ));
+        }
         for kind in [NameKind::Region, NameKind::Counter, NameKind::Mark] {
             let plural = kind_plural(kind);
             say(
+                &mut out,
                 other_name_slot(kind),
                 format!("more than {MAX_NAMES} distinct {plural}; those beyond are listed as <other {plural}>"),
             );
@@ -457,11 +490,24 @@ impl Unifier {
     }
 
     fn intern_comm(&mut self, comm: CommDef, occurrence: u32) -> u32 {
-        let key = (comm, occurrence);
+        let mut key = (comm, occurrence);
         if let Some(&id) = self.comm_ids.get(&key) {
             return id;
         }
-        if self.full(OTHER_COMM, MAX_COMMS) {
+        // Past the cap, one id per member set (see the module doc).
+        let folding = occurrence != FOLDED && self.full(OTHER_COMM, MAX_COMMS);
+        if folding {
+            self.folded[OTHER_COMM] += 1;
+            key.1 = FOLDED;
+            if let Some(&id) = self.comm_ids.get(&key) {
+                return id;
+            }
+        }
+        if key.1 == FOLDED && !self.uncapped && self.groups >= MAX_COMMS {
+            if folding {
+                // `other` counts it.
+                self.folded[OTHER_COMM] -= 1;
+            }
             return self.other(OTHER_COMM, |u| {
                 u.comms.push(CommDef {
                     members: Vec::new(),
@@ -471,12 +517,22 @@ impl Unifier {
                 u.comms.len() as u32 - 1
             });
         }
-        self.kept[OTHER_COMM] += 1;
+        if key.1 == FOLDED {
+            self.groups += 1;
+        } else {
+            self.kept[OTHER_COMM] += 1;
+        }
         let id = self.comms.len() as u32;
         self.comms.push(key.0.clone());
-        self.comm_occurrence.push(occurrence);
+        self.comm_occurrence.push(key.1);
         self.comm_ids.insert(key, id);
         id
+    }
+
+    /// Whether global communicator `id` stands for every communicator past
+    /// the cap with its members ([`FOLDED`]).
+    fn is_folded(&self, id: u32) -> bool {
+        self.comm_occurrence.get(id as usize) == Some(&FOLDED)
     }
 }
 
@@ -488,6 +544,9 @@ pub(crate) type TableEntries = (Vec<(u8, String)>, Vec<(CommDef, u32)>, Vec<Stri
 #[derive(Debug, Default)]
 pub struct Translation {
     comms: Vec<u32>,
+    /// Per local communicator folded past the cap, its own occurrence (0
+    /// for the others, and past the end).
+    comm_occurrences: Vec<u32>,
     files: Vec<u32>,
     names: Vec<u32>,
     /// How many communicators with these members this stream defined so far.
@@ -531,7 +590,18 @@ impl Translation {
                     let occurrence = *seen;
                     *seen += 1;
                     let global = unifier.intern_comm(comm, occurrence);
-                    put(&mut self.comms, *id, global)
+                    let ok = put(&mut self.comms, *id, global);
+                    let i = *id as usize;
+                    if ok && unifier.is_folded(global) {
+                        if self.comm_occurrences.len() <= i {
+                            self.comm_occurrences.resize(i + 1, 0);
+                        }
+                        self.comm_occurrences[i] = occurrence;
+                    } else if let Some(o) = self.comm_occurrences.get_mut(i) {
+                        // A local id defined again.
+                        *o = 0;
+                    }
+                    ok
                 }
                 Def::File { id, path } => {
                     let global = unifier.intern_file(path);
@@ -552,6 +622,16 @@ impl Translation {
     #[inline]
     pub fn comm(&self, local: u32) -> u32 {
         get(&self.comms, local)
+    }
+    /// Which communicator with its members local communicator `local` is,
+    /// when it was folded past the cap ([`FOLDED`]): its global id is
+    /// shared, and this tells its collectives apart. 0 for the others.
+    #[inline]
+    pub fn comm_occurrence(&self, local: u32) -> u32 {
+        self.comm_occurrences
+            .get(local as usize)
+            .copied()
+            .unwrap_or(0)
     }
     /// The global id of local file `local`, or [`UNDEFINED`].
     #[inline]
@@ -691,6 +771,68 @@ mod tests {
             &mut u,
         );
         assert_eq!(u.name(t.name(1)), Some("solve"));
+    }
+
+    #[test]
+    fn communicators_beyond_the_cap_share_an_id_per_member_set_and_keep_their_occurrence() {
+        // Two ranks split the world and free the result 1,500 times (as
+        // Quantum ESPRESSO does every step), each its own stream.
+        let comm = |id: u32, members: Vec<i32>| Def::Comm {
+            id,
+            members,
+            remote: Vec::new(),
+        };
+        let mut u = Unifier::new();
+        let (mut a, mut b) = (Translation::default(), Translation::default());
+        for (t, first) in [(&mut a, 1), (&mut b, 7)] {
+            let defs: Vec<Def> = (0..1500).map(|i| comm(first + i, vec![0, 1])).collect();
+            t.define(&defs, &mut u);
+        }
+        // The first MAX_COMMS are their own; the rest share one id, with
+        // the members, and the same occurrence on both ranks.
+        let own = a.comm(MAX_COMMS as u32);
+        assert_eq!(own, b.comm(6 + MAX_COMMS as u32));
+        assert_eq!(a.comm_occurrence(MAX_COMMS as u32), 0);
+        let shared = a.comm(1 + MAX_COMMS as u32);
+        assert_ne!(shared, own);
+        assert_eq!(a.comm(1500), shared);
+        assert_eq!(b.comm(7 + 1499), shared);
+        assert_eq!(u.comm(shared).unwrap().members, vec![0, 1]);
+        for i in [MAX_COMMS as u32, 1499] {
+            assert_eq!(a.comm_occurrence(1 + i), i);
+            assert_eq!(b.comm_occurrence(7 + i), i);
+        }
+        assert_eq!(u.comm_count(), MAX_COMMS + 1);
+        let said = u.diagnostics();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].contains("1000 further definition(s)") && said[0].contains("(1 set(s))"),
+            "{said:?}"
+        );
+        assert!(!said[0].contains("no members"), "{said:?}");
+        // Another member set past the cap gets its own shared id; past as
+        // many sets (999 more), the rest are one with no members.
+        let defs: Vec<Def> = (0..MAX_COMMS as i32)
+            .map(|i| comm(2000 + i as u32, vec![0, 2 + i]))
+            .collect();
+        a.define(&defs, &mut u);
+        let two = a.comm(2000);
+        assert_ne!(two, shared);
+        assert_eq!(u.comm(two).unwrap().members, vec![0, 2]);
+        let last = a.comm(2000 + MAX_COMMS as u32 - 2);
+        assert_eq!(u.comm(last).unwrap().members.len(), 2);
+        let other = a.comm(2000 + MAX_COMMS as u32 - 1);
+        assert!(u.comm(other).unwrap().members.is_empty());
+        let said = u.diagnostics();
+        assert!(said[0].contains("(1000 set(s))"), "{said:?}");
+        assert!(said[0].contains("one with no members"), "{said:?}");
+        // Tables keep the shared ids apart from the others when merged
+        // and put in canonical order.
+        let (canonical, ids) = u.canonical();
+        let c = ids.comm(shared);
+        assert_eq!(canonical.comm(c).unwrap().members, vec![0, 1]);
+        assert_ne!(c, ids.comm(own));
+        assert!(canonical.is_folded(c) && !canonical.is_folded(ids.comm(own)));
     }
 
     #[test]
