@@ -80,4 +80,4 @@ pub use partial::{Partial, RankAccounting, RankPartial};
 pub use program::{Config, ProgramAnalysis, DEFAULT_ROWS};
 pub use stream::{Stream, StreamAccounting, StreamCx, StreamInfo};
 pub use track::{Msg, Pattern, Times, Wait};
-pub use unify::{CommDef, IdMap, Tables, Translation, Unifier, UNDEFINED};
+pub use unify::{CommDef, IdMap, Tables, Translation, Unifier, FOLDED, UNDEFINED};

@@ -62,7 +62,7 @@ pub const MAX_NAMES: usize = 1000;
 /// one per member set (as many sets again), then as one with no members.
 pub const MAX_COMMS: usize = 1000;
 
-/// The occurrence of the id that every communicator past [`MAX_COMMS`] with
+/// The occurrence of the id that every communicator past the cap of 1,000 with
 /// the same members shares.
 pub const FOLDED: u32 = u32::MAX;
 
