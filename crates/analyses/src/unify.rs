@@ -29,16 +29,21 @@
 //! [`Unifier::diagnostics`] says what was folded. (Which records keep ids of
 //! their own past a cap depends on the order they arrived in.)
 //!
-//! Communicators past their cap are folded by members, not into one: codes
-//! that split a communicator for every step and free it (Quantum ESPRESSO
-//! defines some 1,650 a second) go on past the cap with the same members.
-//! Every further communicator with given members shares one id, whose
-//! occurrence is [`FOLDED`]; the stream's [`Translation`] keeps each one's
-//! own occurrence ([`Translation::comm_occurrence`]), so that collective
-//! instances on them stay apart (`track.rs` puts it in the instance's
-//! sequence number) and their members are known. Only past [`MAX_COMMS`]
-//! such member sets does a communicator fall into the "other" one, which
-//! has no members.
+//! Communicators are folded by members, not into one: codes that split a
+//! communicator for every step and free it (Quantum ESPRESSO defines some
+//! 1,650 a second) make ever more with the same members. The first
+//! [`MAX_ALIKE_COMMS`] with given members keep ids of their own; every
+//! later one, and every one past [`MAX_COMMS`] in all, shares one id per
+//! member set, whose occurrence is [`FOLDED`]. The stream's
+//! [`Translation`] keeps each one's own occurrence
+//! ([`Translation::comm_occurrence`]), so that collective instances on
+//! them stay apart (`track.rs` puts it in the instance's sequence number)
+//! and their members are known. Occurrences are the same on every server,
+//! so the first rule folds the same communicators wherever a program's
+//! streams are analysed (analysers over MPI, merged partials); the total
+//! cap depends on what else a server saw. Only past [`MAX_COMMS`] member
+//! sets does a communicator fall into the "other" one, which has no
+//! members.
 
 use crate::fx::FxHashMap;
 use hark_wire::{Def, NameKind};
@@ -62,8 +67,12 @@ pub const MAX_NAMES: usize = 1000;
 /// one per member set (as many sets again), then as one with no members.
 pub const MAX_COMMS: usize = 1000;
 
-/// The occurrence of the id that every communicator past the cap of 1,000 with
-/// the same members shares.
+/// Communicators with the same members that keep ids of their own; later
+/// ones share one per member set (see the module doc).
+pub const MAX_ALIKE_COMMS: u32 = 64;
+
+/// The occurrence of the id that communicators with the same members share
+/// past the caps (the first 64 alike, the first 1,000 in all).
 pub const FOLDED: u32 = u32::MAX;
 
 /// The path that stands for every file beyond [`MAX_FILES`].
@@ -419,7 +428,7 @@ impl Unifier {
                 String::new()
             };
             out.push(format!(
-                "more than {MAX_COMMS} distinct communicators: {} further definition(s) (over all ranks) are counted as one communicator per member set ({} set(s)), whose collectives are still matched into wait states{rest}",
+                "communicators: {} definition(s) (over all ranks) beyond the first {MAX_ALIKE_COMMS} with the same members or the first {MAX_COMMS} in all are counted as one communicator per member set ({} set(s)), whose collectives are still matched into wait states{rest}",
                 self.folded[OTHER_COMM], self.groups,
             ));
         }
@@ -494,8 +503,10 @@ impl Unifier {
         if let Some(&id) = self.comm_ids.get(&key) {
             return id;
         }
-        // Past the cap, one id per member set (see the module doc).
-        let folding = occurrence != FOLDED && self.full(OTHER_COMM, MAX_COMMS);
+        // Past the caps, one id per member set (see the module doc).
+        let folding = occurrence != FOLDED
+            && !self.uncapped
+            && (occurrence >= MAX_ALIKE_COMMS || self.full(OTHER_COMM, MAX_COMMS));
         if folding {
             self.folded[OTHER_COMM] += 1;
             key.1 = FOLDED;
@@ -530,7 +541,7 @@ impl Unifier {
     }
 
     /// Whether global communicator `id` stands for every communicator past
-    /// the cap with its members ([`FOLDED`]).
+    /// the caps with its members ([`FOLDED`]).
     fn is_folded(&self, id: u32) -> bool {
         self.comm_occurrence.get(id as usize) == Some(&FOLDED)
     }
@@ -624,7 +635,7 @@ impl Translation {
         get(&self.comms, local)
     }
     /// Which communicator with its members local communicator `local` is,
-    /// when it was folded past the cap ([`FOLDED`]): its global id is
+    /// when it was folded past the caps ([`FOLDED`]): its global id is
     /// shared, and this tells its collectives apart. 0 for the others.
     #[inline]
     pub fn comm_occurrence(&self, local: u32) -> u32 {
@@ -774,7 +785,7 @@ mod tests {
     }
 
     #[test]
-    fn communicators_beyond_the_cap_share_an_id_per_member_set_and_keep_their_occurrence() {
+    fn communicators_past_the_caps_share_an_id_per_member_set_and_keep_their_occurrence() {
         // Two ranks split the world and free the result 1,500 times (as
         // Quantum ESPRESSO does every step), each its own stream.
         let comm = |id: u32, members: Vec<i32>| Def::Comm {
@@ -782,46 +793,63 @@ mod tests {
             members,
             remote: Vec::new(),
         };
+        let splits =
+            |first: u32| -> Vec<Def> { (0..1500).map(|i| comm(first + i, vec![0, 1])).collect() };
         let mut u = Unifier::new();
         let (mut a, mut b) = (Translation::default(), Translation::default());
-        for (t, first) in [(&mut a, 1), (&mut b, 7)] {
-            let defs: Vec<Def> = (0..1500).map(|i| comm(first + i, vec![0, 1])).collect();
-            t.define(&defs, &mut u);
-        }
-        // The first MAX_COMMS are their own; the rest share one id, with
-        // the members, and the same occurrence on both ranks.
-        let own = a.comm(MAX_COMMS as u32);
-        assert_eq!(own, b.comm(6 + MAX_COMMS as u32));
-        assert_eq!(a.comm_occurrence(MAX_COMMS as u32), 0);
-        let shared = a.comm(1 + MAX_COMMS as u32);
+        a.define(&splits(1), &mut u);
+        b.define(&splits(7), &mut u);
+        // The first MAX_ALIKE_COMMS are their own; the rest share one id,
+        // with the members, and the same occurrence on both ranks.
+        let alike = MAX_ALIKE_COMMS;
+        let own = a.comm(alike);
+        assert_eq!(own, b.comm(6 + alike));
+        assert_eq!(a.comm_occurrence(alike), 0);
+        let shared = a.comm(1 + alike);
         assert_ne!(shared, own);
         assert_eq!(a.comm(1500), shared);
         assert_eq!(b.comm(7 + 1499), shared);
         assert_eq!(u.comm(shared).unwrap().members, vec![0, 1]);
-        for i in [MAX_COMMS as u32, 1499] {
+        for i in [alike, 1499] {
             assert_eq!(a.comm_occurrence(1 + i), i);
             assert_eq!(b.comm_occurrence(7 + i), i);
         }
-        assert_eq!(u.comm_count(), MAX_COMMS + 1);
+        assert_eq!(u.comm_count(), alike as usize + 1);
         let said = u.diagnostics();
         assert_eq!(said.len(), 1, "{said:?}");
+        let folded = 2 * (1500 - alike as u64);
         assert!(
-            said[0].contains("1000 further definition(s)") && said[0].contains("(1 set(s))"),
+            said[0].contains(&format!("{folded} definition(s)")) && said[0].contains("(1 set(s))"),
             "{said:?}"
         );
         assert!(!said[0].contains("no members"), "{said:?}");
-        // Another member set past the cap gets its own shared id; past as
-        // many sets (999 more), the rest are one with no members.
-        let defs: Vec<Def> = (0..MAX_COMMS as i32)
+        // A server that saw 900 other communicators first folds the same
+        // ones: occurrences, not what else came, decide.
+        let mut v = Unifier::new();
+        let mut c = Translation::default();
+        let others: Vec<Def> = (0..900)
+            .map(|i| comm(5000 + i, vec![9, 10 + i as i32]))
+            .collect();
+        c.define(&others, &mut v);
+        c.define(&splits(1), &mut v);
+        for i in 1..=1500 {
+            assert_eq!(v.is_folded(c.comm(i)), u.is_folded(a.comm(i)), "split {i}");
+            assert_eq!(c.comm_occurrence(i), a.comm_occurrence(i), "split {i}");
+        }
+        // Past MAX_COMMS in all, further member sets get a shared id each;
+        // past as many sets (999 more here), the rest are one with no
+        // members.
+        let defs: Vec<Def> = (0..MAX_COMMS as i32 * 2)
             .map(|i| comm(2000 + i as u32, vec![0, 2 + i]))
             .collect();
         a.define(&defs, &mut u);
-        let two = a.comm(2000);
-        assert_ne!(two, shared);
-        assert_eq!(u.comm(two).unwrap().members, vec![0, 2]);
-        let last = a.comm(2000 + MAX_COMMS as u32 - 2);
-        assert_eq!(u.comm(last).unwrap().members.len(), 2);
-        let other = a.comm(2000 + MAX_COMMS as u32 - 1);
+        let kept = MAX_COMMS - alike as usize;
+        let first_set = a.comm(2000 + kept as u32);
+        assert!(u.is_folded(first_set) && first_set != shared);
+        assert_eq!(u.comm(first_set).unwrap().members, vec![0, 2 + kept as i32]);
+        let last = a.comm(2000 + kept as u32 + MAX_COMMS as u32 - 2);
+        assert!(u.is_folded(last));
+        let other = a.comm(2000 + kept as u32 + MAX_COMMS as u32 - 1);
         assert!(u.comm(other).unwrap().members.is_empty());
         let said = u.diagnostics();
         assert!(said[0].contains("(1000 set(s))"), "{said:?}");
