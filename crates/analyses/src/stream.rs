@@ -246,7 +246,7 @@ impl StreamCx<'_> {
             .map_or(UNDEFINED, |t| t.comm(local))
     }
     /// Which communicator with its members local communicator `local` is,
-    /// when it was folded past the communicators' cap (its global id is
+    /// when it was folded past the communicators' caps (its global id is
     /// shared, see `unify.rs`); 0 for the others.
     #[inline]
     pub(crate) fn comm_occurrence(&self, local: u32) -> u32 {

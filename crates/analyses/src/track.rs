@@ -215,7 +215,7 @@ const _: () = assert!(std::mem::size_of::<P2pOp>() <= 72);
 pub(crate) struct Arrival {
     /// Global communicator id and the collective's sequence number on it:
     /// the probe's, with above it the communicator's occurrence when
-    /// communicators past the cap share the id (`unify.rs`), so that
+    /// communicators past the caps share the id (`unify.rs`), so that
     /// their instances stay apart.
     pub comm: u32,
     pub seq: i64,

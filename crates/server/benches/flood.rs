@@ -29,7 +29,8 @@
 //! with `HARK_FLOOD_IN_FLIGHT_MB=N` the server's in-flight limit is N MiB
 //! instead of the default; with `HARK_FLOOD_JOBS=1` it lists the jobs each
 //! knowledge source ran and the time they took, counted when the last
-//! writer ended (before the last milliseconds' backlog)); `flood write <addr> <rank> <size> <events>` is one writer.
+//! writer ended, before the last milliseconds' backlog);
+//! `flood write <addr> <rank> <size> <events>` is one writer.
 //!
 //! With `HARK_FLOOD_TRACE=SPEC` (`all`, `auto`, ...) the server also keeps a
 //! trace store (`hark run --trace=SPEC`), in `HARK_FLOOD_TRACE_DIR` (kept
@@ -247,8 +248,7 @@ fn run(per_writer: u64, writers: usize, which: &str) {
     });
     let last_exit = Instant::now();
     let contention = server.contention();
-    let jobs = std::env::var_os("HARK_FLOOD_JOBS").is_some();
-    let sources = if jobs {
+    let sources = if std::env::var_os("HARK_FLOOD_JOBS").is_some() {
         server.board_stats().knowledge_sources
     } else {
         Vec::new()
