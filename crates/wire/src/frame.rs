@@ -785,27 +785,35 @@ impl<R: Read> FrameReader<R> {
                 self.offset,
             ));
         }
-        // Grow with what arrives, not with what the header claims.
-        self.buf.clear();
-        let got = (&mut self.inner)
-            .take(len as u64)
-            .read_to_end(&mut self.buf)
-            .map_err(|e| Error::from(ErrorKind::Io(e)))?;
-        if got != len {
-            return Err(ErrorKind::Truncated.into());
+        // Grow with what arrives, not with what the header claims: room
+        // for at most twice what came so far. The buffer keeps its length
+        // between frames, so its bytes are zeroed once, not before every
+        // read (`read_to_end` into a cleared vector zeroes its spare room
+        // each time: a megabyte per pack).
+        let mut got = 0;
+        while got < len {
+            let room = len.min(self.buf.len().max(2 * got).max(1 << 16));
+            if self.buf.len() < room {
+                self.buf.resize(room, 0);
+            }
+            let n = read_full(&mut self.inner, &mut self.buf[got..room])?;
+            got += n;
+            if got < room {
+                return Err(ErrorKind::Truncated.into());
+            }
         }
         let start = self.offset;
         self.offset += (HEADER_SIZE + len) as u64;
+        let payload = &mut self.buf[..len];
         if let (Kind::Pack, Some(scale)) = (kind, self.ticks) {
-            if let Some(events) = self
-                .buf
+            if let Some(events) = payload
                 .get_mut(PACK_HEADER_SIZE..)
                 .and_then(|b| <[Event]>::mut_from_bytes(b).ok())
             {
                 scale.convert(events);
             }
         }
-        let frame = Frame::decode(kind, &self.buf).map_err(|e| at(e, start))?;
+        let frame = Frame::decode(kind, &self.buf[..len]).map_err(|e| at(e, start))?;
         if let Frame::Scale(new) = &frame {
             TickScale::apply(&mut self.ticks, *new).map_err(|e| at(e, start))?;
         }
@@ -839,4 +847,48 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize, Error> {
         }
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_buffer_grows_with_what_arrives_and_is_reused_between_frames() {
+        // A header that claims 64 MiB of definitions and sends 100 bytes:
+        // an error, having held little.
+        let mut lie = Vec::new();
+        lie.extend_from_slice(&(Kind::Defs as u32).to_le_bytes());
+        lie.extend_from_slice(&(64u32 << 20).to_le_bytes());
+        lie.extend_from_slice(&[0u8; 100]);
+        let mut r = FrameReader::new(&lie[..]);
+        assert!(r.next_frame().is_err());
+        assert!(r.buf.len() <= 1 << 16, "{} bytes held", r.buf.len());
+        // A large pack, then a small one, then a large one again: each
+        // reads its own bytes out of the one buffer, which stays as large
+        // as the largest.
+        let event = |n: u64| Event::new(crate::op::REGION_BEGIN, n, n + 1);
+        let big: Vec<Event> = (0..20_000).map(event).collect();
+        let mut bytes = Vec::new();
+        encode_pack(0, &big, &mut bytes);
+        encode_pack(1, &[event(7)], &mut bytes);
+        encode_pack(2, &big[..19_999], &mut bytes);
+        let mut r = FrameReader::new(&bytes[..]);
+        let mut seen = Vec::new();
+        while let Some(frame) = r.next_frame().unwrap() {
+            let Frame::Pack { seq, events } = frame else {
+                panic!("not a pack")
+            };
+            seen.push((seq, events.len(), events.last().map(|e| e.start.get())));
+        }
+        assert_eq!(
+            seen,
+            [
+                (0, 20_000, Some(19_999)),
+                (1, 1, Some(7)),
+                (2, 19_999, Some(19_998))
+            ]
+        );
+        assert_eq!(r.buf.len(), PACK_HEADER_SIZE + 20_000 * EVENT_SIZE);
+    }
 }
