@@ -200,6 +200,16 @@ impl Channel {
     }
 }
 
+/// A pair just matched as (send, receive): `came` is of `side`, `partner`
+/// of the other.
+#[inline]
+fn send_first(side: Side, came: Held, partner: Held) -> (Held, Held) {
+    match side {
+        Side::Send => (came, partner),
+        Side::Recv => (partner, came),
+    }
+}
+
 /// The matched half of [`P2pMatcher::out_of_order`]: was a send of `s`'s
 /// sender posted before it taken by a receive after `r`?
 fn matched_out_of_order(matched: &BTreeMap<(i32, u64), u64>, src: i32, s: &Held, r: &Held) -> bool {
@@ -260,12 +270,8 @@ impl P2pMatcher {
     /// Takes one operation; returns the wait states it completes.
     pub(crate) fn add(&mut self, op: &P2pOp, out: &mut Vec<Wait>) {
         let key = (op.comm, op.src, op.tag);
-        if op.side == Side::Recv {
-            self.last_recv = self.last_recv.max(op.seq);
-        }
-        self.rank = Some(op.dst);
         let (src, side) = (op.src, op.side);
-        let op = Held::from(op);
+        let op = self.arrived(op);
         let mut shared = false;
         let by_src = &mut self.by_src;
         let mut ch = self.channels.entry(key).or_insert_with(|| {
@@ -294,10 +300,7 @@ impl P2pMatcher {
             Some(partner) => {
                 let empty = other.is_empty();
                 self.held -= 1;
-                let (s, r) = match side {
-                    Side::Send => (op, partner),
-                    Side::Recv => (partner, op),
-                };
+                let (s, r) = send_first(side, op, partner);
                 let judged = ch.alone.then(|| ch.judge(&self.matched, src, &s, &r));
                 self.pair(src, s, r, judged, out);
                 if empty && self.channels.len() > self.sweep_at.max(1024) {
@@ -379,18 +382,11 @@ impl P2pMatcher {
             if uncommon {
                 break;
             }
-            if side == Side::Recv {
-                self.last_recv = self.last_recv.max(op.seq);
-            }
-            self.rank = Some(op.dst);
-            let held = Held::from(op);
+            let held = self.arrived(op);
             if pairs {
                 let partner = other.pop_front().expect("not empty");
                 self.held -= 1;
-                let (s, r) = match side {
-                    Side::Send => (held, partner),
-                    Side::Recv => (partner, held),
-                };
+                let (s, r) = send_first(side, held, partner);
                 let judged = Some(ch.judge(&self.matched, src, &s, &r));
                 self.pair(src, s, r, judged, out);
             } else {
@@ -401,6 +397,17 @@ impl P2pMatcher {
         }
         self.channels.insert(key, ch);
         done
+    }
+
+    /// Notes an operation reaching this key (the receiving rank, the last
+    /// receive) and gives it as its queue holds it.
+    #[inline]
+    fn arrived(&mut self, op: &P2pOp) -> Held {
+        if op.side == Side::Recv {
+            self.last_recv = self.last_recv.max(op.seq);
+        }
+        self.rank = Some(op.dst);
+        Held::from(op)
     }
 
     fn drain(&mut self, key: ChannelKey, out: &mut Vec<Wait>) {
