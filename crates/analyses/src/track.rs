@@ -484,6 +484,61 @@ impl Known {
     }
 }
 
+/// One thread's tracking state.
+struct Thread {
+    /// Open regions (global name ids).
+    stack: Vec<u32>,
+    /// The stack's call path and top-level region, while the stack does
+    /// not change.
+    current: Option<(u32, u32)>,
+    /// The call paths found for the stack's prefixes, so that a region
+    /// entered again (a loop's) or left finds its path without hashing
+    /// the stack.
+    known: Known,
+    /// The last MPI call (function, enter, leave), which detail records
+    /// belong to.
+    last_call: Option<(u16, u64, u64)>,
+    /// Receives of the call whose details are being read.
+    open: OpenCall,
+    /// For [`Times`]: depth of open regions, the top-level one (global
+    /// name id), its entry time and the MPI time inside it so far. Depth
+    /// counts begins and ends whatever their names, as the efficiencies
+    /// always did (the call-path stacks above match names).
+    top: (u32, u32, u64, u64),
+}
+
+impl Default for Thread {
+    fn default() -> Thread {
+        Thread {
+            stack: Vec::new(),
+            current: None,
+            known: Known::default(),
+            last_call: None,
+            open: OpenCall::default(),
+            top: (0, UNDEFINED, 0, 0),
+        }
+    }
+}
+
+impl Thread {
+    /// A region begins or ends at `start` (common ns): the top-level
+    /// regions' times.
+    fn top(&mut self, code: u16, name: u32, start: u64, times: &mut Times) {
+        let t = &mut self.top;
+        if code == op::REGION_BEGIN {
+            if t.0 == 0 {
+                *t = (0, name, start, 0);
+            }
+            t.0 += 1;
+        } else if t.0 > 0 {
+            t.0 -= 1;
+            if t.0 == 0 && t.1 != UNDEFINED {
+                times.regions.push((t.1, start.saturating_sub(t.2), t.3));
+            }
+        }
+    }
+}
+
 /// One stream's tracking state.
 #[derive(Default)]
 pub(crate) struct Track {
@@ -491,22 +546,11 @@ pub(crate) struct Track {
     /// knowledge source is sensitive to wait states.
     cross: bool,
     tracker: Tracker,
-    /// Per thread: open regions (global name ids).
-    stacks: Vec<Vec<u32>>,
-    /// Per thread: its stack's call path and top-level region, while the
-    /// stack does not change.
-    current: Vec<Option<(u32, u32)>>,
-    /// Per thread: the call paths found for its stack's prefixes, so that
-    /// a region entered again (a loop's) or left finds its path without
-    /// hashing the stack.
-    known: Vec<Known>,
+    /// By the events' thread index: one place for all a thread's state,
+    /// looked up once per event.
+    threads: Vec<Thread>,
     /// Call path ids by region stack.
     paths: FxHashMap<Vec<u32>, u32>,
-    /// Per thread: the last MPI call (function, enter, leave), which detail
-    /// records belong to.
-    last_call: Vec<(u16, u64, u64)>,
-    /// Per thread: receives of the call whose details are being read.
-    open: Vec<OpenCall>,
     /// Members per global communicator (looked up once each).
     sizes: FxHashMap<u32, u32>,
     sends: u64,
@@ -517,11 +561,6 @@ pub(crate) struct Track {
     /// once, instead of growing (and copying) a dozen times per pack.
     yielded: (usize, usize),
     op_sizes: FxHashMap<u64, usize>,
-    /// Per thread, for [`Times`]: depth of open regions, the top-level
-    /// one (global name id), its entry time and the MPI time inside it so
-    /// far. Depth counts begins and ends whatever their names, as the
-    /// efficiencies always did (the call-path stacks above match names).
-    tops: Vec<(u32, u32, u64, u64)>,
 }
 
 impl Track {
@@ -538,11 +577,22 @@ impl Track {
         self.tracker.forgotten
     }
 
+    /// `thread`'s state, made if it is new.
+    #[inline(always)]
+    fn thread(&mut self, thread: usize) -> &mut Thread {
+        if thread >= self.threads.len() {
+            self.threads.resize_with(thread + 1, Thread::default);
+        }
+        &mut self.threads[thread]
+    }
+
     /// The call path of `thread` and its top-level region.
     #[inline(always)]
     fn callpath(&mut self, cx: &StreamCx<'_>, thread: usize) -> (u32, u32) {
-        match self.current.get(thread) {
-            Some(Some(c)) => *c,
+        match self.threads.get(thread) {
+            Some(Thread {
+                current: Some(c), ..
+            }) => *c,
             _ => self.find_callpath(cx, thread),
         }
     }
@@ -551,20 +601,15 @@ impl Track {
     #[cold]
     fn find_callpath(&mut self, cx: &StreamCx<'_>, thread: usize) -> (u32, u32) {
         let c = self.lookup(cx, thread);
-        if self.current.len() <= thread {
-            self.current.resize(thread + 1, None);
-        }
-        self.current[thread] = Some(c);
-        if let (Some(known), Some(stack)) = (self.known.get_mut(thread), self.stacks.get(thread)) {
-            known.set(stack, c);
-        }
+        let t = self.thread(thread);
+        t.current = Some(c);
+        t.known.set(&t.stack, c);
         c
     }
 
     #[cold]
     fn lookup(&mut self, cx: &StreamCx<'_>, thread: usize) -> (u32, u32) {
-        let empty = Vec::new();
-        let stack = self.stacks.get(thread).unwrap_or(&empty);
+        let stack = self.threads.get(thread).map_or(&[][..], |t| &t.stack[..]);
         // Past the depth the regions keep, a path is its ancestor's.
         let stack = &stack[..stack.len().min(crate::ks::regions::MAX_DEPTH)];
         let top = stack.first().copied().unwrap_or(UNDEFINED);
@@ -631,12 +676,10 @@ impl Track {
                 op::OpKind::Detail => self.detail(cx, me, thread, code, ev, &mut out),
                 op::OpKind::User if code == op::REGION_BEGIN || code == op::REGION_END => {
                     let name = cx.name(ev.obj.get());
-                    self.top(cx, thread, code, name, ev, &mut out.times);
-                    if self.stacks.len() <= thread {
-                        self.stacks.resize_with(thread + 1, Vec::new);
-                        self.known.resize_with(thread + 1, Known::default);
-                    }
-                    let (stack, known) = (&mut self.stacks[thread], &mut self.known[thread]);
+                    let start = cx.common(ev.start.get());
+                    let t = self.thread(thread);
+                    t.top(code, name, start, &mut out.times);
+                    let (stack, known) = (&mut t.stack, &mut t.known);
                     let changed = if code == op::REGION_BEGIN {
                         let room = stack.len() < MAX_STACK;
                         if room {
@@ -653,9 +696,7 @@ impl Track {
                     // The path is the one found before for this stack, if
                     // any (an unchanged stack keeps its own).
                     if changed {
-                        if let Some(c) = self.current.get_mut(thread) {
-                            *c = known.get(stack);
-                        }
+                        t.current = known.get(stack);
                     }
                 }
                 _ => {}
@@ -673,38 +714,10 @@ impl Track {
                 }
             }
         }
-        times.open = self.tops.iter().any(|t| t.0 > 0);
+        times.open = self.threads.iter().any(|t| t.top.0 > 0);
         self.yielded = (out.msgs.len(), out.arrivals.len());
         out.ops.remember(&mut self.op_sizes);
         out
-    }
-
-    /// A region begins or ends on `thread`: the top-level regions' times.
-    fn top(
-        &mut self,
-        cx: &StreamCx<'_>,
-        thread: usize,
-        code: u16,
-        name: u32,
-        ev: &Event,
-        times: &mut Times,
-    ) {
-        let start = cx.common(ev.start.get());
-        if self.tops.len() <= thread {
-            self.tops.resize(thread + 1, (0, UNDEFINED, 0, 0));
-        }
-        let t = &mut self.tops[thread];
-        if code == op::REGION_BEGIN {
-            if t.0 == 0 {
-                *t = (0, name, start, 0);
-            }
-            t.0 += 1;
-        } else if t.0 > 0 {
-            t.0 -= 1;
-            if t.0 == 0 && t.1 != UNDEFINED {
-                times.regions.push((t.1, start.saturating_sub(t.2), t.3));
-            }
-        }
     }
 
     fn call(
@@ -717,18 +730,9 @@ impl Track {
         out: &mut Derived,
     ) {
         let (enter, leave) = (cx.common(ev.start.get()), cx.common(ev.end.get()));
-        if self.last_call.len() <= thread {
-            self.last_call.resize(thread + 1, (0, 0, 0));
-            self.open.resize_with(thread + 1, OpenCall::default);
-        }
-        self.last_call[thread] = (func as u16, enter, leave);
-        self.calls += 1;
-        // A new call: whatever the last one left open is complete (most
-        // calls find nothing open: checked here, not in a call).
-        if self.open[thread].details_left != 0 || !self.open[thread].recvs.is_empty() {
-            self.close_call(thread, out);
-        }
         let class = FUNCTIONS[func].class;
+        let t = self.thread(thread);
+        t.last_call = Some((func as u16, enter, leave));
         let times = &mut out.times;
         match class {
             Class::Init => times.init_end = Some(leave),
@@ -737,13 +741,19 @@ impl Track {
                 let d = leave.saturating_sub(enter);
                 times.mpi_ns.sat(d);
                 times.mpi_calls = true;
-                if let Some(t) = self.tops.get_mut(thread) {
-                    if t.0 > 0 {
-                        t.3.sat(d);
-                    }
+                if t.top.0 > 0 {
+                    t.top.3.sat(d);
                 }
             }
         }
+        // A new call: whatever the last one left open is complete (most
+        // calls find nothing open: checked here, not in a call).
+        let held = t.open.details_left != 0 || !t.open.recvs.is_empty();
+        self.calls += 1;
+        if held {
+            self.close_call(thread, out);
+        }
+        let times = &mut out.times;
         if matches!(class, Class::Init | Class::Finalize) {
             times.init_fin.push((enter, leave));
         }
@@ -807,7 +817,7 @@ impl Track {
                 self.tracker.pending.remove(&ev.extra.get());
             }
             Class::Wait | Class::Test => {
-                let open = &mut self.open[thread];
+                let open = &mut self.threads[thread].open;
                 open.call = self.calls;
                 open.details_left = ev.bytes.get();
             }
@@ -877,7 +887,7 @@ impl Track {
         // Persistent requests stay posted until freed (the next Start sets
         // their time again); others are done once completed or cancelled.
         let posted = self.tracker.complete(ev.extra.get());
-        let last = self.last_call.get(thread).copied();
+        let last = self.threads.get(thread).and_then(|t| t.last_call);
         out.msgs
             .extend(Msg::of_completion(code, posted, last.map(|l| l.0), ev));
         let Some((func, enter, leave)) = last else {
@@ -886,7 +896,7 @@ impl Track {
         let class = FUNCTIONS[func as usize].class;
         let posted = posted.filter(|p| !p.send);
         if class == Class::Wait || class == Class::Test {
-            let open = &mut self.open[thread];
+            let open = &mut self.threads[thread].open;
             open.details_left = open.details_left.saturating_sub(1);
         }
         let peer = ev.peer.get();
@@ -922,7 +932,7 @@ impl Track {
                 region,
             };
             if class == Class::Wait || class == Class::Test {
-                let open = &mut self.open[thread];
+                let open = &mut self.threads[thread].open;
                 if open.details_left == 0 && open.recvs.is_empty() {
                     // The call's last record and only receive: published
                     // at once, as `close_call` would.
@@ -945,7 +955,9 @@ impl Track {
                 out.op(op, &self.op_sizes);
             }
         }
-        if (class == Class::Wait || class == Class::Test) && self.open[thread].details_left == 0 {
+        if (class == Class::Wait || class == Class::Test)
+            && self.threads[thread].open.details_left == 0
+        {
             self.close_call(thread, out);
         }
     }
@@ -953,7 +965,7 @@ impl Track {
     /// Publishes the receives of `thread`'s open call, each knowing how
     /// many the call completed.
     fn close_call(&mut self, thread: usize, out: &mut Derived) {
-        let Some(open) = self.open.get_mut(thread) else {
+        let Some(open) = self.threads.get_mut(thread).map(|t| &mut t.open) else {
             return;
         };
         let n = open.recvs.len() as u32;
@@ -977,7 +989,7 @@ impl Track {
     /// Publishes every receive still held (end of stream).
     pub(crate) fn flush(&mut self) -> Derived {
         let mut out = Derived::default();
-        for t in 0..self.open.len() {
+        for t in 0..self.threads.len() {
             self.close_call(t, &mut out);
         }
         out
