@@ -40,7 +40,7 @@ use crate::matching::{Instances, P2pMatcher};
 use crate::partial::{Partial, RankAccounting};
 use crate::program::{rank_accounting, ProgramAnalysis};
 use crate::stream::{StreamAccounting, StreamInfo};
-use crate::track::{Arrival, Derived, Msg, P2pOp, Times, Track, Wait};
+use crate::track::{Arrival, Derived, Msg, P2pOp, Parts, Times, Track, Wait};
 use crate::{Error, ErrorKind};
 use hark_board::{Board, Context, Entry, EntryType, KnowledgeSource, KsId, Level};
 use hark_model::Program;
@@ -615,8 +615,11 @@ fn publish(sub: &mut impl Submit, types: Types, st: &States, derived: Derived) {
             }
         }
     }
+    for spare in derived.ops.spare {
+        flow.ops.give_back(spare);
+    }
     for (rank, ops) in parts {
-        let ops = Counted::new(ops, false, flow);
+        let ops = Counted::new(ops, true, flow);
         let bytes = ops.bytes as usize;
         sub.keyed(rank, types.p2p.entry(ops, bytes));
     }
@@ -626,6 +629,10 @@ fn publish(sub: &mut impl Submit, types: Types, st: &States, derived: Derived) {
         sub.keyed(key, types.arrivals.entry(arrivals, bytes));
     }
 }
+
+/// Reused vectors a pack's tracker is given for its parts of operations, at
+/// most (one per receiving rank the pack sends to, and its own).
+const SPARE_PARTS: usize = 8;
 
 /// Keys of the collective instances: an instance's arrivals share one.
 const INSTANCE_KEYS: usize = 16;
@@ -760,14 +767,17 @@ impl OnBoard {
                         let track = slot_of(&st.tracks, info.conn(), || Track::new(cross));
                         let mut derived = {
                             let cx = info.cx();
+                            let mut track = st.counts.lock(&track);
+                            let spare = (0..track.op_parts().min(SPARE_PARTS))
+                                .map(|_| st.flow.ops.take())
+                                .collect();
                             let out = Derived {
                                 msgs: st.flow.msgs.take(),
                                 arrivals: st.flow.arrivals.take(),
+                                ops: Parts::with_spare(spare),
                                 ..Derived::default()
                             };
-                            st.counts
-                                .lock(&track)
-                                .pack_into(&cx, world, &batch.events, out)
+                            track.pack_into(&cx, world, &batch.events, out)
                         };
                         let tracked = Tracked {
                             info: info.clone(),

@@ -314,16 +314,14 @@ pub(crate) struct Parts<T> {
     before: usize,
     /// Where each key's part is, once there are more than a few.
     index: FxHashMap<u64, usize>,
+    /// Empty vectors to make parts of before allocating (reused ones, whose
+    /// memory is already mapped); what is left is the caller's again.
+    pub spare: Vec<Vec<T>>,
 }
 
 impl<T> Default for Parts<T> {
     fn default() -> Self {
-        Parts {
-            parts: Vec::new(),
-            last: 0,
-            before: 0,
-            index: FxHashMap::default(),
-        }
+        Parts::with_spare(Vec::new())
     }
 }
 
@@ -335,6 +333,22 @@ const SCANNED_PARTS: usize = 8;
 const MAX_SIZES: usize = 1 << 12;
 
 impl<T> Parts<T> {
+    /// No parts yet, with empty vectors `spare` to make them of.
+    pub(crate) fn with_spare(spare: Vec<Vec<T>>) -> Self {
+        Parts {
+            parts: Vec::new(),
+            last: 0,
+            before: 0,
+            index: FxHashMap::default(),
+            spare,
+        }
+    }
+
+    /// Parts made so far.
+    pub(crate) fn len(&self) -> usize {
+        self.parts.len()
+    }
+
     /// Adds `item` under `key`; a new part is made as large as `sizes` says
     /// the key's was in the last pack, so that it does not grow by copies.
     #[inline(always)]
@@ -367,7 +381,9 @@ impl<T> Parts<T> {
             // A little over the last size, so that a pack slightly
             // larger than the last does not double the part.
             let n = sizes.get(&key).map_or(0, |n| n + n / 16 + 8);
-            self.parts.push((key, Vec::with_capacity(n)));
+            let mut part = self.spare.pop().unwrap_or_default();
+            part.reserve(n);
+            self.parts.push((key, part));
             if !self.index.is_empty() {
                 self.index.insert(key, self.parts.len() - 1);
             }
@@ -561,6 +577,8 @@ pub(crate) struct Track {
     /// once, instead of growing (and copying) a dozen times per pack.
     yielded: (usize, usize),
     op_sizes: FxHashMap<u64, usize>,
+    /// How many parts of operations the last pack yielded.
+    op_parts: usize,
 }
 
 impl Track {
@@ -570,6 +588,12 @@ impl Track {
             cross,
             ..Track::default()
         }
+    }
+
+    /// How many parts of operations the last pack yielded: about as many
+    /// spare vectors as the next one will want (`Parts::with_spare`).
+    pub(crate) fn op_parts(&self) -> usize {
+        self.op_parts
     }
 
     /// Requests the tracker forgot, for the diagnostics.
@@ -716,6 +740,7 @@ impl Track {
         }
         times.open = self.threads.iter().any(|t| t.top.0 > 0);
         self.yielded = (out.msgs.len(), out.arrivals.len());
+        self.op_parts = out.ops.len();
         out.ops.remember(&mut self.op_sizes);
         out
     }
