@@ -236,9 +236,10 @@ struct CallWait {
     send_seq: u64,
 }
 
-/// The key of a channel: communicator, source, tag (the destination is
-/// the matcher's key).
-type ChannelKey = (u32, i32, i32);
+/// The key of a channel: communicator, source, tag and which of the
+/// communicators sharing the id it is (`P2pOp::occ`); the destination is
+/// the matcher's key.
+type ChannelKey = (u32, i32, i32, u8);
 
 /// Point-to-point matching for one receiving rank (see the module doc).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -269,7 +270,7 @@ pub struct P2pMatcher {
 impl P2pMatcher {
     /// Takes one operation; returns the wait states it completes.
     pub(crate) fn add(&mut self, op: &P2pOp, out: &mut Vec<Wait>) {
-        let key = (op.comm, op.src, op.tag);
+        let key = (op.comm, op.src, op.tag, op.occ);
         let (src, side) = (op.src, op.side);
         let op = self.arrived(op);
         let mut shared = false;
@@ -335,7 +336,8 @@ impl P2pMatcher {
     /// of one channel) looks its channel up once, not once per operation.
     pub(crate) fn add_all(&mut self, ops: &[P2pOp], out: &mut Vec<Wait>) {
         let same = |a: &P2pOp, b: &P2pOp| {
-            (a.side, a.comm, a.src, a.tag, a.dst) == (b.side, b.comm, b.src, b.tag, b.dst)
+            (a.side, a.comm, a.src, a.tag, a.dst, a.occ)
+                == (b.side, b.comm, b.src, b.tag, b.dst, b.occ)
         };
         for run in ops.chunk_by(same) {
             // The first makes the channel if need be, as `add` does.
@@ -360,7 +362,7 @@ impl P2pMatcher {
     /// while `add` would take its common path; returns how many it added.
     fn add_to_channel(&mut self, run: &[P2pOp], out: &mut Vec<Wait>) -> usize {
         let first = &run[0];
-        let key = (first.comm, first.src, first.tag);
+        let key = (first.comm, first.src, first.tag, first.occ);
         let (src, side) = (first.src, first.side);
         // Out of the map while it is used, so that `pair` may borrow the
         // matcher; `pair` never looks channels up when judged here.
@@ -699,10 +701,12 @@ impl P2pMatcher {
             }
         }
         let channels = std::mem::take(&mut self.channels);
-        for ((comm, src, tag), mut ch) in channels {
+        for ((comm, src, tag, occ), mut ch) in channels {
             ch.sends.iter_mut().for_each(|o| o.remap(ids));
             ch.recvs.iter_mut().for_each(|o| o.remap(ids));
-            let into = self.channels.entry((ids.comm(comm), src, tag)).or_default();
+            let into = (self.channels)
+                .entry((ids.comm(comm), src, tag, occ))
+                .or_default();
             into.sends.extend(ch.sends);
             into.recvs.extend(ch.recvs);
         }
@@ -1206,6 +1210,7 @@ mod tests {
         P2pOp {
             side,
             comm: 0,
+            occ: 0,
             src: 1,
             dst: 0,
             tag: 0,
@@ -1351,6 +1356,40 @@ mod tests {
             }
         }
         assert_eq!((m.unmatched.arrivals, m.open_len()), (40, 40));
+    }
+
+    #[test]
+    fn messages_on_communicators_sharing_an_id_past_the_cap_pair_within_each() {
+        // Rank 1 sends on two communicators of the same members that share
+        // id 5 past the cap (occurrences 64 and 65), first on 64, then on
+        // 65; rank 0 receives the second first, blocking from 150 ns until
+        // it is sent at 200 ns, then the first. MPI matches within a
+        // communicator: the second receive waited 50 ns (Late Sender, in
+        // the wrong order as an earlier message was there), the first none.
+        let at = |side, seq, occ, post_ns, block: Option<(u64, u64)>| P2pOp {
+            comm: 5,
+            occ,
+            post_ns,
+            block: block.into(),
+            ..op(side, seq)
+        };
+        let ops = [
+            at(Side::Send, 1, 64, 100, None),
+            at(Side::Send, 2, 65, 200, None),
+            at(Side::Recv, 1, 65, 150, Some((150, 250))),
+            at(Side::Recv, 2, 64, 300, Some((300, 310))),
+        ];
+        let (mut m, mut out) = (P2pMatcher::default(), Vec::new());
+        ops.iter().for_each(|o| m.add(o, &mut out));
+        let waits: Vec<(Pattern, u64)> = out.iter().map(|w| (w.pattern, w.time_ns)).collect();
+        assert_eq!(waits, [(Pattern::LateSenderWrongOrder, 50)]);
+        assert_eq!(m.finish(), (Vec::new(), Unmatched::default()));
+        // In one channel, as before, the first send would pair with the
+        // first receive and no wait be found.
+        let (mut m, mut out) = (P2pMatcher::default(), Vec::new());
+        ops.iter()
+            .for_each(|o| m.add(&P2pOp { occ: 0, ..*o }, &mut out));
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -147,6 +147,12 @@ pub(crate) struct P2pOp {
     pub side: Side,
     /// Global communicator id.
     pub comm: u32,
+    /// Which of the communicators sharing `comm` past the caps it is
+    /// (`unify.rs`; 0 for one with an id of its own), modulo 256: messages
+    /// on two of them never share a channel, as MPI matches within one
+    /// communicator. Communicators 256 apart that are both in use at once
+    /// share one, as all of them did before.
+    pub occ: u8,
     /// World ranks of sender and receiver.
     pub src: i32,
     pub dst: i32,
@@ -417,6 +423,12 @@ impl Derived {
     fn op(&mut self, op: P2pOp, sizes: &FxHashMap<u64, usize>) {
         self.ops.push(op.dst as u32 as u64, op, sizes);
     }
+}
+
+/// The low byte of local communicator `local`'s occurrence ([`P2pOp::occ`]).
+#[inline]
+fn occ(cx: &StreamCx<'_>, local: u32) -> u8 {
+    cx.comm_occurrence(local) as u8
 }
 
 /// A collective instance's sequence number: the probe's, `seq`, on the
@@ -790,6 +802,7 @@ impl Track {
                 let posted = Posted {
                     post_ns: enter,
                     comm,
+                    occ: occ(cx, ev.obj.get()),
                     peer,
                     tag,
                     ..Posted::of_call(class, func, ev)
@@ -802,6 +815,7 @@ impl Track {
             Class::Send | Class::Isend | Class::Sendrecv if peer >= 0 => {
                 let block = (class == Class::Send).then_some((enter, leave));
                 let path = self.callpath(cx, thread);
+                let comm = (comm, occ(cx, ev.obj.get()));
                 let op = self.send(comm, me, peer, tag, enter, block, func, path);
                 out.op(op, &self.op_sizes);
             }
@@ -811,6 +825,7 @@ impl Track {
                 let op = P2pOp {
                     side: Side::Recv,
                     comm,
+                    occ: occ(cx, ev.obj.get()),
                     src: peer,
                     dst: me,
                     tag,
@@ -834,7 +849,8 @@ impl Track {
                 } else if p.persistent && p.peer >= 0 {
                     let p = *p;
                     let path = self.callpath(cx, thread);
-                    let op = self.send(p.comm, me, p.peer, p.tag, enter, None, func, path);
+                    let comm = (p.comm, p.occ);
+                    let op = self.send(comm, me, p.peer, p.tag, enter, None, func, path);
                     out.op(op, &self.op_sizes);
                 }
             }
@@ -873,7 +889,7 @@ impl Track {
     #[allow(clippy::too_many_arguments)]
     fn send(
         &mut self,
-        comm: u32,
+        (comm, occ): (u32, u8),
         me: i32,
         peer: i32,
         tag: i32,
@@ -886,6 +902,7 @@ impl Track {
         P2pOp {
             side: Side::Send,
             comm,
+            occ,
             src: me,
             dst: peer,
             tag,
@@ -928,9 +945,9 @@ impl Track {
         if code == op::COMPLETE_RECV && peer >= 0 {
             // The completion names its communicator; if it cannot be
             // described, the posting call's is the same one.
-            let comm = match cx.comm(ev.obj.get()) {
-                UNDEFINED => posted.map_or(UNDEFINED, |p| p.comm),
-                c => c,
+            let (comm, occ) = match cx.comm(ev.obj.get()) {
+                UNDEFINED => posted.map_or((UNDEFINED, 0), |p| (p.comm, p.occ)),
+                c => (c, occ(cx, ev.obj.get())),
             };
             let posted = posted.map(|p| p.post_ns);
             let (post_ns, block) = match class {
@@ -943,6 +960,7 @@ impl Track {
             let op = P2pOp {
                 side: Side::Recv,
                 comm,
+                occ,
                 src: peer,
                 dst: me,
                 tag: ev.tag.get(),

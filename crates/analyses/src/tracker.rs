@@ -57,6 +57,8 @@ pub(crate) struct Posted {
     /// each `MPI_Start` sends again; `UNDEFINED`/-1 where nothing is
     /// matched).
     pub comm: u32,
+    /// Which of the communicators sharing `comm` (`P2pOp::occ`).
+    pub occ: u8,
     pub peer: i32,
     pub tag: i32,
 }
@@ -134,6 +136,7 @@ impl Posted {
             time_ns: ev.duration(),
             post_ns: 0,
             comm: crate::unify::UNDEFINED,
+            occ: 0,
             peer: -1,
             tag: -1,
         }
