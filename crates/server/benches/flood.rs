@@ -27,7 +27,8 @@
 //! (every run also says how often the analyses' workers waited for a
 //! state, and copied one a snapshot read);
 //! with `HARK_FLOOD_IN_FLIGHT_MB=N` the server's in-flight limit is N MiB
-//! instead of the default; with `HARK_FLOOD_JOBS=1` it lists the jobs each
+//! instead of the default; with `HARK_FLOOD_WORKERS=N` its analyses have N
+//! workers instead of one per core; with `HARK_FLOOD_JOBS=1` it lists the jobs each
 //! knowledge source ran and the time they took, counted when the last
 //! writer ended, before the last milliseconds' backlog);
 //! `flood write <addr> <rank> <size> <events>` is one writer.
@@ -193,6 +194,10 @@ fn run(per_writer: u64, writers: usize, which: &str) {
             .ok()
             .and_then(|v| v.parse::<u64>().ok())
             .map_or(ServerConfig::default().max_in_flight, |mb| mb << 20),
+        workers: std::env::var("HARK_FLOOD_WORKERS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(ServerConfig::default().workers),
         ..ServerConfig::default()
     })
     .expect("starting the server");
