@@ -6,8 +6,9 @@
 //!
 //! **Point-to-point** ([`P2pMatcher`], keyed by the receiving world rank).
 //! Every send to a rank and every receive of that rank meet at its key.
-//! Within a channel (communicator, source, tag; the destination is the key)
-//! MPI does not let messages overtake, so the n-th send matches the n-th
+//! Within a channel (communicator, source, tag; the destination is the key;
+//! communicators sharing an id past the cap told apart by their
+//! occurrence) MPI does not let messages overtake, so the n-th send matches the n-th
 //! receive. Each matched pair is judged against Scalasca's patterns:
 //!
 //! - *Late Sender*: the receive blocked (`MPI_Recv`, the receive side of
