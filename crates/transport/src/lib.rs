@@ -7,8 +7,9 @@
 //! connection is read on its own thread with [`hark_wire::FrameReader`]; the
 //! sink hears, in this order and from that thread only:
 //! [`on_hello`](Sink::on_hello) once, [`on_frame`](Sink::on_frame) for every
-//! later frame, and [`on_close`](Sink::on_close) once, with how the stream
-//! ended. A malformed stream closes only its own connection, with the reason.
+//! later frame (or [`on_pack`](Sink::on_pack) for a pack the sink keeps
+//! with its buffer), and [`on_close`](Sink::on_close) once, with how the
+//! stream ended. A malformed stream closes only its own connection, with the reason.
 //!
 //! A probe on the same node may hand over a shared-memory ring after its
 //! `Hello` (a `Ring` frame on a Unix socket, see `docs/wire.md`): the rest
@@ -55,7 +56,7 @@ pub use error::{Error, ErrorKind};
 pub use listen::{read_stream_from, Listener, Server};
 pub use peer::{cred_of, local_tcp_owner, Back, Cred, Peer, ServeOptions};
 
-use hark_wire::{Frame, Hello};
+use hark_wire::{Frame, Hello, PackBytes};
 
 /// Identifies one accepted connection for the life of a [`Server`]
 /// (numbered from 0 in order of acceptance).
@@ -105,6 +106,32 @@ pub trait Sink: Send + Sync {
     /// memory; packs then borrow the ring's slot, which is reused as soon as
     /// this returns.
     fn on_frame(&self, conn: ConnId, frame: Frame<'_>);
+
+    /// A buffer to read the next pack of `conn` into, if this sink keeps
+    /// packs whole: a pack read from a socket then comes to
+    /// [`on_pack`](Sink::on_pack) with its buffer, instead of to
+    /// [`on_frame`](Sink::on_frame) borrowed, and nothing is copied. Best a
+    /// buffer a pack came in before (the reader zeroes only what it grows
+    /// by). Asked after each pack is read, for the next; packs from
+    /// shared memory are always borrowed. The default, `None`, borrows.
+    fn pack_buffer(&self, conn: ConnId) -> Option<Vec<u8>> {
+        let _ = conn;
+        None
+    }
+
+    /// A pack read from a socket, with the buffer it was read into, when
+    /// [`pack_buffer`](Sink::pack_buffer) gave one in its place. In the
+    /// stream's order with every other frame. The default hands it to
+    /// [`on_frame`](Sink::on_frame).
+    fn on_pack(&self, conn: ConnId, pack: PackBytes) {
+        self.on_frame(
+            conn,
+            Frame::Pack {
+                seq: pack.seq(),
+                events: pack.events(),
+            },
+        );
+    }
 
     /// Called exactly once per accepted connection, last, with how it ended.
     fn on_close(&self, conn: ConnId, outcome: Closed);

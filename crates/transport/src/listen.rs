@@ -350,7 +350,16 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) ->
             }
             Ok(Some(f)) => {
                 ended = matches!(f, Frame::End(_));
-                sink.on_frame(conn, f);
+                // A pack the sink keeps whole leaves with the buffer it was
+                // read into, the sink's buffer taking its place.
+                let spare = match f {
+                    Frame::Pack { .. } => sink.pack_buffer(conn),
+                    _ => None,
+                };
+                match spare {
+                    Some(spare) => sink.on_pack(conn, reader.take_pack(spare)),
+                    None => sink.on_frame(conn, f),
+                }
             }
             Err(e) => return Closed::Broken(format!("{e} (frame at byte {at})")),
         }

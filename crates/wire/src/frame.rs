@@ -727,6 +727,44 @@ fn decode_cpus(r: &mut Reader) -> Result<Vec<u32>, Error> {
     Ok(cpus)
 }
 
+/// A pack frame's payload taken from a [`FrameReader`] with its buffer
+/// ([`FrameReader::take_pack`]): its events are kept without a copy.
+#[derive(Debug, Default)]
+pub struct PackBytes {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl PackBytes {
+    /// The pack's sequence number within its stream.
+    pub fn seq(&self) -> u64 {
+        (self.buf.get(..PACK_HEADER_SIZE))
+            .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+    }
+
+    /// The pack's events (converted to nanoseconds as the reader converts
+    /// them); none if the bytes are not a pack's.
+    pub fn events(&self) -> &[Event] {
+        (self.buf.get(PACK_HEADER_SIZE..self.len))
+            .and_then(|b| Event::slice_from(b).ok())
+            .unwrap_or(&[])
+    }
+
+    /// Where the events are in [`PackBytes::into_buffer`]'s bytes.
+    pub fn events_at(&self) -> std::ops::Range<usize> {
+        match self.events() {
+            [] => 0..0,
+            e => PACK_HEADER_SIZE..PACK_HEADER_SIZE + e.len() * EVENT_SIZE,
+        }
+    }
+
+    /// The buffer, whose front holds the frame's payload (and whose length
+    /// may be larger).
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
 /// Reads frames one by one from a byte stream, reusing one buffer. Packs
 /// of a stream whose `Hello` says [`ClockSource::Tsc`] come out with their
 /// timestamps in nanoseconds (converted in the buffer, not copied).
@@ -739,6 +777,8 @@ fn decode_cpus(r: &mut Reader) -> Result<Vec<u32>, Error> {
 pub struct FrameReader<R> {
     inner: R,
     buf: Vec<u8>,
+    /// Payload bytes of the last frame read, at the front of `buf`.
+    len: usize,
     offset: u64,
     ticks: Option<TickScale>,
     // The pack payload cap of this stream: `pack_size` from its Hello.
@@ -751,6 +791,7 @@ impl<R: Read> FrameReader<R> {
         FrameReader {
             inner,
             buf: Vec::new(),
+            len: 0,
             offset: 0,
             ticks: None,
             max_pack: None,
@@ -760,6 +801,19 @@ impl<R: Read> FrameReader<R> {
     /// Bytes consumed so far (for error messages).
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// The buffer holding the last frame read, a pack (its events stay as
+    /// [`next_frame`](FrameReader::next_frame) gave them), with `spare` in
+    /// its place for the frames to come: a sink that keeps packs keeps them
+    /// without a copy. `spare` is best a buffer that held a pack before (its
+    /// length is kept: the reader zeroes only what it grows by).
+    pub fn take_pack(&mut self, spare: Vec<u8>) -> PackBytes {
+        let buf = std::mem::replace(&mut self.buf, spare);
+        PackBytes {
+            buf,
+            len: std::mem::take(&mut self.len),
+        }
     }
 
     /// The next frame, or `None` at a clean end of stream (between frames).
@@ -804,6 +858,7 @@ impl<R: Read> FrameReader<R> {
         }
         let start = self.offset;
         self.offset += (HEADER_SIZE + len) as u64;
+        self.len = len;
         let payload = &mut self.buf[..len];
         if let (Kind::Pack, Some(scale)) = (kind, self.ticks) {
             if let Some(events) = payload
@@ -890,5 +945,44 @@ mod tests {
             ]
         );
         assert_eq!(r.buf.len(), PACK_HEADER_SIZE + 20_000 * EVENT_SIZE);
+    }
+
+    #[test]
+    fn a_pack_taken_with_its_buffer_keeps_its_events_and_the_spare_reads_the_next() {
+        let event = |n: u64| Event::new(crate::op::REGION_BEGIN, n, n + 1);
+        let big: Vec<Event> = (0..3_000).map(event).collect();
+        let mut bytes = Vec::new();
+        encode_pack(4, &big, &mut bytes);
+        encode_pack(5, &big[..2], &mut bytes);
+        encode_pack(6, &big[..1_000], &mut bytes);
+        let mut r = FrameReader::new(&bytes[..]);
+        let mut taken = Vec::new();
+        // Spares taken from the back: the second pack is read into a new
+        // buffer, the third into a larger one that held other bytes (as a
+        // pool's), and the first pack's buffer is given back behind them.
+        let mut spares = vec![vec![0xffu8; 1 << 20], Vec::new()];
+        while let Some(frame) = r.next_frame().unwrap() {
+            assert!(matches!(frame, Frame::Pack { .. }));
+            let pack = r.take_pack(spares.pop().unwrap_or_default());
+            taken.push((pack.seq(), pack.events().to_vec(), pack.events_at()));
+            if pack.seq() == 4 {
+                spares.insert(0, pack.into_buffer());
+            }
+        }
+        let want = [(4, &big[..]), (5, &big[..2]), (6, &big[..1_000])];
+        assert_eq!(taken.len(), 3);
+        for ((seq, events, at), (s, e)) in taken.iter().zip(want) {
+            assert_eq!((*seq, &events[..]), (s, e));
+            assert_eq!(
+                *at,
+                PACK_HEADER_SIZE..PACK_HEADER_SIZE + e.len() * EVENT_SIZE
+            );
+        }
+        // Not a pack: no events.
+        let mut defs = Vec::new();
+        Def::encode_all(&[], &mut defs);
+        let mut r = FrameReader::new(&defs[..]);
+        assert!(r.next_frame().unwrap().is_some());
+        assert_eq!(r.take_pack(Vec::new()).events(), &[]);
     }
 }

@@ -43,7 +43,7 @@ pub use event::{
 };
 pub use frame::{
     encode_cpus, encode_pack, encode_ring, write_pack_header, ClockPhase, ClockSource, ClockSync,
-    Def, End, EndReason, Flavour, Frame, FrameReader, Hello, Kind, NameKind, RankInfo, TickScale,
-    HEADER_SIZE, MAGIC, MAX_CLOCK_OFFSET_NS, MAX_CPUS, MAX_PAYLOAD, MAX_ROUND_TRIP_NS,
+    Def, End, EndReason, Flavour, Frame, FrameReader, Hello, Kind, NameKind, PackBytes, RankInfo,
+    TickScale, HEADER_SIZE, MAGIC, MAX_CLOCK_OFFSET_NS, MAX_CPUS, MAX_PAYLOAD, MAX_ROUND_TRIP_NS,
     PACK_HEADER_SIZE, VERSION,
 };
