@@ -44,7 +44,7 @@ use crate::track::{Arrival, Derived, Msg, P2pOp, Parts, Times, Track, Wait};
 use crate::{Error, ErrorKind};
 use hark_board::{Board, Context, Entry, EntryType, KnowledgeSource, KsId, Level};
 use hark_model::Program;
-use hark_wire::{Def, Event, EVENT_SIZE};
+use hark_wire::{Def, Event, PackBytes, EVENT_SIZE, PACK_HEADER_SIZE};
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -108,20 +108,33 @@ enum What {
 /// in-flight count, which is what the server throttles on, and its buffer to
 /// the program's pool.
 struct Batch {
-    events: Vec<Event>,
-    /// A sampled-out stream's totals in place of `events`.
+    /// The buffer the events are in: a copy, or the one a socket's pack
+    /// was read into (`OnBoard::pack_owned`), with the frame's header.
+    bytes: Vec<u8>,
+    /// Where the events are in `bytes`.
+    at: std::ops::Range<usize>,
+    /// A sampled-out stream's totals in place of events.
     counts: Option<hark_wire::Counts>,
     flow: Arc<Flow>,
     /// Its stream's bytes in flight ([`StreamInfo::in_flight`]).
     stream: Arc<AtomicU64>,
 }
 
+impl Batch {
+    /// The pack's events.
+    fn events(&self) -> &[Event] {
+        (self.bytes.get(self.at.clone()))
+            .and_then(|b| Event::slice_from(b).ok())
+            .unwrap_or(&[])
+    }
+}
+
 impl Drop for Batch {
     fn drop(&mut self) {
-        let bytes = (self.events.len() * EVENT_SIZE) as u64;
+        let bytes = self.at.len() as u64;
         self.flow.in_flight.fetch_sub(bytes, Ordering::Relaxed);
         self.stream.fetch_sub(bytes, Ordering::Relaxed);
-        self.flow.give_back(std::mem::take(&mut self.events));
+        self.flow.give_back(std::mem::take(&mut self.bytes));
     }
 }
 
@@ -248,7 +261,9 @@ const POOL: usize = 64;
 #[derive(Default)]
 struct Flow {
     in_flight: AtomicU64,
-    pool: Mutex<Vec<Vec<Event>>>,
+    /// Pack buffers, with their lengths kept: a socket's reader reads into
+    /// them without zeroing them again.
+    pool: Mutex<Vec<Vec<u8>>>,
     msgs: Pool<Msg>,
     ops: Pool<P2pOp>,
     arrivals: Pool<Arrival>,
@@ -256,7 +271,7 @@ struct Flow {
 }
 
 impl Flow {
-    fn take(&self) -> Vec<Event> {
+    fn take(&self) -> Vec<u8> {
         self.pool
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -264,11 +279,10 @@ impl Flow {
             .unwrap_or_default()
     }
 
-    fn give_back(&self, mut buf: Vec<Event>) {
+    fn give_back(&self, buf: Vec<u8>) {
         if buf.capacity() == 0 {
             return;
         }
-        buf.clear();
         let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
         if pool.len() < POOL {
             pool.push(buf);
@@ -777,7 +791,7 @@ impl OnBoard {
                                 ops: Parts::with_spare(spare),
                                 ..Derived::default()
                             };
-                            track.pack_into(&cx, world, &batch.events, out)
+                            track.pack_into(&cx, world, batch.events(), out)
                         };
                         let tracked = Tracked {
                             info: info.clone(),
@@ -785,7 +799,7 @@ impl OnBoard {
                             msgs: std::mem::take(&mut derived.msgs),
                             times: std::mem::take(&mut derived.times),
                         };
-                        let bytes = tracked.batch.events.len() * EVENT_SIZE;
+                        let bytes = tracked.batch.events().len() * EVENT_SIZE;
                         ctx.submit(types.batches.entry(tracked, bytes));
                         publish(ctx, types, &st, derived);
                     }
@@ -848,14 +862,14 @@ impl OnBoard {
                         });
                         let mut slot = st.counts.lock(&slot);
                         let input = Input {
-                            events: &t.batch.events,
+                            events: t.batch.events(),
                             msgs: &t.msgs,
                             times: Some(&t.times),
                             waits: &[],
                             counts: t.batch.counts.as_ref(),
                         };
                         st.counts.own(&mut slot.state).fold(&t.info.cx(), &input);
-                        slot.analysed += t.batch.events.len() as u64
+                        slot.analysed += t.batch.events().len() as u64
                             + t.batch.counts.as_ref().map_or(0, |c| c.events);
                     },
                 ))?;
@@ -923,20 +937,53 @@ impl OnBoard {
     /// Submits a copy of a stream's pack of events (in stream order with
     /// its definitions). The copy goes into a reused buffer.
     pub fn pack(&self, info: &Arc<StreamInfo>, events: &[Event]) -> Result<(), Error> {
-        let bytes = std::mem::size_of_val(events);
-        self.flow
-            .in_flight
-            .fetch_add(bytes as u64, Ordering::Relaxed);
-        info.in_flight.fetch_add(bytes as u64, Ordering::Relaxed);
+        // Behind room for a pack's header, as a socket's pack lies in the
+        // buffer it was read into: either can take the other's buffer.
         let mut buf = self.flow.take();
-        buf.extend_from_slice(events);
+        buf.clear();
+        buf.resize(PACK_HEADER_SIZE, 0);
+        buf.extend_from_slice(Event::slice_bytes(events));
+        let at = PACK_HEADER_SIZE..buf.len();
+        self.submit_pack(info, buf, at)
+    }
+
+    /// A buffer for a socket's reader to read a pack into
+    /// ([`OnBoard::pack_owned`]): one a pack was in before, if one is free.
+    /// With none, the reader is better off copying its pack out
+    /// ([`OnBoard::pack`]) than growing a new buffer by halves.
+    pub fn pack_buffer(&self) -> Option<Vec<u8>> {
+        self.flow
+            .pool
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+    }
+
+    /// Submits a stream's pack read from a socket with its buffer, which
+    /// the analyses keep instead of a copy (in stream order with its
+    /// definitions).
+    pub fn pack_owned(&self, info: &Arc<StreamInfo>, pack: PackBytes) -> Result<(), Error> {
+        let at = pack.events_at();
+        self.submit_pack(info, pack.into_buffer(), at)
+    }
+
+    fn submit_pack(
+        &self,
+        info: &Arc<StreamInfo>,
+        bytes: Vec<u8>,
+        at: std::ops::Range<usize>,
+    ) -> Result<(), Error> {
+        let n = at.len();
+        self.flow.in_flight.fetch_add(n as u64, Ordering::Relaxed);
+        info.in_flight.fetch_add(n as u64, Ordering::Relaxed);
         let batch = Arc::new(Batch {
-            events: buf,
+            bytes,
+            at,
             counts: None,
             flow: self.flow.clone(),
             stream: info.in_flight.clone(),
         });
-        self.submit(info, What::Pack(batch), bytes)
+        self.submit(info, What::Pack(batch), n)
     }
 
     /// Submits a sampled-out stream's totals in place of a pack (in stream
@@ -945,7 +992,8 @@ impl OnBoard {
     pub fn counts(&self, info: &Arc<StreamInfo>, counts: hark_wire::Counts) -> Result<(), Error> {
         let bytes = std::mem::size_of_val(&counts.cells[..]);
         let batch = Arc::new(Batch {
-            events: Vec::new(),
+            bytes: Vec::new(),
+            at: 0..0,
             counts: Some(counts),
             flow: self.flow.clone(),
             stream: info.in_flight.clone(),

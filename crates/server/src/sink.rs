@@ -28,7 +28,7 @@ use hark_analyses::{Config, DynAnalysis, OnBoard, ProgramAnalysis, StreamAccount
 use hark_board::Board;
 use hark_model::{Accounting, ChildProcess, FileIo, Program};
 use hark_transport::{Closed, ConnId, Sink};
-use hark_wire::{Frame, Hello};
+use hark_wire::{Frame, Hello, PackBytes};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -594,6 +594,26 @@ impl Sink for State {
         }
     }
 
+    fn pack_buffer(&self, conn: ConnId) -> Option<Vec<u8>> {
+        self.conn(conn)?.on.pack_buffer()
+    }
+
+    fn on_pack(&self, conn: ConnId, pack: PackBytes) {
+        let Some(c) = self.conn(conn) else { return };
+        let events = pack.events();
+        if let Some(store) = &self.trace {
+            let frame = Frame::Pack {
+                seq: pack.seq(),
+                events,
+            };
+            store.frame(conn.0, &c.info, &frame);
+        }
+        self.received(&c, events.len() as u64);
+        if let Err(e) = c.on.pack_owned(&c.info, pack) {
+            self.problem(format!("{conn}: {e}"));
+        }
+    }
+
     fn on_frame(&self, conn: ConnId, frame: Frame<'_>) {
         let Some(c) = self.conn(conn) else { return };
         if let Some(store) = &self.trace {
@@ -601,10 +621,7 @@ impl Sink for State {
         }
         let submitted = match frame {
             Frame::Pack { events, .. } => {
-                let n = events.len() as u64;
-                c.acc.lock().unwrap_or_else(|e| e.into_inner()).received += n;
-                self.counters.events.fetch_add(n, Ordering::Relaxed);
-                self.throttle(&c.on, &c.info, n * hark_wire::EVENT_SIZE as u64);
+                self.received(&c, events.len() as u64);
                 c.on.pack(&c.info, events)
             }
             Frame::Counts(counts) => {
@@ -858,6 +875,14 @@ impl State {
             "refused {conn} (pid {} on {}, program {:?}, job {:?}): {why}; nothing it sent is counted",
             h.pid, h.host, h.program, h.job
         ));
+    }
+
+    /// A pack of `n` events arrived on `c`: counted, and the reader held
+    /// back while too much is in flight ([`State::throttle`]).
+    fn received(&self, c: &Conn, n: u64) {
+        c.acc.lock().unwrap_or_else(|e| e.into_inner()).received += n;
+        self.counters.events.fetch_add(n, Ordering::Relaxed);
+        self.throttle(&c.on, &c.info, n * hark_wire::EVENT_SIZE as u64);
     }
 
     /// Waits while the program has too many events waiting for analysis,
