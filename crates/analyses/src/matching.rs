@@ -8,8 +8,9 @@
 //! Every send to a rank and every receive of that rank meet at its key.
 //! Within a channel (communicator, source, tag; the destination is the key;
 //! communicators sharing an id past the cap told apart by their
-//! occurrence) MPI does not let messages overtake, so the n-th send matches the n-th
-//! receive. Each matched pair is judged against Scalasca's patterns:
+//! occurrence) MPI does not let messages overtake, so the n-th send matches
+//! the n-th receive. Each matched pair is judged against Scalasca's
+//! patterns:
 //!
 //! - *Late Sender*: the receive blocked (`MPI_Recv`, the receive side of
 //!   `MPI_Sendrecv`, a `MPI_Wait*` completing it) and was entered before the
