@@ -44,7 +44,7 @@ use crate::track::{Arrival, Derived, Msg, P2pOp, Parts, Times, Track, Wait};
 use crate::{Error, ErrorKind};
 use hark_board::{Board, Context, Entry, EntryType, KnowledgeSource, KsId, Level};
 use hark_model::Program;
-use hark_wire::{Def, Event, PackBytes, EVENT_SIZE, PACK_HEADER_SIZE};
+use hark_wire::{Def, Event, PackBytes, EVENT_SIZE};
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -108,11 +108,9 @@ enum What {
 /// in-flight count, which is what the server throttles on, and its buffer to
 /// the program's pool.
 struct Batch {
-    /// The buffer the events are in: a copy, or the one a socket's pack
-    /// was read into (`OnBoard::pack_owned`), with the frame's header.
-    bytes: Vec<u8>,
-    /// Where the events are in `bytes`.
-    at: std::ops::Range<usize>,
+    /// The events, in a copy or in the buffer a socket's pack was read
+    /// into (`OnBoard::pack_owned`).
+    pack: PackBytes,
     /// A sampled-out stream's totals in place of events.
     counts: Option<hark_wire::Counts>,
     flow: Arc<Flow>,
@@ -123,18 +121,17 @@ struct Batch {
 impl Batch {
     /// The pack's events.
     fn events(&self) -> &[Event] {
-        (self.bytes.get(self.at.clone()))
-            .and_then(|b| Event::slice_from(b).ok())
-            .unwrap_or(&[])
+        self.pack.events()
     }
 }
 
 impl Drop for Batch {
     fn drop(&mut self) {
-        let bytes = self.at.len() as u64;
+        let bytes = std::mem::size_of_val(self.events()) as u64;
         self.flow.in_flight.fetch_sub(bytes, Ordering::Relaxed);
         self.stream.fetch_sub(bytes, Ordering::Relaxed);
-        self.flow.give_back(std::mem::take(&mut self.bytes));
+        let pack = std::mem::take(&mut self.pack);
+        self.flow.give_back(pack.into_buffer());
     }
 }
 
@@ -937,14 +934,9 @@ impl OnBoard {
     /// Submits a copy of a stream's pack of events (in stream order with
     /// its definitions). The copy goes into a reused buffer.
     pub fn pack(&self, info: &Arc<StreamInfo>, events: &[Event]) -> Result<(), Error> {
-        // Behind room for a pack's header, as a socket's pack lies in the
-        // buffer it was read into: either can take the other's buffer.
-        let mut buf = self.flow.take();
-        buf.clear();
-        buf.resize(PACK_HEADER_SIZE, 0);
-        buf.extend_from_slice(Event::slice_bytes(events));
-        let at = PACK_HEADER_SIZE..buf.len();
-        self.submit_pack(info, buf, at)
+        // Numbered 0: the analyses go by stream order.
+        let pack = PackBytes::copy_of(0, events, self.flow.take());
+        self.submit_pack(info, pack)
     }
 
     /// A buffer for a socket's reader to read a pack into
@@ -963,22 +955,15 @@ impl OnBoard {
     /// the analyses keep instead of a copy (in stream order with its
     /// definitions).
     pub fn pack_owned(&self, info: &Arc<StreamInfo>, pack: PackBytes) -> Result<(), Error> {
-        let at = pack.events_at();
-        self.submit_pack(info, pack.into_buffer(), at)
+        self.submit_pack(info, pack)
     }
 
-    fn submit_pack(
-        &self,
-        info: &Arc<StreamInfo>,
-        bytes: Vec<u8>,
-        at: std::ops::Range<usize>,
-    ) -> Result<(), Error> {
-        let n = at.len();
+    fn submit_pack(&self, info: &Arc<StreamInfo>, pack: PackBytes) -> Result<(), Error> {
+        let n = std::mem::size_of_val(pack.events());
         self.flow.in_flight.fetch_add(n as u64, Ordering::Relaxed);
         info.in_flight.fetch_add(n as u64, Ordering::Relaxed);
         let batch = Arc::new(Batch {
-            bytes,
-            at,
+            pack,
             counts: None,
             flow: self.flow.clone(),
             stream: info.in_flight.clone(),
@@ -992,8 +977,7 @@ impl OnBoard {
     pub fn counts(&self, info: &Arc<StreamInfo>, counts: hark_wire::Counts) -> Result<(), Error> {
         let bytes = std::mem::size_of_val(&counts.cells[..]);
         let batch = Arc::new(Batch {
-            bytes: Vec::new(),
-            at: 0..0,
+            pack: PackBytes::default(),
             counts: Some(counts),
             flow: self.flow.clone(),
             stream: info.in_flight.clone(),

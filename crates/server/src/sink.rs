@@ -600,15 +600,10 @@ impl Sink for State {
 
     fn on_pack(&self, conn: ConnId, pack: PackBytes) {
         let Some(c) = self.conn(conn) else { return };
-        let events = pack.events();
         if let Some(store) = &self.trace {
-            let frame = Frame::Pack {
-                seq: pack.seq(),
-                events,
-            };
-            store.frame(conn.0, &c.info, &frame);
+            store.frame(conn.0, &c.info, &pack.frame());
         }
-        self.received(&c, events.len() as u64);
+        self.received(&c, pack.events().len() as u64);
         if let Err(e) = c.on.pack_owned(&c.info, pack) {
             self.problem(format!("{conn}: {e}"));
         }

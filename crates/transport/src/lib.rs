@@ -124,13 +124,7 @@ pub trait Sink: Send + Sync {
     /// stream's order with every other frame. The default hands it to
     /// [`on_frame`](Sink::on_frame).
     fn on_pack(&self, conn: ConnId, pack: PackBytes) {
-        self.on_frame(
-            conn,
-            Frame::Pack {
-                seq: pack.seq(),
-                events: pack.events(),
-            },
-        );
+        self.on_frame(conn, pack.frame());
     }
 
     /// Called exactly once per accepted connection, last, with how it ended.

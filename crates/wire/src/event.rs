@@ -104,12 +104,6 @@ impl Event {
         }
     }
 
-    /// The wire bytes of `events` (the inverse of [`Event::slice_from`]).
-    #[inline]
-    pub fn slice_bytes(events: &[Event]) -> &[u8] {
-        events.as_bytes()
-    }
-
     /// Views `bytes` as events without copying. Trailing bytes that do not
     /// make up a whole event are an error.
     pub fn slice_from(bytes: &[u8]) -> Result<&[Event], crate::Error> {

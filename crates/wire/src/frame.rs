@@ -12,7 +12,7 @@ use crate::counts::Counts;
 use crate::error::ErrorKind;
 use crate::{Error, Event, EVENT_SIZE};
 use std::io::Read;
-use zerocopy::FromBytes;
+use zerocopy::{FromBytes, IntoBytes};
 
 /// The first four bytes of a [`Hello`] payload.
 pub const MAGIC: [u8; 4] = *b"HARK";
@@ -736,6 +736,25 @@ pub struct PackBytes {
 }
 
 impl PackBytes {
+    /// A copy of `events` as pack `seq`, laid out as a reader leaves a
+    /// pack, in `buf` (whose bytes it replaces): so that buffers of copied
+    /// packs and of packs taken from a reader serve either.
+    pub fn copy_of(seq: u64, events: &[Event], mut buf: Vec<u8>) -> PackBytes {
+        buf.clear();
+        buf.extend_from_slice(&seq.to_le_bytes());
+        buf.extend_from_slice(events.as_bytes());
+        let len = buf.len();
+        PackBytes { buf, len }
+    }
+
+    /// The pack as a frame (borrowing its events).
+    pub fn frame(&self) -> Frame<'_> {
+        Frame::Pack {
+            seq: self.seq(),
+            events: self.events(),
+        }
+    }
+
     /// The pack's sequence number within its stream.
     pub fn seq(&self) -> u64 {
         (self.buf.get(..PACK_HEADER_SIZE))
@@ -748,14 +767,6 @@ impl PackBytes {
         (self.buf.get(PACK_HEADER_SIZE..self.len))
             .and_then(|b| Event::slice_from(b).ok())
             .unwrap_or(&[])
-    }
-
-    /// Where the events are in [`PackBytes::into_buffer`]'s bytes.
-    pub fn events_at(&self) -> std::ops::Range<usize> {
-        match self.events() {
-            [] => 0..0,
-            e => PACK_HEADER_SIZE..PACK_HEADER_SIZE + e.len() * EVENT_SIZE,
-        }
     }
 
     /// The buffer, whose front holds the frame's payload (and whose length
@@ -964,20 +975,23 @@ mod tests {
         while let Some(frame) = r.next_frame().unwrap() {
             assert!(matches!(frame, Frame::Pack { .. }));
             let pack = r.take_pack(spares.pop().unwrap_or_default());
-            taken.push((pack.seq(), pack.events().to_vec(), pack.events_at()));
+            taken.push((pack.seq(), pack.events().to_vec()));
             if pack.seq() == 4 {
                 spares.insert(0, pack.into_buffer());
             }
         }
         let want = [(4, &big[..]), (5, &big[..2]), (6, &big[..1_000])];
         assert_eq!(taken.len(), 3);
-        for ((seq, events, at), (s, e)) in taken.iter().zip(want) {
+        for ((seq, events), (s, e)) in taken.iter().zip(want) {
             assert_eq!((*seq, &events[..]), (s, e));
-            assert_eq!(
-                *at,
-                PACK_HEADER_SIZE..PACK_HEADER_SIZE + e.len() * EVENT_SIZE
-            );
         }
+        // A copy, into a buffer a pack was read into, reads as the pack.
+        let copy = PackBytes::copy_of(7, &big[..5], r.take_pack(Vec::new()).into_buffer());
+        assert_eq!((copy.seq(), copy.events()), (7, &big[..5]));
+        let Frame::Pack { seq, events } = copy.frame() else {
+            panic!("not a pack")
+        };
+        assert_eq!((seq, events), (7, &big[..5]));
         // Not a pack: no events.
         let mut defs = Vec::new();
         Def::encode_all(&[], &mut defs);
