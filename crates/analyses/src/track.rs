@@ -425,12 +425,6 @@ impl Derived {
     }
 }
 
-/// The low byte of local communicator `local`'s occurrence ([`P2pOp::occ`]).
-#[inline]
-fn occ(cx: &StreamCx<'_>, local: u32) -> u8 {
-    cx.comm_occurrence(local) as u8
-}
-
 /// A collective instance's sequence number: the probe's, `seq`, on the
 /// `occurrence`-th communicator sharing its global id (0 for a
 /// communicator with an id of its own, which keeps the probe's number).
@@ -794,7 +788,10 @@ impl Track {
         if matches!(class, Class::Init | Class::Finalize) {
             times.init_fin.push((enter, leave));
         }
-        let (peer, tag, comm) = (ev.peer.get(), ev.tag.get(), cx.comm(ev.obj.get()));
+        let (peer, tag, local) = (ev.peer.get(), ev.tag.get(), ev.obj.get());
+        let (comm, occurrence) = (cx.comm(local), cx.comm_occurrence(local));
+        // Messages keep its low byte (`P2pOp::occ`).
+        let occ = occurrence as u8;
         match class {
             Class::Send | Class::Sendrecv => out.msgs.extend(Msg::of_call(true, func, ev)),
             Class::Recv => out.msgs.extend(Msg::of_call(false, func, ev)),
@@ -802,7 +799,7 @@ impl Track {
                 let posted = Posted {
                     post_ns: enter,
                     comm,
-                    occ: occ(cx, ev.obj.get()),
+                    occ,
                     peer,
                     tag,
                     ..Posted::of_call(class, func, ev)
@@ -815,8 +812,7 @@ impl Track {
             Class::Send | Class::Isend | Class::Sendrecv if peer >= 0 => {
                 let block = (class == Class::Send).then_some((enter, leave));
                 let path = self.callpath(cx, thread);
-                let comm = (comm, occ(cx, ev.obj.get()));
-                let op = self.send(comm, me, peer, tag, enter, block, func, path);
+                let op = self.send((comm, occ), me, peer, tag, enter, block, func, path);
                 out.op(op, &self.op_sizes);
             }
             Class::Recv if peer >= 0 => {
@@ -825,7 +821,7 @@ impl Track {
                 let op = P2pOp {
                     side: Side::Recv,
                     comm,
-                    occ: occ(cx, ev.obj.get()),
+                    occ,
                     src: peer,
                     dst: me,
                     tag,
@@ -870,7 +866,7 @@ impl Track {
                     .or_insert_with(|| cx.comm_size(comm) as u32);
                 let a = Arrival {
                     comm,
-                    seq: instance_seq(cx.comm_occurrence(ev.obj.get()), tag),
+                    seq: instance_seq(occurrence, tag),
                     rank: me,
                     root: peer,
                     func: func as u16,
@@ -947,7 +943,7 @@ impl Track {
             // described, the posting call's is the same one.
             let (comm, occ) = match cx.comm(ev.obj.get()) {
                 UNDEFINED => posted.map_or((UNDEFINED, 0), |p| (p.comm, p.occ)),
-                c => (c, occ(cx, ev.obj.get())),
+                c => (c, cx.comm_occurrence(ev.obj.get()) as u8),
             };
             let posted = posted.map(|p| p.post_ns);
             let (post_ns, block) = match class {
