@@ -146,6 +146,11 @@ fn num(s: &str) -> u64 {
     s.parse().expect("a number")
 }
 
+/// The environment variable `name` parsed, if it is set and parses.
+fn env<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok()?.parse().ok()
+}
+
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -190,22 +195,14 @@ fn run(per_writer: u64, writers: usize, which: &str) {
             list => Some(list.split(',').map(str::to_string).collect()),
         },
         trace: trace_config(&dir),
-        max_in_flight: std::env::var("HARK_FLOOD_IN_FLIGHT_MB")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
+        max_in_flight: env::<u64>("HARK_FLOOD_IN_FLIGHT_MB")
             .map_or(ServerConfig::default().max_in_flight, |mb| mb << 20),
-        workers: std::env::var("HARK_FLOOD_WORKERS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(ServerConfig::default().workers),
+        workers: env("HARK_FLOOD_WORKERS").unwrap_or(ServerConfig::default().workers),
         ..ServerConfig::default()
     })
     .expect("starting the server");
     let started = Instant::now();
-    let hz: f64 = std::env::var("HARK_FLOOD_SNAPSHOT_HZ")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0);
+    let hz: f64 = env("HARK_FLOOD_SNAPSHOT_HZ").unwrap_or(0.0);
     let writing = std::sync::atomic::AtomicBool::new(true);
     let mut snapshots: Vec<f64> = Vec::new();
     let mut watcher_cpu_ms = 0.0;
@@ -337,10 +334,7 @@ fn trace_config(dir: &std::path::Path) -> Option<hark_server::trace::TraceConfig
         dir: std::env::var_os("HARK_FLOOD_TRACE_DIR")
             .map_or_else(|| dir.join("trace"), std::path::PathBuf::from),
         selection: hark_analyses::trace::Selection::parse(&spec).expect("a trace SPEC"),
-        cap_bytes: std::env::var("HARK_FLOOD_TRACE_CAP")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(64 << 30),
+        cap_bytes: env("HARK_FLOOD_TRACE_CAP").unwrap_or(64 << 30),
     })
 }
 
