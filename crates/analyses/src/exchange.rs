@@ -336,7 +336,15 @@ impl Link {
                 parcel.from
             ))));
         }
-        lock(&self.shared.unifier).absorb_more(&parcel.names, &parcel.comms, &parcel.paths, map);
+        {
+            let mut unifier = lock(&self.shared.unifier);
+            unifier.absorb_more(&parcel.names, &parcel.comms, &parcel.paths, map);
+            // Operations and arrivals on communicators the sender folded
+            // past the caps and this analyser may not have.
+            let uses = (parcel.ops.iter().map(P2pOp::comm_use))
+                .chain(parcel.arrivals.iter().map(Arrival::comm_use));
+            map.resolve(uses, &mut unifier);
+        }
         for op in &mut parcel.ops {
             op.remap(map);
         }

@@ -48,7 +48,7 @@
 
 use crate::fx::FxHashMap;
 use crate::segq::SegQueue;
-use crate::track::{Arrival, Blocked, P2pOp, Pattern, Side, Wait};
+use crate::track::{occurrence_of, Arrival, Blocked, P2pOp, Pattern, Side, Wait};
 use crate::unify::IdMap;
 use serde::{Deserialize, Serialize};
 use std::collections::hash_map::Entry;
@@ -692,6 +692,12 @@ impl P2pMatcher {
         (out, std::mem::take(&mut self.unmatched))
     }
 
+    /// The communicators and occurrences its channels are of, for
+    /// [`IdMap::resolve`].
+    pub(crate) fn comm_uses(&self) -> Vec<(u32, u32)> {
+        self.channels.keys().map(|k| (k.0, k.3 as u32)).collect()
+    }
+
     /// Renumbers communicator, region and call path ids.
     pub fn remap(&mut self, ids: &IdMap) {
         for w in self.calls.values_mut().filter_map(|c| c.wait.as_mut()) {
@@ -699,7 +705,7 @@ impl P2pMatcher {
         }
         for keys in self.by_src.values_mut() {
             for key in keys.iter_mut() {
-                key.0 = ids.comm(key.0);
+                key.0 = ids.comm_at(key.0, key.3 as u32);
             }
         }
         let channels = std::mem::take(&mut self.channels);
@@ -707,7 +713,7 @@ impl P2pMatcher {
             ch.sends.iter_mut().for_each(|o| o.remap(ids));
             ch.recvs.iter_mut().for_each(|o| o.remap(ids));
             let into = (self.channels)
-                .entry((ids.comm(comm), src, tag, occ))
+                .entry((ids.comm_at(comm, occ as u32), src, tag, occ))
                 .or_default();
             into.sends.extend(ch.sends);
             into.recvs.extend(ch.recvs);
@@ -1128,6 +1134,20 @@ impl Instances {
         std::mem::take(&mut self.unmatched)
     }
 
+    /// The communicators and occurrences of its open instances, for
+    /// [`IdMap::resolve`].
+    pub(crate) fn comm_uses(&self) -> Vec<(u32, u32)> {
+        let ringed = self.rings.iter().flat_map(|r| {
+            (r.slots.iter())
+                .filter(|s| s.1 > 0)
+                .map(|s| (r.comm, occurrence_of(s.0)))
+        });
+        (self.open.keys())
+            .map(|&(comm, seq)| (comm, occurrence_of(seq)))
+            .chain(ringed)
+            .collect()
+    }
+
     /// Renumbers communicator, region and call path ids.
     pub fn remap(&mut self, ids: &IdMap) {
         self.unring();
@@ -1135,7 +1155,7 @@ impl Instances {
         for ((comm, seq), mut arrivals) in open {
             arrivals.iter_mut().for_each(|a| a.remap(ids));
             self.open
-                .entry((ids.comm(comm), seq))
+                .entry((ids.comm_at(comm, occurrence_of(seq)), seq))
                 .or_default()
                 .extend(arrivals);
         }

@@ -247,7 +247,13 @@ impl Partial {
         }
         let mut unifier = Unifier::new();
         unifier.absorb(&self.tables);
-        let ids = unifier.absorb(&other.tables);
+        let mut ids = unifier.absorb(&other.tables);
+        // Messages and instances on communicators the other side folded
+        // past the caps and this one may not have.
+        let uses = (other.p2p.values())
+            .flat_map(P2pMatcher::comm_uses)
+            .chain(other.collectives.comm_uses());
+        ids.resolve(uses, &mut unifier);
         for mut rank in other.ranks {
             rank.states = reload(&rank.states, analyses, &ids)?;
             self.ranks.push(rank);

@@ -245,9 +245,8 @@ impl StreamCx<'_> {
             .as_ref()
             .map_or(UNDEFINED, |t| t.comm(local))
     }
-    /// Which communicator with its members local communicator `local` is,
-    /// when it was folded past the communicators' caps (its global id is
-    /// shared, see `unify.rs`); 0 for the others.
+    /// Which communicator with its members local communicator `local` is
+    /// (`Translation::comm_occurrence`); 0 for the first.
     #[inline]
     pub(crate) fn comm_occurrence(&self, local: u32) -> u32 {
         self.translation

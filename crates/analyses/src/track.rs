@@ -147,11 +147,12 @@ pub(crate) struct P2pOp {
     pub side: Side,
     /// Global communicator id.
     pub comm: u32,
-    /// Which of the communicators sharing `comm` past the caps it is
-    /// (`unify.rs`; 0 for one with an id of its own), modulo 256: messages
-    /// on two of them never share a channel, as MPI matches within one
-    /// communicator. Communicators 256 apart that are both in use at once
-    /// share one, as all of them did before.
+    /// Which communicator with its members it is (its occurrence,
+    /// `unify.rs`), modulo 256: past the caps communicators share `comm`,
+    /// and messages on two of them never share a channel, as MPI matches
+    /// within one communicator. Communicators 256 apart that are both in
+    /// use at once share one. Set for every communicator, since whether
+    /// one is folded depends on the server (analysers over MPI, partials).
     pub occ: u8,
     /// World ranks of sender and receiver.
     pub src: i32,
@@ -220,9 +221,9 @@ const _: () = assert!(std::mem::size_of::<P2pOp>() <= 72);
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Arrival {
     /// Global communicator id and the collective's sequence number on it:
-    /// the probe's, with above it the communicator's occurrence when
-    /// communicators past the caps share the id (`unify.rs`), so that
-    /// their instances stay apart.
+    /// the probe's, with above it the communicator's occurrence
+    /// ([`instance_seq`]), so that the instances of communicators sharing
+    /// the id past the caps (`unify.rs`) stay apart.
     pub comm: u32,
     pub seq: i64,
     /// World rank arriving, and the root's (`PEER_NONE` without one).
@@ -250,17 +251,27 @@ impl P2pOp {
     /// Renumbers its ids into another server's tables (a parcel from
     /// another analyser, `exchange.rs`).
     pub(crate) fn remap(&mut self, ids: &IdMap) {
-        self.comm = ids.comm(self.comm);
+        self.comm = ids.comm_at(self.comm, self.occ as u32);
         self.region = ids.name(self.region);
         self.path = ids.path(self.path);
+    }
+
+    /// Its communicator and occurrence, for [`IdMap::resolve`].
+    pub(crate) fn comm_use(&self) -> (u32, u32) {
+        (self.comm, self.occ as u32)
     }
 }
 
 impl Arrival {
     pub(crate) fn remap(&mut self, ids: &IdMap) {
-        self.comm = ids.comm(self.comm);
+        self.comm = ids.comm_at(self.comm, occurrence_of(self.seq));
         self.region = ids.name(self.region);
         self.path = ids.path(self.path);
+    }
+
+    /// Its communicator and occurrence, for [`IdMap::resolve`].
+    pub(crate) fn comm_use(&self) -> (u32, u32) {
+        (self.comm, occurrence_of(self.seq))
     }
 }
 
@@ -426,15 +437,19 @@ impl Derived {
 }
 
 /// A collective instance's sequence number: the probe's, `seq`, on the
-/// `occurrence`-th communicator sharing its global id (0 for a
-/// communicator with an id of its own, which keeps the probe's number).
+/// `occurrence`-th communicator with its members. The occurrence is there
+/// for every communicator, folded or not: another analyser of the job, or
+/// a partial merged, may have folded this one into an id that others
+/// share (`unify.rs`).
 #[inline]
 pub(crate) fn instance_seq(occurrence: u32, seq: i32) -> i64 {
-    if occurrence == 0 {
-        seq as i64
-    } else {
-        (occurrence as i64) << 32 | seq as u32 as i64
-    }
+    (occurrence as i64) << 32 | seq as u32 as i64
+}
+
+/// The occurrence in an [`instance_seq`].
+#[inline]
+pub(crate) fn occurrence_of(instance_seq: i64) -> u32 {
+    (instance_seq >> 32) as u32
 }
 
 /// The pattern of each MPI function (by index in `FUNCTIONS`): a

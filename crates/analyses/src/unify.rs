@@ -41,9 +41,10 @@
 //! and their members are known. Occurrences are the same on every server,
 //! so the first rule folds the same communicators wherever a program's
 //! streams are analysed (analysers over MPI, merged partials); the total
-//! cap depends on what else a server saw. Only past [`MAX_COMMS`] member
-//! sets does a communicator fall into the "other" one, which has no
-//! members.
+//! cap depends on what else a server saw, so an [`IdMap`] renumbers
+//! another server's folded communicator by occurrence too
+//! ([`IdMap::comm_at`]). Only past [`MAX_COMMS`] member sets does a
+//! communicator fall into the "other" one, which has no members.
 
 use crate::fx::FxHashMap;
 use hark_wire::{Def, NameKind};
@@ -161,6 +162,12 @@ pub struct IdMap {
     names: Vec<u32>,
     files: Vec<u32>,
     comms: Vec<u32>,
+    /// The other side's communicators folded past the caps ([`FOLDED`]),
+    /// by its id: one of them may be a communicator of its own here.
+    folded: FxHashMap<u32, CommDef>,
+    /// The id here of (the other side's folded id, occurrence), for those
+    /// [`IdMap::resolve`] was told of.
+    at: FxHashMap<(u32, u32), u32>,
 }
 
 impl IdMap {
@@ -180,6 +187,48 @@ impl IdMap {
             self.comms.len() as u32,
             self.paths.len() as u32,
         ]
+    }
+
+    /// The new id of communicator `id` as its `occurrence`-th with its
+    /// members (`Translation::comm_occurrence`): whether a communicator is
+    /// folded past the caps depends on what else a server saw, so one
+    /// folded on the other side may keep an id of its own here, which its
+    /// messages and collective instances must take to meet the others'.
+    /// Occurrences of folded ids not [resolved](IdMap::resolve) map as
+    /// [`IdMap::comm`] does.
+    #[inline]
+    pub fn comm_at(&self, id: u32, occurrence: u32) -> u32 {
+        if self.at.is_empty() {
+            return self.comm(id);
+        }
+        match self.at.get(&(id, occurrence)) {
+            Some(&here) => here,
+            None => self.comm(id),
+        }
+    }
+
+    /// Makes [`IdMap::comm_at`] exact for the pairs of communicator id and
+    /// occurrence in `uses`, interning each in `unifier` (the one this map
+    /// leads into), which decides once for all whether it is folded here.
+    pub(crate) fn resolve(
+        &mut self,
+        uses: impl IntoIterator<Item = (u32, u32)>,
+        unifier: &mut Unifier,
+    ) {
+        if self.identity || self.folded.is_empty() {
+            return;
+        }
+        // Nothing is counted as folded: the other side counted its own.
+        let folded = unifier.folded;
+        for (id, occurrence) in uses {
+            let Some(comm) = self.folded.get(&id) else {
+                continue;
+            };
+            if let std::collections::hash_map::Entry::Vacant(e) = self.at.entry((id, occurrence)) {
+                e.insert(unifier.intern_comm(comm.clone(), occurrence));
+            }
+        }
+        unifier.folded = folded;
     }
 
     /// The new id of name `id`.
@@ -295,6 +344,8 @@ impl Unifier {
                 .map(|(c, o)| self.intern_comm(c.clone(), *o))
                 .collect(),
             paths: tables.paths.iter().map(|p| self.intern_path(p)).collect(),
+            folded: folded_of(&tables.comms, 0),
+            at: FxHashMap::default(),
         }
     }
 
@@ -317,6 +368,8 @@ impl Unifier {
             let id = self.intern_name(name_kind(*k), n);
             map.names.push(id);
         }
+        let first = map.comms.len() as u32;
+        map.folded.extend(folded_of(comms, first));
         for (c, o) in comms {
             let id = self.intern_comm(c.clone(), *o);
             map.comms.push(id);
@@ -542,6 +595,7 @@ impl Unifier {
 
     /// Whether global communicator `id` stands for every communicator past
     /// the caps with its members ([`FOLDED`]).
+    #[cfg(test)]
     fn is_folded(&self, id: u32) -> bool {
         self.comm_occurrence.get(id as usize) == Some(&FOLDED)
     }
@@ -555,8 +609,8 @@ pub(crate) type TableEntries = (Vec<(u8, String)>, Vec<(CommDef, u32)>, Vec<Stri
 #[derive(Debug, Default)]
 pub struct Translation {
     comms: Vec<u32>,
-    /// Per local communicator folded past the cap, its own occurrence (0
-    /// for the others, and past the end).
+    /// Per local communicator, its occurrence: which communicator with its
+    /// members this stream defined it as (0 past the end).
     comm_occurrences: Vec<u32>,
     files: Vec<u32>,
     names: Vec<u32>,
@@ -564,6 +618,14 @@ pub struct Translation {
     occurrences: FxHashMap<u64, u32>,
     /// Definitions ignored because their id was out of range.
     pub(crate) ignored: u64,
+}
+
+/// The folded ones of `comms` (a table's, its first at id `first`), by id.
+fn folded_of(comms: &[(CommDef, u32)], first: u32) -> FxHashMap<u32, CommDef> {
+    (comms.iter().zip(first..))
+        .filter(|((_, o), _)| *o == FOLDED)
+        .map(|((c, _), id)| (id, c.clone()))
+        .collect()
 }
 
 fn put(table: &mut Vec<u32>, local: u32, global: u32) -> bool {
@@ -602,15 +664,14 @@ impl Translation {
                     *seen += 1;
                     let global = unifier.intern_comm(comm, occurrence);
                     let ok = put(&mut self.comms, *id, global);
-                    let i = *id as usize;
-                    if ok && unifier.is_folded(global) {
+                    // Kept whether or not this server folded it: another
+                    // analyser of the job, or a partial merged, may have.
+                    if ok {
+                        let i = *id as usize;
                         if self.comm_occurrences.len() <= i {
                             self.comm_occurrences.resize(i + 1, 0);
                         }
                         self.comm_occurrences[i] = occurrence;
-                    } else if let Some(o) = self.comm_occurrences.get_mut(i) {
-                        // A local id defined again.
-                        *o = 0;
                     }
                     ok
                 }
@@ -634,9 +695,12 @@ impl Translation {
     pub fn comm(&self, local: u32) -> u32 {
         get(&self.comms, local)
     }
-    /// Which communicator with its members local communicator `local` is,
-    /// when it was folded past the caps ([`FOLDED`]): its global id is
-    /// shared, and this tells its collectives apart. 0 for the others.
+    /// Which communicator with its members local communicator `local` is
+    /// (0 for the first): the same on every member and every server. Past
+    /// the caps ([`FOLDED`]) its global id is shared, and this tells its
+    /// collectives and messages apart; it is carried for every
+    /// communicator, since whether one is folded depends on what else a
+    /// server saw.
     #[inline]
     pub fn comm_occurrence(&self, local: u32) -> u32 {
         self.comm_occurrences
@@ -800,11 +864,14 @@ mod tests {
         a.define(&splits(1), &mut u);
         b.define(&splits(7), &mut u);
         // The first MAX_ALIKE_COMMS are their own; the rest share one id,
-        // with the members, and the same occurrence on both ranks.
+        // with the members, and the same occurrence on both ranks (which
+        // the ones with ids of their own keep too: another server may have
+        // folded them).
         let alike = MAX_ALIKE_COMMS;
         let own = a.comm(alike);
         assert_eq!(own, b.comm(6 + alike));
-        assert_eq!(a.comm_occurrence(alike), 0);
+        assert_eq!(a.comm_occurrence(alike), alike - 1);
+        assert_eq!(b.comm_occurrence(6 + alike), alike - 1);
         let shared = a.comm(1 + alike);
         assert_ne!(shared, own);
         assert_eq!(a.comm(1500), shared);

@@ -142,3 +142,48 @@ fn partials_of_different_analyses_do_not_merge() {
     assert!(err.to_string().contains("different analyses"), "{err}");
     assert!(Partial::from_bytes(b"not a partial").is_err());
 }
+
+#[test]
+fn a_communicator_folded_on_one_server_only_still_matches() {
+    // Rank 0's server folds the duplicate of the world past the cap, rank
+    // 1's keeps it an id of its own. Merged either way round, with either
+    // through a board, their waits on it are found as one server finds
+    // them. (Its profile rows may stay two: which communicators keep ids
+    // of their own past a cap depends on the order tables meet.)
+    let procs = folded_on_rank_0s_server_only();
+    let single = run(&procs);
+    let waits = &single[0].waits;
+    assert_eq!(waits["wait_barrier"].time_ns, vec![49 * MS, 0]);
+    assert_eq!(waits["late_sender"].time_ns, vec![40 * MS, 40 * MS]);
+    for board_for in 0..2 {
+        let parts: Vec<Partial> = (0..2)
+            .map(|r| {
+                let one = [(r as u64, &procs[r])];
+                through_bytes(if r == board_for {
+                    on_board("busy", &one, 2).1
+                } else {
+                    partial_by_hand("busy", &one, Default::default())
+                })
+            })
+            .collect();
+        for parts in [parts.clone(), parts.into_iter().rev().collect()] {
+            let mut merged = parts;
+            let mut first = merged.remove(0);
+            let analyses = registry::all();
+            for p in merged {
+                first.merge(p, &analyses).unwrap();
+            }
+            let got = first.finish(&analyses, false);
+            for pattern in ["wait_barrier", "late_sender"] {
+                assert_eq!(
+                    got[0].waits[pattern].time_ns, waits[pattern].time_ns,
+                    "{pattern}, board for rank {board_for}"
+                );
+            }
+            let unmatched = (got[0].diagnostics.iter())
+                .filter(|d| d.starts_with("matching:"))
+                .collect::<Vec<_>>();
+            assert!(unmatched.is_empty(), "{unmatched:?}");
+        }
+    }
+}

@@ -401,3 +401,55 @@ pub fn busy(rank: i32, size: i32, seed: u64) -> Proc {
     }
     p.end()
 }
+
+/// A millisecond in ns.
+pub const MS: u64 = 1_000_000;
+
+/// Two ranks of `busy` that wait on a duplicate of the world, which a
+/// server folds past the communicators' cap only if it analyses rank 0:
+/// rank 0 first defines 1,000 other member sets, so when both define the
+/// duplicate (their second communicator with those members) its server
+/// has no room left, while rank 1's alone keeps it an id of its own.
+/// Rank 1 arrives 49 ms late at a barrier on it; then each rank sends on
+/// it 40 ms after the other began to receive.
+pub fn folded_on_rank_0s_server_only() -> [Proc; 2] {
+    let world = |id| comm(id, &[0, 1]);
+    let others: Vec<_> = (0..1000)
+        .map(|i| comm(10 + i, &[0, 2 + i as i32]))
+        .collect();
+    let (dup0, dup1) = (5000, 2);
+    let barrier = |dup, t: (u64, u64)| mpi("MPI_Barrier", t.0, t.1).obj(dup).tag(0).peer(-1);
+    let rank0 = Proc::mpi("busy", 0, 2)
+        .defs([vec![world(1)], others, vec![world(dup0)]].concat())
+        .pack(vec![
+            barrier(dup0, (MS, 50 * MS)),
+            mpi("MPI_Recv", 60 * MS, 100 * MS)
+                .obj(dup0)
+                .peer(1)
+                .tag(5)
+                .bytes(8),
+            mpi("MPI_Send", 150 * MS, 150 * MS + 10)
+                .obj(dup0)
+                .peer(1)
+                .tag(6)
+                .bytes(8),
+        ])
+        .end();
+    let rank1 = Proc::mpi("busy", 1, 2)
+        .defs(vec![world(1), world(dup1)])
+        .pack(vec![
+            barrier(dup1, (50 * MS, 50 * MS + 10)),
+            mpi("MPI_Send", 100 * MS, 100 * MS + 10)
+                .obj(dup1)
+                .peer(0)
+                .tag(5)
+                .bytes(8),
+            mpi("MPI_Recv", 110 * MS, 150 * MS + 20)
+                .obj(dup1)
+                .peer(0)
+                .tag(6)
+                .bytes(8),
+        ])
+        .end();
+    [rank0, rank1]
+}
