@@ -210,6 +210,9 @@ impl IdMap {
     /// Makes [`IdMap::comm_at`] exact for the pairs of communicator id and
     /// occurrence in `uses`, interning each in `unifier` (the one this map
     /// leads into), which decides once for all whether it is folded here.
+    /// Occurrences from [`MAX_ALIKE_COMMS`] on are folded on every server
+    /// and need nothing: what it keeps is bounded by that many per member
+    /// set, however many communicators a long run folds.
     pub(crate) fn resolve(
         &mut self,
         uses: impl IntoIterator<Item = (u32, u32)>,
@@ -221,6 +224,9 @@ impl IdMap {
         // Nothing is counted as folded: the other side counted its own.
         let folded = unifier.folded;
         for (id, occurrence) in uses {
+            if occurrence >= MAX_ALIKE_COMMS {
+                continue;
+            }
             let Some(comm) = self.folded.get(&id) else {
                 continue;
             };
@@ -730,6 +736,31 @@ fn comm_hash(c: &CommDef) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn another_servers_folded_communicator_maps_by_occurrence_within_bounds() {
+        // The other server folded members {0, 1} (occurrences 1 and 70);
+        // here occurrence 1 has an id of its own, 70 is folded everywhere.
+        let members = CommDef {
+            members: vec![0, 1],
+            remote: Vec::new(),
+        };
+        let mut there = Unifier::new();
+        let folded = there.intern_comm(members.clone(), FOLDED);
+        let mut here = Unifier::new();
+        let own = here.intern_comm(members.clone(), 1);
+        let mut ids = here.absorb(&there.tables());
+        let plain = ids.comm(folded);
+        assert_ne!(plain, own);
+        ids.resolve([(folded, 1), (folded, 70), (folded, 1)], &mut here);
+        assert_eq!(ids.comm_at(folded, 1), own);
+        assert_eq!(ids.comm_at(folded, 70), plain);
+        assert_eq!(
+            ids.at.len(),
+            1,
+            "occurrences past the alike cap need no entry"
+        );
+    }
 
     #[test]
     fn two_processes_agree_on_global_ids_whatever_their_local_ids() {
