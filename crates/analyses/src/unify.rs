@@ -194,7 +194,7 @@ impl IdMap {
     /// folded past the caps depends on what else a server saw, so one
     /// folded on the other side may keep an id of its own here, which its
     /// messages and collective instances must take to meet the others'.
-    /// Occurrences of folded ids not [resolved](IdMap::resolve) map as
+    /// Occurrences of folded ids not resolved (`IdMap::resolve`) map as
     /// [`IdMap::comm`] does.
     #[inline]
     pub fn comm_at(&self, id: u32, occurrence: u32) -> u32 {
