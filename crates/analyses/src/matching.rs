@@ -115,7 +115,7 @@ struct Held {
     seq: u64,
     post_ns: u64,
     block: Blocked,
-    call: u64,
+    call: u32,
     in_call: u32,
     path: u32,
     region: u32,
@@ -241,7 +241,7 @@ struct CallWait {
 /// The key of a channel: communicator, source, tag and which of the
 /// communicators sharing the id it is (`P2pOp::occ`); the destination is
 /// the matcher's key.
-type ChannelKey = (u32, i32, i32, u8);
+type ChannelKey = (u32, i32, i32, u32);
 
 /// Point-to-point matching for one receiving rank (see the module doc).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -263,7 +263,7 @@ pub struct P2pMatcher {
     /// Empty channels are swept when there are more channels than this.
     sweep_at: usize,
     /// Calls completing several receives, by (receiver's) call number.
-    calls: BTreeMap<u64, CallWait>,
+    calls: BTreeMap<u32, CallWait>,
     unmatched: Unmatched,
     /// The receiving world rank (the key), once an operation came.
     rank: Option<i32>,
@@ -695,7 +695,7 @@ impl P2pMatcher {
     /// The communicators and occurrences its channels are of, for
     /// [`IdMap::resolve`].
     pub(crate) fn comm_uses(&self) -> Vec<(u32, u32)> {
-        self.channels.keys().map(|k| (k.0, k.3 as u32)).collect()
+        self.channels.keys().map(|k| (k.0, k.3)).collect()
     }
 
     /// Renumbers communicator, region and call path ids.
@@ -705,7 +705,7 @@ impl P2pMatcher {
         }
         for keys in self.by_src.values_mut() {
             for key in keys.iter_mut() {
-                key.0 = ids.comm_at(key.0, key.3 as u32);
+                key.0 = ids.comm_at(key.0, key.3);
             }
         }
         let channels = std::mem::take(&mut self.channels);
@@ -713,7 +713,7 @@ impl P2pMatcher {
             ch.sends.iter_mut().for_each(|o| o.remap(ids));
             ch.recvs.iter_mut().for_each(|o| o.remap(ids));
             let into = (self.channels)
-                .entry((ids.comm_at(comm, occ as u32), src, tag, occ))
+                .entry((ids.comm_at(comm, occ), src, tag, occ))
                 .or_default();
             into.sends.extend(ch.sends);
             into.recvs.extend(ch.recvs);
@@ -1240,7 +1240,7 @@ mod tests {
             post_ns: seq,
             block: None::<(u64, u64)>.into(),
             func: 0,
-            call: seq,
+            call: seq as u32,
             in_call: 1,
             path: 0,
             region: 0,
@@ -1599,7 +1599,7 @@ mod tests {
                         recvs += 1;
                         o.seq = recvs;
                         o.block = Some((t, t + next(3000))).into();
-                        o.call = recvs / 3;
+                        o.call = (recvs / 3) as u32;
                         o.in_call = 1 + (next(4) == 0) as u32;
                     } else {
                         sends[src as usize] += 1;

@@ -148,12 +148,12 @@ pub(crate) struct P2pOp {
     /// Global communicator id.
     pub comm: u32,
     /// Which communicator with its members it is (its occurrence,
-    /// `unify.rs`), modulo 256: past the caps communicators share `comm`,
-    /// and messages on two of them never share a channel, as MPI matches
-    /// within one communicator. Communicators 256 apart that are both in
-    /// use at once share one. Set for every communicator, since whether
-    /// one is folded depends on the server (analysers over MPI, partials).
-    pub occ: u8,
+    /// `unify.rs`): past the caps communicators share `comm`, and messages
+    /// on two of them never share a channel, as MPI matches within one
+    /// communicator. Set for every communicator, since whether one is
+    /// folded depends on the server (analysers over MPI, partials), and
+    /// whole: another server renumbers a folded `comm` by it.
+    pub occ: u32,
     /// World ranks of sender and receiver.
     pub src: i32,
     pub dst: i32,
@@ -172,7 +172,9 @@ pub(crate) struct P2pOp {
     pub func: u16,
     /// Receives: which call of the stream completed it, and how many
     /// receives that call completed (`MPI_Waitall` completes several).
-    pub call: u64,
+    /// (The stream's call count, wrapping: it only tells apart the calls
+    /// whose receives are still being matched.)
+    pub call: u32,
     pub in_call: u32,
     /// Region call path when it was posted (sends) or waited for
     /// (receives), and its top-level region (global name id).
@@ -251,14 +253,14 @@ impl P2pOp {
     /// Renumbers its ids into another server's tables (a parcel from
     /// another analyser, `exchange.rs`).
     pub(crate) fn remap(&mut self, ids: &IdMap) {
-        self.comm = ids.comm_at(self.comm, self.occ as u32);
+        self.comm = ids.comm_at(self.comm, self.occ);
         self.region = ids.name(self.region);
         self.path = ids.path(self.path);
     }
 
     /// Its communicator and occurrence, for [`IdMap::resolve`].
     pub(crate) fn comm_use(&self) -> (u32, u32) {
-        (self.comm, self.occ as u32)
+        (self.comm, self.occ)
     }
 }
 
@@ -472,7 +474,7 @@ pub(crate) fn collective_pattern(func: usize) -> Option<Pattern> {
 /// call's completion records are seen (a pack may cut them).
 #[derive(Default)]
 struct OpenCall {
-    call: u64,
+    call: u32,
     details_left: u64,
     recvs: Vec<P2pOp>,
 }
@@ -592,7 +594,8 @@ pub(crate) struct Track {
     sizes: FxHashMap<u32, u32>,
     sends: u64,
     recvs: u64,
-    calls: u64,
+    /// Calls so far, wrapping (`P2pOp::call`).
+    calls: u32,
     /// How many messages and arrivals the last pack yielded, and how many
     /// operations per key: the next one's vectors are made that large at
     /// once, instead of growing (and copying) a dozen times per pack.
@@ -795,7 +798,7 @@ impl Track {
         // A new call: whatever the last one left open is complete (most
         // calls find nothing open: checked here, not in a call).
         let held = t.open.details_left != 0 || !t.open.recvs.is_empty();
-        self.calls += 1;
+        self.calls = self.calls.wrapping_add(1);
         if held {
             self.close_call(thread, out);
         }
@@ -804,9 +807,7 @@ impl Track {
             times.init_fin.push((enter, leave));
         }
         let (peer, tag, local) = (ev.peer.get(), ev.tag.get(), ev.obj.get());
-        let (comm, occurrence) = (cx.comm(local), cx.comm_occurrence(local));
-        // Messages keep its low byte (`P2pOp::occ`).
-        let occ = occurrence as u8;
+        let (comm, occ) = (cx.comm(local), cx.comm_occurrence(local));
         match class {
             Class::Send | Class::Sendrecv => out.msgs.extend(Msg::of_call(true, func, ev)),
             Class::Recv => out.msgs.extend(Msg::of_call(false, func, ev)),
@@ -881,7 +882,7 @@ impl Track {
                     .or_insert_with(|| cx.comm_size(comm) as u32);
                 let a = Arrival {
                     comm,
-                    seq: instance_seq(occurrence, tag),
+                    seq: instance_seq(occ, tag),
                     rank: me,
                     root: peer,
                     func: func as u16,
@@ -900,7 +901,7 @@ impl Track {
     #[allow(clippy::too_many_arguments)]
     fn send(
         &mut self,
-        (comm, occ): (u32, u8),
+        (comm, occ): (u32, u32),
         me: i32,
         peer: i32,
         tag: i32,
@@ -958,7 +959,7 @@ impl Track {
             // described, the posting call's is the same one.
             let (comm, occ) = match cx.comm(ev.obj.get()) {
                 UNDEFINED => posted.map_or((UNDEFINED, 0), |p| (p.comm, p.occ)),
-                c => (c, cx.comm_occurrence(ev.obj.get()) as u8),
+                c => (c, cx.comm_occurrence(ev.obj.get())),
             };
             let posted = posted.map(|p| p.post_ns);
             let (post_ns, block) = match class {

@@ -57,8 +57,8 @@ pub(crate) struct Posted {
     /// each `MPI_Start` sends again; `UNDEFINED`/-1 where nothing is
     /// matched).
     pub comm: u32,
-    /// Which of the communicators sharing `comm` (`P2pOp::occ`).
-    pub occ: u8,
+    /// Which communicator with its members (`P2pOp::occ`).
+    pub occ: u32,
     pub peer: i32,
     pub tag: i32,
 }

@@ -251,3 +251,39 @@ fn a_communicator_folded_on_one_analyser_only_still_matches() {
         );
     }
 }
+
+#[test]
+fn a_message_on_a_communicator_duplicated_hundreds_of_times_matches_across_analysers() {
+    // Both ranks duplicate the world 300 times (the first 63 keep ids of
+    // their own, the rest are folded on every analyser), then rank 1 sends
+    // on the last, 40 ms after rank 0 began to receive. Its occurrence, 300,
+    // shares its low byte with the 44th duplicate, which has an id of its
+    // own: the message must still be matched as one on the 300th.
+    let dups = |first: u32| {
+        (0..=300)
+            .map(|i| comm(first + i, &[0, 1]))
+            .collect::<Vec<_>>()
+    };
+    let on = |first: u32| first + 300;
+    let rank0 = Proc::mpi("busy", 0, 2)
+        .defs(dups(1))
+        .pack(vec![mpi("MPI_Recv", 60 * MS, 100 * MS)
+            .obj(on(1))
+            .peer(1)
+            .tag(5)
+            .bytes(8)])
+        .end();
+    let rank1 = Proc::mpi("busy", 1, 2)
+        .defs(dups(1000))
+        .pack(vec![mpi("MPI_Send", 100 * MS, 100 * MS + 10)
+            .obj(on(1000))
+            .peer(0)
+            .tag(5)
+            .bytes(8)])
+        .end();
+    let procs = [rank0, rank1];
+    let single = run(&procs);
+    assert_eq!(single[0].waits["late_sender"].time_ns, vec![40 * MS, 0]);
+    let got = linked_model(&procs, &[0, 1], 2).unwrap();
+    assert_eq!(got[0].waits["late_sender"].time_ns, vec![40 * MS, 0]);
+}
