@@ -18,7 +18,8 @@
 //! digest), alternating, to show what relating ranks costs.
 //!
 //! `flood run <events per writer> <writers> [all|local]` runs one
-//! measurement (with `HARK_FLOOD_NO_RECEIVES` set, no send is ever
+//! measurement, and says the CPU time of the server (the bench process)
+//! and of the writers apart (with `HARK_FLOOD_NO_RECEIVES` set, no send is ever
 //! received: what unmatched operations cost; with
 //! `HARK_FLOOD_SNAPSHOT_HZ=1` a thread takes a live view's snapshot once a
 //! second while the writers write, and serialises it as the live view's
@@ -274,6 +275,12 @@ fn run(per_writer: u64, writers: usize, which: &str) {
         a.events_dropped,
         a.partial_ranks,
     );
+    let (server_cpu, writers_cpu) = process_cpu_ms();
+    println!(
+        "  CPU (user + system): server {:.2} s, writers {:.2} s",
+        server_cpu / 1e3,
+        writers_cpu / 1e3
+    );
     if hz > 0.0 {
         snapshots.sort_by(f64::total_cmp);
         println!(
@@ -342,15 +349,28 @@ fn trace_config(dir: &std::path::Path) -> Option<hark_server::trace::TraceConfig
 /// `/proc/thread-self/stat`, in clock ticks of 10 ms): a cost that other
 /// processes' load does not inflate, unlike wall time.
 fn thread_cpu_ms() -> f64 {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    let f = stat_fields("/proc/thread-self/stat");
+    (f[0] + f[1]) as f64 * 10.0
+}
+
+/// This process's CPU time and its waited-for children's (the writers),
+/// user + system, in ms.
+fn process_cpu_ms() -> (f64, f64) {
+    let f = stat_fields("/proc/self/stat");
+    ((f[0] + f[1]) as f64 * 10.0, (f[2] + f[3]) as f64 * 10.0)
+}
+
+/// utime, stime, cutime and cstime (fields 14 to 17) of a `stat` file, in
+/// clock ticks (10 ms).
+fn stat_fields(path: &str) -> [u64; 4] {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
     // Fields after the command name, which is in parentheses.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<u64> = rest
         .split_whitespace()
         .map(|v| v.parse().unwrap_or(0))
         .collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
-    (f.get(11).unwrap_or(&0) + f.get(12).unwrap_or(&0)) as f64 * 10.0
+    std::array::from_fn(|i| f.get(11 + i).copied().unwrap_or(0))
 }
 
 /// Interval queries on the finished model, as the live view's API answers
