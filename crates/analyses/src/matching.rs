@@ -238,10 +238,16 @@ struct CallWait {
     send_seq: u64,
 }
 
-/// The key of a channel: communicator, source, tag and which of the
-/// communicators sharing the id it is (`P2pOp::occ`); the destination is
-/// the matcher's key.
+/// The key of a channel: communicator, source, tag and the communicator's
+/// occurrence (`P2pOp::occ`: communicators past the cap share an id); the
+/// destination is the matcher's key.
 type ChannelKey = (u32, i32, i32, u32);
+
+/// The channel of `op`.
+#[inline]
+fn channel_of(op: &P2pOp) -> ChannelKey {
+    (op.comm, op.src, op.tag, op.occ)
+}
 
 /// Point-to-point matching for one receiving rank (see the module doc).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -272,7 +278,7 @@ pub struct P2pMatcher {
 impl P2pMatcher {
     /// Takes one operation; returns the wait states it completes.
     pub(crate) fn add(&mut self, op: &P2pOp, out: &mut Vec<Wait>) {
-        let key = (op.comm, op.src, op.tag, op.occ);
+        let key = channel_of(op);
         let (src, side) = (op.src, op.side);
         let op = self.arrived(op);
         let mut shared = false;
@@ -337,10 +343,8 @@ impl P2pMatcher {
     /// part holds its sends to this rank, or this rank's receives, mostly
     /// of one channel) looks its channel up once, not once per operation.
     pub(crate) fn add_all(&mut self, ops: &[P2pOp], out: &mut Vec<Wait>) {
-        let same = |a: &P2pOp, b: &P2pOp| {
-            (a.side, a.comm, a.src, a.tag, a.dst, a.occ)
-                == (b.side, b.comm, b.src, b.tag, b.dst, b.occ)
-        };
+        let same =
+            |a: &P2pOp, b: &P2pOp| (a.side, a.dst, channel_of(a)) == (b.side, b.dst, channel_of(b));
         for run in ops.chunk_by(same) {
             // The first makes the channel if need be, as `add` does.
             self.add(&run[0], out);
@@ -364,7 +368,7 @@ impl P2pMatcher {
     /// while `add` would take its common path; returns how many it added.
     fn add_to_channel(&mut self, run: &[P2pOp], out: &mut Vec<Wait>) -> usize {
         let first = &run[0];
-        let key = (first.comm, first.src, first.tag, first.occ);
+        let key = channel_of(first);
         let (src, side) = (first.src, first.side);
         // Out of the map while it is used, so that `pair` may borrow the
         // matcher; `pair` never looks channels up when judged here.

@@ -268,12 +268,13 @@ struct Flow {
 }
 
 impl Flow {
+    /// A pack buffer from the pool, if one is free.
+    fn pooled(&self) -> Option<Vec<u8>> {
+        self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop()
+    }
+
     fn take(&self) -> Vec<u8> {
-        self.pool
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
-            .unwrap_or_default()
+        self.pooled().unwrap_or_default()
     }
 
     fn give_back(&self, buf: Vec<u8>) {
@@ -944,11 +945,7 @@ impl OnBoard {
     /// With none, the reader is better off copying its pack out
     /// ([`OnBoard::pack`]) than growing a new buffer by halves.
     pub fn pack_buffer(&self) -> Option<Vec<u8>> {
-        self.flow
-            .pool
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
+        self.flow.pooled()
     }
 
     /// Submits a stream's pack read from a socket with its buffer, which

@@ -253,7 +253,8 @@ impl P2pOp {
     /// Renumbers its ids into another server's tables (a parcel from
     /// another analyser, `exchange.rs`).
     pub(crate) fn remap(&mut self, ids: &IdMap) {
-        self.comm = ids.comm_at(self.comm, self.occ);
+        let (comm, occurrence) = self.comm_use();
+        self.comm = ids.comm_at(comm, occurrence);
         self.region = ids.name(self.region);
         self.path = ids.path(self.path);
     }
@@ -266,7 +267,8 @@ impl P2pOp {
 
 impl Arrival {
     pub(crate) fn remap(&mut self, ids: &IdMap) {
-        self.comm = ids.comm_at(self.comm, occurrence_of(self.seq));
+        let (comm, occurrence) = self.comm_use();
+        self.comm = ids.comm_at(comm, occurrence);
         self.region = ids.name(self.region);
         self.path = ids.path(self.path);
     }
