@@ -23,6 +23,12 @@
 #include <stdlib.h>
 #include <time.h>
 
+/* Sleeps `pause` without MPI, whatever signals come. */
+static void sleep_for(struct timespec pause) {
+    while (nanosleep(&pause, &pause) != 0) {
+    }
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
@@ -39,11 +45,8 @@ int main(int argc, char **argv) {
     for (long i = 0; i < comms; i++) {
         MPI_Comm c;
         MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &c);
-        if (i % every == every - 1 && (i / every) % size == rank) {
-            struct timespec t = pause;
-            while (nanosleep(&t, &t) != 0) {
-            }
-        }
+        if (i % every == every - 1 && (i / every) % size == rank)
+            sleep_for(pause);
         MPI_Barrier(c);
         MPI_Comm_free(&c);
     }
@@ -55,9 +58,7 @@ int main(int argc, char **argv) {
         if (rank == 1) {
             MPI_Request r;
             MPI_Isend(&x, 1, MPI_INT, 0, 0, a, &r);
-            struct timespec t = pause;
-            while (nanosleep(&t, &t) != 0) {
-            }
+            sleep_for(pause);
             MPI_Send(&x, 1, MPI_INT, 0, 0, b);
             MPI_Wait(&r, MPI_STATUS_IGNORE);
         } else if (rank == 0) {
