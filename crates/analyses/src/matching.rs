@@ -205,7 +205,7 @@ impl Channel {
 /// A pair just matched as (send, receive): `came` is of `side`, `partner`
 /// of the other.
 #[inline]
-fn send_first(side: Side, came: Held, partner: Held) -> (Held, Held) {
+fn send_first<'a>(side: Side, came: &'a Held, partner: &'a Held) -> (&'a Held, &'a Held) {
     match side {
         Side::Send => (came, partner),
         Side::Recv => (partner, came),
@@ -309,8 +309,8 @@ impl P2pMatcher {
             Some(partner) => {
                 let empty = other.is_empty();
                 self.held -= 1;
-                let (s, r) = send_first(side, op, partner);
-                let judged = ch.alone.then(|| ch.judge(&self.matched, src, &s, &r));
+                let (s, r) = send_first(side, &op, &partner);
+                let judged = ch.alone.then(|| ch.judge(&self.matched, src, s, r));
                 self.pair(src, s, r, judged, out);
                 if empty && self.channels.len() > self.sweep_at.max(1024) {
                     self.sweep();
@@ -394,8 +394,8 @@ impl P2pMatcher {
             if pairs {
                 let partner = other.pop_front().expect("not empty");
                 self.held -= 1;
-                let (s, r) = send_first(side, held, partner);
-                let judged = Some(ch.judge(&self.matched, src, &s, &r));
+                let (s, r) = send_first(side, &held, &partner);
+                let judged = Some(ch.judge(&self.matched, src, s, r));
                 self.pair(src, s, r, judged, out);
             } else {
                 mine.push_back(held);
@@ -433,7 +433,7 @@ impl P2pMatcher {
                 ch.recvs.pop_front().expect("not empty"),
             );
             self.held -= 2;
-            self.pair(key.1, s, r, None, out);
+            self.pair(key.1, &s, &r, None, out);
         }
     }
 
@@ -460,7 +460,7 @@ impl P2pMatcher {
 
     /// Judges a matched send and receive (`judged`: what Wrong Order
     /// needs, if already found).
-    fn pair(&mut self, src: i32, s: Held, r: Held, judged: Judged, out: &mut Vec<Wait>) {
+    fn pair(&mut self, src: i32, s: &Held, r: &Held, judged: Judged, out: &mut Vec<Wait>) {
         // Set by the `add` that queued either of them.
         let dst = self.rank.unwrap_or(-1);
         if let Some((_, leave)) = r.block.get() {
@@ -491,7 +491,7 @@ impl P2pMatcher {
                 // rank, is still waiting to be received. Both sends are on
                 // the sender's clock, and the earlier one reached this key
                 // first, so the judgement never depends on timing.
-                pattern: if judged.map_or_else(|| self.out_of_order(src, &s, &r), |j| j.1) {
+                pattern: if judged.map_or_else(|| self.out_of_order(src, s, r), |j| j.1) {
                     Pattern::LateSenderWrongOrder
                 } else {
                     Pattern::LateSender
