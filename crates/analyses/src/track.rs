@@ -299,12 +299,36 @@ pub struct Times {
     pub mpi_calls: bool,
     /// `MPI_Init` and `MPI_Finalize` calls: enter and leave.
     pub init_fin: Vec<(u64, u64)>,
-    /// Top-level regions that ended in the pack, in order: name (global
-    /// id), time inside, and MPI time inside (outside `MPI_Init` and
-    /// `MPI_Finalize`).
+    /// Top-level regions that ended in the pack, in order of first end:
+    /// name (global id), time inside, and MPI time inside (outside
+    /// `MPI_Init` and `MPI_Finalize`), summed over the calls that end near
+    /// one another (a loop's region has one entry, not one per call).
     pub regions: Vec<(u32, u64, u64)>,
     /// Whether a thread is inside a top-level region when the pack ends.
     pub open: bool,
+}
+
+/// Entries of [`Times::regions`] a region's end looks back through for its
+/// name before it makes a new one.
+const RECENT_REGIONS: usize = 8;
+
+impl Times {
+    /// A call of top-level region `name` ended.
+    #[inline]
+    fn region_ended(&mut self, name: u32, inside: u64, mpi: u64) {
+        let recent = self.regions.len().saturating_sub(RECENT_REGIONS);
+        match self.regions[recent..]
+            .iter_mut()
+            .rev()
+            .find(|r| r.0 == name)
+        {
+            Some(r) => {
+                r.1.sat(inside);
+                r.2.sat(mpi);
+            }
+            None => self.regions.push((name, inside, mpi)),
+        }
+    }
 }
 
 impl Default for Times {
@@ -574,7 +598,7 @@ impl Thread {
         } else if t.0 > 0 {
             t.0 -= 1;
             if t.0 == 0 && t.1 != UNDEFINED {
-                times.regions.push((t.1, start.saturating_sub(t.2), t.3));
+                times.region_ended(t.1, start.saturating_sub(t.2), t.3);
             }
         }
     }
@@ -1050,5 +1074,30 @@ impl Track {
             self.close_call(t, &mut out);
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_region_called_in_a_loop_has_one_entry_per_pack() {
+        let mut t = Times::default();
+        for _ in 0..100 {
+            t.region_ended(7, 10, 3);
+            t.region_ended(9, 1, 0);
+        }
+        assert_eq!(t.regions, vec![(7, 1000, 300), (9, 100, 0)]);
+        // Only the recent entries are looked through: a name last seen
+        // further back gets an entry of its own, and the sums stay whole.
+        for name in 10..10 + RECENT_REGIONS as u32 {
+            t.region_ended(name, 1, 1);
+        }
+        t.region_ended(7, 5, u64::MAX);
+        assert_eq!(t.regions.len(), 3 + RECENT_REGIONS);
+        assert_eq!(t.regions.last(), Some(&(7, 5, u64::MAX)));
+        t.region_ended(7, 5, 1);
+        assert_eq!(t.regions.last(), Some(&(7, 10, u64::MAX)));
     }
 }
