@@ -15,7 +15,9 @@
 //! streams do. Each is run with every analysis and again without the
 //! cross-rank ones
 //! (message matching, collective instances, wait states, efficiencies, the
-//! digest), alternating, to show what relating ranks costs.
+//! digest), alternating, to show what relating ranks costs: after each size
+//! it says the median of the rounds' rate ratios (the issue's goal is at
+//! least 0.8×) and the server CPU time the cross-rank analyses add per event.
 //!
 //! `flood run <events per writer> <writers> [all|local]` runs one
 //! measurement, and says the CPU time of the server (the bench process)
@@ -128,19 +130,62 @@ fn main() {
         // `cargo bench` passes `--bench`: the whole comparison.
         _ => {
             for per_writer in [2_500_000u64, 25_000_000] {
+                // Per round, (events/s, server CPU s) with every analysis
+                // and without the cross-rank ones.
+                let mut rounds = Vec::new();
                 for _ in 0..3 {
-                    for which in ["all", "local"] {
+                    let mut round = [(0.0, 0.0); 2];
+                    for (i, which) in ["all", "local"].into_iter().enumerate() {
                         let out = Command::new(std::env::current_exe().unwrap())
                             .args(["run", &per_writer.to_string(), "4", which])
                             .output()
                             .expect("running a measurement");
-                        print!("{}", String::from_utf8_lossy(&out.stdout));
+                        let said = String::from_utf8_lossy(&out.stdout);
+                        print!("{said}");
                         eprint!("{}", String::from_utf8_lossy(&out.stderr));
+                        round[i] = (
+                            said_number(&said, "= ", " M events/s"),
+                            said_number(&said, "server ", " s,"),
+                        );
                     }
+                    rounds.push(round);
                 }
+                compare(per_writer * 4, &rounds);
             }
         }
     }
+}
+
+/// The issue's criterion for one size: the rate with the cross-rank
+/// analyses against the rate without, as the median of the rounds' own
+/// ratios (the machine's speed drifts between rounds), and what they add
+/// to the server's CPU time per event.
+fn compare(events: u64, rounds: &[[(f64, f64); 2]]) {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let ratio = median(rounds.iter().map(|[all, local]| all.0 / local.0).collect());
+    let added_ns = median(
+        (rounds.iter())
+            .map(|[all, local]| (all.1 - local.1) / events as f64 * 1e9)
+            .collect(),
+    );
+    println!(
+        "{events} events: with the cross-rank analyses the server keeps {ratio:.3}x its rate \
+         without them (median of {} in-round ratios; the goal is at least 0.8x), and they \
+         add {added_ns:.1} ns of its CPU time per event\n",
+        rounds.len()
+    );
+}
+
+/// The number `said` has between `before` and `after` (NaN if none).
+fn said_number(said: &str, before: &str, after: &str) -> f64 {
+    said.split(after)
+        .next()
+        .and_then(|s| s.rsplit(before).next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 fn num(s: &str) -> u64 {
