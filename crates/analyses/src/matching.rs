@@ -366,6 +366,9 @@ impl P2pMatcher {
 
     /// Adds operations of `run` (one channel and side, the channel made)
     /// while `add` would take its common path; returns how many it added.
+    /// A run either pairs with the other side's queue or joins its own: the
+    /// conditions that send an operation to `add` instead are checked once
+    /// for the run, or once per pair where pairing can change them.
     fn add_to_channel(&mut self, run: &[P2pOp], out: &mut Vec<Wait>) -> usize {
         let first = &run[0];
         let key = channel_of(first);
@@ -376,32 +379,45 @@ impl P2pMatcher {
             return 0;
         };
         let mut done = 0;
-        for op in run {
-            let alone = ch.alone;
+        // A channel shared with other channels of the sender: Wrong Order
+        // looks them up, which `add` does.
+        if ch.alone {
+            // Pairs, while the other side has operations queued. A sweep
+            // due, or `pair` forgetting matched sends (it looks at every
+            // channel's queues, this one's among them): `add` does those.
+            if self.channels.len() < self.sweep_at.max(1024) {
+                while let Some(op) = run.get(done) {
+                    let (mine, other) = ch.sides(side);
+                    if !mine.is_empty() || self.matched.len() >= self.prune_at.max(256) {
+                        break;
+                    }
+                    let Some(partner) = other.pop_front() else {
+                        break;
+                    };
+                    self.held -= 1;
+                    let held = self.arrived(op);
+                    let (s, r) = send_first(side, &held, &partner);
+                    let judged = Some(ch.judge(&self.matched, src, s, r));
+                    self.pair(src, s, r, judged, out);
+                    done += 1;
+                }
+            }
+            // The rest waits in its queue, if the other side is empty,
+            // up to the bound on held operations.
             let (mine, other) = ch.sides(side);
-            let pairs = mine.is_empty() && !other.is_empty();
-            // `pair` may forget matched sends by looking at every channel's
-            // queues, this one's among them: `add` does that.
-            let uncommon = !alone
-                || (!mine.is_empty() && !other.is_empty())
-                || (pairs && self.channels.len() + 1 > self.sweep_at.max(1024))
-                || (pairs && self.matched.len() >= self.prune_at.max(256))
-                || (!pairs && self.held >= held_bound());
-            if uncommon {
-                break;
+            if other.is_empty() {
+                let room = held_bound().saturating_sub(self.held);
+                let rest = &run[done..run.len().min(done + room)];
+                if let Some(last) = rest.last() {
+                    if side == Side::Recv {
+                        self.last_recv = rest.iter().fold(self.last_recv, |m, o| m.max(o.seq));
+                    }
+                    self.rank = Some(last.dst);
+                    mine.extend_map(rest, |o| Held::from(o));
+                    self.held += rest.len();
+                    done += rest.len();
+                }
             }
-            let held = self.arrived(op);
-            if pairs {
-                let partner = other.pop_front().expect("not empty");
-                self.held -= 1;
-                let (s, r) = send_first(side, &held, &partner);
-                let judged = Some(ch.judge(&self.matched, src, s, r));
-                self.pair(src, s, r, judged, out);
-            } else {
-                mine.push_back(held);
-                self.held += 1;
-            }
-            done += 1;
         }
         self.channels.insert(key, ch);
         done
