@@ -140,7 +140,8 @@ struct Tracked {
     info: Arc<StreamInfo>,
     batch: Arc<Batch>,
     msgs: Vec<Msg>,
-    times: Times,
+    /// `None` where the tracker does not gather them.
+    times: Option<Times>,
 }
 
 impl Drop for Tracked {
@@ -777,7 +778,7 @@ impl OnBoard {
                             }
                         }
                         let track = slot_of(&st.tracks, info.conn(), || Track::new(cross));
-                        let mut derived = {
+                        let (mut derived, gathered) = {
                             let cx = info.cx();
                             let mut track = st.counts.lock(&track);
                             let spare = (0..track.op_parts().min(SPARE_PARTS))
@@ -789,13 +790,14 @@ impl OnBoard {
                                 ops: Parts::with_spare(spare),
                                 ..Derived::default()
                             };
-                            track.pack_into(&cx, world, batch.events(), out)
+                            let derived = track.pack_into(&cx, world, batch.events(), out);
+                            (derived, track.gathers_times())
                         };
                         let tracked = Tracked {
                             info: info.clone(),
                             batch: batch.clone(),
                             msgs: std::mem::take(&mut derived.msgs),
-                            times: std::mem::take(&mut derived.times),
+                            times: gathered.then(|| std::mem::take(&mut derived.times)),
                         };
                         let bytes = tracked.batch.events().len() * EVENT_SIZE;
                         ctx.submit(types.batches.entry(tracked, bytes));
@@ -862,7 +864,7 @@ impl OnBoard {
                         let input = Input {
                             events: t.batch.events(),
                             msgs: &t.msgs,
-                            times: Some(&t.times),
+                            times: t.times.as_ref(),
                             waits: &[],
                             counts: t.batch.counts.as_ref(),
                         };

@@ -377,7 +377,7 @@ impl Stream {
         let input = Input {
             events,
             msgs: &derived.msgs,
-            times: Some(&derived.times),
+            times: self.track.gathers_times().then_some(&derived.times),
             waits: &[],
             counts: None,
         };

@@ -295,6 +295,11 @@ pub struct Times {
     pub fin_start: Option<u64>,
     /// Time in MPI calls other than `MPI_Init` and `MPI_Finalize`, ns.
     pub mpi_ns: u64,
+    /// Time in every MPI call, on the probe's clock (the `summary`
+    /// analysis's sum, which it then need not walk the events for).
+    pub mpi_all_ns: u64,
+    /// Events with codes this server does not know.
+    pub unknown: u64,
     /// Whether the pack has an MPI call other than those two.
     pub mpi_calls: bool,
     /// `MPI_Init` and `MPI_Finalize` calls: enter and leave.
@@ -339,6 +344,8 @@ impl Default for Times {
             init_end: None,
             fin_start: None,
             mpi_ns: 0,
+            mpi_all_ns: 0,
+            unknown: 0,
             mpi_calls: false,
             init_fin: Vec::new(),
             regions: Vec::new(),
@@ -646,6 +653,12 @@ impl Track {
         self.op_parts
     }
 
+    /// Whether its packs' [`Times`] are gathered (only when some knowledge
+    /// source looks across ranks: otherwise they stay empty).
+    pub(crate) fn gathers_times(&self) -> bool {
+        self.cross
+    }
+
     /// Requests the tracker forgot, for the diagnostics.
     pub(crate) fn forgotten(&self) -> u64 {
         self.tracker.forgotten
@@ -773,6 +786,7 @@ impl Track {
                         t.current = known.get(stack);
                     }
                 }
+                op::OpKind::Unknown => out.times.unknown += 1,
                 _ => {}
             }
         }
@@ -809,6 +823,7 @@ impl Track {
         let t = self.thread(thread);
         t.last_call = Some((func as u16, enter, leave));
         let times = &mut out.times;
+        times.mpi_all_ns.sat(ev.duration());
         match class {
             Class::Init => times.init_end = Some(leave),
             Class::Finalize => times.fin_start = Some(enter),

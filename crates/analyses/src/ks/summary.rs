@@ -1,6 +1,10 @@
 //! The rank summary: when each rank was alive (first to last event, on the
 //! common timeline), how much of it was spent inside MPI, and the program's
 //! wall time. Every other result is read against these.
+//!
+//! When some knowledge source looks across ranks, the tracker gathers the
+//! same of each pack in its pass over the events (`Times`): the summary
+//! folds that instead of walking the events a second time.
 
 use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::sat::Sat;
@@ -42,6 +46,17 @@ impl RankState for Rank {
             }
             self.first = self.first.min(cx.common(c.since_ns));
             self.last = self.last.max(cx.common(c.until_ns));
+        }
+        if let Some(t) = input.times {
+            // The tracker gathered the same of this pack in its pass (some
+            // knowledge source looks across ranks): not walked again.
+            self.mpi.sat(t.mpi_all_ns);
+            self.unknown += t.unknown;
+            if t.first != u64::MAX {
+                self.first = self.first.min(t.first);
+                self.last = self.last.max(t.last);
+            }
+            return;
         }
         let events = input.events;
         let (mut first, mut last) = (u64::MAX, 0u64);
@@ -109,5 +124,67 @@ impl Analysis for Summary {
                 "summary: {unknown} events had op codes this version does not know (a newer probe?); every analysis skipped them"
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::track::Track;
+    use hark_wire::Event;
+
+    /// What the tracker gathers of a pack gives the state that walking
+    /// its events gives.
+    #[test]
+    fn the_tracker_s_times_give_what_the_events_give() {
+        let f = |name| op::mpi_op(name).unwrap();
+        let mut packs: Vec<Vec<Event>> = Vec::new();
+        let mut t = 1_000;
+        for p in 0..4u64 {
+            let mut pack = Vec::new();
+            let mut push = |code: u16, dur: u64| {
+                let mut e = Event::new(code, t, t + dur);
+                e.peer.set(1);
+                e.extra.set(7);
+                e.bytes.set(1);
+                pack.push(e);
+                t += dur + 13;
+            };
+            if p == 0 {
+                push(f("MPI_Init"), 500);
+            }
+            push(op::REGION_BEGIN, 0);
+            push(f("MPI_Isend"), 30 + p);
+            push(f("MPI_Waitall"), 90);
+            push(op::COMPLETE_SEND, 0);
+            push(op::io::WRITE, 40);
+            push(0x7ff0, 5);
+            push(f("MPI_Recv"), 70 * p);
+            push(op::REGION_END, 0);
+            if p == 3 {
+                push(f("MPI_Finalize"), 800);
+            }
+            packs.push(pack);
+        }
+        let cx = StreamCx::bare(0, 10, 64);
+        let mut track = Track::new(true);
+        let (mut walked, mut gathered) = (Summary.new_rank(), Summary.new_rank());
+        for pack in &packs {
+            let derived = track.pack(&cx, 0, pack);
+            let input = Input {
+                events: pack,
+                ..Input::default()
+            };
+            walked.fold(&cx, &input);
+            let times = Input {
+                times: Some(&derived.times),
+                ..input
+            };
+            gathered.fold(&cx, &times);
+        }
+        let state = |r: &Rank| (r.first, r.last, r.mpi, r.unknown);
+        assert_eq!(state(&walked), state(&gathered));
+        assert_eq!((walked.unknown, walked.first), (4, 1_000));
+        assert!(walked.mpi >= 500 + 800);
     }
 }
