@@ -4,12 +4,15 @@
 //! stays at index 1, and no second chapter appears (under MPICH the child
 //! used to get a job, and so a program, of its own). So is a worker that
 //! `multiprocessing`'s `spawn` starts, a new `python3` with the rank's
-//! variables, which used to be refused as a second claim to the rank.
+//! variables, which used to be refused as a second claim to the rank. And
+//! so is a process that no parent links to its rank any more (reparented
+//! before it started), which used to be a rank of a job of its own.
 
 mod common;
 
 use common::*;
 use serde_json::Value;
+use std::path::{Path, PathBuf};
 
 /// The one program of the run, after checking there is exactly one.
 fn only_program(profile: &Value) -> &Value {
@@ -77,22 +80,22 @@ fn a_c_fork_in_rank_0_keeps_world_rank_1_at_index_1_under_mpich() {
     c_fork_in_rank_0(MPICH);
 }
 
-fn pool_in_each_rank(mpi: Mpi, with_mpi4py: bool, spawn: bool) {
+/// Runs the Python program `script` (in `tests/programs/`) with `args` on
+/// two ranks under `hark run`, checks that both said "ok" and that the run
+/// has one program of ranks 0 and 1, and gives its profile and the scratch
+/// directory; `None` (skipped) without the launcher or Python.
+fn python_on_two_ranks(mpi: Mpi, script: &str, args: &[&str]) -> Option<(Value, PathBuf)> {
     if !have(mpi.run) || !have("/usr/bin/python3") {
         eprintln!("skipped: {} or python3 is not installed", mpi.name);
-        return;
+        return None;
     }
-    let dir = scratch(&format!("pool-{}-{spawn}", mpi.cc));
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/programs/pool_in_each_rank.py");
+    let dir = scratch(&format!("{script}-{}-{}", mpi.cc, args.join("-")));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(script);
     let mut command = launcher(mpi, 2);
     command.extend(["/usr/bin/python3".into(), script.display().to_string()]);
-    if with_mpi4py {
-        command.push("mpi".into());
-    }
-    if spawn {
-        command.push("spawn".into());
-    }
+    command.extend(args.iter().map(|a| a.to_string()));
     let (out, run_dir) = hark_run(&dir, &[], &command);
     assert_exit(&out, 0);
     assert_eq!(
@@ -103,6 +106,18 @@ fn pool_in_each_rank(mpi: Mpi, with_mpi4py: bool, spawn: bool) {
     let p = only_program(&profile);
     assert_eq!(p["ranks"], 2);
     assert_eq!(world_ranks(p), vec![0, 1]);
+    Some((profile, dir))
+}
+
+fn pool_in_each_rank(mpi: Mpi, with_mpi4py: bool, spawn: bool) {
+    let args: Vec<&str> = [(with_mpi4py, "mpi"), (spawn, "spawn")]
+        .into_iter()
+        .filter_map(|(on, a)| on.then_some(a))
+        .collect();
+    let Some((profile, dir)) = python_on_two_ranks(mpi, "pool_in_each_rank.py", &args) else {
+        return;
+    };
+    let p = only_program(&profile);
     // Two workers per rank; their writes: four task files of 100 bytes per
     // rank, and the results they pickle back to the rank through a pipe
     // (some tens of bytes each). `spawn` also starts a resource tracker
@@ -174,4 +189,42 @@ fn python_with_a_pool_of_two_in_each_of_two_ranks_is_two_ranks_under_mpich() {
 #[test]
 fn python_with_a_spawned_pool_in_each_of_two_ranks_is_two_ranks_under_mpich() {
     pool_in_each_rank(MPICH, false, true);
+}
+
+/// Each rank leaves a process behind (a double fork: reparented before it
+/// starts a new `python3`); it finds its rank through `HARK_RANK_HOLDER`.
+fn orphan_in_each_rank(mpi: Mpi) {
+    let Some((profile, dir)) = python_on_two_ranks(mpi, "orphan_in_each_rank.py", &[]) else {
+        return;
+    };
+    let p = only_program(&profile);
+    for d in p["diagnostics"].as_array().unwrap() {
+        assert!(!d.as_str().unwrap().starts_with("refused"), "{d}");
+    }
+    // Each rank's children: the middle process, and the one left behind,
+    // which wrote its 100 bytes.
+    let children = children_by_rank(p);
+    assert_eq!(
+        children.iter().map(|c| c.0).collect::<Vec<_>>(),
+        vec![0, 1],
+        "{:#?}",
+        p["children"]
+    );
+    for (rank, _, written) in children {
+        assert!(
+            written >= 100,
+            "rank {rank}'s children wrote {written} bytes"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_process_a_rank_left_behind_is_its_child_under_open_mpi() {
+    orphan_in_each_rank(OPEN_MPI);
+}
+
+#[test]
+fn a_process_a_rank_left_behind_is_its_child_under_mpich() {
+    orphan_in_each_rank(MPICH);
 }

@@ -148,6 +148,12 @@ pub(crate) fn init() {
         .filter(|_| !cfg.addr.starts_with("mpi:"))
         .filter(|&root| program_name(&argv_of(root)) == program_name(&argv))
         .unwrap_or(0);
+    if ancestry.rank && parent == 0 {
+        // This process holds its rank: its descendants may need to know
+        // (before any thread starts, and before the program reads its
+        // environment).
+        hold_rank();
+    }
     let s = install(cfg, parent, job_from_env(&ancestry));
     signals::install();
     // SAFETY: the handlers are plain functions that stay loaded.
@@ -600,6 +606,24 @@ fn job_from_env(ancestry: &Ancestry) -> String {
         .unwrap_or_else(|| format!("ppid:{}", ancestry.launcher))
 }
 
+/// Set by the process that holds a rank, for its descendants: its pid. One
+/// whose parent exited before it started (reparented: a daemon's double
+/// fork, a helper whose spawner had already returned) has no way up
+/// `/proc` to its rank, and would otherwise claim the rank as a process of
+/// its own job.
+const HOLDER_VAR: &str = "HARK_RANK_HOLDER";
+
+/// Tells this process's descendants that it holds its rank
+/// ([`HOLDER_VAR`]).
+fn hold_rank() {
+    let value = std::ffi::CString::new(std::process::id().to_string()).expect("digits");
+    let name = std::ffi::CString::new(HOLDER_VAR).expect("no NUL");
+    // SAFETY: both strings are NUL-terminated; called at load, before this
+    // probe starts a thread (a program's own constructors that run threads
+    // read no environment while libraries load).
+    unsafe { libc::setenv(name.as_ptr(), value.as_ptr(), 1) };
+}
+
 /// Variables through which a launcher gives a process its rank.
 const RANK_VARS: [&str; 4] = [
     "OMPI_COMM_WORLD_RANK",
@@ -620,38 +644,73 @@ struct Ancestry {
     /// For a rank started below another process of its rank (a wrapper's),
     /// the outermost of them: the process the launcher started.
     root: Option<u32>,
+    /// Whether a launcher gave this process a rank.
+    rank: bool,
 }
 
 fn rank_ancestry() -> Ancestry {
     // SAFETY: getppid has no preconditions.
-    let mut parent = unsafe { libc::getppid() } as u32;
-    let mut root = None;
+    let parent = unsafe { libc::getppid() } as u32;
     let Some((var, rank)) = RANK_VARS
         .iter()
         .find_map(|&v| Some((v, std::env::var(v).ok()?)))
     else {
         return Ancestry {
             launcher: parent,
-            root,
+            root: None,
+            rank: false,
         };
     };
     let mine = format!("{var}={rank}");
+    let (launcher, root) = match walk_up(parent, &mine) {
+        // Cut off from its rank (reparented): the holder its ancestors
+        // named, if it still holds this rank.
+        (_, None) => match holder(&mine) {
+            Some(holder) => {
+                let (launcher, up) = walk_up(parent_of(holder).unwrap_or(1), &mine);
+                (launcher, up.or(Some(holder)))
+            }
+            None => (parent, None),
+        },
+        found => found,
+    };
+    Ancestry {
+        launcher,
+        root,
+        rank: true,
+    }
+}
+
+/// From `parent` up while processes carry `mine` (the rank variable and
+/// its value): the first that does not (the launcher), and the outermost
+/// that does.
+fn walk_up(mut parent: u32, mine: &str) -> (u32, Option<u32>) {
+    let mut root = None;
     // A bound on the walk: a process tree is never this deep.
     for _ in 0..64 {
-        let carries = std::fs::read(format!("/proc/{parent}/environ"))
-            .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == mine.as_bytes()));
-        if carries {
-            root = Some(parent);
+        if !carries(parent, mine) {
+            break;
         }
+        root = Some(parent);
         match parent_of(parent) {
-            Some(up) if carries && up > 1 => parent = up,
+            Some(up) if up > 1 => parent = up,
             _ => break,
         }
     }
-    Ancestry {
-        launcher: parent,
-        root,
-    }
+    (parent, root)
+}
+
+/// Whether process `pid`'s environment holds `var_value` (`NAME=value`).
+fn carries(pid: u32, var_value: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == var_value.as_bytes()))
+}
+
+/// The process that [`HOLDER_VAR`] names, if it is another and holds
+/// `mine` still.
+fn holder(mine: &str) -> Option<u32> {
+    let pid: u32 = std::env::var(HOLDER_VAR).ok()?.trim().parse().ok()?;
+    (pid != std::process::id() && pid > 1 && carries(pid, mine)).then_some(pid)
 }
 
 /// The parent of process `pid`, from `/proc/<pid>/stat` (the field after
