@@ -13,4 +13,8 @@ cargo clippy --workspace --all-targets --features hark-cli/otf2 -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet --features hark-cli/otf2
 # The probe and the example plugin are cdylibs that tests load; build them first.
 cargo build --workspace --all-targets --features hark-cli/otf2
+# Every command an end-to-end test runs is bounded (HARK_TEST_LIMIT seconds,
+# 300 unless set): a hang fails its test with a snapshot of its processes
+# instead of stalling the suite. Passing tests remove their scratch
+# directories; failing ones keep them (/tmp/hark-e2e-*).
 cargo test --workspace --no-fail-fast --features hark-cli/otf2 -- --test-threads=2

@@ -48,7 +48,7 @@ fn assert_loss_line(profile: &Value, text: &str) {
     }
 }
 
-fn build(mpi: Mpi, tag: &str) -> Option<(std::path::PathBuf, String)> {
+fn build(mpi: Mpi, tag: &str) -> Option<(Scratch, String)> {
     if !have(mpi.cc) || !have(mpi.run) {
         eprintln!("skipped: {} is not installed", mpi.name);
         return None;
@@ -172,7 +172,7 @@ fn kill_running_job(mpi: Mpi, signal: &str, to_launcher: bool) -> Option<(Value,
         // The launcher is hark's only child.
         let out = Command::new("pgrep")
             .args(["-P", &hark.id().to_string()])
-            .output()
+            .output_within()
             .unwrap();
         String::from_utf8(out.stdout)
             .unwrap()

@@ -23,7 +23,7 @@ fn hark_runs(index: &std::path::Path) -> String {
     let out = std::process::Command::new(hark())
         .args(["runs", "--index"])
         .arg(index)
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 0);
     String::from_utf8_lossy(&out.stdout).into_owned()

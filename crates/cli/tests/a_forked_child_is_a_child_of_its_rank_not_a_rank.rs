@@ -12,7 +12,7 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The one program of the run, after checking there is exactly one.
 fn only_program(profile: &Value) -> &Value {
@@ -84,7 +84,7 @@ fn a_c_fork_in_rank_0_keeps_world_rank_1_at_index_1_under_mpich() {
 /// two ranks under `hark run`, checks that both said "ok" and that the run
 /// has one program of ranks 0 and 1, and gives its profile and the scratch
 /// directory; `None` (skipped) without the launcher or Python.
-fn python_on_two_ranks(mpi: Mpi, script: &str, args: &[&str]) -> Option<(Value, PathBuf)> {
+fn python_on_two_ranks(mpi: Mpi, script: &str, args: &[&str]) -> Option<(Value, Scratch)> {
     if !have(mpi.run) || !have("/usr/bin/python3") {
         eprintln!("skipped: {} or python3 is not installed", mpi.name);
         return None;

@@ -97,7 +97,7 @@ fn a_running_job_grows_on_the_services_page_then_is_finished() {
     let out = std::process::Command::new("curl")
         .args(["-s", "-X", "POST", "-d", r#"{"action":"resume"}"#])
         .arg(format!("{url}api/runs/{id}/control"))
-        .output()
+        .output_within()
         .unwrap();
     let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(answer, serde_json::json!({"ok": true, "dir": null}));

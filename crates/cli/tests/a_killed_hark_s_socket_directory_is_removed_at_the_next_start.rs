@@ -53,7 +53,7 @@ fn the_next_run_removes_a_dead_hark_s_socket_directory() {
         .current_dir(&dir)
         .env("TMPDIR", &tmp)
         .args(["run", "-q", "-o", "run2", "--", "true"])
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 0);
     let now = socket_dirs(&tmp);

@@ -36,7 +36,7 @@ fn read_with(script: &str, file: &Path) -> Value {
     let out = Command::new(python())
         .arg(&script)
         .arg(file)
-        .output()
+        .output_within()
         .expect("cannot run python");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -52,7 +52,8 @@ fn read_with(script: &str, file: &Path) -> Value {
 }
 
 /// LAMMPS's melt at np 4 under `hark run <args>`; its run directory.
-fn lammps(tag: &str, args: &[&str]) -> PathBuf {
+/// The run directory, in the scratch directory that goes with it.
+fn lammps(tag: &str, args: &[&str]) -> (Scratch, PathBuf) {
     let input = Path::new("/usr/share/lammps/examples/melt/in.melt");
     if !have("lmp") || !input.exists() || !have(OPEN_MPI.run) {
         panic!("LAMMPS (lmp, lammps-examples) and Open MPI are needed: run scripts/deps.sh");
@@ -63,7 +64,7 @@ fn lammps(tag: &str, args: &[&str]) -> PathBuf {
     command.extend(["lmp", "-in", "in.melt", "-log", "none"].map(String::from));
     let (out, run) = hark_run(&dir, args, &command);
     assert_exit(&out, 0);
-    run
+    (dir, run)
 }
 
 fn u(v: &Value) -> u64 {
@@ -84,12 +85,15 @@ fn mpi_enters(rank: &Value) -> BTreeMap<String, Vec<u64>> {
 
 #[test]
 fn the_whole_run_reads_back_with_the_profiles_counts_and_the_stores_times() {
-    let run = lammps("trace-all", &["--trace"]);
+    let (_dir, run) = lammps("trace-all", &["--trace"]);
     let profile = profile(&run);
     let p = &profile["programs"][0];
     let archive = run.join("trace.otf2/traces.otf2");
 
-    let print = Command::new("otf2-print").arg(&archive).output().unwrap();
+    let print = Command::new("otf2-print")
+        .arg(&archive)
+        .output_within()
+        .unwrap();
     assert!(
         print.status.success() && print.stderr.is_empty(),
         "otf2-print: {}",
@@ -185,7 +189,7 @@ fn the_whole_run_reads_back_with_the_profiles_counts_and_the_stores_times() {
         .args(["export", "--format", "perfetto,otf2", "-o"])
         .arg(&again)
         .arg(&run)
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 0);
     assert_eq!(
@@ -201,7 +205,7 @@ fn export_without_a_trace_store_says_how_to_get_one() {
     let out = Command::new(hark())
         .args(["export", "--format", "perfetto"])
         .arg(&dir)
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 2);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -209,7 +213,7 @@ fn export_without_a_trace_store_says_how_to_get_one() {
     let out = Command::new(hark())
         .args(["export", "--format", "vampir"])
         .arg(&dir)
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("otf2, perfetto"));
@@ -247,7 +251,7 @@ fn a_window_of_two_ranks_holds_every_call_and_message_the_profile_counts_there()
 fn window_run(attempt: usize, from_s: f64, len_s: f64) -> (u64, f64, f64) {
     let to_s = from_s + len_s;
     let spec = format!("--trace=ranks=1-2,window={from_s}-{to_s}");
-    let run = lammps(&format!("trace-window-{attempt}"), &[&spec]);
+    let (_dir, run) = lammps(&format!("trace-window-{attempt}"), &[&spec]);
     let profile = profile(&run);
     let p = &profile["programs"][0];
     let init_s = p["mpi"]["MPI_Init"]["max_ns"]
@@ -281,7 +285,10 @@ fn window_run(attempt: usize, from_s: f64, len_s: f64) -> (u64, f64, f64) {
     let near_edge = |t: u64| t.abs_diff(lo) < slack || t.abs_diff(hi) < slack;
 
     let archive = run.join("trace.otf2/traces.otf2");
-    let print = Command::new("otf2-print").arg(&archive).output().unwrap();
+    let print = Command::new("otf2-print")
+        .arg(&archive)
+        .output_within()
+        .unwrap();
     assert!(
         print.status.success(),
         "{}",

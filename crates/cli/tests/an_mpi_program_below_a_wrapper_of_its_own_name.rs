@@ -11,7 +11,7 @@ mod common;
 
 use common::*;
 
-fn build(mpi: Mpi, what: &str) -> Option<(std::path::PathBuf, Vec<String>)> {
+fn build(mpi: Mpi, what: &str) -> Option<(Scratch, Vec<String>)> {
     if !have(mpi.cc) || !have(mpi.run) {
         eprintln!("skipped: {} is not installed", mpi.name);
         return None;

@@ -95,7 +95,7 @@ fn analysers_merge_by_tree_or_by_gather_into_the_same_profile() {
         .args(["run", "-q", "--no-http", "--analysers", "2", "--"])
         .args(&ring_cmd)
         .env("HARK_ANALYSER_MERGE", "ring")
-        .output()
+        .output_within()
         .unwrap();
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);

@@ -11,7 +11,7 @@ fn hark_run_args(args: &[&str]) -> std::process::Output {
     let out = std::process::Command::new(hark())
         .current_dir(&dir)
         .args(args)
-        .output()
+        .output_within()
         .expect("cannot run hark");
     std::fs::remove_dir_all(&dir).unwrap();
     out
@@ -136,7 +136,7 @@ fn a_job_without_room_for_its_analysers_is_told_to_oversubscribe() {
         &command,
     );
     cmd.env_remove("OMPI_MCA_rmaps_base_oversubscribe");
-    let out = cmd.output().expect("cannot run hark");
+    let out = cmd.output_within().expect("cannot run hark");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("the job needs 1001 slots"), "{err}");

@@ -55,7 +55,11 @@ fn bad_values_are_refused_with_the_setting_and_its_range() {
         if let Some((k, v)) = env {
             cmd.env(k, v);
         }
-        let out = cmd.args(["--", "touch"]).arg(&marker).output().unwrap();
+        let out = cmd
+            .args(["--", "touch"])
+            .arg(&marker)
+            .output_within()
+            .unwrap();
         let text = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {text}");
         for e in *expect {
@@ -69,7 +73,7 @@ fn bad_values_are_refused_with_the_setting_and_its_range() {
         .env("HARK_FLUSH_MS", "0")
         .args(["run", "-q", "-o", "run", "--", "touch"])
         .arg(&marker)
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 0);
     assert!(marker.exists());

@@ -25,7 +25,7 @@ fn ensure(exists: &[&str], create: &[&str]) {
     let run = |argv: &[&str]| {
         std::process::Command::new(argv[0])
             .args(&argv[1..])
-            .output()
+            .output_within()
             .unwrap()
     };
     if !run(exists).status.success() {
@@ -54,7 +54,7 @@ fn users() -> Vec<u32> {
             let id = std::process::Command::new("id")
                 .arg("-u")
                 .arg(u)
-                .output()
+                .output_within()
                 .unwrap();
             String::from_utf8_lossy(&id.stdout).trim().parse().unwrap()
         })
@@ -151,7 +151,7 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
             ])
             .arg(format!("{{\"action\": \"{action}\"}}"))
             .arg(url.replace("{}", job))
-            .output()
+            .output_within()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
@@ -166,7 +166,7 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
         let out = std::process::Command::new("runuser")
             .args(["-u", user, "--", "curl", "-s", "-w", "\n%{http_code}"])
             .arg(format!("{}{path}", served.url()))
-            .output()
+            .output_within()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let (body, code) = text.rsplit_once('\n').unwrap();
@@ -247,7 +247,7 @@ fn runs_as(user: &str, served: &Served) -> String {
         .arg(hark())
         .args(["runs", "--index"])
         .arg(&served.runs)
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 0);
     String::from_utf8_lossy(&out.stdout).into_owned()

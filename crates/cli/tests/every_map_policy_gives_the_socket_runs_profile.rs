@@ -42,7 +42,7 @@ fn run(
         .args(command)
         .env("HARK_TEST_NODES", NODES);
     mpi_env(&mut cmd);
-    let out = cmd.output().expect("cannot run hark");
+    let out = cmd.output_within().expect("cannot run hark");
     assert_exit(&out, 0);
     let mut lines: Vec<String> = String::from_utf8_lossy(&out.stderr)
         .lines()

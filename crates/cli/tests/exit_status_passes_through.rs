@@ -39,7 +39,7 @@ fn the_default_run_directory_is_named_after_the_program() {
     let mut cmd = std::process::Command::new(hark());
     cmd.current_dir(&dir)
         .args(["run", "-q", "--", "sh", "-c", "exit 0"]);
-    let out = cmd.output().unwrap();
+    let out = cmd.output_within().unwrap();
     assert_exit(&out, 0);
     assert!(
         out.stderr.is_empty(),
@@ -61,7 +61,7 @@ fn a_missing_probe_is_a_clear_error() {
     let out = std::process::Command::new(hark())
         .current_dir(&dir)
         .args(["run", "--probe", "/nonexistent/libhark.so", "--", "true"])
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 2);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -88,7 +88,7 @@ fn mistakes_on_the_command_line_exit_2_with_the_reason() {
         let out = std::process::Command::new(hark())
             .current_dir(&dir)
             .args(*args)
-            .output()
+            .output_within()
             .unwrap();
         assert_exit(&out, 2);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -149,7 +149,7 @@ fn no_process_connected_points_at_the_command_when_it_failed() {
     let cc = std::process::Command::new("cc")
         .current_dir(&dir)
         .args(["-static", "-o", "status", "status.c"])
-        .output()
+        .output_within()
         .unwrap();
     if !cc.status.success() {
         eprintln!(

@@ -30,7 +30,11 @@ fn include() -> String {
 
 fn check(py: &Path, runs: &[&Path]) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_exports.py");
-    let out = Command::new(py).arg(script).args(runs).output().unwrap();
+    let out = Command::new(py)
+        .arg(script)
+        .args(runs)
+        .output_within()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("OK"),
@@ -89,7 +93,7 @@ fn hatchet_thicket_and_pyarrow_read_what_profile_json_says() {
         .args(["export", "--format", "hatchet,parquet", "-o"])
         .arg(&again)
         .arg(&runs[1])
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 0);
     for f in ["hatchet.json", "thicket-metadata.json"] {
@@ -137,7 +141,7 @@ fn trace_formats_are_refused_with_the_reason_not_faked() {
         let out = Command::new(hark())
             .args(["export", "--format", format])
             .arg(&dir)
-            .output()
+            .output_within()
             .unwrap();
         assert_exit(&out, 2);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -151,7 +155,7 @@ fn trace_formats_are_refused_with_the_reason_not_faked() {
     let out = Command::new(hark())
         .args(["run", "--export", "perfetto", "--", "touch"])
         .arg(dir.join("ran"))
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 2);
     assert!(

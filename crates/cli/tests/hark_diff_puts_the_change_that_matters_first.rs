@@ -24,7 +24,7 @@ fn diff(a: &Path, b: &Path, html: &Path) -> (String, String) {
         .arg(b)
         .arg("-o")
         .arg(html)
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 0);
     (

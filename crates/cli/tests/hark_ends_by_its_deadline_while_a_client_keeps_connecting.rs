@@ -36,7 +36,7 @@ while time.time() < end:
 /// Runs hark on the command above; `signal` is sent to hark half a second
 /// after the command ended. Returns how long hark took after the command
 /// ended, its stderr and the run directory.
-fn run(tag: &str, signal: Option<libc::c_int>) -> (Duration, String, std::path::PathBuf) {
+fn run(tag: &str, signal: Option<libc::c_int>) -> (Duration, String, std::path::PathBuf, Scratch) {
     probe();
     let dir = scratch(tag);
     let pidfile = dir.join("client.pid");
@@ -88,7 +88,7 @@ fn run(tag: &str, signal: Option<libc::c_int>) -> (Duration, String, std::path::
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert_eq!(status.code(), Some(0), "hark: {status:?}\n{stderr}");
-    (took, stderr, out_dir)
+    (took, stderr, out_dir, dir)
 }
 
 #[test]
@@ -97,7 +97,7 @@ fn hark_ends_within_its_grace_period_and_writes_the_report() {
         eprintln!("skipped: no python3");
         return;
     }
-    let (took, stderr, run_dir) = run("deadline", None);
+    let (took, stderr, run_dir, _dir) = run("deadline", None);
     // The grace period is 10 s: 20 s of slack for a loaded machine, far
     // below the client's two minutes.
     assert!(
@@ -125,7 +125,7 @@ fn sigterm_after_the_program_ended_ends_the_wait_and_writes_the_report() {
         eprintln!("skipped: no python3");
         return;
     }
-    let (took, stderr, run_dir) = run("sigterm", Some(libc::SIGTERM));
+    let (took, stderr, run_dir, _dir) = run("sigterm", Some(libc::SIGTERM));
     // Without the signal, hark would wait 10 s.
     assert!(
         took < Duration::from_secs(7),

@@ -44,7 +44,7 @@ fn impossible_rank_counts_and_overlong_per_rank_arrays_are_refused() {
         let out = Command::new(hark())
             .args(["report", "-q"])
             .arg(&case)
-            .output()
+            .output_within()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{name}: {text}");

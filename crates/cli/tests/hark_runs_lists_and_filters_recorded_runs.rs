@@ -14,7 +14,7 @@ fn runs(index: &Path, args: &[&str]) -> String {
         .arg("runs")
         .args(args)
         .env("HARK_INDEX", index)
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 0);
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -32,7 +32,7 @@ fn dirs(listing: &str) -> Vec<String> {
 fn today(offset_days: i64) -> String {
     let out = Command::new("date")
         .args(["-u", "+%F", "-d", &format!("{offset_days} days")])
-        .output()
+        .output_within()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
@@ -108,7 +108,7 @@ fn runs_are_recorded_listed_and_filtered() {
     let out = Command::new(hark())
         .args(["runs", "--since", "last tuesday"])
         .env("HARK_INDEX", &index)
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("YYYY-MM-DD"));

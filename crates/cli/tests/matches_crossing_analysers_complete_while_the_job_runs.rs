@@ -34,7 +34,7 @@ fn run(dir: &Path, name: &str, hark_args: &[&str], command: &[String], exchange:
     if !exchange {
         cmd.env("HARK_EXCHANGE", "0");
     }
-    let out = cmd.output().expect("cannot run hark");
+    let out = cmd.output_within().expect("cannot run hark");
     assert_exit(&out, 0);
     profile(&out_dir)
 }

@@ -31,7 +31,7 @@ fn a_run_directory_is_rendered_again_from_its_profile() {
     let out = Command::new(hark())
         .arg("report")
         .arg(&run_dir)
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 0);
     assert_eq!(String::from_utf8_lossy(&out.stdout), summary);
@@ -83,7 +83,7 @@ fn a_directory_without_a_profile_is_a_clear_error() {
         let out = Command::new(hark())
             .arg("report")
             .arg(&dir)
-            .output()
+            .output_within()
             .unwrap();
         assert_exit(&out, 2);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -93,7 +93,7 @@ fn a_directory_without_a_profile_is_a_clear_error() {
     let out = Command::new(hark())
         .arg("report")
         .arg(dir.join("no-such-run"))
-        .output()
+        .output_within()
         .unwrap();
     assert_exit(&out, 2);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -112,7 +112,7 @@ fn help_shows_examples_for_every_command() {
         &["report", "--help"],
         &["help", "run"],
     ] {
-        let out = Command::new(hark()).args(args).output().unwrap();
+        let out = Command::new(hark()).args(args).output_within().unwrap();
         assert_exit(&out, 0);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("Examples:"), "{args:?}: {text}");

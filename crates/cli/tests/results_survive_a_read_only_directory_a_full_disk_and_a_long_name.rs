@@ -48,7 +48,7 @@ fn run_hark(dir: &Path, tmp: &Path, args: &[&str], command: &[&str]) -> Output {
         .args(args)
         .arg("--")
         .args(command)
-        .output()
+        .output_within()
         .unwrap()
 }
 

@@ -48,7 +48,7 @@ fn the_analysers_leave_the_programs_ranks_yielding_as_without_them() {
         plain.current_dir(&dir).args(&command[1..]);
         mpi_env(&mut plain).env_remove("OMPI_MCA_mpi_yield_when_idle");
         plain.envs(env.iter().copied());
-        let plain = plain.output().expect("cannot run mpirun");
+        let plain = plain.output_within().expect("cannot run mpirun");
         assert_exit(&plain, 0);
         let out_dir = dir.join(format!("run-{np}-{}", user.unwrap_or("unset")));
         let mut hark =
@@ -56,7 +56,7 @@ fn the_analysers_leave_the_programs_ranks_yielding_as_without_them() {
         hark.env_remove("OMPI_MCA_mpi_yield_when_idle")
             .envs(env.iter().copied());
         probe();
-        let hark = hark.output().expect("cannot run hark");
+        let hark = hark.output_within().expect("cannot run hark");
         assert_exit(&hark, 0);
         let want = yields(&plain);
         assert_eq!(want.len(), np, "every rank printed: {want:?}");

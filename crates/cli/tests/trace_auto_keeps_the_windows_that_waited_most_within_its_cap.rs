@@ -10,7 +10,8 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-fn lammps(tag: &str, args: &[&str]) -> PathBuf {
+/// The run directory, in the scratch directory that goes with it.
+fn lammps(tag: &str, args: &[&str]) -> (Scratch, PathBuf) {
     let input = Path::new("/usr/share/lammps/examples/melt/in.melt");
     assert!(
         have("lmp") && input.exists() && have(OPEN_MPI.run),
@@ -22,7 +23,7 @@ fn lammps(tag: &str, args: &[&str]) -> PathBuf {
     command.extend(["lmp", "-in", "in.melt", "-log", "none"].map(String::from));
     let (out, run) = hark_run(&dir, args, &command);
     assert_exit(&out, 0);
-    run
+    (dir, run)
 }
 
 /// The `auto` windows (numbers) whose chunk files the store holds.
@@ -81,7 +82,7 @@ fn wait_per_window(p: &Value) -> Vec<(u64, u64)> {
 
 #[test]
 fn auto_keeps_the_two_windows_with_the_most_waiting() {
-    let run = lammps("trace-auto", &["--trace=auto=2"]);
+    let (_dir, run) = lammps("trace-auto", &["--trace=auto=2"]);
     let profile = profile(&run);
     let p = &profile["programs"][0];
     let ranked = wait_per_window(p);
@@ -122,7 +123,7 @@ fn a_store_stops_at_its_cap_and_says_what_it_dropped() {
         ),
     ] {
         let cap_arg = format!("{}K", cap >> 10);
-        let run = lammps(tag, &[spec, "--trace-cap", &cap_arg]);
+        let (_dir, run) = lammps(tag, &[spec, "--trace-cap", &cap_arg]);
         let store = run.join("trace");
         // The cap bounds the bytes of pack frames (the few definition,
         // clock and end frames are always kept), exactly, `auto` too.

@@ -98,7 +98,7 @@ pub fn counter(dir: &Path, mpi: Mpi) -> std::path::PathBuf {
         .arg(&so)
         .arg(&src)
         .arg("-ldl")
-        .output()
+        .output_within()
         .unwrap();
     assert!(
         out.status.success(),
@@ -142,7 +142,7 @@ pub fn counted_run_on(
         .arg("--")
         .args(command);
     mpi_env(&mut cmd);
-    (cmd.output().unwrap(), run_dir)
+    (cmd.output_within().unwrap(), run_dir)
 }
 
 /// The counter's directory of the run named `name`.

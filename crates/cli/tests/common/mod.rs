@@ -5,8 +5,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 /// Quantum ESPRESSO's input for an SCF of bulk silicon (two atoms, 4×4×4
 /// k-points, a low cut-off): about a second at np 4. `pw.x` is Fortran
@@ -88,11 +89,43 @@ pub fn probe() -> PathBuf {
 }
 
 /// A fresh scratch directory for one test.
-pub fn scratch(tag: &str) -> PathBuf {
+pub fn scratch(tag: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("hark-e2e-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
+}
+
+/// A test's scratch directory: removed when the test passes (runs leave
+/// tens of megabytes each), kept for a look when it fails.
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// An MPI flavour's tools.
@@ -121,7 +154,7 @@ pub const MPICH: Mpi = Mpi {
 pub fn have(program: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
-        .output()
+        .output_within()
         .is_ok_and(|o| o.status.success())
 }
 
@@ -154,7 +187,7 @@ pub fn compile(compiler: &str, src: &Path, dir: &Path, extra: &[&str]) -> PathBu
         .arg("-o")
         .arg(&exe)
         .arg(&src)
-        .output()
+        .output_within()
         .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
     assert!(
         out.status.success(),
@@ -175,23 +208,139 @@ pub fn mpi_env(cmd: &mut Command) -> &mut Command {
         .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
 }
 
-/// Waits for `child` (its output piped or not) at most `limit`: a hang
-/// fails the test with `what` instead of hanging the suite (the child is
-/// killed).
-pub fn wait_within(child: std::process::Child, limit: std::time::Duration, what: &str) -> Output {
-    let started = std::time::Instant::now();
+/// How long one command of a test may run before it is taken for a hang:
+/// `HARK_TEST_LIMIT` seconds, 300 unless set. Generous: the slowest run of
+/// the suite (HPCC at np 6 with 3 analysers on a loaded 2-core machine)
+/// takes under a minute.
+pub fn limit() -> Duration {
+    let secs = std::env::var("HARK_TEST_LIMIT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    Duration::from_secs(secs)
+}
+
+/// [`Command::output`], bounded by [`limit`]: a command that hangs fails
+/// its test with what each of its processes was doing, instead of hanging
+/// the suite.
+pub trait OutputWithin {
+    fn output_within(&mut self) -> std::io::Result<Output>;
+}
+
+impl OutputWithin for Command {
+    fn output_within(&mut self) -> std::io::Result<Output> {
+        let what = format!("{self:?}");
+        let child = self
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        Ok(wait_within(child, limit(), &what))
+    }
+}
+
+/// Waits for `child` (its output piped or not) at most `limit`: past it,
+/// the child and every process below it are killed and the test fails
+/// with `what`, a snapshot of those processes, the child's output so far
+/// and the space left in the temporary directory (a full disk makes MPI
+/// jobs fail in odd ways).
+pub fn wait_within(child: std::process::Child, limit: Duration, what: &str) -> Output {
+    let started = Instant::now();
     let pid = child.id();
     let out = std::thread::spawn(move || child.wait_with_output().unwrap());
     while !out.is_finished() {
         if started.elapsed() > limit {
+            let tree = process_tree(pid);
+            let snapshot: Vec<String> = tree.iter().map(|&p| describe(p)).collect();
             let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
+                .arg("-KILL")
+                .args(tree.iter().map(|p| p.to_string()))
                 .status();
-            panic!("{what}");
+            // The pipes close once the killed processes are gone (unless
+            // one escaped the tree and holds them).
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !out.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let output = if out.is_finished() {
+                let out = out.join().unwrap();
+                format!(
+                    "--- stdout\n{}\n--- stderr\n{}",
+                    tail(&out.stdout),
+                    tail(&out.stderr)
+                )
+            } else {
+                "(its output is held open by a process outside its tree)".to_string()
+            };
+            let df = Command::new("df")
+                .arg("-h")
+                .arg(std::env::temp_dir())
+                .output_within()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            panic!(
+                "{what}\nstill running after {limit:?}; killed. Its processes (pid state wchan command):\n{}\n{output}\n--- space\n{df}",
+                snapshot.join("\n")
+            );
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(50));
     }
     out.join().unwrap()
+}
+
+/// `pid` and every process below it, parents first.
+fn process_tree(pid: u32) -> Vec<u32> {
+    let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(p) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // The parent is the second field after the command, which ends at
+        // the last ')'.
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            children.entry(ppid).or_default().push(p);
+        }
+    }
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while let Some(&p) = tree.get(i) {
+        tree.extend(children.get(&p).into_iter().flatten());
+        i += 1;
+    }
+    tree
+}
+
+/// One line of what process `pid` is doing: its state, where it sleeps in
+/// the kernel, and its command line.
+fn describe(pid: u32) -> String {
+    let read = |f: &str| std::fs::read(format!("/proc/{pid}/{f}")).unwrap_or_default();
+    let stat = String::from_utf8_lossy(&read("stat")).into_owned();
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_string))
+        .unwrap_or_default();
+    let wchan = String::from_utf8_lossy(&read("wchan")).into_owned();
+    let cmd: String = String::from_utf8_lossy(&read("cmdline"))
+        .replace('\0', " ")
+        .chars()
+        .take(160)
+        .collect();
+    format!("{pid} {state} {wchan} {cmd}")
+}
+
+/// The last lines of a command's output.
+fn tail(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(60)..].join("\n")
 }
 
 /// Runs `hark run -o <dir>/run <hark_args> -- <command>` in `dir`.
@@ -210,7 +359,7 @@ pub fn hark_run_env(
     let out_dir = dir.join("run");
     let mut cmd = hark_run_command(dir, &out_dir, hark_args, command);
     cmd.envs(env.iter().copied());
-    let out = cmd.output().expect("cannot run hark");
+    let out = cmd.output_within().expect("cannot run hark");
     (out, out_dir)
 }
 
@@ -239,7 +388,7 @@ pub fn bare_run(dir: &Path, command: &[String]) -> Output {
     let mut cmd = Command::new(&command[0]);
     cmd.current_dir(dir).args(&command[1..]);
     mpi_env(&mut cmd);
-    cmd.output().expect("cannot run the command")
+    cmd.output_within().expect("cannot run the command")
 }
 
 /// Panics with hark's stderr unless it exited with `code`.

@@ -86,7 +86,7 @@ pub fn run_env(
         .args(command);
     mpi_env(&mut cmd);
     cmd.envs(env.iter().copied());
-    let out = cmd.output().expect("cannot run hark");
+    let out = cmd.output_within().expect("cannot run hark");
     assert_exit(&out, 0);
     profile(&out_dir)
 }
