@@ -298,8 +298,9 @@ pub struct RunArgs {
     #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
 
-    /// Also say which launcher was detected, the command run, and each
-    /// process as it connects and ends.
+    /// Also say which launcher was detected, the command run, each
+    /// process as it connects and ends, and at the end how soon the report
+    /// was ready and hark's peak memory.
     #[arg(short, long)]
     pub verbose: bool,
 

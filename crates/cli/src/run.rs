@@ -172,8 +172,16 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let ready = ended.elapsed();
     drop(socket_dir);
     if args.verbose {
+        let peak = peak_memory()
+            .map(|b| {
+                format!(
+                    "; hark's peak memory {:.1} MiB",
+                    b as f64 / (1 << 20) as f64
+                )
+            })
+            .unwrap_or_default();
         print_stderr(&format!(
-            "hark: report ready {:.3} s after the command ended (streams drained and analysed in {:.3} s, outputs written in {:.3} s)\n",
+            "hark: report ready {:.3} s after the command ended (streams drained and analysed in {:.3} s, outputs written in {:.3} s){peak}\n",
             ready.as_secs_f64(),
             analysed.as_secs_f64(),
             (ready - analysed).as_secs_f64()
@@ -196,6 +204,21 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         }
     }
     Ok(code)
+}
+
+/// This process's peak resident memory in bytes (`VmHWM`: the server, the
+/// live view and the outputs together), where `/proc` tells it.
+fn peak_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kib * 1024)
 }
 
 /// What to say when no process connected: a command that failed says why

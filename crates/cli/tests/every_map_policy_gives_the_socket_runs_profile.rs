@@ -44,7 +44,18 @@ fn run(
     mpi_env(&mut cmd);
     let out = cmd.output_within().expect("cannot run hark");
     assert_exit(&out, 0);
-    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stderr)
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if hark_args.is_empty() {
+        // The socket run's last -v line: when the report was ready, and
+        // hark's own peak memory (a server of some MiB).
+        let peak = stderr
+            .lines()
+            .find(|l| l.starts_with("hark: report ready "))
+            .and_then(|l| l.split("hark's peak memory ").nth(1))
+            .and_then(|m| m.trim_end_matches(" MiB").parse::<f64>().ok());
+        assert!(peak.is_some_and(|m| m > 1.0 && m < 4096.0), "{stderr}");
+    }
+    let mut lines: Vec<String> = stderr
         .lines()
         .filter(|l| l.contains("receives writers"))
         .map(|l| {
