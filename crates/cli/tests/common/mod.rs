@@ -275,7 +275,7 @@ pub fn wait_within(child: std::process::Child, limit: Duration, what: &str) -> O
             let df = Command::new("df")
                 .arg("-h")
                 .arg(std::env::temp_dir())
-                .output_within()
+                .output()
                 .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
                 .unwrap_or_default();
             panic!(
