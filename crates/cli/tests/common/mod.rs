@@ -209,9 +209,9 @@ pub fn mpi_env(cmd: &mut Command) -> &mut Command {
 }
 
 /// How long one command of a test may run before it is taken for a hang:
-/// `HARK_TEST_LIMIT` seconds, 300 unless set. Generous: the slowest run of
-/// the suite (HPCC at np 6 with 3 analysers on a loaded 2-core machine)
-/// takes under a minute.
+/// `HARK_TEST_LIMIT` seconds, 300 unless set. Generous: the heaviest test,
+/// LAMMPS and HPCC at np 4 to 6 over 1 to 3 analysers, took 216 s for all
+/// its runs together on a 2-core machine with both cores kept busy.
 pub fn limit() -> Duration {
     let secs = std::env::var("HARK_TEST_LIMIT")
         .ok()
