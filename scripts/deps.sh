@@ -19,6 +19,7 @@ packages=(
     libopen-trace-format2-dev otf2-tools python3-otf2   # OTF2 traces: write, print, read
     python3-venv             # .venv/ for the Python readers (scripts/venv.sh)
     tmux                     # a terminal for testing `hark top`
+    strace                   # which thread of a probed process opens files
 )
 
 missing=()

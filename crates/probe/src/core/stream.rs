@@ -213,8 +213,10 @@ impl Stream {
         let addr = cfg.addr.clone();
         let flush_every = cfg.flush_every;
         let this: &'static Stream = self;
+        // Read here: the shipper opens no file while the program runs.
+        let online = shm::online_cpus();
         self.spawn_shipper(move || {
-            shm::leave_the_programs_cores();
+            shm::leave_the_programs_cores(&online);
             let lost = |e: &str| {
                 warn_once(
                     "server-lost",

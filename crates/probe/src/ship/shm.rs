@@ -185,18 +185,26 @@ pub(crate) fn fit(bytes: Vec<u8>, room: usize) -> Vec<Vec<u8>> {
     out
 }
 
-/// Takes the calling thread (the shipper) off the cores the program is
-/// bound to, when the machine has others: it then never preempts the
-/// program. With no free core it keeps the program's binding. Returns the
-/// cores it now may run on.
-pub(crate) fn leave_the_programs_cores() -> Vec<usize> {
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+/// The machine's online cores, from `/sys`. Read by the thread that starts
+/// the shipper, never by the shipper: a file the shipper opened while the
+/// program runs could take a descriptor number the program has just
+/// closed to reuse (a shell's `close(1)` before `dup2(file, 1)`), and its
+/// `close` would then close the program's file.
+pub(crate) fn online_cpus() -> Vec<usize> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
         .map(|s| parse_cpu_list(&s))
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// Takes the calling thread (the shipper) off the cores the program is
+/// bound to, when the machine has others of `online` ([`online_cpus`]): it
+/// then never preempts the program. With no free core it keeps the
+/// program's binding. Returns the cores it now may run on.
+pub(crate) fn leave_the_programs_cores(online: &[usize]) -> Vec<usize> {
     let Some(mine) = affinity(0) else {
         return Vec::new();
     };
-    let free = complement(&mine, &online);
+    let free = complement(&mine, online);
     if free.is_empty() {
         return mine;
     }
