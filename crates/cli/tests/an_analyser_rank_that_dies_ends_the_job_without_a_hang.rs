@@ -34,27 +34,11 @@ fn analyser_ranks(run_dir: &Path) -> Vec<(u32, String)> {
         if !pid.bytes().all(|b| b.is_ascii_digit()) || !ours(&cmdline(&pid)) {
             continue;
         }
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .unwrap_or("0")
-            .to_string();
-        if !ours(&cmdline(&ppid)) {
+        if !ours(&cmdline(&stat_field(&pid, 1))) {
             out.push((pid.parse().unwrap(), cmdline(&pid)));
         }
     }
     out
-}
-
-/// Fields of `/proc/<pid>/stat` after the command: 1 is the parent, 2 the
-/// process group, 3 the session.
-fn stat_field(pid: &str, n: usize) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .unwrap_or_default()
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().nth(n).map(String::from))
-        .unwrap_or_default()
 }
 
 /// Each analyser rank's keeper is in a process group of its own (out of

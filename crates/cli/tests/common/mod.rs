@@ -288,6 +288,17 @@ pub fn wait_within(child: std::process::Child, limit: Duration, what: &str) -> O
     out.join().unwrap()
 }
 
+/// Field `n` of `/proc/<pid>/stat` after the command (which ends at the
+/// last ')'): 0 is the state, 1 the parent, 2 the process group, 3 the
+/// session. Empty if the process is gone.
+pub fn stat_field(pid: impl std::fmt::Display, n: usize) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .unwrap_or_default()
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(n).map(String::from))
+        .unwrap_or_default()
+}
+
 /// `pid` and every process below it, parents first.
 fn process_tree(pid: u32) -> Vec<u32> {
     let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
@@ -299,13 +310,7 @@ fn process_tree(pid: u32) -> Vec<u32> {
         else {
             continue;
         };
-        // The parent is the second field after the command, which ends at
-        // the last ')'.
-        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
-        if let Some(ppid) = ppid {
+        if let Ok(ppid) = stat_field(p, 1).parse::<u32>() {
             children.entry(ppid).or_default().push(p);
         }
     }
@@ -322,11 +327,7 @@ fn process_tree(pid: u32) -> Vec<u32> {
 /// the kernel, and its command line.
 fn describe(pid: u32) -> String {
     let read = |f: &str| std::fs::read(format!("/proc/{pid}/{f}")).unwrap_or_default();
-    let stat = String::from_utf8_lossy(&read("stat")).into_owned();
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_string))
-        .unwrap_or_default();
+    let state = stat_field(pid, 0);
     let wchan = String::from_utf8_lossy(&read("wchan")).into_owned();
     let cmd: String = String::from_utf8_lossy(&read("cmdline"))
         .replace('\0', " ")
