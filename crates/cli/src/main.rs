@@ -30,6 +30,7 @@ mod run;
 mod rundir;
 mod runs;
 mod serve;
+mod serve_files;
 mod serve_http;
 mod serve_index;
 mod settings;

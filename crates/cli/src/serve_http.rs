@@ -189,14 +189,17 @@ impl Jobs {
         (viewer.admin || s.job.owner == Some(viewer.uid)).then(|| s.run.clone())
     }
 
-    fn finished(&self, dir: &std::path::Path) -> Option<Arc<Run>> {
+    /// The model of a finished job or dump of `owner`, from its run
+    /// directory, which that owner may have changed: read only through
+    /// `crate::serve_files` (never through a link, never another's file).
+    fn finished(&self, dir: &std::path::Path, owner: Option<u32>) -> Option<Arc<Run>> {
         let mut kept = self.finished.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = kept.iter().position(|(d, _)| d == dir) {
             let hit = kept.remove(i);
             kept.push(hit.clone());
             return Some(hit.1);
         }
-        let run = Arc::new(crate::export::read_run(dir).ok()?.0);
+        let run = Arc::new(crate::serve_files::read_run(dir, owner).ok()?);
         if kept.len() >= KEPT_FINISHED {
             kept.remove(0);
         }
@@ -257,7 +260,7 @@ impl Catalog for Jobs {
     fn model(&self, viewer: Option<&Viewer>, id: &str) -> Option<Arc<Run>> {
         let viewer = viewer?;
         if let Ok(dump) = self.service.dump(viewer, id) {
-            return self.finished(&dump.dir);
+            return self.finished(&dump.dir, dump.owner);
         }
         if let Ok(job) = self.service.job(viewer, id) {
             if job.state == JobState::Running {
@@ -268,7 +271,9 @@ impl Catalog for Jobs {
         }
         // Finished, being folded, or it ended between the two questions.
         match self.service.job(viewer, id) {
-            Ok(job) if job.state != JobState::Running => self.finished(job.dir.as_deref()?),
+            Ok(job) if job.state != JobState::Running => {
+                self.finished(job.dir.as_deref()?, job.owner)
+            }
             _ => self.last_snapshot(viewer, id),
         }
     }

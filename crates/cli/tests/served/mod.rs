@@ -202,3 +202,49 @@ pub fn kill_session(child: &mut Child) {
     unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
     let _ = child.wait();
 }
+
+/// Whether this test may create users and act as them (root only); prints
+/// why it is skipped when not.
+pub fn as_root_or_skip() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipped: creating users and switching to them needs root");
+    }
+    root
+}
+
+/// The uids of local users `names`, created (without a home) where missing;
+/// they stay for later runs.
+pub fn local_users(names: &[&str]) -> Vec<u32> {
+    static CREATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = CREATING.lock().unwrap_or_else(|e| e.into_inner());
+    let uid = |name: &str| -> Option<u32> {
+        let out = Command::new("id").args(["-u", name]).output().ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    };
+    names
+        .iter()
+        .map(|name| {
+            uid(name).unwrap_or_else(|| {
+                let out = Command::new("useradd")
+                    .args(["--no-create-home", "--shell", "/bin/sh", name])
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "useradd {name}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                uid(name).unwrap()
+            })
+        })
+        .collect()
+}
+
+/// `COMMAND ARGS...` run as `user` (through `runuser`).
+pub fn as_user(user: &str, command: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new("runuser");
+    cmd.args(["-u", user, "--"]).arg(command);
+    cmd
+}
