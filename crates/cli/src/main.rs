@@ -14,13 +14,14 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 mod alloc;
-mod analyser;
+mod analysers;
 mod cli;
 mod ctl;
 mod diff;
 mod export;
 mod launch;
 mod live;
+mod mpi_analyser;
 mod open;
 mod output;
 mod probe;
@@ -33,6 +34,7 @@ mod serve;
 mod serve_http;
 mod serve_index;
 mod settings;
+mod slots;
 mod status;
 mod top;
 mod trace;
@@ -52,7 +54,7 @@ fn main() {
         cli::Command::Top(args) => top::top(args),
         cli::Command::Serve(args) => serve::serve(args),
         cli::Command::Ctl(args) => ctl::ctl(args),
-        cli::Command::MpiAnalyser(args) => analyser::analyser(args),
+        cli::Command::MpiAnalyser(args) => mpi_analyser::run(args),
     };
     let code = match result {
         Ok(code) => code,

@@ -48,7 +48,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         return crate::ctl::run_into_service(args, addr);
     }
     if let Some(spec) = args.analysers {
-        return crate::analyser::launch::run(args, spec);
+        return crate::analysers::run(args, spec);
     }
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
@@ -59,7 +59,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let secret =
         hark_server::new_secret().context("cannot read /dev/urandom for the run's secret")?;
     crate::alloc::fix_mmap_threshold();
-    crate::analyser::test_match_bound();
+    hark_analyser::test_match_bound();
     let server = Server::start(ServerConfig {
         addr: format!("unix:{}", socket_dir.socket().display()),
         analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
