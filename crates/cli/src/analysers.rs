@@ -145,7 +145,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         }
     };
     crate::run::ignore_terminal_signals();
-    crate::run::forward_signals_to(child.id());
+    hark_os::forward_signals_to(child.id());
     let status = child.wait().context("cannot wait for the command")?;
     let code = crate::run::exit_code(status);
     let profile = dir.join(hark_outputs::json::FILE_NAME);

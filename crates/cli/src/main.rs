@@ -12,6 +12,8 @@
 // The doc comments in `cli.rs` are clap's help text, printed as written:
 // `hark-<program>-<timestamp>/` there is text for people, not HTML.
 #![allow(rustdoc::invalid_html_tags)]
+// Every system call the binary makes goes through `hark-os`.
+#![forbid(unsafe_code)]
 
 mod alloc;
 mod analysers;
