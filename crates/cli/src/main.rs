@@ -5,8 +5,9 @@
 //! (`summary.txt`, `report.html`, `profile.json`, `topology/*.dot`);
 //! `hark report RUN_DIR` renders a finished run again; `hark open`,
 //! `hark query` and `hark top` show runs live (`docs/api.md`). The work is done by
-//! the library crates (`hark-server`, `hark-outputs`); this binary parses
-//! the command line, launches, and maps results to exit statuses.
+//! the library crates (`hark-server`, `hark-outputs`, `hark-analyser` for
+//! `--analysers`); this binary parses the command line, checks settings,
+//! launches, writes the run directory, and maps results to exit statuses.
 //! `docs/outputs.md` walks through `hark run` step by step.
 
 // The doc comments in `cli.rs` are clap's help text, printed as written:

@@ -870,7 +870,7 @@ fn post(
 fn init(abi: &Abi) {
     // Collective on the real world, in this order on every process of the
     // job, the analyser ranks included (docs/analysers.md step 2,
-    // crates/cli/src/analyser/mod.rs): the split, the stream communicator's
+    // crates/analyser/src/lib.rs): the split, the stream communicator's
     // duplicate and the gather of places on it, the clock's duplicate.
     virt::at_init(abi);
     stream::at_init(abi);
