@@ -74,29 +74,15 @@ pub fn record(run: &Run, dir: &Path, index: Option<&Path>) -> Result<()> {
 /// recorded in its index), as the service itself shows them; else the
 /// caller's own.
 fn viewer(index: &Index) -> Result<Option<u32>> {
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() };
+    let uid = hark_os::uid();
     if uid == 0 {
         return Ok(None);
     }
     let admin = match index.admin_group()? {
-        Some(gid) => in_my_groups(gid) || crate::serve::user_in_group(uid, gid),
+        Some(gid) => hark_os::in_my_groups(gid) || crate::serve::user_in_group(uid, gid),
         None => false,
     };
     Ok((!admin).then_some(uid))
-}
-
-/// Whether `gid` is this process's group or one of its supplementary ones.
-fn in_my_groups(gid: u32) -> bool {
-    // SAFETY: getegid has no preconditions.
-    if unsafe { libc::getegid() } == gid {
-        return true;
-    }
-    let mut groups = vec![0 as libc::gid_t; 1024];
-    // SAFETY: the buffer holds `groups.len()` entries; getgroups writes at
-    // most that many and returns how many, or -1.
-    let n = unsafe { libc::getgroups(groups.len() as libc::c_int, groups.as_mut_ptr()) };
-    n > 0 && groups[..n as usize].contains(&gid)
 }
 
 /// Runs `hark runs`; returns the process exit status.

@@ -21,7 +21,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -117,12 +117,6 @@ pub struct ServeArgs {
     pub analyses: Vec<String>,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn stop(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
 /// Runs `hark serve` until SIGTERM or SIGINT; every running job is then
 /// folded (partial) and written.
 pub fn serve(args: &ServeArgs) -> Result<i32> {
@@ -150,7 +144,7 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
     }
-    raise_fd_limit();
+    hark_os::raise_fd_limit();
     crate::alloc::cap_arenas();
     crate::alloc::fix_mmap_threshold();
     let admin_gid = match &args.admin_group {
@@ -223,16 +217,7 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
     )?;
     let pointer = point_runs_at(&args.runs, &control);
     listener.set_nonblocking(true)?;
-    for sig in [libc::SIGTERM, libc::SIGINT] {
-        // SAFETY: `stop` only stores to an atomic (async-signal-safe); the
-        // sigaction struct is zeroed, then filled.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = stop as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut());
-        }
-    }
+    let stop = hark_os::flag_on_signals(&[hark_os::SIGTERM, hark_os::SIGINT], false);
     print_stderr(&format!(
         "hark serve: Listening on {} (control: {}); runs go to {}.\n",
         service.addr(),
@@ -252,7 +237,7 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         None => None,
     };
     std::thread::scope(|s| {
-        while !STOP.load(Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) {
             match listener.accept() {
                 Ok((stream, _)) => {
                     let service = service.clone();
@@ -566,22 +551,6 @@ fn group_id(group: &str) -> Result<u32> {
             (f.next() == Some(group)).then(|| f.nth(1).and_then(|g| g.parse().ok()))?
         })
         .with_context(|| format!("no group {group:?} in /etc/group"))
-}
-
-/// Lets the service hold as many connections as the hard limit allows.
-fn raise_fd_limit() {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is valid for writing; setrlimit only raises the soft
-    // limit to the hard one.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -7,19 +7,22 @@
 //! completion call will overwrite), call it between two clock reads, and hand
 //! the argument words to [`after`], which reads them by the roles the table
 //! gives and records the events. The flavour of MPI is found at run time
-//! ([`abi`]); the registries ([`registry`]) remember communicators, requests,
+//! ([`hark_mpi::abi`]); the registries ([`registry`]) remember communicators, requests,
 //! windows and files between calls. `docs/mpi.md` describes what each kind of
 //! call records.
 
-pub(crate) mod abi;
 mod align;
 mod fortran;
-mod mpi_call;
 mod plan;
 mod registry;
-mod resolve;
 pub(crate) mod stream;
 mod virt;
+
+// The MPI ABI layer is its own crate, shared with the analyser ranks; these
+// names keep the adapter's paths to it short.
+use hark_mpi::abi;
+use hark_mpi::call as mpi_call;
+use hark_mpi::resolve;
 
 use crate::core::Guard;
 use crate::real::Real;
@@ -1064,7 +1067,7 @@ fn post(
 fn init(abi: &Abi) {
     // Collective on the real world, in this order on every process of the
     // job, the analyser ranks included (docs/analysers.md step 2,
-    // crates/cli/src/analyser/mod.rs): the split, the stream communicator's
+    // crates/analyser/src/lib.rs): the split, the stream communicator's
     // duplicate and the gather of places on it, the clock's duplicate.
     virt::at_init(abi);
     stream::at_init(abi);
