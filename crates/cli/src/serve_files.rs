@@ -33,11 +33,9 @@
 //!   so it reads with no more rights than the asker has.
 
 use anyhow::{bail, Context, Result};
-use std::ffi::{CStr, CString, OsStr};
+use hark_os::Dir;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::Path;
 
@@ -47,8 +45,7 @@ const MAX_DEPTH: usize = 8;
 
 /// The service's effective uid.
 pub fn service_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() }
+    hark_os::euid()
 }
 
 /// Creates the runs directory if missing (mode 0711) and refuses one that
@@ -84,140 +81,34 @@ pub fn check_runs_dir(runs: &Path) -> Result<()> {
     Ok(())
 }
 
-fn c_string(bytes: &[u8]) -> io::Result<CString> {
-    CString::new(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in a path"))
-}
-
-/// Takes a descriptor a system call returned (or its error).
-fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor the kernel has just returned to us, owned by
-    // nothing else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn check(r: libc::c_int) -> io::Result<()> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-/// Opens directory `path`, never through a symlink as its last component.
-fn open_dir(path: &Path) -> io::Result<OwnedFd> {
-    let c = c_string(path.as_os_str().as_bytes())?;
-    // SAFETY: `c` is a valid C string; open returns a new descriptor or -1.
-    owned(unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    })
-}
-
-/// Opens `name` relative to `dir`, never through a symlink.
-fn open_at(dir: &OwnedFd, name: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
-    // SAFETY: `dir` is an open descriptor and `name` a valid C string;
-    // openat returns a new descriptor or -1.
-    owned(unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    })
-}
-
-fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
-    // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `fd` is open and `st` is valid for writing.
-    check(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
-    Ok(st)
-}
-
-/// The names in directory `dir` (without `.` and `..`).
-fn names(dir: &OwnedFd) -> io::Result<Vec<CString>> {
-    // fdopendir takes the descriptor it is given: a fresh one of its own.
-    let own = open_at(dir, c".", libc::O_RDONLY | libc::O_DIRECTORY)?;
-    let raw = own.as_raw_fd();
-    // SAFETY: `raw` is an open directory descriptor; on success the stream
-    // owns it (closedir closes it), so it is released from `own` below.
-    let stream = unsafe { libc::fdopendir(raw) };
-    if stream.is_null() {
-        return Err(io::Error::last_os_error());
-    }
-    std::mem::forget(own);
-    let mut out = Vec::new();
-    loop {
-        // SAFETY: `stream` is an open directory stream, read by this
-        // thread alone.
-        let entry = unsafe { libc::readdir(stream) };
-        if entry.is_null() {
-            break;
-        }
-        // SAFETY: readdir returned an entry whose `d_name` is a C string,
-        // valid until the next readdir on this stream.
-        let name = unsafe { CStr::from_ptr((*entry).d_name.as_ptr()) };
-        if name != c"." && name != c".." {
-            out.push(name.to_owned());
-        }
-    }
-    // SAFETY: `stream` is open and not used after this.
-    unsafe { libc::closedir(stream) };
-    Ok(out)
-}
-
 /// Gives the run directory `dir`, written by the service and not yet
 /// reachable by anyone else, to `uid`: its entries first, bottom-up, each
 /// by descriptor and never through a symlink, the directory itself last
 /// (mode 0700). A service that is not root keeps the directory (closed to
 /// others) unless `uid` is its own.
 pub fn give_to(dir: &Path, uid: u32) -> Result<()> {
-    let top = open_dir(dir).with_context(|| format!("cannot open {}", dir.display()))?;
-    // SAFETY: `top` is open; fchmod changes only its mode.
-    check(unsafe { libc::fchmod(top.as_raw_fd(), 0o700) })
+    let top = Dir::open(dir).with_context(|| format!("cannot open {}", dir.display()))?;
+    top.chmod(0o700)
         .with_context(|| format!("cannot close {} to other users", dir.display()))?;
     if service_uid() != 0 {
         return Ok(());
     }
     hand_over(&top, uid, 0)
-        .with_context(|| format!("cannot give {} to uid {uid}", dir.display()))?;
-    // SAFETY: `top` is open; -1 leaves the group as it is.
-    check(unsafe { libc::fchown(top.as_raw_fd(), uid, u32::MAX) })
+        .and_then(|()| top.chown(uid))
         .with_context(|| format!("cannot give {} to uid {uid}", dir.display()))
 }
 
 /// Gives every entry of `dir` to `uid`, subdirectories after their entries.
-fn hand_over(dir: &OwnedFd, uid: u32, depth: usize) -> io::Result<()> {
-    for name in names(dir)? {
-        match open_at(
-            dir,
-            &name,
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NONBLOCK,
-        ) {
+fn hand_over(dir: &Dir, uid: u32, depth: usize) -> io::Result<()> {
+    for name in dir.names()? {
+        match dir.sub(&name) {
             Ok(sub) if depth < MAX_DEPTH => {
                 hand_over(&sub, uid, depth + 1)?;
-                // SAFETY: `sub` is open; -1 leaves the group as it is.
-                check(unsafe { libc::fchown(sub.as_raw_fd(), uid, u32::MAX) })?;
+                sub.chown(uid)?;
             }
             // Not a directory (or a symlink, which the service never
             // writes): the entry itself, never what it points to.
-            _ => {
-                // SAFETY: `dir` is open and `name` a valid C string.
-                check(unsafe {
-                    libc::fchownat(
-                        dir.as_raw_fd(),
-                        name.as_ptr(),
-                        uid,
-                        u32::MAX,
-                        libc::AT_SYMLINK_NOFOLLOW,
-                    )
-                })?;
-            }
+            _ => dir.chown_entry(&name, uid)?,
         }
     }
     Ok(())
@@ -225,7 +116,7 @@ fn hand_over(dir: &OwnedFd, uid: u32, depth: usize) -> io::Result<()> {
 
 /// The owner of run directory `dir` (opened without following a symlink).
 pub fn dir_owner(dir: &Path) -> io::Result<u32> {
-    Ok(fstat(&open_dir(dir)?)?.st_uid)
+    Ok(Dir::open(dir)?.stat()?.uid)
 }
 
 /// Opens `name` in the run directory `dir` of a job owned by `owner`
@@ -233,36 +124,34 @@ pub fn dir_owner(dir: &Path) -> io::Result<u32> {
 /// file: see the module's doc.
 pub fn open_owned(dir: &Path, name: &str, owner: Option<u32>) -> io::Result<File> {
     let refuse = |what: String| io::Error::new(io::ErrorKind::PermissionDenied, what);
-    let d = open_dir(dir)?;
-    let owner_of_dir = fstat(&d)?.st_uid;
+    let d = Dir::open(dir)?;
+    let owner_of_dir = d.stat()?.uid;
     if owner_of_dir != service_uid() && Some(owner_of_dir) != owner {
         return Err(refuse(format!(
             "{} belongs to uid {owner_of_dir}, not to the job's owner",
             dir.display()
         )));
     }
-    let c = c_string(OsStr::new(name).as_bytes())?;
-    let f = open_at(&d, &c, libc::O_RDONLY | libc::O_NONBLOCK)?;
-    let st = fstat(&f)?;
+    let (f, st) = d.read(name)?;
     let path = dir.join(name);
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+    if !st.is_file {
         return Err(refuse(format!("{} is not a regular file", path.display())));
     }
-    if st.st_nlink != 1 {
+    if st.nlink != 1 {
         return Err(refuse(format!(
             "{} has {} links: another file's",
             path.display(),
-            st.st_nlink
+            st.nlink
         )));
     }
-    if st.st_uid != owner_of_dir {
+    if st.uid != owner_of_dir {
         return Err(refuse(format!(
             "{} belongs to uid {}, not to its run directory's owner",
             path.display(),
-            st.st_uid
+            st.uid
         )));
     }
-    Ok(File::from(f))
+    Ok(f)
 }
 
 /// The run in run directory `dir` of a job owned by `owner`, read through
@@ -287,9 +176,7 @@ mod tests {
         std::fs::write(dir.join("other"), "theirs").unwrap();
         std::os::unix::fs::symlink(dir.join("other"), dir.join("link")).unwrap();
         std::fs::hard_link(dir.join("other"), dir.join("hard")).unwrap();
-        let fifo = c_string(dir.join("fifo").as_os_str().as_bytes()).unwrap();
-        // SAFETY: a valid C string.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        hark_os::make_fifo(&dir.join("fifo")).unwrap();
         assert!(open_owned(&dir, "real", None).is_ok());
         for name in ["link", "hard", "fifo", "missing"] {
             assert!(open_owned(&dir, name, None).is_err(), "{name} was opened");

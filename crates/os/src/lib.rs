@@ -6,7 +6,8 @@
 //! ([`process_gone`]), signals ([`forward_signals_to`], [`flag_on_signals`],
 //! [`ignore_signals`]), limits ([`raise_fd_limit`]), the allocator
 //! ([`set_mmap_threshold`], [`set_arena_max`]) and the local time
-//! ([`local_time`]). Signal handlers installed here only load or store
+//! ([`local_time`]), and directories handled by descriptor, never by path
+//! ([`Dir`]). Signal handlers installed here only load or store
 //! atomics and call `kill`, which are async-signal-safe.
 //!
 //! ```
@@ -17,6 +18,10 @@
 
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
+
+mod dir;
+
+pub use dir::{euid, make_fifo, Dir, Stat};
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
