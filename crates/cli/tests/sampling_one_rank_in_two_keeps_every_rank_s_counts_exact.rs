@@ -30,10 +30,13 @@ fn http_addr(served: &Served) -> String {
 
 /// `POST /api/runs/{id}/control` with `body`: the status and the answer.
 fn post_control(addr: &str, id: &str, body: &str) -> (u16, String) {
+    let session = hark_live::client::get(&format!("http://{addr}/api/session")).unwrap();
+    let session: serde_json::Value = serde_json::from_str(&session).unwrap();
+    let csrf = session["csrf"].as_str().unwrap();
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     write!(
         s,
-        "POST /api/runs/{id}/control HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /api/runs/{id}/control HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nX-Hark-Csrf: {csrf}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();

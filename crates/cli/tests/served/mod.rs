@@ -166,6 +166,45 @@ impl Served {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The CSRF token `user` (root: `None`) sends with a POST to the live
+    /// view (`X-Hark-Csrf`), from `GET /api/session`.
+    pub fn csrf(&self, user: Option<&str>) -> String {
+        let out = as_user(user, "curl")
+            .args(["-s", "-f", "-S"])
+            .arg(format!("{}api/session", self.url()))
+            .output()
+            .unwrap();
+        let session: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("GET api/session as {user:?}: {e}: {out:?}"));
+        session["csrf"].as_str().expect("a CSRF token").to_string()
+    }
+
+    /// `POST {url}{path}` of the JSON `body` as `user` (root: `None`), as
+    /// the page sends it (its content type, its CSRF token), with `extra`
+    /// curl arguments: the status and the answer.
+    pub fn post(
+        &self,
+        user: Option<&str>,
+        path: &str,
+        body: &str,
+        extra: &[&str],
+    ) -> (String, String) {
+        let csrf = self.csrf(user);
+        let out = as_user(user, "curl")
+            .args(["-s", "-w", "\n%{http_code}", "-X", "POST"])
+            .args(["-H", "Content-Type: application/json"])
+            .arg("-H")
+            .arg(format!("X-Hark-Csrf: {csrf}"))
+            .args(extra)
+            .args(["-d", body])
+            .arg(format!("{}{path}", self.url()))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (answer, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+        (code.to_string(), answer.to_string())
+    }
+
     /// The live view's address, `http://HOST:PORT/`, when started with
     /// `--http`.
     pub fn url(&self) -> String {
@@ -192,6 +231,49 @@ impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Creates the local user `name` unless it exists (it stays for later
+/// runs), and returns its uid. Needs root.
+pub fn ensure_user(name: &str) -> u32 {
+    let id = || Command::new("id").args(["-u", name]).output().unwrap();
+    if !id().status.success() {
+        let out = Command::new("useradd")
+            .args(["--no-create-home", "--shell", "/bin/sh", name])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() || id().status.success(),
+            "useradd {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    String::from_utf8_lossy(&id().stdout)
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Whether this test runs as root; if not, says the test is skipped.
+pub fn root_or_skip() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipped: creating users and switching to them needs root");
+    }
+    root
+}
+
+/// `program`, run as `user` (`runuser`) or as root.
+pub fn as_user(user: Option<&str>, program: &str) -> Command {
+    match user {
+        Some(u) => {
+            let mut c = Command::new("runuser");
+            c.args(["-u", u, "--", program]);
+            c
+        }
+        None => Command::new(program),
     }
 }
 
