@@ -1,8 +1,7 @@
-//! Issue 12, item 7 (hark's side): `hark run --buffers 0` was accepted,
-//! `--pack-size 17592186044417M` overflowed into 1 MiB, and bad `HARK_*`
-//! values in the environment were silently replaced by defaults in every
-//! process. Now `hark run` refuses them before the command starts, naming
-//! the value, the setting and its valid range.
+//! `hark run` refuses a bad option or a bad `HARK_*` value in the
+//! environment before the command starts, naming the value, the setting and
+//! its valid values (the table of settings, `hark_settings`): the probe
+//! could only warn in every process and fall back to a default.
 
 mod common;
 
@@ -47,6 +46,32 @@ fn bad_values_are_refused_with_the_setting_and_its_range() {
             &[],
             Some(("HARK_SEND_TIMEOUT_MS", "0")),
             &["`0` is not a valid HARK_SEND_TIMEOUT_MS", "from 1 to"],
+        ),
+        (
+            &[],
+            Some(("HARK_CLOCK_SYNC", "2")),
+            &[
+                "`2` is not a valid HARK_CLOCK_SYNC",
+                "1, yes, true or on; 0, no, false or off",
+            ],
+        ),
+        (
+            &[],
+            Some(("HARK_SHM", "7")),
+            &["`7` is not a valid HARK_SHM", "or auto"],
+        ),
+        (
+            &[],
+            Some(("HARK_EXCHANGE", "x")),
+            &["`x` is not a valid HARK_EXCHANGE", "0, no, false or off"],
+        ),
+        (
+            &[],
+            Some(("HARK_MPI_MAP", "bogus")),
+            &[
+                "`bogus` is not a valid HARK_MPI_MAP",
+                "same-node, round-robin, blocks",
+            ],
         ),
     ];
     for (args, env, expect) in cases {

@@ -20,7 +20,7 @@ use anyhow::{bail, Context, Result};
 use hark_analyses::Partial;
 
 /// The environment variable that chooses the merge's shape.
-pub(crate) const MERGE_VAR: &str = "HARK_ANALYSER_MERGE";
+pub(crate) const MERGE_VAR: &str = hark_settings::ANALYSER_MERGE.name;
 
 /// The merge's shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -602,10 +602,15 @@ fn env_i32(names: &[&str]) -> i32 {
 /// The job from the launcher's environment, else `ppid:<pid>` of the
 /// process that launched this one (see [`Ancestry::launcher`]).
 fn job_from_env(ancestry: &Ancestry) -> String {
-    ["HARK_JOB", "PMIX_NAMESPACE", "PMI_KVSNAME", "SLURM_JOB_ID"]
-        .iter()
-        .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()))
-        .unwrap_or_else(|| format!("ppid:{}", ancestry.launcher))
+    [
+        hark_settings::JOB.name,
+        "PMIX_NAMESPACE",
+        "PMI_KVSNAME",
+        "SLURM_JOB_ID",
+    ]
+    .iter()
+    .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()))
+    .unwrap_or_else(|| format!("ppid:{}", ancestry.launcher))
 }
 
 /// Set by the process that holds a rank, for its descendants: its pid. One
@@ -613,7 +618,7 @@ fn job_from_env(ancestry: &Ancestry) -> String {
 /// fork, a helper whose spawner had already returned) has no way up
 /// `/proc` to its rank, and would otherwise claim the rank as a process of
 /// its own job.
-const HOLDER_VAR: &str = "HARK_RANK_HOLDER";
+const HOLDER_VAR: &str = hark_settings::RANK_HOLDER.name;
 
 /// Tells this process's descendants that it holds its rank
 /// ([`HOLDER_VAR`]).

@@ -801,9 +801,10 @@ impl Ship {
                     "frame-too-big",
                     &format!(
                         "a frame of {} bytes does not fit a {}-byte buffer and was not sent; \
-                         raise HARK_PACK_SIZE",
+                         raise {}",
                         part.len(),
-                        self.pack_size
+                        self.pack_size,
+                        hark_settings::PACK_SIZE.name
                     ),
                 );
                 continue;

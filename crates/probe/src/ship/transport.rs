@@ -112,7 +112,7 @@ pub(crate) fn connect(
     } else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "HARK_ADDR must start with unix: or tcp:",
+            format!("{} must start with unix: or tcp:", hark_settings::ADDR.name),
         ));
     };
     let fd = move_out_of_the_way(fd);
