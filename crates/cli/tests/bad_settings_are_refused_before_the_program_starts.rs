@@ -104,3 +104,60 @@ fn bad_values_are_refused_with_the_setting_and_its_range() {
     assert!(marker.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn bad_serve_flags_are_refused_with_their_range_and_never_panic() {
+    let dir = scratch("serve-flags");
+    for (flag, value, range) in [
+        ("--linger", "1e20", "a number of seconds from 0 to 86400"),
+        ("--linger", "nan", "a number of seconds from 0 to 86400"),
+        ("--linger", "-1", "a number of seconds from 0 to 86400"),
+        ("--linger", "inf", "a number of seconds from 0 to 86400"),
+        (
+            "--hello-timeout",
+            "nan",
+            "a number of seconds from 0.1 to 3600",
+        ),
+        (
+            "--hello-timeout",
+            "0",
+            "a number of seconds from 0.1 to 3600",
+        ),
+        ("--max-jobs", "0", "a whole number from 1 to 4294967295"),
+        ("--max-streams", "0", "a whole number from 1 to 4294967295"),
+        (
+            "--max-connections",
+            "0",
+            "a whole number from 1 to 4294967295",
+        ),
+        (
+            "--max-connections-per-user",
+            "0",
+            "a whole number from 1 to 4294967295",
+        ),
+        ("--job-buffer-mb", "0", "a whole number from 1 to 1048576"),
+        (
+            "--total-buffer-mb",
+            "17592186044416",
+            "a whole number from 1 to 1048576",
+        ),
+    ] {
+        let out = Command::new(hark())
+            .current_dir(&dir)
+            .args(["serve", "--listen", "unix:serve.sock", "--runs", "runs"])
+            .arg(format!("{flag}={value}"))
+            .output_within()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {text}");
+        assert!(!text.contains("panicked"), "{flag} {value}: {text}");
+        for e in [flag, value, range] {
+            assert!(text.contains(e), "{flag} {value}: no `{e}` in {text}");
+        }
+        assert!(
+            !dir.join("serve.sock").exists(),
+            "{flag} {value}: it served"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
