@@ -177,7 +177,7 @@ impl Stream {
             _ => return false,
         }
         let _in = Internal::enter();
-        let _g = self.start_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _g = hark_sync::lock(&self.start_lock);
         if self.phase.load(Ordering::Acquire) != LAZY {
             return self.phase.load(Ordering::Acquire) == RUNNING;
         }
@@ -388,7 +388,7 @@ impl Stream {
 
     /// Adds a thread; `make` builds its slot from its thread index.
     pub(crate) fn register(&self, make: impl FnOnce(u16) -> &'static Slot) -> &'static Slot {
-        let mut r = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        let mut r = hark_sync::lock(&self.registry);
         let slot = make(r.len().min(u16::MAX as usize) as u16);
         r.push(slot);
         self.ship.add_thread();
@@ -514,7 +514,7 @@ pub(crate) fn finish(reason: EndReason) {
         return;
     }
     set_off();
-    let slots: Vec<&'static Slot> = s.registry.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let slots: Vec<&'static Slot> = hark_sync::lock(&s.registry).clone();
     for slot in slots {
         local::take(slot);
     }

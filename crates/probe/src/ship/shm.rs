@@ -127,14 +127,14 @@ impl RingOut {
         let seen = self.w.consumed();
         self.w.wait_consumed(seen, LOOK);
         let now = self.w.consumed();
-        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = hark_sync::lock(&self.progress);
         if now != p.0 {
             *p = (now, Instant::now());
             return Ok(());
         }
         drop(p);
         self.reader_alive()?;
-        let p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let p = hark_sync::lock(&self.progress);
         if p.1.elapsed() >= self.send_timeout {
             return Err(format!(
                 "the server took nothing from shared memory for {} ms",
@@ -155,7 +155,7 @@ impl RingOut {
     /// Notes that the reader may have moved (a slot was just reclaimed).
     pub(crate) fn progressed(&self) {
         let now = self.w.consumed();
-        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = hark_sync::lock(&self.progress);
         if now != p.0 {
             *p = (now, Instant::now());
         }

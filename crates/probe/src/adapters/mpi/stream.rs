@@ -98,7 +98,7 @@ impl Out {
 }
 
 fn lock() -> MutexGuard<'static, Out> {
-    OUT.lock().unwrap_or_else(|p| p.into_inner())
+    hark_sync::lock(&OUT)
 }
 
 /// Whether this process streams over MPI.
