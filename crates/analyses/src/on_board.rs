@@ -44,6 +44,7 @@ use crate::track::{Arrival, Derived, Msg, P2pOp, Parts, Times, Track, Wait};
 use crate::{Error, ErrorKind};
 use hark_board::{Board, Context, Entry, EntryType, KnowledgeSource, KsId, Level};
 use hark_model::Program;
+use hark_sync::lock;
 use hark_wire::{Def, Event, PackBytes, EVENT_SIZE};
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
@@ -271,7 +272,7 @@ struct Flow {
 impl Flow {
     /// A pack buffer from the pool, if one is free.
     fn pooled(&self) -> Option<Vec<u8>> {
-        self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop()
+        hark_sync::lock(&self.pool).pop()
     }
 
     fn take(&self) -> Vec<u8> {
@@ -282,7 +283,7 @@ impl Flow {
         if buf.capacity() == 0 {
             return;
         }
-        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pool = hark_sync::lock(&self.pool);
         if pool.len() < POOL {
             pool.push(buf);
         }
@@ -350,15 +351,10 @@ impl Counts {
 type Keyed<S> = Mutex<FxHashMap<u64, Arc<Mutex<S>>>>;
 
 fn slot_of<S>(map: &Keyed<S>, key: u64, make: impl FnOnce() -> S) -> Arc<Mutex<S>> {
-    map.lock()
-        .unwrap_or_else(|e| e.into_inner())
+    hark_sync::lock(map)
         .entry(key)
         .or_insert_with(|| Arc::new(Mutex::new(make())))
         .clone()
-}
-
-fn lock<S>(m: &Mutex<S>) -> std::sync::MutexGuard<'_, S> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Every matcher of `map` (its key, and it): copied for a snapshot, or
@@ -555,7 +551,7 @@ fn route(sub: &mut impl Submit, states: &States, ty: Typed<Waits>, mut waits: Ve
         states.flow.waits.give_back(waits);
         return;
     }
-    let streams = states.streams.read().unwrap_or_else(|e| e.into_inner());
+    let streams = hark_sync::read(&states.streams);
     for (rank, waits, pooled) in split_by(&states.flow, waits, |w| w.waiter as u32 as u64) {
         let rank = rank as u32 as i32;
         let Some(info) = streams.get(&rank) else {
@@ -770,9 +766,7 @@ impl OnBoard {
                                 .unwrap_or_else(|e| e.into_inner())
                                 .contains_key(&world);
                             if !known {
-                                st.streams
-                                    .write()
-                                    .unwrap_or_else(|e| e.into_inner())
+                                hark_sync::write(&st.streams)
                                     .entry(world)
                                     .or_insert_with(|| info.clone());
                             }

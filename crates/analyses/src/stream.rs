@@ -71,7 +71,7 @@ impl StreamInfo {
 
     /// The rank frame, once MPI is initialised.
     pub fn rank_info(&self) -> Option<RankInfo> {
-        self.rank.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        hark_sync::lock(&self.rank).clone()
     }
 
     /// World rank: from the rank frame, else the launcher's, else -1.
@@ -112,24 +112,18 @@ impl StreamInfo {
 
     /// What is known of this stream's clock.
     pub fn clock(&self) -> Alignment {
-        *self.clock.lock().unwrap_or_else(|e| e.into_inner())
+        *hark_sync::lock(&self.clock)
     }
 
     /// A clock alignment with world rank 0 arrived (`Clock` frame).
     pub fn align(&self, sync: ClockSync) {
-        self.clock
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .measured(sync);
+        hark_sync::lock(&self.clock).measured(sync);
     }
 
     /// World rank 0's handshake offset, the reference every aligned stream
     /// of the job shares, became known.
     pub fn set_clock_reference(&self, reference_ns: i64) {
-        self.clock
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .set_reference(reference_ns);
+        hark_sync::lock(&self.clock).set_reference(reference_ns);
     }
 
     /// The initial width of a time slice is `1 << slice_shift()` ns.
@@ -144,7 +138,7 @@ impl StreamInfo {
 
     /// The rank frame arrived.
     pub fn set_rank(&self, info: RankInfo) {
-        *self.rank.lock().unwrap_or_else(|e| e.into_inner()) = Some(info);
+        *hark_sync::lock(&self.rank) = Some(info);
     }
 
     /// Definitions arrived: unify them into the program's global ids. Call
@@ -157,10 +151,7 @@ impl StreamInfo {
             .unifier
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        self.translation
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .define(defs, &mut unifier);
+        hark_sync::write(&self.translation).define(defs, &mut unifier);
     }
 
     /// The view a knowledge source gets with a batch (holds a read lock on
@@ -169,7 +160,7 @@ impl StreamInfo {
         StreamCx {
             info: Some(self),
             mapping: self.clock().mapping(),
-            translation: Some(self.translation.read().unwrap_or_else(|e| e.into_inner())),
+            translation: Some(hark_sync::read(&self.translation)),
             origin_ns: self.origin_ns,
             slice_shift: self.slice_shift,
             slices: self.slices,
@@ -177,10 +168,7 @@ impl StreamInfo {
     }
 
     pub(crate) fn ignored_defs(&self) -> u64 {
-        self.translation
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .ignored
+        hark_sync::read(&self.translation).ignored
     }
 }
 

@@ -37,6 +37,7 @@ use crate::{run_of, with_problems, Error, ErrorKind};
 use hark_analyses::{Config, DynAnalysis};
 use hark_board::Board;
 use hark_model::Run;
+use hark_sync::lock;
 use hark_transport::{Back, Closed, ConnId, Peer, ServeOptions, Sink};
 use hark_wire::{Action, Control, Frame, Hello};
 use std::collections::{HashMap, VecDeque};
@@ -617,10 +618,6 @@ impl std::fmt::Debug for Service {
             .field("addr", &self.addr())
             .finish_non_exhaustive()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn now_ns() -> u64 {
