@@ -2,10 +2,10 @@
 //! analyser partition started as one MPMD job (`docs/analysers.md`).
 
 use crate::cli::RunArgs;
-use crate::launch::{self, Launcher};
 use crate::output::print_stderr;
 use crate::{probe, rundir};
 use anyhow::{bail, Context, Result};
+use hark_launch::{self as launch, Launcher};
 use hark_wire::partition::Analysers;
 use std::process::Command;
 
@@ -76,13 +76,15 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     // programs' ranks into yielding, and a job short of slots is told why.
     let env_var = |v: &str| std::env::var_os(v).map(|s| s.to_string_lossy().into_owned());
     let here = match launcher {
-        Launcher::OpenMpi => crate::slots::local(&args.command, env_var, crate::slots::host_slots),
+        Launcher::OpenMpi => {
+            hark_launch::slots::local(&args.command, env_var, hark_launch::slots::host_slots)
+        }
         _ => None,
     };
     let keep = here.as_ref().is_some_and(|l| l.keep_from_yielding(n));
     let short = here.as_ref().and_then(|l| l.short_of_slots(n));
     if keep {
-        env.push((crate::slots::VAR.to_string(), "0".to_string()));
+        env.push((hark_launch::slots::VAR.to_string(), "0".to_string()));
     }
     let mut analyser = vec![
         exe.display().to_string(),
@@ -128,7 +130,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
             "hark: probe {}\nhark: {n} analyser rank(s) over MPI ({lib})\n{}hark: running {}\n",
             probe.display(),
             match keep {
-                true => format!("hark: the analyser rank(s) oversubscribe this host: {}=0 keeps the programs' ranks from yielding, as without them\n", crate::slots::VAR),
+                true => format!("hark: the analyser rank(s) oversubscribe this host: {}=0 keeps the programs' ranks from yielding, as without them\n", hark_launch::slots::VAR),
                 false => String::new(),
             },
             argv.join(" ")

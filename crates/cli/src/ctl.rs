@@ -3,9 +3,10 @@
 
 use crate::cli::RunArgs;
 use crate::output::{print_stderr, print_stdout};
-use crate::{launch, probe, run};
+use crate::{probe, run};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
+use hark_launch as launch;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;

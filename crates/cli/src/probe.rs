@@ -57,26 +57,6 @@ fn absolute(p: &Path) -> Result<PathBuf> {
     std::fs::canonicalize(p).with_context(|| format!("cannot resolve {}", p.display()))
 }
 
-/// `LD_PRELOAD` for the child: libraries the user already preloads come
-/// first (so a tool of theirs still sees every call first), then the probe.
-pub fn preload_value(existing: Option<&str>, probe: &Path) -> String {
-    let probe = probe.display().to_string();
-    match existing.map(str::trim) {
-        Some(e) if !e.is_empty() => {
-            let kept: Vec<&str> = e
-                .split([':', ' '])
-                .filter(|s| !s.is_empty() && *s != probe)
-                .collect();
-            if kept.is_empty() {
-                probe
-            } else {
-                format!("{}:{probe}", kept.join(":"))
-            }
-        }
-        _ => probe,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,23 +85,5 @@ mod tests {
             .to_string();
         assert!(err.contains("nope.so"), "{err}");
         std::fs::remove_dir_all(&root).unwrap();
-    }
-
-    #[test]
-    fn the_probe_is_preloaded_after_what_the_user_preloads() {
-        let probe = Path::new("/opt/hark/libhark.so");
-        let cases = [
-            (None, "/opt/hark/libhark.so"),
-            (Some(""), "/opt/hark/libhark.so"),
-            (Some("/x/a.so"), "/x/a.so:/opt/hark/libhark.so"),
-            (
-                Some("/x/a.so /x/b.so"),
-                "/x/a.so:/x/b.so:/opt/hark/libhark.so",
-            ),
-            (Some("/opt/hark/libhark.so"), "/opt/hark/libhark.so"),
-        ];
-        for (existing, want) in cases {
-            assert_eq!(preload_value(existing, probe), want, "{existing:?}");
-        }
     }
 }

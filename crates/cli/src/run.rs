@@ -12,11 +12,11 @@
 //!    command's status.
 
 use crate::cli::RunArgs;
-use crate::launch::{self, Launcher};
 use crate::output::print_stderr;
 use crate::status::{Mode, Progress, StatusLine};
 use crate::{probe, rundir, settings};
 use anyhow::{anyhow, bail, Context, Result};
+use hark_launch::{self as launch, Launcher};
 use hark_model::Run;
 use hark_server::{Server, ServerConfig};
 use std::io::IsTerminal;
@@ -243,7 +243,7 @@ pub(crate) fn probe_env(args: &RunArgs, probe: &Path, addr: &str) -> Vec<(String
     let mut env = vec![
         (
             "LD_PRELOAD".to_string(),
-            probe::preload_value(existing.as_deref(), probe),
+            hark_launch::preload_value(existing.as_deref(), probe),
         ),
         (hark_settings::ADDR.name.to_string(), addr.to_string()),
     ];

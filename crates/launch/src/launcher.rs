@@ -165,7 +165,7 @@ pub fn with_env_options(launcher: Launcher, command: &[String], vars: &[&str]) -
 /// passes, so the probe would reach no process; it goes after the user's
 /// libraries. The program's own arguments are left alone.
 pub fn with_given_preloads(launcher: Launcher, command: &[String], probe: &Path) -> Vec<String> {
-    let add = |v: &str| crate::probe::preload_value(Some(v), probe);
+    let add = |v: &str| preload_value(Some(v), probe);
     let mut out = command.to_vec();
     for (i, end) in option_spans(command).into_iter().flatten() {
         match (launcher, command[i].as_str(), &command[i + 1..end]) {
@@ -313,6 +313,26 @@ pub fn writers(command: &[String]) -> Option<usize> {
         total += found?;
     }
     Some(total)
+}
+
+/// `LD_PRELOAD` for the child: libraries the user already preloads come
+/// first (so a tool of theirs still sees every call first), then the probe.
+pub fn preload_value(existing: Option<&str>, probe: &Path) -> String {
+    let probe = probe.display().to_string();
+    match existing.map(str::trim) {
+        Some(e) if !e.is_empty() => {
+            let kept: Vec<&str> = e
+                .split([':', ' '])
+                .filter(|s| !s.is_empty() && *s != probe)
+                .collect();
+            if kept.is_empty() {
+                probe
+            } else {
+                format!("{}:{probe}", kept.join(":"))
+            }
+        }
+        _ => probe,
+    }
 }
 
 #[cfg(test)]
@@ -496,6 +516,24 @@ mod tests {
                 .collect();
             seen.sort();
             assert_eq!(seen, ["analyser", "app", "app"], "{line:?}");
+        }
+    }
+
+    #[test]
+    fn the_probe_is_preloaded_after_what_the_user_preloads() {
+        let probe = Path::new("/opt/hark/libhark.so");
+        let cases = [
+            (None, "/opt/hark/libhark.so"),
+            (Some(""), "/opt/hark/libhark.so"),
+            (Some("/x/a.so"), "/x/a.so:/opt/hark/libhark.so"),
+            (
+                Some("/x/a.so /x/b.so"),
+                "/x/a.so:/x/b.so:/opt/hark/libhark.so",
+            ),
+            (Some("/opt/hark/libhark.so"), "/opt/hark/libhark.so"),
+        ];
+        for (existing, want) in cases {
+            assert_eq!(preload_value(existing, probe), want, "{existing:?}");
         }
     }
 }
