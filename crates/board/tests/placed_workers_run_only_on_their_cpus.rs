@@ -8,13 +8,13 @@ use hark_board::{Board, Entry, KnowledgeSource};
 
 /// The calling thread's CPUs.
 fn my_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; `set` is writable for its size.
+    // SAFETY: cpu_set_t is plain data, all zeroes an empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    assert_eq!(
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) },
-        0
-    );
+    // SAFETY: `set` is writable for the size passed.
+    let got = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+    assert_eq!(got, 0);
     (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `i` is below CPU_SETSIZE, inside `set`.
         .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
         .collect()
 }

@@ -34,6 +34,7 @@
 //! # std::fs::remove_file(&file).unwrap();
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use rusqlite::{params, Connection};
 use std::fmt;

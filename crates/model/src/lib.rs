@@ -8,6 +8,7 @@
 //! Per-rank vectors are indexed by the rank *within the program* (0..ranks),
 //! not the world rank, so an MPMD run gives each program its own 0-based ranks.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

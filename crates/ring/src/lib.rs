@@ -391,11 +391,6 @@ impl Writer {
         self.0.slots
     }
 
-    /// Bytes per slot.
-    pub fn slot_size(&self) -> usize {
-        self.0.slot_size
-    }
-
     /// Where slot `slot` starts. The writer may write it while it holds
     /// the slot (not published, or published and since consumed).
     ///

@@ -29,6 +29,7 @@
 //! assert_eq!(tables[0].1.num_rows(), 2);
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use arrow_array::{ArrayRef, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};

@@ -95,7 +95,7 @@ pub trait Sink: Send + Sync {
     /// The stream's first frame. `clock_offset_ns` is this server's
     /// `CLOCK_REALTIME` when the frame was read minus the probe's
     /// `hello.realtime_ns`: the one-way delay plus the difference of the two
-    /// hosts' clocks (see [`ClockMap`]). Called at most once per connection,
+    /// hosts' clocks. Called at most once per connection,
     /// before any [`on_frame`](Sink::on_frame); a connection that closes
     /// before its `Hello` gets only [`on_close`](Sink::on_close).
     fn on_hello(&self, conn: ConnId, hello: &Hello, clock_offset_ns: i64);
@@ -148,43 +148,5 @@ pub trait Sink: Send + Sync {
     fn on_accept(&self, conn: ConnId, peer: &Peer) -> Result<(), String> {
         let _ = (conn, peer);
         Ok(())
-    }
-}
-
-/// Maps a stream's timestamps onto the server's `CLOCK_REALTIME`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ClockMap {
-    /// `hello.clock_ns`: the probe clock at the reference instant.
-    pub clock_ns: u64,
-    /// `hello.realtime_ns`: the probe host's realtime at that instant.
-    pub realtime_ns: u64,
-    /// The connection's `clock_offset_ns`.
-    pub offset_ns: i64,
-}
-
-impl ClockMap {
-    /// The mapping for a stream that began with `hello`.
-    pub fn new(hello: &Hello, offset_ns: i64) -> ClockMap {
-        ClockMap {
-            clock_ns: hello.clock_ns,
-            realtime_ns: hello.realtime_ns,
-            offset_ns,
-        }
-    }
-
-    /// Nanoseconds since the epoch on the probe host's realtime clock.
-    pub fn host_realtime(&self, t: u64) -> i64 {
-        (t as i64)
-            .saturating_sub(self.clock_ns as i64)
-            .saturating_add(self.realtime_ns as i64)
-    }
-
-    /// Nanoseconds since the epoch on the server's clock, trusting the
-    /// handshake's offset: the host's realtime plus `offset_ns`. This is
-    /// late by the one-way delay of the `Hello`, tens of microseconds on
-    /// one host, and is the right choice only when hosts' clocks disagree by
-    /// more than that (no NTP).
-    pub fn server_realtime(&self, t: u64) -> i64 {
-        self.host_realtime(t).saturating_add(self.offset_ns)
     }
 }

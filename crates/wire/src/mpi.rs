@@ -181,14 +181,6 @@ pub struct Function {
     pub args: &'static [Arg],
 }
 
-impl Function {
-    /// The Fortran name (`mpi_send`), without the trailing underscore that
-    /// compilers add.
-    pub fn fortran_name(&self) -> String {
-        self.name.to_ascii_lowercase()
-    }
-}
-
 macro_rules! table {
     ($($name:literal $class:ident [$($arg:ident),* $(,)?]),* $(,)?) => {
         /// Every wrapped MPI function; op `op::MPI_BASE + i` is `FUNCTIONS[i]`.

@@ -363,19 +363,6 @@ pub fn job_map(places: &[Place], n: u32, policy: Policy) -> Option<Map> {
     Some(map)
 }
 
-/// The map of a job of `size` world ranks, all on one node and in one
-/// program, under `policy`: [`job_map`] without the gathered places.
-pub fn tail_map(size: u32, n: u32, policy: Policy) -> Option<Map> {
-    let places = vec![
-        Place {
-            node: 0,
-            program: 0
-        };
-        size as usize
-    ];
-    job_map(&places, n, policy)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -530,15 +517,15 @@ mod tests {
     }
 
     #[test]
-    fn the_tail_map_spreads_the_writers_over_the_last_ranks() {
-        let map = tail_map(7, 3, Policy::RoundRobin).unwrap();
+    fn the_job_map_of_one_program_spreads_the_writers_over_the_last_ranks() {
+        let map = job_map(&places(&[0; 7], &[0; 7]), 3, Policy::RoundRobin).unwrap();
         assert_eq!(map.writers_of(4), [0, 3]);
         assert_eq!(map.writers_of(5), [1]);
         assert_eq!(map.writers_of(6), [2]);
         assert_eq!(map.analyser_of(3), Some(4));
         assert_eq!(map.analyser_of(4), None);
-        assert!(tail_map(3, 3, Policy::Blocks).is_none());
-        assert!(tail_map(3, 0, Policy::Blocks).is_none());
+        assert!(job_map(&places(&[0; 3], &[0; 3]), 3, Policy::Blocks).is_none());
+        assert!(job_map(&places(&[0; 3], &[0; 3]), 0, Policy::Blocks).is_none());
     }
 
     fn places(nodes: &[u32], programs: &[u32]) -> Vec<Place> {

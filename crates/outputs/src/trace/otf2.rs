@@ -938,7 +938,7 @@ mod imp {
     ) -> Result<(), Error> {
         let cstrings: Vec<CString> = names.strings.iter().map(|s| cstr(s)).collect();
         let (first, last) = (written.first, written.last);
-        // SAFETY (this block): per the caller; every pointer passed is valid
+        // SAFETY: every call in this block: per the caller; every pointer passed is valid
         // for the call.
         unsafe {
             check(
@@ -988,7 +988,7 @@ mod imp {
         archive: &Path,
     ) -> Result<(), Error> {
         let (machine, node) = (names.machine, names.node);
-        // SAFETY (this block): per the caller.
+        // SAFETY: every call in this block: per the caller.
         unsafe {
             check(
                 archive,
@@ -1046,7 +1046,7 @@ mod imp {
         archive: &Path,
     ) -> Result<(), Error> {
         let members: Vec<u64> = (0..plan.world as u64).map(|r| r << 16).collect();
-        // SAFETY (this block): per the caller; the member arrays live
+        // SAFETY: every call in this block: per the caller; the member arrays live
         // across their calls.
         unsafe {
             check(
@@ -1106,7 +1106,7 @@ mod imp {
         groups: &[LocationGroup],
         archive: &Path,
     ) -> Result<(), Error> {
-        // SAFETY (this block): per the caller.
+        // SAFETY: every call in this block: per the caller.
         unsafe {
             check(
                 archive,

@@ -353,15 +353,16 @@ pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) 
             unsafe { f(first, last, flags) }
         }
         Some(p) => {
-            // SAFETY: the same call, on the two parts of the range that do
-            // not hold the probe's socket.
+            // The same call, on the two parts of the range that do not hold
+            // the probe's socket.
             let below = if p > first {
+                // SAFETY: forwarding the caller's arguments, range cut short.
                 unsafe { f(first, p - 1, flags) }
             } else {
                 0
             };
-            // SAFETY: as above.
             let above = if p < last {
+                // SAFETY: forwarding the caller's arguments, range cut short.
                 unsafe { f(p + 1, last, flags) }
             } else {
                 0

@@ -1004,10 +1004,9 @@ mod tests {
         let mut pair = [0; 2];
         // SAFETY: a socket pair into a local array; `pair[1]` stays open
         // (a reader that lives, but is not scheduled).
-        assert_eq!(
-            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, pair.as_mut_ptr()) },
-            0
-        );
+        let made =
+            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, pair.as_mut_ptr()) };
+        assert_eq!(made, 0);
         let socket: &'static transport::SharedFd = Box::leak(Box::new(transport::SharedFd::new()));
         socket.set(pair[0]);
         let ship = Arc::new(Ship::new(pack_size, 8, false));

@@ -358,7 +358,7 @@ unsafe fn record(
         s,
     };
     let ev = Event::new(plan.op, t0, t1);
-    // SAFETY (every call below): per the caller; `c` holds its arguments.
+    // SAFETY: every call below: per the caller; `c` holds its arguments.
     unsafe {
         match plan.kind {
             Kind::Init => c.init(ev),
@@ -1272,7 +1272,7 @@ unsafe fn coll_bytes(abi: &Abi, shape: Shape, w: &[usize], p: &Pos, c: &Comm) ->
             ty,
         )
     };
-    // SAFETY (all below): counts and types arrays have the length the
+    // SAFETY: all below: counts and types arrays have the length the
     // standard gives them; only read where significant.
     unsafe {
         match shape {

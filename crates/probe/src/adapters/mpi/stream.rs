@@ -315,10 +315,11 @@ pub(crate) fn progress_outside_a_call() -> u64 {
         g.ready
             && (g.level >= THREAD_MULTIPLE
                 || (g.level <= 1
-                    // SAFETY: pthread_self/pthread_equal have no preconditions.
-                    && g
-                        .init_thread
-                        .is_some_and(|t| unsafe { libc::pthread_equal(t, libc::pthread_self()) } != 0)))
+                    && g.init_thread.is_some_and(|t| {
+                        // SAFETY: pthread_self/pthread_equal have no preconditions.
+                        let same = unsafe { libc::pthread_equal(t, libc::pthread_self()) };
+                        same != 0
+                    })))
     };
     if allowed {
         progress();
