@@ -385,7 +385,7 @@ fn trace_config(dir: &std::path::Path) -> Option<hark_server::trace::TraceConfig
     Some(hark_server::trace::TraceConfig {
         dir: std::env::var_os("HARK_FLOOD_TRACE_DIR")
             .map_or_else(|| dir.join("trace"), std::path::PathBuf::from),
-        selection: hark_analyses::trace::Selection::parse(&spec).expect("a trace SPEC"),
+        selection: hark_engine::trace::Selection::parse(&spec).expect("a trace SPEC"),
         cap_bytes: env("HARK_FLOOD_TRACE_CAP").unwrap_or(64 << 30),
     })
 }

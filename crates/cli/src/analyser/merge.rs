@@ -17,7 +17,7 @@
 
 use super::{recv_message, send_message, Peers};
 use anyhow::{bail, Context, Result};
-use hark_analyses::Partial;
+use hark_engine::Partial;
 
 /// The environment variable that chooses the merge's shape.
 pub(crate) const MERGE_VAR: &str = "HARK_ANALYSER_MERGE";

@@ -16,7 +16,7 @@
 
 use super::{collective_class, SliceKind, Timeline};
 use crate::Error;
-use hark_analyses::trace::Trace;
+use hark_engine::trace::Trace;
 use std::path::{Path, PathBuf};
 
 /// Whether this build writes OTF2 (the `otf2` feature).
@@ -470,7 +470,7 @@ mod imp {
         // Region ids of MPI and I/O calls by kind (their name follows from
         // it); user regions by name.
         let mut call_regions: std::collections::HashMap<SliceKind, u32> = Default::default();
-        let mut sides: Vec<(u64, usize, hark_analyses::trace::Msg)> = Vec::new();
+        let mut sides: Vec<(u64, usize, hark_engine::trace::Msg)> = Vec::new();
         for (li, lane) in timeline.lanes.iter().enumerate() {
             let s = &trace.streams[lane.stream];
             let comm_of = |local: u32| comms[lane.stream].get(&local).copied();

@@ -11,7 +11,7 @@
 //! ```
 //!
 //! `unpack` unifies a stream's definitions and runs its tracker once
-//! (`track.rs`): it publishes the pack with the messages it completed
+//! (`unpack.rs`): it publishes the pack with the messages it completed
 //! (`batches`), each send and receive for matching (`p2p-ops`, keyed by the
 //! receiving rank, so every message channel lives on one key), and each
 //! entry into a blocking collective (`arrivals`, keyed by communicator and
@@ -31,17 +31,17 @@
 //! a copy of its own instead ([`Contention::copies`]). So a worker waits at
 //! most for another reference count to be taken, never for a copy.
 
-use crate::analysis::{Input, Sensitivity};
-use crate::clock::rank_record;
-use crate::dynamic::DynRank;
 use crate::exchange::{program_key, Exchange, Link, Parcel};
-use crate::fx::FxHashMap;
 use crate::matching::{Instances, P2pMatcher};
 use crate::partial::{Partial, RankAccounting};
+use crate::program::rank_record;
 use crate::program::{rank_accounting, ProgramAnalysis};
 use crate::stream::{StreamAccounting, StreamInfo};
-use crate::track::{Arrival, Derived, Msg, P2pOp, Parts, Times, Track, Wait};
-use crate::{Error, ErrorKind};
+use crate::unpack::{Arrival, Derived, Msg, P2pOp, Parts, Times, Unpacker, Wait};
+use hark_analyses::internal::FxHashMap;
+use hark_analyses::DynRank;
+use hark_analyses::{Error, ErrorKind};
+use hark_analyses::{Input, Sensitivity};
 use hark_board::{Board, Context, Entry, EntryType, KnowledgeSource, KsId, Level};
 use hark_model::Program;
 use hark_wire::{Def, Event, PackBytes, EVENT_SIZE};
@@ -93,8 +93,9 @@ impl<T: Send + Sync + 'static> Typed<T> {
     }
 }
 
-/// A "frames" entry: one frame of one stream that the analyses consume.
-struct Frame {
+/// A "frames" entry: one frame of one stream that the analyses consume
+/// (not a wire frame: only what the analyses read of one).
+struct StreamFrame {
     info: Arc<StreamInfo>,
     what: What,
 }
@@ -309,12 +310,12 @@ pub struct Contention {
 
 /// [`Contention`]'s counters.
 #[derive(Default)]
-struct Counts {
+struct ContentionCounters {
     stalls: AtomicU64,
     copies: AtomicU64,
 }
 
-impl Counts {
+impl ContentionCounters {
     /// Locks a state for a worker, counting a wait.
     fn lock<'a, S>(&self, m: &'a Mutex<S>) -> std::sync::MutexGuard<'a, S> {
         match m.try_lock() {
@@ -337,7 +338,7 @@ impl Counts {
         Arc::get_mut(state).expect("a state just copied is not shared")
     }
 
-    /// [`Counts::own`] for a matcher.
+    /// [`ContentionCounters::own`] for a matcher.
     fn own_clone<'a, T: Clone>(&self, m: &'a mut Arc<T>) -> &'a mut T {
         if Arc::get_mut(m).is_none() {
             self.copies.fetch_add(1, Ordering::Relaxed);
@@ -382,7 +383,7 @@ fn copy_or_take<T: Clone + Default>(map: &Keyed<Arc<T>>, take: bool) -> Vec<(u64
 /// Processes folded into one row: every knowledge source's state, their
 /// summed accounting and counts.
 struct Folded {
-    meta: crate::analysis::RankMeta,
+    meta: hark_analyses::RankMeta,
     accounting: RankAccounting,
     states: Vec<Box<dyn DynRank>>,
     forgotten: u64,
@@ -395,7 +396,7 @@ struct Folded {
 struct States {
     /// Per analysis: per stream.
     ranks: Vec<Keyed<Slot>>,
-    tracks: Keyed<Track>,
+    unpackers: Keyed<Unpacker>,
     p2p: Keyed<Arc<P2pMatcher>>,
     collectives: Keyed<Arc<Instances>>,
     /// Streams by world rank, for routing waits.
@@ -404,7 +405,7 @@ struct States {
     folded: Mutex<Option<Folded>>,
     /// What is in flight on the level.
     flow: Arc<Flow>,
-    counts: Counts,
+    contention: ContentionCounters,
     /// The level's link to other analysers, if its keys are routed
     /// (`crate::exchange`).
     link: Option<Arc<Link>>,
@@ -415,7 +416,7 @@ struct States {
 /// The entry types of a level.
 #[derive(Clone, Copy)]
 struct Types {
-    frames: Typed<Frame>,
+    frames: Typed<StreamFrame>,
     batches: Typed<Tracked>,
     p2p: Typed<Counted<P2pOp>>,
     arrivals: Typed<Counted<Arrival>>,
@@ -777,10 +778,10 @@ impl OnBoard {
                                     .or_insert_with(|| info.clone());
                             }
                         }
-                        let track = slot_of(&st.tracks, info.conn(), || Track::new(cross));
+                        let track = slot_of(&st.unpackers, info.conn(), || Unpacker::new(cross));
                         let (mut derived, gathered) = {
                             let cx = info.cx();
-                            let mut track = st.counts.lock(&track);
+                            let mut track = st.contention.lock(&track);
                             let spare = (0..track.op_parts().min(SPARE_PARTS))
                                 .map(|_| st.flow.ops.take())
                                 .collect();
@@ -817,8 +818,8 @@ impl OnBoard {
                     let m = slot_of(&st.p2p, key, Arc::default);
                     let mut waits = st.flow.waits.take();
                     {
-                        let mut m = st.counts.lock(&m);
-                        let m = st.counts.own_clone(&mut m);
+                        let mut m = st.contention.lock(&m);
+                        let m = st.contention.own_clone(&mut m);
                         m.add_all(&types.p2p.get(&entries[0]).items, &mut waits);
                     }
                     route(ctx, &st, types.waits, waits);
@@ -836,8 +837,8 @@ impl OnBoard {
                     });
                     let mut waits = st.flow.waits.take();
                     {
-                        let mut m = st.counts.lock(&m);
-                        let m = st.counts.own_clone(&mut m);
+                        let mut m = st.contention.lock(&m);
+                        let m = st.contention.own_clone(&mut m);
                         for a in &types.arrivals.get(&entries[0]).items {
                             m.add(*a, &mut waits);
                         }
@@ -860,7 +861,7 @@ impl OnBoard {
                             state: analysis.new_rank().into(),
                             analysed: 0,
                         });
-                        let mut slot = st.counts.lock(&slot);
+                        let mut slot = st.contention.lock(&slot);
                         let input = Input {
                             events: t.batch.events(),
                             msgs: &t.msgs,
@@ -868,7 +869,9 @@ impl OnBoard {
                             waits: &[],
                             counts: t.batch.counts.as_ref(),
                         };
-                        st.counts.own(&mut slot.state).fold(&t.info.cx(), &input);
+                        st.contention
+                            .own(&mut slot.state)
+                            .fold(&t.info.cx(), &input);
                         slot.analysed += t.batch.events().len() as u64
                             + t.batch.counts.as_ref().map_or(0, |c| c.events);
                     },
@@ -889,8 +892,10 @@ impl OnBoard {
                             waits: &w.waits.items,
                             ..Input::default()
                         };
-                        let mut slot = st.counts.lock(&slot);
-                        st.counts.own(&mut slot.state).fold(&w.info.cx(), &input);
+                        let mut slot = st.contention.lock(&slot);
+                        st.contention
+                            .own(&mut slot.state)
+                            .fold(&w.info.cx(), &input);
                     },
                 ))?;
             }
@@ -985,7 +990,7 @@ impl OnBoard {
     }
 
     fn submit(&self, info: &Arc<StreamInfo>, what: What, bytes: usize) -> Result<(), Error> {
-        let frame = Frame {
+        let frame = StreamFrame {
             info: info.clone(),
             what,
         };
@@ -1037,12 +1042,13 @@ impl OnBoard {
         Ok(())
     }
 
-    /// Publishes what every stream's tracker still holds (receives of a
+    /// Publishes what every stream's unpacker still holds (receives of a
     /// call cut by the end of its stream), routed as a pack's would be: an
     /// analyser does this once its streams ended, before it tells the
     /// others it sends no more (`docs/analysers.md`).
-    pub fn flush_tracks(&self) {
-        let tracks: Vec<Arc<Mutex<Track>>> = lock(&self.states.tracks).values().cloned().collect();
+    pub fn flush_unpackers(&self) {
+        let tracks: Vec<Arc<Mutex<Unpacker>>> =
+            lock(&self.states.unpackers).values().cloned().collect();
         let mut sub = Direct {
             board: &self.board,
             level: self.level,
@@ -1112,7 +1118,7 @@ impl OnBoard {
             let mut accounting = rank_accounting(acc);
             accounting.analysed = if analysed == u64::MAX { 0 } else { analysed };
             partial.push_saved_rank(info.meta(), accounting, rank_record(&info.clock()), saved);
-            let forgotten = lock(&self.states.tracks)
+            let forgotten = lock(&self.states.unpackers)
                 .get(&conn)
                 .map_or(0, |t| lock(t).forgotten());
             partial.add_counts(forgotten, info.ignored_defs());
@@ -1176,7 +1182,7 @@ impl OnBoard {
             .collect();
         let mut folded = lock(&self.states.folded);
         let row = folded.get_or_insert_with(|| Folded {
-            meta: crate::analysis::RankMeta {
+            meta: hark_analyses::RankMeta {
                 world_rank: -1,
                 host: info.hello().host.clone(),
                 argv: info.hello().argv.clone(),
@@ -1223,14 +1229,14 @@ impl OnBoard {
         for map in &self.states.ranks {
             lock(map).remove(&conn);
         }
-        let track = lock(&self.states.tracks).remove(&conn);
+        let track = lock(&self.states.unpackers).remove(&conn);
         if let Some(t) = track {
             let mut t = lock(&t);
             let derived = t.flush();
             for (dst, ops) in derived.ops.parts {
                 let m = slot_of(&self.states.p2p, dst, Arc::default);
                 let mut m = lock(&m);
-                let m = self.states.counts.own_clone(&mut m);
+                let m = self.states.contention.own_clone(&mut m);
                 for op in &ops {
                     m.add(op, &mut row.waits);
                 }
@@ -1253,8 +1259,8 @@ impl OnBoard {
     /// read, so far on this level.
     pub fn contention(&self) -> Contention {
         Contention {
-            stalls: self.states.counts.stalls.load(Ordering::Relaxed),
-            copies: self.states.counts.copies.load(Ordering::Relaxed),
+            stalls: self.states.contention.stalls.load(Ordering::Relaxed),
+            copies: self.states.contention.copies.load(Ordering::Relaxed),
         }
     }
 
@@ -1293,7 +1299,7 @@ impl OnBoard {
         self.board.drain_level(self.level);
         // Receives each tracker still holds (a call cut by the end of the
         // stream) are matched now.
-        let tracks: Vec<(u64, Arc<Mutex<Track>>)> = lock(&self.states.tracks)
+        let tracks: Vec<(u64, Arc<Mutex<Unpacker>>)> = lock(&self.states.unpackers)
             .iter()
             .map(|(&k, t)| (k, t.clone()))
             .collect();
@@ -1303,7 +1309,7 @@ impl OnBoard {
             for (dst, ops) in derived.ops.parts {
                 let m = slot_of(&self.states.p2p, dst, Arc::default);
                 let mut m = lock(&m);
-                let m = self.states.counts.own_clone(&mut m);
+                let m = self.states.contention.own_clone(&mut m);
                 for op in &ops {
                     m.add(op, &mut waits);
                 }

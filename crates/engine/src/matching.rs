@@ -1,7 +1,7 @@
 //! Message matching and collective instances, across ranks, online.
 //!
 //! Both are keyed knowledge sources on the board (`on_board.rs`): their
-//! inputs come from every stream's tracker (`track.rs`), and each key
+//! inputs come from every stream's tracker (`unpack.rs`), and each key
 //! is served by one job at a time while keys run in parallel.
 //!
 //! **Point-to-point** ([`P2pMatcher`], keyed by the receiving world rank).
@@ -46,10 +46,10 @@
 //! other may complete, so the merged state is the one a single server would
 //! have.
 
-use crate::fx::FxHashMap;
 use crate::segq::SegQueue;
-use crate::track::{occurrence_of, Arrival, Blocked, P2pOp, Pattern, Side, Wait};
-use crate::unify::IdMap;
+use crate::unpack::{occurrence_of, Arrival, Blocked, P2pOp, Pattern, Side, Wait};
+use hark_analyses::internal::FxHashMap;
+use hark_analyses::IdMap;
 use serde::{Deserialize, Serialize};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
@@ -572,7 +572,7 @@ impl P2pMatcher {
         // An earlier send still queued: online its receive has not come
         // (pairs are matched as soon as both are there), and since a
         // stream publishes its receives in the order of their numbers
-        // (`track.rs`), it comes after `r` if it comes at all. While
+        // (`unpack.rs`), it comes after `r` if it comes at all. While
         // partials merge it may be queued too, at the same place in its
         // channel.
         let Some(keys) = self.by_src.get(&src) else {
@@ -1190,7 +1190,7 @@ fn judge_instance(arrivals: &mut [Arrival], out: &mut Vec<Wait>) {
     let Some(first) = arrivals.first() else {
         return;
     };
-    let Some(pattern) = crate::track::collective_pattern(first.func as usize) else {
+    let Some(pattern) = crate::unpack::collective_pattern(first.func as usize) else {
         return;
     };
     let wait = |w: &Arrival, until: u64, late: &Arrival| Wait {
@@ -1369,7 +1369,7 @@ mod tests {
         // runs through both before rank 1 arrives at the first: with the
         // occurrence in the sequence number, no instance takes arrivals of
         // both, and every one completes.
-        use crate::track::instance_seq;
+        use crate::unpack::instance_seq;
         let (mut m, mut out) = (Instances::strided(4), Vec::new());
         for rank in [0, 1] {
             for occurrence in [1000, 1001] {
