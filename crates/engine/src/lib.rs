@@ -62,7 +62,7 @@ pub mod trace;
 pub mod unpack;
 
 pub use hark_analyses::{Error, ErrorKind};
-pub use on_board::{Contention, OnBoard, ARRIVALS, BATCHES, FRAMES, P2P_OPS, WAITS};
+pub use on_board::{Contention, OnBoard};
 pub use partial::{Partial, RankAccounting, RankPartial};
 pub use program::{Config, ProgramAnalysis, DEFAULT_ROWS};
 pub use stream::{Stream, StreamAccounting, StreamInfo};

@@ -10,7 +10,13 @@
 //!                                                                               (serial by stream)
 //! ```
 //!
-//! `unpack` unifies a stream's definitions and runs its tracker once
+//! Each arrow is an entry kind ([`hark_board::EntryKind`]) declared once
+//! below with its payload type (`FRAMES: EntryKind<StreamFrame>`,
+//! `BATCHES: EntryKind<Unpacked>`, ...): who publishes an entry and who reads
+//! it say its payload's type in their signatures, with no string and no
+//! downcast in between.
+//!
+//! `unpack` unifies a stream's definitions and runs its [`Unpacker`] once
 //! (`unpack.rs`): it publishes the pack with the messages it completed
 //! (`batches`), each send and receive for matching (`p2p-ops`, keyed by the
 //! receiving rank, so every message channel lives on one key), and each
@@ -42,56 +48,28 @@ use hark_analyses::internal::FxHashMap;
 use hark_analyses::DynRank;
 use hark_analyses::{Error, ErrorKind};
 use hark_analyses::{Input, Sensitivity};
-use hark_board::{Board, Context, Entry, EntryType, KnowledgeSource, KsId, Level};
+use hark_board::{Board, Context, EntryKind, KnowledgeSource, KsId, Level, Typed};
 use hark_model::Program;
 use hark_wire::{Def, Event, PackBytes, EVENT_SIZE};
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-/// The board entry type of stream input, submitted by the server.
-pub const FRAMES: &str = "frames";
-/// The board entry type of a pack with the messages it completed.
-pub const BATCHES: &str = "batches";
-/// The board entry type of point-to-point operations to match.
-pub const P2P_OPS: &str = "p2p-ops";
-/// The board entry type of arrivals at collectives.
-pub const ARRIVALS: &str = "arrivals";
-/// The board entry type of wait states, for the rank that waited.
-pub const WAITS: &str = "waits";
-
-/// An entry type whose payload type is fixed at compile time: entries are
-/// made and read only through it, so a payload is never of another type.
-struct Typed<T> {
-    ty: EntryType,
-    _payload: PhantomData<fn(T) -> T>,
-}
-
-impl<T> Clone for Typed<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T> Copy for Typed<T> {}
-
-impl<T: Send + Sync + 'static> Typed<T> {
-    fn new(board: &Board, name: &str) -> Typed<T> {
-        Typed {
-            ty: board.intern(name),
-            _payload: PhantomData,
-        }
-    }
-    fn entry(self, payload: T, bytes: usize) -> Entry {
-        Entry::with_bytes(self.ty, payload, bytes)
-    }
-    /// The payload of an entry of this type.
-    fn get(self, entry: &Entry) -> &T {
-        entry
-            .get::<T>()
-            .expect("entries of a typed entry type are made by `Typed::entry`")
-    }
-}
+/// Stream input, which the server submits through [`OnBoard::defs`],
+/// [`OnBoard::pack`] and the like, keyed by stream: `unpack` reads it.
+const FRAMES: EntryKind<StreamFrame> = EntryKind::new("frames");
+/// A pack with what unpacking derived of it, keyed by stream: every
+/// analysis sensitive to events reads it.
+const BATCHES: EntryKind<Unpacked> = EntryKind::new("batches");
+/// Point-to-point operations to match, keyed by receiving rank:
+/// `match-p2p` reads them.
+const P2P_OPS: EntryKind<Counted<P2pOp>> = EntryKind::new("p2p-ops");
+/// Arrivals at collectives, keyed by instance: `match-collectives` reads
+/// them.
+const ARRIVALS: EntryKind<Counted<Arrival>> = EntryKind::new("arrivals");
+/// Wait states, keyed by the stream of the rank that waited: every analysis
+/// sensitive to waits reads them.
+const WAITS: EntryKind<Waits> = EntryKind::new("waits");
 
 /// A "frames" entry: one frame of one stream that the analyses consume
 /// (not a wire frame: only what the analyses read of one).
@@ -136,8 +114,9 @@ impl Drop for Batch {
     }
 }
 
-/// A "batches" entry: a pack and the messages its requests completed.
-struct Tracked {
+/// A "batches" entry: a pack and what unpacking it derived for the
+/// per-rank analyses (the messages its requests completed, its times).
+struct Unpacked {
     info: Arc<StreamInfo>,
     batch: Arc<Batch>,
     msgs: Vec<Msg>,
@@ -145,7 +124,7 @@ struct Tracked {
     times: Option<Times>,
 }
 
-impl Drop for Tracked {
+impl Drop for Unpacked {
     fn drop(&mut self) {
         self.batch
             .flow
@@ -417,7 +396,7 @@ struct States {
 #[derive(Clone, Copy)]
 struct Types {
     frames: Typed<StreamFrame>,
-    batches: Typed<Tracked>,
+    batches: Typed<Unpacked>,
     p2p: Typed<Counted<P2pOp>>,
     arrivals: Typed<Counted<Arrival>>,
     waits: Typed<Waits>,
@@ -483,13 +462,26 @@ fn split_by<T: Pooled>(flow: &Flow, mut items: Vec<T>, key: impl Fn(&T) -> u64) 
 /// (its context), or from outside (entries injected from another analyser,
 /// trackers flushed at the end).
 trait Submit {
-    fn keyed(&mut self, key: u64, entry: Entry);
+    fn publish_keyed<T: std::any::Any + Send + Sync>(
+        &mut self,
+        kind: Typed<T>,
+        key: u64,
+        payload: T,
+        bytes: usize,
+    );
     fn error(&mut self, what: String);
 }
 
 impl Submit for Context<'_> {
-    fn keyed(&mut self, key: u64, entry: Entry) {
-        self.submit_keyed(key, entry);
+    #[inline]
+    fn publish_keyed<T: std::any::Any + Send + Sync>(
+        &mut self,
+        kind: Typed<T>,
+        key: u64,
+        payload: T,
+        bytes: usize,
+    ) {
+        Context::publish_keyed(self, kind, key, payload, bytes);
     }
     fn error(&mut self, what: String) {
         self.report_error(what);
@@ -507,9 +499,17 @@ struct Direct<'a> {
 const MAX_PROBLEMS: usize = 16;
 
 impl Submit for Direct<'_> {
-    fn keyed(&mut self, key: u64, entry: Entry) {
+    fn publish_keyed<T: std::any::Any + Send + Sync>(
+        &mut self,
+        kind: Typed<T>,
+        key: u64,
+        payload: T,
+        bytes: usize,
+    ) {
         // Refused only once the level is retired, after its last drain.
-        let _ = self.board.submit_keyed(self.level, key, entry);
+        let _ = self
+            .board
+            .publish_keyed(self.level, kind, key, payload, bytes);
     }
     fn error(&mut self, what: String) {
         let mut p = lock(&self.states.problems);
@@ -540,7 +540,7 @@ fn away<T: Copy>(items: &mut Vec<T>, me: u32, n: usize, owner: impl Fn(&T) -> u3
 
 /// Sends waits to the streams of the ranks that waited: on this analyser,
 /// or through the level's link to the analyser of the rank.
-fn route(sub: &mut impl Submit, states: &States, ty: Typed<Waits>, mut waits: Vec<Wait>) {
+fn route(sub: &mut impl Submit, states: &States, kind: Typed<Waits>, mut waits: Vec<Wait>) {
     if let Some(link) = &states.link {
         let x = &link.exchange;
         let gone = away(&mut waits, x.me(), x.analysers() as usize, |w| {
@@ -571,14 +571,11 @@ fn route(sub: &mut impl Submit, states: &States, ty: Typed<Waits>, mut waits: Ve
         };
         let waits = Counted::new(waits, pooled, &states.flow);
         let bytes = waits.bytes as usize;
-        let entry = ty.entry(
-            Waits {
-                info: info.clone(),
-                waits,
-            },
-            bytes,
-        );
-        sub.keyed(info.conn(), entry);
+        let waits = Waits {
+            info: info.clone(),
+            waits,
+        };
+        sub.publish_keyed(kind, info.conn(), waits, bytes);
     }
 }
 
@@ -635,12 +632,12 @@ fn publish(sub: &mut impl Submit, types: Types, st: &States, derived: Derived) {
     for (rank, ops) in parts {
         let ops = Counted::new(ops, true, flow);
         let bytes = ops.bytes as usize;
-        sub.keyed(rank, types.p2p.entry(ops, bytes));
+        sub.publish_keyed(types.p2p, rank, ops, bytes);
     }
     for (key, arrivals, pooled) in split_instances(flow, arrivals) {
         let arrivals = Counted::new(arrivals, pooled, flow);
         let bytes = arrivals.bytes as usize;
-        sub.keyed(key, types.arrivals.entry(arrivals, bytes));
+        sub.publish_keyed(types.arrivals, key, arrivals, bytes);
     }
 }
 
@@ -724,11 +721,11 @@ impl OnBoard {
     ) -> Result<OnBoard, Error> {
         let level = board.create_level(program.name());
         let types = Types {
-            frames: Typed::new(board, FRAMES),
-            batches: Typed::new(board, BATCHES),
-            p2p: Typed::new(board, P2P_OPS),
-            arrivals: Typed::new(board, ARRIVALS),
-            waits: Typed::new(board, WAITS),
+            frames: board.typed(&FRAMES),
+            batches: board.typed(&BATCHES),
+            p2p: board.typed(&P2P_OPS),
+            arrivals: board.typed(&ARRIVALS),
+            waits: board.typed(&WAITS),
         };
         let flow: Arc<Flow> = Arc::default();
         let states = Arc::new(States {
@@ -754,11 +751,10 @@ impl OnBoard {
         // Matching runs only when some knowledge source wants wait states.
         let cross = program.cross();
         let st = states.clone();
-        register(KnowledgeSource::new(
+        register(KnowledgeSource::on(
             "unpack",
-            &[types.frames.ty],
-            move |ctx, entries| {
-                let frame = types.frames.get(&entries[0]);
+            types.frames,
+            move |ctx, frame: &StreamFrame| {
                 let info = &frame.info;
                 match &frame.what {
                     What::Defs(defs) => info.define(defs),
@@ -794,14 +790,14 @@ impl OnBoard {
                             let derived = track.pack_into(&cx, world, batch.events(), out);
                             (derived, track.gathers_times())
                         };
-                        let tracked = Tracked {
+                        let unpacked = Unpacked {
                             info: info.clone(),
                             batch: batch.clone(),
                             msgs: std::mem::take(&mut derived.msgs),
                             times: gathered.then(|| std::mem::take(&mut derived.times)),
                         };
-                        let bytes = tracked.batch.events().len() * EVENT_SIZE;
-                        ctx.submit(types.batches.entry(tracked, bytes));
+                        let bytes = unpacked.batch.events().len() * EVENT_SIZE;
+                        ctx.publish(types.batches, unpacked, bytes);
                         publish(ctx, types, &st, derived);
                     }
                 }
@@ -810,27 +806,27 @@ impl OnBoard {
 
         if cross {
             let st = states.clone();
-            register(KnowledgeSource::new(
+            register(KnowledgeSource::on(
                 "match-p2p",
-                &[types.p2p.ty],
-                move |ctx, entries| {
+                types.p2p,
+                move |ctx, ops: &Counted<P2pOp>| {
                     let Some(key) = ctx.key() else { return };
                     let m = slot_of(&st.p2p, key, Arc::default);
                     let mut waits = st.flow.waits.take();
                     {
                         let mut m = st.contention.lock(&m);
                         let m = st.contention.own_clone(&mut m);
-                        m.add_all(&types.p2p.get(&entries[0]).items, &mut waits);
+                        m.add_all(&ops.items, &mut waits);
                     }
                     route(ctx, &st, types.waits, waits);
                 },
             ))?;
 
             let st = states.clone();
-            register(KnowledgeSource::new(
+            register(KnowledgeSource::on(
                 "match-collectives",
-                &[types.arrivals.ty],
-                move |ctx, entries| {
+                types.arrivals,
+                move |ctx, arrivals: &Counted<Arrival>| {
                     let Some(key) = ctx.key() else { return };
                     let m = slot_of(&st.collectives, key, || {
                         Arc::new(Instances::strided(INSTANCE_KEYS.trailing_zeros()))
@@ -839,7 +835,7 @@ impl OnBoard {
                     {
                         let mut m = st.contention.lock(&m);
                         let m = st.contention.own_clone(&mut m);
-                        for a in &types.arrivals.get(&entries[0]).items {
+                        for a in &arrivals.items {
                             m.add(*a, &mut waits);
                         }
                     }
@@ -852,11 +848,10 @@ impl OnBoard {
             let spec = analysis.spec();
             if spec.sensitivities.contains(&Sensitivity::Events) {
                 let (st, analysis) = (states.clone(), analysis.clone());
-                register(KnowledgeSource::new(
+                register(KnowledgeSource::on(
                     spec.name,
-                    &[types.batches.ty],
-                    move |_, entries| {
-                        let t = types.batches.get(&entries[0]);
+                    types.batches,
+                    move |_, t: &Unpacked| {
                         let slot = slot_of(&st.ranks[index], t.info.conn(), || Slot {
                             state: analysis.new_rank().into(),
                             analysed: 0,
@@ -879,11 +874,10 @@ impl OnBoard {
             }
             if spec.sensitivities.contains(&Sensitivity::Waits) {
                 let (st, analysis) = (states.clone(), analysis.clone());
-                register(KnowledgeSource::new(
+                register(KnowledgeSource::on(
                     spec.name,
-                    &[types.waits.ty],
-                    move |_, entries| {
-                        let w = types.waits.get(&entries[0]);
+                    types.waits,
+                    move |_, w: &Waits| {
                         let slot = slot_of(&st.ranks[index], w.info.conn(), || Slot {
                             state: analysis.new_rank().into(),
                             analysed: 0,
@@ -995,11 +989,7 @@ impl OnBoard {
             what,
         };
         self.board
-            .submit_keyed(
-                self.level,
-                info.conn(),
-                self.types.frames.entry(frame, bytes),
-            )
+            .publish_keyed(self.level, self.types.frames, info.conn(), frame, bytes)
             .map_err(board_error)
     }
 
@@ -1031,12 +1021,12 @@ impl OnBoard {
         for (rank, ops, _) in split_by(flow, ops, |op| op.dst as u32 as u64) {
             let ops = Counted::new(ops, false, flow);
             let bytes = ops.bytes as usize;
-            sub.keyed(rank, self.types.p2p.entry(ops, bytes));
+            sub.publish_keyed(self.types.p2p, rank, ops, bytes);
         }
         for (key, arrivals, _) in split_instances(flow, arrivals) {
             let arrivals = Counted::new(arrivals, false, flow);
             let bytes = arrivals.bytes as usize;
-            sub.keyed(key, self.types.arrivals.entry(arrivals, bytes));
+            sub.publish_keyed(self.types.arrivals, key, arrivals, bytes);
         }
         route(&mut sub, &self.states, self.types.waits, waits);
         Ok(())
