@@ -4,7 +4,7 @@
 //! A measured program is a [`ProgramAnalysis`]; each of its processes is a
 //! [`StreamInfo`] (identity, clock, id translation) fed with that process's
 //! frames in order (rank info, definitions, event batches, end of stream).
-//! An [`Unpacker`](unpack) runs once over each batch of a stream and
+//! An unpacker (`unpack.rs`) runs once over each batch of a stream and
 //! publishes what it implies (messages completed, sends and receives to
 //! match, arrivals at collectives); message matching and collective
 //! instances relate ranks to each other and publish the wait states they
@@ -59,7 +59,7 @@ mod requests;
 mod segq;
 mod stream;
 pub mod trace;
-pub mod unpack;
+mod unpack;
 
 pub use hark_analyses::{Error, ErrorKind};
 pub use on_board::{Contention, OnBoard};
