@@ -232,16 +232,30 @@ fn mirrored(f: &Function) -> bool {
     f.name == "MPI_Comm_set_errhandler"
 }
 
+/// The call on the real world a [`mirrored`] function also makes, after
+/// its communicator `a0` was substituted: the statement that keeps the
+/// program's handle (`w0`) before, and the call on it after (`rest` are
+/// the arguments after the communicator). Empty for other functions.
+fn mirror(f: &Function, rest: &str) -> (&'static str, String) {
+    if !mirrored(f) {
+        return ("", String::new());
+    }
+    let call = format!("        unsafe {{ real(w0, {rest}) }};\n");
+    (
+        "    let w0 = a0;\n",
+        format!("    if a0 != w0 {{\n{MIRROR_SAFETY}{call}    }}\n"),
+    )
+}
+
+/// Why the call on the real world is sound.
+const MIRROR_SAFETY: &str = "        // SAFETY: as below, on the real world.\n";
+
 /// A `Query` function's C entry point: substitute the world, call through.
 fn c_query(s: &mut String, i: usize, f: &Function) {
     let n = f.args.len();
     let (params, args, _) = words(n);
     let types = vec!["usize"; n].join(", ");
-    let mirror = if mirrored(f) {
-        "    if a0 != w0 {\n        // SAFETY: as below, on the real world.\n        unsafe { real(w0, a1) };\n    }\n"
-    } else {
-        ""
-    };
+    let (pre, mirror) = mirror(f, "a1");
     write!(
         s,
         r#"
@@ -263,11 +277,6 @@ pub unsafe extern "C" fn {name}({params}) -> c_int {{
 "#,
         name = f.name,
         subst = substitute(f, "c"),
-        pre = if mirrored(f) {
-            "    let w0 = a0;\n"
-        } else {
-            ""
-        },
     )
     .unwrap();
 }
@@ -277,11 +286,7 @@ pub unsafe extern "C" fn {name}({params}) -> c_int {{
 fn fortran_query(s: &mut String, i: usize, f: &Function, sym: &str, n: usize) {
     let (params, args, _) = words(n);
     let types = vec!["usize"; n].join(", ");
-    let mirror = if mirrored(f) {
-        "    if a0 != w0 {\n        // SAFETY: as below, on the real world.\n        unsafe { real(w0, a1, a2) };\n    }\n"
-    } else {
-        ""
-    };
+    let (pre, mirror) = mirror(f, "a1, a2");
     write!(
         s,
         r#"
@@ -305,11 +310,6 @@ pub unsafe extern "C" fn {sym}({params}) {{
 "#,
         name = f.name,
         subst = substitute(f, "f"),
-        pre = if mirrored(f) {
-            "    let w0 = a0;\n"
-        } else {
-            ""
-        },
     )
     .unwrap();
 }

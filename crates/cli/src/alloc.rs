@@ -12,15 +12,13 @@
 /// pack (1 MiB), so pooled packs and what the tracker derives from them
 /// stay on the heap and cost no page faults (fixed at 128 KiB, the flood's
 /// CPU time rose by 13 %).
-const MMAP_THRESHOLD: libc::c_int = 2 << 20;
+const MMAP_THRESHOLD: i32 = 2 << 20;
 
 /// Fixes the threshold, unless `MALLOC_MMAP_THRESHOLD_` (glibc's own
 /// variable) is set. Call before the server's threads start.
 pub(crate) fn fix_mmap_threshold() {
-    #[cfg(target_env = "gnu")]
     if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
-        // SAFETY: mallopt only sets an allocator parameter.
-        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD) };
+        hark_os::set_mmap_threshold(MMAP_THRESHOLD);
     }
 }
 
@@ -30,12 +28,10 @@ pub(crate) fn fix_mmap_threshold() {
 /// so after bursts of jobs the service's memory depended on which threads
 /// allocated where (BENCHMARKS.md: 12.4–13.4 MB after rounds of 8 jobs with
 /// the default, 10.4–10.8 MB with four arenas). Set before threads start.
-const ARENAS: libc::c_int = 4;
+const ARENAS: i32 = 4;
 
 pub(crate) fn cap_arenas() {
-    #[cfg(target_env = "gnu")]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: mallopt only sets an allocator parameter.
-        unsafe { libc::mallopt(libc::M_ARENA_MAX, ARENAS) };
+        hark_os::set_arena_max(ARENAS);
     }
 }

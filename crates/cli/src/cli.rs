@@ -76,7 +76,7 @@ pub enum Command {
     /// One analyser rank of an MPI job; started by `hark run --analysers`,
     /// not by hand.
     #[command(name = "mpi-analyser", hide = true)]
-    MpiAnalyser(crate::analyser::AnalyserArgs),
+    MpiAnalyser(crate::mpi_analyser::AnalyserArgs),
 }
 
 const EXPORT_EXAMPLES: &str = "\

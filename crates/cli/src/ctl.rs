@@ -11,7 +11,6 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::Ordering;
 
 pub const CTL_EXAMPLES: &str = "\
 Examples:
@@ -194,9 +193,9 @@ pub fn run_into_service(args: &RunArgs, addr: &str) -> Result<i32> {
         }
     };
     run::ignore_terminal_signals();
-    run::forward_signals_to(child.id());
+    hark_os::forward_signals_to(child.id());
     let status = child.wait().context("cannot wait for the command")?;
-    run::CHILD.store(0, Ordering::Relaxed);
+    hark_os::stop_forwarding();
     let code = run::exit_code(status);
     let control = if addr.starts_with("tcp:") {
         None

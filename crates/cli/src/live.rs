@@ -3,7 +3,7 @@
 
 use crate::output::print_stderr;
 use anyhow::{anyhow, Result};
-use hark_live::{Live, Runs};
+use hark_live::{Access, Live, Runs};
 use hark_model::Run;
 use hark_server::Server;
 use std::sync::{Arc, Weak};
@@ -24,11 +24,37 @@ pub fn start(addr: &str, server: &Arc<Server>, quiet: bool) -> Result<RunView> {
     let runs = Arc::new(Runs::default());
     let weak: Weak<Server> = Arc::downgrade(server);
     runs.add_live(RUN_ID, move || weak.upgrade().map(|s| s.snapshot()));
-    let live = Live::start(addr, runs.clone()).map_err(|e| anyhow!("{e} (--http, --no-http)"))?;
+    let live = serve(addr, runs.clone())?;
     if !quiet {
         print_stderr(&format!("hark: live view at {}\n", live.url()));
     }
     Ok(RunView { runs, _live: live })
+}
+
+/// Serves `runs` on `addr` for this user only: under a random path token
+/// (the printed URL is the way in), and to a client on this machine only
+/// if the kernel names it as this user (or root), so that another local
+/// user who saw the URL (a `hark top URL` in `ps`) still gets nothing.
+fn serve(addr: &str, runs: Arc<Runs>) -> Result<Live> {
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| {
+        anyhow!("cannot serve the live view on {addr}: {e} (give another address, HOST:PORT, or turn it off: --http, --no-http)")
+    })?;
+    // SAFETY: getuid has no preconditions.
+    let me = unsafe { libc::getuid() };
+    let access = Access::private()
+        .map_err(|e| anyhow!("cannot make the live view's token: {e} (--no-http)"))?
+        .with_identify(Arc::new(move |peer, local| {
+            if !peer.ip().is_loopback() {
+                return Ok(None);
+            }
+            match hark_transport::local_tcp_owner(peer, local) {
+                Some(uid) if uid == me || uid == 0 => Ok(Some(uid)),
+                Some(uid) => Err(format!("this live view is uid {me}'s; uid {uid} connected")),
+                None => Err("cannot tell which user connected".to_string()),
+            }
+        }));
+    Live::serve(listener, hark_live::router(runs), access)
+        .map_err(|e| anyhow!("{e} (--http, --no-http)"))
 }
 
 /// Serves the snapshots `source` returns (`None`: none yet, or none new)
@@ -41,7 +67,7 @@ pub fn start_with(
 ) -> Result<RunView> {
     let runs = Arc::new(Runs::default());
     runs.add_live(RUN_ID, source);
-    let live = Live::start(addr, runs.clone()).map_err(|e| anyhow!("{e} (--http, --no-http)"))?;
+    let live = serve(addr, runs.clone())?;
     if !quiet {
         print_stderr(&format!("hark: live view at {}\n", live.url()));
     }

@@ -5,22 +5,26 @@
 //! (`summary.txt`, `report.html`, `profile.json`, `topology/*.dot`);
 //! `hark report RUN_DIR` renders a finished run again; `hark open`,
 //! `hark query` and `hark top` show runs live (`docs/api.md`). The work is done by
-//! the library crates (`hark-server`, `hark-outputs`); this binary parses
-//! the command line, launches, and maps results to exit statuses.
+//! the library crates (`hark-server`, `hark-outputs`, `hark-analyser` for
+//! `--analysers`); this binary parses the command line, checks settings,
+//! launches, writes the run directory, and maps results to exit statuses.
 //! `docs/outputs.md` walks through `hark run` step by step.
 
 // The doc comments in `cli.rs` are clap's help text, printed as written:
 // `hark-<program>-<timestamp>/` there is text for people, not HTML.
 #![allow(rustdoc::invalid_html_tags)]
+// Every system call the binary makes goes through `hark-os`.
+#![forbid(unsafe_code)]
 
 mod alloc;
-mod analyser;
+mod analysers;
 mod cli;
 mod ctl;
 mod diff;
 mod export;
 mod launch;
 mod live;
+mod mpi_analyser;
 mod open;
 mod output;
 mod probe;
@@ -30,9 +34,11 @@ mod run;
 mod rundir;
 mod runs;
 mod serve;
+mod serve_files;
 mod serve_http;
 mod serve_index;
 mod settings;
+mod slots;
 mod status;
 mod top;
 mod trace;
@@ -52,7 +58,7 @@ fn main() {
         cli::Command::Top(args) => top::top(args),
         cli::Command::Serve(args) => serve::serve(args),
         cli::Command::Ctl(args) => ctl::ctl(args),
-        cli::Command::MpiAnalyser(args) => analyser::analyser(args),
+        cli::Command::MpiAnalyser(args) => mpi_analyser::run(args),
     };
     let code = match result {
         Ok(code) => code,

@@ -88,11 +88,23 @@ pub fn query(args: &QueryArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `http://HOST:PORT/` of any address on a live view.
+/// The live view's own address, `http://HOST:PORT/` or
+/// `http://HOST:PORT/TOKEN/` (the path token `hark run` prints), from any
+/// address on it: a page's (with `#run=…`) or an API's.
 pub fn base_url(url: &str) -> String {
     let rest = url.trim_start_matches("http://");
-    let host = rest.split('/').next().unwrap_or(rest);
-    format!("http://{host}/")
+    let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let path = match path.find("api/") {
+        Some(i) if i == 0 || path[..i].ends_with('/') => &path[..i],
+        _ => path,
+    };
+    let path = path.trim_end_matches('/');
+    if path.is_empty() {
+        format!("http://{host}/")
+    } else {
+        format!("http://{host}/{path}/")
+    }
 }
 
 /// The run to ask about: `id`, else the only run, else the first running.
@@ -174,5 +186,12 @@ mod tests {
             "http://127.0.0.1:5/"
         );
         assert_eq!(base_url("http://h:5"), "http://h:5/");
+        assert_eq!(base_url("http://h:5/ab12/"), "http://h:5/ab12/");
+        assert_eq!(base_url("http://h:5/ab12"), "http://h:5/ab12/");
+        assert_eq!(
+            base_url("http://h:5/ab12/api/runs/run/profile?to_ns=9"),
+            "http://h:5/ab12/"
+        );
+        assert_eq!(base_url("http://h:5/ab12/#run=run"), "http://h:5/ab12/");
     }
 }

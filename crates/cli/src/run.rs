@@ -23,7 +23,7 @@ use std::io::IsTerminal;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
 use std::time::{Duration, Instant};
 
 /// How long the server waits, once the command has ended, for processes
@@ -48,7 +48,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         return crate::ctl::run_into_service(args, addr);
     }
     if let Some(spec) = args.analysers {
-        return crate::analyser::launch::run(args, spec);
+        return crate::analysers::run(args, spec);
     }
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
@@ -59,7 +59,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let secret =
         hark_server::new_secret().context("cannot read /dev/urandom for the run's secret")?;
     crate::alloc::fix_mmap_threshold();
-    crate::analyser::test_match_bound();
+    hark_analyser::test_match_bound();
     let server = Server::start(ServerConfig {
         addr: format!("unix:{}", socket_dir.socket().display()),
         analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
@@ -126,7 +126,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     // A batch system's SIGTERM (time limit) or a closed session's SIGHUP
     // goes to hark alone: pass it on, and write the report when the command
     // ends.
-    forward_signals_to(child.id());
+    hark_os::forward_signals_to(child.id());
 
     let mode = if args.quiet {
         Mode::Off
@@ -141,7 +141,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         let line = StatusLine::start(s, mode, || progress(&server));
         let status = child.wait();
         // Reaped: its pid may be reused, so no more forwarding to it.
-        CHILD.store(0, Ordering::Relaxed);
+        hark_os::stop_forwarding();
         let ended = Instant::now();
         line.stop();
         (status, ended)
@@ -152,8 +152,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     // From here on SIGTERM and SIGINT (a batch system's time limit, a
     // second Ctrl-C) cut the grace period short; the report is still
     // written.
-    hurry_on_signals();
-    let run = crate::live::release(server).finish_unless(GRACE, &HURRY);
+    let hurry = hurry_on_signals();
+    let run = crate::live::release(server).finish_unless(GRACE, hurry);
     if let Some(view) = &view {
         view.finished(&run);
     }
@@ -289,65 +289,15 @@ pub fn exit_code(status: ExitStatus) -> i32 {
     }
 }
 
-/// The process the signal handler forwards to (0: none).
-pub(crate) static CHILD: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn forward(sig: libc::c_int) {
-    let pid = CHILD.load(Ordering::Relaxed);
-    if pid > 0 {
-        // SAFETY: kill is async-signal-safe and has no memory preconditions.
-        unsafe {
-            libc::kill(pid, sig);
-        }
-    }
+/// Set by SIGTERM, SIGINT or SIGHUP once the command has ended: stop
+/// waiting for connections still open and write the report now.
+fn hurry_on_signals() -> &'static std::sync::atomic::AtomicBool {
+    hark_os::flag_on_signals(&[hark_os::SIGTERM, hark_os::SIGINT, hark_os::SIGHUP], true)
 }
 
-pub(crate) fn forward_signals_to(pid: u32) {
-    CHILD.store(pid as i32, Ordering::Relaxed);
-    // `forward` only loads an atomic and calls kill, both async-signal-safe.
-    handle(
-        &[libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2],
-        forward,
-    );
-}
-
-/// Set by SIGTERM or SIGINT once the command has ended: stop waiting for
-/// connections still open and write the report now.
-static HURRY: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn hurry(_: libc::c_int) {
-    HURRY.store(true, Ordering::Relaxed);
-}
-
-fn hurry_on_signals() {
-    // `hurry` only stores to an atomic, which is async-signal-safe.
-    handle(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP], hurry);
-}
-
-/// Installs `handler`, which must be async-signal-safe, for `signals`.
-fn handle(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int)) {
-    for &sig in signals {
-        // SAFETY: the handler is async-signal-safe (the callers' contract);
-        // the sigaction struct is fully initialised (zeroed, then the
-        // handler and an empty mask set).
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = handler as libc::sighandler_t;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut());
-        }
-    }
-}
-
+/// Leaves the terminal's SIGINT and SIGQUIT to the command `hark` started.
 pub(crate) fn ignore_terminal_signals() {
-    for sig in [libc::SIGINT, libc::SIGQUIT] {
-        // SAFETY: setting a signal's disposition to SIG_IGN has no
-        // preconditions and installs no handler code.
-        unsafe {
-            libc::signal(sig, libc::SIG_IGN);
-        }
-    }
+    hark_os::ignore_signals(&[hark_os::SIGINT, hark_os::SIGQUIT]);
 }
 
 /// Writes every output into the run directory and returns its path. If
@@ -453,8 +403,7 @@ fn remove_stale(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
     };
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let me = unsafe { libc::getuid() };
+    let me = hark_os::uid();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(pid) = name
@@ -462,16 +411,14 @@ fn remove_stale(base: &Path) {
             .and_then(|n| n.strip_prefix("hark-"))
             .and_then(|rest| rest.split_once('-'))
             .filter(|(_, hex)| !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()))
-            .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
             .filter(|pid| *pid > 0)
         else {
             continue;
         };
         let path = entry.path();
         let ours = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == me);
-        // SAFETY: signal 0 only checks that the process exists.
-        let dead = unsafe { libc::kill(pid, 0) } == -1
-            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        let dead = hark_os::process_gone(pid);
         if ours && dead && path.join("hark.sock").exists() {
             let _ = std::fs::remove_dir_all(&path);
         }
@@ -493,8 +440,8 @@ mod tests {
     fn exit_statuses_read_as_a_shell_reads_them() {
         assert_eq!(exit_code(ExitStatus::from_raw(0)), 0);
         assert_eq!(exit_code(ExitStatus::from_raw(3 << 8)), 3);
-        assert_eq!(exit_code(ExitStatus::from_raw(libc::SIGKILL)), 128 + 9);
-        assert_eq!(exit_code(ExitStatus::from_raw(libc::SIGSEGV)), 128 + 11);
+        assert_eq!(exit_code(ExitStatus::from_raw(9 /* SIGKILL */)), 128 + 9);
+        assert_eq!(exit_code(ExitStatus::from_raw(11 /* SIGSEGV */)), 128 + 11);
     }
 
     #[test]

@@ -125,24 +125,13 @@ fn safe(program: &str) -> String {
 pub fn timestamp() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as libc::time_t;
-    // SAFETY: `tm` is plain data that localtime_r fills in; both pointers
-    // are valid for the call.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&now, &mut tm).is_null() {
-            return format!("{now}");
-        }
-        tm
+        .map_or(0, |d| d.as_secs()) as i64;
+    let Some(t) = hark_os::local_time(now) else {
+        return format!("{now}");
     };
     format!(
         "{:04}{:02}{:02}-{:02}{:02}{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
+        t.year, t.month, t.day, t.hour, t.minute, t.second
     )
 }
 

@@ -3,9 +3,11 @@
 //! `$XDG_DATA_HOME/hark/runs.sqlite`, else
 //! `~/.local/share/hark/runs.sqlite`); `hark runs` lists and filters it, and
 //! `hark runs --add RUN_DIR` records runs made elsewhere. `hark runs --index
-//! RUNS` reads the index a `hark serve --runs RUNS` keeps there, showing a
-//! user only their own runs (root and the service's `--admin-group`: all of
-//! them).
+//! RUNS` lists the runs a `hark serve --runs RUNS` recorded, showing a user
+//! only their own (root and the service's `--admin-group`: all of them).
+//! That index is the service's alone (mode 0600): whoever cannot read it
+//! asks the service, through the control socket linked from RUNS, which
+//! knows the caller from the kernel (`crate::serve_index::answer_runs`).
 
 use crate::cli::RunsArgs;
 use crate::output::print_stdout;
@@ -72,34 +74,27 @@ pub fn record(run: &Run, dir: &Path, index: Option<&Path>) -> Result<()> {
 /// recorded in its index), as the service itself shows them; else the
 /// caller's own.
 fn viewer(index: &Index) -> Result<Option<u32>> {
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() };
+    let uid = hark_os::uid();
     if uid == 0 {
         return Ok(None);
     }
     let admin = match index.admin_group()? {
-        Some(gid) => in_my_groups(gid) || crate::serve::user_in_group(uid, gid),
+        Some(gid) => hark_os::in_my_groups(gid) || crate::serve::user_in_group(uid, gid),
         None => false,
     };
     Ok((!admin).then_some(uid))
 }
 
-/// Whether `gid` is this process's group or one of its supplementary ones.
-fn in_my_groups(gid: u32) -> bool {
-    // SAFETY: getegid has no preconditions.
-    if unsafe { libc::getegid() } == gid {
-        return true;
-    }
-    let mut groups = vec![0 as libc::gid_t; 1024];
-    // SAFETY: the buffer holds `groups.len()` entries; getgroups writes at
-    // most that many and returns how many, or -1.
-    let n = unsafe { libc::getgroups(groups.len() as libc::c_int, groups.as_mut_ptr()) };
-    n > 0 && groups[..n as usize].contains(&gid)
-}
-
 /// Runs `hark runs`; returns the process exit status.
 pub fn runs(args: &RunsArgs) -> Result<i32> {
     let path = index_path(args.index.as_deref())?;
+    if let Some(runs) = args.index.as_deref().filter(|p| p.is_dir()) {
+        let private = std::fs::File::open(&path)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
+        if private && args.add.is_empty() {
+            return from_service(args, runs);
+        }
+    }
     let index = Index::open(&path)?;
     for dir in &args.add {
         let (run, dir) = crate::export::read_run(dir)?;
@@ -128,17 +123,79 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
         }),
         viewer: viewer(&index)?,
     };
-    let found = index.list(&filter)?;
+    let mut found = Vec::new();
+    for e in index.list(&filter)? {
+        found.push((index.format_date(e.date)?, e));
+    }
+    print_stdout(&table(&found, &path))?;
+    Ok(0)
+}
+
+/// Lists the runs of the service whose runs directory is `runs`, asking
+/// the service (for a caller who may not read its index).
+fn from_service(args: &RunsArgs, runs: &Path) -> Result<i32> {
+    let link = runs.join(crate::serve_index::CONTROL_LINK);
+    let answer = crate::ctl::request(
+        &link.display().to_string(),
+        &serde_json::json!({
+            "op": "runs",
+            "program": args.program,
+            "host": args.host,
+            "since": args.since,
+            "until": args.until,
+        }),
+    )
+    .with_context(|| {
+        format!(
+            "the run index in {} is the service's alone, and the service could not be asked",
+            runs.display()
+        )
+    })?;
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let found: Vec<(String, Entry)> = answer["runs"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|r| {
+            let entry = Entry {
+                run_dir: PathBuf::from(text(&r["run_dir"])),
+                programs: r["programs"]
+                    .as_array()
+                    .map(|p| p.iter().map(text).collect())
+                    .unwrap_or_default(),
+                host: text(&r["host"]),
+                date: r["date"].as_i64().unwrap_or(0),
+                ranks: r["ranks"].as_u64().unwrap_or(0),
+                wall_ns: r["wall_ns"].as_u64().unwrap_or(0),
+                command: text(&r["command"]),
+                hark_version: text(&r["hark_version"]),
+                owner: r["owner"].as_u64().and_then(|u| u32::try_from(u).ok()),
+                served: r["served"].as_bool().unwrap_or(true),
+            };
+            (text(&r["when"]), entry)
+        })
+        .collect();
+    print_stdout(&table(&found, runs))?;
+    Ok(0)
+}
+
+/// The listing of `found` (each with its date written out), recorded in
+/// `source`.
+fn table(found: &[(String, Entry)], source: &Path) -> String {
     let mut text = String::new();
     if found.is_empty() {
-        text.push_str(&format!("No runs recorded in {} match.\n", path.display()));
+        text.push_str(&format!(
+            "No runs recorded in {} match.\n",
+            source.display()
+        ));
     } else {
         text.push_str(&format!(
             "{:<19}  {:<16} {:>5} {:>11}  {:<20} {}\n",
             "date (UTC)", "host", "ranks", "wall", "programs", "run directory"
         ));
     }
-    for e in &found {
+    for (when, e) in found {
         let owner = e.owner.map_or(String::new(), |u| format!("  (uid {u})"));
         // A directory the caller may not enter (an admin listing others'
         // runs) is not a deleted one.
@@ -148,7 +205,7 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
         };
         text.push_str(&format!(
             "{:<19}  {:<16} {:>5} {:>11}  {:<20} {}{gone}{owner}\n",
-            index.format_date(e.date)?,
+            when,
             e.host,
             e.ranks,
             hark_outputs::units::duration(e.wall_ns as f64),
@@ -156,6 +213,5 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
             e.run_dir.display()
         ));
     }
-    print_stdout(&text)?;
-    Ok(0)
+    text
 }

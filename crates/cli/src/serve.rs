@@ -21,7 +21,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -117,12 +117,6 @@ pub struct ServeArgs {
     pub analyses: Vec<String>,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn stop(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
 /// Runs `hark serve` until SIGTERM or SIGINT; every running job is then
 /// folded (partial) and written.
 pub fn serve(args: &ServeArgs) -> Result<i32> {
@@ -140,8 +134,7 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
             bail!("{host} is not localhost: pass --remote to listen there (the token is sent in clear; TLS is not implemented)");
         }
     }
-    std::fs::create_dir_all(&args.runs)
-        .with_context(|| format!("cannot create the runs directory {}", args.runs.display()))?;
+    crate::serve_files::check_runs_dir(&args.runs)?;
     if let Some(path) = args.listen.strip_prefix("unix:") {
         if let Some(dir) = Path::new(path)
             .parent()
@@ -151,7 +144,7 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
     }
-    raise_fd_limit();
+    hark_os::raise_fd_limit();
     crate::alloc::cap_arenas();
     crate::alloc::fix_mmap_threshold();
     let admin_gid = match &args.admin_group {
@@ -166,9 +159,10 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
     let past = crate::serve_index::open(&args.runs, &index, keep)?;
     crate::serve_index::set_admins(&index, admin_gid)?;
     let runs = args.runs.clone();
+    let recorded = index.clone();
     let on_run = Arc::new(move |r: &ServiceRun| {
         let dir = write_service_run(&runs, r).map_err(|e| format!("{e:#}"))?;
-        if let Err(e) = crate::serve_index::record(&index, r, &dir) {
+        if let Err(e) = crate::serve_index::record(&recorded, r, &dir) {
             print_stderr(&format!(
                 "hark serve: Run {} is not recorded in the run index: {e:#}.\n",
                 dir.display()
@@ -221,17 +215,9 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
             )
         },
     )?;
+    let pointer = point_runs_at(&args.runs, &control);
     listener.set_nonblocking(true)?;
-    for sig in [libc::SIGTERM, libc::SIGINT] {
-        // SAFETY: `stop` only stores to an atomic (async-signal-safe); the
-        // sigaction struct is zeroed, then filled.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = stop as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut());
-        }
-    }
+    let stop = hark_os::flag_on_signals(&[hark_os::SIGTERM, hark_os::SIGINT], false);
     print_stderr(&format!(
         "hark serve: Listening on {} (control: {}); runs go to {}.\n",
         service.addr(),
@@ -251,13 +237,14 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         None => None,
     };
     std::thread::scope(|s| {
-        while !STOP.load(Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) {
             match listener.accept() {
                 Ok((stream, _)) => {
                     let service = service.clone();
+                    let index = &index;
                     // Each request lives as long as its answer takes (a
                     // dump: seconds); none is kept for the service's life.
-                    s.spawn(move || answer(&service, stream, admin_gid));
+                    s.spawn(move || answer(&service, stream, admin_gid, index));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_millis(20))
@@ -270,6 +257,9 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         }
     });
     let _ = std::fs::remove_file(&control);
+    if let Some(p) = pointer {
+        let _ = std::fs::remove_file(p);
+    }
     if let Some(live) = http {
         // Its routes hold the service: they must be gone before it ends.
         live.stop();
@@ -307,8 +297,32 @@ pub fn read_token(path: &Path) -> Result<String> {
     Ok(token)
 }
 
+/// The link `RUNS/hark.ctl` to the control socket (unless the socket is
+/// there already), by which `hark runs --index RUNS` reaches the service
+/// to list a user's runs without reading the private index. Made by the
+/// service in its own directory: no user can replace it.
+fn point_runs_at(runs: &Path, control: &Path) -> Option<PathBuf> {
+    let link = runs.join(crate::serve_index::CONTROL_LINK);
+    if link == control {
+        return None;
+    }
+    let target = std::fs::canonicalize(control).unwrap_or_else(|_| control.to_path_buf());
+    let _ = std::fs::remove_file(&link);
+    match std::os::unix::fs::symlink(&target, &link) {
+        Ok(()) => Some(link),
+        Err(e) => {
+            print_stderr(&format!(
+                "hark serve: Cannot link {} to the control socket ({e}): `hark runs --index {}` will not reach the service.\n",
+                link.display(),
+                runs.display()
+            ));
+            None
+        }
+    }
+}
+
 /// One control request: one JSON line in, one JSON line out.
-fn answer(service: &Service, stream: UnixStream, admin_gid: Option<u32>) {
+fn answer(service: &Service, stream: UnixStream, admin_gid: Option<u32>, index: &Path) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let Some(hark_transport::Cred { uid, gid, pid }) = hark_transport::cred_of(&stream) else {
@@ -320,6 +334,9 @@ fn answer(service: &Service, stream: UnixStream, admin_gid: Option<u32>) {
     let reply = {
         let mut reader = BufReader::new((&stream).take_limit(64 << 10));
         match reader.read_line(&mut line) {
+            Ok(_) if crate::serve_index::is_runs_request(&line) => {
+                crate::serve_index::answer_runs(index, &viewer, &line)
+            }
             Ok(_) => handle(service, &viewer, &line),
             Err(e) => json!({"ok": false, "error": format!("cannot read the request: {e}")}),
         }
@@ -470,6 +487,10 @@ fn write_service_run(runs: &Path, r: &ServiceRun) -> Result<PathBuf> {
         RunKind::Dump(n) => format!("{program}-job{}-dump{n}", r.id),
     };
     let dir = rundir::create_new(runs, &name, &rundir::timestamp())?;
+    // Closed before anything is written in it; its owner gets it last of
+    // all (`serve_files`).
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("cannot close {} to other users", dir.display()))?;
     hark_outputs::write_all(&r.run, &dir, |_| true)
         .with_context(|| format!("cannot write the run directory {}", dir.display()))?;
     let meta = crate::serve_index::meta(r);
@@ -477,42 +498,14 @@ fn write_service_run(runs: &Path, r: &ServiceRun) -> Result<PathBuf> {
     std::fs::write(&file, format!("{meta:#}\n"))
         .with_context(|| format!("cannot write {}", file.display()))?;
     if let Some(uid) = r.owner {
-        give_to(&dir, uid);
+        if let Err(e) = crate::serve_files::give_to(&dir, uid) {
+            print_stderr(&format!(
+                "hark serve: Run {} stays the service's, closed to its owner: {e:#}.\n",
+                dir.display()
+            ));
+        }
     }
     Ok(dir)
-}
-
-/// Makes the run directory its owner's (when the service runs as root),
-/// and closed to others.
-fn give_to(dir: &Path, uid: u32) {
-    use std::os::unix::ffi::OsStrExt;
-    let chown = |p: &Path| {
-        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
-            return;
-        };
-        // SAFETY: a valid C string; -1 leaves the group as it is. A failure
-        // (not root) leaves the file the service's.
-        unsafe { libc::chown(c.as_ptr(), uid, u32::MAX) };
-    };
-    for entry in walk(dir) {
-        chown(&entry);
-    }
-    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = vec![dir.to_path_buf()];
-    let mut i = 0;
-    while i < out.len() {
-        if out[i].is_dir() {
-            if let Ok(entries) = std::fs::read_dir(&out[i]) {
-                let found: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-                out.extend(found);
-            }
-        }
-        i += 1;
-    }
-    out
 }
 
 /// Whether process `pid` has `gid` among its supplementary groups.
@@ -558,22 +551,6 @@ fn group_id(group: &str) -> Result<u32> {
             (f.next() == Some(group)).then(|| f.nth(1).and_then(|g| g.parse().ok()))?
         })
         .with_context(|| format!("no group {group:?} in /etc/group"))
-}
-
-/// Lets the service hold as many connections as the hard limit allows.
-fn raise_fd_limit() {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is valid for writing; setrlimit only raises the soft
-    // limit to the hard one.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-    }
 }
 
 #[cfg(test)]

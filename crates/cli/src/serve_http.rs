@@ -6,26 +6,30 @@
 //!
 //! Who asks is found as on the Unix sockets, from the kernel: the server
 //! listens on localhost only, and a localhost connection's client socket
-//! is a line of `/proc/net/tcp` (or `tcp6`) whose `uid` column is its owner
-//! ([`hark_transport::local_tcp_owner`]). A layer puts that user, as a
-//! [`Viewer`], into every request; a request whose user cannot be found is
-//! refused (403) before any route sees it. A user sees, queries and
-//! controls only their own jobs; root and the admin group see all.
+//! is an `ESTABLISHED` line of `/proc/net/tcp` (or `tcp6`) whose `uid`
+//! column is its owner ([`hark_transport::local_tcp_owner`]), read once as
+//! the connection is accepted, while the client's socket is surely open
+//! (`hark_live::Access`). A layer puts that user, as a [`Viewer`], into
+//! every request; a connection whose user cannot be found is refused (403)
+//! before any route sees it. A user sees, queries and controls only their
+//! own jobs; root and the admin group see all. `hark_live` also checks
+//! `Host`, `Origin`, the JSON content type and the CSRF token of a `POST`,
+//! and bounds HTTP connections per user and overall.
 
 use crate::serve::command_of;
 use anyhow::{bail, Context, Result};
-use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Json, Router};
-use hark_live::{Catalog, Live, RunInfo};
+use hark_live::{Access, Catalog, Client, Live, RunInfo};
 use hark_model::Run;
 use hark_server::{JobInfo, JobState, Service, Viewer};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -43,7 +47,7 @@ pub fn start(addr: &str, service: Arc<Service>, admin_gid: Option<u32>) -> Resul
     if !local.ip().is_loopback() {
         bail!("--http {addr} is not localhost: the HTTP API tells users apart only on localhost");
     }
-    let who = Arc::new(Who { local, admin_gid });
+    let who = Arc::new(Who { admin_gid });
     let jobs = Arc::new(Jobs {
         service: service.clone(),
         snapshots: Mutex::default(),
@@ -56,24 +60,32 @@ pub fn start(addr: &str, service: Arc<Service>, admin_gid: Option<u32>) -> Resul
                 .with_state(service),
         )
         .layer(axum::middleware::from_fn_with_state(who, identify));
-    Ok(Live::serve(listener, app)?)
+    let access = Access::identified(Arc::new(|peer, local| {
+        hark_transport::local_tcp_owner(peer, local)
+            .map(Some)
+            .ok_or_else(|| {
+                "cannot tell which user connected: only localhost clients whose connection \
+                 is open are served"
+                    .to_string()
+            })
+    }));
+    Ok(Live::serve(listener, app, access)?)
 }
 
-/// What the identifying layer needs: where the server listens, and who
-/// the admins are.
+/// What the identifying layer needs: who the admins are.
 struct Who {
-    local: SocketAddr,
     admin_gid: Option<u32>,
 }
 
-/// Puts the client's user into the request, or refuses it.
+/// Puts the client's user, as the connection loop named it, into the
+/// request as a [`Viewer`], or refuses it.
 async fn identify(
     State(who): State<Arc<Who>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    client: Option<Extension<Client>>,
     mut req: Request,
     next: Next,
 ) -> Response {
-    let Some(uid) = hark_transport::local_tcp_owner(peer, who.local) else {
+    let Some(uid) = client.and_then(|c| c.uid) else {
         return failure(
             StatusCode::FORBIDDEN,
             "cannot tell which user connected (only localhost clients are served)".into(),
@@ -91,13 +103,35 @@ fn failure(code: StatusCode, e: String) -> Response {
     (code, Json(json!({"ok": false, "error": e}))).into_response()
 }
 
+/// The most a control request's body may hold; a command is a few dozen
+/// bytes.
+const MAX_BODY: usize = 64 << 10;
+
 async fn control(
     State(service): State<Arc<Service>>,
     Extension(viewer): Extension<Viewer>,
     Path(id): Path<String>,
-    body: String,
+    body: Body,
 ) -> Response {
-    let req: Value = match serde_json::from_str(&body) {
+    // A client that sends its head and then holds back the body would
+    // hold its connection for ever: it has as long as it may idle.
+    let idle = hark_live::Limits::default().idle;
+    let body = match tokio::time::timeout(idle, axum::body::to_bytes(body, MAX_BODY)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => {
+            return failure(
+                StatusCode::BAD_REQUEST,
+                format!("cannot read the body (at most {MAX_BODY} bytes): {e}"),
+            )
+        }
+        Err(_) => {
+            return failure(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("the body did not arrive within {} s", idle.as_secs()),
+            )
+        }
+    };
+    let req: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => {
             return failure(
@@ -189,14 +223,17 @@ impl Jobs {
         (viewer.admin || s.job.owner == Some(viewer.uid)).then(|| s.run.clone())
     }
 
-    fn finished(&self, dir: &std::path::Path) -> Option<Arc<Run>> {
+    /// The model of a finished job or dump of `owner`, from its run
+    /// directory, which that owner may have changed: read only through
+    /// `crate::serve_files` (never through a link, never another's file).
+    fn finished(&self, dir: &std::path::Path, owner: Option<u32>) -> Option<Arc<Run>> {
         let mut kept = self.finished.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = kept.iter().position(|(d, _)| d == dir) {
             let hit = kept.remove(i);
             kept.push(hit.clone());
             return Some(hit.1);
         }
-        let run = Arc::new(crate::export::read_run(dir).ok()?.0);
+        let run = Arc::new(crate::serve_files::read_run(dir, owner).ok()?);
         if kept.len() >= KEPT_FINISHED {
             kept.remove(0);
         }
@@ -257,7 +294,7 @@ impl Catalog for Jobs {
     fn model(&self, viewer: Option<&Viewer>, id: &str) -> Option<Arc<Run>> {
         let viewer = viewer?;
         if let Ok(dump) = self.service.dump(viewer, id) {
-            return self.finished(&dump.dir);
+            return self.finished(&dump.dir, dump.owner);
         }
         if let Ok(job) = self.service.job(viewer, id) {
             if job.state == JobState::Running {
@@ -268,7 +305,9 @@ impl Catalog for Jobs {
         }
         // Finished, being folded, or it ended between the two questions.
         match self.service.job(viewer, id) {
-            Ok(job) if job.state != JobState::Running => self.finished(job.dir.as_deref()?),
+            Ok(job) if job.state != JobState::Running => {
+                self.finished(job.dir.as_deref()?, job.owner)
+            }
             _ => self.last_snapshot(viewer, id),
         }
     }

@@ -9,18 +9,37 @@
 //! `service.json` for the job's number, name and owner). So a missing index
 //! is rebuilt from them, and one that is damaged or not a database is
 //! moved aside (`index.sqlite.corrupt`) and rebuilt, with a line on the
-//! service's stderr; an index that cannot be used for another reason
-//! (read-only, locked) stops the service from starting, with the reason.
+//! service's stderr, and so is an empty one (zero bytes: no database at
+//! all, though SQLite would take it for a new one and forget every run);
+//! an index that cannot be used for another reason (read-only, locked)
+//! stops the service from starting, with the reason.
+//!
+//! The index holds every user's command lines, so it is the service's
+//! alone: mode 0600 (`Index::open_private`), and so is a damaged copy moved
+//! aside. Users list their own runs through the service instead: `hark
+//! runs --index RUNS` finds the control socket through the link
+//! `RUNS/hark.ctl` ([`CONTROL_LINK`]) and asks `{"op": "runs"}`
+//! ([`answer_runs`]); the kernel's `SO_PEERCRED` on that socket says whose
+//! runs to list. What the service reads back from run directories, which
+//! their owners may change, goes through `crate::serve_files`.
 
 use crate::output::print_stderr;
 use anyhow::{Context, Result};
 use hark_index::{Entry, Filter, Index};
-use hark_server::{DumpInfo, JobInfo, JobState, RunKind, ServiceRun};
-use serde_json::Value;
+use hark_server::{DumpInfo, JobInfo, JobState, RunKind, ServiceRun, Viewer};
+use serde_json::{json, Value};
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// The service's `service.json`, written into each of its run directories.
 pub const META_FILE: &str = "service.json";
+
+/// The link in the runs directory to the service's control socket.
+pub const CONTROL_LINK: &str = "hark.ctl";
+
+/// The largest `service.json` read back: a few hundred bytes are written.
+const META_MAX: u64 = 1 << 16;
 
 /// The finished jobs and the dumps of a service's earlier lives.
 pub struct Past {
@@ -35,6 +54,15 @@ pub struct Past {
 /// `keep` of each.
 pub fn open(runs: &Path, file: &Path, keep: usize) -> Result<Past> {
     let existed = file.exists();
+    if std::fs::symlink_metadata(file).is_ok_and(|m| m.len() == 0) {
+        let aside = move_aside(file, "it is empty")?;
+        let n = rebuild(runs, file)?;
+        print_stderr(&format!(
+            "hark serve: The run index {} was empty; moved it to {} and rebuilt it from {n} run directories.\n",
+            file.display(),
+            aside.display()
+        ));
+    }
     let entries = match load(file) {
         Ok(entries) if existed => entries,
         Ok(_) => {
@@ -48,13 +76,7 @@ pub fn open(runs: &Path, file: &Path, keep: usize) -> Result<Past> {
             load(file)?
         }
         Err(e) if e.is_corrupt() => {
-            let aside = PathBuf::from(format!("{}.corrupt", file.display()));
-            std::fs::rename(file, &aside).with_context(|| {
-                format!(
-                    "the run index {} is damaged ({e}) and cannot be moved aside",
-                    file.display()
-                )
-            })?;
+            let aside = move_aside(file, &format!("it is damaged ({e})"))?;
             let n = rebuild(runs, file)?;
             print_stderr(&format!(
                 "hark serve: The run index {} was damaged ({e}); moved it to {} and rebuilt it from {n} run directories.\n",
@@ -68,12 +90,33 @@ pub fn open(runs: &Path, file: &Path, keep: usize) -> Result<Past> {
     let served: Vec<(&Entry, Value)> = entries
         .iter()
         .filter(|e| e.served)
-        .filter_map(|e| Some((e, read_meta(&e.run_dir)?)))
+        .filter_map(|e| Some((e, read_meta(&e.run_dir, e.owner)?)))
         .collect();
     Ok(Past {
         jobs: last(served.iter().filter_map(|(e, m)| past_job(e, m)), keep),
         dumps: last(served.iter().filter_map(|(e, m)| past_dump(e, m)), keep),
     })
+}
+
+/// Moves the index at `file` aside (`FILE.corrupt`, the service's alone),
+/// saying `why` if it cannot.
+fn move_aside(file: &Path, why: &str) -> Result<PathBuf> {
+    let aside = PathBuf::from(format!("{}.corrupt", file.display()));
+    std::fs::rename(file, &aside).with_context(|| {
+        format!(
+            "the run index {} cannot be moved aside ({why})",
+            file.display()
+        )
+    })?;
+    std::fs::set_permissions(&aside, std::fs::Permissions::from_mode(0o600)).with_context(
+        || {
+            format!(
+                "cannot make {} readable by the service alone",
+                aside.display()
+            )
+        },
+    )?;
+    Ok(aside)
 }
 
 /// The last `keep` items.
@@ -85,39 +128,53 @@ fn last<T>(items: impl Iterator<Item = T>, keep: usize) -> Vec<T> {
 
 /// Records the service's admin group in its index, for `hark runs`.
 pub fn set_admins(file: &Path, gid: Option<u32>) -> Result<()> {
-    Index::open(file)?
+    Index::open_private(file)?
         .set_admin_group(gid)
         .context("cannot record the admin group in the run index")
 }
 
 fn load(file: &Path) -> Result<Vec<Entry>, hark_index::Error> {
-    Index::open(file)?.list(&Filter::default())
+    Index::open_private(file)?.list(&Filter::default())
 }
 
 /// Records every run directory of the service under `runs` into a fresh
 /// index at `file`; returns how many.
+///
+/// A run directory's owner is who owns it, not what its `service.json`
+/// (which that owner may have rewritten) says, unless the service never
+/// gave it away.
 fn rebuild(runs: &Path, file: &Path) -> Result<usize> {
-    let index = Index::open(file)?;
+    let index = Index::open_private(file)?;
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(runs)
         .with_context(|| format!("cannot list the runs directory {}", runs.display()))?
         .flatten()
         .map(|e| e.path())
-        .filter(|d| d.join(META_FILE).is_file())
         .collect();
     dirs.sort();
     let mut n = 0;
     for dir in dirs {
-        let Ok((run, dir)) = crate::export::read_run(&dir) else {
+        let Ok(holder) = crate::serve_files::dir_owner(&dir) else {
             continue;
         };
-        let meta = read_meta(&dir).unwrap_or_default();
-        let date = std::fs::metadata(dir.join(hark_outputs::json::FILE_NAME))
+        let Some(meta) = read_meta(&dir, Some(holder)) else {
+            continue;
+        };
+        let owner = if holder == crate::serve_files::service_uid() {
+            meta["owner"].as_u64().and_then(|u| u32::try_from(u).ok())
+        } else {
+            Some(holder)
+        };
+        let Ok(run) = crate::serve_files::read_run(&dir, owner) else {
+            continue;
+        };
+        let date = crate::serve_files::open_owned(&dir, hark_outputs::json::FILE_NAME, owner)
+            .and_then(|f| f.metadata())
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_secs() as i64);
         let entry = Entry {
-            owner: meta["owner"].as_u64().and_then(|u| u32::try_from(u).ok()),
+            owner,
             served: true,
             ..crate::runs::entry(&run, &dir, date)
         };
@@ -129,7 +186,7 @@ fn rebuild(runs: &Path, file: &Path) -> Result<usize> {
 
 /// Records a run the service has just written into `dir`.
 pub fn record(file: &Path, r: &ServiceRun, dir: &Path) -> Result<()> {
-    let index = Index::open(file)?;
+    let index = Index::open_private(file)?;
     let date = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
@@ -160,9 +217,65 @@ pub fn meta(r: &ServiceRun) -> Value {
     })
 }
 
-fn read_meta(dir: &Path) -> Option<Value> {
-    let text = std::fs::read_to_string(dir.join(META_FILE)).ok()?;
+/// The `service.json` of a run directory of a job owned by `owner`, read
+/// as `crate::serve_files` reads a user's files.
+fn read_meta(dir: &Path, owner: Option<u32>) -> Option<Value> {
+    let mut text = String::new();
+    crate::serve_files::open_owned(dir, META_FILE, owner)
+        .ok()?
+        .take(META_MAX)
+        .read_to_string(&mut text)
+        .ok()?;
     serde_json::from_str(&text).ok()
+}
+
+/// Whether a control request asks for `runs` (answered from the index).
+pub fn is_runs_request(line: &str) -> bool {
+    serde_json::from_str::<Value>(line.trim()).is_ok_and(|v| v["op"] == "runs")
+}
+
+/// Answers `{"op": "runs", "program", "host", "since", "until"}` (each
+/// optional; dates as `hark runs` takes them): the rows of the index at
+/// `file` that `viewer` may see (their own; every row for an admin), each
+/// with its date written out (`when`).
+pub fn answer_runs(file: &Path, viewer: &Viewer, line: &str) -> Value {
+    let fail = |e: String| json!({"ok": false, "error": e});
+    let req: Value = match serde_json::from_str(line.trim()) {
+        Ok(v) => v,
+        Err(e) => return fail(format!("the request is not JSON: {e}")),
+    };
+    let listed = || -> Result<Value, hark_index::Error> {
+        let index = Index::open_private(file)?;
+        let text = |k: &str| req[k].as_str().map(str::to_string);
+        let date = |k: &str| text(k).map(|d| index.parse_date(&d)).transpose();
+        // `until` a day (YYYY-MM-DD) includes that day.
+        let day = text("until").is_some_and(|d| d.trim().len() == 10);
+        let filter = Filter {
+            program: text("program"),
+            host: text("host"),
+            since: date("since")?,
+            until: date("until")?.map(|u| if day { u + 86_400 } else { u }),
+            viewer: (!viewer.admin).then_some(viewer.uid),
+        };
+        let mut rows = Vec::new();
+        for e in index.list(&filter)? {
+            rows.push(json!({
+                "run_dir": e.run_dir,
+                "programs": e.programs,
+                "host": e.host,
+                "date": e.date,
+                "when": index.format_date(e.date)?,
+                "ranks": e.ranks,
+                "wall_ns": e.wall_ns,
+                "command": e.command,
+                "hark_version": e.hark_version,
+                "owner": e.owner,
+                "served": e.served,
+            }));
+        }
+        Ok(json!({"ok": true, "runs": rows}))
+    };
+    listed().unwrap_or_else(|e| fail(e.to_string()))
 }
 
 /// A dump of an earlier life of the service, from its run directory's

@@ -1,7 +1,7 @@
 //! Under `hark run --analysers`, a writer rank that dies makes the launcher
 //! end the whole job, analysers included (Open MPI's `mpirun` with SIGTERM
 //! then SIGKILL, MPICH's Hydra with SIGKILL). The analysers' servers run in
-//! keepers that outlive them (`crates/cli/src/analyser/keeper.rs`), and
+//! keepers that outlive them (`crates/analyser/src/keeper.rs`), and
 //! `hark run` merges what they kept: the run directory is there, the dead
 //! rank is partial, and every rank's counts are what it did before the
 //! death (`docs/analysers.md`, "When a rank dies").

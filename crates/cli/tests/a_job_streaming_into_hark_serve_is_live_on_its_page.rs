@@ -94,12 +94,13 @@ fn a_running_job_grows_on_the_services_page_then_is_finished() {
     assert!(e.contains("404"), "{e}");
 
     // Control through the same address.
-    let out = std::process::Command::new("curl")
-        .args(["-s", "-X", "POST", "-d", r#"{"action":"resume"}"#])
-        .arg(format!("{url}api/runs/{id}/control"))
-        .output_within()
-        .unwrap();
-    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, answer) = served.post(
+        None,
+        &format!("api/runs/{id}/control"),
+        r#"{"action":"resume"}"#,
+        &[],
+    );
+    let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
     assert_eq!(answer, serde_json::json!({"ok": true, "dir": null}));
 
     // Asked all along while the job ends, is folded and written, the job is

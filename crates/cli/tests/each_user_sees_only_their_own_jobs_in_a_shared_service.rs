@@ -134,26 +134,9 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
         .find_map(|l| l.split("POST ").nth(1).map(|u| u.replace("/ID/", "/{}/")))
         .expect("hark serve printed its HTTP control URL");
     let post = |user: &str, job: &str, action: &str| -> String {
-        let out = std::process::Command::new("runuser")
-            .args([
-                "-u",
-                user,
-                "--",
-                "curl",
-                "-s",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code}",
-                "-X",
-                "POST",
-                "-d",
-            ])
-            .arg(format!("{{\"action\": \"{action}\"}}"))
-            .arg(url.replace("{}", job))
-            .output_within()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        let path = url.replace("{}", job).replace(&served.url(), "");
+        let body = format!("{{\"action\": \"{action}\"}}");
+        served.post(Some(user), &path, &body, &[]).0
     };
     assert_eq!(post(USERS[2], &ann_job, "pause"), "403");
     assert_eq!(post(USERS[1], &ann_job, "pause"), "403");

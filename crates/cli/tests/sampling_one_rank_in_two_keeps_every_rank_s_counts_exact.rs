@@ -30,10 +30,13 @@ fn http_addr(served: &Served) -> String {
 
 /// `POST /api/runs/{id}/control` with `body`: the status and the answer.
 fn post_control(addr: &str, id: &str, body: &str) -> (u16, String) {
+    let session = hark_live::client::get(&format!("http://{addr}/api/session")).unwrap();
+    let session: serde_json::Value = serde_json::from_str(&session).unwrap();
+    let csrf = session["csrf"].as_str().unwrap();
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     write!(
         s,
-        "POST /api/runs/{id}/control HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /api/runs/{id}/control HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nX-Hark-Csrf: {csrf}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -73,39 +76,9 @@ fn sampled(mpi: Mpi, tag: &str) {
         j.len() == 1 && j[0]["open"] == 4
     });
     let id = jobs[0]["id"].as_str().unwrap().to_string();
-    // Every rank in its loop, then a second of full detail, then the
-    // switch; phase 2 starts once every probe has read it (they look
-    // every 100 ms).
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !go.with_extension("ready").exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the program never started its loop"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(1000));
-    for bad in ["0/0", "3/2", "x/2", "1-2"] {
-        let out = served.ctl(None, &["sample", bad, &id]);
-        assert!(!out.status.success(), "sample {bad} was taken");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("K") || err.contains("K/N"), "{bad}: {err}");
-    }
-    let (code, answer) = post_control(&http, &id, r#"{"action":"sample","keep":3,"of":2}"#);
-    assert_eq!(code, 422, "{answer}");
-    assert!(
-        answer.contains("cannot keep 3 of every 2 ranks"),
-        "{answer}"
-    );
-    served.ask(None, &["sample", "1/2", &id]);
-    std::thread::sleep(Duration::from_millis(500));
-    std::fs::write(&go, "").unwrap();
-    // Three seconds sampled, then every rank in detail again.
-    std::thread::sleep(Duration::from_millis(3000));
-    let (code, answer) = post_control(&http, &id, r#"{"action":"sample","keep":2,"of":2}"#);
-    assert_eq!(code, 200, "{answer}");
-    std::thread::sleep(Duration::from_millis(500));
-    std::fs::write(&back, "").unwrap();
+    wait_for_the_loop(&go);
+    a_bad_filter_is_refused(&served, &http, &id);
+    sample_one_in_two_then_all(&served, &http, &id, &go, &back);
     let out = job.wait_with_output().unwrap();
     assert!(
         out.status.success(),
@@ -121,21 +94,80 @@ fn sampled(mpi: Mpi, tag: &str) {
         .unwrap();
     let p = profile(jobs[0]["dir"].as_str().unwrap().as_ref());
     let prog = &p["programs"][0];
+    counts_are_exact(&p, n);
+    the_diagnostic_names_ranks_1_and_3(prog);
+    the_slices_hold_a_stretch_without_ranks_1_and_3(prog, n);
+}
 
-    // Exact counts for every rank, sampled out or not.
-    for f in ["MPI_Send", "MPI_Recv", "MPI_Bcast"] {
-        assert_eq!(per_rank(&p, 0, f, "calls"), vec![n; 4], "{f} calls");
+/// Every rank in its loop, then a second of full detail.
+fn wait_for_the_loop(go: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !go.with_extension("ready").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the program never started its loop"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(per_rank(&p, 0, "MPI_Send", "bytes"), vec![256 * n; 4]);
-    assert_eq!(per_rank(&p, 0, "MPI_Recv", "bytes"), vec![256 * n; 4]);
+    std::thread::sleep(Duration::from_millis(1000));
+}
+
+/// `hark ctl` and the HTTP API refuse a bad filter.
+fn a_bad_filter_is_refused(served: &Served, http: &str, id: &str) {
+    for bad in ["0/0", "3/2", "x/2", "1-2"] {
+        let out = served.ctl(None, &["sample", bad, id]);
+        assert!(!out.status.success(), "sample {bad} was taken");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("K") || err.contains("K/N"), "{bad}: {err}");
+    }
+    let (code, answer) = post_control(http, id, r#"{"action":"sample","keep":3,"of":2}"#);
+    assert_eq!(code, 422, "{answer}");
+    assert!(
+        answer.contains("cannot keep 3 of every 2 ranks"),
+        "{answer}"
+    );
+}
+
+/// The switch to one rank in two through `hark ctl`; phase 2 starts once
+/// every probe has read it (they look every 100 ms). Three seconds
+/// sampled, then every rank in detail again, through the HTTP API.
+fn sample_one_in_two_then_all(
+    served: &Served,
+    http: &str,
+    id: &str,
+    go: &std::path::Path,
+    back: &std::path::Path,
+) {
+    served.ask(None, &["sample", "1/2", id]);
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::write(go, "").unwrap();
+    // Three seconds sampled, then every rank in detail again.
+    std::thread::sleep(Duration::from_millis(3000));
+    let (code, answer) = post_control(http, id, r#"{"action":"sample","keep":2,"of":2}"#);
+    assert_eq!(code, 200, "{answer}");
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::write(back, "").unwrap();
+}
+
+/// Exact counts for every rank, sampled out or not, of the program's `n`
+/// iterations.
+fn counts_are_exact(p: &serde_json::Value, n: u64) {
+    let prog = &p["programs"][0];
+    for f in ["MPI_Send", "MPI_Recv", "MPI_Bcast"] {
+        assert_eq!(per_rank(p, 0, f, "calls"), vec![n; 4], "{f} calls");
+    }
+    assert_eq!(per_rank(p, 0, "MPI_Send", "bytes"), vec![256 * n; 4]);
+    assert_eq!(per_rank(p, 0, "MPI_Recv", "bytes"), vec![256 * n; 4]);
     for r in 0..4 {
         let w = &prog["io"]["per_rank"][r]["pwrite"];
         assert_eq!(w["calls"], n, "rank {r} pwrite: {w}");
         assert_eq!(w["bytes"], 100 * n, "rank {r} pwrite: {w}");
     }
-    assert_eq!(lost(&p), 0, "events counted as lost");
+    assert_eq!(lost(p), 0, "events counted as lost");
+}
 
-    // The diagnostic names ranks 1 and 3 and when they left.
+/// The diagnostic names ranks 1 and 3 and when they left.
+fn the_diagnostic_names_ranks_1_and_3(prog: &serde_json::Value) {
     let diags: Vec<&str> = prog["diagnostics"]
         .as_array()
         .unwrap()
@@ -147,11 +179,13 @@ fn sampled(mpi: Mpi, tag: &str) {
         .find(|d| d.contains("ranks 1,3 sampled out from t="))
         .unwrap_or_else(|| panic!("no sampling diagnostic in {diags:?}"));
     assert!(said.contains("their counts are exact"), "{said}");
+}
 
-    // Time slices. Where rank 0 makes calls: ranks 1 and 3 have events in
-    // the first half second (full detail before the switch) and in the
-    // last (full detail again); in between, one stretch of at least half
-    // a second in which they have none at all while ranks 0 and 2 go on.
+/// Time slices. Where rank 0 makes calls: ranks 1 and 3 have events in the
+/// first half second (full detail before the switch) and in the last (full
+/// detail again); in between, one stretch of at least half a second in
+/// which they have none at all while ranks 0 and 2 go on.
+fn the_slices_hold_a_stretch_without_ranks_1_and_3(prog: &serde_json::Value, n: u64) {
     let ts = &prog["timeslices"];
     let width = ts["slice_ns"].as_u64().unwrap();
     let calls = matrix(&ts["metrics"]["MPI_Send.calls"]);

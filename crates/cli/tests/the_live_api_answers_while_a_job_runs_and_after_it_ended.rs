@@ -51,7 +51,16 @@ fn the_live_api_answers_while_a_job_runs_and_after_it_ended() {
     }
     let dir = common::scratch("live-api");
     let job = live::start(&dir, 2, 6);
+    the_run_is_listed_and_grows(&job);
+    the_phases_read_apart_while_it_runs(&job);
+    the_timeline_has_every_rank_and_bad_queries_are_refused(&job);
+    let run_dir = the_job_ends_with_its_own_stdout_and_the_view_with_it(job);
+    the_run_directory_answers_the_same_queries(&run_dir);
+    hark_open_serves_the_finished_run(&run_dir);
+}
 
+/// The run is listed as running, and its events grow between two looks.
+fn the_run_is_listed_and_grows(job: &live::Job) {
     let runs: serde_json::Value = serde_json::from_str(&job.get("api/runs").unwrap()).unwrap();
     assert_eq!(runs[0]["id"], "run", "{runs}");
     assert_eq!(runs[0]["state"], "running", "{runs}");
@@ -67,7 +76,12 @@ fn the_live_api_answers_while_a_job_runs_and_after_it_ended() {
         serde_json::json!(["live_phases-mpicc-openmpi"]),
         "{runs}"
     );
+}
 
+/// Once the collective phase began: an interval of the first phase holds
+/// only its functions and ring messages, and one after it only the
+/// collectives.
+fn the_phases_read_apart_while_it_runs(job: &live::Job) {
     // Wait for the collective phase, then find where each phase lies in
     // the slices (MPI_Init's length depends on the machine's load).
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
@@ -106,7 +120,11 @@ fn the_live_api_answers_while_a_job_runs_and_after_it_ended() {
     let late = job.profile(&format!("?from_ns={late_from}"));
     assert!(calls(&late, "MPI_Allreduce") > 0, "{late}");
     assert_eq!(calls(&late, "MPI_Sendrecv"), 0, "{late}");
+}
 
+/// The timeline has every rank; an unknown run and a bad time are refused
+/// with clear errors.
+fn the_timeline_has_every_rank_and_bad_queries_are_refused(job: &live::Job) {
     let timeline: serde_json::Value =
         serde_json::from_str(&job.get("api/runs/run/timeline?bins=10").unwrap()).unwrap();
     let ranks = timeline["programs"][0]["ranks"].as_array().unwrap();
@@ -125,7 +143,11 @@ fn the_live_api_answers_while_a_job_runs_and_after_it_ended() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("400") && e.contains("to_ns=soon"), "{e}");
+}
 
+/// Waits for the job: it exits 0, its stdout is the program's own, and the
+/// live view is gone; its run directory.
+fn the_job_ends_with_its_own_stdout_and_the_view_with_it(job: live::Job) -> std::path::PathBuf {
     let url = job.url.clone();
     let stdout = job.stdout.clone();
     let run_dir = job.run_dir.clone();
@@ -139,19 +161,24 @@ fn the_live_api_answers_while_a_job_runs_and_after_it_ended() {
         hark_live::client::get(&url).is_err(),
         "the live view outlived hark run"
     );
+    run_dir
+}
 
+/// `hark query` on the run directory: the slices sum to the run's totals,
+/// the phases read apart, and a bad time is refused.
+fn the_run_directory_answers_the_same_queries(run_dir: &std::path::Path) {
     // The run directory answers the same queries.
     let query = |args: &[&str]| -> serde_json::Value {
         let out = Command::new(common::hark())
             .arg("query")
-            .arg(&run_dir)
+            .arg(run_dir)
             .args(args)
             .output()
             .unwrap();
         common::assert_exit(&out, 0);
         serde_json::from_slice(&out.stdout).unwrap()
     };
-    let whole = common::profile(&run_dir);
+    let whole = common::profile(run_dir);
     let all = query(&[]);
     for f in ["MPI_Sendrecv", "MPI_Allreduce", "MPI_Bcast"] {
         assert_eq!(
@@ -191,17 +218,21 @@ fn the_live_api_answers_while_a_job_runs_and_after_it_ended() {
 
     let bad = Command::new(common::hark())
         .args(["query"])
-        .arg(&run_dir)
+        .arg(run_dir)
         .args(["--from", "soon"])
         .output()
         .unwrap();
     common::assert_exit(&bad, 2);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a time"));
+}
 
+/// `hark open` serves the finished run; once it is gone, a query says so
+/// rather than hangs.
+fn hark_open_serves_the_finished_run(run_dir: &std::path::Path) {
     // `hark open` serves the finished run.
     let mut open = Command::new(common::hark())
         .args(["open", "--http", "127.0.0.1:0"])
-        .arg(&run_dir)
+        .arg(run_dir)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();

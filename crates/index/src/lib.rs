@@ -120,6 +120,9 @@ pub enum ErrorKind {
     /// A date the caller gave could not be read (`2026-11-24` or
     /// `2026-11-24 12:00:00` are read).
     Date(String),
+    /// A private index ([`Index::open_private`]) could not be made readable
+    /// by its owner alone.
+    Private(std::io::Error),
 }
 
 impl Error {
@@ -146,6 +149,10 @@ impl fmt::Display for Error {
             ErrorKind::Sqlite(e) => write!(
                 f,
                 "the run index {p} cannot be used: {e} (set {ENV} to use another file)"
+            ),
+            ErrorKind::Private(e) => write!(
+                f,
+                "cannot make the run index {p} readable by its owner alone (mode 0600): {e}"
             ),
             ErrorKind::Date(d) => write!(
                 f,
@@ -216,6 +223,34 @@ impl Index {
             .map_err(|e| index.sqlite(e))?;
         index.migrate().map_err(|e| index.sqlite(e))?;
         Ok(index)
+    }
+
+    /// Opens the index at `path` as [`Index::open`] does, first making the
+    /// file readable and writable by its owner alone (mode 0600): created so
+    /// when missing, narrowed when it exists, never through a symlink. A
+    /// service keeps its index so, since its rows hold every user's command
+    /// lines; SQLite gives its journal the same mode as the file.
+    pub fn open_private(path: &Path) -> Result<Index, Error> {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let err = |kind| Error {
+            kind,
+            path: path.to_path_buf(),
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| err(ErrorKind::Io(e)))?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| err(ErrorKind::Private(e)))?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| err(ErrorKind::Private(e)))?;
+        drop(file);
+        Index::open(path)
     }
 
     /// Adds the columns a file written by an older Hark lacks (`owner` and
@@ -552,6 +587,23 @@ mod tests {
             (rows.len(), rows[0].owner, rows[0].served),
             (1, None, false)
         );
+        std::fs::remove_file(&file).unwrap();
+    }
+
+    #[test]
+    fn a_private_index_is_readable_by_its_owner_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let file = fresh("private");
+        let mode = |f: &Path| std::fs::metadata(f).unwrap().permissions().mode() & 0o777;
+        Index::open_private(&file)
+            .unwrap()
+            .record(&entry("/a", "lmp", "n1", 1))
+            .unwrap();
+        assert_eq!(mode(&file), 0o600, "a new private index");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let index = Index::open_private(&file).unwrap();
+        assert_eq!(mode(&file), 0o600, "an existing index is narrowed");
+        assert_eq!(index.list(&Filter::default()).unwrap().len(), 1);
         std::fs::remove_file(&file).unwrap();
     }
 

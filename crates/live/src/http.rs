@@ -1,7 +1,7 @@
 //! The routes: the page and the JSON API (`docs/api.md`).
 
 use crate::interval::{self, Interval};
-use crate::{Catalog, Runs};
+use crate::{Catalog, Client, Runs};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -17,8 +17,12 @@ const PAGE: &str = include_str!("page.html");
 /// Bins of a timeline when the query does not say.
 const DEFAULT_BINS: usize = 256;
 
-/// The live service over `runs`: `GET /` (the page), `GET /api/runs`,
-/// `GET /api/runs/{id}/profile`, `GET /api/runs/{id}/timeline`. A server
+/// Where the page carries the client's CSRF token: replaced as it is served.
+const CSRF_SLOT: &str = "__HARK_CSRF__";
+
+/// The live service over `runs`: `GET /` (the page), `GET /api/session`,
+/// `GET /api/runs`, `GET /api/runs/{id}/profile`,
+/// `GET /api/runs/{id}/timeline`. A server
 /// that owns more routes (control, say) merges it into its own router.
 pub fn router(runs: Arc<Runs>) -> Router {
     router_over(runs)
@@ -29,6 +33,7 @@ pub fn router(runs: Arc<Runs>) -> Router {
 pub fn router_over<C: Catalog>(catalog: Arc<C>) -> Router {
     Router::new()
         .route("/", get(page))
+        .route("/api/session", get(session))
         .route("/api/runs", get(list::<C>))
         .route("/api/runs/{id}/profile", get(profile::<C>))
         .route("/api/runs/{id}/timeline", get(timeline::<C>))
@@ -38,13 +43,30 @@ pub fn router_over<C: Catalog>(catalog: Arc<C>) -> Router {
 /// Who asks, if the server said (see [`Catalog::Viewer`]).
 type Asker<C> = Option<Extension<<C as Catalog>::Viewer>>;
 
-async fn page() -> Response {
+/// The page, with the client's CSRF token for its buttons.
+async fn page(client: Option<Extension<Client>>) -> Response {
+    let csrf = client.as_ref().map_or("", |c| &c.csrf);
     (
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::CACHE_CONTROL, "no-store"),
         ],
-        PAGE,
+        PAGE.replace(CSRF_SLOT, csrf),
+    )
+        .into_response()
+}
+
+/// Who the server takes the client for, and the CSRF token a `POST` of
+/// theirs must carry (`X-Hark-Csrf`).
+async fn session(client: Option<Extension<Client>>) -> Response {
+    let (uid, csrf) = client.map_or((None, None), |c| (c.uid, Some(c.csrf.to_string())));
+    let body = serde_json::json!({ "uid": uid, "csrf": csrf }).to_string();
+    (
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
     )
         .into_response()
 }

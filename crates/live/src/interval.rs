@@ -110,164 +110,220 @@ pub fn profile(run: &Run, iv: Interval) -> Run {
     }
 }
 
+/// Program `p` over the interval `iv`, its origin `offset` ns after the
+/// run's start: each part of its profile summed over the slices covered.
 fn program(p: &Program, offset: u64, iv: Interval) -> Program {
-    let t = &p.timeslices;
-    let (a, b) = covered(t, offset, iv);
-    let w = t.slice_ns;
-    let width = (b - a) as u64 * w;
-    let ranks = p.ranks;
-    let get = |m: &str| sums(t, m, (a, b)).unwrap_or_else(|| vec![0; ranks]);
-    let mut mpi = BTreeMap::new();
-    for name in p.mpi.keys() {
-        let time_ns = get(&format!("{name}.time_ns"));
-        mpi.insert(
-            name.clone(),
-            FunctionProfile {
-                calls: get(&format!("{name}.calls")),
-                bytes: get(&format!("{name}.bytes")),
-                time_across_ranks: spread(&time_ns),
-                time_ns,
-                ..FunctionProfile::default()
-            },
-        );
-    }
-    let mut messages = Vec::new();
-    let mut bytes = Vec::new();
-    if t.metrics.keys().any(|k| k.starts_with("p2p_to:")) {
-        for to in 0..ranks {
-            messages.push(get(&format!("p2p_to:{to}.messages")));
-            bytes.push(get(&format!("p2p_to:{to}.bytes")));
-        }
-        // Rows were per destination: the model's are per sender.
-        messages = transpose(&messages, ranks);
-        bytes = transpose(&bytes, ranks);
-    }
-    let io_names: Vec<&String> = p.io.per_rank.iter().flat_map(|m| m.keys()).collect();
-    let per_rank = (0..ranks)
-        .map(|r| {
-            let mut m = BTreeMap::new();
-            for name in &io_names {
-                let v = |what: &str| {
-                    sums(t, &format!("{name}.{what}"), (a, b))
-                        .and_then(|s| s.get(r).copied())
-                        .unwrap_or(0)
-                };
-                m.insert(
-                    (*name).clone(),
-                    Totals {
-                        calls: v("calls"),
-                        bytes: v("bytes"),
-                        time_ns: v("time_ns"),
-                    },
-                );
-            }
-            m
-        })
-        .collect();
-    let files =
-        p.io.files
-            .iter()
-            .map(|f| FileIo {
-                path: f.path.clone(),
-                ops: BTreeMap::new(),
-                read_bytes: get(&format!("file:{}.read_bytes", f.path)),
-                write_bytes: get(&format!("file:{}.write_bytes", f.path)),
-            })
-            .collect();
-    let paths = p
-        .regions
-        .paths
-        .keys()
-        .map(|path| {
-            (
-                path.clone(),
-                RegionProfile {
-                    calls: get(&format!("region:{path}.calls")),
-                    inclusive_ns: get(&format!("region:{path}.inclusive_ns")),
-                    exclusive_ns: Vec::new(),
-                },
-            )
-        })
-        .collect();
-    let waits = p
-        .waits
-        .iter()
-        .map(|(name, w)| {
-            (
-                name.clone(),
-                WaitPattern {
-                    slices: w
-                        .slices
-                        .get(a..b.min(w.slices.len()))
-                        .unwrap_or(&[])
-                        .to_vec(),
-                    ..WaitPattern::default()
-                },
-            )
-        })
-        .collect();
-    let metrics = t
-        .metrics
-        .iter()
-        .map(|(k, rows)| {
-            let rows = rows
-                .iter()
-                .map(|row| row.get(a..b.min(row.len())).unwrap_or(&[]).to_vec())
-                .collect();
-            (k.clone(), rows)
-        })
-        .collect();
-    let mut diagnostics = vec![format!(
-        "Interval: {} ns to {} ns after the run's start, {} time slice(s) of {} ns (asked: {} to {}).",
-        offset + a as u64 * w,
-        offset + b as u64 * w,
-        b - a,
-        w,
-        iv.from_ns.map_or("the start".into(), |v| format!("{v} ns")),
-        iv.to_ns.map_or("the end".into(), |v| format!("{v} ns")),
-    )];
-    diagnostics.extend(p.diagnostics.iter().cloned());
+    let s = Slices::of(p, offset, iv);
+    let (t, w, ranks) = (s.t, s.t.slice_ns, p.ranks);
+    let width = s.width_ns();
     Program {
         name: p.name.clone(),
         command: p.command.clone(),
         ranks,
         rank_info: p.rank_info.clone(),
         wall_ns: width,
-        mpi_time_ns: get("mpi_time_ns"),
+        mpi_time_ns: s.get("mpi_time_ns"),
         rank_wall_ns: vec![width; ranks],
-        mpi,
-        p2p: P2p {
-            messages,
-            bytes,
-            ..P2p::default()
-        },
+        mpi: s.mpi(),
+        p2p: s.p2p(),
         collectives: Vec::new(),
-        io: Io { files, per_rank },
+        io: s.io(),
         regions: Regions {
-            paths,
+            paths: s.region_paths(),
             counters: BTreeMap::new(),
             // MPI per call path is not in the time slices.
             mpi: BTreeMap::new(),
         },
         timeslices: TimeSlices {
             slice_ns: w,
-            origin_ns: t.origin_ns + a as u64 * w,
-            metrics,
+            origin_ns: t.origin_ns + s.a as u64 * w,
+            metrics: s.metrics(),
         },
         density: BTreeMap::new(),
-        waits,
+        waits: s.waits(),
         wait_causes: Default::default(),
         efficiency: None,
         efficiency_by_region: BTreeMap::new(),
-        efficiency_slices: p
-            .efficiency_slices
-            .get(a..b.min(p.efficiency_slices.len()))
-            .unwrap_or(&[])
-            .to_vec(),
+        efficiency_slices: s.cut(&p.efficiency_slices).to_vec(),
         digest: Vec::new(),
-        diagnostics,
+        diagnostics: s.diagnostics(offset, iv),
         clock: p.clock.clone(),
         children: Vec::new(),
+    }
+}
+
+/// The slices `a..b` of a program that an interval covers.
+struct Slices<'p> {
+    p: &'p Program,
+    t: &'p TimeSlices,
+    a: usize,
+    b: usize,
+}
+
+impl<'p> Slices<'p> {
+    fn of(p: &'p Program, offset: u64, iv: Interval) -> Slices<'p> {
+        let t = &p.timeslices;
+        let (a, b) = covered(t, offset, iv);
+        Slices { p, t, a, b }
+    }
+
+    /// The interval's width once widened to whole slices.
+    fn width_ns(&self) -> u64 {
+        (self.b - self.a) as u64 * self.t.slice_ns
+    }
+
+    /// The covered part of a per-slice row.
+    fn cut<'r, T>(&self, row: &'r [T]) -> &'r [T] {
+        row.get(self.a..self.b.min(row.len())).unwrap_or(&[])
+    }
+
+    /// Per rank, the sum of `metric` (zeros if it was not recorded).
+    fn get(&self, metric: &str) -> Vec<u64> {
+        sums(self.t, metric, (self.a, self.b)).unwrap_or_else(|| vec![0; self.p.ranks])
+    }
+
+    /// Per MPI function: calls, bytes and time per rank, and the spread of
+    /// the time.
+    fn mpi(&self) -> BTreeMap<String, FunctionProfile> {
+        let mut mpi = BTreeMap::new();
+        for name in self.p.mpi.keys() {
+            let time_ns = self.get(&format!("{name}.time_ns"));
+            mpi.insert(
+                name.clone(),
+                FunctionProfile {
+                    calls: self.get(&format!("{name}.calls")),
+                    bytes: self.get(&format!("{name}.bytes")),
+                    time_across_ranks: spread(&time_ns),
+                    time_ns,
+                    ..FunctionProfile::default()
+                },
+            );
+        }
+        mpi
+    }
+
+    /// The point-to-point matrices, if the slices kept them.
+    fn p2p(&self) -> P2p {
+        let ranks = self.p.ranks;
+        let mut messages = Vec::new();
+        let mut bytes = Vec::new();
+        if self.t.metrics.keys().any(|k| k.starts_with("p2p_to:")) {
+            for to in 0..ranks {
+                messages.push(self.get(&format!("p2p_to:{to}.messages")));
+                bytes.push(self.get(&format!("p2p_to:{to}.bytes")));
+            }
+            // Rows were per destination: the model's are per sender.
+            messages = transpose(&messages, ranks);
+            bytes = transpose(&bytes, ranks);
+        }
+        P2p {
+            messages,
+            bytes,
+            ..P2p::default()
+        }
+    }
+
+    /// I/O per rank and call, and per file.
+    fn io(&self) -> Io {
+        let p = self.p;
+        let io_names: Vec<&String> = p.io.per_rank.iter().flat_map(|m| m.keys()).collect();
+        let per_rank = (0..p.ranks)
+            .map(|r| {
+                let mut m = BTreeMap::new();
+                for name in &io_names {
+                    let v = |what: &str| {
+                        sums(self.t, &format!("{name}.{what}"), (self.a, self.b))
+                            .and_then(|s| s.get(r).copied())
+                            .unwrap_or(0)
+                    };
+                    m.insert(
+                        (*name).clone(),
+                        Totals {
+                            calls: v("calls"),
+                            bytes: v("bytes"),
+                            time_ns: v("time_ns"),
+                        },
+                    );
+                }
+                m
+            })
+            .collect();
+        let files =
+            p.io.files
+                .iter()
+                .map(|f| FileIo {
+                    path: f.path.clone(),
+                    ops: BTreeMap::new(),
+                    read_bytes: self.get(&format!("file:{}.read_bytes", f.path)),
+                    write_bytes: self.get(&format!("file:{}.write_bytes", f.path)),
+                })
+                .collect();
+        Io { files, per_rank }
+    }
+
+    /// Per region path: calls and inclusive time.
+    fn region_paths(&self) -> BTreeMap<String, RegionProfile> {
+        self.p
+            .regions
+            .paths
+            .keys()
+            .map(|path| {
+                (
+                    path.clone(),
+                    RegionProfile {
+                        calls: self.get(&format!("region:{path}.calls")),
+                        inclusive_ns: self.get(&format!("region:{path}.inclusive_ns")),
+                        exclusive_ns: Vec::new(),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Per wait state, its covered slices.
+    fn waits(&self) -> BTreeMap<String, WaitPattern> {
+        self.p
+            .waits
+            .iter()
+            .map(|(name, w)| {
+                (
+                    name.clone(),
+                    WaitPattern {
+                        slices: self.cut(&w.slices).to_vec(),
+                        ..WaitPattern::default()
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Every metric's covered slices, per rank.
+    fn metrics(&self) -> BTreeMap<String, Vec<Vec<u64>>> {
+        self.t
+            .metrics
+            .iter()
+            .map(|(k, rows)| {
+                let rows = rows.iter().map(|row| self.cut(row).to_vec()).collect();
+                (k.clone(), rows)
+            })
+            .collect()
+    }
+
+    /// The interval covered and the one asked for, then the program's own
+    /// diagnostics.
+    fn diagnostics(&self, offset: u64, iv: Interval) -> Vec<String> {
+        let (a, b, w) = (self.a, self.b, self.t.slice_ns);
+        let mut diagnostics = vec![format!(
+            "Interval: {} ns to {} ns after the run's start, {} time slice(s) of {} ns (asked: {} to {}).",
+            offset + a as u64 * w,
+            offset + b as u64 * w,
+            b - a,
+            w,
+            iv.from_ns.map_or("the start".into(), |v| format!("{v} ns")),
+            iv.to_ns.map_or("the end".into(), |v| format!("{v} ns")),
+        )];
+        diagnostics.extend(self.p.diagnostics.iter().cloned());
+        diagnostics
     }
 }
 

@@ -10,11 +10,14 @@
 //! service as an `axum::Router`, for a server that mounts it beside its own
 //! routes; [`Live::start`] serves it on a thread of its own.
 //!
-//! [`Runs`] shows every run to everyone (`hark run`, `hark open`). A server
-//! whose viewers must see only their own runs (`hark serve`) gives
-//! [`router_over`] a [`Catalog`] of its own, and a middleware that tells
-//! who asks; [`Live::serve`] serves any router, telling its handlers the
-//! client's address (`axum::extract::ConnectInfo<SocketAddr>`).
+//! [`Runs`] shows every run to whoever holds the URL (`hark run`, `hark
+//! open`: [`Live::start`] serves under a random path token). A server whose
+//! viewers must see only their own runs (`hark serve`) gives [`router_over`]
+//! a [`Catalog`] of its own, and a middleware that tells who asks;
+//! [`Live::serve`] serves any router under an [`Access`]: the user each
+//! connection is from ([`Client`], and the client's address as
+//! `axum::extract::ConnectInfo<SocketAddr>`), `Host`, `Origin` and CSRF
+//! checks, and bounds on connections ([`Limits`]).
 //!
 //! The interval queries ([`interval`]) are functions of the model: they sum
 //! time slices, so any interval of any run costs the same.
@@ -32,15 +35,16 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod access;
 pub mod client;
 mod http;
 pub mod interval;
 
+pub use access::{Access, Client, Identify, Limits};
 pub use http::{router, router_over};
 
 use hark_model::Run;
 use serde::Serialize;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -288,21 +292,27 @@ impl std::error::Error for Error {
 
 impl Live {
     /// Binds `addr` (`HOST:PORT`; port 0 picks a free one) and serves
-    /// [`router`] over `runs` on a new thread with a one-threaded runtime:
-    /// the analysis keeps the machine's cores.
+    /// [`router`] over `runs` on a new thread with a one-threaded runtime
+    /// (the analysis keeps the machine's cores), under a random path token
+    /// ([`Access::private`]): [`Live::url`] is the only way in.
     pub fn start(addr: &str, runs: Arc<Runs>) -> Result<Live, Error> {
-        let listener = std::net::TcpListener::bind(addr).map_err(|source| Error {
+        let err = |source| Error {
             addr: addr.to_string(),
             source,
-        })?;
-        Live::serve(listener, router(runs))
+        };
+        let listener = std::net::TcpListener::bind(addr).map_err(err)?;
+        Live::serve(listener, router(runs), Access::private().map_err(err)?)
     }
 
     /// Serves `app` (a [`router_over`] merged with the caller's own routes
-    /// and layers) on `listener`, as [`Live::start`] does; handlers may
-    /// extract the client's address as
-    /// `axum::extract::ConnectInfo<std::net::SocketAddr>`.
-    pub fn serve(listener: std::net::TcpListener, app: axum::Router) -> Result<Live, Error> {
+    /// and layers) on `listener` under `access`, as [`Live::start`] does;
+    /// handlers may extract the client ([`Client`]) and its address
+    /// (`axum::extract::ConnectInfo<std::net::SocketAddr>`).
+    pub fn serve(
+        listener: std::net::TcpListener,
+        app: axum::Router,
+        access: Access,
+    ) -> Result<Live, Error> {
         let addr = listener
             .local_addr()
             .map_or_else(|_| "?".into(), |a| a.to_string());
@@ -322,28 +332,29 @@ impl Live {
             let _guard = runtime.enter();
             tokio::net::TcpListener::from_std(listener).map_err(err)?
         };
+        let url = match access.token() {
+            Some(token) => format!("http://{local}/{token}/"),
+            None => format!("http://{local}/"),
+        };
         let thread = std::thread::Builder::new()
             .name("hark-live".into())
             .spawn(move || {
                 runtime.block_on(async move {
-                    let app = app.into_make_service_with_connect_info::<SocketAddr>();
-                    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-                        let _ = stopped.await;
-                    });
-                    if let Err(e) = serve.await {
+                    if let Err(e) = access::serve(listener, app, access, stopped).await {
                         eprintln!("hark: the live view stopped: {e}");
                     }
                 });
             })
             .map_err(err)?;
         Ok(Live {
-            url: format!("http://{local}/"),
+            url,
             stop: Some(stop),
             thread: Some(thread),
         })
     }
 
-    /// The page's address, `http://HOST:PORT/`.
+    /// The page's address, `http://HOST:PORT/`, or `http://HOST:PORT/TOKEN/`
+    /// under a path token.
     pub fn url(&self) -> &str {
         &self.url
     }

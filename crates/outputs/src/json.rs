@@ -25,6 +25,12 @@ pub fn render(run: &Run) -> String {
 /// per-rank array longer than the rank count.
 pub fn read(path: &Path) -> Result<Run, Error> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    read_open(file, path)
+}
+
+/// Reads a run from `file`, already opened (by a caller that checked what
+/// it opened), naming `path` in errors; checked as [`read`] checks it.
+pub fn read_open(file: File, path: &Path) -> Result<Run, Error> {
     let run: Run =
         serde_json::from_reader(BufReader::new(file)).map_err(|e| Error::json(path, e))?;
     check(&run).map_err(|what| Error::inconsistent(path, what))?;

@@ -209,45 +209,59 @@ fn main() {
     let server = Listener::bind(&addr).unwrap().serve(count.clone());
     let reps = 5;
     let a = Some(addr.as_str());
+    hot_path(&count, a, reps);
+    raw_socket(reps);
+    shipping(&count, a, reps);
+    lossy(&count, a, reps);
+    memory(&count, a, reps);
+    through_libhark(&dir, &addr, reps);
+    server.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
-    // Hot path: after a warm-up through the whole pool, 300k events fit in
-    // the 16 free, mapped buffers, so nothing waits on the shipper or the
-    // kernel while the loop runs.
+/// Hot path: after a warm-up through the whole pool, 300k events fit in
+/// the 16 free, mapped buffers, so nothing waits on the shipper or the
+/// kernel while the loop runs.
+fn hot_path(count: &Count, a: Option<&str>, reps: usize) {
     let roomy = [("HARK_BUFFERS", "16"), ("HARK_BENCH_WARM", "400000")];
     let rec = median(
         (0..reps)
-            .map(|_| run(&count, a, "record", 300_000, &roomy).chunk_ns)
+            .map(|_| run(count, a, "record", 300_000, &roomy).chunk_ns)
             .collect(),
     );
     let wrap = median(
         (0..reps)
-            .map(|_| run(&count, a, "wrapper", 300_000, &roomy).chunk_ns)
+            .map(|_| run(count, a, "wrapper", 300_000, &roomy).chunk_ns)
             .collect(),
     );
     let now = median(
         (0..reps)
-            .map(|_| run(&count, a, "now", 1_000_000, &roomy).chunk_ns)
+            .map(|_| run(count, a, "now", 1_000_000, &roomy).chunk_ns)
             .collect(),
     );
     println!("record() hot path:           {rec:.1} ns/event");
     println!("wrapper bookkeeping:         {wrap:.1} ns/call (enter + 2x stamp + record + leave)");
     println!("stamp() (a clock read):      {now:.1} ns");
+}
 
-    // The same machine's raw Unix-socket throughput, measured alongside:
-    // one thread sends the same 1 MiB buffer, another reads it, no events.
+/// The same machine's raw Unix-socket throughput, measured alongside:
+/// one thread sends the same 1 MiB buffer, another reads it, no events.
+fn raw_socket(reps: usize) {
     let raw = median((0..reps).map(|_| raw_socket_gbs(960 << 20)).collect());
     println!("raw Unix socket, 1 MiB writes: {raw:.2} GB/s (median of {reps})");
+}
 
-    // Shipping: 20M events (960 MB) lossless, as fast as the loop goes;
-    // time from the first event to the End frame written. Through the
-    // shared-memory ring (the default on a Unix socket) and through the
-    // socket (HARK_SHM=0), alternated.
+/// Shipping: 20M events (960 MB) lossless, as fast as the loop goes;
+/// time from the first event to the End frame written. Through the
+/// shared-memory ring (the default on a Unix socket) and through the
+/// socket (HARK_SHM=0), alternated.
+fn shipping(count: &Count, a: Option<&str>, reps: usize) {
     let n = 20_000_000u64;
     let (mut shm, mut sock) = (Vec::new(), Vec::new());
     for _ in 0..reps {
         for (gbs, mode) in [(&mut shm, "1"), (&mut sock, "0")] {
             let o = run(
-                &count,
+                count,
                 a,
                 "record",
                 n,
@@ -272,11 +286,12 @@ fn main() {
         median(sock.clone()),
         show(&sock)
     );
+}
 
-    // Lossy at full speed: what the loop costs when the shipper cannot keep up.
-    let lossy: Vec<Out> = (0..reps)
-        .map(|_| run(&count, a, "record", n, &[]))
-        .collect();
+/// Lossy at full speed: what the loop costs when the shipper cannot keep up.
+fn lossy(count: &Count, a: Option<&str>, reps: usize) {
+    let n = 20_000_000u64;
+    let lossy: Vec<Out> = (0..reps).map(|_| run(count, a, "record", n, &[])).collect();
     let lossy_ns = median(lossy.iter().map(|o| o.per_op_ns).collect());
     let kept = median(
         lossy
@@ -288,33 +303,35 @@ fn main() {
         "record() lossy, 20M events:  {lossy_ns:.1} ns/event, {:.0}% delivered",
         kept * 100.0
     );
+}
 
-    // Memory: peak RSS of a child that recorded 1M events, against the same
-    // child run passive (no HARK_ADDR).
+/// Memory: peak RSS of a child that recorded 1M events, against the same
+/// child run passive (no HARK_ADDR).
+fn memory(count: &Count, a: Option<&str>, reps: usize) {
     let m = 1_000_000;
     let probed = median(
         (0..reps)
-            .map(|_| run(&count, a, "record", m, &[]).rss_kib)
+            .map(|_| run(count, a, "record", m, &[]).rss_kib)
             .collect(),
     );
     let pool = median(
         (0..reps)
-            .map(|_| run(&count, a, "record", m, &[]).pool)
+            .map(|_| run(count, a, "record", m, &[]).pool)
             .collect(),
     );
     let passive = median(
         (0..reps)
-            .map(|_| run(&count, None, "record", m, &[]).rss_kib)
+            .map(|_| run(count, None, "record", m, &[]).rss_kib)
             .collect(),
     );
     let quiet = median(
         (0..reps)
-            .map(|_| run(&count, a, "record", 1000, &[]).rss_kib)
+            .map(|_| run(count, a, "record", 1000, &[]).rss_kib)
             .collect(),
     );
     let quiet_passive = median(
         (0..reps)
-            .map(|_| run(&count, None, "record", 1000, &[]).rss_kib)
+            .map(|_| run(count, None, "record", 1000, &[]).rss_kib)
             .collect(),
     );
     println!(
@@ -326,8 +343,11 @@ fn main() {
         (probed - passive) / 1024.0,
         pool / (1 << 20) as f64
     );
-    // Through the real libhark.so, from C: a write(2) to /dev/null probed
-    // against the same program passive, and a user-API counter call.
+}
+
+/// Through the real libhark.so, from C: a write(2) to /dev/null probed
+/// against the same program passive, and a user-API counter call.
+fn through_libhark(dir: &std::path::Path, addr: &str, reps: usize) {
     let exe = dir.join("calls");
     let src = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/programs/calls.c");
     let st = Command::new("cc")
@@ -357,7 +377,7 @@ fn main() {
                         .env("LD_PRELOAD", &lib)
                         .env("HARK_BUFFERS", "16");
                     if probed {
-                        cmd.env("HARK_ADDR", &addr);
+                        cmd.env("HARK_ADDR", addr);
                     } else {
                         cmd.env_remove("HARK_ADDR");
                     }
@@ -387,6 +407,4 @@ fn main() {
         t_on - t_off
     );
     println!("hark_counter() via libhark:  {counter:.1} ns/call");
-    server.shutdown();
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -223,32 +223,66 @@ const LOCAL: &[&str] = &[
 ];
 
 fn run(per_writer: u64, writers: usize, which: &str) {
-    // As `hark run` sets it (crates/cli/src/alloc.rs), unless glibc's own
-    // variable is set.
+    set_mmap_threshold();
+    let dir = std::env::temp_dir().join(format!("hark-flood-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let addr = format!("unix:{}", dir.join("sock").display());
+    let server = start_server(&dir, &addr, which);
+    let started = Instant::now();
+    let hz: f64 = env("HARK_FLOOD_SNAPSHOT_HZ").unwrap_or(0.0);
+    let (snapshots, watcher_cpu_ms) = flood(&server, &addr, writers, per_writer, hz);
+    let last_exit = Instant::now();
+    let contention = server.contention();
+    let sources = if std::env::var_os("HARK_FLOOD_JOBS").is_some() {
+        server.board_stats().knowledge_sources
+    } else {
+        Vec::new()
+    };
+    let run = server.finish(Duration::from_secs(60));
+    let ready = last_exit.elapsed();
+    let total = started.elapsed();
+    let events = run.accounting.events_received;
+    print_totals(&run, which, writers, per_writer, total, ready);
+    if hz > 0.0 {
+        print_snapshots(snapshots, hz, watcher_cpu_ms, last_exit - started);
+    }
+    print_details(&run, &contention, &sources);
+    print_trace_store(&dir, events);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// As `hark run` sets it (crates/cli/src/alloc.rs), unless glibc's own
+/// variable is set.
+fn set_mmap_threshold() {
     #[cfg(target_env = "gnu")]
     if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
         // SAFETY: mallopt only sets an allocator parameter.
         unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 2 << 20) };
     }
-    let dir = std::env::temp_dir().join(format!("hark-flood-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let addr = format!("unix:{}", dir.join("sock").display());
-    let server = Server::start(ServerConfig {
-        addr: addr.clone(),
+}
+
+/// The server, with the analyses `which` names (`all`, `local` or a list).
+fn start_server(dir: &std::path::Path, addr: &str, which: &str) -> Server {
+    Server::start(ServerConfig {
+        addr: addr.to_string(),
         analyses: match which {
             "all" => None,
             "local" => Some(LOCAL.iter().map(|s| s.to_string()).collect()),
             list => Some(list.split(',').map(str::to_string).collect()),
         },
-        trace: trace_config(&dir),
+        trace: trace_config(dir),
         max_in_flight: env::<u64>("HARK_FLOOD_IN_FLIGHT_MB")
             .map_or(ServerConfig::default().max_in_flight, |mb| mb << 20),
         workers: env("HARK_FLOOD_WORKERS").unwrap_or(ServerConfig::default().workers),
         ..ServerConfig::default()
     })
-    .expect("starting the server");
-    let started = Instant::now();
-    let hz: f64 = env("HARK_FLOOD_SNAPSHOT_HZ").unwrap_or(0.0);
+    .expect("starting the server")
+}
+
+/// Runs `writers` writer processes of `per_writer` events each until they
+/// end, taking live snapshots at `hz` meanwhile (if above 0): the
+/// snapshots' times in ms, and the watcher thread's CPU time.
+fn flood(server: &Server, addr: &str, writers: usize, per_writer: u64, hz: f64) -> (Vec<f64>, f64) {
     let writing = std::sync::atomic::AtomicBool::new(true);
     let mut snapshots: Vec<f64> = Vec::new();
     let mut watcher_cpu_ms = 0.0;
@@ -257,7 +291,7 @@ fn run(per_writer: u64, writers: usize, which: &str) {
             Command::new(std::env::current_exe().unwrap())
                 .args([
                     "write",
-                    &addr,
+                    addr,
                     &r.to_string(),
                     &writers.to_string(),
                     &per_writer.to_string(),
@@ -294,16 +328,19 @@ fn run(per_writer: u64, writers: usize, which: &str) {
             (snapshots, watcher_cpu_ms) = w.join().unwrap();
         }
     });
-    let last_exit = Instant::now();
-    let contention = server.contention();
-    let sources = if std::env::var_os("HARK_FLOOD_JOBS").is_some() {
-        server.board_stats().knowledge_sources
-    } else {
-        Vec::new()
-    };
-    let run = server.finish(Duration::from_secs(60));
-    let ready = last_exit.elapsed();
-    let total = started.elapsed();
+    (snapshots, watcher_cpu_ms)
+}
+
+/// The throughput, the model's latency, the memory, the accounting and the
+/// CPU time.
+fn print_totals(
+    run: &hark_model::Run,
+    which: &str,
+    writers: usize,
+    per_writer: u64,
+    total: Duration,
+    ready: Duration,
+) {
     let a = &run.accounting;
     let events = a.events_received;
     println!(
@@ -326,23 +363,35 @@ fn run(per_writer: u64, writers: usize, which: &str) {
         server_cpu / 1e3,
         writers_cpu / 1e3
     );
-    if hz > 0.0 {
-        snapshots.sort_by(f64::total_cmp);
-        println!(
-            "  live view at {hz} Hz: {} snapshots taken and serialised, median {:.1} ms, max {:.1} ms (wall); \
-             the watcher's CPU time {watcher_cpu_ms:.0} ms = {:.2} % of one core over the {:.1} s of writing",
-            snapshots.len(),
-            snapshots.get(snapshots.len() / 2).copied().unwrap_or(0.0),
-            snapshots.last().copied().unwrap_or(0.0),
-            watcher_cpu_ms / (last_exit - started).as_secs_f64() / 10.0,
-            (last_exit - started).as_secs_f64(),
-        );
-    }
+}
+
+/// The live snapshots' times and the watcher's cost over the `writing`
+/// time.
+fn print_snapshots(mut snapshots: Vec<f64>, hz: f64, watcher_cpu_ms: f64, writing: Duration) {
+    snapshots.sort_by(f64::total_cmp);
+    println!(
+        "  live view at {hz} Hz: {} snapshots taken and serialised, median {:.1} ms, max {:.1} ms (wall); \
+         the watcher's CPU time {watcher_cpu_ms:.0} ms = {:.2} % of one core over the {:.1} s of writing",
+        snapshots.len(),
+        snapshots.get(snapshots.len() / 2).copied().unwrap_or(0.0),
+        snapshots.last().copied().unwrap_or(0.0),
+        watcher_cpu_ms / writing.as_secs_f64() / 10.0,
+        writing.as_secs_f64(),
+    );
+}
+
+/// Contention, the knowledge sources' jobs, the query latency (if asked),
+/// the wait states and the diagnostics.
+fn print_details(
+    run: &hark_model::Run,
+    contention: &hark_engine::Contention,
+    sources: &[hark_board::KsStats],
+) {
     println!(
         "  workers waited for a state {} times and copied one a snapshot read {} times",
         contention.stalls, contention.copies
     );
-    for k in &sources {
+    for k in sources {
         println!(
             "  knowledge source {:18} {:>8} jobs, {:>7.1} ms",
             k.name,
@@ -351,7 +400,7 @@ fn run(per_writer: u64, writers: usize, which: &str) {
         );
     }
     if std::env::var_os("HARK_FLOOD_QUERY").is_some() {
-        query_latency(&run);
+        query_latency(run);
     }
     for p in &run.programs {
         let waits: Vec<String> = (p.waits.iter())
@@ -362,7 +411,11 @@ fn run(per_writer: u64, writers: usize, which: &str) {
             println!("  diagnostic: {d}");
         }
     }
-    if let Some(t) = trace_config(&dir) {
+}
+
+/// The trace store's size per event, if `HARK_FLOOD_TRACE` kept one.
+fn print_trace_store(dir: &std::path::Path, events: u64) {
+    if let Some(t) = trace_config(dir) {
         let bytes: u64 = std::fs::read_dir(&t.dir)
             .map(|d| {
                 d.filter_map(|e| e.ok()?.metadata().ok())
@@ -376,7 +429,6 @@ fn run(per_writer: u64, writers: usize, which: &str) {
             t.dir.display()
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The trace store `HARK_FLOOD_TRACE` asks for, if any.

@@ -151,8 +151,12 @@ fn peer_cred(fd: RawFd) -> Option<Cred> {
 
 /// The uid owning the client end of a TCP connection from `peer` to
 /// `local`, both on this machine's loopback, read from `/proc/net/tcp` (or
-/// `tcp6`): the line whose local address is the peer's and whose remote
-/// address is ours. `None` for a peer elsewhere, or one gone already.
+/// `tcp6`): the line whose local address is the peer's, whose remote
+/// address is ours, and whose state is `ESTABLISHED`. `None` for a peer
+/// elsewhere, or one that is closing or gone: a socket its owner closed
+/// lingers in the table (`FIN_WAIT`, `TIME_WAIT`) with uid 0, and taking
+/// that row would make any user root. Ask while the connection is fresh
+/// (at accept) and refuse the client on `None`.
 pub fn local_tcp_owner(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
     if !peer.ip().is_loopback() {
         return None;
@@ -173,11 +177,15 @@ pub fn local_tcp_owner(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
     let table = std::fs::read_to_string(file).ok()?;
     table.lines().skip(1).find_map(|line| {
         let f: Vec<&str> = line.split_whitespace().collect();
-        (f.len() > 7 && f[1] == want_local && f[2] == want_remote)
+        (f.len() > 7 && f[1] == want_local && f[2] == want_remote && f[3] == ESTABLISHED)
             .then(|| f[7].parse().ok())
             .flatten()
     })
 }
+
+/// The `st` column of a connected socket in `/proc/net/tcp`
+/// (`TCP_ESTABLISHED` in the kernel's `enum tcp_state`).
+const ESTABLISHED: &str = "01";
 
 /// An IPv4 address and port as `/proc/net/tcp` writes them: the address
 /// as one host-order 32-bit word in hex, the port in hex.
@@ -225,13 +233,33 @@ mod tests {
         let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let local = server.local_addr().unwrap();
         let client = std::net::TcpStream::connect(local).unwrap();
-        let (_, peer) = server.accept().unwrap();
+        // Kept open: a connection the server closed is no longer named.
+        let (_accepted, peer) = server.accept().unwrap();
         assert_eq!(peer, client.local_addr().unwrap());
         // SAFETY: getuid has no preconditions.
         let me = unsafe { libc::getuid() };
         assert_eq!(local_tcp_owner(peer, local), Some(me));
         let elsewhere: SocketAddr = "127.0.0.1:1".parse().unwrap();
         assert_eq!(local_tcp_owner(elsewhere, local), None);
+    }
+
+    #[test]
+    fn a_localhost_client_that_closed_its_socket_is_nobody() {
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let local = server.local_addr().unwrap();
+        let client = std::net::TcpStream::connect(local).unwrap();
+        let (_accepted, peer) = server.accept().unwrap();
+        drop(client);
+        // The client's end is now FIN_WAIT2 (the server has not closed),
+        // a row whose uid the kernel writes as 0.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while local_tcp_owner(peer, local).is_some() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a closed client is still named"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     #[test]

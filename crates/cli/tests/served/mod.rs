@@ -166,6 +166,45 @@ impl Served {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The CSRF token `user` (root: `None`) sends with a POST to the live
+    /// view (`X-Hark-Csrf`), from `GET /api/session`.
+    pub fn csrf(&self, user: Option<&str>) -> String {
+        let out = as_user(user, "curl")
+            .args(["-s", "-f", "-S"])
+            .arg(format!("{}api/session", self.url()))
+            .output()
+            .unwrap();
+        let session: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("GET api/session as {user:?}: {e}: {out:?}"));
+        session["csrf"].as_str().expect("a CSRF token").to_string()
+    }
+
+    /// `POST {url}{path}` of the JSON `body` as `user` (root: `None`), as
+    /// the page sends it (its content type, its CSRF token), with `extra`
+    /// curl arguments: the status and the answer.
+    pub fn post(
+        &self,
+        user: Option<&str>,
+        path: &str,
+        body: &str,
+        extra: &[&str],
+    ) -> (String, String) {
+        let csrf = self.csrf(user);
+        let out = as_user(user, "curl")
+            .args(["-s", "-w", "\n%{http_code}", "-X", "POST"])
+            .args(["-H", "Content-Type: application/json"])
+            .arg("-H")
+            .arg(format!("X-Hark-Csrf: {csrf}"))
+            .args(extra)
+            .args(["-d", body])
+            .arg(format!("{}{path}", self.url()))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (answer, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+        (code.to_string(), answer.to_string())
+    }
+
     /// The live view's address, `http://HOST:PORT/`, when started with
     /// `--http`.
     pub fn url(&self) -> String {
@@ -195,10 +234,99 @@ impl Drop for Served {
     }
 }
 
+/// Creates the local user `name` unless it exists (it stays for later
+/// runs), and returns its uid. Needs root.
+pub fn ensure_user(name: &str) -> u32 {
+    let id = || Command::new("id").args(["-u", name]).output().unwrap();
+    if !id().status.success() {
+        let out = Command::new("useradd")
+            .args(["--no-create-home", "--shell", "/bin/sh", name])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() || id().status.success(),
+            "useradd {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    String::from_utf8_lossy(&id().stdout)
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Whether this test runs as root; if not, says the test is skipped.
+pub fn root_or_skip() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipped: creating users and switching to them needs root");
+    }
+    root
+}
+
+/// `program`, run as `user` (`runuser`) or as root.
+pub fn as_user(user: Option<&str>, program: &str) -> Command {
+    match user {
+        Some(u) => {
+            let mut c = Command::new("runuser");
+            c.args(["-u", u, "--", program]);
+            c
+        }
+        None => Command::new(program),
+    }
+}
+
 /// Kills a session started by [`Served::run`], every process in it.
 pub fn kill_session(child: &mut Child) {
     // SAFETY: kill has no memory preconditions; the group is the session
     // `setsid` made, led by the child's pid.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
     let _ = child.wait();
+}
+
+/// Whether this test may create users and act as them (root only); prints
+/// why it is skipped when not.
+pub fn as_root_or_skip() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipped: creating users and switching to them needs root");
+    }
+    root
+}
+
+/// The uids of local users `names`, created (without a home) where missing;
+/// they stay for later runs.
+pub fn local_users(names: &[&str]) -> Vec<u32> {
+    static CREATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = CREATING.lock().unwrap_or_else(|e| e.into_inner());
+    let uid = |name: &str| -> Option<u32> {
+        let out = Command::new("id").args(["-u", name]).output().ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    };
+    names
+        .iter()
+        .map(|name| {
+            uid(name).unwrap_or_else(|| {
+                let out = Command::new("useradd")
+                    .args(["--no-create-home", "--shell", "/bin/sh", name])
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "useradd {name}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                uid(name).unwrap()
+            })
+        })
+        .collect()
+}
+
+/// `COMMAND ARGS...` run as `user` (through `runuser`).
+pub fn as_user(user: &str, command: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new("runuser");
+    cmd.args(["-u", user, "--"]).arg(command);
+    cmd
 }

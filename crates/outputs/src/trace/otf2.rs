@@ -197,6 +197,7 @@ mod imp {
     #![allow(unsafe_code)]
     use super::super::received;
     use super::*;
+    use std::collections::HashMap;
     use std::ffi::{c_char, c_void, CString};
 
     type Archive = c_void;
@@ -381,34 +382,60 @@ mod imp {
         group << 16 | thread as u64
     }
 
+    /// A libotf2 status as a result: an error naming the step that failed,
+    /// libotf2's reason and the archive.
+    fn check(archive: &Path, what: &str, code: Code) -> Result<(), Error> {
+        if code == 0 {
+            return Ok(());
+        }
+        // SAFETY: libotf2 returns a static string for every code.
+        let why = unsafe {
+            let d = OTF2_Error_GetDescription(code);
+            if d.is_null() {
+                String::new()
+            } else {
+                std::ffi::CStr::from_ptr(d).to_string_lossy().into_owned()
+            }
+        };
+        Err(Error::trace(
+            archive,
+            format!("libotf2: {what} failed: {why} (code {code})"),
+        ))
+    }
+
     pub(super) fn write(
         trace: &Trace,
         timeline: &Timeline,
         plan: &Plan,
         archive: &Path,
     ) -> Result<(), Error> {
-        let fail = |what: &str, code: Code| -> Error {
-            // SAFETY: libotf2 returns a static string for every code.
-            let why = unsafe {
-                let d = OTF2_Error_GetDescription(code);
-                if d.is_null() {
-                    String::new()
-                } else {
-                    std::ffi::CStr::from_ptr(d).to_string_lossy().into_owned()
-                }
-            };
-            Error::trace(
-                archive,
-                format!("libotf2: {what} failed: {why} (code {code})"),
-            )
+        // Declared before the archive, so that it outlives it: libotf2 keeps
+        // a pointer to it.
+        let callbacks = FlushCallbacks {
+            pre: pre_flush,
+            post: None,
         };
-        let check = |what: &str, code: Code| {
-            if code == 0 {
-                Ok(())
-            } else {
-                Err(fail(what, code))
+        let open = open_archive(archive, &callbacks)?;
+        let written = write_events(&open, trace, timeline, plan, archive)?;
+        let names = Names::of(trace, timeline, plan);
+        // SAFETY: `open.0` is a live archive whose event files are closed.
+        unsafe {
+            let g = OTF2_Archive_GetGlobalDefWriter(open.0);
+            if g.is_null() {
+                return Err(Error::trace(
+                    archive,
+                    "libotf2 gave no definition writer".into(),
+                ));
             }
-        };
+            write_global_definitions(g, plan, &names, &written, archive)?;
+            write_local_definitions(&open, &names.groups, archive)?;
+        }
+        drop(open);
+        Ok(())
+    }
+
+    /// Creates the archive and opens its event files.
+    fn open_archive(archive: &Path, callbacks: &FlushCallbacks) -> Result<Open, Error> {
         let path = cstr(&archive.to_string_lossy());
         let name = cstr("traces");
         // SAFETY: valid C strings; the result is checked for null.
@@ -430,33 +457,56 @@ mod imp {
             ));
         }
         let open = Open(a);
-        let callbacks = FlushCallbacks {
-            pre: pre_flush,
-            post: None,
-        };
         let creator = cstr(&format!("Hark {}", env!("CARGO_PKG_VERSION")));
-        // SAFETY (this block and the calls below): `open.0` is a live
-        // archive; every pointer passed is valid for the call; writers are
-        // used only between their Get and Close.
+        // SAFETY: `open.0` is a live archive; every pointer passed is valid
+        // for the call, and `callbacks` outlives the archive (the caller's).
         unsafe {
             check(
+                archive,
                 "setting the flush callbacks",
-                OTF2_Archive_SetFlushCallbacks(open.0, &callbacks, std::ptr::null_mut()),
+                OTF2_Archive_SetFlushCallbacks(open.0, callbacks, std::ptr::null_mut()),
             )?;
             check(
+                archive,
                 "setting the collective callbacks",
                 OTF2_Archive_SetSerialCollectiveCallbacks(open.0),
             )?;
             OTF2_Archive_SetCreator(open.0, creator.as_ptr());
-            check("opening the event files", OTF2_Archive_OpenEvtFiles(open.0))?;
+            check(
+                archive,
+                "opening the event files",
+                OTF2_Archive_OpenEvtFiles(open.0),
+            )?;
         }
-        // Events, lane by lane.
-        let mut counts: std::collections::HashMap<u64, u64> = Default::default();
-        let (mut first, mut last) = (u64::MAX, 0u64);
-        let null = std::ptr::null_mut();
-        // Per stream: local communicator id -> (members, global
-        // communicator), looked up once per id rather than per event.
-        type Comms<'t> = std::collections::HashMap<u32, (&'t [i32], Option<u32>)>;
+        Ok(open)
+    }
+
+    /// What the event files hold: the number of events per location, and
+    /// the first and last time stamp of the trace.
+    struct Written {
+        counts: HashMap<u64, u64>,
+        first: u64,
+        last: u64,
+    }
+
+    /// Per stream: local communicator id -> (members, global communicator).
+    type Comms<'t> = HashMap<u32, (&'t [i32], Option<u32>)>;
+
+    /// Writes every lane's events, an empty event file for every rank
+    /// without a lane, and closes the event files.
+    fn write_events(
+        open: &Open,
+        trace: &Trace,
+        timeline: &Timeline,
+        plan: &Plan,
+        archive: &Path,
+    ) -> Result<Written, Error> {
+        let mut written = Written {
+            counts: HashMap::new(),
+            first: u64::MAX,
+            last: 0,
+        };
+        // Looked up once per communicator id rather than per event.
         let comms: Vec<Comms> = trace
             .streams
             .iter()
@@ -469,23 +519,12 @@ mod imp {
             .collect();
         // Region ids of MPI and I/O calls by kind (their name follows from
         // it); user regions by name.
-        let mut call_regions: std::collections::HashMap<SliceKind, u32> = Default::default();
-        let mut sides: Vec<(u64, usize, hark_engine::trace::Msg)> = Vec::new();
+        let mut call_regions: HashMap<SliceKind, u32> = Default::default();
+        let mut sides: Vec<Side> = Vec::new();
         for (li, lane) in timeline.lanes.iter().enumerate() {
-            let s = &trace.streams[lane.stream];
-            let comm_of = |local: u32| comms[lane.stream].get(&local).copied();
-            let regions: Vec<u32> = lane
-                .slices
-                .iter()
-                .map(|sl| match sl.kind {
-                    SliceKind::Region => plan.region_of[&(sl.kind, sl.name.clone())],
-                    kind => *call_regions
-                        .entry(kind)
-                        .or_insert_with(|| plan.region_of[&(kind, sl.name.clone())]),
-                })
-                .collect();
+            let regions = lane_regions(lane, plan, &mut call_regions);
             let loc = location(plan, trace, lane.stream, lane.thread);
-            // SAFETY: see above.
+            // SAFETY: `open.0` is a live archive with open event files.
             let w = unsafe { OTF2_Archive_GetEvtWriter(open.0, loc) };
             if w.is_null() {
                 return Err(Error::trace(
@@ -493,97 +532,27 @@ mod imp {
                     format!("libotf2 gave no writer for location {loc}"),
                 ));
             }
-            let mut n = 0u64;
-            let mut last_ts = 0u64;
-            for &(ts, enter, k) in &lane.steps {
-                first = first.min(ts);
-                last = last.max(ts);
-                let slice = &lane.slices[k];
-                let region = regions[k];
-                let e = &s.events[slice.event];
-                let is_coll = matches!(slice.kind, SliceKind::Mpi(f) if collective_class(f));
-                let (comm_members, comm) = match is_coll.then(|| comm_of(e.obj.get())).flatten() {
-                    Some((members, comm)) => (Some(members), comm),
-                    None => (None, None),
-                };
-                // SAFETY: see above.
-                unsafe {
-                    if enter {
-                        check("Enter", OTF2_EvtWriter_Enter(w, null, ts, region))?;
-                        n += 1;
-                        if is_coll && comm.is_some() {
-                            check(
-                                "MpiCollectiveBegin",
-                                OTF2_EvtWriter_MpiCollectiveBegin(w, null, ts),
-                            )?;
-                            n += 1;
-                        }
-                    } else {
-                        // Every message this call completed, at the time
-                        // of the record that completed it (kept in time
-                        // order on the location).
-                        sides.clear();
-                        sides.extend(
-                            timeline
-                                .sides(li, k)
-                                .map(|(i, m)| (s.mapping.common(s.events[i].start.get()), i, m)),
-                        );
-                        sides.sort_by_key(|x| x.0);
-                        for &(t, i, m) in &sides {
-                            let t = t.min(ts).max(last_ts);
-                            let me = &s.events[i];
-                            let (members, comm) = comm_of(me.obj.get()).unwrap_or((&[], None));
-                            let peer = members.iter().position(|&x| x == m.peer);
-                            let (Some(peer), Some(c)) = (peer, comm) else {
-                                continue;
-                            };
-                            let tag = me.tag.get() as u32;
-                            let code = if m.send {
-                                OTF2_EvtWriter_MpiSend(w, null, t, peer as u32, c, tag, m.bytes)
-                            } else {
-                                OTF2_EvtWriter_MpiRecv(w, null, t, peer as u32, c, tag, m.bytes)
-                            };
-                            check(if m.send { "MpiSend" } else { "MpiRecv" }, code)?;
-                            last_ts = t;
-                            n += 1;
-                        }
-                        if let (true, Some(c), Some(members)) = (is_coll, comm, comm_members) {
-                            let name = match slice.kind {
-                                SliceKind::Mpi(f) => hark_wire::mpi::FUNCTIONS[f].name,
-                                _ => "",
-                            };
-                            let root = match e.peer.get() {
-                                p if p >= 0 => members
-                                    .iter()
-                                    .position(|&x| x == p)
-                                    .map_or(UNDEFINED_U32, |r| r as u32),
-                                _ => UNDEFINED_U32,
-                            };
-                            check(
-                                "MpiCollectiveEnd",
-                                OTF2_EvtWriter_MpiCollectiveEnd(
-                                    w,
-                                    null,
-                                    ts,
-                                    collective_op(name).unwrap_or(0),
-                                    c,
-                                    root,
-                                    e.bytes.get(),
-                                    received(e),
-                                ),
-                            )?;
-                            n += 1;
-                        }
-                        check("Leave", OTF2_EvtWriter_Leave(w, null, ts, region))?;
-                        n += 1;
-                    }
-                }
-                last_ts = last_ts.max(ts);
-            }
-            counts.insert(loc, n);
-            // SAFETY: see above.
+            let mut out = LaneWriter {
+                w,
+                archive,
+                n: 0,
+                last_ts: 0,
+            };
+            let lane_at = LaneAt {
+                timeline,
+                li,
+                lane,
+                stream: &trace.streams[lane.stream],
+                comms: &comms[lane.stream],
+                regions: &regions,
+            };
+            // SAFETY: `w` is the writer just got, closed only below.
+            unsafe { out.steps(&lane_at, &mut sides, &mut written)? };
+            written.counts.insert(loc, out.n);
+            // SAFETY: `w` came from this archive and is closed once.
             unsafe {
                 check(
+                    archive,
                     "closing an event writer",
                     OTF2_Archive_CloseEvtWriter(open.0, w),
                 )?
@@ -592,8 +561,8 @@ mod imp {
         // Every rank has a location in COMM_LOCATIONS, and every location an
         // event file, if only an empty one.
         for r in 0..plan.world as u64 {
-            if !counts.contains_key(&(r << 16)) {
-                // SAFETY: see above.
+            if !written.counts.contains_key(&(r << 16)) {
+                // SAFETY: `open.0` is a live archive with open event files.
                 unsafe {
                     let w = OTF2_Archive_GetEvtWriter(open.0, r << 16);
                     if !w.is_null() {
@@ -602,35 +571,306 @@ mod imp {
                 }
             }
         }
-        // SAFETY: see above.
+        // SAFETY: `open.0` is a live archive with open event files.
         unsafe {
             check(
+                archive,
                 "closing the event files",
                 OTF2_Archive_CloseEvtFiles(open.0),
             )?
         };
-        if first == u64::MAX {
-            first = trace.first_ns();
-            last = first;
+        if written.first == u64::MAX {
+            written.first = trace.first_ns();
+            written.last = written.first;
+        }
+        Ok(written)
+    }
+
+    /// The region id of each of the lane's slices.
+    fn lane_regions(
+        lane: &super::super::Lane,
+        plan: &Plan,
+        call_regions: &mut HashMap<SliceKind, u32>,
+    ) -> Vec<u32> {
+        lane.slices
+            .iter()
+            .map(|sl| match sl.kind {
+                SliceKind::Region => plan.region_of[&(sl.kind, sl.name.clone())],
+                kind => *call_regions
+                    .entry(kind)
+                    .or_insert_with(|| plan.region_of[&(kind, sl.name.clone())]),
+            })
+            .collect()
+    }
+
+    /// A message side a call completed: (time, event index, message).
+    type Side = (u64, usize, hark_engine::trace::Msg);
+
+    /// One lane and what its events are written with.
+    struct LaneAt<'a> {
+        timeline: &'a Timeline,
+        li: usize,
+        lane: &'a super::super::Lane,
+        stream: &'a hark_engine::trace::TraceStream,
+        comms: &'a Comms<'a>,
+        regions: &'a [u32],
+    }
+
+    impl LaneAt<'_> {
+        fn comm_of(&self, local: u32) -> Option<(&[i32], Option<u32>)> {
+            self.comms.get(&local).copied()
+        }
+    }
+
+    /// A location's event writer, the events written to it and the time of
+    /// the last.
+    struct LaneWriter<'a> {
+        w: *mut EvtWriter,
+        archive: &'a Path,
+        n: u64,
+        last_ts: u64,
+    }
+
+    impl LaneWriter<'_> {
+        /// Writes the lane's steps: an enter or a leave each, with the
+        /// messages and collectives around them.
+        ///
+        /// # Safety
+        /// `self.w` is a live event writer.
+        unsafe fn steps(
+            &mut self,
+            at: &LaneAt,
+            sides: &mut Vec<Side>,
+            written: &mut Written,
+        ) -> Result<(), Error> {
+            for &(ts, enter, k) in &at.lane.steps {
+                written.first = written.first.min(ts);
+                written.last = written.last.max(ts);
+                let slice = &at.lane.slices[k];
+                let region = at.regions[k];
+                let e = &at.stream.events[slice.event];
+                let is_coll = matches!(slice.kind, SliceKind::Mpi(f) if collective_class(f));
+                let (comm_members, comm) = match is_coll.then(|| at.comm_of(e.obj.get())).flatten()
+                {
+                    Some((members, comm)) => (Some(members), comm),
+                    None => (None, None),
+                };
+                // SAFETY: per the caller.
+                unsafe {
+                    if enter {
+                        self.enter(ts, region, is_coll && comm.is_some())?;
+                    } else {
+                        self.messages(at, k, ts, sides)?;
+                        if let (true, Some(c), Some(members)) = (is_coll, comm, comm_members) {
+                            self.collective_end(slice.kind, e, ts, c, members)?;
+                        }
+                        self.write("Leave", OTF2_EvtWriter_Leave(self.w, null(), ts, region))?;
+                    }
+                }
+                self.last_ts = self.last_ts.max(ts);
+            }
+            Ok(())
         }
 
-        // Global definitions.
-        let mut plan_strings = plan.strings.clone();
-        let mut string = |s: &str| -> u32 {
-            if let Some(i) = plan_strings.iter().position(|x| x == s) {
-                return i as u32;
+        /// Counts a written event, or says why it was not written.
+        fn write(&mut self, what: &str, code: Code) -> Result<(), Error> {
+            check(self.archive, what, code)?;
+            self.n += 1;
+            Ok(())
+        }
+
+        /// `Enter`, and `MpiCollectiveBegin` for a collective on a known
+        /// communicator.
+        ///
+        /// # Safety
+        /// `self.w` is a live event writer.
+        unsafe fn enter(&mut self, ts: u64, region: u32, coll: bool) -> Result<(), Error> {
+            // SAFETY: per the caller.
+            unsafe {
+                self.write("Enter", OTF2_EvtWriter_Enter(self.w, null(), ts, region))?;
+                if coll {
+                    self.write(
+                        "MpiCollectiveBegin",
+                        OTF2_EvtWriter_MpiCollectiveBegin(self.w, null(), ts),
+                    )?;
+                }
             }
-            plan_strings.push(s.to_string());
-            plan_strings.len() as u32 - 1
-        };
-        let machine = string("machine");
-        let node = string("node");
-        let mut hosts: Vec<String> = trace.streams.iter().map(|s| s.host.clone()).collect();
-        hosts.sort();
-        hosts.dedup();
-        let host_names: Vec<u32> = hosts.iter().map(|h| string(h)).collect();
-        // Every world rank, and every stream without one.
-        // (location group id, host, its locations with their names)
+            Ok(())
+        }
+
+        /// Every message slice `k` completed, at the time of the record that
+        /// completed it (kept in time order on the location).
+        ///
+        /// # Safety
+        /// `self.w` is a live event writer.
+        unsafe fn messages(
+            &mut self,
+            at: &LaneAt,
+            k: usize,
+            ts: u64,
+            sides: &mut Vec<Side>,
+        ) -> Result<(), Error> {
+            let s = at.stream;
+            sides.clear();
+            sides.extend(
+                at.timeline
+                    .sides(at.li, k)
+                    .map(|(i, m)| (s.mapping.common(s.events[i].start.get()), i, m)),
+            );
+            sides.sort_by_key(|x| x.0);
+            for &(t, i, m) in sides.iter() {
+                let t = t.min(ts).max(self.last_ts);
+                let me = &s.events[i];
+                let (members, comm) = at.comm_of(me.obj.get()).unwrap_or((&[], None));
+                let peer = members.iter().position(|&x| x == m.peer);
+                let (Some(peer), Some(c)) = (peer, comm) else {
+                    continue;
+                };
+                let tag = me.tag.get() as u32;
+                // SAFETY: per the caller.
+                let code = unsafe {
+                    if m.send {
+                        OTF2_EvtWriter_MpiSend(self.w, null(), t, peer as u32, c, tag, m.bytes)
+                    } else {
+                        OTF2_EvtWriter_MpiRecv(self.w, null(), t, peer as u32, c, tag, m.bytes)
+                    }
+                };
+                self.write(if m.send { "MpiSend" } else { "MpiRecv" }, code)?;
+                self.last_ts = t;
+            }
+            Ok(())
+        }
+
+        /// `MpiCollectiveEnd` of collective event `e` on communicator `c`
+        /// (its `members` in world ranks), the root as a rank of it.
+        ///
+        /// # Safety
+        /// `self.w` is a live event writer.
+        unsafe fn collective_end(
+            &mut self,
+            kind: SliceKind,
+            e: &hark_wire::Event,
+            ts: u64,
+            c: u32,
+            members: &[i32],
+        ) -> Result<(), Error> {
+            let name = match kind {
+                SliceKind::Mpi(f) => hark_wire::mpi::FUNCTIONS[f].name,
+                _ => "",
+            };
+            let root = match e.peer.get() {
+                p if p >= 0 => members
+                    .iter()
+                    .position(|&x| x == p)
+                    .map_or(UNDEFINED_U32, |r| r as u32),
+                _ => UNDEFINED_U32,
+            };
+            // SAFETY: per the caller.
+            let code = unsafe {
+                OTF2_EvtWriter_MpiCollectiveEnd(
+                    self.w,
+                    null(),
+                    ts,
+                    collective_op(name).unwrap_or(0),
+                    c,
+                    root,
+                    e.bytes.get(),
+                    received(e),
+                )
+            };
+            self.write("MpiCollectiveEnd", code)
+        }
+    }
+
+    /// No attribute list.
+    fn null() -> *mut c_void {
+        std::ptr::null_mut()
+    }
+
+    /// The id of string `s` in `strings`, added if it is new.
+    fn intern(strings: &mut Vec<String>, s: &str) -> u32 {
+        if let Some(i) = strings.iter().position(|x| x == s) {
+            return i as u32;
+        }
+        strings.push(s.to_string());
+        strings.len() as u32 - 1
+    }
+
+    /// The names the global definitions use beyond the plan's, and the
+    /// location groups they define; the strings are the plan's followed by
+    /// these, in the order they are made here.
+    struct Names {
+        strings: Vec<String>,
+        machine: u32,
+        node: u32,
+        /// Per distinct host, in sorted order: its name.
+        host_names: Vec<u32>,
+        /// Every world rank, and every stream without one.
+        groups: Vec<LocationGroup>,
+        group_names: Vec<u32>,
+        comm_names: Vec<u32>,
+        all_ranks: u32,
+    }
+
+    impl Names {
+        fn of(trace: &Trace, timeline: &Timeline, plan: &Plan) -> Names {
+            let mut strings = plan.strings.clone();
+            let machine = intern(&mut strings, "machine");
+            let node = intern(&mut strings, "node");
+            let mut hosts: Vec<String> = trace.streams.iter().map(|s| s.host.clone()).collect();
+            hosts.sort();
+            hosts.dedup();
+            let host_names: Vec<u32> = hosts.iter().map(|h| intern(&mut strings, h)).collect();
+            let groups = location_groups(trace, timeline, plan, &hosts, &mut strings);
+            let group_names: Vec<u32> = groups
+                .iter()
+                .map(|(g, _, _)| {
+                    if (*g as usize) < plan.world {
+                        intern(&mut strings, &format!("rank {g}"))
+                    } else {
+                        intern(&mut strings, &format!("process {g}"))
+                    }
+                })
+                .collect();
+            let comm_names: Vec<u32> = plan
+                .comms
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    if m.len() == plan.world && m.iter().enumerate().all(|(k, &r)| r == k as i32) {
+                        intern(&mut strings, "MPI_COMM_WORLD")
+                    } else {
+                        intern(
+                            &mut strings,
+                            &format!("communicator {i} ({} ranks)", m.len()),
+                        )
+                    }
+                })
+                .collect();
+            let all_ranks = intern(&mut strings, "all ranks");
+            Names {
+                strings,
+                machine,
+                node,
+                host_names,
+                groups,
+                group_names,
+                comm_names,
+                all_ranks,
+            }
+        }
+    }
+
+    /// A location group per world rank (with its thread 0 even if it has
+    /// no lane), then one per stream without a world rank, each with its
+    /// host (an index into `hosts`) and its locations' names.
+    fn location_groups(
+        trace: &Trace,
+        timeline: &Timeline,
+        plan: &Plan,
+        hosts: &[String],
+        strings: &mut Vec<String>,
+    ) -> Vec<LocationGroup> {
         let mut groups: Vec<LocationGroup> = Vec::new();
         for r in 0..plan.world {
             let streams: Vec<usize> = (0..trace.streams.len())
@@ -646,11 +886,15 @@ mod imp {
                 .filter(|l| trace.streams[l.stream].world_rank == r as i32)
                 .map(|l| {
                     let loc = location(plan, trace, l.stream, l.thread);
-                    (loc, string(&format!("rank {r} thread {}", l.thread)))
+                    (
+                        loc,
+                        intern(strings, &format!("rank {r} thread {}", l.thread)),
+                    )
                 })
                 .collect();
             if !locs.iter().any(|(l, _)| *l == (r as u64) << 16) {
-                locs.insert(0, ((r as u64) << 16, string(&format!("rank {r} thread 0"))));
+                let name = intern(strings, &format!("rank {r} thread 0"));
+                locs.insert(0, ((r as u64) << 16, name));
             }
             groups.push((r as u32, host, locs));
         }
@@ -668,46 +912,37 @@ mod imp {
                 .map(|l| {
                     (
                         location(plan, trace, i, l.thread),
-                        string(&format!("{} pid {} thread {}", s.program, s.pid, l.thread)),
+                        intern(
+                            strings,
+                            &format!("{} pid {} thread {}", s.program, s.pid, l.thread),
+                        ),
                     )
                 })
                 .collect();
             groups.push(((plan.world + i) as u32, host, locs));
         }
-        let group_names: Vec<u32> = groups
-            .iter()
-            .map(|(g, _, _)| {
-                if (*g as usize) < plan.world {
-                    string(&format!("rank {g}"))
-                } else {
-                    string(&format!("process {g}"))
-                }
-            })
-            .collect();
-        let comm_names: Vec<u32> = plan
-            .comms
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                if m.len() == plan.world && m.iter().enumerate().all(|(k, &r)| r == k as i32) {
-                    string("MPI_COMM_WORLD")
-                } else {
-                    string(&format!("communicator {i} ({} ranks)", m.len()))
-                }
-            })
-            .collect();
-        let all_ranks = string("all ranks");
-        let cstrings: Vec<CString> = plan_strings.iter().map(|s| cstr(s)).collect();
-        // SAFETY: see above.
+        groups
+    }
+
+    /// The clock, strings, regions, system tree, locations and
+    /// communicators.
+    ///
+    /// # Safety
+    /// `g` is the archive's live global definition writer.
+    unsafe fn write_global_definitions(
+        g: *mut GlobalDefWriter,
+        plan: &Plan,
+        names: &Names,
+        written: &Written,
+        archive: &Path,
+    ) -> Result<(), Error> {
+        let cstrings: Vec<CString> = names.strings.iter().map(|s| cstr(s)).collect();
+        let (first, last) = (written.first, written.last);
+        // SAFETY (this block): per the caller; every pointer passed is valid
+        // for the call.
         unsafe {
-            let g = OTF2_Archive_GetGlobalDefWriter(open.0);
-            if g.is_null() {
-                return Err(Error::trace(
-                    archive,
-                    "libotf2 gave no definition writer".into(),
-                ));
-            }
             check(
+                archive,
                 "ClockProperties",
                 OTF2_GlobalDefWriter_WriteClockProperties(
                     g,
@@ -719,30 +954,57 @@ mod imp {
             )?;
             for (i, s) in cstrings.iter().enumerate() {
                 check(
+                    archive,
                     "String",
                     OTF2_GlobalDefWriter_WriteString(g, i as u32, s.as_ptr()),
                 )?;
             }
             for (i, &(name, role, paradigm)) in plan.regions.iter().enumerate() {
                 check(
+                    archive,
                     "Region",
                     OTF2_GlobalDefWriter_WriteRegion(
                         g, i as u32, name, name, 0, role, paradigm, 0, 0, 0, 0,
                     ),
                 )?;
             }
+            write_system_tree(g, names, written, archive)?;
+            if !plan.comms.is_empty() {
+                write_communicators(g, plan, names, archive)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The machine, its hosts, a location group per process and a
+    /// location per thread.
+    ///
+    /// # Safety
+    /// `g` is the archive's live global definition writer.
+    unsafe fn write_system_tree(
+        g: *mut GlobalDefWriter,
+        names: &Names,
+        written: &Written,
+        archive: &Path,
+    ) -> Result<(), Error> {
+        let (machine, node) = (names.machine, names.node);
+        // SAFETY (this block): per the caller.
+        unsafe {
             check(
+                archive,
                 "SystemTreeNode",
                 OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, machine, machine, UNDEFINED_U32),
             )?;
-            for (i, &h) in host_names.iter().enumerate() {
+            for (i, &h) in names.host_names.iter().enumerate() {
                 check(
+                    archive,
                     "SystemTreeNode",
                     OTF2_GlobalDefWriter_WriteSystemTreeNode(g, i as u32 + 1, h, node, 0),
                 )?;
             }
-            for ((gid, host, locs), &name) in groups.iter().zip(&group_names) {
+            for ((gid, host, locs), &name) in names.groups.iter().zip(&names.group_names) {
                 check(
+                    archive,
                     "LocationGroup",
                     OTF2_GlobalDefWriter_WriteLocationGroup(
                         g,
@@ -755,69 +1017,103 @@ mod imp {
                 )?;
                 for &(loc, lname) in locs {
                     check(
+                        archive,
                         "Location",
                         OTF2_GlobalDefWriter_WriteLocation(
                             g,
                             loc,
                             lname,
                             LOCATION_CPU_THREAD,
-                            counts.get(&loc).copied().unwrap_or(0),
+                            written.counts.get(&loc).copied().unwrap_or(0),
                             *gid,
                         ),
                     )?;
                 }
             }
-            if !plan.comms.is_empty() {
-                // COMM_LOCATIONS: member i is world rank i's first thread.
-                let members: Vec<u64> = (0..plan.world as u64).map(|r| r << 16).collect();
+        }
+        Ok(())
+    }
+
+    /// `COMM_LOCATIONS` (member i is world rank i's first thread), then a
+    /// group and a communicator per distinct member list.
+    ///
+    /// # Safety
+    /// `g` is the archive's live global definition writer.
+    unsafe fn write_communicators(
+        g: *mut GlobalDefWriter,
+        plan: &Plan,
+        names: &Names,
+        archive: &Path,
+    ) -> Result<(), Error> {
+        let members: Vec<u64> = (0..plan.world as u64).map(|r| r << 16).collect();
+        // SAFETY (this block): per the caller; the member arrays live
+        // across their calls.
+        unsafe {
+            check(
+                archive,
+                "Group",
+                OTF2_GlobalDefWriter_WriteGroup(
+                    g,
+                    0,
+                    names.all_ranks,
+                    GROUP_COMM_LOCATIONS,
+                    PARADIGM_MPI,
+                    0,
+                    members.len() as u32,
+                    members.as_ptr(),
+                ),
+            )?;
+            for (i, (m, &name)) in plan.comms.iter().zip(&names.comm_names).enumerate() {
+                let ranks: Vec<u64> = m.iter().map(|&r| r.max(0) as u64).collect();
                 check(
+                    archive,
                     "Group",
                     OTF2_GlobalDefWriter_WriteGroup(
                         g,
-                        0,
-                        all_ranks,
-                        GROUP_COMM_LOCATIONS,
+                        i as u32 + 1,
+                        name,
+                        GROUP_COMM_GROUP,
                         PARADIGM_MPI,
                         0,
-                        members.len() as u32,
-                        members.as_ptr(),
+                        ranks.len() as u32,
+                        ranks.as_ptr(),
                     ),
                 )?;
-                for (i, (m, &name)) in plan.comms.iter().zip(&comm_names).enumerate() {
-                    let ranks: Vec<u64> = m.iter().map(|&r| r.max(0) as u64).collect();
-                    check(
-                        "Group",
-                        OTF2_GlobalDefWriter_WriteGroup(
-                            g,
-                            i as u32 + 1,
-                            name,
-                            GROUP_COMM_GROUP,
-                            PARADIGM_MPI,
-                            0,
-                            ranks.len() as u32,
-                            ranks.as_ptr(),
-                        ),
-                    )?;
-                    check(
-                        "Comm",
-                        OTF2_GlobalDefWriter_WriteComm(
-                            g,
-                            i as u32,
-                            name,
-                            i as u32 + 1,
-                            UNDEFINED_U32,
-                            0,
-                        ),
-                    )?;
-                }
+                check(
+                    archive,
+                    "Comm",
+                    OTF2_GlobalDefWriter_WriteComm(
+                        g,
+                        i as u32,
+                        name,
+                        i as u32 + 1,
+                        UNDEFINED_U32,
+                        0,
+                    ),
+                )?;
             }
-            // Empty local definitions, one per location, which readers
-            // expect to find.
+        }
+        Ok(())
+    }
+
+    /// Empty local definitions, one per location, which readers expect to
+    /// find.
+    ///
+    /// # Safety
+    /// `open.0` is a live archive whose global definitions are written.
+    unsafe fn write_local_definitions(
+        open: &Open,
+        groups: &[LocationGroup],
+        archive: &Path,
+    ) -> Result<(), Error> {
+        // SAFETY (this block): per the caller.
+        unsafe {
             check(
+                archive,
                 "opening the definition files",
                 OTF2_Archive_OpenDefFiles(open.0),
             )?;
-            for (_, _, locs) in &groups {
+            for (_, _, locs) in groups {
                 for &(loc, _) in locs {
                     let d = OTF2_Archive_GetDefWriter(open.0, loc);
                     if !d.is_null() {
@@ -826,11 +1122,10 @@ mod imp {
                 }
             }
             check(
+                archive,
                 "closing the definition files",
                 OTF2_Archive_CloseDefFiles(open.0),
-            )?;
+            )
         }
-        drop(open);
-        Ok(())
     }
 }

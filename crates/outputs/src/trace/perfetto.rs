@@ -114,125 +114,203 @@ pub fn write_perfetto(trace: &Trace, dir: &Path) -> Result<std::path::PathBuf, E
 /// Encodes `trace` as a Perfetto trace into `out`.
 pub fn encode_perfetto(trace: &Trace, out: &mut impl Write) -> std::io::Result<()> {
     let timeline = Timeline::of(trace);
-    let mut packets = Packets {
-        first: true,
-        wrapper: Msg::default(),
+    let mut enc = Encoder {
+        trace,
+        timeline: &timeline,
+        out,
+        packets: Packets {
+            first: true,
+            wrapper: Msg::default(),
+        },
+        body: Msg::default(),
+        ev: Msg::default(),
+        arg: Msg::default(),
     };
-    let mut packet = |out: &mut dyn Write, body: &mut Msg| packets.write(out, body);
-    let pid_of = |si: usize| -> i64 {
-        let s = &trace.streams[si];
+    enc.process_tracks()?;
+    enc.thread_tracks()?;
+    enc.slices(&Flows::of(&timeline))?;
+    for si in 0..trace.streams.len() {
+        enc.bytes_sent(si)?;
+        enc.counters_and_marks(si)?;
+    }
+    Ok(())
+}
+
+/// A trace being encoded: where packets go, and the messages built in
+/// buffers reused from one packet to the next.
+struct Encoder<'a> {
+    trace: &'a Trace,
+    timeline: &'a Timeline,
+    out: &'a mut dyn Write,
+    packets: Packets,
+    body: Msg,
+    ev: Msg,
+    arg: Msg,
+}
+
+/// Flows: outgoing on the send's slice, terminating on the receive's;
+/// (lane, slice, flow id), ordered by slice and then id.
+struct Flows {
+    out: Vec<(u32, u32, u64)>,
+    into: Vec<(u32, u32, u64)>,
+}
+
+impl Flows {
+    fn of(timeline: &Timeline) -> Flows {
+        let mut flows = Flows {
+            out: Vec::with_capacity(timeline.messages.len()),
+            into: Vec::with_capacity(timeline.messages.len()),
+        };
+        for (id, m) in timeline.messages.iter().enumerate() {
+            let id = id as u64 + 1;
+            let at = |side| {
+                let (li, k) = timeline.at(side).expect("matched messages are on slices");
+                (li as u32, k as u32, id)
+            };
+            flows.out.push(at(m.send));
+            flows.into.push(at(m.recv));
+        }
+        flows.out.sort_unstable();
+        flows.into.sort_unstable();
+        flows
+    }
+}
+
+impl Encoder<'_> {
+    fn packet(&mut self, body: &mut Msg) -> std::io::Result<()> {
+        self.packets.write(self.out, body)
+    }
+
+    /// Writes the packet built in `self.body`.
+    fn body_packet(&mut self) -> std::io::Result<()> {
+        self.packets.write(self.out, &mut self.body)
+    }
+
+    /// The pid shown for stream `si`: its world rank + 1, or a number past
+    /// any rank for a process without one.
+    fn pid_of(&self, si: usize) -> i64 {
+        let s = &self.trace.streams[si];
         if s.world_rank >= 0 {
             s.world_rank as i64 + 1
         } else {
             (1 << 20) + si as i64
         }
-    };
-    let process_uuid = |si: usize| (si as u64 + 1) << 24;
-    // Process tracks, and a counter of MPI bytes sent per rank.
-    for (si, s) in trace.streams.iter().enumerate() {
-        let mut proc_ = Msg::default();
-        proc_.int(1, pid_of(si)).str(
-            6,
-            &if s.world_rank >= 0 {
-                format!("rank {}", s.world_rank)
-            } else {
-                format!("{} pid {}", s.program, s.pid)
-            },
-        );
-        let mut desc = Msg::default();
-        desc.uint(1, process_uuid(si)).msg(3, &proc_);
-        packet(out, Msg::default().msg(60, &desc))?;
-        let mut counter = Msg::default();
-        counter
-            .uint(1, process_uuid(si) | 0xfffff)
-            .str(2, "MPI bytes sent")
-            .uint(5, process_uuid(si))
-            .msg(8, &Msg::default());
-        packet(out, Msg::default().msg(60, &counter))?;
     }
-    // Thread tracks: one per lane.
-    let lane_uuid = |li: usize| process_uuid(timeline.lanes[li].stream) | (li as u64 + 1);
-    for (li, lane) in timeline.lanes.iter().enumerate() {
-        let pid = pid_of(lane.stream);
-        let mut thread = Msg::default();
-        thread
-            .int(1, pid)
-            .int(2, pid * 1000 + lane.thread as i64)
-            .str(5, &format!("thread {}", lane.thread));
-        let mut desc = Msg::default();
-        desc.uint(1, lane_uuid(li))
-            .uint(5, process_uuid(lane.stream))
-            .msg(4, &thread);
-        packet(out, Msg::default().msg(60, &desc))?;
+
+    fn lane_uuid(&self, li: usize) -> u64 {
+        process_uuid(self.timeline.lanes[li].stream) | (li as u64 + 1)
     }
-    // Flows: outgoing on the send's slice, terminating on the receive's;
-    // (lane, slice, flow id), ordered by slice and then id.
-    let mut flows_out: Vec<(u32, u32, u64)> = Vec::with_capacity(timeline.messages.len());
-    let mut flows_in: Vec<(u32, u32, u64)> = Vec::with_capacity(timeline.messages.len());
-    for (id, m) in timeline.messages.iter().enumerate() {
-        let id = id as u64 + 1;
-        let at = |side| {
-            let (li, k) = timeline.at(side).expect("matched messages are on slices");
-            (li as u32, k as u32, id)
-        };
-        flows_out.push(at(m.send));
-        flows_in.push(at(m.recv));
-    }
-    flows_out.sort_unstable();
-    flows_in.sort_unstable();
-    // Slices, lane by lane, with the bytes-sent counter; the messages are
-    // built in buffers reused from one packet to the next.
-    let (mut body, mut ev, mut a) = (Msg::default(), Msg::default(), Msg::default());
-    let mut sent: Vec<i64> = vec![0; trace.streams.len()];
-    for (li, lane) in timeline.lanes.iter().enumerate() {
-        let s = &trace.streams[lane.stream];
-        let track = lane_uuid(li);
-        for &(ts, enter, k) in &lane.steps {
-            let slice = &lane.slices[k];
-            ev.clear().uint(11, track);
-            if enter {
-                let category = match slice.kind {
-                    SliceKind::Mpi(_) => "mpi",
-                    SliceKind::Io(_) => "io",
-                    SliceKind::Region => "region",
-                };
-                ev.uint(9, SLICE_BEGIN)
-                    .str(22, category)
-                    .str(23, &slice.name);
-                let e = &s.events[slice.event];
-                if !matches!(slice.kind, SliceKind::Region) && e.bytes.get() > 0 {
-                    a.clear().str(10, "bytes").uint(3, e.bytes.get());
-                    ev.msg(4, &a);
-                }
-                for id in flows(&flows_out, li, k) {
-                    ev.fixed64(47, id);
-                }
-                for id in flows(&flows_in, li, k) {
-                    ev.fixed64(48, id);
-                }
-            } else {
-                ev.uint(9, SLICE_END);
-            }
-            body.clear().uint(8, ts).msg(11, &ev);
-            packet(out, &mut body)?;
+
+    /// Process tracks, and a counter of MPI bytes sent per rank.
+    fn process_tracks(&mut self) -> std::io::Result<()> {
+        for (si, s) in self.trace.streams.iter().enumerate() {
+            let mut proc_ = Msg::default();
+            proc_.int(1, self.pid_of(si)).str(
+                6,
+                &if s.world_rank >= 0 {
+                    format!("rank {}", s.world_rank)
+                } else {
+                    format!("{} pid {}", s.program, s.pid)
+                },
+            );
+            let mut desc = Msg::default();
+            desc.uint(1, process_uuid(si)).msg(3, &proc_);
+            self.packet(Msg::default().msg(60, &desc))?;
+            let mut counter = Msg::default();
+            counter
+                .uint(1, process_uuid(si) | 0xfffff)
+                .str(2, "MPI bytes sent")
+                .uint(5, process_uuid(si))
+                .msg(8, &Msg::default());
+            self.packet(Msg::default().msg(60, &counter))?;
         }
+        Ok(())
     }
-    for (si, s) in trace.streams.iter().enumerate() {
-        // Bytes sent, in completion order.
-        for &(i, m) in &timeline.sides_of_stream[si] {
+
+    /// Thread tracks: one per lane.
+    fn thread_tracks(&mut self) -> std::io::Result<()> {
+        for (li, lane) in self.timeline.lanes.iter().enumerate() {
+            let pid = self.pid_of(lane.stream);
+            let mut thread = Msg::default();
+            thread
+                .int(1, pid)
+                .int(2, pid * 1000 + lane.thread as i64)
+                .str(5, &format!("thread {}", lane.thread));
+            let mut desc = Msg::default();
+            desc.uint(1, self.lane_uuid(li))
+                .uint(5, process_uuid(lane.stream))
+                .msg(4, &thread);
+            self.packet(Msg::default().msg(60, &desc))?;
+        }
+        Ok(())
+    }
+
+    /// Slices, lane by lane: a begin (with its bytes and flows) or an end
+    /// per step.
+    fn slices(&mut self, ids: &Flows) -> std::io::Result<()> {
+        let timeline = self.timeline;
+        for (li, lane) in timeline.lanes.iter().enumerate() {
+            let s = &self.trace.streams[lane.stream];
+            let track = self.lane_uuid(li);
+            for &(ts, enter, k) in &lane.steps {
+                let slice = &lane.slices[k];
+                self.ev.clear().uint(11, track);
+                if enter {
+                    let category = match slice.kind {
+                        SliceKind::Mpi(_) => "mpi",
+                        SliceKind::Io(_) => "io",
+                        SliceKind::Region => "region",
+                    };
+                    self.ev
+                        .uint(9, SLICE_BEGIN)
+                        .str(22, category)
+                        .str(23, &slice.name);
+                    let e = &s.events[slice.event];
+                    if !matches!(slice.kind, SliceKind::Region) && e.bytes.get() > 0 {
+                        self.arg.clear().str(10, "bytes").uint(3, e.bytes.get());
+                        self.ev.msg(4, &self.arg);
+                    }
+                    for id in flows(&ids.out, li, k) {
+                        self.ev.fixed64(47, id);
+                    }
+                    for id in flows(&ids.into, li, k) {
+                        self.ev.fixed64(48, id);
+                    }
+                } else {
+                    self.ev.uint(9, SLICE_END);
+                }
+                self.body.clear().uint(8, ts).msg(11, &self.ev);
+                self.body_packet()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stream `si`'s MPI bytes sent so far, in completion order.
+    fn bytes_sent(&mut self, si: usize) -> std::io::Result<()> {
+        let s = &self.trace.streams[si];
+        let mut sent: i64 = 0;
+        for &(i, m) in &self.timeline.sides_of_stream[si] {
             if !m.send {
                 continue;
             }
-            sent[si] += m.bytes as i64;
+            sent += m.bytes as i64;
             let ts = s.mapping.common(s.events[i].end.get());
-            ev.clear()
+            self.ev
+                .clear()
                 .uint(9, COUNTER)
                 .uint(11, process_uuid(si) | 0xfffff)
-                .int(30, sent[si]);
-            body.clear().uint(8, ts).msg(11, &ev);
-            packet(out, &mut body)?;
+                .int(30, sent);
+            self.body.clear().uint(8, ts).msg(11, &self.ev);
+            self.body_packet()?;
         }
-        // User counters and iteration marks.
+        Ok(())
+    }
+
+    /// Stream `si`'s user counters (a track each, defined where first
+    /// seen) and iteration marks.
+    fn counters_and_marks(&mut self, si: usize) -> std::io::Result<()> {
+        let s = &self.trace.streams[si];
         let mut counters: HashMap<u32, u64> = HashMap::new();
         for e in &s.events {
             let ts = s.mapping.common(e.start.get());
@@ -248,23 +326,24 @@ pub fn encode_perfetto(trace: &Trace, out: &mut impl Write) -> std::io::Result<(
                             .str(2, s.name(e.obj.get()).unwrap_or("counter"))
                             .uint(5, process_uuid(si))
                             .msg(8, &Msg::default());
-                        packet(out, Msg::default().msg(60, &d))?;
+                        self.packet(Msg::default().msg(60, &d))?;
                     }
                     let mut ev = Msg::default();
                     ev.uint(9, COUNTER)
                         .uint(11, uuid)
                         .int(30, e.bytes.get() as i64);
-                    packet(out, Msg::default().uint(8, ts).msg(11, &ev))?;
+                    self.packet(Msg::default().uint(8, ts).msg(11, &ev))?;
                 }
                 op::MARK => {
-                    let lane = timeline
+                    let lane = self
+                        .timeline
                         .lanes
                         .iter()
                         .position(|l| l.stream == si && l.thread == e.thread.get());
                     if let Some(li) = lane {
                         let mut ev = Msg::default();
                         ev.uint(9, INSTANT)
-                            .uint(11, lane_uuid(li))
+                            .uint(11, self.lane_uuid(li))
                             .str(22, "mark")
                             .str(
                                 23,
@@ -274,12 +353,18 @@ pub fn encode_perfetto(trace: &Trace, out: &mut impl Write) -> std::io::Result<(
                                     e.bytes.get()
                                 ),
                             );
-                        packet(out, Msg::default().uint(8, ts).msg(11, &ev))?;
+                        self.packet(Msg::default().uint(8, ts).msg(11, &ev))?;
                     }
                 }
                 _ => {}
             }
         }
+        Ok(())
     }
-    Ok(())
+}
+
+/// The uuid of stream `si`'s process track; its other tracks' are this
+/// with low bits set.
+fn process_uuid(si: usize) -> u64 {
+    (si as u64 + 1) << 24
 }

@@ -115,6 +115,39 @@ fn timeslices(n: usize, slices: usize, busy: impl Fn(usize, usize) -> u64) -> Ti
 
 fn ocean() -> Program {
     let n = 4;
+    let mpi = ocean_mpi(n);
+    let mpi_time_ns = per_rank(n, |r| {
+        mpi.values().map(|f: &FunctionProfile| f.time_ns[r]).sum()
+    });
+    Program {
+        name: "ocean".into(),
+        command: vec!["./ocean".into(), "-n".into(), "1000".into()],
+        ranks: n,
+        rank_info: ranks(n, 0, "node01", 41_000),
+        wall_ns: 2_450 * MS,
+        rank_wall_ns: per_rank(n, |r| 2_440 * MS - r as u64 * 3 * MS),
+        mpi_time_ns,
+        mpi,
+        p2p: ocean_p2p(n),
+        collectives: vec![CommCollectives {
+            members: vec![0, 1, 2, 3],
+            functions: ocean_collectives(),
+        }],
+        io: Io {
+            files: ocean_files(n),
+            per_rank: ocean_io_per_rank(n),
+        },
+        regions: ocean_regions(n),
+        timeslices: timeslices(n, 48, |r, k| (10 + (r * 5 + k * 3) % 25) as u64 * MS),
+        density: BTreeMap::new(),
+        diagnostics: vec![],
+        clock: aligned_clock(n),
+        ..Program::default()
+    }
+}
+
+/// The ocean's MPI functions on `n` ranks.
+fn ocean_mpi(n: usize) -> BTreeMap<String, FunctionProfile> {
     let mut mpi = BTreeMap::new();
     mpi.insert(
         "MPI_Init".into(),
@@ -150,9 +183,11 @@ fn ocean() -> Program {
         function(n, |_| 3, |_| 0, |r| [9, 1, 4, 6][r] * MS),
     );
     mpi.insert("MPI_Finalize".into(), function(n, |_| 1, |_| 0, |_| 3 * MS));
-    let mpi_time_ns = per_rank(n, |r| {
-        mpi.values().map(|f: &FunctionProfile| f.time_ns[r]).sum()
-    });
+    mpi
+}
+
+/// A ring of 1000 messages of 8 KiB a rank, all sent by `MPI_Isend`.
+fn ocean_p2p(n: usize) -> P2p {
     let (messages, bytes, time_ns) = ring(n, 1000, 8192);
     let mut by_function = BTreeMap::new();
     by_function.insert(
@@ -163,6 +198,17 @@ fn ocean() -> Program {
             time_ns: time_ns.clone(),
         },
     );
+    P2p {
+        messages,
+        bytes,
+        time_ns,
+        by_function,
+        one_sided: Matrices::default(),
+    }
+}
+
+/// The ocean's collectives, all on the world.
+fn ocean_collectives() -> BTreeMap<String, Totals> {
     let mut world = BTreeMap::new();
     world.insert(
         "MPI_Allreduce".to_string(),
@@ -188,6 +234,12 @@ fn ocean() -> Program {
             time_ns: 20 * MS,
         },
     );
+    world
+}
+
+/// The ocean's files: a NetCDF output rank 0 writes, a namelist every rank
+/// reads.
+fn ocean_files(n: usize) -> Vec<FileIo> {
     let mut out = FileIo {
         path: "/scratch/run42/ocean_0001.nc".into(),
         read_bytes: vec![0; n],
@@ -248,6 +300,11 @@ fn ocean() -> Program {
             time_ns: MS / 10,
         },
     );
+    vec![out, input]
+}
+
+/// The ocean's I/O calls per rank.
+fn ocean_io_per_rank(n: usize) -> Vec<BTreeMap<String, Totals>> {
     let mut per_rank_io = vec![BTreeMap::new(); n];
     per_rank_io[0].insert(
         "write".to_string(),
@@ -267,6 +324,12 @@ fn ocean() -> Program {
             },
         );
     }
+    per_rank_io
+}
+
+/// The ocean's regions (a time step with its halo exchange and solve) and
+/// its counter.
+fn ocean_regions(n: usize) -> Regions {
     let mut paths = BTreeMap::new();
     paths.insert(
         "timestep".to_string(),
@@ -302,40 +365,10 @@ fn ocean() -> Program {
             mean: 18.25,
         },
     );
-    Program {
-        name: "ocean".into(),
-        command: vec!["./ocean".into(), "-n".into(), "1000".into()],
-        ranks: n,
-        rank_info: ranks(n, 0, "node01", 41_000),
-        wall_ns: 2_450 * MS,
-        rank_wall_ns: per_rank(n, |r| 2_440 * MS - r as u64 * 3 * MS),
-        mpi_time_ns,
-        mpi,
-        p2p: P2p {
-            messages,
-            bytes,
-            time_ns,
-            by_function,
-            one_sided: Matrices::default(),
-        },
-        collectives: vec![CommCollectives {
-            members: vec![0, 1, 2, 3],
-            functions: world,
-        }],
-        io: Io {
-            files: vec![out, input],
-            per_rank: per_rank_io,
-        },
-        regions: Regions {
-            paths,
-            counters,
-            ..Regions::default()
-        },
-        timeslices: timeslices(n, 48, |r, k| (10 + (r * 5 + k * 3) % 25) as u64 * MS),
-        density: BTreeMap::new(),
-        diagnostics: vec![],
-        clock: aligned_clock(n),
-        ..Program::default()
+    Regions {
+        paths,
+        counters,
+        ..Regions::default()
     }
 }
 

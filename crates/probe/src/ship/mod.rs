@@ -544,154 +544,26 @@ impl Ship {
     ) {
         self.preallocate(PREALLOCATED);
         let mut seq = 0u64;
-        let mut last_flush = Instant::now();
+        let mut flusher = Flusher {
+            every: flush_every,
+            last: Instant::now(),
+            flush,
+        };
         let mut staged = Staged::default();
         // Set once the `End` is taken: copies may then use pool buffers.
         let ending = std::cell::Cell::new(false);
         loop {
-            let item = loop {
-                if let Some(every) = flush_every {
-                    if last_flush.elapsed() >= every {
-                        flush();
-                        last_flush = Instant::now();
-                    }
-                }
-                let mut g = self.lock();
-                if let Some(item) = g.queue.pop_front() {
-                    break item;
-                }
-                if !staged.is_empty() {
-                    // Idle with something staged: it goes once the reader
-                    // has taken everything before it (a dead reader: it is
-                    // dropped and counted).
-                    self.reclaim(&mut g);
-                    if g.in_flight.is_empty() || !self.alive() {
-                        drop(g);
-                        let mut copy = |bytes: &[u8]| {
-                            self.alive()
-                                && self
-                                    .ring()
-                                    .is_some_and(|r| self.publish_copy(r, bytes, false))
-                        };
-                        self.ship_staged(&mut staged, &mut seq, &mut copy);
-                        continue;
-                    }
-                }
-                let mut wait = flush_every
-                    .map(|every| every.saturating_sub(last_flush.elapsed()))
-                    .map(|left| left.max(Duration::from_millis(1)));
-                if !staged.is_empty() {
-                    wait = Some(wait.map_or(STAGE_LOOK, |w| w.min(STAGE_LOOK)));
-                }
-                g = match wait {
-                    Some(wait) => {
-                        self.work
-                            .wait_timeout(g, wait)
-                            .unwrap_or_else(|p| p.into_inner())
-                            .0
-                    }
-                    None => self.work.wait(g).unwrap_or_else(|p| p.into_inner()),
-                };
-                if let Some(item) = g.queue.pop_front() {
-                    break item;
-                }
-            };
-            let mut send = |bytes: &[u8]| {
-                if !self.alive() {
-                    return false;
-                }
-                if let Some(r) = self.ring() {
-                    return self.publish_copy(r, bytes, ending.get());
-                }
-                match transport.send(bytes) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        self.alive.store(false, Ordering::Relaxed);
-                        // Wake lossless waiters: they must not wait on a dead server.
-                        self.freed.notify_all();
-                        on_failure(&e.to_string());
-                        false
-                    }
-                }
-            };
+            let item = self.next_item(&mut flusher, &mut staged, &mut seq);
+            let mut send =
+                |bytes: &[u8]| self.send_out(&mut *transport, on_failure, ending.get(), bytes);
             match item {
                 Item::Pack { buf, events } => {
-                    // Sampled out: the events after the switch go as totals.
-                    let (kept, counts) = self.split_counted(buf, events);
-                    if !counts.is_empty() {
-                        self.ship_staged(&mut staged, &mut seq, &mut send);
-                    }
-                    if !counts.is_empty() && !send(&counts) {
-                        self.dropped
-                            .fetch_add((events - kept) as u64, Ordering::Relaxed);
-                    }
-                    if kept == 0 {
-                        self.release(buf);
-                        continue;
-                    }
-                    let small = kept == events
-                        && kept <= capacity(self.pack_size) / SMALL_PACK
-                        && self.ring().is_some()
-                        && self.alive();
-                    if small {
-                        if let Some((s, n)) = self.to_stage(&mut staged, buf, kept) {
-                            // The stage was full: it goes (after the
-                            // definitions its events may use).
-                            self.ship_defs(&mut staged, &mut send);
-                            self.ship_pack(s, n, &mut seq, &mut send);
-                        }
-                        continue;
-                    }
-                    // What was gathered goes first: the stream keeps its order.
-                    self.ship_staged(&mut staged, &mut seq, &mut send);
-                    self.ship_pack(buf, kept, &mut seq, &mut send);
+                    self.ship_queued_pack(buf, events, &mut staged, &mut seq, &mut send)
                 }
-                Item::Bytes(bytes) => {
-                    if self.ring().is_some() && self.alive() && is_defs(&bytes) {
-                        staged.defs_bytes += bytes.len();
-                        staged.defs.push(bytes);
-                        if staged.defs_bytes >= self.pack_size / 2 {
-                            self.ship_defs(&mut staged, &mut send);
-                        }
-                        continue;
-                    }
-                    self.ship_staged(&mut staged, &mut seq, &mut send);
-                    send(&bytes);
-                }
+                Item::Bytes(bytes) => self.ship_bytes(bytes, &mut staged, &mut seq, &mut send),
                 Item::End(reason) => {
                     ending.set(true);
-                    self.ship_staged(&mut staged, &mut seq, &mut send);
-                    let mut g = self.lock();
-                    // Anything queued behind the end cannot be sent any more.
-                    let behind: Vec<Item> = g.queue.drain(..).collect();
-                    for item in behind {
-                        if let Item::Pack { buf, events } = item {
-                            self.dropped.fetch_add(events as u64, Ordering::Relaxed);
-                            g.free.push(buf);
-                        }
-                    }
-                    g.done = true;
-                    drop(g);
-                    let end = End {
-                        events_written: self.written.load(Ordering::Relaxed),
-                        events_dropped: self.dropped.load(Ordering::Relaxed),
-                        packs_sent: self.packs.load(Ordering::Relaxed),
-                        reason,
-                    };
-                    let mut bytes = Vec::new();
-                    end.encode(&mut bytes);
-                    match self.ring() {
-                        // Its own slot: the End never waits for the reader.
-                        Some(r) if self.alive() => {
-                            let slot = r.end_slot();
-                            r.w.set_state(slot, SlotState::Other);
-                            r.w.slot_mut(slot)[..bytes.len()].copy_from_slice(&bytes);
-                            r.w.publish(slot, bytes.len());
-                        }
-                        _ => {
-                            send(&bytes);
-                        }
-                    }
+                    self.ship_end(reason, &mut staged, &mut seq, &mut send);
                     transport.close();
                     self.lock().closed = true;
                     self.done.notify_all();
@@ -700,6 +572,212 @@ impl Ship {
                 }
             }
         }
+    }
+
+    /// Waits for the next queued item, flushing the threads when it is
+    /// time and, while idle, shipping what is staged once the ring's reader
+    /// has caught up.
+    fn next_item(&self, flusher: &mut Flusher, staged: &mut Staged, seq: &mut u64) -> Item {
+        loop {
+            flusher.flush_if_due();
+            let mut g = self.lock();
+            if let Some(item) = g.queue.pop_front() {
+                return item;
+            }
+            if !staged.is_empty() {
+                // Idle with something staged: it goes once the reader
+                // has taken everything before it (a dead reader: it is
+                // dropped and counted).
+                self.reclaim(&mut g);
+                if g.in_flight.is_empty() || !self.alive() {
+                    drop(g);
+                    let mut copy = |bytes: &[u8]| {
+                        self.alive()
+                            && self
+                                .ring()
+                                .is_some_and(|r| self.publish_copy(r, bytes, false))
+                    };
+                    self.ship_staged(staged, seq, &mut copy);
+                    continue;
+                }
+            }
+            let mut wait = flusher.left();
+            if !staged.is_empty() {
+                wait = Some(wait.map_or(STAGE_LOOK, |w| w.min(STAGE_LOOK)));
+            }
+            g = match wait {
+                Some(wait) => {
+                    self.work
+                        .wait_timeout(g, wait)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+                None => self.work.wait(g).unwrap_or_else(|p| p.into_inner()),
+            };
+            if let Some(item) = g.queue.pop_front() {
+                return item;
+            }
+        }
+    }
+
+    /// Sends `bytes` through the ring if there is one, else the transport;
+    /// false if they could not go. A failing transport marks the stream
+    /// dead and tells `on_failure`.
+    fn send_out(
+        &self,
+        transport: &mut dyn Transport,
+        on_failure: &dyn Fn(&str),
+        ending: bool,
+        bytes: &[u8],
+    ) -> bool {
+        if !self.alive() {
+            return false;
+        }
+        if let Some(r) = self.ring() {
+            return self.publish_copy(r, bytes, ending);
+        }
+        match transport.send(bytes) {
+            Ok(()) => true,
+            Err(e) => {
+                self.alive.store(false, Ordering::Relaxed);
+                // Wake lossless waiters: they must not wait on a dead server.
+                self.freed.notify_all();
+                on_failure(&e.to_string());
+                false
+            }
+        }
+    }
+
+    /// A full (or flushed) buffer of `events` events: its sampled-out
+    /// events go as totals, and the rest as a pack, or staged with other
+    /// small packs while a ring's reader lags.
+    fn ship_queued_pack(
+        &self,
+        buf: Buf,
+        events: usize,
+        staged: &mut Staged,
+        seq: &mut u64,
+        send: &mut dyn FnMut(&[u8]) -> bool,
+    ) {
+        // Sampled out: the events after the switch go as totals.
+        let (kept, counts) = self.split_counted(buf, events);
+        if !counts.is_empty() {
+            self.ship_staged(staged, seq, send);
+        }
+        if !counts.is_empty() && !send(&counts) {
+            self.dropped
+                .fetch_add((events - kept) as u64, Ordering::Relaxed);
+        }
+        if kept == 0 {
+            self.release(buf);
+            return;
+        }
+        let small = kept == events
+            && kept <= capacity(self.pack_size) / SMALL_PACK
+            && self.ring().is_some()
+            && self.alive();
+        if small {
+            if let Some((s, n)) = self.to_stage(staged, buf, kept) {
+                // The stage was full: it goes (after the
+                // definitions its events may use).
+                self.ship_defs(staged, send);
+                self.ship_pack(s, n, seq, send);
+            }
+            return;
+        }
+        // What was gathered goes first: the stream keeps its order.
+        self.ship_staged(staged, seq, send);
+        self.ship_pack(buf, kept, seq, send);
+    }
+
+    /// A frame other than a pack: definitions are staged on a live ring,
+    /// anything else goes after what is staged.
+    fn ship_bytes(
+        &self,
+        bytes: Vec<u8>,
+        staged: &mut Staged,
+        seq: &mut u64,
+        send: &mut dyn FnMut(&[u8]) -> bool,
+    ) {
+        if self.ring().is_some() && self.alive() && is_defs(&bytes) {
+            staged.defs_bytes += bytes.len();
+            staged.defs.push(bytes);
+            if staged.defs_bytes >= self.pack_size / 2 {
+                self.ship_defs(staged, send);
+            }
+            return;
+        }
+        self.ship_staged(staged, seq, send);
+        send(&bytes);
+    }
+
+    /// The end of the stream: what is staged, then the `End` frame with
+    /// the totals; anything queued behind it is dropped and counted.
+    fn ship_end(
+        &self,
+        reason: EndReason,
+        staged: &mut Staged,
+        seq: &mut u64,
+        send: &mut dyn FnMut(&[u8]) -> bool,
+    ) {
+        self.ship_staged(staged, seq, send);
+        let mut g = self.lock();
+        // Anything queued behind the end cannot be sent any more.
+        let behind: Vec<Item> = g.queue.drain(..).collect();
+        for item in behind {
+            if let Item::Pack { buf, events } = item {
+                self.dropped.fetch_add(events as u64, Ordering::Relaxed);
+                g.free.push(buf);
+            }
+        }
+        g.done = true;
+        drop(g);
+        let end = End {
+            events_written: self.written.load(Ordering::Relaxed),
+            events_dropped: self.dropped.load(Ordering::Relaxed),
+            packs_sent: self.packs.load(Ordering::Relaxed),
+            reason,
+        };
+        let mut bytes = Vec::new();
+        end.encode(&mut bytes);
+        match self.ring() {
+            // Its own slot: the End never waits for the reader.
+            Some(r) if self.alive() => {
+                let slot = r.end_slot();
+                r.w.set_state(slot, SlotState::Other);
+                r.w.slot_mut(slot)[..bytes.len()].copy_from_slice(&bytes);
+                r.w.publish(slot, bytes.len());
+            }
+            _ => {
+                send(&bytes);
+            }
+        }
+    }
+}
+
+/// Asks the program's threads for their partial buffers every `every`, if
+/// set.
+struct Flusher<'f> {
+    every: Option<Duration>,
+    last: Instant,
+    flush: &'f dyn Fn(),
+}
+
+impl Flusher<'_> {
+    fn flush_if_due(&mut self) {
+        if let Some(every) = self.every {
+            if self.last.elapsed() >= every {
+                (self.flush)();
+                self.last = Instant::now();
+            }
+        }
+    }
+
+    /// How long until the next flush (at least 1 ms), if there are any.
+    fn left(&self) -> Option<Duration> {
+        self.every
+            .map(|every| every.saturating_sub(self.last.elapsed()))
+            .map(|left| left.max(Duration::from_millis(1)))
     }
 }
 

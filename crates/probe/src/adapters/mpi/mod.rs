@@ -7,19 +7,22 @@
 //! completion call will overwrite), call it between two clock reads, and hand
 //! the argument words to [`after`], which reads them by the roles the table
 //! gives and records the events. The flavour of MPI is found at run time
-//! ([`abi`]); the registries ([`registry`]) remember communicators, requests,
+//! ([`hark_mpi::abi`]); the registries ([`registry`]) remember communicators, requests,
 //! windows and files between calls. `docs/mpi.md` describes what each kind of
 //! call records.
 
-pub(crate) mod abi;
 mod align;
 mod fortran;
-mod mpi_call;
 mod plan;
 mod registry;
-mod resolve;
 pub(crate) mod stream;
 mod virt;
+
+// The MPI ABI layer is its own crate, shared with the analyser ranks; these
+// names keep the adapter's paths to it short.
+use hark_mpi::abi;
+use hark_mpi::call as mpi_call;
+use hark_mpi::resolve;
 
 use crate::core::Guard;
 use crate::real::Real;
@@ -326,6 +329,12 @@ pub(crate) fn after(
     }
 }
 
+/// Records a call that [`after`] does not record inline: the call's event,
+/// and the registries kept right. Runs under the panic guard.
+///
+/// # Safety
+/// `w` are the program's arguments to the function of `plan`, which MPI has
+/// just accepted (`rc` 0) or rejected; outputs are only read on success.
 #[allow(clippy::too_many_arguments)]
 unsafe fn record(
     abi: &Abi,
@@ -337,327 +346,518 @@ unsafe fn record(
     t1: u64,
     s: &Scratch,
 ) {
-    let p = &plan.pos;
-    let mut ev = Event::new(plan.op, t0, t1);
     let ok = rc == 0;
-    match plan.kind {
-        Kind::Init => {
+    let c = Call {
+        abi,
+        plan,
+        g,
+        w,
+        ok,
+        t0,
+        t1,
+        s,
+    };
+    let ev = Event::new(plan.op, t0, t1);
+    // SAFETY (every call below): per the caller; `c` holds its arguments.
+    unsafe {
+        match plan.kind {
+            Kind::Init => c.init(ev),
+            // Over MPI the call was recorded, and the stream ended, before it.
+            Kind::Finalize if stream::on() => {}
+            Kind::Finalize => c.finalize(ev),
+            Kind::Abort => {}
+            Kind::Pcontrol => c.pcontrol(ev),
+            Kind::Send | Kind::PostSend { .. } | Kind::Sendrecv => c.send_or_post(ev),
+            Kind::Recv => c.recv(ev),
+            Kind::PostRecv { persistent } => c.post_recv(ev, persistent),
+            Kind::Start => c.start(ev),
+            Kind::Probe => probe(abi, plan, g, w, ok, t0, t1),
+            Kind::Complete => complete(abi, plan, g, w, ok, t0, t1, s),
+            Kind::RequestFree => c.on_request(ev, registry::free_request),
+            Kind::Cancel => c.on_request(ev, registry::cancel_request),
+            Kind::Coll(_) if crate::core::paused() => c.count_collective(),
+            Kind::Coll(shape) => c.collective(ev, shape),
+            Kind::CommCreate => c.comm_create(ev),
+            Kind::CommFree => c.comm_free(ev),
+            Kind::WinCreate => c.win_create(ev),
+            Kind::WinFree => c.win_free(ev),
+            Kind::WinOther | Kind::Rma | Kind::RmaSync => c.on_window(ev),
+            Kind::FileOpen => c.file_open(ev),
+            Kind::FileClose => c.file_close(ev),
+            Kind::FileOther => c.on_file(ev),
+            Kind::FileIo { write } => c.file_io(ev, write),
+            Kind::Timed => emit(g, ev),
+            // Query wrappers never reach the recorder (build.rs).
+            Kind::Query => {}
+        }
+    }
+}
+
+/// One finished call, as [`record`] reads it: the words of its arguments
+/// by the roles its plan gives, whether MPI accepted it, its clock reads
+/// and what [`before`] kept. Every step below takes the call's event,
+/// built with its times, and emits what it records.
+///
+/// The steps are `#[inline(always)]`: they are one function's arms, and
+/// compile into `record` as they would written there.
+#[derive(Clone, Copy)]
+struct Call<'a> {
+    abi: &'a Abi,
+    plan: &'a Plan,
+    g: &'a Guard,
+    w: &'a [usize],
+    ok: bool,
+    t0: u64,
+    t1: u64,
+    s: &'a Scratch,
+}
+
+impl Call<'_> {
+    /// The word of role `pos`, if the function has that argument.
+    #[inline(always)]
+    fn word(&self, pos: u8) -> Option<usize> {
+        at(self.w, pos)
+    }
+
+    /// The `int` argument of role `pos`, if the function has it.
+    #[inline(always)]
+    fn int(&self, pos: u8) -> Option<i32> {
+        at(self.w, pos).map(int)
+    }
+
+    /// Bytes of the buffer described by the count and datatype arguments
+    /// of roles `count` and `ty` (0 without a count).
+    #[inline(always)]
+    fn bytes(&self, count: u8, ty: u8) -> u64 {
+        bytes(
+            self.abi,
+            self.int(count).unwrap_or(0),
+            self.word(ty).unwrap_or(0),
+        )
+    }
+
+    /// The communicator argument's registry entry (see [`comm_of`]).
+    #[inline(always)]
+    fn comm(&self) -> Option<CommRef> {
+        comm_of(self.abi, self.w, &self.plan.pos, self.ok)
+    }
+
+    /// Registers the request the call returned, of `kind`, on `comm`, for
+    /// the peer, tag and bytes of `ev`; its id.
+    #[inline(always)]
+    fn post(&self, kind: ReqKind, comm: &Option<Arc<Comm>>, ev: &Event, persistent: bool) -> u64 {
+        post(self.abi, self.w, &self.plan.pos, kind, comm, ev, persistent)
+    }
+
+    /// `MPI_Init*`: the probe learns the job; the event lasts until the
+    /// clock alignment it waited for ended.
+    #[inline(always)]
+    fn init(&self, mut ev: Event) {
+        if self.ok {
+            init(self.abi);
+            // The program waited for the alignment in `MPI_Init` too.
+            ev = Event::new(self.plan.op, self.t0, crate::core::stamp());
+        }
+        emit(self.g, ev);
+    }
+
+    /// `MPI_Finalize`: the event from where the alignment entered it, then
+    /// the end of the stream.
+    #[inline(always)]
+    fn finalize(&self, mut ev: Event) {
+        if let Some(entered) = align::finalize_entered().filter(|&t| t <= self.t0) {
+            ev = Event::new(self.plan.op, entered, self.t1);
+        }
+        emit(self.g, ev);
+        crate::core::finish(EndReason::Finalize);
+    }
+
+    /// `MPI_Pcontrol`: the event is recorded on either side of the switch,
+    /// so that it is seen whichever way recording goes.
+    #[inline(always)]
+    fn pcontrol(&self, ev: Event) {
+        let level = self.int(self.plan.pos.level).unwrap_or(1);
+        if level == 0 {
+            emit(self.g, ev);
+            crate::core::set_recording_in(self.g, false);
+        } else {
+            crate::core::set_recording_in(self.g, true);
+            emit(self.g, ev);
+        }
+    }
+
+    /// A send, the post of a non-blocking or persistent one, or a
+    /// `Sendrecv`, whose receive side follows as a detail.
+    ///
+    /// # Safety
+    /// As for [`record`].
+    #[inline(always)]
+    unsafe fn send_or_post(&self, mut ev: Event) {
+        let Call {
+            abi, plan, g, ok, ..
+        } = *self;
+        let p = &plan.pos;
+        let comm = self.comm();
+        if let Some(c) = &comm {
+            ev.obj.set(c.id);
+            ev.peer.set(c.peer(abi, self.int(p.dest).unwrap_or(-1)));
+            ev.tag.set(self.int(p.tag).unwrap_or(0));
+            if ok && ev.peer.get() != PEER_NULL {
+                ev.bytes.set(self.bytes(p.send_count, p.send_type));
+            }
+        }
+        if let Kind::PostSend { persistent } = plan.kind {
             if ok {
-                init(abi);
-                // The program waited for the alignment in `MPI_Init` too.
-                ev = Event::new(plan.op, t0, crate::core::stamp());
-            }
-            emit(g, ev);
-        }
-        // Over MPI the call was recorded, and the stream ended, before it.
-        Kind::Finalize if stream::on() => {}
-        Kind::Finalize => {
-            if let Some(entered) = align::finalize_entered().filter(|&t| t <= t0) {
-                ev = Event::new(plan.op, entered, t1);
-            }
-            emit(g, ev);
-            crate::core::finish(EndReason::Finalize);
-        }
-        Kind::Abort => {}
-        Kind::Pcontrol => {
-            let level = at(w, p.level).map_or(1, int);
-            if level == 0 {
-                emit(g, ev);
-                crate::core::set_recording_in(g, false);
-            } else {
-                crate::core::set_recording_in(g, true);
-                emit(g, ev);
-            }
-        }
-        Kind::Send | Kind::PostSend { .. } | Kind::Sendrecv => {
-            let comm = comm_of(abi, w, p, ok);
-            if let Some(c) = &comm {
-                ev.obj.set(c.id);
-                ev.peer.set(c.peer(abi, at(w, p.dest).map_or(-1, int)));
-                ev.tag.set(at(w, p.tag).map_or(0, int));
-                if ok && ev.peer.get() != PEER_NULL {
-                    ev.bytes.set(bytes(
-                        abi,
-                        at(w, p.send_count).map_or(0, int),
-                        at(w, p.send_type).unwrap_or(0),
-                    ));
-                }
-            }
-            if let Kind::PostSend { persistent } = plan.kind {
-                if ok {
-                    ev.extra
-                        .set(post(abi, w, p, ReqKind::Send, &arc(&comm), &ev, persistent));
-                }
-            }
-            emit(g, ev);
-            if plan.kind == Kind::Sendrecv && ok {
-                if let (Some(c), Some(st)) = (&comm, at(w, p.status)) {
-                    let mut d = Event::new(op::COMPLETE_RECV, t0, t1);
-                    // SAFETY: MPI wrote the status (ours if the program ignored it).
-                    let (src, tag, n) = unsafe { abi.read_status(st) };
-                    d.obj.set(c.id);
-                    d.peer.set(c.peer(abi, src));
-                    d.tag.set(tag);
-                    d.bytes.set(n);
-                    d.extra.set(0);
-                    emit(g, d);
-                }
-            }
-        }
-        Kind::Recv => {
-            let comm = if p.comm != NO {
-                comm_of(abi, w, p, ok)
-            } else {
-                registry::take_message(s.handle).map(CommRef::Other)
-            };
-            if let Some(c) = &comm {
-                ev.obj.set(c.id);
-            }
-            ev.peer.set(
-                comm.as_ref()
-                    .map_or(PEER_NONE, |c| c.peer(abi, at(w, p.source).map_or(-1, int))),
-            );
-            ev.tag.set(at(w, p.tag).map_or(0, int));
-            if ok {
-                if let Some(st) = at(w, p.status) {
-                    // SAFETY: MPI wrote the status.
-                    let (src, tag, n) = unsafe { abi.read_status(st) };
-                    ev.peer
-                        .set(comm.as_ref().map_or(PEER_NONE, |c| c.peer(abi, src)));
-                    ev.tag.set(tag);
-                    ev.bytes.set(n);
-                }
-            }
-            emit(g, ev);
-        }
-        Kind::PostRecv { persistent } => {
-            let comm = if p.comm != NO {
-                comm_of(abi, w, p, ok)
-            } else {
-                registry::take_message(s.handle).map(CommRef::Other)
-            };
-            if let Some(c) = &comm {
-                ev.obj.set(c.id);
-                ev.peer
-                    .set(at(w, p.source).map_or(PEER_NONE, |r| c.peer(abi, int(r))));
-            }
-            ev.tag.set(at(w, p.tag).map_or(abi::ANY_TAG, int));
-            if ok {
-                ev.bytes.set(bytes(
-                    abi,
-                    at(w, p.recv_count).map_or(0, int),
-                    at(w, p.recv_type).unwrap_or(0),
-                ));
                 ev.extra
-                    .set(post(abi, w, p, ReqKind::Recv, &arc(&comm), &ev, persistent));
+                    .set(self.post(ReqKind::Send, &arc(&comm), &ev, persistent));
             }
-            emit(g, ev);
         }
-        Kind::Start => {
-            let n = if p.requests != NO { s.reqs().len() } else { 1 };
-            ev.bytes.set(n as u64);
-            emit(g, ev);
+        emit(g, ev);
+        if plan.kind == Kind::Sendrecv && ok {
+            if let (Some(c), Some(st)) = (&comm, self.word(p.status)) {
+                let mut d = Event::new(op::COMPLETE_RECV, self.t0, self.t1);
+                // SAFETY: MPI wrote the status (ours if the program ignored it).
+                let (src, tag, n) = unsafe { abi.read_status(st) };
+                d.obj.set(c.id);
+                d.peer.set(c.peer(abi, src));
+                d.tag.set(tag);
+                d.bytes.set(n);
+                d.extra.set(0);
+                emit(g, d);
+            }
         }
-        // SAFETY: as for `record`.
-        Kind::Probe => unsafe { probe(abi, plan, g, w, ok, t0, t1) },
-        Kind::Complete => {
-            // SAFETY: outputs MPI wrote.
-            unsafe { complete(abi, plan, g, w, ok, t0, t1, s) };
+    }
+
+    /// The communicator a receive is on: its argument's, or a matched
+    /// message's (`Mrecv`, `Imrecv`).
+    #[inline(always)]
+    fn recv_comm(&self) -> Option<CommRef> {
+        if self.plan.pos.comm != NO {
+            self.comm()
+        } else {
+            registry::take_message(self.s.handle).map(CommRef::Other)
         }
-        Kind::RequestFree => {
-            if let Some(r) = registry::request(s.req) {
-                ev.extra.set(r.id);
+    }
+
+    /// A blocking receive that [`after`] does not record inline (a matched
+    /// message's `Mrecv`): the source and tag asked for, then the status's.
+    ///
+    /// # Safety
+    /// As for [`record`].
+    #[inline(always)]
+    unsafe fn recv(&self, mut ev: Event) {
+        let Call {
+            abi, plan, g, ok, ..
+        } = *self;
+        let p = &plan.pos;
+        let comm = self.recv_comm();
+        if let Some(c) = &comm {
+            ev.obj.set(c.id);
+        }
+        ev.peer.set(
+            comm.as_ref()
+                .map_or(PEER_NONE, |c| c.peer(abi, self.int(p.source).unwrap_or(-1))),
+        );
+        ev.tag.set(self.int(p.tag).unwrap_or(0));
+        if ok {
+            if let Some(st) = self.word(p.status) {
+                // SAFETY: MPI wrote the status.
+                let (src, tag, n) = unsafe { abi.read_status(st) };
+                ev.peer
+                    .set(comm.as_ref().map_or(PEER_NONE, |c| c.peer(abi, src)));
+                ev.tag.set(tag);
+                ev.bytes.set(n);
+            }
+        }
+        emit(g, ev);
+    }
+
+    /// The post of a non-blocking or persistent receive: what it asked
+    /// for, registered with its request.
+    #[inline(always)]
+    fn post_recv(&self, mut ev: Event, persistent: bool) {
+        let Call {
+            abi, plan, g, ok, ..
+        } = *self;
+        let p = &plan.pos;
+        let comm = self.recv_comm();
+        if let Some(c) = &comm {
+            ev.obj.set(c.id);
+            ev.peer
+                .set(self.int(p.source).map_or(PEER_NONE, |r| c.peer(abi, r)));
+        }
+        ev.tag.set(self.int(p.tag).unwrap_or(abi::ANY_TAG));
+        if ok {
+            ev.bytes.set(self.bytes(p.recv_count, p.recv_type));
+            ev.extra
+                .set(self.post(ReqKind::Recv, &arc(&comm), &ev, persistent));
+        }
+        emit(g, ev);
+    }
+
+    /// `Start`/`Startall`: how many requests it started.
+    #[inline(always)]
+    fn start(&self, mut ev: Event) {
+        let n = if self.plan.pos.requests != NO {
+            self.s.reqs().len()
+        } else {
+            1
+        };
+        ev.bytes.set(n as u64);
+        emit(self.g, ev);
+    }
+
+    /// `Request_free` or `Cancel`: the request's id, and `done` to its
+    /// handle in the registry if MPI accepted the call.
+    #[inline(always)]
+    fn on_request(&self, mut ev: Event, done: fn(usize)) {
+        let req = self.s.req;
+        if let Some(r) = registry::request(req) {
+            ev.extra.set(r.id);
+        }
+        if self.ok {
+            done(req);
+        }
+        emit(self.g, ev);
+    }
+
+    /// A collective entered while paused: only its sequence number
+    /// advances, in step with ranks that record it.
+    #[inline(always)]
+    fn count_collective(&self) {
+        if let Some(c) = self.comm() {
+            c.next_seq();
+        }
+    }
+
+    /// A collective: its communicator, sequence number, root and the bytes
+    /// it sent and received; a non-blocking one's request is registered.
+    ///
+    /// # Safety
+    /// As for [`record`].
+    #[inline(always)]
+    unsafe fn collective(&self, mut ev: Event, shape: Shape) {
+        let Call {
+            abi,
+            plan,
+            g,
+            w,
+            ok,
+            ..
+        } = *self;
+        let p = &plan.pos;
+        let comm = self.comm();
+        if let Some(c) = &comm {
+            ev.obj.set(c.id);
+            ev.tag.set(c.next_seq());
+            if let Some(root) = self.int(p.root) {
+                ev.peer.set(c.peer(abi, root));
             }
             if ok {
-                registry::free_request(s.req);
-            }
-            emit(g, ev);
-        }
-        Kind::Cancel => {
-            if let Some(r) = registry::request(s.req) {
-                ev.extra.set(r.id);
-            }
-            if ok {
-                registry::cancel_request(s.req);
-            }
-            emit(g, ev);
-        }
-        Kind::Coll(_) if crate::core::paused() => {
-            // Entered while paused only to keep the sequence numbers in step
-            // with ranks that record this collective.
-            if let Some(c) = comm_of(abi, w, p, ok) {
-                c.next_seq();
+                // SAFETY: the collective's arguments, accepted by MPI.
+                let (sent, received) = unsafe { coll_bytes(abi, shape, w, p, c) };
+                ev.bytes.set(sent);
+                ev.extra.set(received);
             }
         }
-        Kind::Coll(shape) => {
-            let comm = comm_of(abi, w, p, ok);
-            if let Some(c) = &comm {
-                ev.obj.set(c.id);
-                ev.tag.set(c.next_seq());
-                if let Some(root) = at(w, p.root) {
-                    ev.peer.set(c.peer(abi, int(root)));
-                }
-                if ok {
-                    // SAFETY: the collective's arguments, accepted by MPI.
-                    let (sent, received) = unsafe { coll_bytes(abi, shape, w, p, c) };
-                    ev.bytes.set(sent);
-                    ev.extra.set(received);
-                }
-            }
-            if ok && p.request_out != NO {
-                let _ = post(abi, w, p, ReqKind::Other, &arc(&comm), &ev, false);
-            }
-            emit(g, ev);
+        if ok && p.request_out != NO {
+            let _ = self.post(ReqKind::Other, &arc(&comm), &ev, false);
         }
-        Kind::CommCreate => {
-            let parent = if p.comm != NO {
-                comm_of(abi, w, p, ok)
-            } else {
-                None
-            };
-            if let Some(c) = &parent {
-                ev.obj.set(c.id);
-            }
-            if ok {
-                if let Some(out) = at(w, p.new_comm) {
-                    // SAFETY: an `MPI_Comm *` MPI wrote.
-                    let h = unsafe { abi.read_handle(out) };
-                    if p.request_out != NO {
-                        let kind = ReqKind::Idup {
-                            newcomm: h,
-                            parent: parent.as_ref().map_or(0, |c| c.id),
-                        };
-                        let _ = post(abi, w, p, kind, &arc(&parent), &ev, false);
-                    } else {
-                        let made = if p.comm == NO {
-                            registry::comm(abi, h).map(|c| c.id)
-                        } else {
-                            registry::new_comm(abi, h).map(|c| c.id)
-                        };
-                        if let Some(id) = made {
-                            ev.extra.set(id as u64);
-                        }
-                    }
-                }
-            }
-            emit(g, ev);
+        emit(g, ev);
+    }
+
+    /// A call that makes a communicator: the new one is learnt (when an
+    /// `Idup` completes, for the non-blocking duplicates).
+    ///
+    /// # Safety
+    /// As for [`record`].
+    #[inline(always)]
+    unsafe fn comm_create(&self, mut ev: Event) {
+        let Call {
+            abi, plan, g, ok, ..
+        } = *self;
+        let p = &plan.pos;
+        let parent = if p.comm != NO { self.comm() } else { None };
+        if let Some(c) = &parent {
+            ev.obj.set(c.id);
         }
-        Kind::CommFree => {
-            if ok {
-                if let Some(c) = registry::free_comm(s.handle) {
-                    ev.obj.set(c.id);
-                }
-            }
-            emit(g, ev);
-        }
-        Kind::WinCreate => {
-            let comm = comm_of(abi, w, p, ok);
-            if let Some(c) = comm {
-                ev.obj.set(c.id);
-                if ok {
-                    if let Some(out) = at(w, p.win_out) {
-                        // SAFETY: an `MPI_Win *` MPI wrote.
-                        let h = unsafe { abi.read_handle(out) };
-                        ev.extra.set(registry::add_window(h, c.arc()) as u64);
-                    }
-                }
-            }
-            emit(g, ev);
-        }
-        Kind::WinFree => {
-            if ok {
-                if let Some(id) = registry::free_window(s.handle) {
-                    ev.obj.set(id);
-                }
-            }
-            emit(g, ev);
-        }
-        Kind::WinOther | Kind::Rma | Kind::RmaSync => {
-            let win = at(w, p.win).and_then(|h| registry::window(abi.handle_arg(h)));
-            if let Some((id, c)) = &win {
-                ev.obj.set(*id);
-                if let Some(t) = at(w, p.target_rank) {
-                    ev.peer.set(c.peer(abi, int(t)));
-                }
-            }
-            if plan.kind == Kind::Rma && ok && ev.peer.get() != PEER_NULL {
-                let count = at(w, p.origin_count).map_or(1, int);
-                ev.bytes
-                    .set(bytes(abi, count, at(w, p.origin_type).unwrap_or(0)));
+        if ok {
+            if let Some(out) = self.word(p.new_comm) {
+                // SAFETY: an `MPI_Comm *` MPI wrote.
+                let h = unsafe { abi.read_handle(out) };
                 if p.request_out != NO {
-                    let comm = win.map(|(_, c)| c);
-                    let posted = ev;
-                    ev.extra
-                        .set(post(abi, w, p, ReqKind::Other, &comm, &posted, false));
-                }
-            }
-            emit(g, ev);
-        }
-        Kind::FileOpen => {
-            if ok {
-                if let (Some(out), Some(name)) = (at(w, p.file_out), at(w, p.file_name)) {
-                    // SAFETY: an `MPI_File *` MPI wrote; a NUL-terminated name.
-                    let (h, path) = unsafe {
-                        (
-                            (out as *const usize).read_unaligned(),
-                            CStr::from_ptr(name as *const _)
-                                .to_string_lossy()
-                                .into_owned(),
-                        )
+                    let kind = ReqKind::Idup {
+                        newcomm: h,
+                        parent: parent.as_ref().map_or(0, |c| c.id),
                     };
-                    ev.obj.set(registry::add_file(h, path));
+                    let _ = self.post(kind, &arc(&parent), &ev, false);
+                } else {
+                    let made = if p.comm == NO {
+                        registry::comm(abi, h).map(|c| c.id)
+                    } else {
+                        registry::new_comm(abi, h).map(|c| c.id)
+                    };
+                    if let Some(id) = made {
+                        ev.extra.set(id as u64);
+                    }
                 }
             }
-            emit(g, ev);
         }
-        Kind::FileClose => {
-            if ok {
-                ev.obj.set(registry::close_file(s.handle));
+        emit(g, ev);
+    }
+
+    /// `Comm_free`/`Comm_disconnect`: the communicator read before the call
+    /// leaves the registry.
+    #[inline(always)]
+    fn comm_free(&self, mut ev: Event) {
+        if self.ok {
+            if let Some(c) = registry::free_comm(self.s.handle) {
+                ev.obj.set(c.id);
             }
-            emit(g, ev);
         }
-        Kind::FileOther => {
-            if let Some(f) = at(w, p.file) {
-                ev.obj.set(registry::file(f));
+        emit(self.g, ev);
+    }
+
+    /// A call that makes a window: it is registered with its communicator.
+    ///
+    /// # Safety
+    /// As for [`record`].
+    #[inline(always)]
+    unsafe fn win_create(&self, mut ev: Event) {
+        if let Some(c) = self.comm() {
+            ev.obj.set(c.id);
+            if self.ok {
+                if let Some(out) = self.word(self.plan.pos.win_out) {
+                    // SAFETY: an `MPI_Win *` MPI wrote.
+                    let h = unsafe { self.abi.read_handle(out) };
+                    ev.extra.set(registry::add_window(h, c.arc()) as u64);
+                }
             }
-            if let Some(off) = at(w, p.offset) {
-                ev.extra.set(off as u64);
-            }
-            emit(g, ev);
         }
-        Kind::FileIo { write } => {
-            if let Some(f) = at(w, p.file) {
-                ev.obj.set(registry::file(f));
+        emit(self.g, ev);
+    }
+
+    /// `Win_free`: the window read before the call leaves the registry.
+    #[inline(always)]
+    fn win_free(&self, mut ev: Event) {
+        if self.ok {
+            if let Some(id) = registry::free_window(self.s.handle) {
+                ev.obj.set(id);
             }
-            if let Some(off) = at(w, p.offset) {
-                ev.extra.set(off as u64);
+        }
+        emit(self.g, ev);
+    }
+
+    /// A call on a window (synchronisation, or a one-sided transfer with
+    /// its target and bytes, and its request if it has one).
+    #[inline(always)]
+    fn on_window(&self, mut ev: Event) {
+        let Call {
+            abi, plan, g, ok, ..
+        } = *self;
+        let p = &plan.pos;
+        let win = self
+            .word(p.win)
+            .and_then(|h| registry::window(abi.handle_arg(h)));
+        if let Some((id, c)) = &win {
+            ev.obj.set(*id);
+            if let Some(t) = self.int(p.target_rank) {
+                ev.peer.set(c.peer(abi, t));
             }
-            if ok {
-                let (count, ty) = if write {
-                    (p.send_count, p.send_type)
-                } else {
-                    (p.recv_count, p.recv_type)
+        }
+        if plan.kind == Kind::Rma && ok && ev.peer.get() != PEER_NULL {
+            let count = self.int(p.origin_count).unwrap_or(1);
+            ev.bytes
+                .set(bytes(abi, count, self.word(p.origin_type).unwrap_or(0)));
+            if p.request_out != NO {
+                let comm = win.map(|(_, c)| c);
+                let posted = ev;
+                ev.extra
+                    .set(self.post(ReqKind::Other, &comm, &posted, false));
+            }
+        }
+        emit(g, ev);
+    }
+
+    /// `File_open`: the file is registered with its name.
+    ///
+    /// # Safety
+    /// As for [`record`].
+    #[inline(always)]
+    unsafe fn file_open(&self, mut ev: Event) {
+        let p = &self.plan.pos;
+        if self.ok {
+            if let (Some(out), Some(name)) = (self.word(p.file_out), self.word(p.file_name)) {
+                // SAFETY: an `MPI_File *` MPI wrote; a NUL-terminated name.
+                let (h, path) = unsafe {
+                    (
+                        (out as *const usize).read_unaligned(),
+                        CStr::from_ptr(name as *const _)
+                            .to_string_lossy()
+                            .into_owned(),
+                    )
                 };
-                if let Some(st) = at(w, p.status) {
-                    // SAFETY: MPI wrote the status.
-                    ev.bytes.set(unsafe { abi.read_status(st) }.2);
-                } else {
-                    ev.bytes.set(bytes(
-                        abi,
-                        at(w, count).map_or(0, int),
-                        at(w, ty).unwrap_or(0),
-                    ));
-                }
-                if p.request_out != NO {
-                    ev.extra
-                        .set(post(abi, w, p, ReqKind::Other, &None, &ev, false));
-                }
+                ev.obj.set(registry::add_file(h, path));
             }
-            emit(g, ev);
         }
-        Kind::Timed => emit(g, ev),
-        // Query wrappers never reach the recorder (build.rs).
-        Kind::Query => {}
+        emit(self.g, ev);
+    }
+
+    /// `File_close`: the file read before the call leaves the registry.
+    #[inline(always)]
+    fn file_close(&self, mut ev: Event) {
+        if self.ok {
+            ev.obj.set(registry::close_file(self.s.handle));
+        }
+        emit(self.g, ev);
+    }
+
+    /// The file and offset of a call on a file, if it has them.
+    #[inline(always)]
+    fn file_and_offset(&self, ev: &mut Event) {
+        let p = &self.plan.pos;
+        if let Some(f) = self.word(p.file) {
+            ev.obj.set(registry::file(f));
+        }
+        if let Some(off) = self.word(p.offset) {
+            ev.extra.set(off as u64);
+        }
+    }
+
+    /// A call on a file that moves no data.
+    #[inline(always)]
+    fn on_file(&self, mut ev: Event) {
+        self.file_and_offset(&mut ev);
+        emit(self.g, ev);
+    }
+
+    /// A read or a write on a file: the bytes its status says were moved
+    /// (or that it asked to move, without one), and its request if it has
+    /// one.
+    ///
+    /// # Safety
+    /// As for [`record`].
+    #[inline(always)]
+    unsafe fn file_io(&self, mut ev: Event, write: bool) {
+        let p = &self.plan.pos;
+        self.file_and_offset(&mut ev);
+        if self.ok {
+            let (count, ty) = if write {
+                (p.send_count, p.send_type)
+            } else {
+                (p.recv_count, p.recv_type)
+            };
+            if let Some(st) = self.word(p.status) {
+                // SAFETY: MPI wrote the status.
+                ev.bytes.set(unsafe { self.abi.read_status(st) }.2);
+            } else {
+                ev.bytes.set(self.bytes(count, ty));
+            }
+            if p.request_out != NO {
+                ev.extra.set(self.post(ReqKind::Other, &None, &ev, false));
+            }
+        }
+        emit(self.g, ev);
     }
 }
 
@@ -867,7 +1067,7 @@ fn post(
 fn init(abi: &Abi) {
     // Collective on the real world, in this order on every process of the
     // job, the analyser ranks included (docs/analysers.md step 2,
-    // crates/cli/src/analyser/mod.rs): the split, the stream communicator's
+    // crates/analyser/src/lib.rs): the split, the stream communicator's
     // duplicate and the gather of places on it, the clock's duplicate.
     virt::at_init(abi);
     stream::at_init(abi);

@@ -28,10 +28,10 @@
 //!    sends completed, it is done: `finish_partials` follows.
 
 use super::keeper::Keeper;
-use super::mpi::abi::Abi;
-use super::mpi::mpi_call;
 use super::Requests;
-use anyhow::{bail, Result};
+use crate::error::{bail, Result};
+use hark_mpi::call as mpi_call;
+use hark_mpi::Abi;
 use hark_wire::partition::STREAM_TAG;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -234,7 +234,7 @@ impl<'a> Exchanger<'a> {
             )
         };
         if !ok {
-            bail!("MPI_Irecv failed in an analyser rank (exchange)");
+            bail!(Mpi, "MPI_Irecv failed in an analyser rank (exchange)");
         }
         Ok(())
     }
@@ -315,7 +315,10 @@ impl<'a> Exchanger<'a> {
         let mut any = false;
         for (index, bytes) in keeper.take_outbox()? {
             let Some(p) = self.peers.iter().position(|&(i, _)| i == index) else {
-                bail!("the keeper's outbox names analyser {index}, which is not a peer");
+                bail!(
+                    Message,
+                    "the keeper's outbox names analyser {index}, which is not a peer"
+                );
             };
             any = true;
             self.out[p] += bytes.len() as u64;
@@ -346,7 +349,7 @@ impl<'a> Exchanger<'a> {
                 let Some(req) =
                     mpi_call::issend_bytes(self.abi, &m, self.peers[p].1, EXCHANGE_TAG, self.comm)
                 else {
-                    bail!("MPI_Issend failed in an analyser rank (exchange)");
+                    bail!(Mpi, "MPI_Issend failed in an analyser rank (exchange)");
                 };
                 let v = req.to_le_bytes();
                 let size = self.reqs.size;
@@ -386,7 +389,7 @@ impl<'a> Exchanger<'a> {
             } {
                 Some(Some(i)) => i,
                 Some(None) => return Ok(any),
-                None => bail!("MPI_Testany failed in an analyser rank (exchange)"),
+                None => bail!(Mpi, "MPI_Testany failed in an analyser rank (exchange)"),
             };
             any = true;
             if i >= n * RECVS {
@@ -464,7 +467,7 @@ impl<'a> Exchanger<'a> {
                 let count = u64::from_le_bytes(m[2..10].try_into()?);
                 if count != self.into[p] || !self.inbound[p].is_empty() {
                     bail!(
-                        "analyser world rank {} says it sent {count} bytes for the exchange, {} arrived",
+                        Io, "analyser world rank {} says it sent {count} bytes for the exchange, {} arrived",
                         self.peers[p].1,
                         self.into[p]
                     );
@@ -472,11 +475,12 @@ impl<'a> Exchanger<'a> {
                 match round {
                     1 => self.ends[p][0] = Some(count),
                     2 => self.ends[p][1] = Some(count),
-                    _ => bail!("an exchange message of an unknown round came"),
+                    _ => bail!(Message, "an exchange message of an unknown round came"),
                 }
                 Ok(round == 2)
             }
             _ => bail!(
+                Message,
                 "a malformed exchange message came from analyser world rank {}",
                 self.peers[p].1
             ),

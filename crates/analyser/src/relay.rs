@@ -4,7 +4,7 @@
 //! endian) and the run's JSON. The latest one is what the live view serves
 //! (`docs/analysers.md`, "The live view").
 
-use anyhow::{Context, Result};
+use crate::error::{Context, ErrorKind, Result};
 use hark_model::Run;
 use std::io::Read;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -15,14 +15,14 @@ use std::sync::{Arc, Mutex};
 const LARGEST: u64 = 1 << 32;
 
 /// The socket and the latest snapshot that arrived on it.
-pub(crate) struct Relay {
+pub struct Relay {
     dir: PathBuf,
     latest: Arc<Mutex<Option<Run>>>,
 }
 
 impl Relay {
     /// Listens in a new private directory; a thread reads what arrives.
-    pub(crate) fn start() -> Result<Relay> {
+    pub fn start() -> Result<Relay> {
         use std::os::unix::fs::DirBuilderExt;
         // Socket paths are limited to about 100 bytes.
         let mut base = std::env::temp_dir();
@@ -36,14 +36,16 @@ impl Relay {
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&dir)
-            .with_context(|| {
+            .with_context(ErrorKind::Io, || {
                 format!(
                     "cannot create a directory for the live snapshots in {}",
                     base.display()
                 )
             })?;
-        let listener = UnixListener::bind(dir.join("live.sock"))
-            .context("cannot listen for the analysers' live snapshots")?;
+        let listener = UnixListener::bind(dir.join("live.sock")).context(
+            ErrorKind::Io,
+            "cannot listen for the analysers' live snapshots",
+        )?;
         let latest = Arc::new(Mutex::new(None));
         let into = latest.clone();
         std::thread::spawn(move || {
@@ -60,12 +62,12 @@ impl Relay {
     }
 
     /// Where analyser rank 0 connects.
-    pub(crate) fn path(&self) -> PathBuf {
+    pub fn path(&self) -> PathBuf {
         self.dir.join("live.sock")
     }
 
     /// The latest snapshot, `None` before the first.
-    pub(crate) fn source(&self) -> impl Fn() -> Option<Run> + Send + Sync + 'static {
+    pub fn source(&self) -> impl Fn() -> Option<Run> + Send + Sync + 'static {
         let latest = self.latest.clone();
         move || latest.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }

@@ -1,4 +1,4 @@
-//! The two MPI ABIs the probe speaks, told apart at run time.
+//! The two MPI ABIs Hark speaks, told apart at run time.
 //!
 //! One `libhark.so` serves programs built with Open MPI and with MPICH. The
 //! wrappers see every argument as a machine word (`usize`): on x86-64 SysV and
@@ -21,22 +21,22 @@
 //!
 //! Both libraries keep the received byte count in the status (Open MPI's
 //! `_ucount`, MPICH's `count_lo` plus the high bits), so the probe reads it
-//! without calling `MPI_Get_count`. `tests/mpi_abi_matches_both_libraries.rs`
-//! compiles a C program with each library's `mpicc` that prints these facts
-//! and checks them against the tables here.
+//! without calling `MPI_Get_count`. The tests at the end of this file compile
+//! a C program with each library's `mpicc` that prints these facts and check
+//! them against the tables here.
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 /// `MPI_ANY_TAG`, the same in both.
-pub(crate) const ANY_TAG: i32 = -1;
+pub const ANY_TAG: i32 = -1;
 /// `MPI_UNDEFINED`, the same in both.
-pub(crate) const UNDEFINED: i32 = -32766;
+pub const UNDEFINED: i32 = -32766;
 
 /// Which library, as far as the ABI goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Flavour {
+pub enum Flavour {
     /// Open MPI 4.x and 5.x.
     OpenMpi,
     /// MPICH 3.x/4.x and its ABI-compatible derivatives.
@@ -45,7 +45,8 @@ pub(crate) enum Flavour {
 
 /// Constants and layouts of one flavour.
 #[derive(Debug)]
-pub(crate) struct Abi {
+pub struct Abi {
+    /// Which library this is.
     pub flavour: Flavour,
     /// Bytes of a handle stored in memory (`MPI_Comm`, `MPI_Request`, ...).
     pub handle_size: usize,
@@ -55,36 +56,50 @@ pub(crate) struct Abi {
     pub status_source: usize,
     /// Offset of `MPI_TAG` in a status.
     pub status_tag: usize,
+    /// `MPI_ANY_SOURCE`.
     pub any_source: i32,
+    /// `MPI_PROC_NULL`.
     pub proc_null: i32,
+    /// `MPI_ROOT`.
     pub root: i32,
+    /// `MPI_IN_PLACE`, as a word.
     pub in_place: usize,
+    /// `MPI_STATUS_IGNORE`, as a word.
     pub status_ignore: usize,
+    /// `MPI_STATUSES_IGNORE`, as a word.
     pub statuses_ignore: usize,
+    /// `MPI_COMM_WORLD`.
     pub comm_world: usize,
+    /// `MPI_COMM_SELF`.
     pub comm_self: usize,
+    /// `MPI_COMM_NULL`.
     pub comm_null: usize,
+    /// `MPI_REQUEST_NULL`.
     pub request_null: usize,
+    /// `MPI_DATATYPE_NULL`.
     pub datatype_null: usize,
     /// `MPI_BYTE`.
     pub datatype_byte: usize,
+    /// `MPI_MESSAGE_NULL`.
     pub message_null: usize,
+    /// `MPI_MESSAGE_NO_PROC`.
     pub message_no_proc: usize,
-    #[allow(dead_code)] // Kept for completeness; checked by the ABI test.
+    /// `MPI_WIN_NULL` (no caller yet; the ABI test checks it).
     pub win_null: usize,
-    #[allow(dead_code)]
+    /// `MPI_FILE_NULL` (no caller yet; the ABI test checks it).
     pub file_null: usize,
     /// The `MPI_APPNUM` attribute key.
     pub appnum_key: i32,
-    /// `MPI_CART` and `MPI_GRAPH` as `MPI_Topo_test` reports them.
+    /// `MPI_CART` as `MPI_Topo_test` reports it.
     pub topo_cart: i32,
+    /// `MPI_GRAPH` as `MPI_Topo_test` reports it.
     pub topo_graph: i32,
     /// `MPI_ERR_OTHER`, returned when the real function is missing.
     pub err_other: i32,
 }
 
 /// MPICH's predefined handles are compile-time constants.
-pub(crate) const MPICH: Abi = Abi {
+pub const MPICH: Abi = Abi {
     flavour: Flavour::Mpich,
     handle_size: 4,
     status_size: 20,
@@ -197,6 +212,7 @@ impl Abi {
     ///
     /// # Safety
     /// As for [`Abi::read_status`].
+    #[inline]
     pub unsafe fn status_cancelled(&self, p: usize) -> bool {
         // SAFETY: the caller promises a whole status at `p`.
         unsafe {
@@ -208,6 +224,7 @@ impl Abi {
     }
 
     /// Whether a buffer argument is `MPI_IN_PLACE`.
+    #[inline]
     pub fn is_in_place(&self, buf: usize) -> bool {
         buf == self.in_place
     }
@@ -218,7 +235,7 @@ static ABI: OnceLock<Abi> = OnceLock::new();
 static FLAVOUR: AtomicU8 = AtomicU8::new(0);
 
 /// Addresses of a symbol under every Fortran spelling a compiler might use.
-pub(crate) fn fortran_symbols(base: &str) -> [usize; 4] {
+pub fn fortran_symbols(base: &str) -> [usize; 4] {
     let upper = base.to_ascii_uppercase();
     [
         sym(&format!("{base}\0")),
@@ -233,14 +250,14 @@ fn sym(name: &str) -> usize {
         return 0;
     };
     // Data objects: see `find_data` for why the global scope comes first.
-    super::resolve::find_data(c) as usize
+    crate::resolve::find_data(c) as usize
 }
 
 /// The ABI of the MPI library in this process, detected on first use: Open MPI
 /// exports its predefined objects (`ompi_mpi_comm_world`), MPICH does not.
 /// `None` while no MPI library is loaded.
 #[inline(always)]
-pub(crate) fn get() -> Option<&'static Abi> {
+pub fn get() -> Option<&'static Abi> {
     match ABI.get() {
         Some(a) => Some(a),
         None => detect(),
@@ -290,7 +307,7 @@ fn detect() -> Option<&'static Abi> {
 /// functions without choice buffers (those are the `mpi_x_f08_` symbols; the
 /// ones with buffers, `mpi_x_f08ts_`, call `MPI_x` and are not wrapped).
 #[inline(always)]
-pub(crate) fn fortran_records(f08: bool) -> bool {
+pub fn fortran_records(f08: bool) -> bool {
     match FLAVOUR.load(Ordering::Relaxed) {
         1 => true,
         2 => f08,
@@ -306,7 +323,7 @@ pub(crate) fn fortran_records(f08: bool) -> bool {
 /// Addresses of `name` in every loaded library that defines it (a Fortran
 /// sentinel object can be defined both in the Fortran library and in the C
 /// one), plus the global one.
-pub(crate) fn symbol_everywhere(name: &str, libs: &[&str]) -> Vec<usize> {
+pub fn symbol_everywhere(name: &str, libs: &[&str]) -> Vec<usize> {
     let mut out = vec![sym(&format!("{name}\0"))];
     let Ok(cname) = std::ffi::CString::new(name) else {
         return out;

@@ -1,4 +1,5 @@
-//! An analyser rank of an MPI job (`hark run --analysers`, the hidden
+//! Hark's MPI analyser runtime: the analyser ranks of an MPI job
+//! (`hark run --analysers`, which starts them as the hidden
 //! `hark mpi-analyser` subcommand; `docs/analysers.md`).
 //!
 //! Besnard et al., *Event Streaming for Online Performance Measurements
@@ -20,24 +21,57 @@
 //! with world rank 0, which comes again at `MPI_Finalize` (answered here
 //! while the streams are received, since rank 0 sends its own stream only
 //! after it).
+//!
+//! The rooms: [`run`] is one analyser rank (its receive loop is in this
+//! file); `keeper` holds the rank's analysis server in a process that
+//! outlives the rank, so that a job its launcher ended still leaves a run
+//! ([`salvage`] merges what the keepers left); `merge` merges the ranks'
+//! results (a binomial tree or a gather, [`Mode`]); `snapshots` merges the
+//! live snapshots and [`Relay`] is `hark run`'s end of them; `exchange`
+//! moves the cross-rank entries between analyser ranks while the job runs.
+//! MPI is reached only through `hark_mpi`, opened at run time. Launching
+//! the job (the `mpirun` command line with the analyser partition) is the
+//! `hark` binary's.
+//!
+//! ```no_run
+//! let options = hark_analyser::Options {
+//!     mpi_lib: "libmpi.so.40".into(),
+//!     analysers: 2,
+//!     map: hark_wire::partition::Policy::parse("same-node").unwrap(),
+//!     pack_size: 1 << 20,
+//!     output: "hark-app-run".into(),
+//!     analyses: Vec::new(),
+//!     merge: hark_analyser::Mode::Tree,
+//!     snapshots: None,
+//!     verbose: false,
+//! };
+//! // Only inside an MPI job started with the analyser partition.
+//! let status = hark_analyser::run(&options)?;
+//! # Ok::<(), hark_analyser::Error>(())
+//! ```
+
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 mod costs;
+mod error;
 mod exchange;
-pub mod keeper;
-pub mod launch;
+mod keeper;
 mod merge;
-mod mpi;
 mod relay;
-mod slots;
 mod snapshots;
 
-use anyhow::{bail, Context, Result};
-use clap::Args;
+pub use error::{Error, ErrorKind, Result};
+pub use keeper::{clean, salvage, Salvage};
+pub use merge::Mode;
+pub use relay::Relay;
+
+use error::{bail, Context};
+use hark_mpi::call as mpi_call;
+use hark_mpi::Abi;
 use hark_wire::partition::{
     job_map, stream_chunk, Policy, CLOCK_ROUNDS, CLOCK_TAG, GIVE_UP_TAG, STREAM_RECVS, STREAM_TAG,
 };
-use mpi::abi::Abi;
-use mpi::mpi_call;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -52,49 +86,41 @@ const PARTIAL_TAG: i32 = STREAM_TAG + 1;
 const IDLE_MIN: Duration = Duration::from_micros(20);
 const IDLE_MAX: Duration = Duration::from_millis(2);
 
-/// Options of `hark mpi-analyser` (started by `hark run --analysers`).
-#[derive(Debug, Args)]
-pub struct AnalyserArgs {
+/// What one analyser rank is told (`hark mpi-analyser`'s options, which
+/// `hark run --analysers` writes).
+#[derive(Debug, Clone)]
+pub struct Options {
     /// The MPI library to open (`libmpi.so.40`, `libmpich.so.12`).
-    #[arg(long = "mpi-lib", value_name = "LIB")]
     pub mpi_lib: String,
     /// Analyser ranks in the job (the last ones of the world).
-    #[arg(long, value_name = "N")]
     pub analysers: u32,
-    /// How writers are mapped to analysers: `round-robin`, `blocks` or
-    /// `same-node` (the probes read the same choice from `HARK_MPI_MAP`).
-    #[arg(long, value_name = "POLICY", default_value = "same-node", value_parser = parse_policy)]
+    /// How writers are mapped to analysers (the probes read the same
+    /// choice from `HARK_MPI_MAP`).
     pub map: Policy,
     /// The probes' pack size in bytes.
-    #[arg(long = "pack-size", value_name = "BYTES")]
     pub pack_size: usize,
     /// The run directory analyser rank 0 writes.
-    #[arg(long, value_name = "DIR")]
     pub output: PathBuf,
-    /// Analyses to run, comma-separated (default: all).
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    /// Analyses to run (empty: all).
     pub analyses: Vec<String>,
-    /// How the ranks' results merge: `tree` or `gather`
-    /// (`HARK_ANALYSER_MERGE`).
-    #[arg(long, value_name = "SHAPE", default_value = "tree")]
-    pub merge: String,
+    /// How the ranks' results merge.
+    pub merge: Mode,
     /// `hark run`'s socket for the live snapshots (analyser rank 0 writes
     /// them); none: no snapshots.
-    #[arg(long, value_name = "PATH")]
     pub snapshots: Option<PathBuf>,
     /// Say on stderr which writers this rank receives, its events and CPU
     /// time, and (analyser rank 0) how long the merge took (`hark run -v`).
-    #[arg(long)]
     pub verbose: bool,
 }
 
-/// `--map`: a policy name.
-fn parse_policy(v: &str) -> Result<Policy, String> {
-    Policy::parse(v).map_err(|e| e.to_string())
+/// Writes `text` on stderr, ignoring failures (there is nowhere left to
+/// report them).
+fn say(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// Runs one analyser rank; returns its exit status.
-pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
+pub fn run(args: &Options) -> Result<i32> {
     test_match_bound();
     let secret = std::env::var("HARK_ADDR")
         .ok()
@@ -106,9 +132,10 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         (!args.analyses.is_empty()).then(|| args.analyses.clone()),
         secret,
     )?;
-    let abi = mpi::load(&args.mpi_lib)?;
+    let abi = hark_mpi::load(&args.mpi_lib)
+        .map_err(|e| Error::caused_by(ErrorKind::Library, "an analyser rank cannot start", e))?;
     if !mpi_call::init() {
-        bail!("MPI_Init failed in an analyser rank");
+        bail!(Mpi, "MPI_Init failed in an analyser rank");
     }
     let world = abi.comm_world;
     let (rank, size) = mpi_call::rank_size(world);
@@ -134,34 +161,47 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     } else {
         1
     };
-    mpi_call::comm_split(abi, world, colour, rank)
-        .context("MPI_Comm_split of the world failed in an analyser rank")?;
-    let streams = mpi_call::comm_dup(abi, world)
-        .context("MPI_Comm_dup of the world failed in an analyser rank")?;
+    mpi_call::comm_split(abi, world, colour, rank).context(
+        ErrorKind::Mpi,
+        "MPI_Comm_split of the world failed in an analyser rank",
+    )?;
+    let streams = mpi_call::comm_dup(abi, world).context(
+        ErrorKind::Mpi,
+        "MPI_Comm_dup of the world failed in an analyser rank",
+    )?;
     // Errors on Hark's own communicators come back as errors (each call
     // below says which failed) instead of ending the job from inside MPI.
     mpi_call::errors_return(abi, streams);
-    let places = mpi_call::gather_places(abi, streams, rank, size)
-        .context("MPI_Allgather of the processes' nodes failed in an analyser rank")?;
+    let places = mpi_call::gather_places(abi, streams, rank, size).context(
+        ErrorKind::Mpi,
+        "MPI_Allgather of the processes' nodes failed in an analyser rank",
+    )?;
     let clock = if off("HARK_CLOCK_SYNC") {
         None
     } else {
-        let comm = mpi_call::comm_dup(abi, world)
-            .context("MPI_Comm_dup of the world failed in an analyser rank")?;
+        let comm = mpi_call::comm_dup(abi, world).context(
+            ErrorKind::Mpi,
+            "MPI_Comm_dup of the world failed in an analyser rank",
+        )?;
         mpi_call::errors_return(abi, comm);
         if rank == 0 {
-            bail!("an analyser rank is world rank 0; the analysers must come after the programs");
+            bail!(
+                Job,
+                "an analyser rank is world rank 0; the analysers must come after the programs"
+            );
         }
         ping_pongs(abi, comm)?;
         Some(comm)
     };
 
-    let map = job_map(&places, args.analysers, args.map)
-        .context("the job is smaller than its analyser partition")?;
+    let map = job_map(&places, args.analysers, args.map).context(
+        ErrorKind::Job,
+        "the job is smaller than its analyser partition",
+    )?;
     let writers = map.writers_of(rank as u32);
     if args.verbose {
         let list: Vec<String> = writers.iter().map(|w| w.to_string()).collect();
-        crate::output::print_stderr(&format!(
+        say(&format!(
             "hark: analyser rank {rank} (node {:08x}) receives writers {} ({} map)\n",
             places[rank as usize].node,
             list.join(","),
@@ -188,10 +228,10 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     }
     let mut conns = Vec::new();
     for _ in &writers {
-        conns.push(Some(
-            UnixStream::connect(keeper.socket())
-                .context("cannot reach the analyser's own server")?,
-        ));
+        conns.push(Some(UnixStream::connect(keeper.socket()).context(
+            ErrorKind::Keeper,
+            "cannot reach the analyser's own server",
+        )?));
     }
     let peers = Peers {
         analysers: (first..size).collect(),
@@ -200,10 +240,7 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     };
     let group = merge::Group {
         peers: &peers,
-        mode: match args.merge.as_str() {
-            "gather" => merge::Mode::Gather,
-            _ => merge::Mode::Tree,
-        },
+        mode: args.merge,
     };
     let analyses = (!args.analyses.is_empty()).then(|| args.analyses.clone());
     let mut exchanger = if routed {
@@ -266,7 +303,7 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
     problems.extend(notes);
     let finished = ended.elapsed();
     if args.verbose {
-        crate::output::print_stderr(&format!(
+        say(&format!(
             "hark: analyser rank {rank}: {} events from {} writer(s), {:.1} ms CPU (the rank and its keeper)\n",
             costs::events(&programs),
             writers.len(),
@@ -289,10 +326,10 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         return Ok(0);
     };
     let run = hark_server::fold_merged(share.programs, share.problems, analyses.as_deref(), false)
-        .map_err(|e| anyhow::anyhow!("cannot merge the analysers' results: {e}"))?;
+        .context(ErrorKind::Merge, "cannot merge the analysers' results")?;
     if args.verbose {
         let after = realtime_ns().saturating_sub(share.ended_ns);
-        crate::output::print_stderr(&format!(
+        say(&format!(
             "hark: {} analyser(s) merged by {} in {:.1} ms after the last stream ended (this rank's own fold {:.1} ms)\n",
             args.analysers,
             group.mode.name(),
@@ -302,7 +339,7 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
         if !took.is_empty() {
             let mut t = took.clone();
             t.sort();
-            crate::output::print_stderr(&format!(
+            say(&format!(
                 "hark: {} live snapshot(s) merged by {}, median {:.1} ms, longest {:.1} ms\n",
                 t.len(),
                 group.mode.name(),
@@ -311,9 +348,12 @@ pub fn analyser(args: &AnalyserArgs) -> Result<i32> {
             ));
         }
     }
-    std::fs::create_dir_all(&args.output)?;
-    hark_outputs::write_all(&run, &args.output, |_| true)
-        .with_context(|| format!("cannot write the run directory {}", args.output.display()))?;
+    std::fs::create_dir_all(&args.output).with_context(ErrorKind::Io, || {
+        format!("cannot create the run directory {}", args.output.display())
+    })?;
+    hark_outputs::write_all(&run, &args.output, |_| true).with_context(ErrorKind::Io, || {
+        format!("cannot write the run directory {}", args.output.display())
+    })?;
     keeper::clean(&args.output);
     Ok(0)
 }
@@ -332,7 +372,10 @@ fn ping_pongs(abi: &Abi, comm: usize) -> Result<()> {
         if !mpi_call::send_bytes(abi, &[0], 0, CLOCK_TAG, comm)
             || !mpi_call::recv_bytes(abi, &mut answer, 0, CLOCK_TAG, comm)
         {
-            bail!("the clock ping-pong with world rank 0 failed in an analyser rank");
+            bail!(
+                Mpi,
+                "the clock ping-pong with world rank 0 failed in an analyser rank"
+            );
         }
     }
     Ok(())
@@ -434,7 +477,7 @@ fn receive(
                 reqs.at(notice + w),
             )
         } {
-            bail!("MPI_Irecv failed in an analyser rank");
+            bail!(Mpi, "MPI_Irecv failed in an analyser rank");
         }
     }
     // Per writer: chunks taken (the end included), whether its stream is
@@ -459,7 +502,7 @@ fn receive(
             )
         };
         if !posted {
-            bail!("MPI_Irecv failed in an analyser rank");
+            bail!(Mpi, "MPI_Irecv failed in an analyser rank");
         }
     }
     let mut reference_pending = peers.me != peers.rank0_at;
@@ -485,7 +528,7 @@ fn receive(
                 reqs.at(i),
             )
         } {
-            bail!("MPI_Irecv failed in an analyser rank");
+            bail!(Mpi, "MPI_Irecv failed in an analyser rank");
         }
     }
     let ping_byte = [0u8; 1];
@@ -515,7 +558,10 @@ fn receive(
                 reqs.bytes[ping * size..(ping + 1) * size].copy_from_slice(&v[..size]);
                 Ok(())
             }
-            _ => bail!("the clock ping-pong with world rank 0 failed in an analyser rank"),
+            _ => bail!(
+                Mpi,
+                "the clock ping-pong with world rank 0 failed in an analyser rank"
+            ),
         }
     };
     if rounds > 0 {
@@ -580,7 +626,7 @@ fn receive(
                 idle = (idle * 2).min(IDLE_MAX);
                 continue;
             }
-            None => bail!("MPI_Testany failed in an analyser rank"),
+            None => bail!(Mpi, "MPI_Testany failed in an analyser rank"),
         };
         if i == reference {
             reference_pending = false;
@@ -668,7 +714,7 @@ fn receive(
                     reqs.at(j),
                 )
             } {
-                bail!("MPI_Irecv failed in an analyser rank");
+                bail!(Mpi, "MPI_Irecv failed in an analyser rank");
             }
             next[w] = (next[w] + 1) % STREAM_RECVS;
         }
@@ -752,7 +798,7 @@ fn pass_reference(abi: &Abi, first_chunk: &[u8], comm: usize, peers: &Peers) {
     }
 }
 
-/// `HARK_TEST_MATCH_BOUND=N`, **for tests only**: each matching key holds
+/// `HARK_TEST_MATCH_BOUND=N`, **for tests only** (`hark run` calls it too): each matching key holds
 /// at most N unmatched operations instead of 65 536, so that a short test
 /// run exceeds the bound (`docs/analysers.md`).
 pub fn test_match_bound() {
@@ -771,7 +817,7 @@ fn exchange_stats(index: i32, e: &exchange::Exchanger, keeper: &keeper::Keeper) 
         return;
     }
     // One write, so that two ranks' lines do not interleave mid-line.
-    crate::output::print_stderr(&format!(
+    say(&format!(
         "hark exchange: analyser {index} sent {} messages, {} bytes ({}); received {} messages, {} bytes, injected in {} requests; at most {} bytes waited to reach a peer; streams held back {} ms ({} holds cut at their longest); longest pass {} ms\n",
         e.sent.messages,
         e.sent.bytes,
@@ -795,7 +841,7 @@ pub(crate) fn tempdir() -> Result<PathBuf> {
             return Ok(d);
         }
     }
-    bail!("cannot create a directory under {}", base.display())
+    bail!(Io, "cannot create a directory under {}", base.display())
 }
 
 /// A rank's partial results and diagnostics as one message.
@@ -820,7 +866,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(Vec<Vec<u8>>, Vec<String>)> {
     impl<'a> Cursor<'a> {
         fn take(&mut self, n: usize) -> Result<&'a [u8]> {
             if self.0.len() < n {
-                bail!("a partial result message is truncated");
+                bail!(Message, "a partial result message is truncated");
             }
             let (head, rest) = self.0.split_at(n);
             self.0 = rest;
@@ -855,11 +901,17 @@ fn send_message(abi: &Abi, bytes: &[u8], to: i32, comm: usize) -> Result<()> {
         PARTIAL_TAG,
         comm,
     ) {
-        bail!("sending a partial result to analyser world rank {to} failed");
+        bail!(
+            Mpi,
+            "sending a partial result to analyser world rank {to} failed"
+        );
     }
     for part in bytes.chunks(1 << 30) {
         if !mpi_call::send_bytes(abi, part, to, PARTIAL_TAG, comm) {
-            bail!("sending a partial result to analyser world rank {to} failed");
+            bail!(
+                Mpi,
+                "sending a partial result to analyser world rank {to} failed"
+            );
         }
     }
     Ok(())
@@ -869,12 +921,18 @@ fn send_message(abi: &Abi, bytes: &[u8], to: i32, comm: usize) -> Result<()> {
 fn recv_message(abi: &Abi, from: i32, comm: usize) -> Result<Vec<u8>> {
     let mut len = [0u8; 8];
     if !mpi_call::recv_bytes(abi, &mut len, from, PARTIAL_TAG, comm) {
-        bail!("receiving a partial result from analyser world rank {from} failed");
+        bail!(
+            Mpi,
+            "receiving a partial result from analyser world rank {from} failed"
+        );
     }
     let mut out = vec![0u8; u64::from_le_bytes(len) as usize];
     for part in out.chunks_mut(1 << 30) {
         if !mpi_call::recv_bytes(abi, part, from, PARTIAL_TAG, comm) {
-            bail!("receiving a partial result from analyser world rank {from} failed");
+            bail!(
+                Mpi,
+                "receiving a partial result from analyser world rank {from} failed"
+            );
         }
     }
     Ok(out)

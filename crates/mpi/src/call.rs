@@ -1,11 +1,11 @@
-//! The few MPI calls the probe makes itself, always through `PMPI_*` found by
-//! `dlsym` (so they are never recorded and never reach another tool's
-//! wrappers). Each is made only with arguments MPI has just accepted from the
+//! The few MPI calls Hark makes itself (the probe and the analyser ranks),
+//! always through `PMPI_*` found by `dlsym` (so they are never recorded and
+//! never reach another tool's wrappers). Each is made only with arguments MPI has just accepted from the
 //! application, since an invalid handle would invoke the error handler and
 //! could abort the program.
 
-use super::abi::Abi;
-use super::resolve::Sym;
+use crate::abi::Abi;
+use crate::resolve::Sym;
 use std::ffi::{c_int, c_void};
 
 macro_rules! pmpi {
@@ -33,7 +33,8 @@ fn ptr<T>(v: &mut T) -> usize {
 }
 
 /// Size in bytes of one element of `datatype` (`MPI_Type_size_x`).
-pub(crate) fn type_size(abi: &Abi, datatype: usize) -> u64 {
+#[inline]
+pub fn type_size(abi: &Abi, datatype: usize) -> u64 {
     if datatype == abi.datatype_null {
         return 0;
     }
@@ -50,14 +51,14 @@ pub(crate) fn type_size(abi: &Abi, datatype: usize) -> u64 {
 }
 
 /// Whether `comm` is an inter-communicator.
-pub(crate) fn is_inter(comm: usize) -> bool {
+pub fn is_inter(comm: usize) -> bool {
     let mut flag: c_int = 0;
     let out = ptr(&mut flag);
     pmpi!(c"PMPI_Comm_test_inter", (comm, out)) == Some(0) && flag != 0
 }
 
 /// World ranks of the local (or remote) group of `comm`, in rank order.
-pub(crate) fn members(abi: &Abi, comm: usize, remote: bool) -> Option<Vec<i32>> {
+pub fn members(abi: &Abi, comm: usize, remote: bool) -> Option<Vec<i32>> {
     let mut group: usize = 0;
     let mut world_group: usize = 0;
     let g = ptr(&mut group);
@@ -105,11 +106,11 @@ pub(crate) fn members(abi: &Abi, comm: usize, remote: bool) -> Option<Vec<i32>> 
 }
 
 fn abi_undefined() -> c_int {
-    super::abi::UNDEFINED
+    crate::abi::UNDEFINED
 }
 
 /// `(rank, size)` of `comm`.
-pub(crate) fn rank_size(comm: usize) -> (i32, i32) {
+pub fn rank_size(comm: usize) -> (i32, i32) {
     let (mut r, mut s): (c_int, c_int) = (-1, -1);
     let (rp, sp) = (ptr(&mut r), ptr(&mut s));
     pmpi!(c"PMPI_Comm_rank", (comm, rp));
@@ -118,7 +119,7 @@ pub(crate) fn rank_size(comm: usize) -> (i32, i32) {
 }
 
 /// The `MPI_APPNUM` attribute of `MPI_COMM_WORLD`, 0 if unset.
-pub(crate) fn appnum(abi: &Abi) -> i32 {
+pub fn appnum(abi: &Abi) -> i32 {
     let mut val: *const c_int = std::ptr::null();
     let mut flag: c_int = 0;
     let (world, key) = (abi.comm_world, abi.appnum_key as usize);
@@ -133,7 +134,7 @@ pub(crate) fn appnum(abi: &Abi) -> i32 {
 }
 
 /// The thread level MPI granted.
-pub(crate) fn thread_level() -> i32 {
+pub fn thread_level() -> i32 {
     let mut level: c_int = 0;
     let lp = ptr(&mut level);
     pmpi!(c"PMPI_Query_thread", (lp));
@@ -141,7 +142,7 @@ pub(crate) fn thread_level() -> i32 {
 }
 
 /// The first line of `MPI_Get_library_version`.
-pub(crate) fn library_version() -> String {
+pub fn library_version() -> String {
     let mut buf = vec![0u8; 8192];
     let mut len: c_int = 0;
     let (bp, lp) = (buf.as_mut_ptr() as usize, ptr(&mut len));
@@ -160,7 +161,7 @@ pub(crate) fn library_version() -> String {
 
 /// `(in, out)` neighbour counts of a communicator with a topology; `None`
 /// without one (neighbourhood collectives then fail in MPI itself).
-pub(crate) fn neighbours(abi: &Abi, comm: usize) -> Option<(usize, usize)> {
+pub fn neighbours(abi: &Abi, comm: usize) -> Option<(usize, usize)> {
     let mut topo: c_int = 0;
     let tp = ptr(&mut topo);
     if pmpi!(c"PMPI_Topo_test", (comm, tp)) != Some(0) {
@@ -191,7 +192,7 @@ pub(crate) fn neighbours(abi: &Abi, comm: usize) -> Option<(usize, usize)> {
 
 /// Converts Fortran handles to C ones (only used with Open MPI, whose
 /// Fortran layer the probe wraps itself).
-pub(crate) mod f2c {
+pub mod f2c {
     use super::*;
 
     macro_rules! f2c {
@@ -199,8 +200,8 @@ pub(crate) mod f2c {
             /// The C handle of a Fortran one (0 if MPI lacks the converter).
             /// MPICH's handles are the same integers in both languages (its
             /// converters are macros, not functions).
-            pub(crate) fn $fn(f: i32) -> usize {
-                if $int_handles && super::super::abi::get().is_some_and(|a| a.handle_size == 4) {
+            pub fn $fn(f: i32) -> usize {
+                if $int_handles && crate::abi::get().is_some_and(|a| a.handle_size == 4) {
                     return f as u32 as usize;
                 }
                 static REAL: Sym = Sym::new($name);
@@ -230,7 +231,7 @@ pub(crate) mod f2c {
 
 /// A private duplicate of `comm` (`MPI_Comm_dup`, collective), `None` if
 /// the call failed.
-pub(crate) fn comm_dup(abi: &Abi, comm: usize) -> Option<usize> {
+pub fn comm_dup(abi: &Abi, comm: usize) -> Option<usize> {
     let mut out: usize = 0;
     let op = ptr(&mut out);
     (pmpi!(c"PMPI_Comm_dup", (comm, op)) == Some(0)).then(|| abi.handle_arg(out))
@@ -241,28 +242,28 @@ pub(crate) fn comm_dup(abi: &Abi, comm: usize) -> Option<usize> {
 /// communicators, never the program's: a failed stream or clock call is
 /// then one the probe or the analyser handles (`docs/analysers.md`, "When a
 /// rank dies"). True if the handler was set.
-pub(crate) fn errors_return(abi: &Abi, comm: usize) -> bool {
+pub fn errors_return(abi: &Abi, comm: usize) -> bool {
     // MPICH's MPI_ERRORS_RETURN is a constant; Open MPI's the address of a
     // predefined object, found in the global scope first (`find_data`: a
     // program that names MPI_ERRORS_RETURN holds the live copy of it).
     let handler = match abi.flavour {
-        super::abi::Flavour::Mpich => 0x5400_0001,
-        super::abi::Flavour::OpenMpi => {
-            super::resolve::find_data(c"ompi_mpi_errors_return") as usize
+        crate::abi::Flavour::Mpich => 0x5400_0001,
+        crate::abi::Flavour::OpenMpi => {
+            crate::resolve::find_data(c"ompi_mpi_errors_return") as usize
         }
     };
     handler != 0 && pmpi!(c"PMPI_Comm_set_errhandler", (comm, handler)) == Some(0)
 }
 
 /// Frees a communicator from [`comm_dup`].
-pub(crate) fn comm_free(comm: usize) {
+pub fn comm_free(comm: usize) {
     let mut c = comm;
     let cp = ptr(&mut c);
     pmpi!(c"PMPI_Comm_free", (cp));
 }
 
 /// Sends `buf` as `MPI_BYTE`s to `dest`; true on success.
-pub(crate) fn send_bytes(abi: &Abi, buf: &[u8], dest: i32, tag: i32, comm: usize) -> bool {
+pub fn send_bytes(abi: &Abi, buf: &[u8], dest: i32, tag: i32, comm: usize) -> bool {
     let (b, n, t) = (buf.as_ptr() as usize, buf.len(), abi.datatype_byte);
     let (d, g) = (dest as usize, tag as usize);
     pmpi!(c"PMPI_Send", (b, n, t, d, g, comm)) == Some(0)
@@ -270,14 +271,14 @@ pub(crate) fn send_bytes(abi: &Abi, buf: &[u8], dest: i32, tag: i32, comm: usize
 
 /// Receives exactly `buf.len()` `MPI_BYTE`s from `source` into `buf`; true
 /// on success.
-pub(crate) fn recv_bytes(abi: &Abi, buf: &mut [u8], source: i32, tag: i32, comm: usize) -> bool {
+pub fn recv_bytes(abi: &Abi, buf: &mut [u8], source: i32, tag: i32, comm: usize) -> bool {
     let (b, n, t) = (buf.as_mut_ptr() as usize, buf.len(), abi.datatype_byte);
     let (s, g, st) = (source as usize, tag as usize, abi.status_ignore);
     pmpi!(c"PMPI_Recv", (b, n, t, s, g, comm, st)) == Some(0)
 }
 
 /// Whether MPI is initialised (`MPI_Initialized`).
-pub(crate) fn initialized() -> bool {
+pub fn initialized() -> bool {
     let mut flag: c_int = 0;
     let fp = ptr(&mut flag);
     pmpi!(c"PMPI_Initialized", (fp)) == Some(0) && flag != 0
@@ -285,7 +286,7 @@ pub(crate) fn initialized() -> bool {
 
 /// `MPI_Comm_split(comm, colour, key)` (collective), `None` if the call
 /// failed.
-pub(crate) fn comm_split(abi: &Abi, comm: usize, colour: i32, key: i32) -> Option<usize> {
+pub fn comm_split(abi: &Abi, comm: usize, colour: i32, key: i32) -> Option<usize> {
     let mut out: usize = 0;
     let op = ptr(&mut out);
     let (c, k) = (colour as usize, key as usize);
@@ -293,14 +294,14 @@ pub(crate) fn comm_split(abi: &Abi, comm: usize, colour: i32, key: i32) -> Optio
 }
 
 /// Names a communicator (`MPI_Comm_set_name`).
-pub(crate) fn comm_set_name(comm: usize, name: &std::ffi::CStr) {
+pub fn comm_set_name(comm: usize, name: &std::ffi::CStr) {
     let n = name.as_ptr() as usize;
     pmpi!(c"PMPI_Comm_set_name", (comm, n));
 }
 
 /// The Fortran handle of a C communicator. MPICH's are the same integers
 /// (its `MPI_Comm_c2f` is a macro); Open MPI's come from `PMPI_Comm_c2f`.
-pub(crate) fn comm_c2f(abi: &Abi, comm: usize) -> Option<i32> {
+pub fn comm_c2f(abi: &Abi, comm: usize) -> Option<i32> {
     if abi.handle_size == 4 {
         return Some(comm as u32 as i32);
     }
@@ -320,13 +321,7 @@ pub(crate) fn comm_c2f(abi: &Abi, comm: usize) -> Option<i32> {
 /// (`MPI_Issend`): it completes only once the receiver has matched it.
 /// Returns the request, `None` if the call failed. `buf` must stay alive
 /// and unchanged until the request completes.
-pub(crate) fn issend_bytes(
-    abi: &Abi,
-    buf: &[u8],
-    dest: i32,
-    tag: i32,
-    comm: usize,
-) -> Option<usize> {
+pub fn issend_bytes(abi: &Abi, buf: &[u8], dest: i32, tag: i32, comm: usize) -> Option<usize> {
     let mut req: usize = 0;
     let (b, n, t) = (buf.as_ptr() as usize, buf.len(), abi.datatype_byte);
     let (d, g, r) = (dest as usize, tag as usize, ptr(&mut req));
@@ -339,8 +334,7 @@ pub(crate) fn issend_bytes(
 /// # Safety
 /// `buf` must be writable for `len` bytes and `req` writable for one
 /// handle, both until the request completes.
-#[allow(dead_code)] // Used by the analyser ranks (crates/cli/src/analyser), which share this file.
-pub(crate) unsafe fn irecv_bytes(
+pub unsafe fn irecv_bytes(
     abi: &Abi,
     buf: *mut u8,
     len: usize,
@@ -361,7 +355,7 @@ pub(crate) unsafe fn irecv_bytes(
 
 /// Whether the request `req` has completed (`MPI_Test`, which frees it
 /// then); `None` if the call failed.
-pub(crate) fn test(abi: &Abi, req: usize) -> Option<bool> {
+pub fn test(abi: &Abi, req: usize) -> Option<bool> {
     let mut r = req;
     let mut flag: c_int = 0;
     let (rp, fp, st) = (ptr(&mut r), ptr(&mut flag), abi.status_ignore);
@@ -375,13 +369,7 @@ pub(crate) fn test(abi: &Abi, req: usize) -> Option<bool> {
 ///
 /// # Safety
 /// `reqs` must hold `n` handles of the flavour's size, `status` one status.
-#[allow(dead_code)] // As above.
-pub(crate) unsafe fn waitany(
-    _abi: &Abi,
-    n: usize,
-    reqs: *mut u8,
-    status: *mut u8,
-) -> Option<usize> {
+pub unsafe fn waitany(_abi: &Abi, n: usize, reqs: *mut u8, status: *mut u8) -> Option<usize> {
     let mut index: c_int = -1;
     let (r, ip, st) = (reqs as usize, ptr(&mut index), status as usize);
     (pmpi!(c"PMPI_Waitany", (n, r, ip, st)) == Some(0) && index >= 0).then_some(index as usize)
@@ -393,8 +381,7 @@ pub(crate) unsafe fn waitany(
 ///
 /// # Safety
 /// As for [`waitany`].
-#[allow(dead_code)] // As above.
-pub(crate) unsafe fn testany(n: usize, reqs: *mut u8, status: *mut u8) -> Option<Option<usize>> {
+pub unsafe fn testany(n: usize, reqs: *mut u8, status: *mut u8) -> Option<Option<usize>> {
     let mut index: c_int = -1;
     let mut flag: c_int = 0;
     let (r, ip, fp, st) = (
@@ -414,8 +401,7 @@ pub(crate) unsafe fn testany(n: usize, reqs: *mut u8, status: *mut u8) -> Option
 ///
 /// # Safety
 /// `req` must point to a live request handle of the flavour's size.
-#[allow(dead_code)] // As above.
-pub(crate) unsafe fn cancel(abi: &Abi, req: *mut u8) {
+pub unsafe fn cancel(abi: &Abi, req: *mut u8) {
     let r = req as usize;
     pmpi!(c"PMPI_Cancel", (r));
     let st = abi.status_ignore;
@@ -423,15 +409,13 @@ pub(crate) unsafe fn cancel(abi: &Abi, req: *mut u8) {
 }
 
 /// `MPI_Init(NULL, NULL)`; true on success.
-#[allow(dead_code)] // As above.
-pub(crate) fn init() -> bool {
+pub fn init() -> bool {
     let (a, b) = (0usize, 0usize);
     pmpi!(c"PMPI_Init", (a, b)) == Some(0)
 }
 
 /// `MPI_Finalize`.
-#[allow(dead_code)] // As above.
-pub(crate) fn finalize() {
+pub fn finalize() {
     pmpi!(c"PMPI_Finalize", ());
 }
 
@@ -441,7 +425,7 @@ pub(crate) fn finalize() {
 /// alike: `docs/analysers.md` step 2). The node is the host name's
 /// [`hark_wire::partition::node_id`], or the test-only `HARK_TEST_NODES`
 /// override. `None` if the call failed.
-pub(crate) fn gather_places(
+pub fn gather_places(
     abi: &Abi,
     comm: usize,
     rank: i32,

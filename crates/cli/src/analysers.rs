@@ -28,7 +28,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     if args.trace.is_some() {
         bail!("--trace is not available with --analysers yet: the trace store is written by a single server");
     }
-    let shape = super::merge::Mode::from_env()?;
+    let shape = hark_analyser::Mode::from_env()?;
     let launcher = launch::detect(&args.command[0]);
     let Some(lib) = mpi_library(launcher) else {
         bail!(
@@ -48,7 +48,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
     let place = rundir::Place::choose(args.output.as_deref(), &args.out_dir);
-    let program = super::super::run::program_of(&args.command);
+    let program = crate::run::program_of(&args.command);
     let dir = place.create(&program)?;
     let secret =
         hark_server::new_secret().context("cannot read /dev/urandom for the run's secret")?;
@@ -75,13 +75,13 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     // programs' ranks into yielding, and a job short of slots is told why.
     let env_var = |v: &str| std::env::var_os(v).map(|s| s.to_string_lossy().into_owned());
     let here = match launcher {
-        Launcher::OpenMpi => super::slots::local(&args.command, env_var, super::slots::host_slots),
+        Launcher::OpenMpi => crate::slots::local(&args.command, env_var, crate::slots::host_slots),
         _ => None,
     };
     let keep = here.as_ref().is_some_and(|l| l.keep_from_yielding(n));
     let short = here.as_ref().and_then(|l| l.short_of_slots(n));
     if keep {
-        env.push((super::slots::VAR.to_string(), "0".to_string()));
+        env.push((crate::slots::VAR.to_string(), "0".to_string()));
     }
     let mut analyser = vec![
         exe.display().to_string(),
@@ -108,7 +108,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     // of this process, which serves the latest.
     let relay = match args.no_http {
         true => None,
-        false => Some(super::relay::Relay::start()?),
+        false => Some(hark_analyser::Relay::start()?),
     };
     let view = match &relay {
         Some(r) => {
@@ -127,7 +127,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
             "hark: probe {}\nhark: {n} analyser rank(s) over MPI ({lib})\n{}hark: running {}\n",
             probe.display(),
             match keep {
-                true => format!("hark: the analyser rank(s) oversubscribe this host: {}=0 keeps the programs' ranks from yielding, as without them\n", super::slots::VAR),
+                true => format!("hark: the analyser rank(s) oversubscribe this host: {}=0 keeps the programs' ranks from yielding, as without them\n", crate::slots::VAR),
                 false => String::new(),
             },
             argv.join(" ")
@@ -145,7 +145,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         }
     };
     crate::run::ignore_terminal_signals();
-    crate::run::forward_signals_to(child.id());
+    hark_os::forward_signals_to(child.id());
     let status = child.wait().context("cannot wait for the command")?;
     let code = crate::run::exit_code(status);
     let profile = dir.join(hark_outputs::json::FILE_NAME);
@@ -161,7 +161,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         }
         return Ok(if code == 0 { 2 } else { code });
     }
-    super::keeper::clean(&dir);
+    hark_analyser::clean(&dir);
     let run = hark_outputs::json::read(&profile)?;
     if let Some(view) = &view {
         view.finished(&run);
@@ -186,7 +186,7 @@ const KEEPER_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 /// in `dir` and writes the run directory from them (`docs/analysers.md`,
 /// "When a rank dies"). Whether there was anything to merge.
 fn salvage(args: &RunArgs, dir: &std::path::Path, code: i32, n: usize) -> Result<bool> {
-    let Some(found) = super::keeper::salvage(dir, KEEPER_WAIT)? else {
+    let Some(found) = hark_analyser::salvage(dir, KEEPER_WAIT)? else {
         return Ok(false);
     };
     let k = found.parts.len();

@@ -18,9 +18,9 @@
 //! parent received the last, so snapshots never pile up in MPI.
 
 use super::merge::{Group, Place, Share};
-use super::mpi::abi::Abi;
-use super::mpi::mpi_call;
-use anyhow::{bail, Result};
+use crate::error::{bail, Context, ErrorKind, Result};
+use hark_mpi::call as mpi_call;
+use hark_mpi::Abi;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
@@ -80,7 +80,7 @@ impl Child {
                 )
             };
             if !ok {
-                bail!("MPI_Irecv of a snapshot failed in an analyser rank");
+                bail!(Mpi, "MPI_Irecv of a snapshot failed in an analyser rank");
             }
             self.header_req = Some(abi.handle_arg(req));
         }
@@ -109,7 +109,7 @@ impl Child {
                         )
                     };
                     if !ok {
-                        bail!("MPI_Irecv of a snapshot failed in an analyser rank");
+                        bail!(Mpi, "MPI_Irecv of a snapshot failed in an analyser rank");
                     }
                     self.body_req = Some(abi.handle_arg(req));
                 }
@@ -128,7 +128,7 @@ impl Child {
 fn done(abi: &Abi, req: usize) -> Result<bool> {
     match mpi_call::test(abi, req) {
         Some(d) => Ok(d),
-        None => bail!("MPI_Test of a snapshot failed in an analyser rank"),
+        None => bail!(Mpi, "MPI_Test of a snapshot failed in an analyser rank"),
     }
 }
 
@@ -317,13 +317,13 @@ impl<'scope, 'env> Snapshots<'scope, 'env> {
         let header =
             mpi_call::issend_bytes(self.abi, &self.out_header[..], world, HEADER_TAG, self.comm);
         let Some(h) = header else {
-            bail!("MPI_Issend of a snapshot failed in an analyser rank");
+            bail!(Mpi, "MPI_Issend of a snapshot failed in an analyser rank");
         };
         self.out.push(h);
         if !self.out_body.is_empty() {
             match mpi_call::issend_bytes(self.abi, &self.out_body, world, BODY_TAG, self.comm) {
                 Some(b) => self.out.push(b),
-                None => bail!("MPI_Issend of a snapshot failed in an analyser rank"),
+                None => bail!(Mpi, "MPI_Issend of a snapshot failed in an analyser rank"),
             }
         }
         Ok(())
@@ -359,14 +359,15 @@ impl<'scope, 'env> Snapshots<'scope, 'env> {
             let mut sink = sink.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(s) = sink.as_mut() {
                 let run = hark_server::fold_merged(share.programs, share.problems, analyses, true)
-                    .map_err(|e| anyhow::anyhow!("cannot fold a snapshot: {e}"))?;
-                let json = serde_json::to_vec(&run)?;
+                    .context(ErrorKind::Merge, "cannot fold a snapshot")?;
+                let json = serde_json::to_vec(&run)
+                    .context(ErrorKind::Merge, "cannot write a snapshot as JSON")?;
                 let sent = s
                     .write_all(&(json.len() as u64).to_le_bytes())
                     .and_then(|()| s.write_all(&json));
                 if let Err(e) = sent {
                     *sink = None;
-                    bail!("hark run's live view closed its socket ({e})");
+                    bail!(Io, "hark run's live view closed its socket ({e})");
                 }
             }
             Ok(None)

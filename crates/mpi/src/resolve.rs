@@ -13,14 +13,14 @@ use std::ffi::{c_int, c_void, CStr, CString};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// A lazily resolved MPI symbol (cached once found).
-pub(crate) struct Sym {
+pub struct Sym {
     name: &'static CStr,
     ptr: AtomicPtr<c_void>,
 }
 
 impl Sym {
     /// The symbol called `name`.
-    pub(crate) const fn new(name: &'static CStr) -> Sym {
+    pub const fn new(name: &'static CStr) -> Sym {
         Sym {
             name,
             ptr: AtomicPtr::new(std::ptr::null_mut()),
@@ -29,7 +29,7 @@ impl Sym {
 
     /// Its address, or null if no loaded object has it.
     #[inline(always)]
-    pub(crate) fn get(&self) -> *mut c_void {
+    pub fn get(&self) -> *mut c_void {
         let p = self.ptr.load(Ordering::Relaxed);
         if !p.is_null() {
             return p;
@@ -48,7 +48,7 @@ impl Sym {
 }
 
 /// `name` in the next objects, the global scope, or any loaded object.
-pub(crate) fn find(name: &CStr) -> *mut c_void {
+pub fn find(name: &CStr) -> *mut c_void {
     // SAFETY: `name` is NUL-terminated; dlsym has no other precondition.
     let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
     if !p.is_null() {
@@ -67,7 +67,7 @@ pub(crate) fn find(name: &CStr) -> *mut c_void {
 /// has a copy relocation, and the copy in the executable is the live one
 /// (`RTLD_NEXT` would find the library's unused original); then any loaded
 /// object, for a library opened with `RTLD_LOCAL`.
-pub(crate) fn find_data(name: &CStr) -> *mut c_void {
+pub fn find_data(name: &CStr) -> *mut c_void {
     // SAFETY: `name` is NUL-terminated; dlsym has no other precondition.
     let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
     if !p.is_null() {

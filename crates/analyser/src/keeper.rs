@@ -29,7 +29,7 @@
 //! waits for the keepers (each holds an `flock` on its `.lock` file while it
 //! works) and merges whatever partials exist ([`salvage`]).
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, ErrorKind, Result};
 use hark_engine::exchange::Exchange;
 use hark_server::{Server, ServerConfig};
 use std::io::{Read, Write};
@@ -89,14 +89,16 @@ impl Keeper {
     ) -> Result<Keeper> {
         let dir = super::tempdir()?;
         let socket = dir.join("s");
-        let (life, theirs) = UnixStream::pair().context("cannot make the keeper's lifeline")?;
+        let (life, theirs) =
+            UnixStream::pair().context(ErrorKind::Keeper, "cannot make the keeper's lifeline")?;
         let (snap, snap_theirs) =
-            UnixStream::pair().context("cannot make the keeper's lifeline")?;
+            UnixStream::pair().context(ErrorKind::Keeper, "cannot make the keeper's lifeline")?;
         // SAFETY: the process has one thread here (the analyser forks first
         // thing), so the child may run anything.
         let pid = unsafe { libc::fork() };
         match pid {
             -1 => bail!(
+                Keeper,
                 "cannot fork the analyser's keeper: {}",
                 std::io::Error::last_os_error()
             ),
@@ -117,7 +119,10 @@ impl Keeper {
         let mut b = [0u8; 1];
         let mut l = &life;
         if l.read_exact(&mut b).is_err() || b[0] != b'+' {
-            bail!("the analyser's keeper could not start its analysis server");
+            bail!(
+                Keeper,
+                "the analyser's keeper could not start its analysis server"
+            );
         }
         Ok(Keeper {
             life: Mutex::new(life),
@@ -162,7 +167,10 @@ impl Keeper {
         }
         match self.ask(EXCHANGE, &m)?.as_slice() {
             [1] => Ok(()),
-            _ => bail!("the analyser's keeper could not set up the exchange"),
+            _ => bail!(
+                Keeper,
+                "the analyser's keeper could not set up the exchange"
+            ),
         }
     }
 
@@ -200,12 +208,12 @@ impl Keeper {
         let mut at = 0;
         while at < a.len() {
             let Some(head) = a.get(at..at + 8) else {
-                bail!("the analyser's keeper sent a truncated outbox");
+                bail!(Keeper, "the analyser's keeper sent a truncated outbox");
             };
             let to = u32::from_le_bytes(head[..4].try_into()?);
             let len = u32::from_le_bytes(head[4..].try_into()?) as usize;
             let Some(bytes) = a.get(at + 8..at + 8 + len) else {
-                bail!("the analyser's keeper sent a truncated outbox");
+                bail!(Keeper, "the analyser's keeper sent a truncated outbox");
             };
             out.push((to, bytes.to_vec()));
             at += 8 + len;
@@ -238,17 +246,20 @@ impl Keeper {
         drop(self.snap);
         let life = self.life.into_inner().unwrap_or_else(|e| e.into_inner());
         life.shutdown(std::net::Shutdown::Write)
-            .context("cannot reach the analyser's keeper")?;
+            .context(ErrorKind::Keeper, "cannot reach the analyser's keeper")?;
         let mut out = Vec::new();
         (&life)
             .read_to_end(&mut out)
-            .context("the analyser's keeper did not answer")?;
+            .context(ErrorKind::Keeper, "the analyser's keeper did not answer")?;
         let _ = std::fs::remove_dir_all(&self.dir);
         // SAFETY: the keeper is this process's child; reaping it takes no
         // more than its exit, which closing the lifeline's end announced.
         unsafe { libc::waitpid(self.pid, std::ptr::null_mut(), 0) };
         if out.is_empty() {
-            bail!("the analyser's keeper ended without its partial results");
+            bail!(
+                Keeper,
+                "the analyser's keeper ended without its partial results"
+            );
         }
         Ok(out)
     }
@@ -261,13 +272,13 @@ fn lock(ch: &Mutex<UnixStream>) -> MutexGuard<'_, UnixStream> {
 /// Sends a request on `ch` and reads its answer.
 fn ask(ch: &Mutex<UnixStream>, tag: u8, body: &[u8]) -> Result<Vec<u8>> {
     let mut ch = lock(ch);
-    message(&mut ch, tag, body).context("cannot reach the analyser's keeper")?;
+    message(&mut ch, tag, body).context(ErrorKind::Keeper, "cannot reach the analyser's keeper")?;
     let mut len = [0u8; 4];
     ch.read_exact(&mut len)
-        .context("the analyser's keeper did not answer")?;
+        .context(ErrorKind::Keeper, "the analyser's keeper did not answer")?;
     let mut bytes = vec![0u8; u32::from_le_bytes(len) as usize];
     ch.read_exact(&mut bytes)
-        .context("the analyser's keeper did not answer")?;
+        .context(ErrorKind::Keeper, "the analyser's keeper did not answer")?;
     Ok(bytes)
 }
 
@@ -346,9 +357,12 @@ fn keep(
     });
     let Ok(server) = server else {
         let _ = life.write_all(b"-");
-        bail!("cannot start the analysis server");
+        bail!(Keeper, "cannot start the analysis server");
     };
-    life.write_all(b"+")?;
+    life.write_all(b"+").context(
+        ErrorKind::Keeper,
+        "the keeper cannot tell the analyser rank it started",
+    )?;
     let mut index = None;
     let mut exchange = None;
     let mut peak = Peak::default();
@@ -553,7 +567,10 @@ pub fn salvage(run_dir: &Path, wait: Duration) -> Result<Option<Salvage>> {
         return Ok(None);
     }
     let deadline = Instant::now() + wait;
-    for entry in std::fs::read_dir(&dir)?.flatten() {
+    for entry in std::fs::read_dir(&dir)
+        .with_context(ErrorKind::Io, || format!("cannot read {}", dir.display()))?
+        .flatten()
+    {
         let path = entry.path();
         if path.extension().is_none_or(|e| e != "lock") {
             continue;
@@ -569,7 +586,8 @@ pub fn salvage(run_dir: &Path, wait: Duration) -> Result<Option<Salvage>> {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)?
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(ErrorKind::Io, || format!("cannot read {}", dir.display()))?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "partial"))
@@ -578,9 +596,11 @@ pub fn salvage(run_dir: &Path, wait: Duration) -> Result<Option<Salvage>> {
     let mut parts = Vec::new();
     let mut problems = Vec::new();
     for path in names {
-        let bytes = std::fs::read(&path)?;
-        let (programs, probs) = decode_partials(&bytes)
-            .with_context(|| format!("a partial result in {}", path.display()))?;
+        let bytes = std::fs::read(&path)
+            .with_context(ErrorKind::Io, || format!("cannot read {}", path.display()))?;
+        let (programs, probs) = decode_partials(&bytes).with_context(ErrorKind::Message, || {
+            format!("a partial result in {}", path.display())
+        })?;
         parts.push(programs);
         problems.extend(probs);
     }
@@ -596,7 +616,10 @@ pub fn decode_partials(bytes: &[u8]) -> Result<(Vec<hark_engine::Partial>, Vec<S
     let (ps, problems) = super::decode(bytes)?;
     let mut programs = Vec::new();
     for p in ps {
-        programs.push(hark_engine::Partial::from_bytes(&p)?);
+        programs.push(
+            hark_engine::Partial::from_bytes(&p)
+                .context(ErrorKind::Message, "a partial result cannot be read")?,
+        );
     }
     Ok((programs, problems))
 }

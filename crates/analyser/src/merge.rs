@@ -16,15 +16,15 @@
 //! run.
 
 use super::{recv_message, send_message, Peers};
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, ErrorKind, Result};
 use hark_engine::Partial;
 
 /// The environment variable that chooses the merge's shape.
-pub(crate) const MERGE_VAR: &str = "HARK_ANALYSER_MERGE";
+pub const MERGE_VAR: &str = "HARK_ANALYSER_MERGE";
 
 /// The merge's shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Mode {
+pub enum Mode {
     /// A binomial reduction tree.
     Tree,
     /// Every analyser to analyser 0.
@@ -34,15 +34,19 @@ pub(crate) enum Mode {
 impl Mode {
     /// The shape `HARK_ANALYSER_MERGE` names (`tree`, the default, or
     /// `gather`).
-    pub(crate) fn from_env() -> Result<Mode> {
+    pub fn from_env() -> Result<Mode> {
         match std::env::var(MERGE_VAR).as_deref().map(str::trim) {
             Err(_) | Ok("" | "tree") => Ok(Mode::Tree),
             Ok("gather") => Ok(Mode::Gather),
-            Ok(other) => bail!("{MERGE_VAR}={other} is not a merge shape: use tree or gather"),
+            Ok(other) => bail!(
+                Setting,
+                "{MERGE_VAR}={other} is not a merge shape: use tree or gather"
+            ),
         }
     }
 
-    pub(crate) fn name(self) -> &'static str {
+    /// Its name, as `HARK_ANALYSER_MERGE` and `--merge` spell it.
+    pub fn name(self) -> &'static str {
         match self {
             Mode::Tree => "tree",
             Mode::Gather => "gather",
@@ -110,7 +114,7 @@ impl Share {
 
     pub(crate) fn from_bytes(bytes: &[u8]) -> Result<Share> {
         if bytes.len() < 8 {
-            bail!("a partial result message is truncated");
+            bail!(Message, "a partial result message is truncated");
         }
         let ended_ns = u64::from_le_bytes(bytes[..8].try_into()?);
         let (programs, problems) = super::keeper::decode_partials(&bytes[8..])?;
@@ -126,7 +130,7 @@ impl Share {
     pub(crate) fn absorb(&mut self, other: Share, analyses: Option<&[String]>) -> Result<()> {
         let mine = std::mem::take(&mut self.programs);
         self.programs = hark_server::merge_programs(vec![mine, other.programs], analyses)
-            .map_err(|e| anyhow::anyhow!("cannot merge the analysers' results: {e}"))?;
+            .context(ErrorKind::Merge, "cannot merge the analysers' results")?;
         self.problems.extend(other.problems);
         self.ended_ns = self.ended_ns.max(other.ended_ns);
         Ok(())
@@ -163,7 +167,7 @@ impl Group<'_> {
 /// on `comm`, `PARTIAL_TAG`): the whole run's share at analyser 0, `None`
 /// elsewhere.
 pub(crate) fn reduce(
-    abi: &super::mpi::abi::Abi,
+    abi: &hark_mpi::Abi,
     comm: usize,
     group: &Group<'_>,
     mine: Share,
@@ -174,8 +178,9 @@ pub(crate) fn reduce(
     for c in place.children {
         let from = group.world(c);
         let bytes = recv_message(abi, from, comm)?;
-        let theirs = Share::from_bytes(&bytes)
-            .with_context(|| format!("the partial result of analyser world rank {from}"))?;
+        let theirs = Share::from_bytes(&bytes).with_context(ErrorKind::Message, || {
+            format!("the partial result of analyser world rank {from}")
+        })?;
         share.absorb(theirs, analyses)?;
     }
     match place.parent {
