@@ -32,11 +32,12 @@
 use crate::error::{bail, Context, ErrorKind, Result};
 use hark_engine::exchange::Exchange;
 use hark_server::{Server, ServerConfig};
+use hark_sync::lock;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The directory of the run directory that holds the keepers' partials.
@@ -263,10 +264,6 @@ impl Keeper {
         }
         Ok(out)
     }
-}
-
-fn lock(ch: &Mutex<UnixStream>) -> MutexGuard<'_, UnixStream> {
-    ch.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Sends a request on `ch` and reads its answer.

@@ -122,7 +122,7 @@ fn say(text: &str) {
 /// Runs one analyser rank; returns its exit status.
 pub fn run(args: &Options) -> Result<i32> {
     test_match_bound();
-    let secret = std::env::var("HARK_ADDR")
+    let secret = std::env::var(hark_settings::ADDR.name)
         .ok()
         .and_then(|a| a.split_once('@').map(|(s, _)| s.to_string()));
     // First, while this process has one thread and no MPI: the server's
@@ -156,7 +156,7 @@ pub fn run(args: &Options) -> Result<i32> {
     // Virtualised, the colour is the program's MPI_APPNUM (the analysers'
     // context has its own); under --no-virtualise, the partition (writers
     // 0, analysers 1).
-    let colour = if on("HARK_VIRTUALISE") {
+    let colour = if on(hark_settings::VIRTUALISE.name) {
         mpi_call::appnum(abi).max(0)
     } else {
         1
@@ -176,7 +176,7 @@ pub fn run(args: &Options) -> Result<i32> {
         ErrorKind::Mpi,
         "MPI_Allgather of the processes' nodes failed in an analyser rank",
     )?;
-    let clock = if off("HARK_CLOCK_SYNC") {
+    let clock = if off(hark_settings::CLOCK_SYNC.name) {
         None
     } else {
         let comm = mpi_call::comm_dup(abi, world).context(
@@ -216,7 +216,7 @@ pub fn run(args: &Options) -> Result<i32> {
     // its stream goes to. Set up before any writer's stream connects.
     // `HARK_EXCHANGE=0` leaves every match to the end-of-run merge (to
     // measure what the exchange costs, docs/analysers.md).
-    let routed = args.analysers > 1 && !off("HARK_EXCHANGE");
+    let routed = args.analysers > 1 && !off(hark_settings::EXCHANGE.name);
     if routed {
         let owners: Vec<u32> = (0..first as u32)
             .map(|r| {
@@ -813,7 +813,7 @@ pub fn test_match_bound() {
 /// With `HARK_EXCHANGE_STATS=1`, one line on stderr of what this analyser
 /// exchanged with the others (for `BENCHMARKS.md`).
 fn exchange_stats(index: i32, e: &exchange::Exchanger, keeper: &keeper::Keeper) {
-    if std::env::var("HARK_EXCHANGE_STATS").as_deref() != Ok("1") {
+    if std::env::var(hark_settings::EXCHANGE_STATS.name).as_deref() != Ok("1") {
         return;
     }
     // One write, so that two ranks' lines do not interleave mid-line.

@@ -20,7 +20,7 @@ use crate::error::{bail, Context, ErrorKind, Result};
 use hark_engine::Partial;
 
 /// The environment variable that chooses the merge's shape.
-pub const MERGE_VAR: &str = "HARK_ANALYSER_MERGE";
+pub const MERGE_VAR: &str = hark_settings::ANALYSER_MERGE.name;
 
 /// The merge's shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

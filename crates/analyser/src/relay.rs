@@ -69,7 +69,7 @@ impl Relay {
     /// The latest snapshot, `None` before the first.
     pub fn source(&self) -> impl Fn() -> Option<Run> + Send + Sync + 'static {
         let latest = self.latest.clone();
-        move || latest.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        move || hark_sync::lock(&latest).clone()
     }
 }
 
@@ -96,7 +96,7 @@ fn read_snapshots(mut c: UnixStream, latest: &Mutex<Option<Run>>) {
         }
         // A snapshot that does not parse is skipped: the last one stays.
         if let Ok(run) = serde_json::from_slice::<Run>(&body) {
-            *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(run);
+            *hark_sync::lock(latest) = Some(run);
         }
     }
 }

@@ -356,7 +356,7 @@ impl<'scope, 'env> Snapshots<'scope, 'env> {
             let Some(sink) = sink else {
                 return Ok(Some(share.to_bytes()));
             };
-            let mut sink = sink.lock().unwrap_or_else(|e| e.into_inner());
+            let mut sink = hark_sync::lock(&sink);
             if let Some(s) = sink.as_mut() {
                 let run = hark_server::fold_merged(share.programs, share.problems, analyses, true)
                     .context(ErrorKind::Merge, "cannot fold a snapshot")?;

@@ -472,7 +472,7 @@ impl Shared {
         {
             return ty;
         }
-        let mut types = self.types.write().unwrap_or_else(|p| p.into_inner());
+        let mut types = hark_sync::write(&self.types);
         if let Some(&ty) = types.ids.get(name) {
             return ty;
         }
@@ -484,12 +484,12 @@ impl Shared {
     }
 
     pub(crate) fn type_name(&self, ty: EntryType) -> Option<Arc<str>> {
-        let types = self.types.read().unwrap_or_else(|p| p.into_inner());
+        let types = hark_sync::read(&self.types);
         types.names.get(ty.0 as usize).cloned()
     }
 
     fn create_level(&self, name: &str) -> Level {
-        let mut reg = self.registry.write().unwrap_or_else(|p| p.into_inner());
+        let mut reg = hark_sync::write(&self.registry);
         let level = Level(reg.next_level);
         reg.next_level += 1;
         let mut slot = LevelSlot {
@@ -511,7 +511,7 @@ impl Shared {
     }
 
     fn retire_level(&self, level: Level) -> bool {
-        let mut reg = self.registry.write().unwrap_or_else(|p| p.into_inner());
+        let mut reg = hark_sync::write(&self.registry);
         let Some(slot) = reg.levels.remove(&level.0) else {
             return false;
         };
@@ -536,7 +536,7 @@ impl Shared {
                 "the board is shutting down and takes no more entries",
             ));
         }
-        let reg = self.registry.read().unwrap_or_else(|p| p.into_inner());
+        let reg = hark_sync::read(&self.registry);
         let Some(slot) = reg.levels.get(&level.0) else {
             return Err(unknown_level(&reg, level));
         };
@@ -685,7 +685,7 @@ impl Shared {
 
     pub(crate) fn register(&self, level: Level, ks: KnowledgeSource) -> Result<KsId, Error> {
         check(&ks)?;
-        let mut reg = self.registry.write().unwrap_or_else(|p| p.into_inner());
+        let mut reg = hark_sync::write(&self.registry);
         if !reg.levels.contains_key(&level.0) {
             return Err(unknown_level(&reg, level));
         }
@@ -698,7 +698,7 @@ impl Shared {
     }
 
     fn register_all(&self, make: Arc<Factory>) -> Result<KsId, Error> {
-        let mut reg = self.registry.write().unwrap_or_else(|p| p.into_inner());
+        let mut reg = hark_sync::write(&self.registry);
         let id = KsId(self.next_ks.fetch_add(1, Ordering::Relaxed));
         let mut levels: Vec<u32> = reg.levels.keys().copied().collect();
         levels.sort_unstable();
@@ -722,7 +722,7 @@ impl Shared {
     }
 
     pub(crate) fn remove(&self, id: KsId) -> bool {
-        let mut reg = self.registry.write().unwrap_or_else(|p| p.into_inner());
+        let mut reg = hark_sync::write(&self.registry);
         let before = reg.everywhere.len();
         reg.everywhere.retain(|(i, _)| *i != id);
         let mut found = reg.everywhere.len() != before;
@@ -744,7 +744,7 @@ impl Shared {
     }
 
     fn stats(&self) -> Stats {
-        let mut reg = self.registry.write().unwrap_or_else(|p| p.into_inner());
+        let mut reg = hark_sync::write(&self.registry);
         // Retired levels leave the statistics once they hold nothing.
         reg.retired.retain(|(_, _, c)| {
             c.entries_live.load(Ordering::Relaxed) > 0

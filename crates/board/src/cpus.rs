@@ -45,23 +45,8 @@ pub fn bind_thread(tid: i32, cpus: &[usize]) -> bool {
 /// The CPUs online on this machine; empty if unreadable.
 pub fn online() -> Vec<usize> {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .map(|s| parse_list(&s))
+        .map(|s| hark_settings::cpu_list(&s))
         .unwrap_or_default()
-}
-
-/// A kernel CPU list (`0-3,8,10-11`) → the listed numbers; malformed
-/// parts are skipped.
-pub fn parse_list(s: &str) -> Vec<usize> {
-    let mut out = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        let mut ends = part.splitn(2, '-').map(|n| n.trim().parse::<usize>());
-        match (ends.next(), ends.next()) {
-            (Some(Ok(a)), None) => out.push(a),
-            (Some(Ok(a)), Some(Ok(b))) if a <= b => out.extend(a..=b),
-            _ => {}
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -69,9 +54,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cpu_lists_parse_and_a_thread_binds_and_unbinds() {
-        assert_eq!(parse_list("0-3,8,10-11\n"), vec![0, 1, 2, 3, 8, 10, 11]);
-        assert_eq!(parse_list("garbage,5-2"), Vec::<usize>::new());
+    fn a_thread_binds_and_unbinds() {
         let mine = of_thread(0).unwrap();
         assert!(!mine.is_empty() && mine.iter().all(|c| online().contains(c)));
         std::thread::spawn(move || {

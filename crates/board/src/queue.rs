@@ -132,7 +132,7 @@ impl Queues {
             Inner::Stealing { locals, .. } => {
                 // Worker `index` owns deque `index`: the one `stealers[index]`
                 // steals from, which it skips when stealing.
-                let mut locals = locals.lock().unwrap_or_else(|p| p.into_inner());
+                let mut locals = hark_sync::lock(locals);
                 locals.get_mut(index).and_then(Option::take).map(Box::new)
             }
         };
@@ -300,8 +300,4 @@ fn pop_stealing(
     }
 }
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic inside an operation never happens under these locks (operations
-    // run unlocked), so poisoning carries no meaning here.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+pub(crate) use hark_sync::lock;

@@ -9,10 +9,6 @@ use anyhow::{bail, Context, Result};
 use hark_wire::partition::Analysers;
 use std::process::Command;
 
-/// The probes' pack size when neither `--pack-size` nor `HARK_PACK_SIZE`
-/// says (the probe's default).
-const DEFAULT_PACK_SIZE: u64 = 1 << 20;
-
 /// The MPI library an analyser rank opens for each launcher's flavour (the
 /// sonames Debian's Open MPI and MPICH install).
 fn mpi_library(launcher: Launcher) -> Option<&'static str> {
@@ -53,23 +49,28 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     let secret =
         hark_server::new_secret().context("cannot read /dev/urandom for the run's secret")?;
     let pack_size = args.pack_size.unwrap_or_else(|| {
-        std::env::var("HARK_PACK_SIZE")
-            .ok()
-            .and_then(|v| crate::settings::parse_size(&v))
-            .unwrap_or(DEFAULT_PACK_SIZE)
+        // As the probes read it (`hark run` has checked it already).
+        let env = std::env::var(hark_settings::PACK_SIZE.name).ok();
+        hark_settings::PACK_SIZE.number(env.as_deref()).value
     });
     let mut env = crate::run::probe_env(args, &probe, &format!("{secret}@mpi:"));
-    env.retain(|(k, _)| k != "HARK_PACK_SIZE");
+    env.retain(|(k, _)| k != hark_settings::PACK_SIZE.name);
     env.extend([
-        ("HARK_PACK_SIZE".to_string(), pack_size.to_string()),
+        (
+            hark_settings::PACK_SIZE.name.to_string(),
+            pack_size.to_string(),
+        ),
         // The analysers are not part of the programs' worlds: each program
         // gets its own, or, with --no-virtualise, all share the writers'.
         (
-            "HARK_VIRTUALISE".to_string(),
+            hark_settings::VIRTUALISE.name.to_string(),
             if args.no_virtualise { "0" } else { "1" }.to_string(),
         ),
-        ("HARK_MPI_ANALYSERS".to_string(), n.to_string()),
-        ("HARK_MPI_MAP".to_string(), args.map.name().to_string()),
+        (hark_settings::MPI_ANALYSERS.name.to_string(), n.to_string()),
+        (
+            hark_settings::MPI_MAP.name.to_string(),
+            args.map.name().to_string(),
+        ),
     ]);
     // This host's slots, counted once: the analysers must not switch the
     // programs' ranks into yielding, and a job short of slots is told why.

@@ -401,8 +401,8 @@ pub struct ReportArgs {
 
 /// `--pack-size`: a size within the probe's range (`HARK_PACK_SIZE`).
 fn parse_pack_size(v: &str) -> Result<u64, String> {
-    crate::settings::check("HARK_PACK_SIZE", v)?;
-    crate::settings::parse_size(v).ok_or_else(|| format!("`{v}` is not a size"))
+    crate::settings::check(&hark_settings::PACK_SIZE, v)?;
+    hark_settings::parse_size(v).ok_or_else(|| format!("`{v}` is not a size"))
 }
 
 /// `--analysers`: a count or a ratio.
@@ -429,7 +429,7 @@ fn parse_trace_cap(v: &str) -> Result<u64, String> {
             .parse::<u64>()
             .ok()
             .and_then(|g| g.checked_mul(1 << 30)),
-        None => crate::settings::parse_size(t),
+        None => hark_settings::parse_size(t),
     };
     size.filter(|s| *s > 0)
         .ok_or_else(|| format!("`{v}` is not a size: write e.g. 512M or 4G"))
@@ -437,7 +437,7 @@ fn parse_trace_cap(v: &str) -> Result<u64, String> {
 
 /// `--buffers`: a count within the probe's range (`HARK_BUFFERS`).
 fn parse_buffers(v: &str) -> Result<u32, String> {
-    crate::settings::check("HARK_BUFFERS", v)?;
+    crate::settings::check(&hark_settings::BUFFERS, v)?;
     v.trim().parse().map_err(|e| format!("`{v}`: {e}"))
 }
 

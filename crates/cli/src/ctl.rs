@@ -176,7 +176,7 @@ pub fn run_into_service(args: &RunArgs, addr: &str) -> Result<i32> {
         _ => addr.to_string(),
     };
     let mut env = run::probe_env(args, &probe, &probe_addr);
-    env.push(("HARK_JOB".into(), job.clone()));
+    env.push((hark_settings::JOB.name.into(), job.clone()));
     let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
     let launcher = launch::detect(&args.command[0]);
     let command = launch::with_given_preloads(launcher, &args.command, &probe);

@@ -39,8 +39,7 @@ fn serve(addr: &str, runs: Arc<Runs>) -> Result<Live> {
     let listener = std::net::TcpListener::bind(addr).map_err(|e| {
         anyhow!("cannot serve the live view on {addr}: {e} (give another address, HOST:PORT, or turn it off: --http, --no-http)")
     })?;
-    // SAFETY: getuid has no preconditions.
-    let me = unsafe { libc::getuid() };
+    let me = hark_os::uid();
     let access = Access::private()
         .map_err(|e| anyhow!("cannot make the live view's token: {e} (--no-http)"))?
         .with_identify(Arc::new(move |peer, local| {

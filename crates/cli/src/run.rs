@@ -245,7 +245,7 @@ pub(crate) fn probe_env(args: &RunArgs, probe: &Path, addr: &str) -> Vec<(String
             "LD_PRELOAD".to_string(),
             probe::preload_value(existing.as_deref(), probe),
         ),
-        ("HARK_ADDR".to_string(), addr.to_string()),
+        (hark_settings::ADDR.name.to_string(), addr.to_string()),
     ];
     env.extend(settings_env(args));
     env
@@ -255,16 +255,16 @@ pub(crate) fn probe_env(args: &RunArgs, probe: &Path, addr: &str) -> Vec<(String
 fn settings_env(args: &RunArgs) -> Vec<(String, String)> {
     let mut env = Vec::new();
     if args.lossless {
-        env.push(("HARK_LOSSLESS".into(), "1".into()));
+        env.push((hark_settings::LOSSLESS.name.into(), "1".into()));
     }
     if let Some(size) = args.pack_size {
-        env.push(("HARK_PACK_SIZE".into(), size.to_string()));
+        env.push((hark_settings::PACK_SIZE.name.into(), size.to_string()));
     }
     if let Some(n) = args.buffers {
-        env.push(("HARK_BUFFERS".into(), n.to_string()));
+        env.push((hark_settings::BUFFERS.name.into(), n.to_string()));
     }
     if args.no_io {
-        env.push(("HARK_IO".into(), "0".into()));
+        env.push((hark_settings::IO.name.into(), "0".into()));
     }
     env
 }

@@ -69,41 +69,42 @@ pub struct ServeArgs {
 
     /// Jobs running at once; one more is refused (its processes run
     /// unmeasured, with a warning).
-    #[arg(long = "max-jobs", value_name = "N", default_value_t = 64)]
+    #[arg(long = "max-jobs", value_name = "N", default_value_t = 64, value_parser = parse_limit)]
     pub max_jobs: usize,
 
     /// Streams (processes) per job.
-    #[arg(long = "max-streams", value_name = "N", default_value_t = 4096)]
+    #[arg(long = "max-streams", value_name = "N", default_value_t = 4096, value_parser = parse_limit)]
     pub max_streams: usize,
 
     /// Megabytes of events one job may have waiting for analysis before
     /// its processes are slowed down (back-pressure to that job only).
-    #[arg(long = "job-buffer-mb", value_name = "MB", default_value_t = 64)]
+    #[arg(long = "job-buffer-mb", value_name = "MB", default_value_t = 64, value_parser = parse_megabytes)]
     pub job_buffer_mb: u64,
 
     /// Megabytes of events all jobs together may have waiting.
-    #[arg(long = "total-buffer-mb", value_name = "MB", default_value_t = 512)]
+    #[arg(long = "total-buffer-mb", value_name = "MB", default_value_t = 512, value_parser = parse_megabytes)]
     pub total_buffer_mb: u64,
 
     /// Connections open at once.
-    #[arg(long = "max-connections", value_name = "N", default_value_t = 16384)]
+    #[arg(long = "max-connections", value_name = "N", default_value_t = 16384, value_parser = parse_limit)]
     pub max_connections: usize,
 
     /// Connections one user may hold open at once.
     #[arg(
         long = "max-connections-per-user",
         value_name = "N",
-        default_value_t = 4096
+        default_value_t = 4096,
+        value_parser = parse_limit
     )]
     pub max_connections_per_user: usize,
 
     /// Seconds a job whose processes all disconnected waits for more
     /// before its run directory is written.
-    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0, value_parser = parse_linger)]
     pub linger: f64,
 
     /// Seconds a new connection has to send its handshake.
-    #[arg(long = "hello-timeout", value_name = "SECONDS", default_value_t = 10.0)]
+    #[arg(long = "hello-timeout", value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_hello_timeout)]
     pub hello_timeout: f64,
 
     /// Also serve the live view of every job and the HTTP API (the page,
@@ -115,6 +116,45 @@ pub struct ServeArgs {
     /// Analyses to run, comma-separated (default: all).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub analyses: Vec<String>,
+}
+
+/// `--max-jobs`, `--max-streams`, `--max-connections` and
+/// `--max-connections-per-user`: a limit of 0 would refuse everything.
+fn parse_limit(v: &str) -> Result<usize, String> {
+    whole(v, 1, u32::MAX as u64).map(|n| n as usize)
+}
+
+/// `--job-buffer-mb` and `--total-buffer-mb`: from 1 MB up to a TiB,
+/// so that the bytes always fit a `u64`.
+fn parse_megabytes(v: &str) -> Result<u64, String> {
+    whole(v, 1, 1 << 20)
+}
+
+/// `--linger`: from no wait to a day.
+fn parse_linger(v: &str) -> Result<f64, String> {
+    seconds(v, 0.0, 86_400.0)
+}
+
+/// `--hello-timeout`: from 0.1 s to an hour.
+fn parse_hello_timeout(v: &str) -> Result<f64, String> {
+    seconds(v, 0.1, 3600.0)
+}
+
+/// A whole number from `lo` to `hi`, or an error saying that range.
+fn whole(v: &str, lo: u64, hi: u64) -> Result<u64, String> {
+    match v.trim().parse::<u64>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => Err(format!("it must be a whole number from {lo} to {hi}")),
+    }
+}
+
+/// A number of seconds from `lo` to `hi` (never NaN, never infinite: a
+/// `Duration` cannot hold them), or an error saying that range.
+fn seconds(v: &str, lo: f64, hi: f64) -> Result<f64, String> {
+    match v.trim().parse::<f64>() {
+        Ok(s) if (lo..=hi).contains(&s) => Ok(s),
+        _ => Err(format!("it must be a number of seconds from {lo} to {hi}")),
+    }
 }
 
 /// Runs `hark serve` until SIGTERM or SIGINT; every running job is then
@@ -175,14 +215,15 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         ServiceConfig {
             listen: args.listen.clone(),
             analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
-            max_jobs: args.max_jobs.max(1),
-            max_streams_per_job: args.max_streams.max(1),
-            job_in_flight: args.job_buffer_mb.max(1) << 20,
-            total_in_flight: args.total_buffer_mb.max(1) << 20,
-            max_connections: args.max_connections.max(1),
-            max_connections_per_user: args.max_connections_per_user.max(1),
-            linger: Duration::from_secs_f64(args.linger.max(0.0)),
-            hello_timeout: Duration::from_secs_f64(args.hello_timeout.max(0.1)),
+            // Each within its range: the value parsers below refused the rest.
+            max_jobs: args.max_jobs,
+            max_streams_per_job: args.max_streams,
+            job_in_flight: args.job_buffer_mb << 20,
+            total_in_flight: args.total_buffer_mb << 20,
+            max_connections: args.max_connections,
+            max_connections_per_user: args.max_connections_per_user,
+            linger: Duration::from_secs_f64(args.linger),
+            hello_timeout: Duration::from_secs_f64(args.hello_timeout),
             token,
             past: past.jobs,
             past_dumps: past.dumps,

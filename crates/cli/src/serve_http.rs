@@ -186,7 +186,7 @@ impl Jobs {
     fn snapshot(&self, viewer: &Viewer, job: &JobInfo) -> Option<Arc<Run>> {
         // Held while the snapshot is taken: viewers arriving meanwhile wait
         // for it rather than take one each.
-        let mut snapshots = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut snapshots = hark_sync::lock(&self.snapshots);
         if let Some(s) = snapshots.get(&job.id) {
             if s.at.elapsed() < hark_live::FRESH {
                 return Some(s.run.clone());
@@ -218,7 +218,7 @@ impl Jobs {
     /// The last snapshot of job `id`, if `viewer` may see it: for a job
     /// between running and finished.
     fn last_snapshot(&self, viewer: &Viewer, id: &str) -> Option<Arc<Run>> {
-        let snapshots = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
+        let snapshots = hark_sync::lock(&self.snapshots);
         let s = snapshots.get(&id.parse().ok()?)?;
         (viewer.admin || s.job.owner == Some(viewer.uid)).then(|| s.run.clone())
     }
@@ -227,7 +227,7 @@ impl Jobs {
     /// directory, which that owner may have changed: read only through
     /// `crate::serve_files` (never through a link, never another's file).
     fn finished(&self, dir: &std::path::Path, owner: Option<u32>) -> Option<Arc<Run>> {
-        let mut kept = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kept = hark_sync::lock(&self.finished);
         if let Some(i) = kept.iter().position(|(d, _)| d == dir) {
             let hit = kept.remove(i);
             kept.push(hit.clone());
@@ -252,7 +252,7 @@ impl Catalog for Jobs {
         let mut jobs = self.service.jobs(viewer);
         // A job being folded is in neither list: still running for a viewer
         // who watched it.
-        let snapshots = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
+        let snapshots = hark_sync::lock(&self.snapshots);
         let folding: Vec<JobInfo> = snapshots
             .values()
             .map(|s| &s.job)

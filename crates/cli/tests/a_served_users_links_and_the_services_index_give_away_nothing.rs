@@ -19,7 +19,7 @@ const MARK: &str = "bob-s-private-argument";
 
 /// `curl` as `user`: the body and the status.
 fn get(user: &str, url: &str) -> (String, String) {
-    let out = as_user(user, "curl")
+    let out = as_user(Some(user), "curl")
         .args(["-s", "-w", "\n%{http_code}", url])
         .output_within()
         .unwrap();
@@ -30,7 +30,7 @@ fn get(user: &str, url: &str) -> (String, String) {
 
 #[test]
 fn a_served_users_links_and_the_services_index_give_away_nothing() {
-    if !as_root_or_skip() {
+    if !root_or_skip() {
         return;
     }
     let uids = local_users(&USERS);
@@ -53,7 +53,7 @@ fn a_served_users_links_and_the_services_index_give_away_nothing() {
     let ann_dir = std::path::PathBuf::from(ann["dir"].as_str().unwrap());
     let bob_dir = std::path::PathBuf::from(bob["dir"].as_str().unwrap());
     for name in ["profile.json", "service.json"] {
-        let ln = as_user(USERS[0], "ln")
+        let ln = as_user(Some(USERS[0]), "ln")
             .arg("-sfn")
             .arg(bob_dir.join(name))
             .arg(ann_dir.join(name))
@@ -76,12 +76,15 @@ fn a_served_users_links_and_the_services_index_give_away_nothing() {
     let private = |f: &std::path::Path| {
         let m = std::fs::metadata(f).unwrap();
         assert_eq!((m.uid(), m.mode() & 0o777), (0, 0o600), "{}", f.display());
-        let cat = as_user(USERS[1], "cat").arg(f).output_within().unwrap();
+        let cat = as_user(Some(USERS[1]), "cat")
+            .arg(f)
+            .output_within()
+            .unwrap();
         assert!(!cat.status.success(), "{} read {}", USERS[1], f.display());
     };
     private(&index);
     let runs = dir.join("runs");
-    let listed = as_user(USERS[0], hark())
+    let listed = as_user(Some(USERS[0]), hark())
         .args(["runs", "--index"])
         .arg(&runs)
         .output_within()

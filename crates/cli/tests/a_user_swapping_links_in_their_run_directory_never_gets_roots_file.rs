@@ -22,7 +22,7 @@ const LOOPS: usize = 4;
 
 #[test]
 fn a_user_swapping_links_in_their_run_directory_never_gets_roots_file() {
-    if !as_root_or_skip() {
+    if !root_or_skip() {
         return;
     }
     let uid = local_users(&[USER])[0];
@@ -66,7 +66,7 @@ fn a_user_swapping_links_in_their_run_directory_never_gets_roots_file() {
     // Loops on every core, so that one runs when the service hands over.
     let attackers: Vec<_> = (0..LOOPS)
         .map(|_| {
-            as_user(USER, &swap)
+            as_user(Some(USER), &swap)
                 .args([&name_file, &secret, &decoys, &stop])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())

@@ -29,6 +29,7 @@
 use crate::unpack::{Arrival, P2pOp, Wait};
 use hark_analyses::{CommDef, IdMap};
 use hark_analyses::{Error, ErrorKind};
+use hark_sync::lock;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -213,10 +214,6 @@ pub fn stream_backlog() -> u64 {
 /// its matchers with the other side.
 pub fn outbound_backlog() -> u64 {
     (crate::matching::held_bound() / 4 * 40) as u64
-}
-
-fn lock<S>(m: &Mutex<S>) -> std::sync::MutexGuard<'_, S> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// One batch of cross-rank entries from one analyser's level to another's:

@@ -50,6 +50,7 @@ use hark_analyses::{Error, ErrorKind};
 use hark_analyses::{Input, Sensitivity};
 use hark_board::{Board, Context, EntryKind, KnowledgeSource, KsId, Level, Typed};
 use hark_model::Program;
+use hark_sync::lock;
 use hark_wire::{Def, Event, PackBytes, EVENT_SIZE};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -251,7 +252,7 @@ struct Flow {
 impl Flow {
     /// A pack buffer from the pool, if one is free.
     fn pooled(&self) -> Option<Vec<u8>> {
-        self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop()
+        hark_sync::lock(&self.pool).pop()
     }
 
     fn take(&self) -> Vec<u8> {
@@ -262,7 +263,7 @@ impl Flow {
         if buf.capacity() == 0 {
             return;
         }
-        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pool = hark_sync::lock(&self.pool);
         if pool.len() < POOL {
             pool.push(buf);
         }
@@ -330,15 +331,10 @@ impl ContentionCounters {
 type Keyed<S> = Mutex<FxHashMap<u64, Arc<Mutex<S>>>>;
 
 fn slot_of<S>(map: &Keyed<S>, key: u64, make: impl FnOnce() -> S) -> Arc<Mutex<S>> {
-    map.lock()
-        .unwrap_or_else(|e| e.into_inner())
+    hark_sync::lock(map)
         .entry(key)
         .or_insert_with(|| Arc::new(Mutex::new(make())))
         .clone()
-}
-
-fn lock<S>(m: &Mutex<S>) -> std::sync::MutexGuard<'_, S> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Every matcher of `map` (its key, and it): copied for a snapshot, or
@@ -556,7 +552,7 @@ fn route(sub: &mut impl Submit, states: &States, kind: Typed<Waits>, mut waits: 
         states.flow.waits.give_back(waits);
         return;
     }
-    let streams = states.streams.read().unwrap_or_else(|e| e.into_inner());
+    let streams = hark_sync::read(&states.streams);
     for (rank, waits, pooled) in split_by(&states.flow, waits, |w| w.waiter as u32 as u64) {
         let rank = rank as u32 as i32;
         let Some(info) = streams.get(&rank) else {
@@ -767,9 +763,7 @@ impl OnBoard {
                                 .unwrap_or_else(|e| e.into_inner())
                                 .contains_key(&world);
                             if !known {
-                                st.streams
-                                    .write()
-                                    .unwrap_or_else(|e| e.into_inner())
+                                hark_sync::write(&st.streams)
                                     .entry(world)
                                     .or_insert_with(|| info.clone());
                             }

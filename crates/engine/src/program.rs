@@ -88,7 +88,7 @@ impl std::fmt::Debug for Hand {
 impl Shared {
     /// Matches what a hand-fed stream's pack yielded.
     pub(crate) fn hand_match(&self, derived: Derived) {
-        let mut hand = self.hand.lock().unwrap_or_else(|e| e.into_inner());
+        let mut hand = hark_sync::lock(&self.hand);
         let Hand {
             p2p,
             collectives,
@@ -216,7 +216,7 @@ impl ProgramAnalysis {
             );
             partial.add_counts(*forgotten, info.ignored_defs());
         }
-        let hand = std::mem::take(&mut *self.shared.hand.lock().unwrap_or_else(|e| e.into_inner()));
+        let hand = std::mem::take(&mut *hark_sync::lock(&self.shared.hand));
         partial.set_matching(hand.p2p, hand.collectives);
         partial.add_waits(hand.waits);
         partial

@@ -68,7 +68,7 @@ impl StreamInfo {
 
     /// The rank frame, once MPI is initialised.
     pub fn rank_info(&self) -> Option<RankInfo> {
-        self.rank.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        hark_sync::lock(&self.rank).clone()
     }
 
     /// World rank: from the rank frame, else the launcher's, else -1.
@@ -109,24 +109,18 @@ impl StreamInfo {
 
     /// What is known of this stream's clock.
     pub fn clock(&self) -> Alignment {
-        *self.clock.lock().unwrap_or_else(|e| e.into_inner())
+        *hark_sync::lock(&self.clock)
     }
 
     /// A clock alignment with world rank 0 arrived (`Clock` frame).
     pub fn align(&self, sync: ClockSync) {
-        self.clock
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .measured(sync);
+        hark_sync::lock(&self.clock).measured(sync);
     }
 
     /// World rank 0's handshake offset, the reference every aligned stream
     /// of the job shares, became known.
     pub fn set_clock_reference(&self, reference_ns: i64) {
-        self.clock
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .set_reference(reference_ns);
+        hark_sync::lock(&self.clock).set_reference(reference_ns);
     }
 
     /// The initial width of a time slice is `1 << slice_shift()` ns.
@@ -141,7 +135,7 @@ impl StreamInfo {
 
     /// The rank frame arrived.
     pub fn set_rank(&self, info: RankInfo) {
-        *self.rank.lock().unwrap_or_else(|e| e.into_inner()) = Some(info);
+        *hark_sync::lock(&self.rank) = Some(info);
     }
 
     /// Definitions arrived: unify them into the program's global ids. Call
@@ -154,10 +148,7 @@ impl StreamInfo {
             .unifier
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        self.translation
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .define(defs, &mut unifier);
+        hark_sync::write(&self.translation).define(defs, &mut unifier);
     }
 
     /// The view a knowledge source gets with a batch (holds a read lock on
@@ -165,7 +156,7 @@ impl StreamInfo {
     pub fn cx(&self) -> StreamCx<'_> {
         StreamCx::new(
             self.clock().mapping(),
-            self.translation.read().unwrap_or_else(|e| e.into_inner()),
+            hark_sync::read(&self.translation),
             &self.shared.unifier,
             self.origin_ns,
             self.slice_shift,
@@ -174,10 +165,7 @@ impl StreamInfo {
     }
 
     pub(crate) fn ignored_defs(&self) -> u64 {
-        self.translation
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .ignored
+        hark_sync::read(&self.translation).ignored
     }
 }
 

@@ -75,7 +75,7 @@ impl Entry {
         match &self.source {
             Source::Finished(run) => run.clone(),
             Source::Live(snapshot) => {
-                let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
+                let mut cached = hark_sync::lock(&self.cached);
                 if let Some((at, run)) = &*cached {
                     if at.elapsed() < FRESH {
                         return run.clone();
@@ -182,7 +182,7 @@ impl Runs {
 
     /// Forgets a run; returns whether it was there.
     pub fn remove(&self, id: &str) -> bool {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = hark_sync::lock(&self.entries);
         let before = entries.len();
         entries.retain(|e| e.id != id);
         entries.len() != before
@@ -195,7 +195,7 @@ impl Runs {
             cached: Mutex::new(None),
             registered_ns: now_ns(),
         });
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = hark_sync::lock(&self.entries);
         match entries.iter_mut().find(|e| e.id == id) {
             Some(e) => *e = entry,
             None => entries.push(entry),
@@ -203,7 +203,7 @@ impl Runs {
     }
 
     fn get(&self, id: &str) -> Option<Arc<Entry>> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let entries = hark_sync::lock(&self.entries);
         entries.iter().find(|e| e.id == id).cloned()
     }
 
@@ -247,7 +247,7 @@ impl Runs {
 
 impl std::fmt::Debug for Runs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let entries = hark_sync::lock(&self.entries);
         f.debug_list()
             .entries(entries.iter().map(|e| &e.id))
             .finish()

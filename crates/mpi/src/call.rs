@@ -433,7 +433,9 @@ pub fn gather_places(
 ) -> Option<Vec<hark_wire::partition::Place>> {
     use hark_wire::partition::{node_id, test_node, Place};
     let node = test_node(
-        std::env::var("HARK_TEST_NODES").ok().as_deref(),
+        std::env::var(hark_settings::TEST_NODES.name)
+            .ok()
+            .as_deref(),
         rank.max(0) as u32,
     )
     .unwrap_or_else(|| {

@@ -32,7 +32,7 @@ impl Server {
     pub fn inject(&self, from: u32, bytes: &[u8]) -> Result<(), Error> {
         let parcel = Parcel::read(bytes).map_err(|e| Error::new(ErrorKind::Exchange(e)))?;
         self.unpark()?;
-        let mut parked = self.state.parked.lock().unwrap_or_else(|e| e.into_inner());
+        let mut parked = hark_sync::lock(&self.state.parked);
         if parked.iter().any(|(_, p)| p.program() == parcel.program()) {
             // Behind the parcels of its program that wait already.
             parked.push((from, parcel));
@@ -69,8 +69,7 @@ impl Server {
 
     /// Delivers the parked parcels whose program has a level now, in order.
     fn unpark(&self) -> Result<(), Error> {
-        let parked =
-            std::mem::take(&mut *self.state.parked.lock().unwrap_or_else(|e| e.into_inner()));
+        let parked = std::mem::take(&mut *hark_sync::lock(&self.state.parked));
         if parked.is_empty() {
             return Ok(());
         }
@@ -146,8 +145,7 @@ impl Server {
 
     /// Parcels still parked at the end: their program never streamed here.
     pub(crate) fn parked_problems(&self) -> Vec<String> {
-        let parked =
-            std::mem::take(&mut *self.state.parked.lock().unwrap_or_else(|e| e.into_inner()));
+        let parked = std::mem::take(&mut *hark_sync::lock(&self.state.parked));
         if parked.is_empty() {
             return Vec::new();
         }

@@ -251,7 +251,7 @@ impl Server {
         let c = &self.state.counters;
         let events = c.events.load(Ordering::Relaxed);
         let now = Instant::now();
-        let mut last = self.last_status.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = hark_sync::lock(&self.last_status);
         let dt = now.duration_since(last.0).as_secs_f64();
         let rate = if dt > 0.0 {
             (events - last.1) as f64 / dt
@@ -404,8 +404,7 @@ impl Server {
 /// The run's own diagnostics once it ended: what the server noted, the
 /// `cut` connections, and the streams it refused.
 fn closing_problems(state: &State, cut: usize) -> Vec<String> {
-    let mut problems =
-        std::mem::take(&mut *state.problems.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut problems = std::mem::take(&mut *hark_sync::lock(&state.problems));
     if cut > 0 {
         problems.push(format!(
             "{cut} connection(s) were still open when the run ended and were cut; their ranks are partial"

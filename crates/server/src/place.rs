@@ -63,7 +63,7 @@ impl Placement {
     /// Called on a connection's reader thread at its `Hello`: the thread is
     /// moved with the others from now on, and placed as they are now.
     pub(crate) fn reader(&self, conn: u64) {
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut inner = hark_sync::lock(&self.inner);
         let tid = cpus::this_thread();
         inner.readers.insert(conn, tid);
         if let Some(to) = &inner.now {
@@ -81,7 +81,7 @@ impl Placement {
         if self.online.iter().all(|c| cpus.contains(c)) {
             return;
         }
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut inner = hark_sync::lock(&self.inner);
         inner.forget(conn);
         for &c in &cpus {
             *inner.used.entry(c).or_default() += 1;
@@ -94,7 +94,7 @@ impl Placement {
     /// before it exits (its id may then be reused by any thread or process)
     /// and its process's cores are free again.
     pub(crate) fn closed(&self, conn: u64) {
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut inner = hark_sync::lock(&self.inner);
         inner.readers.remove(&conn);
         if inner.forget(conn) {
             self.replace(&mut inner);
@@ -104,7 +104,7 @@ impl Placement {
     /// The CPUs the server's threads are bound to now; `None` when unplaced.
     #[cfg(test)]
     pub(crate) fn now(&self) -> Option<Vec<usize>> {
-        self.inner.lock().unwrap().now.clone()
+        hark_sync::lock(&self.inner).now.clone()
     }
 
     /// Moves the threads where the ranks bound now leave room.

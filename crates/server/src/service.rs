@@ -38,6 +38,7 @@ use hark_analyses::DynAnalysis;
 use hark_board::Board;
 use hark_engine::Config;
 use hark_model::Run;
+use hark_sync::lock;
 use hark_transport::{Back, Closed, ConnId, Peer, ServeOptions, Sink};
 use hark_wire::{Action, Control, Frame, Hello};
 use std::collections::{HashMap, VecDeque};
@@ -618,10 +619,6 @@ impl std::fmt::Debug for Service {
             .field("addr", &self.addr())
             .finish_non_exhaustive()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn now_ns() -> u64 {

@@ -141,15 +141,11 @@ const MAX_PROBLEMS: usize = 32;
 
 impl State {
     fn conn(&self, id: ConnId) -> Option<Arc<Conn>> {
-        self.conns
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&id.0)
-            .cloned()
+        hark_sync::read(&self.conns).get(&id.0).cloned()
     }
 
     fn problem(&self, what: String) {
-        let mut p = self.problems.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = hark_sync::lock(&self.problems);
         if p.len() < MAX_PROBLEMS {
             p.push(what);
         }
@@ -158,7 +154,7 @@ impl State {
     /// One diagnostic per reason connections were rejected for.
     pub(crate) fn rejections(&self) -> Vec<String> {
         let total = self.counters.rejected.load(Ordering::Relaxed);
-        let reasons = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
+        let reasons = hark_sync::lock(&self.rejected);
         let named: u64 = reasons.iter().map(|(_, n)| n).sum();
         let mut out: Vec<String> = reasons
             .iter()
@@ -185,7 +181,7 @@ impl State {
             .map(|p| (p.conns.iter().min().copied(), p.on.clone(), p.conns.clone()))
             .collect();
         programs.sort_by_key(|p| p.0);
-        let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
+        let conns = hark_sync::read(&self.conns);
         let mut out = Vec::new();
         for (_, on, ids) in programs {
             out.extend(on.snapshot(&ranks_of(&conns, &ids)));
@@ -195,7 +191,7 @@ impl State {
 
     /// [`crate::Server::contention`].
     pub(crate) fn contention(&self) -> hark_engine::Contention {
-        let programs = self.programs.lock().unwrap_or_else(|e| e.into_inner());
+        let programs = hark_sync::lock(&self.programs);
         let mut sum = hark_engine::Contention::default();
         for on in programs
             .iter()
@@ -215,7 +211,7 @@ impl State {
     /// waits for a later call. What stays per process is nothing, so a run
     /// of 40,000 short processes costs what a run of 1,000 does.
     pub(crate) fn fold_finished(&self) {
-        let waiting = std::mem::take(&mut *self.folding.lock().unwrap_or_else(|e| e.into_inner()));
+        let waiting = std::mem::take(&mut *hark_sync::lock(&self.folding));
         if waiting.is_empty() {
             return;
         }
@@ -223,7 +219,7 @@ impl State {
         let mut gone: Vec<(u64, Arc<OnBoard>)> = Vec::new();
         for id in waiting {
             let taken = {
-                let mut conns = self.conns.write().unwrap_or_else(|e| e.into_inner());
+                let mut conns = hark_sync::write(&self.conns);
                 match conns.get(&id) {
                     // Only the map holds the record, and only the record
                     // the stream: nothing of it is on the board any more.
@@ -238,24 +234,20 @@ impl State {
                 }
             };
             let Some(c) = taken else { continue };
-            let acc = c.acc.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let acc = hark_sync::lock(&c.acc).clone();
             if !c.on.fold_away(&c.info, &acc) {
                 // A knowledge source cannot fold it: it keeps its row.
-                self.conns
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(id, c);
+                hark_sync::write(&self.conns).insert(id, c);
                 continue;
             }
             let h = c.info.hello();
-            if let Some((events, packs)) = *c.lost.lock().unwrap_or_else(|e| e.into_inner()) {
+            if let Some((events, packs)) = *hark_sync::lock(&c.lost) {
                 self.problem(format!(
                     "pid {} on {} died with {events} recorded events in {packs} buffers it had not shipped; they are lost",
                     h.pid, h.host
                 ));
             }
-            if let Some(Closed::Broken(why)) = &*c.outcome.lock().unwrap_or_else(|e| e.into_inner())
-            {
+            if let Some(Closed::Broken(why)) = &*hark_sync::lock(&c.outcome) {
                 self.problem(format!(
                     "the stream of pid {} on {} broke: {why}; what arrived before is kept",
                     h.pid, h.host
@@ -264,23 +256,20 @@ impl State {
             gone.push((id, c.on.clone()));
         }
         if !gone.is_empty() {
-            let mut programs = self.programs.lock().unwrap_or_else(|e| e.into_inner());
+            let mut programs = hark_sync::lock(&self.programs);
             for slot in programs.iter_mut() {
                 if gone.iter().any(|(_, on)| Arc::ptr_eq(on, &slot.on)) {
                     slot.conns.retain(|id| !gone.iter().any(|(g, _)| g == id));
                 }
             }
         }
-        self.folding
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(later);
+        hark_sync::lock(&self.folding).extend(later);
     }
 
     /// Folds every program, in order of first connection.
     pub(crate) fn fold(&self) -> Vec<Program> {
         let programs = self.take_drained();
-        let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
+        let conns = hark_sync::read(&self.conns);
         let mut out = Vec::new();
         for slot in programs {
             let mut folded = slot.on.finish(ranks_of(&conns, &slot.conns));
@@ -325,7 +314,7 @@ impl State {
     /// broken streams are named in the returned diagnostics.
     pub(crate) fn fold_partials(&self) -> (Vec<hark_engine::Partial>, Vec<String>) {
         let programs = self.take_drained();
-        let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
+        let conns = hark_sync::read(&self.conns);
         let mut problems = Vec::new();
         let mut out = Vec::new();
         for slot in programs {
@@ -349,7 +338,7 @@ impl State {
             .map(|p| (p.conns.iter().min().copied(), p.on.clone(), p.conns.clone()))
             .collect();
         programs.sort_by_key(|p| p.0);
-        let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
+        let conns = hark_sync::read(&self.conns);
         programs
             .into_iter()
             .map(|(_, on, ids)| on.snapshot_partial(&ranks_of(&conns, &ids)))
@@ -374,8 +363,7 @@ impl State {
         }
         drop(levels);
         self.fold_finished();
-        let mut programs =
-            std::mem::take(&mut *self.programs.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut programs = std::mem::take(&mut *hark_sync::lock(&self.programs));
         // Readers say hello in whatever order their threads run;
         // connections are numbered as accepted.
         programs.sort_by_key(|p| p.conns.iter().min().copied());
@@ -387,14 +375,14 @@ impl State {
 /// process that died holding unshipped buffers, a stream that broke.
 fn stream_problems(c: &Conn, out: &mut Vec<String>) {
     let h = c.info.hello();
-    if let Some((events, packs)) = *c.lost.lock().unwrap_or_else(|e| e.into_inner()) {
+    if let Some((events, packs)) = *hark_sync::lock(&c.lost) {
         out.push(format!(
             "pid {} on {} died with {events} recorded events in {packs} buffers it had not \
              shipped; they are lost",
             h.pid, h.host
         ));
     }
-    if let Some(Closed::Broken(why)) = &*c.outcome.lock().unwrap_or_else(|e| e.into_inner()) {
+    if let Some(Closed::Broken(why)) = &*hark_sync::lock(&c.outcome) {
         out.push(format!(
             "the stream of pid {} on {} broke: {why}; what arrived before is kept",
             h.pid, h.host
@@ -449,7 +437,7 @@ fn ranks_of(
     ids.iter()
         .filter_map(|id| conns.get(id))
         .map(|c| {
-            let acc = c.acc.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let acc = hark_sync::lock(&c.acc).clone();
             (c.info.clone(), acc)
         })
         .collect()
@@ -506,7 +494,7 @@ impl Sink for State {
             .map(Arc::new)
         };
         let (on, info, foldable) = {
-            let mut programs = self.programs.lock().unwrap_or_else(|e| e.into_inner());
+            let mut programs = hark_sync::lock(&self.programs);
             let found = programs
                 .iter()
                 .position(|p| p.job == hello.job && p.name == hello.program);
@@ -563,22 +551,19 @@ impl Sink for State {
             (on, Arc::new(info), foldable)
         };
 
-        self.conns
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(
-                conn.0,
-                Arc::new(Conn {
-                    job: hello.job.clone(),
-                    child,
-                    info: info.clone(),
-                    on,
-                    acc: Mutex::new(StreamAccounting::default()),
-                    outcome: Mutex::new(None),
-                    lost: Mutex::new(None),
-                    foldable,
-                }),
-            );
+        hark_sync::write(&self.conns).insert(
+            conn.0,
+            Arc::new(Conn {
+                job: hello.job.clone(),
+                child,
+                info: info.clone(),
+                on,
+                acc: Mutex::new(StreamAccounting::default()),
+                outcome: Mutex::new(None),
+                lost: Mutex::new(None),
+                foldable,
+            }),
+        );
         // After the insertion, so that a reference set meanwhile is seen
         // either here or by `clock_reference`'s walk of the connections.
         let reference = self
@@ -622,7 +607,7 @@ impl Sink for State {
             }
             Frame::Counts(counts) => {
                 // A sampled-out probe's totals: its events count as received.
-                c.acc.lock().unwrap_or_else(|e| e.into_inner()).received += counts.events;
+                hark_sync::lock(&c.acc).received += counts.events;
                 self.counters
                     .events
                     .fetch_add(counts.events, Ordering::Relaxed);
@@ -668,7 +653,7 @@ impl Sink for State {
                 Ok(())
             }
             Frame::End(end) => {
-                c.acc.lock().unwrap_or_else(|e| e.into_inner()).end = Some(end);
+                hark_sync::lock(&c.acc).end = Some(end);
                 Ok(())
             }
             Frame::Cpus(cpus) => {
@@ -685,7 +670,7 @@ impl Sink for State {
 
     fn on_lost(&self, conn: ConnId, events: u64, packs: u64) {
         if let Some(c) = self.conn(conn) {
-            *c.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some((events, packs));
+            *hark_sync::lock(&c.lost) = Some((events, packs));
         }
     }
 
@@ -698,20 +683,17 @@ impl Sink for State {
         match self.conn(conn) {
             Some(c) => {
                 self.counters.open.fetch_sub(1, Ordering::Relaxed);
-                *c.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+                *hark_sync::lock(&c.outcome) = Some(outcome);
                 if c.foldable && c.info.world_rank() < 0 {
                     drop(c);
-                    self.folding
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(conn.0);
+                    hark_sync::lock(&self.folding).push(conn.0);
                     self.fold_finished();
                 }
             }
             None => {
                 if let Closed::Broken(why) = outcome {
                     self.counters.rejected.fetch_add(1, Ordering::Relaxed);
-                    let mut reasons = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut reasons = hark_sync::lock(&self.rejected);
                     match reasons.iter().position(|(w, _)| *w == why) {
                         Some(i) => reasons[i].1 += 1,
                         None if reasons.len() < MAX_PROBLEMS => reasons.push((why, 1)),
@@ -762,7 +744,7 @@ impl State {
             }
             refs.insert(job.to_string(), reference);
         }
-        let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
+        let conns = hark_sync::read(&self.conns);
         for c in conns.values().filter(|c| c.info.hello().job == job) {
             c.info.set_clock_reference(reference);
         }
@@ -786,7 +768,7 @@ impl State {
         if rank < 0 {
             return Ok(());
         }
-        let mut ranks = self.ranks.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ranks = hark_sync::lock(&self.ranks);
         let key = (job.to_string(), program.to_string(), rank);
         if let Some(h) = ranks.get(&key) {
             let same_process = h.pid == hello.pid && h.host == hello.host;
@@ -808,30 +790,20 @@ impl State {
     /// Gives up every rank connection `conn` holds (it was not set up, or
     /// was cut off).
     fn release(&self, conn: u64) {
-        self.ranks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|_, h| h.conn != conn);
+        hark_sync::lock(&self.ranks).retain(|_, h| h.conn != conn);
     }
 
     /// Whether connection `id` still streams world rank `rank`: not closed,
     /// no end record, its rank not changed since. A connection that is not
     /// registered yet (its `Hello` being handled) holds it.
     fn still_holds(&self, id: u64, rank: i32) -> bool {
-        let conns = self.conns.read().unwrap_or_else(|e| e.into_inner());
+        let conns = hark_sync::read(&self.conns);
         let Some(c) = conns.get(&id) else {
             return true;
         };
         c.info.world_rank() == rank
-            && c.outcome
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_none()
-            && c.acc
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .end
-                .is_none()
+            && hark_sync::lock(&c.outcome).is_none()
+            && hark_sync::lock(&c.acc).end.is_none()
     }
 
     /// Refuses a stream at its `Hello`: nothing it sends is analysed.
@@ -876,7 +848,7 @@ impl State {
     /// A pack of `n` events arrived on `c`: counted, and the reader held
     /// back while too much is in flight ([`State::throttle`]).
     fn received(&self, c: &Conn, n: u64) {
-        c.acc.lock().unwrap_or_else(|e| e.into_inner()).received += n;
+        hark_sync::lock(&c.acc).received += n;
         self.counters.events.fetch_add(n, Ordering::Relaxed);
         self.throttle(&c.on, &c.info, n * hark_wire::EVENT_SIZE as u64);
     }

@@ -117,7 +117,7 @@ impl Store {
     }
 
     fn fail(&self, what: String) {
-        let mut p = self.problem.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = hark_sync::lock(&self.problem);
         p.get_or_insert(what);
     }
 
@@ -153,10 +153,7 @@ impl Store {
         }
         .encode(&mut bytes);
         self.write(&mut w, &bytes, &[]);
-        self.writers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(conn, Arc::new(Mutex::new(w)));
+        hark_sync::lock(&self.writers).insert(conn, Arc::new(Mutex::new(w)));
     }
 
     /// Appends `head` and then `events`' bytes; counted against the cap
@@ -184,7 +181,7 @@ impl Store {
         else {
             return;
         };
-        let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
+        let mut w = hark_sync::lock(&w);
         let mut head = Vec::new();
         match frame {
             Frame::Pack { seq, events } => self.pack(&mut w, info, *seq, events),
@@ -284,7 +281,7 @@ impl Store {
         let mapping = info.clock().mapping();
         let since_start = |e: &Event| mapping.common(e.start.get()).saturating_sub(origin);
         let window_of = |e: &Event| since_start(e) >> AUTO_WINDOW_SHIFT;
-        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        let mut windows = hark_sync::lock(&self.windows);
         let mut rest = events;
         while let Some(first) = rest.first() {
             let k = window_of(first);
@@ -406,7 +403,7 @@ impl Store {
         programs: &[hark_model::Program],
     ) -> (HashMap<u64, (u64, u64)>, String) {
         let keep_n = self.config.selection.auto.unwrap_or(0);
-        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        let mut windows = hark_sync::lock(&self.windows);
         // Wait-state time per (program, window).
         let mut wait: HashMap<(String, u64), u64> = HashMap::new();
         for p in programs {
@@ -512,7 +509,7 @@ impl Store {
         infos: &HashMap<u64, Arc<StreamInfo>>,
         programs: &[hark_model::Program],
     ) -> Vec<String> {
-        let writers = std::mem::take(&mut *self.writers.lock().unwrap_or_else(|e| e.into_inner()));
+        let writers = std::mem::take(&mut *hark_sync::lock(&self.writers));
         let mut ids: Vec<u64> = writers.keys().copied().collect();
         ids.sort_unstable();
         let mut index =
@@ -521,7 +518,7 @@ impl Store {
         let mut full_ranks = Vec::new();
         let mut full_at: Option<u64> = None;
         for id in &ids {
-            let mut w = writers[id].lock().unwrap_or_else(|e| e.into_inner());
+            let mut w = hark_sync::lock(&writers[id]);
             for (_, mut f) in std::mem::take(&mut w.chunks) {
                 if let Err(e) = f.flush() {
                     self.fail(format!("cannot write a chunk of {}: {e}", w.name));
@@ -535,7 +532,7 @@ impl Store {
             .map(|_| self.choose_windows(programs));
         let mut out = Vec::new();
         for id in ids {
-            let mut w = writers[&id].lock().unwrap_or_else(|e| e.into_inner());
+            let mut w = hark_sync::lock(&writers[&id]);
             if let Some((counts, _)) = &auto {
                 // Events that came for a window already evicted never
                 // reached one: they are the writer's own count.

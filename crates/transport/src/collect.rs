@@ -122,7 +122,7 @@ struct Gather {
 
 impl Sink for Gather {
     fn on_hello(&self, conn: ConnId, hello: &Hello, clock_offset_ns: i64) {
-        self.state.lock().unwrap().streams.insert(
+        hark_sync::lock(&self.state).streams.insert(
             conn,
             Stream {
                 conn,
@@ -147,7 +147,7 @@ impl Sink for Gather {
         let is_pack = matches!(frame, Frame::Pack { .. });
         let mut stall = None;
         {
-            let mut st = self.state.lock().unwrap();
+            let mut st = hark_sync::lock(&self.state);
             let Some(s) = st.streams.get_mut(&conn) else {
                 return;
             };
@@ -181,13 +181,13 @@ impl Sink for Gather {
     }
 
     fn on_lost(&self, conn: ConnId, events: u64, packs: u64) {
-        if let Some(s) = self.state.lock().unwrap().streams.get_mut(&conn) {
+        if let Some(s) = hark_sync::lock(&self.state).streams.get_mut(&conn) {
             s.lost = Some((events, packs));
         }
     }
 
     fn on_close(&self, conn: ConnId, outcome: Closed) {
-        let mut st = self.state.lock().unwrap();
+        let mut st = hark_sync::lock(&self.state);
         match st.streams.get_mut(&conn) {
             Some(s) => s.closed = Some(outcome),
             None => st.no_hello.push((conn, outcome)),
@@ -239,14 +239,14 @@ impl Collector {
 
     /// Connections that closed before sending a `Hello`, with how.
     pub fn rejected(&self) -> Vec<(ConnId, Closed)> {
-        self.gather.state.lock().unwrap().no_hello.clone()
+        hark_sync::lock(&self.gather.state).no_hello.clone()
     }
 
     /// Waits until at least `n` streams have closed, then returns every
     /// stream (closed or not) by connection. Fails after `timeout`.
     pub fn wait_closed(&self, n: usize, timeout: Duration) -> Result<Vec<Stream>, Error> {
         let deadline = Instant::now() + timeout;
-        let mut st = self.gather.state.lock().unwrap();
+        let mut st = hark_sync::lock(&self.gather.state);
         loop {
             let closed = st.streams.values().filter(|s| s.closed.is_some()).count();
             if closed >= n {

@@ -166,8 +166,8 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
             sink.on_close(ConnId(id), Closed::Broken(why));
             continue;
         }
-        shared.live.lock().unwrap().push((id, fd));
-        *shared.readers.lock().unwrap() += 1;
+        hark_sync::lock(&shared.live).push((id, fd));
+        *hark_sync::lock(&shared.readers) += 1;
         let for_reader = sink.clone();
         let sh = shared.clone();
         let reader = std::thread::Builder::new()
@@ -184,7 +184,7 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
         if let Err(e) = reader {
             // The closure, and with it the connection, was dropped unread.
             eprintln!("hark: cannot start a reader thread for connection {id}: {e}");
-            shared.live.lock().unwrap().retain(|(c, _)| *c != id);
+            hark_sync::lock(&shared.live).retain(|(c, _)| *c != id);
             sink_closed_unread(&*sink, ConnId(id), &e);
             shared.reader_finished();
         }
@@ -202,13 +202,13 @@ fn sink_closed_unread(sink: &dyn Sink, conn: ConnId, e: &std::io::Error) {
 
 impl Shared {
     fn reader_finished(&self) {
-        *self.readers.lock().unwrap() -= 1;
+        *hark_sync::lock(&self.readers) -= 1;
         self.reader_done.notify_all();
     }
 
     /// Waits until no reader runs, or until `deadline`; true if none runs.
     fn wait_readers(&self, deadline: Option<Instant>) -> bool {
-        let mut n = self.readers.lock().unwrap();
+        let mut n = hark_sync::lock(&self.readers);
         while *n > 0 {
             n = match deadline {
                 None => self.reader_done.wait(n).unwrap(),
@@ -225,7 +225,7 @@ impl Shared {
     }
 
     fn abort_live(&self) {
-        for (_, fd) in self.live.lock().unwrap().iter() {
+        for (_, fd) in hark_sync::lock(&self.live).iter() {
             // SAFETY: shutdown on a descriptor the reader still owns only
             // ends its traffic; the reader closes it, after removing it from
             // `live` under this lock, so the descriptor is not yet reused.
@@ -260,7 +260,7 @@ fn read_stream(
     let outcome = read_caught(conn, &mut *stream, side, sink);
     // Unregister before the stream (and its descriptor) is dropped, so that
     // `abort_live` never touches a reused descriptor.
-    shared.live.lock().unwrap().retain(|(c, _)| *c != conn.0);
+    hark_sync::lock(&shared.live).retain(|(c, _)| *c != conn.0);
     drop(stream);
     sink.on_close(conn, outcome);
 }
@@ -430,7 +430,7 @@ impl Server {
         if self.shared.wait_readers(Some(deadline)) {
             return 0;
         }
-        let cut = self.shared.live.lock().unwrap().len();
+        let cut = hark_sync::lock(&self.shared.live).len();
         self.shared.abort_live();
         self.shared.wait_readers(None);
         cut
@@ -445,7 +445,7 @@ impl Server {
     /// Readers still running (connections accepted and not yet closed and
     /// handed to the sink).
     pub fn open(&self) -> usize {
-        *self.shared.readers.lock().unwrap()
+        *hark_sync::lock(&self.shared.readers)
     }
 
     fn stop_accepting(&mut self) {

@@ -33,7 +33,7 @@ pub(crate) struct Handover(Arc<Mutex<Option<OwnedFd>>>);
 impl Handover {
     /// The descriptor, taken out.
     pub(crate) fn take(&self) -> Option<OwnedFd> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+        hark_sync::lock(&self.0).take()
     }
 }
 
@@ -95,7 +95,7 @@ impl Read for FdCatcher {
                         / std::mem::size_of::<RawFd>();
                     for i in 0..count {
                         let fd = OwnedFd::from_raw_fd(data.add(i).read_unaligned());
-                        *self.caught.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(fd);
+                        *hark_sync::lock(&self.caught.0) = Some(fd);
                     }
                 }
                 c = libc::CMSG_NXTHDR(&msg, c);

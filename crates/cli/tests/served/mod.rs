@@ -266,11 +266,11 @@ pub fn root_or_skip() -> bool {
 }
 
 /// `program`, run as `user` (`runuser`) or as root.
-pub fn as_user(user: Option<&str>, program: &str) -> Command {
+pub fn as_user(user: Option<&str>, program: impl AsRef<std::ffi::OsStr>) -> Command {
     match user {
         Some(u) => {
             let mut c = Command::new("runuser");
-            c.args(["-u", u, "--", program]);
+            c.args(["-u", u, "--"]).arg(program);
             c
         }
         None => Command::new(program),
@@ -283,17 +283,6 @@ pub fn kill_session(child: &mut Child) {
     // `setsid` made, led by the child's pid.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
     let _ = child.wait();
-}
-
-/// Whether this test may create users and act as them (root only); prints
-/// why it is skipped when not.
-pub fn as_root_or_skip() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipped: creating users and switching to them needs root");
-    }
-    root
 }
 
 /// The uids of local users `names`, created (without a home) where missing;
@@ -322,11 +311,4 @@ pub fn local_users(names: &[&str]) -> Vec<u32> {
             })
         })
         .collect()
-}
-
-/// `COMMAND ARGS...` run as `user` (through `runuser`).
-pub fn as_user(user: &str, command: impl AsRef<std::ffi::OsStr>) -> Command {
-    let mut cmd = Command::new("runuser");
-    cmd.args(["-u", user, "--"]).arg(command);
-    cmd
 }

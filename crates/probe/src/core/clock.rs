@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn the_calibrated_clock_follows_clock_monotonic() {
-        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let _one = hark_sync::lock(&SERIAL);
         init("", 0);
         let a = together();
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -331,7 +331,7 @@ mod tests {
 
     #[test]
     fn a_refined_rate_keeps_the_anchor_and_follows_clock_monotonic_closer() {
-        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let _one = hark_sync::lock(&SERIAL);
         init("", 0);
         let Some(first) = (match source() {
             ClockSource::Tsc(t) => Some(t),
@@ -358,7 +358,7 @@ mod tests {
 
     #[test]
     fn the_rate_is_refined_as_the_process_ages_and_not_more_often() {
-        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let _one = hark_sync::lock(&SERIAL);
         init("", 0);
         if !matches!(source(), ClockSource::Tsc(_)) {
             eprintln!("skipped: no usable TSC here");

@@ -1,6 +1,8 @@
 //! The probe's settings, read once from `HARK_*` environment variables at
-//! load time. `docs/probe.md` lists them all.
+//! load time through the table of settings (`hark_settings`), which gives
+//! each one's valid values, default and warning; `docs/probe.md` lists them.
 
+use hark_settings::{self as settings, Setting};
 use std::time::Duration;
 
 /// Launchers and daemons that must never be measured themselves: they start
@@ -87,10 +89,6 @@ pub(crate) enum Shm {
     Off,
 }
 
-/// Smallest and largest pack sizes accepted.
-const PACK_MIN: usize = 4 << 10;
-const PACK_MAX: usize = 64 << 20;
-
 impl Config {
     /// Reads the environment; `None` when `HARK_ADDR` is unset or empty
     /// (the probe then stays passive).
@@ -98,80 +96,71 @@ impl Config {
         Config::from_lookup(|k| std::env::var(k).ok())
     }
 
+    /// Reads the settings `get` gives, each through its entry in the
+    /// table of settings (`hark_settings`), keeping every warning.
     pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Option<Config> {
-        let full = get("HARK_ADDR").filter(|a| !a.is_empty())?;
+        let full = get(settings::ADDR.name).filter(|a| !a.is_empty())?;
         let (secret, addr) = split_secret(&full);
         let mut warnings = Vec::new();
-        let mut setting = Setting {
-            get: &get,
-            warnings: &mut warnings,
+        let mut keep = |s: &Setting, warning: Option<String>| {
+            warnings.extend(warning.map(|w| (s.name, w)));
         };
-        let ms = |s: &mut Setting<'_>, name: &'static str, min: u64, default: u64| {
-            Duration::from_millis(s.number(
-                name,
-                min,
-                3_600_000,
-                default,
-                |v| v.parse().ok(),
-                |v| format!("{v} ms"),
-            ))
+        let text = |s: &Setting| get(s.name);
+        let mut number = |s: &'static Setting| {
+            let r = s.number(text(s).as_deref());
+            keep(s, r.warning);
+            r.value
         };
-        let pack_size = setting.number(
-            "HARK_PACK_SIZE",
-            PACK_MIN as u64,
-            PACK_MAX as u64,
-            1 << 20,
-            parse_size,
-            show_size,
-        ) as usize;
-        let buffers = setting.number(
-            "HARK_BUFFERS",
-            2,
-            4096,
-            8,
-            |v| v.parse().ok(),
-            |v| v.to_string(),
-        ) as usize;
-        let connect_timeout = ms(&mut setting, "HARK_CONNECT_TIMEOUT_MS", 1, 3000);
+        let ms = |v: u64| Duration::from_millis(v);
+        let pack_size = number(&settings::PACK_SIZE) as usize;
+        let buffers = number(&settings::BUFFERS) as usize;
+        let connect_timeout = ms(number(&settings::CONNECT_TIMEOUT_MS));
         // 0 would mean "wait forever" to the kernel, which is what this
         // setting exists to prevent: a lossless program blocked for good.
-        let send_timeout = ms(&mut setting, "HARK_SEND_TIMEOUT_MS", 1, 60_000);
-        let drain_timeout = ms(&mut setting, "HARK_DRAIN_TIMEOUT_MS", 0, 10_000);
-        let flush_every = Some(ms(&mut setting, "HARK_FLUSH_MS", 0, 1000)).filter(|d| !d.is_zero());
-        let flag_opt = |k: &str| match get(k).as_deref().map(str::trim) {
-            Some("1" | "yes" | "true" | "on") => Some(true),
-            Some("0" | "no" | "false" | "off") => Some(false),
-            _ => None,
+        let send_timeout = ms(number(&settings::SEND_TIMEOUT_MS));
+        let drain_timeout = ms(number(&settings::DRAIN_TIMEOUT_MS));
+        let flush_every = Some(ms(number(&settings::FLUSH_MS))).filter(|d| !d.is_zero());
+        let socket_buffer = settings::SOCKET_BUFFER
+            .number_or(text(&settings::SOCKET_BUFFER).as_deref(), pack_size as u64);
+        keep(&settings::SOCKET_BUFFER, socket_buffer.warning);
+        let mut flag = |s: &'static Setting| {
+            let r = s.flag(text(s).as_deref());
+            keep(s, r.warning);
+            r.value
         };
-        let flag = |k: &str, d: bool| flag_opt(k).unwrap_or(d);
+        let lossless = flag(&settings::LOSSLESS);
+        let io = flag(&settings::IO);
+        let clock_sync = flag(&settings::CLOCK_SYNC);
         let (virtualise, bad) = virtualise(&get);
-        warnings.extend(bad.map(|w| ("HARK_VIRTUALISE", w)));
+        keep(&settings::VIRTUALISE, bad);
+        let shm = settings::SHM.flag_or_auto(text(&settings::SHM).as_deref());
+        keep(&settings::SHM, shm.warning);
+        let clock = settings::CLOCK.word(text(&settings::CLOCK).as_deref());
+        keep(&settings::CLOCK, clock.warning);
+        let skew =
+            settings::TEST_CLOCK_SKEW_NS.signed(text(&settings::TEST_CLOCK_SKEW_NS).as_deref());
+        keep(&settings::TEST_CLOCK_SKEW_NS, skew.warning);
         Some(Config {
             addr: addr.to_string(),
             secret: secret.to_string(),
             pack_size,
             buffers,
-            lossless: flag("HARK_LOSSLESS", false),
-            io: flag("HARK_IO", true),
-            clock: get("HARK_CLOCK").unwrap_or_default().trim().to_string(),
-            clock_sync: flag("HARK_CLOCK_SYNC", true),
-            clock_skew_ns: get("HARK_TEST_CLOCK_SKEW_NS")
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0),
+            lossless,
+            io,
+            clock: clock.value.unwrap_or_default().to_string(),
+            clock_sync,
+            clock_skew_ns: skew.value,
             connect_timeout,
             send_timeout,
             drain_timeout,
             flush_every,
-            socket_buffer: get("HARK_SOCKET_BUFFER")
-                .and_then(|v| parse_size(&v))
-                .map_or(pack_size, |v| v.min(usize::MAX as u64) as usize)
-                .max(256 << 10),
-            shm: match flag_opt("HARK_SHM") {
+            socket_buffer: (socket_buffer.value.min(usize::MAX as u64) as usize).max(256 << 10),
+            shm: match shm.value {
                 None => Shm::Auto,
                 Some(true) => Shm::On,
                 Some(false) => Shm::Off,
             },
-            skip: get("HARK_SKIP")
+            skip: text(&settings::SKIP)
                 .unwrap_or_default()
                 .split(',')
                 .map(|s| s.trim().to_string())
@@ -193,19 +182,8 @@ impl Config {
 /// by itself too, since a process whose probe has no stream must still take
 /// part in the split.
 pub(crate) fn virtualise(get: &dyn Fn(&str) -> Option<String>) -> (bool, Option<String>) {
-    let Some(text) = get("HARK_VIRTUALISE") else {
-        return (false, None);
-    };
-    match text.trim() {
-        "1" | "yes" | "true" | "on" => (true, None),
-        "" | "0" | "no" | "false" | "off" => (false, None),
-        _ => (
-            false,
-            Some(format!(
-                "HARK_VIRTUALISE={text:?} is not valid (expected 0 or 1); using 0"
-            )),
-        ),
-    }
+    let r = settings::VIRTUALISE.flag(get(settings::VIRTUALISE.name).as_deref());
+    (r.value, r.warning)
 }
 
 /// `secret@unix:/path` → (`secret`, `unix:/path`); an address without `@`
@@ -223,73 +201,6 @@ pub(crate) fn split_secret(addr: &str) -> (&str, &str) {
         }
         _ => ("", addr),
     }
-}
-
-/// Reads numeric settings, collecting a warning for each unusable value.
-struct Setting<'a> {
-    get: &'a dyn Fn(&str) -> Option<String>,
-    warnings: &'a mut Vec<(&'static str, String)>,
-}
-
-impl Setting<'_> {
-    /// `name` parsed by `parse` and within `min..=max`; else `default` (if
-    /// not a number, or 0 where 0 is not allowed) or the nearest bound (if
-    /// out of range), with a warning
-    /// naming the setting, the bad value, the valid range and the value used.
-    fn number(
-        &mut self,
-        name: &'static str,
-        min: u64,
-        max: u64,
-        default: u64,
-        parse: impl Fn(&str) -> Option<u64>,
-        show: fn(u64) -> String,
-    ) -> u64 {
-        let Some(text) = (self.get)(name) else {
-            return default;
-        };
-        let used = match parse(text.trim()) {
-            Some(v) if (min..=max).contains(&v) => return v,
-            Some(v) if v > 0 => v.clamp(min, max),
-            // Zero where it is not allowed is no size at all, like a word.
-            _ => default,
-        };
-        self.warnings.push((
-            name,
-            format!(
-                "{name}={text:?} is not valid (expected {} to {}); using {}",
-                show(min),
-                show(max),
-                show(used)
-            ),
-        ));
-        used
-    }
-}
-
-/// Bytes as `parse_size` reads them back: `64M`, `4K`, `1000`.
-fn show_size(v: u64) -> String {
-    match v {
-        0 => "0".into(),
-        v if v % (1 << 20) == 0 => format!("{}M", v >> 20),
-        v if v % (1 << 10) == 0 => format!("{}K", v >> 10),
-        v => v.to_string(),
-    }
-}
-
-/// `4096`, `64K`, `1M`, `2MiB` → bytes.
-fn parse_size(v: &str) -> Option<u64> {
-    let v = v.trim();
-    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (num, unit) = v.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        _ => return None,
-    };
-    n.checked_mul(mult)
 }
 
 #[cfg(test)]
@@ -317,8 +228,8 @@ mod tests {
             ("64K", 65536),
             ("2M", 2 << 20),
             ("2MiB", 2 << 20),
-            ("1", PACK_MIN),
-            ("1000M", PACK_MAX),
+            ("1", 4 << 10),
+            ("1000M", 64 << 20),
             ("nonsense", 1 << 20),
         ] {
             let c = config(&[("HARK_ADDR", "unix:/x"), ("HARK_PACK_SIZE", text)]).unwrap();
@@ -345,6 +256,10 @@ mod tests {
             ("HARK_SEND_TIMEOUT_MS", "0", "HARK_SEND_TIMEOUT_MS=\"0\" is not valid (expected 1 ms to 3600000 ms); using 60000 ms"),
             ("HARK_VIRTUALISE", "2", "HARK_VIRTUALISE=\"2\" is not valid (expected 0 or 1); using 0"),
             ("HARK_VIRTUALISE", "maybe", "HARK_VIRTUALISE=\"maybe\" is not valid (expected 0 or 1); using 0"),
+            ("HARK_CLOCK_SYNC", "2", "HARK_CLOCK_SYNC=\"2\" is not valid (expected 0 or 1); using 1"),
+            ("HARK_SHM", "7", "HARK_SHM=\"7\" is not valid (expected 0, 1 or auto); using auto"),
+            ("HARK_CLOCK", "sundial", "HARK_CLOCK=\"sundial\" is not valid (expected tsc, monotonic); using best"),
+            ("HARK_SOCKET_BUFFER", "lots", "HARK_SOCKET_BUFFER=\"lots\" is not valid (expected 4K to 1024M); using 1M"),
         ] {
             assert_eq!(warning(var, value), (1, Some(expect.to_string())), "{var}={value}");
         }

@@ -36,7 +36,7 @@ static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 static FDS: [AtomicU32; FD_MAX] = [const { AtomicU32::new(0) }; FD_MAX];
 
 fn table() -> MutexGuard<'static, Table> {
-    TABLE.lock().unwrap_or_else(|p| p.into_inner())
+    hark_sync::lock(&TABLE)
 }
 
 /// A fresh id (never 0).

@@ -323,7 +323,7 @@ fn register(stream: &'static Stream) -> *const Slot {
 /// dropped, and starts a new buffer with `ev`.
 fn refill(s: &Slot, mut ev: Event) {
     let ship = &s.stream.ship;
-    let mut own = s.own.lock().unwrap_or_else(|p| p.into_inner());
+    let mut own = hark_sync::lock(&s.own);
     settle(s, &mut own);
     if !s.stream.recording_allowed() {
         return;
@@ -332,7 +332,7 @@ fn refill(s: &Slot, mut ev: Event) {
     // on another thread must still be able to collect this slot.
     drop(own);
     let taken = ship.take_buffer();
-    let mut own = s.own.lock().unwrap_or_else(|p| p.into_inner());
+    let mut own = hark_sync::lock(&s.own);
     ev.thread = U16::new(s.thread);
     let (buf, cap, dropping) = match taken {
         Some(buf) => (buf, s.pack_cap, false),
@@ -376,7 +376,7 @@ fn settle(s: &Slot, own: &mut Own) {
 /// path is untouched: the slot's capacity drops to 0, which sends the next
 /// `record` down the cold path, where the buffer is shipped as usual.
 pub(crate) fn request_flush(s: &Slot) {
-    let own = s.own.lock().unwrap_or_else(|p| p.into_inner());
+    let own = hark_sync::lock(&s.own);
     if own.buf.is_some() && s.len.load(Ordering::Relaxed) > 0 {
         s.cap.store(0, Ordering::Relaxed);
     }
@@ -386,7 +386,7 @@ pub(crate) fn request_flush(s: &Slot) {
 /// has nothing; a racing owner that still writes does so into memory nobody
 /// reads, and its next event takes the cold path.
 pub(crate) fn take(s: &Slot) {
-    let mut own = s.own.lock().unwrap_or_else(|p| p.into_inner());
+    let mut own = hark_sync::lock(&s.own);
     settle(s, &mut own);
 }
 
@@ -399,7 +399,7 @@ pub(crate) fn take(s: &Slot) {
 /// the hot path's few instructions, between reading the old capacity and
 /// storing its fill level, for the whole wait.
 pub(crate) fn take_if_idle(s: &Slot) {
-    let mut own = s.own.lock().unwrap_or_else(|p| p.into_inner());
+    let mut own = hark_sync::lock(&s.own);
     if own.buf.is_some() && s.len.load(Ordering::Acquire) > 0 && s.cap.load(Ordering::Relaxed) == 0
     {
         settle(s, &mut own);

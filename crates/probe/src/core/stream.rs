@@ -177,7 +177,7 @@ impl Stream {
             _ => return false,
         }
         let _in = Internal::enter();
-        let _g = self.start_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _g = hark_sync::lock(&self.start_lock);
         if self.phase.load(Ordering::Acquire) != LAZY {
             return self.phase.load(Ordering::Acquire) == RUNNING;
         }
@@ -388,7 +388,7 @@ impl Stream {
 
     /// Adds a thread; `make` builds its slot from its thread index.
     pub(crate) fn register(&self, make: impl FnOnce(u16) -> &'static Slot) -> &'static Slot {
-        let mut r = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        let mut r = hark_sync::lock(&self.registry);
         let slot = make(r.len().min(u16::MAX as usize) as u16);
         r.push(slot);
         self.ship.add_thread();
@@ -514,7 +514,7 @@ pub(crate) fn finish(reason: EndReason) {
         return;
     }
     set_off();
-    let slots: Vec<&'static Slot> = s.registry.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let slots: Vec<&'static Slot> = hark_sync::lock(&s.registry).clone();
     for slot in slots {
         local::take(slot);
     }
@@ -602,10 +602,15 @@ fn env_i32(names: &[&str]) -> i32 {
 /// The job from the launcher's environment, else `ppid:<pid>` of the
 /// process that launched this one (see [`Ancestry::launcher`]).
 fn job_from_env(ancestry: &Ancestry) -> String {
-    ["HARK_JOB", "PMIX_NAMESPACE", "PMI_KVSNAME", "SLURM_JOB_ID"]
-        .iter()
-        .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()))
-        .unwrap_or_else(|| format!("ppid:{}", ancestry.launcher))
+    [
+        hark_settings::JOB.name,
+        "PMIX_NAMESPACE",
+        "PMI_KVSNAME",
+        "SLURM_JOB_ID",
+    ]
+    .iter()
+    .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()))
+    .unwrap_or_else(|| format!("ppid:{}", ancestry.launcher))
 }
 
 /// Set by the process that holds a rank, for its descendants: its pid. One
@@ -613,7 +618,7 @@ fn job_from_env(ancestry: &Ancestry) -> String {
 /// fork, a helper whose spawner had already returned) has no way up
 /// `/proc` to its rank, and would otherwise claim the rank as a process of
 /// its own job.
-const HOLDER_VAR: &str = "HARK_RANK_HOLDER";
+const HOLDER_VAR: &str = hark_settings::RANK_HOLDER.name;
 
 /// Tells this process's descendants that it holds its rank
 /// ([`HOLDER_VAR`]).

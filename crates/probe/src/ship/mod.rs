@@ -231,7 +231,7 @@ impl Ship {
     /// keeps its first switch time. Not sampled out returns to shipping
     /// every event.
     pub(crate) fn set_counting(&self, out: bool, clock: ClockSource, from: u64) {
-        let mut c = self.counting.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = hark_sync::lock(&self.counting);
         match (out, c.is_some()) {
             (true, false) => *c = Some((clock, from)),
             (false, _) => *c = None,
@@ -244,7 +244,7 @@ impl Ship {
     /// the `Counts` frames standing for the rest, each small enough for one
     /// buffer (empty when nothing is counted).
     fn split_counted(&self, buf: Buf, events: usize) -> (usize, Vec<u8>) {
-        let counting = *self.counting.lock().unwrap_or_else(|p| p.into_inner());
+        let counting = *hark_sync::lock(&self.counting);
         let mut out = Vec::new();
         let Some((clock, from)) = counting else {
             return (events, out);
@@ -338,7 +338,7 @@ impl Ship {
 
     // A panic while holding the lock must not stop shipping for good.
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        hark_sync::lock(&self.inner)
     }
 
     /// Whether the server is still taking data.
@@ -879,9 +879,10 @@ impl Ship {
                     "frame-too-big",
                     &format!(
                         "a frame of {} bytes does not fit a {}-byte buffer and was not sent; \
-                         raise HARK_PACK_SIZE",
+                         raise {}",
                         part.len(),
-                        self.pack_size
+                        self.pack_size,
+                        hark_settings::PACK_SIZE.name
                     ),
                 );
                 continue;
@@ -934,7 +935,7 @@ mod tests {
 
     impl Transport for Capture {
         fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-            let mut v = self.0.lock().unwrap();
+            let mut v = hark_sync::lock(&self.0);
             if let Some(limit) = self.1 {
                 if v.len() + bytes.len() > limit {
                     return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
@@ -983,7 +984,7 @@ mod tests {
         ship.push_end(EndReason::Exit);
         assert!(ship.wait_done(Duration::from_secs(5)));
         t.join().unwrap();
-        let (packs, end) = decode(&cap.0.lock().unwrap());
+        let (packs, end) = decode(&hark_sync::lock(&cap.0));
         assert_eq!(packs, vec![(0, 3), (1, 5), (2, 7)]);
         let end = end.unwrap();
         assert_eq!(
@@ -1102,7 +1103,7 @@ mod tests {
         t.join().unwrap();
         assert_eq!(ship.written.load(Ordering::Relaxed), 200);
         assert_eq!(ship.dropped.load(Ordering::Relaxed), 190);
-        let (packs, _) = decode(&cap.0.lock().unwrap());
+        let (packs, _) = decode(&hark_sync::lock(&cap.0));
         assert_eq!(packs, vec![(0, 10)]);
     }
 
@@ -1116,7 +1117,7 @@ mod tests {
         // The shipper reads the state as it takes each pack: wait for it.
         let sent = |n: usize| {
             let deadline = Instant::now() + Duration::from_secs(5);
-            while cap.0.lock().unwrap().len() < n {
+            while hark_sync::lock(&cap.0).len() < n {
                 assert!(Instant::now() < deadline, "the shipper sent nothing");
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -1139,7 +1140,7 @@ mod tests {
         ship.push_end(EndReason::Exit);
         assert!(ship.wait_done(Duration::from_secs(5)));
         t.join().unwrap();
-        let bytes = cap.0.lock().unwrap();
+        let bytes = hark_sync::lock(&cap.0);
         let mut r = FrameReader::new(&bytes[..]);
         let mut packs = Vec::new();
         let mut counted = Vec::new();

@@ -127,14 +127,14 @@ impl RingOut {
         let seen = self.w.consumed();
         self.w.wait_consumed(seen, LOOK);
         let now = self.w.consumed();
-        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = hark_sync::lock(&self.progress);
         if now != p.0 {
             *p = (now, Instant::now());
             return Ok(());
         }
         drop(p);
         self.reader_alive()?;
-        let p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let p = hark_sync::lock(&self.progress);
         if p.1.elapsed() >= self.send_timeout {
             return Err(format!(
                 "the server took nothing from shared memory for {} ms",
@@ -155,7 +155,7 @@ impl RingOut {
     /// Notes that the reader may have moved (a slot was just reclaimed).
     pub(crate) fn progressed(&self) {
         let now = self.w.consumed();
-        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = hark_sync::lock(&self.progress);
         if now != p.0 {
             *p = (now, Instant::now());
         }
@@ -192,7 +192,7 @@ pub(crate) fn fit(bytes: Vec<u8>, room: usize) -> Vec<Vec<u8>> {
 /// `close` would then close the program's file.
 pub(crate) fn online_cpus() -> Vec<usize> {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .map(|s| parse_cpu_list(&s))
+        .map(|s| hark_settings::cpu_list(&s))
         .unwrap_or_default()
 }
 
@@ -260,29 +260,13 @@ fn complement(mine: &[usize], online: &[usize]) -> Vec<usize> {
         .collect()
 }
 
-/// `0-3,8,10-11` → the listed numbers.
-fn parse_cpu_list(s: &str) -> Vec<usize> {
-    let mut out = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        let mut ends = part.splitn(2, '-').map(|n| n.trim().parse::<usize>());
-        match (ends.next(), ends.next()) {
-            (Some(Ok(a)), None) => out.push(a),
-            (Some(Ok(a)), Some(Ok(b))) if a <= b => out.extend(a..=b),
-            _ => {}
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use hark_wire::NameKind;
 
     #[test]
-    fn cpu_lists_parse_and_the_shipper_gets_the_other_cores() {
-        assert_eq!(parse_cpu_list("0-3,8,10-11\n"), vec![0, 1, 2, 3, 8, 10, 11]);
-        assert_eq!(parse_cpu_list("garbage"), Vec::<usize>::new());
+    fn the_shipper_gets_the_other_cores() {
         assert_eq!(complement(&[0], &[0, 1]), vec![1]);
         assert_eq!(complement(&[0, 1], &[0, 1]), Vec::<usize>::new());
     }

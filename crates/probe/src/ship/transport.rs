@@ -53,7 +53,7 @@ impl SharedFd {
         if n < 0 || self.get() != n {
             return;
         }
-        let _w = self.moving.write().unwrap_or_else(|p| p.into_inner());
+        let _w = hark_sync::write(&self.moving);
         if self.get() != n {
             return;
         }
@@ -112,7 +112,7 @@ pub(crate) fn connect(
     } else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "HARK_ADDR must start with unix: or tcp:",
+            format!("{} must start with unix: or tcp:", hark_settings::ADDR.name),
         ));
     };
     let fd = move_out_of_the_way(fd);
@@ -247,7 +247,7 @@ fn move_out_of_the_way(fd: RawFd) -> RawFd {
 
 impl Transport for Socket {
     fn send(&mut self, mut bytes: &[u8]) -> io::Result<()> {
-        let _r = self.fd.moving.read().unwrap_or_else(|p| p.into_inner());
+        let _r = hark_sync::read(&self.fd.moving);
         let fd = self.fd.get();
         while !bytes.is_empty() {
             // SAFETY: `bytes` is a valid readable slice; `fd` is our socket,
@@ -267,7 +267,7 @@ impl Transport for Socket {
     }
 
     fn close(&mut self) {
-        let _w = self.fd.moving.write().unwrap_or_else(|p| p.into_inner());
+        let _w = hark_sync::write(&self.fd.moving);
         let fd = self.fd.get();
         if fd >= 0 {
             // SAFETY: the socket is ours. shutdown tells the peer we are

@@ -392,7 +392,9 @@ pub(crate) fn free_window(handle: usize) -> Option<u32> {
     if std::env::var_os("HARK_DBG").is_some() {
         eprintln!(
             "DBG free {handle:x} in {:x?}",
-            tables().windows.read().unwrap().keys().collect::<Vec<_>>()
+            hark_sync::read(&tables().windows)
+                .keys()
+                .collect::<Vec<_>>()
         );
     }
     tables()

@@ -98,7 +98,7 @@ impl Out {
 }
 
 fn lock() -> MutexGuard<'static, Out> {
-    OUT.lock().unwrap_or_else(|p| p.into_inner())
+    hark_sync::lock(&OUT)
 }
 
 /// Whether this process streams over MPI.
@@ -174,7 +174,7 @@ pub(super) fn at_init(abi: &Abi) {
     }
     let comm = mpi_call::comm_dup(abi, abi.comm_world);
     let (rank, size) = mpi_call::rank_size(abi.comm_world);
-    let analysers = std::env::var("HARK_MPI_ANALYSERS")
+    let analysers = std::env::var(hark_settings::MPI_ANALYSERS.name)
         .ok()
         .and_then(|v| v.trim().parse::<u32>().ok())
         .unwrap_or(0);
@@ -213,7 +213,7 @@ pub(super) fn at_init(abi: &Abi) {
 /// The map policy `hark run --analysers --map` chose (`HARK_MPI_MAP`), the
 /// analysers' `--map`; same-node-first when unset.
 fn map_policy() -> Policy {
-    std::env::var("HARK_MPI_MAP")
+    std::env::var(hark_settings::MPI_MAP.name)
         .ok()
         .and_then(|v| Policy::parse(&v).ok())
         .unwrap_or(Policy::SameNodeFirst)

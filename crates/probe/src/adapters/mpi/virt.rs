@@ -155,7 +155,7 @@ fn analysers() -> Option<i32> {
     if !super::stream::on() {
         return None;
     }
-    std::env::var("HARK_MPI_ANALYSERS")
+    std::env::var(hark_settings::MPI_ANALYSERS.name)
         .ok()?
         .trim()
         .parse::<i32>()

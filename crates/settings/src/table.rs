@@ -1,0 +1,273 @@
+//! The table: one constant per setting, and [`ALL`] in the order
+//! `docs/probe.md` lists them. Adding a setting is a constant here and a
+//! line in [`ALL`]; the documentation's table follows (its test says how).
+
+use crate::{DefaultValue, Kind, SetBy, Setting};
+
+/// The longest timeout any setting takes: an hour, in ms.
+const HOUR_MS: u64 = 3_600_000;
+
+/// Where the probe sends.
+pub const ADDR: Setting = Setting {
+    name: "HARK_ADDR",
+    kind: Kind::Text,
+    default: DefaultValue::Words("unset"),
+    set_by: SetBy::User,
+    doc: "where to send: `unix:/path/to/socket` or `tcp:host:port`, optionally preceded by the run's secret and `@` (`3f9c…@unix:/tmp/hark-x/sock`; the secret holds no `:`, and only an `@` right before `unix:` or `tcp:` separates one). The probe sends the secret in its Hello; a server started with a secret (`hark run` always is) refuses streams without it. **Unset or empty: the probe is fully passive** — no thread, no connection, no recording; every wrapper costs one atomic load.",
+};
+
+/// Bytes per buffer and per pack.
+pub const PACK_SIZE: Setting = Setting {
+    name: "HARK_PACK_SIZE",
+    kind: Kind::Size {
+        min: 4 << 10,
+        max: 64 << 20,
+    },
+    default: DefaultValue::Number(1 << 20),
+    set_by: SetBy::User,
+    doc: "bytes per buffer and per pack (`hark run --pack-size`)",
+};
+
+/// The most buffers the probe's pool holds.
+pub const BUFFERS: Setting = Setting {
+    name: "HARK_BUFFERS",
+    kind: Kind::Count { min: 2, max: 4096 },
+    default: DefaultValue::Number(8),
+    set_by: SetBy::User,
+    doc: "most buffers the pool holds (`hark run --buffers`), but never fewer than the recording threads + 2 (each thread holds one while it fills it): the probe's memory is at most that × pack size; with many threads, a smaller `HARK_PACK_SIZE` keeps it down",
+};
+
+/// Block instead of dropping.
+pub const LOSSLESS: Setting = Setting {
+    name: "HARK_LOSSLESS",
+    kind: Kind::Flag,
+    default: DefaultValue::Flag(false),
+    set_by: SetBy::User,
+    doc: "`1`: when no buffer is free, wait for the shipper instead of dropping (`hark run --lossless`)",
+};
+
+/// Record POSIX and STDIO calls.
+pub const IO: Setting = Setting {
+    name: "HARK_IO",
+    kind: Kind::Flag,
+    default: DefaultValue::Flag(true),
+    set_by: SetBy::User,
+    doc: "`0`: do not record POSIX and STDIO calls (`hark run --no-io`)",
+};
+
+/// The job's name.
+pub const JOB: Setting = Setting {
+    name: "HARK_JOB",
+    kind: Kind::Text,
+    default: DefaultValue::Words(""),
+    set_by: SetBy::User,
+    doc: "job name sent in the handshake (else taken from the launcher)",
+};
+
+/// The pid of the process that holds a rank.
+pub const RANK_HOLDER: Setting = Setting {
+    name: "HARK_RANK_HOLDER",
+    kind: Kind::Text,
+    default: DefaultValue::Words(""),
+    set_by: SetBy::Hark,
+    doc: "the process that holds a rank exports its pid, so that a descendant no parent links to it any more (reparented before it started: a daemon's double fork, a `multiprocessing` helper whose spawner had already returned) is still reported as that rank's child, not as a rank of a job of its own. Used only when the way up `/proc` finds no process of the rank, and only if the named process still carries the same rank variable",
+};
+
+/// More programs to leave unmeasured.
+pub const SKIP: Setting = Setting {
+    name: "HARK_SKIP",
+    kind: Kind::Text,
+    default: DefaultValue::Words(""),
+    set_by: SetBy::User,
+    doc: "comma-separated program names to leave unmeasured (besides the launchers)",
+};
+
+/// The clock the probe reads.
+pub const CLOCK: Setting = Setting {
+    name: "HARK_CLOCK",
+    kind: Kind::Word(&["tsc", "monotonic"]),
+    default: DefaultValue::Words("best"),
+    set_by: SetBy::User,
+    doc: "`monotonic` forces `CLOCK_MONOTONIC` over the TSC",
+};
+
+/// Align clocks with world rank 0 over MPI.
+pub const CLOCK_SYNC: Setting = Setting {
+    name: "HARK_CLOCK_SYNC",
+    kind: Kind::Flag,
+    default: DefaultValue::Flag(true),
+    set_by: SetBy::User,
+    doc: "`0`: do not align the clock with world rank 0 by a ping-pong at `MPI_Init` and `MPI_Finalize` (the server keeps the handshake's estimate). Set it alike for every rank of a job: the alignment is collective",
+};
+
+/// Give each program of an MPMD job its own `MPI_COMM_WORLD`.
+pub const VIRTUALISE: Setting = Setting {
+    name: "HARK_VIRTUALISE",
+    kind: Kind::Flag,
+    default: DefaultValue::Flag(false),
+    set_by: SetBy::User,
+    doc: "`1`: each program of an MPMD job gets its own `MPI_COMM_WORLD` (split by `MPI_APPNUM` at `MPI_Init`; `docs/mpi.md`, \"Virtualised worlds\"); reports keep the job's world ranks. Set it alike for every process of a job: the split is collective. Read even by a probe that records nothing",
+};
+
+/// A made-up clock error, for tests.
+pub const TEST_CLOCK_SKEW_NS: Setting = Setting {
+    name: "HARK_TEST_CLOCK_SKEW_NS",
+    kind: Kind::Signed,
+    default: DefaultValue::Number(0),
+    set_by: SetBy::Tests,
+    doc: "this process's probe clock (every event timestamp, the alignment's readings) and its handshake's realtime reading read this many ns late, as if its host's clocks were off; the handshake's own probe-clock reference is not skewed, so only the MPI alignment can see it. Costs nothing on the hot path: it is folded into the clock's calibration (`crates/probe/src/core/clock.rs`)",
+};
+
+/// The analyser ranks of an MPMD job.
+pub const MPI_ANALYSERS: Setting = Setting {
+    name: "HARK_MPI_ANALYSERS",
+    kind: Kind::Count {
+        min: 1,
+        max: i32::MAX as u64,
+    },
+    default: DefaultValue::Words("unset"),
+    set_by: SetBy::Hark,
+    doc: "how many of the job's last world ranks are analysers (`hark run --analysers`); set, the probe streams over MPI to them (`docs/analysers.md`)",
+};
+
+/// How writer ranks are mapped to analyser ranks.
+pub const MPI_MAP: Setting = Setting {
+    name: "HARK_MPI_MAP",
+    kind: Kind::Word(&["same-node", "round-robin", "blocks"]),
+    default: DefaultValue::Words("same-node"),
+    set_by: SetBy::Hark,
+    doc: "how writer ranks are mapped to analyser ranks (`hark run --analysers --map`; `docs/analysers.md`, \"The map\"); the analysers are told the same by `--map`",
+};
+
+/// Node numbers a test makes up.
+pub const TEST_NODES: Setting = Setting {
+    name: "HARK_TEST_NODES",
+    kind: Kind::Text,
+    default: DefaultValue::Words("unset"),
+    set_by: SetBy::Tests,
+    doc: "a comma-separated list of node numbers, with `--analysers`; world rank `r` claims the `r`-th (the last past the end) as its node instead of its host name's, so a one-node machine can exercise same-node-first mapping. Read by the probes and the analysers alike",
+};
+
+/// How long connecting may take.
+pub const CONNECT_TIMEOUT_MS: Setting = Setting {
+    name: "HARK_CONNECT_TIMEOUT_MS",
+    kind: Kind::Millis {
+        min: 1,
+        max: HOUR_MS,
+    },
+    default: DefaultValue::Number(3000),
+    set_by: SetBy::User,
+    doc: "how long connecting may take (TCP, or a Unix socket whose server is not accepting) before the process runs unmeasured; 0 is not valid: to the kernel it would mean \"wait forever\"",
+};
+
+/// How long a server may take nothing before it counts as dead.
+pub const SEND_TIMEOUT_MS: Setting = Setting {
+    name: "HARK_SEND_TIMEOUT_MS",
+    kind: Kind::Millis {
+        min: 1,
+        max: HOUR_MS,
+    },
+    default: DefaultValue::Number(60_000),
+    set_by: SetBy::User,
+    doc: "a server that takes no bytes for this long is treated as dead; 0 is not valid: to the kernel it would mean \"wait forever\", and a lossless program would hang on a stuck server",
+};
+
+/// How long exit waits for the last packs.
+pub const DRAIN_TIMEOUT_MS: Setting = Setting {
+    name: "HARK_DRAIN_TIMEOUT_MS",
+    kind: Kind::Millis {
+        min: 0,
+        max: HOUR_MS,
+    },
+    default: DefaultValue::Number(10_000),
+    set_by: SetBy::User,
+    doc: "how long exit waits for the last packs to go (over MPI: for the analyser to take the next chunk, counting only time the rank was run, at most 3× this in wall time); `0`: not at all",
+};
+
+/// The kernel send buffer the probe asks for.
+pub const SOCKET_BUFFER: Setting = Setting {
+    name: "HARK_SOCKET_BUFFER",
+    kind: Kind::Size {
+        min: 4 << 10,
+        max: 1 << 30,
+    },
+    default: DefaultValue::Words("pack size"),
+    set_by: SetBy::User,
+    doc: "kernel send buffer asked for (at least 256 KiB; capped by `net.core.wmem_max`): a bigger one hides more packs in the kernel, out of the probe's accounting",
+};
+
+/// Whether packs go through a shared-memory ring.
+pub const SHM: Setting = Setting {
+    name: "HARK_SHM",
+    kind: Kind::FlagOrAuto,
+    default: DefaultValue::Words("auto"),
+    set_by: SetBy::User,
+    doc: "on a Unix socket, packs go through a shared-memory ring (below); `0`: always the socket; `1`: as the default, but warn when no ring can be made (the stream then falls back to the socket). TCP never uses it.",
+};
+
+/// How often threads are asked for partly filled buffers.
+pub const FLUSH_MS: Setting = Setting {
+    name: "HARK_FLUSH_MS",
+    kind: Kind::Millis {
+        min: 0,
+        max: HOUR_MS,
+    },
+    default: DefaultValue::Number(1000),
+    set_by: SetBy::User,
+    doc: "how often threads are asked to ship partly filled buffers (at their next event); `0`: only full buffers, thread exit and `finish`",
+};
+
+/// Whether analyser ranks exchange cross-rank entries as they go.
+pub const EXCHANGE: Setting = Setting {
+    name: "HARK_EXCHANGE",
+    kind: Kind::Flag,
+    default: DefaultValue::Flag(true),
+    set_by: SetBy::User,
+    doc: "read by the analyser ranks (`hark run --analysers` of 2 or more): `0` leaves every cross-rank match to the end-of-run merge instead of exchanging entries as they arrive, to measure what the exchange costs (`docs/analysers.md`)",
+};
+
+/// Whether analyser ranks report their exchange's counts.
+pub const EXCHANGE_STATS: Setting = Setting {
+    name: "HARK_EXCHANGE_STATS",
+    kind: Kind::Flag,
+    default: DefaultValue::Flag(false),
+    set_by: SetBy::User,
+    doc: "read by the analyser ranks: `1` makes each report its exchange's counts on stderr (`docs/analysers.md`)",
+};
+
+/// How analyser ranks merge their results.
+pub const ANALYSER_MERGE: Setting = Setting {
+    name: "HARK_ANALYSER_MERGE",
+    kind: Kind::Word(&["tree", "gather"]),
+    default: DefaultValue::Words("tree"),
+    set_by: SetBy::User,
+    doc: "read by the analyser ranks: how they merge their results, a binomial tree or a gather to analyser 0 (`docs/analysers.md`)",
+};
+
+/// Every setting, in the order the documentation lists them.
+pub const ALL: &[&Setting] = &[
+    &ADDR,
+    &PACK_SIZE,
+    &BUFFERS,
+    &LOSSLESS,
+    &IO,
+    &JOB,
+    &RANK_HOLDER,
+    &SKIP,
+    &CLOCK,
+    &CLOCK_SYNC,
+    &VIRTUALISE,
+    &TEST_CLOCK_SKEW_NS,
+    &MPI_ANALYSERS,
+    &MPI_MAP,
+    &TEST_NODES,
+    &CONNECT_TIMEOUT_MS,
+    &SEND_TIMEOUT_MS,
+    &DRAIN_TIMEOUT_MS,
+    &SOCKET_BUFFER,
+    &SHM,
+    &FLUSH_MS,
+    &EXCHANGE,
+    &EXCHANGE_STATS,
+    &ANALYSER_MERGE,
+];
