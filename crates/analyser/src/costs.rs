@@ -21,7 +21,7 @@ pub fn cpu() -> Duration {
 }
 
 /// The events the ranks of `partials` delivered.
-pub fn events(partials: &[hark_analyses::Partial]) -> u64 {
+pub fn events(partials: &[hark_engine::Partial]) -> u64 {
     partials
         .iter()
         .flat_map(|p| p.ranks())

@@ -2,7 +2,7 @@
 //! "Keys routed between analysers").
 //!
 //! Each analyser's server puts the cross-rank entries whose key another
-//! analyser owns in its outbox (`hark_analyses::exchange`): a byte stream
+//! analyser owns in its outbox (`hark_engine::exchange`): a byte stream
 //! per destination. Here those bytes travel: cut into messages of at most
 //! [`CHUNK`] bytes, sent with `MPI_Issend` on the stream communicator under
 //! a tag of their own ([`EXCHANGE_TAG`]), at most [`RECVS`] in flight per
@@ -151,7 +151,7 @@ impl<'a> Exchanger<'a> {
             ends: vec![[None; 2]; n],
             backlog: 0,
             peak_backlog: 0,
-            backlog_max: hark_analyses::exchange::outbound_backlog(),
+            backlog_max: hark_engine::exchange::outbound_backlog(),
             held_since: None,
             breathe_until: None,
             held_back: Duration::ZERO,
@@ -180,7 +180,7 @@ impl<'a> Exchanger<'a> {
     /// Whether the receive loop should leave its writers' chunks where
     /// they are for now: more than `outbound_backlog` bytes of what this
     /// analyser owes its peers still wait to reach them (see
-    /// `hark_analyses::exchange::outbound_backlog`). Its writers then wait
+    /// `hark_engine::exchange::outbound_backlog`). Its writers then wait
     /// on their sends, the programs they talk to wait on them, and the
     /// peers' streams, which the waiting operations are matched against,
     /// stop running ahead. The exchange itself is never held back, so the

@@ -30,7 +30,7 @@
 //! works) and merges whatever partials exist ([`salvage`]).
 
 use crate::error::{bail, Context, ErrorKind, Result};
-use hark_analyses::exchange::Exchange;
+use hark_engine::exchange::Exchange;
 use hark_server::{Server, ServerConfig};
 use hark_sync::lock;
 use std::io::{Read, Write};
@@ -153,7 +153,7 @@ impl Keeper {
 
     /// Each program's partial result so far, while the programs run: this
     /// rank's share of a live snapshot (`snapshots.rs`).
-    pub fn snapshot_partials(&self) -> Result<Vec<hark_analyses::Partial>> {
+    pub fn snapshot_partials(&self) -> Result<Vec<hark_engine::Partial>> {
         decode_partials(&ask(&self.snap, SNAPSHOT, &[])?).map(|(programs, _)| programs)
     }
 
@@ -550,7 +550,7 @@ fn lock_file(output: &Path) -> Option<(PathBuf, PathBuf)> {
 /// What `hark run` found of a job that ended without a run directory.
 pub struct Salvage {
     /// The partials, decoded, in analyser order.
-    pub parts: Vec<Vec<hark_analyses::Partial>>,
+    pub parts: Vec<Vec<hark_engine::Partial>>,
     /// The keepers' diagnostics.
     pub problems: Vec<String>,
 }
@@ -609,12 +609,12 @@ pub fn salvage(run_dir: &Path, wait: Duration) -> Result<Option<Salvage>> {
 
 /// Decodes what a keeper answers or writes: each program's partial, and
 /// the diagnostics.
-pub fn decode_partials(bytes: &[u8]) -> Result<(Vec<hark_analyses::Partial>, Vec<String>)> {
+pub fn decode_partials(bytes: &[u8]) -> Result<(Vec<hark_engine::Partial>, Vec<String>)> {
     let (ps, problems) = super::decode(bytes)?;
     let mut programs = Vec::new();
     for p in ps {
         programs.push(
-            hark_analyses::Partial::from_bytes(&p)
+            hark_engine::Partial::from_bytes(&p)
                 .context(ErrorKind::Message, "a partial result cannot be read")?,
         );
     }

@@ -806,7 +806,7 @@ pub fn test_match_bound() {
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
     {
-        hark_analyses::matching::set_held_bound_for_tests(n);
+        hark_engine::matching::set_held_bound_for_tests(n);
     }
 }
 

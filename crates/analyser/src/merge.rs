@@ -17,7 +17,7 @@
 
 use super::{recv_message, send_message, Peers};
 use crate::error::{bail, Context, ErrorKind, Result};
-use hark_analyses::Partial;
+use hark_engine::Partial;
 
 /// The environment variable that chooses the merge's shape.
 pub const MERGE_VAR: &str = hark_settings::ANALYSER_MERGE.name;

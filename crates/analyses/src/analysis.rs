@@ -9,7 +9,7 @@
 //!
 //! A rank's state is also its *partial result*: it serialises, and its ids
 //! can be renumbered ([`RankState::remap`]), so states made by different
-//! servers (or analyser ranks) merge into one program ([`crate::Partial`]).
+//! servers (or analyser ranks) merge into one program (`hark_engine::Partial`).
 //! Every derived value (spreads, histograms, density maps, efficiencies, the
 //! digest) is computed in `finish`, once, from the merged states: one server
 //! or many give the same model.
@@ -31,8 +31,8 @@
 //! - it SHOULD touch only the inputs it cares about: one pass, a match on the
 //!   op code, and a `continue` for the rest.
 
+use crate::derived::{Msg, Times, Wait};
 use crate::stream::StreamCx;
-use crate::track::{Msg, Times, Wait};
 use crate::unify::{IdMap, Unifier};
 use hark_model::Program;
 use hark_wire::{Counts, Event};
@@ -154,7 +154,7 @@ pub trait RankState: Send + Sync + Serialize + DeserializeOwned + 'static {
     /// Adds `other`, the finished state of another process, to this one,
     /// so that one row stands for both with exact counts (sums summed,
     /// minima and maxima kept). Processes without a world rank beyond a
-    /// program's first [`crate::Config::rows`] are folded into one row this
+    /// program's first `hark_engine::Config::rows` are folded into one row this
     /// way, so that a shell loop of 40,000 processes costs the memory of
     /// one. Called only when [`RankState::absorbs`] said yes.
     fn absorb(&mut self, other: &Self) {
@@ -213,7 +213,8 @@ pub struct Finish<'a> {
     pub slice_shift: u32,
     /// The fixed number of time slices.
     pub slices: usize,
-    pub(crate) world_to_program: &'a HashMap<i32, usize>,
+    /// Program rank by world rank ([`Finish::program_rank`]).
+    pub world_to_program: &'a HashMap<i32, usize>,
 }
 
 impl Finish<'_> {

@@ -61,7 +61,7 @@ impl Mapping {
     /// Whether the mapping is one offset (no drift): it then keeps the
     /// order of timestamps, so the earliest of a batch maps to the earliest.
     #[inline]
-    pub(crate) fn is_offset(&self) -> bool {
+    pub fn is_offset(&self) -> bool {
         self.drift_per_ns == 0.0
     }
 
@@ -209,27 +209,6 @@ impl Alignment {
         }
         let believed = base_ns.abs_diff(self.handshake_ns) <= MAX_DISAGREEMENT_NS;
         Some((m, believed))
-    }
-}
-
-/// The model's record of one rank's clock.
-pub(crate) fn rank_record(a: &Alignment) -> hark_model::RankClock {
-    let measured = |s: Option<ClockSync>| {
-        s.map(|s| hark_model::ClockMeasurement {
-            offset_ns: s.offset_ns(),
-            round_trip_ns: s.round_trip_ns,
-        })
-    };
-    hark_model::RankClock {
-        method: match a.method() {
-            Method::Handshake => "handshake",
-            Method::PingPong => "ping-pong",
-            Method::Rejected => "handshake (ping-pong rejected)",
-        }
-        .to_string(),
-        init: measured(a.init),
-        finalize: measured(a.finalize),
-        residual_ns: a.residual_ns(),
     }
 }
 

@@ -22,7 +22,8 @@ pub enum ErrorKind {
 }
 
 impl Error {
-    pub(crate) fn new(kind: ErrorKind) -> Error {
+    /// An error of `kind`.
+    pub fn new(kind: ErrorKind) -> Error {
         Error { kind }
     }
     /// What kind of error this is.

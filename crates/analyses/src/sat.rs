@@ -2,7 +2,8 @@
 //! and a corrupt stream can carry any value: adding must never panic (debug
 //! builds check overflow) nor wrap to a small, believable number.
 
-pub(crate) trait Sat {
+/// Saturating addition in place.
+pub trait Sat {
     /// `*self += v`, stopping at the largest value.
     fn sat(&mut self, v: u64);
 }

@@ -37,7 +37,7 @@
 //! member set, whose occurrence is [`FOLDED`]. The stream's
 //! [`Translation`] keeps each one's own occurrence
 //! ([`Translation::comm_occurrence`]), so that collective instances on
-//! them stay apart (`track.rs` puts it in the instance's sequence number)
+//! them stay apart (`unpack.rs` puts it in the instance's sequence number)
 //! and their members are known. Occurrences are the same on every server,
 //! so the first rule folds the same communicators wherever a program's
 //! streams are analysed (analysers over MPI, merged partials); the total
@@ -181,7 +181,7 @@ impl IdMap {
 
     /// How many names, communicators and paths it translates (a map
     /// grown by `Unifier::absorb_more`).
-    pub(crate) fn lengths(&self) -> [u32; 3] {
+    pub fn lengths(&self) -> [u32; 3] {
         [
             self.names.len() as u32,
             self.comms.len() as u32,
@@ -213,11 +213,7 @@ impl IdMap {
     /// Occurrences from [`MAX_ALIKE_COMMS`] on are folded on every server
     /// and need nothing: what it keeps is bounded by that many per member
     /// set, however many communicators a long run folds.
-    pub(crate) fn resolve(
-        &mut self,
-        uses: impl IntoIterator<Item = (u32, u32)>,
-        unifier: &mut Unifier,
-    ) {
+    pub fn resolve(&mut self, uses: impl IntoIterator<Item = (u32, u32)>, unifier: &mut Unifier) {
         if self.identity || self.folded.is_empty() {
             return;
         }
@@ -358,10 +354,10 @@ impl Unifier {
     /// Interns entries another unifier added since it last sent (names,
     /// communicators, paths, in its id order) and extends `map`, which
     /// translates that unifier's ids into this one's
-    /// (`crate::exchange`: parcels between analysers). Unlike
+    /// (`hark_engine::exchange`: parcels between analysers). Unlike
     /// [`Unifier::absorb`] it counts nothing as folded: the sender's
     /// partial counts its own.
-    pub(crate) fn absorb_more(
+    pub fn absorb_more(
         &mut self,
         names: &[(u8, String)],
         comms: &[(CommDef, u32)],
@@ -388,13 +384,13 @@ impl Unifier {
     }
 
     /// How many names, communicators and paths the tables hold.
-    pub(crate) fn lengths(&self) -> [usize; 3] {
+    pub fn lengths(&self) -> [usize; 3] {
         [self.names.len(), self.comms.len(), self.paths.len()]
     }
 
     /// The entries from `from` on (names, communicators, paths), for
     /// [`Unifier::absorb_more`] elsewhere.
-    pub(crate) fn entries_from(&self, from: [usize; 3]) -> TableEntries {
+    pub fn entries_from(&self, from: [usize; 3]) -> TableEntries {
         (
             self.names[from[0].min(self.names.len())..]
                 .iter()
@@ -609,7 +605,7 @@ impl Unifier {
 
 /// Names, communicators and paths added to a unifier's tables since some
 /// point ([`Unifier::entries_from`]).
-pub(crate) type TableEntries = (Vec<(u8, String)>, Vec<(CommDef, u32)>, Vec<String>);
+pub type TableEntries = (Vec<(u8, String)>, Vec<(CommDef, u32)>, Vec<String>);
 
 /// One stream's map from its local ids to the program's global ids.
 #[derive(Debug, Default)]
@@ -623,7 +619,7 @@ pub struct Translation {
     /// How many communicators with these members this stream defined so far.
     occurrences: FxHashMap<u64, u32>,
     /// Definitions ignored because their id was out of range.
-    pub(crate) ignored: u64,
+    pub ignored: u64,
 }
 
 /// The folded ones of `comms` (a table's, its first at id `first`), by id.

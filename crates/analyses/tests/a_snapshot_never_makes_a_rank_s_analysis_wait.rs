@@ -10,9 +10,9 @@
 mod common;
 use common::*;
 use hark_analyses::{
-    Analysis, Config, DynAnalysis, Finish, IdMap, Input, OnBoard, ProgramAnalysis, RankState,
-    Sensitivity, Spec, StreamAccounting, StreamCx,
+    Analysis, DynAnalysis, Finish, IdMap, Input, RankState, Sensitivity, Spec, StreamCx,
 };
+use hark_engine::{Config, OnBoard, ProgramAnalysis, StreamAccounting};
 use hark_model::Program;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};

@@ -6,7 +6,8 @@
 
 mod common;
 use common::*;
-use hark_analyses::{registry, Partial};
+use hark_analyses::registry;
+use hark_engine::Partial;
 use proptest::prelude::*;
 
 fn through_bytes(p: Partial) -> Partial {

@@ -1,6 +1,6 @@
 //! An analyser of several bounds each stream's packs waiting for analysis
 //! (`docs/analysers.md`, "Flow control"): its server reads a stream only
-//! while `StreamInfo::in_flight` is under `hark_analyses::exchange::
+//! while `StreamInfo::in_flight` is under `hark_engine::exchange::
 //! stream_backlog`. That count must be the stream's own packs, from their
 //! submission until every analysis folded them, and nothing of another
 //! stream's. Here an analysis holds every fold at a gate: what two streams
@@ -10,9 +10,9 @@
 mod common;
 use common::*;
 use hark_analyses::{
-    Analysis, Config, DynAnalysis, Finish, IdMap, Input, OnBoard, ProgramAnalysis, RankState,
-    Sensitivity, Spec, StreamCx,
+    Analysis, DynAnalysis, Finish, IdMap, Input, RankState, Sensitivity, Spec, StreamCx,
 };
+use hark_engine::{Config, OnBoard, ProgramAnalysis};
 use hark_model::Program;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Condvar, Mutex};

@@ -5,9 +5,10 @@
 mod common;
 use common::*;
 use hark_analyses::{
-    registry, Analysis, Config, DynAnalysis, Finish, IdMap, Input, NoState, ProgramAnalysis,
-    RankState, Sensitivity, Spec, StreamCx,
+    registry, Analysis, DynAnalysis, Finish, IdMap, Input, NoState, RankState, Sensitivity, Spec,
+    StreamCx,
 };
+use hark_engine::{Config, ProgramAnalysis};
 use hark_model::Program;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;

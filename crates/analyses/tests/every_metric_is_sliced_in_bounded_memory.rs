@@ -2,7 +2,7 @@
 //! ten times as long take no more room.
 mod common;
 use common::*;
-use hark_analyses::Config;
+use hark_engine::Config;
 use hark_model::Program;
 use hark_wire::op::{self, io};
 use hark_wire::NameKind;

@@ -8,8 +8,9 @@
 
 mod common;
 use common::*;
-use hark_analyses::exchange::{Exchange, Parcel};
-use hark_analyses::{registry, OnBoard, Partial, StreamAccounting};
+use hark_analyses::registry;
+use hark_engine::exchange::{Exchange, Parcel};
+use hark_engine::{OnBoard, Partial, StreamAccounting};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -116,7 +117,7 @@ fn linked_model(
     // (operations, then the wait states they yield).
     for b in &boards {
         b.drain();
-        b.flush_tracks();
+        b.flush_unpackers();
     }
     loop {
         boards.iter().for_each(OnBoard::drain);

@@ -5,7 +5,8 @@
 
 mod common;
 use common::*;
-use hark_analyses::{registry, OnBoard, Partial, StreamAccounting};
+use hark_analyses::registry;
+use hark_engine::{OnBoard, Partial, StreamAccounting};
 use hark_model::Program;
 use hark_wire::op::io;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 mod common;
 use common::*;
-use hark_analyses::Config;
+use hark_engine::Config;
 
 fn small() -> Config {
     Config {

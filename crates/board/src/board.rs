@@ -23,8 +23,8 @@ use crate::place::Placement;
 use crate::queue::{lock, QueueKind, Queues};
 use crate::stats::{KsCounters, LevelCounters};
 use crate::{
-    Context, Entry, EntryType, Error, KnowledgeSource, KsId, KsStats, Level, LevelStats, Operation,
-    Stats,
+    Context, Entry, EntryKind, EntryType, Error, KnowledgeSource, KsId, KsStats, Level, LevelStats,
+    Operation, Stats, Typed,
 };
 
 /// How to build a [`Board`].
@@ -236,6 +236,13 @@ impl Board {
         self.shared().intern(name)
     }
 
+    /// The entry type of `kind` on this board, with its payload type: the
+    /// handle entries of that kind are published and subscribed with. The
+    /// same kind always gives the same handle on this board.
+    pub fn typed<T: std::any::Any + Send + Sync>(&self, kind: &EntryKind<T>) -> Typed<T> {
+        Typed::new(self.shared().intern(kind.name()))
+    }
+
     /// The name of a type interned on this board.
     pub fn type_name(&self, ty: EntryType) -> Option<Arc<str>> {
         self.shared().type_name(ty)
@@ -288,6 +295,20 @@ impl Board {
     /// from); serial knowledge sources run the jobs of one key in order.
     pub fn submit_keyed(&self, level: Level, key: u64, entry: Entry) -> Result<(), Error> {
         self.shared().submit(level, Some(key), entry, false)
+    }
+
+    /// Publishes `payload` as an entry of `kind`, accounted at `bytes`, to
+    /// `level` with `key` ([`Board::submit_keyed`]).
+    #[inline]
+    pub fn publish_keyed<T: std::any::Any + Send + Sync>(
+        &self,
+        level: Level,
+        kind: Typed<T>,
+        key: u64,
+        payload: T,
+        bytes: usize,
+    ) -> Result<(), Error> {
+        self.submit_keyed(level, key, kind.entry(payload, bytes))
     }
 
     /// Registers a knowledge source on one level. Entries submitted after

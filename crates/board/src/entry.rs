@@ -10,6 +10,7 @@
 
 use std::any::Any;
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
@@ -174,5 +175,119 @@ impl fmt::Debug for Entry {
             .field("ty", &self.0.ty)
             .field("bytes", &self.0.bytes)
             .finish_non_exhaustive()
+    }
+}
+
+/// A kind of entry whose payload's Rust type is fixed at compile time: a
+/// name and a payload type, declared once as a constant where the entries
+/// are made.
+///
+/// A kind means nothing until a board interns it ([`crate::Board::typed`]);
+/// the [`Typed`] handle it gives is what publishers and subscribers hold, so
+/// that the route of a payload from the one who publishes it to the one who
+/// reads it is in the types of both. Two kinds with one name are one entry
+/// type on a board: give every payload type a name of its own.
+///
+/// ```
+/// use hark_board::{Board, EntryKind, KnowledgeSource};
+/// use std::sync::{Arc, Mutex};
+///
+/// /// Numbers to sum, one batch per entry.
+/// const NUMBERS: EntryKind<Vec<u64>> = EntryKind::new("numbers");
+///
+/// let board = Board::new(1);
+/// let level = board.create_level("program");
+/// let numbers = board.typed(&NUMBERS);
+/// let total = Arc::new(Mutex::new(0));
+/// let t = total.clone();
+/// board.register(level, KnowledgeSource::on("sum", numbers, move |_ctx, batch: &Vec<u64>| {
+///     *t.lock().unwrap() += batch.iter().sum::<u64>();
+/// }))?;
+/// board.publish_keyed(level, numbers, 0, vec![1, 2, 3], 24)?;
+/// board.drain();
+/// assert_eq!(*total.lock().unwrap(), 6);
+/// board.shutdown();
+/// # Ok::<(), hark_board::Error>(())
+/// ```
+pub struct EntryKind<T> {
+    name: &'static str,
+    _payload: PhantomData<fn(T) -> T>,
+}
+
+impl<T> EntryKind<T> {
+    /// The kind of entry named `name` whose payload is a `T`.
+    pub const fn new(name: &'static str) -> EntryKind<T> {
+        EntryKind {
+            name,
+            _payload: PhantomData,
+        }
+    }
+
+    /// Its name: the entry type it is interned as.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl<T> fmt::Debug for EntryKind<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("EntryKind").field(&self.name).finish()
+    }
+}
+
+/// An [`EntryKind`] interned on one board ([`crate::Board::typed`]): the
+/// entry type it is there, with its payload type. A `Copy` handle: what
+/// [`crate::Board::publish_keyed`], [`crate::Context::publish`] and
+/// [`crate::KnowledgeSource::on`] take, so that entries of it are made and
+/// read as `T` only.
+pub struct Typed<T> {
+    ty: EntryType,
+    _payload: PhantomData<fn(T) -> T>,
+}
+
+impl<T> Clone for Typed<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Typed<T> {}
+
+impl<T> fmt::Debug for Typed<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Typed").field(&self.ty).finish()
+    }
+}
+
+impl<T: Any + Send + Sync> Typed<T> {
+    pub(crate) fn new(ty: EntryType) -> Typed<T> {
+        Typed {
+            ty,
+            _payload: PhantomData,
+        }
+    }
+
+    /// The entry type it is on its board (for [`crate::KnowledgeSource::new`]
+    /// with several sensitivities).
+    #[inline]
+    pub fn ty(self) -> EntryType {
+        self.ty
+    }
+
+    /// An entry of this kind holding `payload`, accounted at `bytes`
+    /// ([`Entry::with_bytes`]).
+    #[inline]
+    pub fn entry(self, payload: T, bytes: usize) -> Entry {
+        Entry::with_bytes(self.ty, payload, bytes)
+    }
+
+    /// The payload of `entry`, if it is of this kind and holds a `T` (an
+    /// entry made under the kind's name with [`Entry::new`] may hold
+    /// something else).
+    #[inline]
+    pub fn get(self, entry: &Entry) -> Option<&T> {
+        if entry.ty() != self.ty {
+            return None;
+        }
+        entry.get::<T>()
     }
 }

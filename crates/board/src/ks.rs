@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::board::{KsInst, Shared};
-use crate::{Entry, EntryType, Error, Level};
+use crate::{Entry, EntryKind, EntryType, Error, Level, Typed};
 
 /// The operation of a knowledge source: called once per job with the job's
 /// entries, one per sensitivity, in the order the sensitivities were given.
@@ -50,6 +50,30 @@ impl KnowledgeSource {
             op: Arc::new(op),
             serial_by_key: false,
         }
+    }
+
+    /// A knowledge source named `name`, subscribed to the entries of one
+    /// kind: `op` gets each entry's payload as a `T`.
+    ///
+    /// An entry of the kind's type that holds another payload (made with
+    /// [`crate::Entry::new`] under the same name) is not given to `op`: it
+    /// is reported as an error of this knowledge source
+    /// ([`Context::report_error`]). Otherwise as [`KnowledgeSource::new`].
+    pub fn on<T, F>(name: &str, kind: Typed<T>, op: F) -> KnowledgeSource
+    where
+        T: std::any::Any + Send + Sync,
+        F: Fn(&mut Context<'_>, &T) + Send + Sync + 'static,
+    {
+        KnowledgeSource::new(name, &[kind.ty()], move |ctx, entries| {
+            match kind.get(&entries[0]) {
+                Some(payload) => op(ctx, payload),
+                None => ctx.report_error(format!(
+                    "an entry of type `{}` holds a payload of another type than its kind's; \
+                     it was skipped (give each payload type its own entry name)",
+                    ctx.type_name(kind.ty()).as_deref().unwrap_or("?")
+                )),
+            }
+        })
     }
 
     /// Runs the jobs of one key one at a time, in the order they were made;
@@ -120,6 +144,11 @@ impl Context<'_> {
         self.shared.intern(name)
     }
 
+    /// Interns a kind of entry ([`crate::Board::typed`]).
+    pub fn typed<T: std::any::Any + Send + Sync>(&self, kind: &EntryKind<T>) -> Typed<T> {
+        Typed::new(self.shared.intern(kind.name()))
+    }
+
     /// The name of a type.
     pub fn type_name(&self, ty: EntryType) -> Option<Arc<str>> {
         self.shared.type_name(ty)
@@ -136,6 +165,31 @@ impl Context<'_> {
     /// Submits `entry` to this job's level with another key.
     pub fn submit_keyed(&mut self, key: u64, entry: Entry) {
         self.submit_keyed_opt(Some(key), entry);
+    }
+
+    /// Publishes `payload` as an entry of `kind`, accounted at `bytes`, to
+    /// this job's level with this job's key ([`Context::submit`]).
+    #[inline]
+    pub fn publish<T: std::any::Any + Send + Sync>(
+        &mut self,
+        kind: Typed<T>,
+        payload: T,
+        bytes: usize,
+    ) {
+        self.submit(kind.entry(payload, bytes));
+    }
+
+    /// Publishes `payload` as an entry of `kind`, accounted at `bytes`, to
+    /// this job's level with `key` ([`Context::submit_keyed`]).
+    #[inline]
+    pub fn publish_keyed<T: std::any::Any + Send + Sync>(
+        &mut self,
+        kind: Typed<T>,
+        key: u64,
+        payload: T,
+        bytes: usize,
+    ) {
+        self.submit_keyed(key, kind.entry(payload, bytes));
     }
 
     fn submit_keyed_opt(&mut self, key: Option<u64>, entry: Entry) {

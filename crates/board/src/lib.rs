@@ -14,6 +14,11 @@
 //!   read-only payload, shared by reference count, freed when the last job
 //!   over it ends. Meant to be a batch (a pack, or one kind of event of a
 //!   pack), not one event.
+//! - [`EntryKind`] — a kind of entry declared once as a constant: a name
+//!   and the payload's Rust type. Interned on a board it is a [`Typed`]
+//!   handle: [`Board::publish_keyed`] and [`Context::publish`] make entries
+//!   of it, [`KnowledgeSource::on`] subscribes to it with a closure over the
+//!   payload, so a payload's route is in the signatures on both ends.
 //! - [`KnowledgeSource`] — a name, sensitivities (entry types) and an
 //!   operation `Fn(&mut Context, &[Entry])`, optionally
 //!   [serial by key](KnowledgeSource::serial_by_key).
@@ -78,7 +83,7 @@ mod queue;
 mod stats;
 
 pub use board::{Board, Config};
-pub use entry::{Entry, EntryType, Level};
+pub use entry::{Entry, EntryKind, EntryType, Level, Typed};
 pub use error::{Error, ErrorKind};
 pub use ks::{Context, KnowledgeSource, KsId, Operation};
 pub use plugin::Plugin;

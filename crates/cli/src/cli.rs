@@ -326,7 +326,7 @@ pub struct RunArgs {
         default_missing_value = "all",
         value_parser = parse_trace
     )]
-    pub trace: Option<hark_analyses::trace::Selection>,
+    pub trace: Option<hark_engine::trace::Selection>,
 
     /// The trace store's cap, e.g. 512M or 4G (default 1G): chosen events
     /// past it are dropped, and the summary says how many.
@@ -416,8 +416,8 @@ fn parse_map(v: &str) -> Result<hark_wire::partition::Policy, String> {
 }
 
 /// `--trace=SPEC`: a trace selection.
-fn parse_trace(v: &str) -> Result<hark_analyses::trace::Selection, String> {
-    hark_analyses::trace::Selection::parse(v)
+fn parse_trace(v: &str) -> Result<hark_engine::trace::Selection, String> {
+    hark_engine::trace::Selection::parse(v)
 }
 
 /// `--trace-cap`: a size, with G allowed.

@@ -41,7 +41,7 @@ fn windows_kept(store: &Path) -> BTreeSet<u64> {
 /// Wait-state time per `auto` window, from `profile.json`'s per-slice wait
 /// states, each slice spread evenly over the windows it covers.
 fn wait_per_window(p: &Value) -> Vec<(u64, u64)> {
-    let shift = hark_analyses::trace::AUTO_WINDOW_SHIFT;
+    let shift = hark_engine::trace::AUTO_WINDOW_SHIFT;
     let width = p["timeslices"]["slice_ns"].as_u64().unwrap();
     let mut per: std::collections::BTreeMap<u64, u64> = Default::default();
     for pattern in p["waits"].as_object().unwrap().values() {

@@ -384,7 +384,7 @@ fn print_snapshots(mut snapshots: Vec<f64>, hz: f64, watcher_cpu_ms: f64, writin
 /// the wait states and the diagnostics.
 fn print_details(
     run: &hark_model::Run,
-    contention: &hark_analyses::Contention,
+    contention: &hark_engine::Contention,
     sources: &[hark_board::KsStats],
 ) {
     println!(
@@ -437,7 +437,7 @@ fn trace_config(dir: &std::path::Path) -> Option<hark_server::trace::TraceConfig
     Some(hark_server::trace::TraceConfig {
         dir: std::env::var_os("HARK_FLOOD_TRACE_DIR")
             .map_or_else(|| dir.join("trace"), std::path::PathBuf::from),
-        selection: hark_analyses::trace::Selection::parse(&spec).expect("a trace SPEC"),
+        selection: hark_engine::trace::Selection::parse(&spec).expect("a trace SPEC"),
         cap_bytes: env("HARK_FLOOD_TRACE_CAP").unwrap_or(64 << 30),
     })
 }

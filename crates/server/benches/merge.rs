@@ -58,7 +58,7 @@ fn main() {
 /// slices split into each of `counts` partials.
 fn model(ranks: usize, regions: usize, slices: usize, counts: &[usize]) {
     for &k in counts {
-        let parts: Vec<Vec<hark_analyses::Partial>> = (0..k)
+        let parts: Vec<Vec<hark_engine::Partial>> = (0..k)
             .map(|j| {
                 vec![partial(
                     ranks,
@@ -78,11 +78,11 @@ fn model(ranks: usize, regions: usize, slices: usize, counts: &[usize]) {
             ser.push(t.elapsed());
             size = bytes.iter().flatten().map(Vec::len).sum::<usize>();
             let t = Instant::now();
-            let copies: Vec<Vec<hark_analyses::Partial>> = bytes
+            let copies: Vec<Vec<hark_engine::Partial>> = bytes
                 .iter()
                 .map(|ps| {
                     ps.iter()
-                        .map(|b| hark_analyses::Partial::from_bytes(b).expect("a partial"))
+                        .map(|b| hark_engine::Partial::from_bytes(b).expect("a partial"))
                         .collect()
                 })
                 .collect();
@@ -127,7 +127,7 @@ fn partial(
     regions: usize,
     slices: usize,
     mine: std::ops::Range<usize>,
-) -> hark_analyses::Partial {
+) -> hark_engine::Partial {
     let dir =
         std::env::temp_dir().join(format!("hark-merge-{}-{}", std::process::id(), mine.start));
     std::fs::create_dir_all(&dir).unwrap();

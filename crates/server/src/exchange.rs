@@ -2,7 +2,7 @@
 //! --analysers`, `docs/analysers.md`, "Keys routed between analysers").
 //!
 //! The server owns the I/O of the analyses, so the exchange's interface is
-//! here: the outbox ([`hark_analyses::exchange::Exchange::take`], per
+//! here: the outbox ([`hark_engine::exchange::Exchange::take`], per
 //! destination, filled by the board's levels), [`Server::inject`] for the
 //! parcels other analysers sent, and what an analyser rank's MPI loop needs
 //! to know when everything was exchanged ([`Server::exchange_quiet`],
@@ -10,7 +10,7 @@
 //! server knows nothing of MPI.
 
 use crate::{Error, ErrorKind, Server};
-use hark_analyses::exchange::{program_key, Parcel};
+use hark_engine::exchange::{program_key, Parcel};
 use std::sync::atomic::Ordering;
 
 impl Server {
@@ -20,10 +20,7 @@ impl Server {
     /// process, forked before `MPI_Init`). Only programs that appear after
     /// this call exchange their keys, so it must come before any stream
     /// connects. Returns false, changing nothing, if it was set already.
-    pub fn set_exchange(
-        &self,
-        exchange: std::sync::Arc<hark_analyses::exchange::Exchange>,
-    ) -> bool {
+    pub fn set_exchange(&self, exchange: std::sync::Arc<hark_engine::exchange::Exchange>) -> bool {
         self.state.exchange.set(exchange).is_ok()
     }
 
@@ -131,7 +128,7 @@ impl Server {
     }
 
     /// Publishes what every program's stream trackers still hold (see
-    /// [`hark_analyses::OnBoard::flush_tracks`]), once the streams ended.
+    /// [`hark_engine::OnBoard::flush_unpackers`]), once the streams ended.
     pub fn flush_trackers(&self) {
         let levels: Vec<_> = self
             .state
@@ -142,7 +139,7 @@ impl Server {
             .map(|p| p.on.clone())
             .collect();
         for on in levels {
-            on.flush_tracks();
+            on.flush_unpackers();
         }
     }
 

@@ -69,8 +69,9 @@ pub use service::{
     ServiceRun, ServiceStats, Viewer,
 };
 
-use hark_analyses::{registry, Config};
+use hark_analyses::registry;
 use hark_board::Board;
+use hark_engine::Config;
 use hark_model::{Accounting, Run};
 use sink::{Counters, State};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -102,7 +103,7 @@ pub struct ServerConfig {
     /// (a shell loop, make, a Python tool): later ones are folded into one
     /// row of exact totals when they end, so that memory stays flat however
     /// many processes a run starts. MPI ranks always keep their rows.
-    /// Default [`hark_analyses::DEFAULT_ROWS`].
+    /// Default [`hark_engine::DEFAULT_ROWS`].
     pub rows: usize,
     /// Keep raw events in a trace store (`hark run --trace`); `None`
     /// keeps none.
@@ -117,7 +118,7 @@ pub struct ServerConfig {
     /// exchange's outbox, and [`Server::inject`] takes in the other
     /// analysers' (`docs/analysers.md`). `None` (the default): every key is
     /// matched here.
-    pub exchange: Option<Arc<hark_analyses::exchange::Exchange>>,
+    pub exchange: Option<Arc<hark_engine::exchange::Exchange>>,
 }
 
 impl Default for ServerConfig {
@@ -329,7 +330,7 @@ impl Server {
 
     /// How often the analyses' workers waited for a state, and copied one
     /// a snapshot was reading, summed over the programs so far.
-    pub fn contention(&self) -> hark_analyses::Contention {
+    pub fn contention(&self) -> hark_engine::Contention {
         self.state.contention()
     }
 
@@ -355,7 +356,7 @@ impl Server {
     /// run's diagnostics instead of the folded run: an analyser rank of an
     /// MPI job (`hark run --analysers`) sends these to analyser rank 0,
     /// which merges them with [`merge_partials`].
-    pub fn finish_partials(self, grace: Duration) -> (Vec<hark_analyses::Partial>, Vec<String>) {
+    pub fn finish_partials(self, grace: Duration) -> (Vec<hark_engine::Partial>, Vec<String>) {
         let stop_at = self.settle(grace, &AtomicBool::new(false));
         let parked = self.parked_problems();
         let cut = self.transport.shutdown_by(stop_at);
@@ -370,7 +371,7 @@ impl Server {
     /// while the programs run: an analyser rank's share of the live view,
     /// merged with the other ranks' by [`merge_programs`] and folded by
     /// [`fold_merged`] (`live`). Nothing is marked partial.
-    pub fn snapshot_partials(&self) -> Vec<hark_analyses::Partial> {
+    pub fn snapshot_partials(&self) -> Vec<hark_engine::Partial> {
         self.state.snapshot_partials()
     }
 
@@ -419,7 +420,7 @@ fn closing_problems(state: &State, cut: usize) -> Vec<String> {
 /// `problems` go to the first program's diagnostics. `analyses` is the
 /// selection every analyser ran with (`None`: every one).
 pub fn merge_partials(
-    parts: Vec<Vec<hark_analyses::Partial>>,
+    parts: Vec<Vec<hark_engine::Partial>>,
     problems: Vec<String>,
     analyses: Option<&[String]>,
 ) -> Result<Run, Error> {
@@ -431,11 +432,11 @@ pub fn merge_partials(
 /// an inner node of a reduction tree sends on. Programs keep their order
 /// of first appearance.
 pub fn merge_programs(
-    parts: Vec<Vec<hark_analyses::Partial>>,
+    parts: Vec<Vec<hark_engine::Partial>>,
     analyses: Option<&[String]>,
-) -> Result<Vec<hark_analyses::Partial>, Error> {
+) -> Result<Vec<hark_engine::Partial>, Error> {
     let analyses = select_analyses(analyses)?;
-    let mut merged: Vec<hark_analyses::Partial> = Vec::new();
+    let mut merged: Vec<hark_engine::Partial> = Vec::new();
     for part in parts.into_iter().flatten() {
         match merged.iter_mut().find(|m| m.name == part.name) {
             Some(into) => into
@@ -451,7 +452,7 @@ pub fn merge_programs(
 /// `problems` go to the first program's diagnostics. `live`: a snapshot
 /// of a run going on (nothing is marked partial), as [`Server::snapshot`].
 pub fn fold_merged(
-    merged: Vec<hark_analyses::Partial>,
+    merged: Vec<hark_engine::Partial>,
     problems: Vec<String>,
     analyses: Option<&[String]>,
     live: bool,

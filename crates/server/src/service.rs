@@ -34,8 +34,9 @@
 
 use crate::sink::{Counters, State};
 use crate::{run_of, with_problems, Error, ErrorKind};
-use hark_analyses::{Config, DynAnalysis};
+use hark_analyses::DynAnalysis;
 use hark_board::Board;
+use hark_engine::Config;
 use hark_model::Run;
 use hark_sync::lock;
 use hark_transport::{Back, Closed, ConnId, Peer, ServeOptions, Sink};

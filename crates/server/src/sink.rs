@@ -24,8 +24,9 @@
 //! drops and counts what it cannot send: memory stays bounded and the loss
 //! is reported, never hidden.
 
-use hark_analyses::{Config, DynAnalysis, OnBoard, ProgramAnalysis, StreamAccounting, StreamInfo};
+use hark_analyses::DynAnalysis;
 use hark_board::Board;
+use hark_engine::{Config, OnBoard, ProgramAnalysis, StreamAccounting, StreamInfo};
 use hark_model::{Accounting, ChildProcess, FileIo, Program};
 use hark_transport::{Closed, ConnId, Sink};
 use hark_wire::{Frame, Hello, PackBytes};
@@ -130,10 +131,10 @@ pub(crate) struct State {
     /// Where `--trace` keeps raw events, if asked.
     pub(crate) trace: Option<crate::trace::Store>,
     /// See `ServerConfig::exchange` and `Server::set_exchange`.
-    pub(crate) exchange: std::sync::OnceLock<Arc<hark_analyses::exchange::Exchange>>,
+    pub(crate) exchange: std::sync::OnceLock<Arc<hark_engine::exchange::Exchange>>,
     /// Parcels from other analysers for a program no stream here has
     /// named yet, with their source, in arrival order.
-    pub(crate) parked: Mutex<Vec<(u32, hark_analyses::exchange::Parcel)>>,
+    pub(crate) parked: Mutex<Vec<(u32, hark_engine::exchange::Parcel)>>,
 }
 
 const MAX_PROBLEMS: usize = 32;
@@ -189,9 +190,9 @@ impl State {
     }
 
     /// [`crate::Server::contention`].
-    pub(crate) fn contention(&self) -> hark_analyses::Contention {
+    pub(crate) fn contention(&self) -> hark_engine::Contention {
         let programs = hark_sync::lock(&self.programs);
-        let mut sum = hark_analyses::Contention::default();
+        let mut sum = hark_engine::Contention::default();
         for on in programs
             .iter()
             .flat_map(|p| std::iter::once(&p.on).chain(&p.children))
@@ -311,7 +312,7 @@ impl State {
     /// an analyser rank whose partials merge with other ranks' (streams
     /// over MPI carry no forked children: `docs/analysers.md`). Lost and
     /// broken streams are named in the returned diagnostics.
-    pub(crate) fn fold_partials(&self) -> (Vec<hark_analyses::Partial>, Vec<String>) {
+    pub(crate) fn fold_partials(&self) -> (Vec<hark_engine::Partial>, Vec<String>) {
         let programs = self.take_drained();
         let conns = hark_sync::read(&self.conns);
         let mut problems = Vec::new();
@@ -328,7 +329,7 @@ impl State {
     /// Each program's partial result so far, in order of first connection,
     /// as [`State::snapshot`] takes it but not folded (an analyser rank's
     /// share of a live view).
-    pub(crate) fn snapshot_partials(&self) -> Vec<hark_analyses::Partial> {
+    pub(crate) fn snapshot_partials(&self) -> Vec<hark_engine::Partial> {
         let mut programs: Vec<(Option<u64>, Arc<OnBoard>, Vec<u64>)> = self
             .programs
             .lock()
@@ -854,14 +855,14 @@ impl State {
 
     /// Waits while the program has too many events waiting for analysis,
     /// or, on one analyser of several, while this stream has (see
-    /// [`hark_analyses::exchange::stream_backlog`]). A stream may always
+    /// [`hark_engine::exchange::stream_backlog`]). A stream may always
     /// have one pack (of `pack` bytes, the one about to be submitted) in
     /// flight besides: with packs larger than the bound allows, reading the
     /// next one overlaps the analysis of the last instead of waiting for it.
     fn throttle(&self, on: &OnBoard, info: &StreamInfo, pack: u64) {
         let mut waited = 0u64;
         let stream_max = self.exchange.get().map_or(u64::MAX, |_| {
-            hark_analyses::exchange::stream_backlog().max(pack)
+            hark_engine::exchange::stream_backlog().max(pack)
         });
         while on.in_flight() > self.max_in_flight || info.in_flight() > stream_max {
             std::thread::sleep(Duration::from_micros(200));

@@ -20,8 +20,8 @@
 
 use crate::error::{Error, ErrorKind};
 use hark_analyses::clock::Alignment;
-use hark_analyses::trace::{Filter, Selection, Trace, TraceStream, AUTO_WINDOW_SHIFT};
-use hark_analyses::StreamInfo;
+use hark_engine::trace::{Filter, Selection, Trace, TraceStream, AUTO_WINDOW_SHIFT};
+use hark_engine::StreamInfo;
 use hark_wire::{ClockSource, Def, Event, Frame, FrameReader, Hello};
 use std::collections::HashMap;
 use std::fs::File;

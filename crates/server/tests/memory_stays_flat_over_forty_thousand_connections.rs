@@ -19,7 +19,7 @@
 mod common;
 
 use common::{hello, memory, server, socket};
-use hark_analyses::DEFAULT_ROWS;
+use hark_engine::DEFAULT_ROWS;
 use hark_server::Server;
 use hark_wire::{End, EndReason};
 use std::io::Write;

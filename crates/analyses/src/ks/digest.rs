@@ -21,7 +21,7 @@
 //! medium from 3 %.
 
 use crate::analysis::{Analysis, Finish, NoState, Sensitivity, Spec};
-use crate::track::Pattern;
+use crate::derived::Pattern;
 use hark_model::{count, Finding, Program};
 use hark_wire::mpi::{by_name, Class};
 

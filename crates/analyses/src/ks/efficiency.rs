@@ -22,10 +22,10 @@
 //! time in `MPI_Init` and `MPI_Finalize`, which this one keeps.
 
 use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
+use crate::derived::Times;
 use crate::sat::Sat;
 use crate::slices::{at_width, Series};
 use crate::stream::StreamCx;
-use crate::track::Times;
 use crate::unify::{IdMap, UNDEFINED};
 use hark_model::{Efficiency, Program};
 use serde::{Deserialize, Serialize};

@@ -14,10 +14,10 @@
 //! per function), from origin to target whichever way the data goes.
 
 use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
+use crate::derived::Msg;
 use crate::fx::FxHashMap;
 use crate::sat::Sat;
 use crate::stream::StreamCx;
-use crate::track::Msg;
 use crate::unify::IdMap;
 use hark_model::{Matrices, Program};
 use hark_wire::mpi::{Class, FUNCTIONS};

@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Call paths deeper than this are attributed to their ancestor at this depth.
-pub const MAX_DEPTH: usize = 64;
+pub const MAX_DEPTH: usize = crate::derived::MAX_REGION_DEPTH;
 
 /// See the module documentation.
 pub struct Regions;

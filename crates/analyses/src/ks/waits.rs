@@ -8,10 +8,10 @@
 //! deliver never shows.
 
 use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
+use crate::derived::{Pattern, Wait};
 use crate::sat::Sat;
 use crate::slices::{publish_series, Series};
 use crate::stream::StreamCx;
-use crate::track::{Pattern, Wait};
 use crate::unify::IdMap;
 use hark_model::{Program, WaitCauses, WaitCell, WaitPattern};
 use hark_wire::mpi::FUNCTIONS;

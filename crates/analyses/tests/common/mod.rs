@@ -2,7 +2,8 @@
 //! frames, fed by hand or through the board, folded into a model.
 #![allow(dead_code)]
 
-use hark_analyses::{registry, Config, OnBoard, Partial, ProgramAnalysis, StreamAccounting};
+use hark_analyses::registry;
+use hark_engine::{Config, OnBoard, Partial, ProgramAnalysis, StreamAccounting};
 use hark_model::Program;
 use hark_wire::{op, ClockSource, Def, End, EndReason, Event, Flavour, Hello, NameKind, RankInfo};
 use std::sync::Arc;

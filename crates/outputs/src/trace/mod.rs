@@ -1,4 +1,4 @@
-//! Trace exports: a kept trace ([`hark_analyses::trace::Trace`], read from
+//! Trace exports: a kept trace ([`hark_engine::trace::Trace`], read from
 //! the store by the server) written for the tools that read traces.
 //!
 //! | function          | writes                     | read by                        |
@@ -17,7 +17,7 @@ mod perfetto;
 pub use otf2::{write_otf2, OTF2_AVAILABLE};
 pub use perfetto::{encode_perfetto, write_perfetto};
 
-use hark_analyses::trace::{Matched, Msg, Trace};
+use hark_engine::trace::{Matched, Msg, Trace};
 use hark_wire::mpi::{Class, FUNCTIONS};
 use hark_wire::{op, Event};
 use std::borrow::Cow;
@@ -78,7 +78,7 @@ pub struct Timeline {
     pub messages: Vec<Matched>,
     /// Per stream, the message sides its kept events complete, in stream
     /// order: (event that completes it, the message) —
-    /// [`TraceStream::messages`](hark_analyses::trace::TraceStream::messages).
+    /// [`TraceStream::messages`](hark_engine::trace::TraceStream::messages).
     pub sides_of_stream: Vec<Vec<(usize, Msg)>>,
     /// Per stream and event: the (lane, slice) it is or belongs to.
     at: Vec<Vec<(u32, u32)>>,

@@ -16,7 +16,7 @@
 
 use super::{collective_class, SliceKind, Timeline};
 use crate::Error;
-use hark_analyses::trace::Trace;
+use hark_engine::trace::Trace;
 use std::path::{Path, PathBuf};
 
 /// Whether this build writes OTF2 (the `otf2` feature).
@@ -604,14 +604,14 @@ mod imp {
     }
 
     /// A message side a call completed: (time, event index, message).
-    type Side = (u64, usize, hark_analyses::trace::Msg);
+    type Side = (u64, usize, hark_engine::trace::Msg);
 
     /// One lane and what its events are written with.
     struct LaneAt<'a> {
         timeline: &'a Timeline,
         li: usize,
         lane: &'a super::super::Lane,
-        stream: &'a hark_analyses::trace::TraceStream,
+        stream: &'a hark_engine::trace::TraceStream,
         comms: &'a Comms<'a>,
         regions: &'a [u32],
     }

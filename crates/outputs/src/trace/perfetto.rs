@@ -12,7 +12,7 @@
 
 use super::{SliceKind, Timeline};
 use crate::Error;
-use hark_analyses::trace::Trace;
+use hark_engine::trace::Trace;
 use hark_wire::op;
 use std::collections::HashMap;
 use std::io::Write;

@@ -26,9 +26,9 @@
 //! outbox's bytes, delivers them to the destination in order, and injects
 //! each parcel there ([`crate::OnBoard::inject`]); the analyses do no I/O.
 
-use crate::track::{Arrival, P2pOp, Wait};
-use crate::unify::{CommDef, IdMap};
-use crate::{Error, ErrorKind};
+use crate::unpack::{Arrival, P2pOp, Wait};
+use hark_analyses::{CommDef, IdMap};
+use hark_analyses::{Error, ErrorKind};
 use hark_sync::lock;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,13 +41,13 @@ pub struct Exchange {
     me: u32,
     owners: Vec<u32>,
     outbox: Vec<Mutex<Vec<u8>>>,
-    sent: Vec<Counts>,
-    received: Counts,
+    sent: Vec<TrafficCounters>,
+    received: TrafficCounters,
 }
 
 /// What crossed between analysers, counted.
 #[derive(Debug, Default)]
-struct Counts {
+struct TrafficCounters {
     parcels: AtomicU64,
     bytes: AtomicU64,
     ops: AtomicU64,
@@ -55,7 +55,7 @@ struct Counts {
     waits: AtomicU64,
 }
 
-impl Counts {
+impl TrafficCounters {
     fn add(&self, p: &Parcel, bytes: usize) {
         self.parcels.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
@@ -101,8 +101,8 @@ impl Exchange {
             me,
             owners,
             outbox: (0..analysers).map(|_| Mutex::default()).collect(),
-            sent: (0..analysers).map(|_| Counts::default()).collect(),
-            received: Counts::default(),
+            sent: (0..analysers).map(|_| TrafficCounters::default()).collect(),
+            received: TrafficCounters::default(),
         }
     }
 
@@ -156,7 +156,7 @@ impl Exchange {
     pub fn sent_to(&self, to: u32) -> Traffic {
         self.sent
             .get(to as usize)
-            .map(Counts::get)
+            .map(TrafficCounters::get)
             .unwrap_or_default()
     }
 

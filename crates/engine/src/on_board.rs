@@ -10,8 +10,14 @@
 //!                                                                               (serial by stream)
 //! ```
 //!
-//! `unpack` unifies a stream's definitions and runs its tracker once
-//! (`track.rs`): it publishes the pack with the messages it completed
+//! Each arrow is an entry kind ([`hark_board::EntryKind`]) declared once
+//! below with its payload type (`FRAMES: EntryKind<StreamFrame>`,
+//! `BATCHES: EntryKind<Unpacked>`, ...): who publishes an entry and who reads
+//! it say its payload's type in their signatures, with no string and no
+//! downcast in between.
+//!
+//! `unpack` unifies a stream's definitions and runs its [`Unpacker`] once
+//! (`unpack.rs`): it publishes the pack with the messages it completed
 //! (`batches`), each send and receive for matching (`p2p-ops`, keyed by the
 //! receiving rank, so every message channel lives on one key), and each
 //! entry into a blocking collective (`arrivals`, keyed by communicator and
@@ -31,71 +37,44 @@
 //! a copy of its own instead ([`Contention::copies`]). So a worker waits at
 //! most for another reference count to be taken, never for a copy.
 
-use crate::analysis::{Input, Sensitivity};
-use crate::clock::rank_record;
-use crate::dynamic::DynRank;
 use crate::exchange::{program_key, Exchange, Link, Parcel};
-use crate::fx::FxHashMap;
 use crate::matching::{Instances, P2pMatcher};
 use crate::partial::{Partial, RankAccounting};
+use crate::program::rank_record;
 use crate::program::{rank_accounting, ProgramAnalysis};
 use crate::stream::{StreamAccounting, StreamInfo};
-use crate::track::{Arrival, Derived, Msg, P2pOp, Parts, Times, Track, Wait};
-use crate::{Error, ErrorKind};
-use hark_board::{Board, Context, Entry, EntryType, KnowledgeSource, KsId, Level};
+use crate::unpack::{Arrival, Derived, Msg, P2pOp, Parts, Times, Unpacker, Wait};
+use hark_analyses::internal::FxHashMap;
+use hark_analyses::DynRank;
+use hark_analyses::{Error, ErrorKind};
+use hark_analyses::{Input, Sensitivity};
+use hark_board::{Board, Context, EntryKind, KnowledgeSource, KsId, Level, Typed};
 use hark_model::Program;
 use hark_sync::lock;
 use hark_wire::{Def, Event, PackBytes, EVENT_SIZE};
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-/// The board entry type of stream input, submitted by the server.
-pub const FRAMES: &str = "frames";
-/// The board entry type of a pack with the messages it completed.
-pub const BATCHES: &str = "batches";
-/// The board entry type of point-to-point operations to match.
-pub const P2P_OPS: &str = "p2p-ops";
-/// The board entry type of arrivals at collectives.
-pub const ARRIVALS: &str = "arrivals";
-/// The board entry type of wait states, for the rank that waited.
-pub const WAITS: &str = "waits";
+/// Stream input, which the server submits through [`OnBoard::defs`],
+/// [`OnBoard::pack`] and the like, keyed by stream: `unpack` reads it.
+const FRAMES: EntryKind<StreamFrame> = EntryKind::new("frames");
+/// A pack with what unpacking derived of it, keyed by stream: every
+/// analysis sensitive to events reads it.
+const BATCHES: EntryKind<Unpacked> = EntryKind::new("batches");
+/// Point-to-point operations to match, keyed by receiving rank:
+/// `match-p2p` reads them.
+const P2P_OPS: EntryKind<Counted<P2pOp>> = EntryKind::new("p2p-ops");
+/// Arrivals at collectives, keyed by instance: `match-collectives` reads
+/// them.
+const ARRIVALS: EntryKind<Counted<Arrival>> = EntryKind::new("arrivals");
+/// Wait states, keyed by the stream of the rank that waited: every analysis
+/// sensitive to waits reads them.
+const WAITS: EntryKind<Waits> = EntryKind::new("waits");
 
-/// An entry type whose payload type is fixed at compile time: entries are
-/// made and read only through it, so a payload is never of another type.
-struct Typed<T> {
-    ty: EntryType,
-    _payload: PhantomData<fn(T) -> T>,
-}
-
-impl<T> Clone for Typed<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T> Copy for Typed<T> {}
-
-impl<T: Send + Sync + 'static> Typed<T> {
-    fn new(board: &Board, name: &str) -> Typed<T> {
-        Typed {
-            ty: board.intern(name),
-            _payload: PhantomData,
-        }
-    }
-    fn entry(self, payload: T, bytes: usize) -> Entry {
-        Entry::with_bytes(self.ty, payload, bytes)
-    }
-    /// The payload of an entry of this type.
-    fn get(self, entry: &Entry) -> &T {
-        entry
-            .get::<T>()
-            .expect("entries of a typed entry type are made by `Typed::entry`")
-    }
-}
-
-/// A "frames" entry: one frame of one stream that the analyses consume.
-struct Frame {
+/// A "frames" entry: one frame of one stream that the analyses consume
+/// (not a wire frame: only what the analyses read of one).
+struct StreamFrame {
     info: Arc<StreamInfo>,
     what: What,
 }
@@ -136,8 +115,9 @@ impl Drop for Batch {
     }
 }
 
-/// A "batches" entry: a pack and the messages its requests completed.
-struct Tracked {
+/// A "batches" entry: a pack and what unpacking it derived for the
+/// per-rank analyses (the messages its requests completed, its times).
+struct Unpacked {
     info: Arc<StreamInfo>,
     batch: Arc<Batch>,
     msgs: Vec<Msg>,
@@ -145,7 +125,7 @@ struct Tracked {
     times: Option<Times>,
 }
 
-impl Drop for Tracked {
+impl Drop for Unpacked {
     fn drop(&mut self) {
         self.batch
             .flow
@@ -310,12 +290,12 @@ pub struct Contention {
 
 /// [`Contention`]'s counters.
 #[derive(Default)]
-struct Counts {
+struct ContentionCounters {
     stalls: AtomicU64,
     copies: AtomicU64,
 }
 
-impl Counts {
+impl ContentionCounters {
     /// Locks a state for a worker, counting a wait.
     fn lock<'a, S>(&self, m: &'a Mutex<S>) -> std::sync::MutexGuard<'a, S> {
         match m.try_lock() {
@@ -338,7 +318,7 @@ impl Counts {
         Arc::get_mut(state).expect("a state just copied is not shared")
     }
 
-    /// [`Counts::own`] for a matcher.
+    /// [`ContentionCounters::own`] for a matcher.
     fn own_clone<'a, T: Clone>(&self, m: &'a mut Arc<T>) -> &'a mut T {
         if Arc::get_mut(m).is_none() {
             self.copies.fetch_add(1, Ordering::Relaxed);
@@ -378,7 +358,7 @@ fn copy_or_take<T: Clone + Default>(map: &Keyed<Arc<T>>, take: bool) -> Vec<(u64
 /// Processes folded into one row: every knowledge source's state, their
 /// summed accounting and counts.
 struct Folded {
-    meta: crate::analysis::RankMeta,
+    meta: hark_analyses::RankMeta,
     accounting: RankAccounting,
     states: Vec<Box<dyn DynRank>>,
     forgotten: u64,
@@ -391,7 +371,7 @@ struct Folded {
 struct States {
     /// Per analysis: per stream.
     ranks: Vec<Keyed<Slot>>,
-    tracks: Keyed<Track>,
+    unpackers: Keyed<Unpacker>,
     p2p: Keyed<Arc<P2pMatcher>>,
     collectives: Keyed<Arc<Instances>>,
     /// Streams by world rank, for routing waits.
@@ -400,7 +380,7 @@ struct States {
     folded: Mutex<Option<Folded>>,
     /// What is in flight on the level.
     flow: Arc<Flow>,
-    counts: Counts,
+    contention: ContentionCounters,
     /// The level's link to other analysers, if its keys are routed
     /// (`crate::exchange`).
     link: Option<Arc<Link>>,
@@ -411,8 +391,8 @@ struct States {
 /// The entry types of a level.
 #[derive(Clone, Copy)]
 struct Types {
-    frames: Typed<Frame>,
-    batches: Typed<Tracked>,
+    frames: Typed<StreamFrame>,
+    batches: Typed<Unpacked>,
     p2p: Typed<Counted<P2pOp>>,
     arrivals: Typed<Counted<Arrival>>,
     waits: Typed<Waits>,
@@ -478,13 +458,26 @@ fn split_by<T: Pooled>(flow: &Flow, mut items: Vec<T>, key: impl Fn(&T) -> u64) 
 /// (its context), or from outside (entries injected from another analyser,
 /// trackers flushed at the end).
 trait Submit {
-    fn keyed(&mut self, key: u64, entry: Entry);
+    fn publish_keyed<T: std::any::Any + Send + Sync>(
+        &mut self,
+        kind: Typed<T>,
+        key: u64,
+        payload: T,
+        bytes: usize,
+    );
     fn error(&mut self, what: String);
 }
 
 impl Submit for Context<'_> {
-    fn keyed(&mut self, key: u64, entry: Entry) {
-        self.submit_keyed(key, entry);
+    #[inline]
+    fn publish_keyed<T: std::any::Any + Send + Sync>(
+        &mut self,
+        kind: Typed<T>,
+        key: u64,
+        payload: T,
+        bytes: usize,
+    ) {
+        Context::publish_keyed(self, kind, key, payload, bytes);
     }
     fn error(&mut self, what: String) {
         self.report_error(what);
@@ -502,9 +495,17 @@ struct Direct<'a> {
 const MAX_PROBLEMS: usize = 16;
 
 impl Submit for Direct<'_> {
-    fn keyed(&mut self, key: u64, entry: Entry) {
+    fn publish_keyed<T: std::any::Any + Send + Sync>(
+        &mut self,
+        kind: Typed<T>,
+        key: u64,
+        payload: T,
+        bytes: usize,
+    ) {
         // Refused only once the level is retired, after its last drain.
-        let _ = self.board.submit_keyed(self.level, key, entry);
+        let _ = self
+            .board
+            .publish_keyed(self.level, kind, key, payload, bytes);
     }
     fn error(&mut self, what: String) {
         let mut p = lock(&self.states.problems);
@@ -535,7 +536,7 @@ fn away<T: Copy>(items: &mut Vec<T>, me: u32, n: usize, owner: impl Fn(&T) -> u3
 
 /// Sends waits to the streams of the ranks that waited: on this analyser,
 /// or through the level's link to the analyser of the rank.
-fn route(sub: &mut impl Submit, states: &States, ty: Typed<Waits>, mut waits: Vec<Wait>) {
+fn route(sub: &mut impl Submit, states: &States, kind: Typed<Waits>, mut waits: Vec<Wait>) {
     if let Some(link) = &states.link {
         let x = &link.exchange;
         let gone = away(&mut waits, x.me(), x.analysers() as usize, |w| {
@@ -566,14 +567,11 @@ fn route(sub: &mut impl Submit, states: &States, ty: Typed<Waits>, mut waits: Ve
         };
         let waits = Counted::new(waits, pooled, &states.flow);
         let bytes = waits.bytes as usize;
-        let entry = ty.entry(
-            Waits {
-                info: info.clone(),
-                waits,
-            },
-            bytes,
-        );
-        sub.keyed(info.conn(), entry);
+        let waits = Waits {
+            info: info.clone(),
+            waits,
+        };
+        sub.publish_keyed(kind, info.conn(), waits, bytes);
     }
 }
 
@@ -630,12 +628,12 @@ fn publish(sub: &mut impl Submit, types: Types, st: &States, derived: Derived) {
     for (rank, ops) in parts {
         let ops = Counted::new(ops, true, flow);
         let bytes = ops.bytes as usize;
-        sub.keyed(rank, types.p2p.entry(ops, bytes));
+        sub.publish_keyed(types.p2p, rank, ops, bytes);
     }
     for (key, arrivals, pooled) in split_instances(flow, arrivals) {
         let arrivals = Counted::new(arrivals, pooled, flow);
         let bytes = arrivals.bytes as usize;
-        sub.keyed(key, types.arrivals.entry(arrivals, bytes));
+        sub.publish_keyed(types.arrivals, key, arrivals, bytes);
     }
 }
 
@@ -719,11 +717,11 @@ impl OnBoard {
     ) -> Result<OnBoard, Error> {
         let level = board.create_level(program.name());
         let types = Types {
-            frames: Typed::new(board, FRAMES),
-            batches: Typed::new(board, BATCHES),
-            p2p: Typed::new(board, P2P_OPS),
-            arrivals: Typed::new(board, ARRIVALS),
-            waits: Typed::new(board, WAITS),
+            frames: board.typed(&FRAMES),
+            batches: board.typed(&BATCHES),
+            p2p: board.typed(&P2P_OPS),
+            arrivals: board.typed(&ARRIVALS),
+            waits: board.typed(&WAITS),
         };
         let flow: Arc<Flow> = Arc::default();
         let states = Arc::new(States {
@@ -749,11 +747,10 @@ impl OnBoard {
         // Matching runs only when some knowledge source wants wait states.
         let cross = program.cross();
         let st = states.clone();
-        register(KnowledgeSource::new(
+        register(KnowledgeSource::on(
             "unpack",
-            &[types.frames.ty],
-            move |ctx, entries| {
-                let frame = types.frames.get(&entries[0]);
+            types.frames,
+            move |ctx, frame: &StreamFrame| {
                 let info = &frame.info;
                 match &frame.what {
                     What::Defs(defs) => info.define(defs),
@@ -771,10 +768,10 @@ impl OnBoard {
                                     .or_insert_with(|| info.clone());
                             }
                         }
-                        let track = slot_of(&st.tracks, info.conn(), || Track::new(cross));
+                        let track = slot_of(&st.unpackers, info.conn(), || Unpacker::new(cross));
                         let (mut derived, gathered) = {
                             let cx = info.cx();
-                            let mut track = st.counts.lock(&track);
+                            let mut track = st.contention.lock(&track);
                             let spare = (0..track.op_parts().min(SPARE_PARTS))
                                 .map(|_| st.flow.ops.take())
                                 .collect();
@@ -787,14 +784,14 @@ impl OnBoard {
                             let derived = track.pack_into(&cx, world, batch.events(), out);
                             (derived, track.gathers_times())
                         };
-                        let tracked = Tracked {
+                        let unpacked = Unpacked {
                             info: info.clone(),
                             batch: batch.clone(),
                             msgs: std::mem::take(&mut derived.msgs),
                             times: gathered.then(|| std::mem::take(&mut derived.times)),
                         };
-                        let bytes = tracked.batch.events().len() * EVENT_SIZE;
-                        ctx.submit(types.batches.entry(tracked, bytes));
+                        let bytes = unpacked.batch.events().len() * EVENT_SIZE;
+                        ctx.publish(types.batches, unpacked, bytes);
                         publish(ctx, types, &st, derived);
                     }
                 }
@@ -803,36 +800,36 @@ impl OnBoard {
 
         if cross {
             let st = states.clone();
-            register(KnowledgeSource::new(
+            register(KnowledgeSource::on(
                 "match-p2p",
-                &[types.p2p.ty],
-                move |ctx, entries| {
+                types.p2p,
+                move |ctx, ops: &Counted<P2pOp>| {
                     let Some(key) = ctx.key() else { return };
                     let m = slot_of(&st.p2p, key, Arc::default);
                     let mut waits = st.flow.waits.take();
                     {
-                        let mut m = st.counts.lock(&m);
-                        let m = st.counts.own_clone(&mut m);
-                        m.add_all(&types.p2p.get(&entries[0]).items, &mut waits);
+                        let mut m = st.contention.lock(&m);
+                        let m = st.contention.own_clone(&mut m);
+                        m.add_all(&ops.items, &mut waits);
                     }
                     route(ctx, &st, types.waits, waits);
                 },
             ))?;
 
             let st = states.clone();
-            register(KnowledgeSource::new(
+            register(KnowledgeSource::on(
                 "match-collectives",
-                &[types.arrivals.ty],
-                move |ctx, entries| {
+                types.arrivals,
+                move |ctx, arrivals: &Counted<Arrival>| {
                     let Some(key) = ctx.key() else { return };
                     let m = slot_of(&st.collectives, key, || {
                         Arc::new(Instances::strided(INSTANCE_KEYS.trailing_zeros()))
                     });
                     let mut waits = st.flow.waits.take();
                     {
-                        let mut m = st.counts.lock(&m);
-                        let m = st.counts.own_clone(&mut m);
-                        for a in &types.arrivals.get(&entries[0]).items {
+                        let mut m = st.contention.lock(&m);
+                        let m = st.contention.own_clone(&mut m);
+                        for a in &arrivals.items {
                             m.add(*a, &mut waits);
                         }
                     }
@@ -845,16 +842,15 @@ impl OnBoard {
             let spec = analysis.spec();
             if spec.sensitivities.contains(&Sensitivity::Events) {
                 let (st, analysis) = (states.clone(), analysis.clone());
-                register(KnowledgeSource::new(
+                register(KnowledgeSource::on(
                     spec.name,
-                    &[types.batches.ty],
-                    move |_, entries| {
-                        let t = types.batches.get(&entries[0]);
+                    types.batches,
+                    move |_, t: &Unpacked| {
                         let slot = slot_of(&st.ranks[index], t.info.conn(), || Slot {
                             state: analysis.new_rank().into(),
                             analysed: 0,
                         });
-                        let mut slot = st.counts.lock(&slot);
+                        let mut slot = st.contention.lock(&slot);
                         let input = Input {
                             events: t.batch.events(),
                             msgs: &t.msgs,
@@ -862,7 +858,9 @@ impl OnBoard {
                             waits: &[],
                             counts: t.batch.counts.as_ref(),
                         };
-                        st.counts.own(&mut slot.state).fold(&t.info.cx(), &input);
+                        st.contention
+                            .own(&mut slot.state)
+                            .fold(&t.info.cx(), &input);
                         slot.analysed += t.batch.events().len() as u64
                             + t.batch.counts.as_ref().map_or(0, |c| c.events);
                     },
@@ -870,11 +868,10 @@ impl OnBoard {
             }
             if spec.sensitivities.contains(&Sensitivity::Waits) {
                 let (st, analysis) = (states.clone(), analysis.clone());
-                register(KnowledgeSource::new(
+                register(KnowledgeSource::on(
                     spec.name,
-                    &[types.waits.ty],
-                    move |_, entries| {
-                        let w = types.waits.get(&entries[0]);
+                    types.waits,
+                    move |_, w: &Waits| {
                         let slot = slot_of(&st.ranks[index], w.info.conn(), || Slot {
                             state: analysis.new_rank().into(),
                             analysed: 0,
@@ -883,8 +880,10 @@ impl OnBoard {
                             waits: &w.waits.items,
                             ..Input::default()
                         };
-                        let mut slot = st.counts.lock(&slot);
-                        st.counts.own(&mut slot.state).fold(&w.info.cx(), &input);
+                        let mut slot = st.contention.lock(&slot);
+                        st.contention
+                            .own(&mut slot.state)
+                            .fold(&w.info.cx(), &input);
                     },
                 ))?;
             }
@@ -979,16 +978,12 @@ impl OnBoard {
     }
 
     fn submit(&self, info: &Arc<StreamInfo>, what: What, bytes: usize) -> Result<(), Error> {
-        let frame = Frame {
+        let frame = StreamFrame {
             info: info.clone(),
             what,
         };
         self.board
-            .submit_keyed(
-                self.level,
-                info.conn(),
-                self.types.frames.entry(frame, bytes),
-            )
+            .publish_keyed(self.level, self.types.frames, info.conn(), frame, bytes)
             .map_err(board_error)
     }
 
@@ -1020,23 +1015,24 @@ impl OnBoard {
         for (rank, ops, _) in split_by(flow, ops, |op| op.dst as u32 as u64) {
             let ops = Counted::new(ops, false, flow);
             let bytes = ops.bytes as usize;
-            sub.keyed(rank, self.types.p2p.entry(ops, bytes));
+            sub.publish_keyed(self.types.p2p, rank, ops, bytes);
         }
         for (key, arrivals, _) in split_instances(flow, arrivals) {
             let arrivals = Counted::new(arrivals, false, flow);
             let bytes = arrivals.bytes as usize;
-            sub.keyed(key, self.types.arrivals.entry(arrivals, bytes));
+            sub.publish_keyed(self.types.arrivals, key, arrivals, bytes);
         }
         route(&mut sub, &self.states, self.types.waits, waits);
         Ok(())
     }
 
-    /// Publishes what every stream's tracker still holds (receives of a
+    /// Publishes what every stream's unpacker still holds (receives of a
     /// call cut by the end of its stream), routed as a pack's would be: an
     /// analyser does this once its streams ended, before it tells the
     /// others it sends no more (`docs/analysers.md`).
-    pub fn flush_tracks(&self) {
-        let tracks: Vec<Arc<Mutex<Track>>> = lock(&self.states.tracks).values().cloned().collect();
+    pub fn flush_unpackers(&self) {
+        let tracks: Vec<Arc<Mutex<Unpacker>>> =
+            lock(&self.states.unpackers).values().cloned().collect();
         let mut sub = Direct {
             board: &self.board,
             level: self.level,
@@ -1106,7 +1102,7 @@ impl OnBoard {
             let mut accounting = rank_accounting(acc);
             accounting.analysed = if analysed == u64::MAX { 0 } else { analysed };
             partial.push_saved_rank(info.meta(), accounting, rank_record(&info.clock()), saved);
-            let forgotten = lock(&self.states.tracks)
+            let forgotten = lock(&self.states.unpackers)
                 .get(&conn)
                 .map_or(0, |t| lock(t).forgotten());
             partial.add_counts(forgotten, info.ignored_defs());
@@ -1170,7 +1166,7 @@ impl OnBoard {
             .collect();
         let mut folded = lock(&self.states.folded);
         let row = folded.get_or_insert_with(|| Folded {
-            meta: crate::analysis::RankMeta {
+            meta: hark_analyses::RankMeta {
                 world_rank: -1,
                 host: info.hello().host.clone(),
                 argv: info.hello().argv.clone(),
@@ -1217,14 +1213,14 @@ impl OnBoard {
         for map in &self.states.ranks {
             lock(map).remove(&conn);
         }
-        let track = lock(&self.states.tracks).remove(&conn);
+        let track = lock(&self.states.unpackers).remove(&conn);
         if let Some(t) = track {
             let mut t = lock(&t);
             let derived = t.flush();
             for (dst, ops) in derived.ops.parts {
                 let m = slot_of(&self.states.p2p, dst, Arc::default);
                 let mut m = lock(&m);
-                let m = self.states.counts.own_clone(&mut m);
+                let m = self.states.contention.own_clone(&mut m);
                 for op in &ops {
                     m.add(op, &mut row.waits);
                 }
@@ -1247,8 +1243,8 @@ impl OnBoard {
     /// read, so far on this level.
     pub fn contention(&self) -> Contention {
         Contention {
-            stalls: self.states.counts.stalls.load(Ordering::Relaxed),
-            copies: self.states.counts.copies.load(Ordering::Relaxed),
+            stalls: self.states.contention.stalls.load(Ordering::Relaxed),
+            copies: self.states.contention.copies.load(Ordering::Relaxed),
         }
     }
 
@@ -1287,7 +1283,7 @@ impl OnBoard {
         self.board.drain_level(self.level);
         // Receives each tracker still holds (a call cut by the end of the
         // stream) are matched now.
-        let tracks: Vec<(u64, Arc<Mutex<Track>>)> = lock(&self.states.tracks)
+        let tracks: Vec<(u64, Arc<Mutex<Unpacker>>)> = lock(&self.states.unpackers)
             .iter()
             .map(|(&k, t)| (k, t.clone()))
             .collect();
@@ -1297,7 +1293,7 @@ impl OnBoard {
             for (dst, ops) in derived.ops.parts {
                 let m = slot_of(&self.states.p2p, dst, Arc::default);
                 let mut m = lock(&m);
-                let m = self.states.counts.own_clone(&mut m);
+                let m = self.states.contention.own_clone(&mut m);
                 for op in &ops {
                     m.add(op, &mut waits);
                 }

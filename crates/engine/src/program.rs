@@ -8,16 +8,16 @@
 //! translation to program ranks happens once, when the partial result is
 //! folded ([`crate::Partial::finish`]).
 
-use crate::analysis::Sensitivity;
-use crate::clock::rank_record;
-use crate::dynamic::DynAnalysis;
 use crate::matching::{Instances, P2pMatcher};
 use crate::partial::{Partial, RankAccounting};
 use crate::stream::{Stream, StreamAccounting, StreamInfo};
-use crate::track::{Derived, Wait};
-use crate::unify::Unifier;
+use crate::unpack::{Derived, Wait};
+use hark_analyses::clock::{Alignment, Method};
+use hark_analyses::DynAnalysis;
+use hark_analyses::Sensitivity;
+use hark_analyses::Unifier;
 use hark_model::Program;
-use hark_wire::Hello;
+use hark_wire::{ClockSync, Hello};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -109,7 +109,8 @@ impl Shared {
 /// One program being measured: opens its streams and folds them at the end.
 ///
 /// ```
-/// use hark_analyses::{registry, Config, ProgramAnalysis};
+/// use hark_analyses::registry;
+/// use hark_engine::{Config, ProgramAnalysis};
 /// use hark_wire::{op, ClockSource, Event, Hello};
 ///
 /// let hello = Hello {
@@ -233,6 +234,27 @@ impl ProgramAnalysis {
 }
 
 /// A stream's accounting as a partial result keeps it.
+/// The model's record of one rank's clock.
+pub(crate) fn rank_record(a: &Alignment) -> hark_model::RankClock {
+    let measured = |s: Option<ClockSync>| {
+        s.map(|s| hark_model::ClockMeasurement {
+            offset_ns: s.offset_ns(),
+            round_trip_ns: s.round_trip_ns,
+        })
+    };
+    hark_model::RankClock {
+        method: match a.method() {
+            Method::Handshake => "handshake",
+            Method::PingPong => "ping-pong",
+            Method::Rejected => "handshake (ping-pong rejected)",
+        }
+        .to_string(),
+        init: measured(a.init()),
+        finalize: measured(a.finalize()),
+        residual_ns: a.residual_ns(),
+    }
+}
+
 pub(crate) fn rank_accounting(acc: &StreamAccounting) -> RankAccounting {
     RankAccounting {
         received: acc.received,

@@ -1,7 +1,8 @@
-//! The per-stream tracker: one pass over each pack, once for every knowledge
-//! source, that publishes what the events imply.
+//! Unpacking a stream: one pass over each pack, once for every knowledge
+//! source, that publishes what the events imply ([`Unpacker`], one per
+//! stream, run by the board's `unpack` knowledge source).
 //!
-//! It follows requests as the request [`Tracker`] does (which message each
+//! It follows requests as the [`RequestTable`] does (which message each
 //! completion completes; one decoding of each event and one map of
 //! requests serve the messages and the matching), keeps each thread's
 //! region stack, and turns the pack into derived entries:
@@ -17,12 +18,10 @@
 //! Times in `P2pOp` and `Arrival` are on the run's common timeline (the
 //! stream's clock mapping applied), since they are compared across ranks.
 
-use crate::fx::FxHashMap;
-use crate::sat::Sat;
-use crate::stream::StreamCx;
-pub use crate::tracker::Msg;
-use crate::tracker::{Posted, Tracker};
-use crate::unify::{IdMap, UNDEFINED};
+use crate::requests::{MsgOf, Posted, RequestTable};
+use hark_analyses::internal::{FxHashMap, Sat};
+use hark_analyses::{IdMap, StreamCx, UNDEFINED};
+pub use hark_analyses::{Msg, Pattern, Times, Wait};
 use hark_wire::mpi::{Class, FUNCTIONS};
 use hark_wire::{op, Event};
 use serde::{Deserialize, Serialize};
@@ -32,107 +31,6 @@ const MAX_PATHS: usize = 4096;
 
 /// Open regions one thread keeps track of; deeper ones are ignored.
 const MAX_STACK: usize = 1024;
-
-/// A wait-state pattern (Scalasca's pattern catalogue; `docs/analyses.md`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Pattern {
-    /// A receive waited for a send that was entered later.
-    LateSender,
-    /// A late sender while a message sent earlier was already there.
-    LateSenderWrongOrder,
-    /// A blocking send waited for a receive that was posted later.
-    LateReceiver,
-    /// Waiting for the last rank in an N×N collective.
-    WaitNxN,
-    /// Waiting for the last rank in a barrier.
-    WaitBarrier,
-    /// Non-root ranks waiting for the root of a one-to-all collective.
-    LateBroadcast,
-    /// The root of an all-to-one collective waiting for the first sender.
-    EarlyReduce,
-}
-
-impl Pattern {
-    /// Every pattern, in report order.
-    pub const ALL: [Pattern; 7] = [
-        Pattern::LateSender,
-        Pattern::LateSenderWrongOrder,
-        Pattern::LateReceiver,
-        Pattern::WaitNxN,
-        Pattern::WaitBarrier,
-        Pattern::LateBroadcast,
-        Pattern::EarlyReduce,
-    ];
-
-    /// Its key in `profile.json` (`late_sender`, ...).
-    pub fn key(self) -> &'static str {
-        match self {
-            Pattern::LateSender => "late_sender",
-            Pattern::LateSenderWrongOrder => "late_sender_wrong_order",
-            Pattern::LateReceiver => "late_receiver",
-            Pattern::WaitNxN => "wait_nxn",
-            Pattern::WaitBarrier => "wait_barrier",
-            Pattern::LateBroadcast => "late_broadcast",
-            Pattern::EarlyReduce => "early_reduce",
-        }
-    }
-
-    /// Its name in reports (`Late Sender`, ...).
-    pub fn title(self) -> &'static str {
-        match self {
-            Pattern::LateSender => "Late Sender",
-            Pattern::LateSenderWrongOrder => "Late Sender / Wrong Order",
-            Pattern::LateReceiver => "Late Receiver",
-            Pattern::WaitNxN => "Wait at N×N",
-            Pattern::WaitBarrier => "Wait at Barrier",
-            Pattern::LateBroadcast => "Late Broadcast",
-            Pattern::EarlyReduce => "Early Reduce",
-        }
-    }
-
-    /// The pattern a blocking collective of class `name` can show, if any.
-    pub(crate) fn of_collective(name: &str) -> Option<Pattern> {
-        Some(match name {
-            "MPI_Barrier" => Pattern::WaitBarrier,
-            "MPI_Allreduce"
-            | "MPI_Allgather"
-            | "MPI_Allgatherv"
-            | "MPI_Alltoall"
-            | "MPI_Alltoallv"
-            | "MPI_Alltoallw"
-            | "MPI_Reduce_scatter"
-            | "MPI_Reduce_scatter_block" => Pattern::WaitNxN,
-            "MPI_Bcast" | "MPI_Scatter" | "MPI_Scatterv" => Pattern::LateBroadcast,
-            "MPI_Reduce" | "MPI_Gather" | "MPI_Gatherv" => Pattern::EarlyReduce,
-            _ => return None,
-        })
-    }
-}
-
-/// One wait state: a rank that waited in an MPI call for another rank.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Wait {
-    /// The pattern.
-    pub pattern: Pattern,
-    /// World rank that waited.
-    pub waiter: i32,
-    /// When the waiting call was entered, on the common timeline.
-    pub enter_ns: u64,
-    /// How long it waited, in ns.
-    pub time_ns: u64,
-    /// Index in `FUNCTIONS` of the call it waited in.
-    pub func: u16,
-    /// The waiting rank's region call path (an id of the program's tables:
-    /// `outer/inner`, `""` for none).
-    pub path: u32,
-    /// The waiting rank's top-level region (global name id), or
-    /// `UNDEFINED` outside any region.
-    pub region: u32,
-    /// World rank that was late (the cause).
-    pub late: i32,
-    /// The region call path the late rank was in when it arrived.
-    pub late_path: u32,
-}
 
 /// Which side of a message a [`P2pOp`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -241,14 +139,6 @@ pub(crate) struct Arrival {
     pub size: u32,
 }
 
-impl Wait {
-    pub(crate) fn remap(&mut self, ids: &IdMap) {
-        self.region = ids.name(self.region);
-        self.path = ids.path(self.path);
-        self.late_path = ids.path(self.late_path);
-    }
-}
-
 impl P2pOp {
     /// Renumbers its ids into another server's tables (a parcel from
     /// another analyser, `exchange.rs`).
@@ -279,46 +169,17 @@ impl Arrival {
     }
 }
 
-/// What one pack says of its rank's time, for the POP efficiencies
-/// (`ks/efficiency.rs`): gathered in the tracker's pass, so that no
-/// knowledge source walks the events again for it. Times are common ns.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Times {
-    /// Earliest start of the pack's events (other than completion records
-    /// and unknown codes); `u64::MAX` when there is none.
-    pub first: u64,
-    /// Latest end of those events; 0 when there is none.
-    pub last: u64,
-    /// End of the pack's last `MPI_Init` (or `MPI_Init_thread`).
-    pub init_end: Option<u64>,
-    /// Start of the pack's last `MPI_Finalize`.
-    pub fin_start: Option<u64>,
-    /// Time in MPI calls other than `MPI_Init` and `MPI_Finalize`, ns.
-    pub mpi_ns: u64,
-    /// Time in every MPI call, on the probe's clock (the `summary`
-    /// analysis's sum, which it then need not walk the events for).
-    pub mpi_all_ns: u64,
-    /// Events with codes this server does not know.
-    pub unknown: u64,
-    /// Whether the pack has an MPI call other than those two.
-    pub mpi_calls: bool,
-    /// `MPI_Init` and `MPI_Finalize` calls: enter and leave.
-    pub init_fin: Vec<(u64, u64)>,
-    /// Top-level regions that ended in the pack, in order of first end:
-    /// name (global id), time inside, and MPI time inside (outside
-    /// `MPI_Init` and `MPI_Finalize`), summed over the calls that end near
-    /// one another (a loop's region has one entry, not one per call).
-    pub regions: Vec<(u32, u64, u64)>,
-    /// Whether a thread is inside a top-level region when the pack ends.
-    pub open: bool,
-}
-
 /// Entries of [`Times::regions`] a region's end looks back through for its
 /// name before it makes a new one.
 const RECENT_REGIONS: usize = 8;
 
-impl Times {
+/// Folding a region's end into a pack's [`Times`].
+trait RegionEnded {
     /// A call of top-level region `name` ended.
+    fn region_ended(&mut self, name: u32, inside: u64, mpi: u64);
+}
+
+impl RegionEnded for Times {
     #[inline]
     fn region_ended(&mut self, name: u32, inside: u64, mpi: u64) {
         let recent = self.regions.len().saturating_sub(RECENT_REGIONS);
@@ -332,24 +193,6 @@ impl Times {
                 r.2.sat(mpi);
             }
             None => self.regions.push((name, inside, mpi)),
-        }
-    }
-}
-
-impl Default for Times {
-    fn default() -> Times {
-        Times {
-            first: u64::MAX,
-            last: 0,
-            init_end: None,
-            fin_start: None,
-            mpi_ns: 0,
-            mpi_all_ns: 0,
-            unknown: 0,
-            mpi_calls: false,
-            init_fin: Vec::new(),
-            regions: Vec::new(),
-            open: false,
         }
     }
 }
@@ -487,6 +330,24 @@ pub(crate) fn occurrence_of(instance_seq: i64) -> u32 {
     (instance_seq >> 32) as u32
 }
 
+/// The pattern a blocking collective of class `name` can show, if any.
+fn pattern_of_collective(name: &str) -> Option<Pattern> {
+    Some(match name {
+        "MPI_Barrier" => Pattern::WaitBarrier,
+        "MPI_Allreduce"
+        | "MPI_Allgather"
+        | "MPI_Allgatherv"
+        | "MPI_Alltoall"
+        | "MPI_Alltoallv"
+        | "MPI_Alltoallw"
+        | "MPI_Reduce_scatter"
+        | "MPI_Reduce_scatter_block" => Pattern::WaitNxN,
+        "MPI_Bcast" | "MPI_Scatter" | "MPI_Scatterv" => Pattern::LateBroadcast,
+        "MPI_Reduce" | "MPI_Gather" | "MPI_Gatherv" => Pattern::EarlyReduce,
+        _ => return None,
+    })
+}
+
 /// The pattern of each MPI function (by index in `FUNCTIONS`): a
 /// collective's name is compared once, not per call.
 pub(crate) fn collective_pattern(func: usize) -> Option<Pattern> {
@@ -495,7 +356,7 @@ pub(crate) fn collective_pattern(func: usize) -> Option<Pattern> {
         .get_or_init(|| {
             FUNCTIONS
                 .iter()
-                .map(|f| Pattern::of_collective(f.name))
+                .map(|f| pattern_of_collective(f.name))
                 .collect()
         })
         .get(func)
@@ -611,13 +472,14 @@ impl Thread {
     }
 }
 
-/// One stream's tracking state.
+/// One stream's unpacking state: its outstanding requests, each thread's
+/// region stack and the call paths it named.
 #[derive(Default)]
-pub(crate) struct Track {
+pub(crate) struct Unpacker {
     /// Publish sends, receives and arrivals for matching: only when some
     /// knowledge source is sensitive to wait states.
     cross: bool,
-    tracker: Tracker,
+    tracker: RequestTable,
     /// By the events' thread index: one place for all a thread's state,
     /// looked up once per event.
     threads: Vec<Thread>,
@@ -638,12 +500,12 @@ pub(crate) struct Track {
     op_parts: usize,
 }
 
-impl Track {
-    /// A stream's tracker; `cross`: publish what matching needs.
-    pub(crate) fn new(cross: bool) -> Track {
-        Track {
+impl Unpacker {
+    /// A stream's unpacker; `cross`: publish what matching needs.
+    pub(crate) fn new(cross: bool) -> Unpacker {
+        Unpacker {
             cross,
-            ..Track::default()
+            ..Unpacker::default()
         }
     }
 
@@ -684,7 +546,7 @@ impl Track {
         }
     }
 
-    /// [`Track::callpath`] when the thread's stack changed.
+    /// [`Unpacker::callpath`] when the thread's stack changed.
     #[cold]
     fn find_callpath(&mut self, cx: &StreamCx<'_>, thread: usize) -> (u32, u32) {
         let c = self.lookup(cx, thread);
@@ -698,7 +560,7 @@ impl Track {
     fn lookup(&mut self, cx: &StreamCx<'_>, thread: usize) -> (u32, u32) {
         let stack = self.threads.get(thread).map_or(&[][..], |t| &t.stack[..]);
         // Past the depth the regions keep, a path is its ancestor's.
-        let stack = &stack[..stack.len().min(crate::ks::regions::MAX_DEPTH)];
+        let stack = &stack[..stack.len().min(hark_analyses::MAX_REGION_DEPTH)];
         let top = stack.first().copied().unwrap_or(UNDEFINED);
         if let Some(&p) = self.paths.get(stack) {
             return (p, top);
@@ -721,7 +583,7 @@ impl Track {
         self.pack_into(cx, me, events, Derived::default())
     }
 
-    /// [`Track::pack`] into `out`'s vectors (empty, perhaps reused: a
+    /// [`Unpacker::pack`] into `out`'s vectors (empty, perhaps reused: a
     /// pack's worth of fresh memory is page-faulted and zeroed by the
     /// kernel, which costs more than the tracking).
     pub(crate) fn pack_into(
@@ -748,7 +610,7 @@ impl Track {
         // The pack's earliest start and latest end, on the probe's clock.
         let (mut first, mut last) = (u64::MAX, 0u64);
         // One decoding of each event serves the messages and matching
-        // (`call` and `detail` do what `Tracker::step` does, with one map
+        // (`call` and `detail` do what `RequestTable::step` does, with one map
         // of requests).
         for ev in events {
             let code = ev.op();
@@ -1095,6 +957,62 @@ impl Track {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hark_analyses::Input;
+
+    /// What the unpacker gathers of a pack gives the summary's state that
+    /// walking its events gives.
+    #[test]
+    fn the_unpacker_s_times_give_the_summary_what_the_events_give() {
+        let f = |name| op::mpi_op(name).unwrap();
+        let mut packs: Vec<Vec<Event>> = Vec::new();
+        let mut t = 1_000;
+        for p in 0..4u64 {
+            let mut pack = Vec::new();
+            let mut push = |code: u16, dur: u64| {
+                let mut e = Event::new(code, t, t + dur);
+                e.peer.set(1);
+                e.extra.set(7);
+                e.bytes.set(1);
+                pack.push(e);
+                t += dur + 13;
+            };
+            if p == 0 {
+                push(f("MPI_Init"), 500);
+            }
+            push(op::REGION_BEGIN, 0);
+            push(f("MPI_Isend"), 30 + p);
+            push(f("MPI_Waitall"), 90);
+            push(op::COMPLETE_SEND, 0);
+            push(op::io::WRITE, 40);
+            push(0x7ff0, 5);
+            push(f("MPI_Recv"), 70 * p);
+            push(op::REGION_END, 0);
+            if p == 3 {
+                push(f("MPI_Finalize"), 800);
+            }
+            packs.push(pack);
+        }
+        let cx = StreamCx::bare(0, 10, 64);
+        let mut unpacker = Unpacker::new(true);
+        let summary = hark_analyses::registry::select(&["summary"])
+            .unwrap()
+            .remove(0);
+        let (mut walked, mut gathered) = (summary.new_rank(), summary.new_rank());
+        for pack in &packs {
+            let derived = unpacker.pack(&cx, 0, pack);
+            let input = Input {
+                events: pack,
+                ..Input::default()
+            };
+            walked.fold(&cx, &input);
+            let times = Input {
+                times: Some(&derived.times),
+                ..input
+            };
+            gathered.fold(&cx, &times);
+        }
+        assert_eq!(walked.save(), gathered.save());
+    }
 
     #[test]
     fn a_region_called_in_a_loop_has_one_entry_per_pack() {

@@ -10,9 +10,9 @@
 //! the events are stored, and how, is the server's business
 //! (`docs/trace.md`).
 
-use crate::clock::Mapping;
-pub use crate::tracker::Msg;
-use crate::tracker::Tracker;
+use crate::requests::RequestTable;
+use hark_analyses::clock::Mapping;
+pub use hark_analyses::Msg;
 use hark_wire::{op, Def, Event, NameKind};
 use std::collections::HashSet;
 
@@ -292,7 +292,7 @@ impl TraceStream {
     /// count messages by (a blocking call's own record, or the completion
     /// record after a `MPI_Wait*`).
     pub fn messages(&self) -> Vec<(usize, Msg)> {
-        let mut tracker = Tracker::default();
+        let mut tracker = RequestTable::default();
         self.events
             .iter()
             .enumerate()

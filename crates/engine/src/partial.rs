@@ -11,13 +11,13 @@
 //! model goes through the same path, so one server or many give the same
 //! model (`tests/a_split_run_merges_into_the_single_server_model.rs`).
 
-use crate::analysis::{Finish, Input, RankMeta, Sensitivity};
-use crate::dynamic::{DynAnalysis, DynRank};
 use crate::matching::{Instances, P2pMatcher, Unmatched};
-use crate::stream::StreamCx;
-use crate::track::Wait;
-use crate::unify::{IdMap, Tables, Unifier};
-use crate::{Error, ErrorKind};
+use crate::unpack::Wait;
+use hark_analyses::StreamCx;
+use hark_analyses::{DynAnalysis, DynRank};
+use hark_analyses::{Error, ErrorKind};
+use hark_analyses::{Finish, Input, RankMeta, Sensitivity};
+use hark_analyses::{IdMap, Tables, Unifier};
 use hark_model::{Accounting, Clock, Program, RankClock, RankInfo};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};

@@ -7,11 +7,12 @@
 //! detail that follows the call completing it (`MPI_Wait`, ...), which names
 //! the request; the posting call (`MPI_Isend`, `MPI_Irecv`, `MPI_Send_init`,
 //! `MPI_Start`) only says which function the message belongs to and how long
-//! posting took. A [`Tracker`] keeps the little state this needs — the
+//! posting took. A [`RequestTable`] keeps the little state this needs — the
 //! outstanding requests of one stream — and turns each event into at most one
 //! [`Msg`].
 
-use crate::fx::FxHashMap;
+use hark_analyses::internal::FxHashMap;
+pub use hark_analyses::Msg;
 use hark_wire::mpi::{Class, FUNCTIONS};
 use hark_wire::{op, Event};
 
@@ -19,29 +20,8 @@ use hark_wire::{op, Event};
 /// a program that never completes its requests must not grow the server.
 const MAX_PENDING: usize = 1 << 20;
 
-/// A point-to-point message seen from one side, complete: published by the
-/// per-stream tracker with every batch (`Input::msgs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Msg {
-    /// True for the sending side.
-    pub send: bool,
-    /// Index in `FUNCTIONS` of the function that names the message's kind:
-    /// the send or receive call, or the one that posted the request.
-    pub func: usize,
-    /// World rank of the peer.
-    pub peer: i32,
-    /// Bytes sent or received.
-    pub bytes: u64,
-    /// Time of the call that moved it, or of the call that posted its
-    /// request (the wait is timed as a call of its own).
-    pub time_ns: u64,
-    /// Start of the event that completed it (probe clock, ns): the call's
-    /// own record, or the completion record that follows a `MPI_Wait*`.
-    pub start: u64,
-}
-
 /// An outstanding request: what the request tracker needs for the
-/// message, and what the per-stream tracker (`track.rs`) needs to match it.
+/// message, and what the per-stream tracker (`unpack.rs`) needs to match it.
 #[derive(Clone, Copy)]
 pub(crate) struct Posted {
     /// Index in `FUNCTIONS` of the function that posted it.
@@ -65,7 +45,7 @@ pub(crate) struct Posted {
 
 /// The outstanding requests of one stream.
 #[derive(Default)]
-pub(crate) struct Tracker {
+pub(crate) struct RequestTable {
     pub pending: FxHashMap<u64, Posted>,
     /// Per thread: the last MPI call, which detail records belong to.
     last_call: Vec<u16>,
@@ -73,10 +53,23 @@ pub(crate) struct Tracker {
     pub forgotten: u64,
 }
 
-impl Msg {
+/// How the trackers make a [`Msg`] from the events that complete it.
+pub(crate) trait MsgOf: Sized {
+    /// The message a blocking call moved, said in its own record.
+    fn of_call(send: bool, func: usize, ev: &Event) -> Option<Self>;
+    /// The message a completion record says is complete.
+    fn of_completion(
+        code: u16,
+        posted: Option<Posted>,
+        last: Option<u16>,
+        ev: &Event,
+    ) -> Option<Self>;
+}
+
+impl MsgOf for Msg {
     /// The message a blocking call moved, said in its own record.
     #[inline(always)]
-    pub(crate) fn of_call(send: bool, func: usize, ev: &Event) -> Option<Msg> {
+    fn of_call(send: bool, func: usize, ev: &Event) -> Option<Msg> {
         let peer = ev.peer.get();
         (peer >= 0).then(|| Msg {
             send,
@@ -93,7 +86,7 @@ impl Msg {
     /// posted (or the receive side of `MPI_Sendrecv`, which has none), the
     /// call the record follows (`last`).
     #[inline(always)]
-    pub(crate) fn of_completion(
+    fn of_completion(
         code: u16,
         posted: Option<Posted>,
         last: Option<u16>,
@@ -135,7 +128,7 @@ impl Posted {
             send: matches!(class, Class::Isend | Class::SendInit),
             time_ns: ev.duration(),
             post_ns: 0,
-            comm: crate::unify::UNDEFINED,
+            comm: hark_analyses::UNDEFINED,
             occ: 0,
             peer: -1,
             tag: -1,
@@ -143,7 +136,7 @@ impl Posted {
     }
 }
 
-impl Tracker {
+impl RequestTable {
     /// Remembers request `req`.
     pub(crate) fn post(&mut self, req: u64, p: Posted) {
         if self.pending.len() >= MAX_PENDING {
@@ -233,7 +226,7 @@ mod tests {
     #[test]
     fn a_cancelled_persistent_request_started_again_keeps_its_kind() {
         let f = |name| op::mpi_op(name).unwrap();
-        let mut t = Tracker::default();
+        let mut t = RequestTable::default();
         let msgs: Vec<Msg> = [
             ev(f("MPI_Recv_init"), 0, 7),
             ev(f("MPI_Start"), 100, 7),

@@ -1,0 +1,281 @@
+//! One measured process as the engine sees it: its identity, its clock and
+//! its id translation ([`StreamInfo`], shared by every knowledge source, which
+//! hands each batch's [`StreamCx`] out), and a simple owner of all knowledge
+//! sources' states for feeding a process by hand ([`Stream`]).
+
+use crate::program::Shared;
+use crate::unpack::Unpacker;
+use hark_analyses::clock::Alignment;
+use hark_analyses::{DynRank, Input, RankMeta, StreamCx, Translation};
+use hark_wire::{ClockSync, Def, End, Event, Hello, RankInfo};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Everything known about one process's stream that is not an analysis
+/// result: who it is, how its clock maps to the common timeline, and how its
+/// local ids map to the program's global ones.
+///
+/// Shared (`Arc`) between the knowledge sources of the stream. Definitions
+/// only ever add ids, so a batch analysed after later definitions arrived
+/// still finds every id it uses.
+#[derive(Debug)]
+pub struct StreamInfo {
+    conn: u64,
+    hello: Hello,
+    clock: Mutex<Alignment>,
+    origin_ns: u64,
+    slice_shift: u32,
+    slices: usize,
+    rank: Mutex<Option<RankInfo>>,
+    translation: RwLock<Translation>,
+    /// Bytes of this stream's packs on the board, not yet analysed.
+    pub(crate) in_flight: Arc<AtomicU64>,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl StreamInfo {
+    pub(crate) fn new(shared: Arc<Shared>, conn: u64, hello: Hello, offset_ns: i64) -> StreamInfo {
+        StreamInfo {
+            conn,
+            hello,
+            clock: Mutex::new(Alignment::new(offset_ns)),
+            origin_ns: shared.origin_ns,
+            slice_shift: shared.config.slice_shift,
+            slices: shared.config.slices,
+            rank: Mutex::new(None),
+            translation: RwLock::new(Translation::default()),
+            in_flight: Arc::default(),
+            shared,
+        }
+    }
+
+    /// The connection's number, unique in the server, in order of connection.
+    pub fn conn(&self) -> u64 {
+        self.conn
+    }
+
+    /// Bytes of this stream's events submitted and not yet analysed by
+    /// every analysis: the share of [`crate::OnBoard::in_flight`] that is
+    /// this stream's packs.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// The handshake.
+    pub fn hello(&self) -> &Hello {
+        &self.hello
+    }
+
+    /// The rank frame, once MPI is initialised.
+    pub fn rank_info(&self) -> Option<RankInfo> {
+        hark_sync::lock(&self.rank).clone()
+    }
+
+    /// World rank: from the rank frame, else the launcher's, else -1.
+    pub fn world_rank(&self) -> i32 {
+        self.rank_info().map_or(self.hello.rank, |r| r.world_rank)
+    }
+
+    /// `MPI_APPNUM`, 0 when unknown.
+    pub fn appnum(&self) -> i32 {
+        self.rank_info().map_or(0, |r| r.appnum.max(0))
+    }
+
+    /// The program's origin on the common timeline.
+    pub fn origin_ns(&self) -> u64 {
+        self.origin_ns
+    }
+
+    /// Who this process is, as the fold sees it.
+    pub fn meta(&self) -> RankMeta {
+        let rank = self.rank_info();
+        RankMeta {
+            world_rank: rank.as_ref().map_or(self.hello.rank, |r| r.world_rank),
+            appnum: rank.as_ref().map_or(0, |r| r.appnum.max(0)),
+            host: self.hello.host.clone(),
+            pid: self.hello.pid,
+            argv: self.hello.argv.clone(),
+            hello_ns: self.common(self.hello.clock_ns),
+            conn: self.conn,
+            folded: 0,
+        }
+    }
+
+    /// A probe timestamp on the run's common timeline, in ns, as mapped now
+    /// (see [`hark_analyses::clock`]; a batch maps all its events with one mapping).
+    pub fn common(&self, probe_ns: u64) -> u64 {
+        self.clock().mapping().common(probe_ns)
+    }
+
+    /// What is known of this stream's clock.
+    pub fn clock(&self) -> Alignment {
+        *hark_sync::lock(&self.clock)
+    }
+
+    /// A clock alignment with world rank 0 arrived (`Clock` frame).
+    pub fn align(&self, sync: ClockSync) {
+        hark_sync::lock(&self.clock).measured(sync);
+    }
+
+    /// World rank 0's handshake offset, the reference every aligned stream
+    /// of the job shares, became known.
+    pub fn set_clock_reference(&self, reference_ns: i64) {
+        hark_sync::lock(&self.clock).set_reference(reference_ns);
+    }
+
+    /// The initial width of a time slice is `1 << slice_shift()` ns.
+    pub fn slice_shift(&self) -> u32 {
+        self.slice_shift
+    }
+
+    /// The fixed number of time slices.
+    pub fn slices(&self) -> usize {
+        self.slices
+    }
+
+    /// The rank frame arrived.
+    pub fn set_rank(&self, info: RankInfo) {
+        *hark_sync::lock(&self.rank) = Some(info);
+    }
+
+    /// Definitions arrived: unify them into the program's global ids. Call
+    /// before submitting the batches that follow them in the stream.
+    pub fn define(&self, defs: &[Def]) {
+        // A poisoned lock means a panic elsewhere; the tables are
+        // append-only, so what is there is still consistent.
+        let mut unifier = self
+            .shared
+            .unifier
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        hark_sync::write(&self.translation).define(defs, &mut unifier);
+    }
+
+    /// The view a knowledge source gets with a batch (holds a read lock on
+    /// the translation while it lives: drop it before defining more).
+    pub fn cx(&self) -> StreamCx<'_> {
+        StreamCx::new(
+            self.clock().mapping(),
+            hark_sync::read(&self.translation),
+            &self.shared.unifier,
+            self.origin_ns,
+            self.slice_shift,
+            self.slices,
+        )
+    }
+
+    pub(crate) fn ignored_defs(&self) -> u64 {
+        hark_sync::read(&self.translation).ignored
+    }
+}
+
+/// Per-stream accounting.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamAccounting {
+    /// Events that arrived in packs.
+    pub received: u64,
+    /// Events every knowledge source consumed.
+    pub analysed: u64,
+    /// The end-of-stream record, if it arrived.
+    pub end: Option<End>,
+}
+
+/// One measured process with every knowledge source's state, fed by hand
+/// in stream order (tests, tools; the server feeds states through the board).
+/// Its cross-rank results (messages matched with other streams, collective
+/// instances) are found by the program it was opened on.
+pub struct Stream {
+    info: Arc<StreamInfo>,
+    states: Vec<Box<dyn DynRank>>,
+    track: Unpacker,
+    acc: StreamAccounting,
+}
+
+impl Stream {
+    pub(crate) fn new(info: StreamInfo) -> Stream {
+        let states = info.shared.analyses.iter().map(|a| a.new_rank()).collect();
+        let track = Unpacker::new(info.shared.cross());
+        Stream {
+            info: Arc::new(info),
+            states,
+            track,
+            acc: StreamAccounting::default(),
+        }
+    }
+
+    /// The stream's identity.
+    pub fn info(&self) -> &Arc<StreamInfo> {
+        &self.info
+    }
+
+    /// The rank frame arrived.
+    pub fn rank(&mut self, info: RankInfo) {
+        self.info.set_rank(info);
+    }
+
+    /// Definitions arrived.
+    pub fn defs(&mut self, defs: &[Def]) {
+        self.info.define(defs);
+    }
+
+    /// A pack arrived: counts its events as received and analyses them.
+    pub fn events(&mut self, events: &[Event]) {
+        self.acc.received += events.len() as u64;
+        let cx = self.info.cx();
+        let derived = self.track.pack(&cx, self.info.world_rank(), events);
+        let input = Input {
+            events,
+            msgs: &derived.msgs,
+            times: self.track.gathers_times().then_some(&derived.times),
+            waits: &[],
+            counts: None,
+        };
+        for state in &mut self.states {
+            state.fold(&cx, &input);
+        }
+        drop(cx);
+        self.info.shared.hand_match(derived);
+        self.acc.analysed += events.len() as u64;
+    }
+
+    /// A sampled-out probe's totals arrived in place of a pack: counted as
+    /// received and analysed, folded by the per-function analyses.
+    pub fn counts(&mut self, counts: &hark_wire::Counts) {
+        self.acc.received += counts.events;
+        let cx = self.info.cx();
+        let input = Input {
+            counts: Some(counts),
+            ..Input::default()
+        };
+        for state in &mut self.states {
+            state.fold(&cx, &input);
+        }
+        self.acc.analysed += counts.events;
+    }
+
+    /// The end-of-stream record arrived.
+    pub fn end(&mut self, end: End) {
+        self.acc.end = Some(end);
+    }
+
+    /// Its accounting so far.
+    pub fn accounting(&self) -> &StreamAccounting {
+        &self.acc
+    }
+
+    /// Gives up the stream for folding: its receives still held are matched
+    /// first.
+    pub(crate) fn into_parts(
+        mut self,
+    ) -> (
+        Arc<StreamInfo>,
+        StreamAccounting,
+        Vec<Box<dyn DynRank>>,
+        u64,
+    ) {
+        let derived = self.track.flush();
+        self.info.shared.hand_match(derived);
+        let forgotten = self.track.forgotten();
+        (self.info, self.acc, self.states, forgotten)
+    }
+}
