@@ -16,7 +16,7 @@
 # context: np + 1 processes; docs/analysers.md), in that order; VARIANTS
 # restricts them (plain is always run: the others are measured against it),
 # and `mpiyield` adds `--analysers 1` with OMPI_MCA_mpi_yield_when_idle=1
-# (the programs' ranks yielding, as before hark kept them from it).
+# (the programs' ranks yielding, as Open MPI makes them on an oversubscribed node).
 # Each run does one warm-up and 5 timed repetitions of CALLS calls, and its
 # value is the median of rank 0's repetitions. Prints one line per
 # configuration: the median over ROUNDS runs of each variant, and what each
@@ -24,8 +24,8 @@
 # four wrapped calls). Then, unless PERF=0, where the CPU goes (perf), and
 # unless CALLGRIND=0, instructions per call (callgrind; CALLGRIND_CONFIGS,
 # LIBRARY:LOOP words, restricts it). ROUNDS 0 skips the timed runs. Numbers go to
-# BENCHMARKS.md, "Probe: hark run at the default binding" and "Analysers over
-# MPI (issue 9)".
+# BENCHMARKS.md, "What a program pays per intercepted MPI call" (method: "Per-call
+# cost").
 set -euo pipefail
 rounds=${1:-5}
 calls=${2:-2000000}
@@ -51,7 +51,7 @@ under() { # variant command...
     shm) "$hark" run -q -o "$work/run" -- "$@" ;;
     socket) HARK_SHM=0 "$hark" run -q -o "$work/run" -- "$@" ;;
     mpi) "$hark" run -q --analysers 1 -o "$work/run" -- "$@" ;;
-    # As before hark kept the programs' ranks from yielding (Open MPI;
+    # The programs' ranks yielding, as Open MPI makes them on an oversubscribed node (Open MPI;
     # docs/analysers.md, "The programs' ranks do not start yielding").
     mpiyield) OMPI_MCA_mpi_yield_when_idle=1 "$hark" run -q --analysers 1 -o "$work/run" -- "$@" ;;
   esac

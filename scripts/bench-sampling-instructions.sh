@@ -5,7 +5,7 @@
 # (tests/programs/mpi/bench/overhead.c, 1 rank, 2 x 40,000 calls) under
 # each library given, plain and sampled out by `hark ctl sample 0/1`; the
 # whole process's instructions (every thread: the shipper's fold too) are
-# printed beside. BENCHMARKS.md, "Probe: sampled-out ranks".
+# printed beside. BENCHMARKS.md, "Virtualised worlds, sampled-out ranks, clock alignment".
 #
 #   scripts/bench-sampling-instructions.sh HARK LIBHARK.so [OTHER_LIBHARK.so ...]
 #

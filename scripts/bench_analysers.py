@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Streaming over MPI beside the socket path (BENCHMARKS.md, "Analysers over MPI (issue 9)").
+"""Streaming over MPI beside the socket path (BENCHMARKS.md, "Analysers over MPI").
 
 Each writer rank runs `overhead iprobe N REPS` (tests/programs/mpi/bench/overhead.c):
 a loop of MPI_Iprobe, one 48-byte event per call, as fast as the rank can go. Per
@@ -13,8 +13,8 @@ With MODE=analysis: analysis throughput, lossless, WRITERS (4) writers with 1, 2
 and 3 analysers and the socket path, alternating: events analysed per second of
 the writers' loop, and each analyser's CPU time per event (`hark run -v`).
 
-With MODE=scale: the scaling model's check (BENCHMARKS.md, "Analysers over MPI:
-map, scaling and merge"), lossless: WRITERS (32) emulated writers, each N calls,
+With MODE=scale: the scaling model's check (BENCHMARKS.md, "Analysers over MPI"),
+lossless: WRITERS (32) emulated writers, each N calls,
 streaming to 1, 2 and 4 analysers; per run the events and CPU time of every
 analyser and analyser rank 0's merge time (`hark run -v`), and the job's wall time.
 With MODEL="c0,c_e,c_t,c_w" (what MODE=calibrate fits) it adds the model's prediction
@@ -65,7 +65,7 @@ EVENT = 48
 # Hark. Both variants spin, unless OMPI_MCA_mpi_yield_when_idle=1 is given: an analyser
 # that spins in a blocking MPI call (MPI_Init, waiting for the writers to get through
 # theirs) burns whatever share of a core it gets, which then dominates its CPU time
-# (BENCHMARKS.md, "Release build, calibrated and checked"): run MODE=calibrate and
+# (BENCHMARKS.md, "Analysers over MPI"): run MODE=calibrate and
 # MODE=scale with 1.
 env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_mpi_yield_when_idle=os.environ.get("OMPI_MCA_mpi_yield_when_idle", "0"))

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What the exchange between analysers costs (BENCHMARKS.md, "Keys routed between
-analysers (issue 9)").
+analysers").
 
 Runs `hark run --analysers A --lossless -- mpirun -np P PROGRAM ...` with the exchange on
 (`HARK_EXCHANGE_STATS=1`: each analyser prints what it sent and received) and off

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What watching a run costs the analysis (BENCHMARKS.md, "Live view (issue 10)").
+"""What watching a run costs the analysis (BENCHMARKS.md, "Live view").
 
 Runs the synthetic flood (crates/server/benches/flood.rs) in rounds of three, in rotating
 order: without snapshots (A), with a live view's snapshot once a second

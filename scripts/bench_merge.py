@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The analysers' merge over MPI, tree against gather, and what live snapshots cost the
-streams (BENCHMARKS.md, "Merging over MPI (issue 9)").
+streams (BENCHMARKS.md, "Merging over MPI").
 
 Merge: `hark run -v --analysers A` of `big_model PATHS STEPS`
 (tests/programs/mpi/bench/big_model.c) on W writers, with HARK_ANALYSER_MERGE=tree and

@@ -13,7 +13,7 @@
 //! `sched_autogroup_enabled`), and there a mostly idle keeper was runnable
 //! and given no CPU for up to 8 s under load, with its rank waiting for it
 //! (`docs/analysers.md`, "Writers that give up at `MPI_Finalize`"). The rank relays each writer's
-//! bytes to it through a local socket, as before, and holds a *lifeline*,
+//! bytes to it through a local socket and holds a *lifeline*,
 //! one end of a socket pair, through which it passes the clock reference and
 //! its analyser index.
 //!

@@ -1,4 +1,4 @@
-//! A live snapshot must not stop the analysis (issue 10). Here a snapshot is
+//! A live snapshot must not stop the analysis. Here a snapshot is
 //! caught in the middle of saving a rank's state: the state's `Serialize`,
 //! on the snapshot's thread, hands the rank one more pack and waits until
 //! the rank's analysis has folded it. If the snapshot held the state while

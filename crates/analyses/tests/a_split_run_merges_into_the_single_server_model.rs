@@ -113,8 +113,8 @@ proptest! {
     }
 }
 
-/// Splits that once judged one wait Late Sender on one side and Late
-/// Sender / Wrong Order on the other (issue 8): the judgement must not
+/// A wait judged Late Sender on one side of a split and Late Sender /
+/// Wrong Order on the other would be wrong: the judgement must not
 /// depend on which server saw which rank, nor on the order partials meet.
 #[test]
 fn wrong_order_does_not_depend_on_the_split() {

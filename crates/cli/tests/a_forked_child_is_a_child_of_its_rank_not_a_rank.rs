@@ -1,12 +1,12 @@
 //! A process forked by a rank (C `fork()`, Python `multiprocessing`) is
 //! reported as a child process of that rank: its I/O is counted in the
 //! program's `children`, the program keeps its rank count, world rank 1
-//! stays at index 1, and no second chapter appears (under MPICH the child
-//! used to get a job, and so a program, of its own). So is a worker that
+//! stays at index 1, and no second chapter appears (under MPICH too, where
+//! the child inherits a job identity of its own). So is a worker that
 //! `multiprocessing`'s `spawn` starts, a new `python3` with the rank's
-//! variables, which used to be refused as a second claim to the rank. And
+//! variables, which must not be taken for a second claim to the rank. And
 //! so is a process that no parent links to its rank any more (reparented
-//! before it started), which used to be a rank of a job of its own.
+//! before it started), which must not become a rank of a job of its own.
 
 mod common;
 

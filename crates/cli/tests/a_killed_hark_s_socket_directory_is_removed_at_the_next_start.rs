@@ -1,4 +1,4 @@
-//! Issue 12, item 9: a `hark` killed by SIGKILL leaves its private socket
+//! A `hark` killed by SIGKILL leaves its private socket
 //! directory (`$TMPDIR/hark-<pid>-<hex>/hark.sock`) behind. The next
 //! `hark run` removes the ones whose process is gone.
 

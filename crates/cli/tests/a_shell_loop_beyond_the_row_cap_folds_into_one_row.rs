@@ -1,4 +1,4 @@
-//! Issue 12, item 1, end to end: a shell loop of short processes with
+//! A shell loop of short processes with
 //! `hark run --rows 5` gives the program five rows of its own and one row of
 //! the other processes, whose counts are exact (every byte each `dd`
 //! wrote), named as such in the summary and in `profile.json`.

@@ -1,4 +1,4 @@
-//! Clock alignment (issue 8, "One timeline across ranks"): rank 1's probe
+//! Clock alignment (`docs/mpi.md`): rank 1's probe
 //! clock is skewed by +50 ms (`HARK_TEST_CLOCK_SKEW_NS`, which also skews
 //! its handshake's realtime reading); a few times, rank 0 sleeps 100 ms,
 //! then both call `MPI_Barrier`, which they leave at the same instant. On the aligned

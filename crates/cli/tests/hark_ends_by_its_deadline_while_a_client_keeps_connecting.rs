@@ -1,8 +1,7 @@
-//! Issue 12, item 3: `hark` waited for as long as a client kept connecting
-//! after the program ended (80 s for the 10 s grace period), and ignored
-//! SIGTERM and SIGINT meanwhile, so only SIGKILL ended it and the report
-//! was lost. Now the grace period is one hard deadline over every
-//! connection, old and new, and SIGTERM ends it at once, report written.
+//! `hark` ends by its deadline while a client keeps connecting after the
+//! program ended: the grace period is one hard deadline over every
+//! connection, old and new, and SIGTERM or SIGINT ends it at once, report
+//! written.
 //!
 //! The measured command starts a client in the background and ends after
 //! one second. The client, measured too (its own probe connection stays

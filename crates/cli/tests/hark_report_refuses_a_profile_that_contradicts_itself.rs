@@ -1,7 +1,6 @@
-//! Issue 12, item 9: `hark report` accepted a `profile.json` claiming
-//! `ranks = 10^12`, or with per-rank arrays longer than `ranks`, and went
-//! on to index, allocate and draw from it. It now refuses such a file with
-//! a clear error naming it.
+//! `hark report` refuses a `profile.json` claiming `ranks = 10^12`, or with
+//! per-rank arrays longer than `ranks`, with a clear error naming it,
+//! instead of indexing, allocating and drawing from it.
 
 mod common;
 

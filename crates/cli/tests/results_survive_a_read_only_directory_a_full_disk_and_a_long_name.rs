@@ -1,11 +1,9 @@
-//! Issue 12, item 5: results were thrown away when the run directory could
-//! not be written (a read-only file system, a full disk, a program name
-//! longer than a file name may be): one error, exit status 1 although the
-//! program succeeded, no summary, and a truncated `profile.json` on a full
-//! disk. Now the location is checked before the program starts, long names
-//! are shortened, each file is written whole or not at all, the summary is
-//! always printed, a temporary directory is used instead and named, and
-//! hark exits with the program's status.
+//! Results survive a run directory that cannot be written (a read-only file
+//! system, a full disk, a program name longer than a file name may be): the
+//! location is checked before the program starts, long names are shortened,
+//! each file is written whole or not at all, the summary is always printed,
+//! a temporary directory is used instead and named, and hark exits with
+//! the program's status.
 //!
 //! The read-only and full file systems are small tmpfs mounts, which needs
 //! root; without it those cases say so and pass.

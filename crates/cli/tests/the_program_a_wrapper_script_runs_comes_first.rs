@@ -8,8 +8,8 @@
 //! per rank, each with its messages unmatched.
 //!
 //! The script also runs a nested `sh -c`: a process of the rank under the
-//! script's own name, which used to be refused as a second claim to the
-//! rank (its write lost); it is the script's child now.
+//! script's own name, which must not be taken for a second claim to the
+//! rank (its write lost): it is the script's child.
 
 mod common;
 

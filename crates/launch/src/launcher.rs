@@ -183,7 +183,7 @@ pub fn with_given_preloads(launcher: Launcher, command: &[String], probe: &Path)
     out
 }
 
-/// The command line of a job with an analyser partition (issue 9; Besnard
+/// The command line of a job with an analyser partition (`docs/analysers.md`; Besnard
 /// et al., *Event Streaming for Online Performance Measurements Reduction*):
 /// `command` — the programs, as given — with one more application context of
 /// `n` ranks running `analyser`, in the launcher's MPMD syntax (`mpirun -np

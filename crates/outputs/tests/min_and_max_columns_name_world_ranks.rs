@@ -1,8 +1,7 @@
-//! Issue 12, item 9: after `MPI_Abort` the min/max columns named the wrong
-//! rank. They printed the index into the per-rank arrays, which is the
-//! world rank only when every rank from 0 up is present: a rank that never
-//! connected (killed, aborted) or a program that is the second of an MPMD
-//! launch shifts every later rank down. They now name the world rank.
+//! The min/max columns name world ranks, not indices into the per-rank
+//! arrays: the two differ when a rank never connected (killed, aborted, as
+//! after `MPI_Abort`) or a program is the second of an MPMD launch, which
+//! shifts every later rank down.
 
 mod common;
 

@@ -4,8 +4,7 @@
 //! recording thread's stores, and the reader's one pass over the bytes.
 //!
 //! `cargo bench -p hark-probe --bench event_size` prints medians of 15
-//! alternated rounds; the numbers go in `BENCHMARKS.md` ("Probe: leaner
-//! events?"). Both encoders write into a pool of 8 pre-faulted 1 MiB
+//! alternated rounds; the numbers go in `BENCHMARKS.md` ("Other measures"). Both encoders write into a pool of 8 pre-faulted 1 MiB
 //! buffers used in turn, as the probe's threads do, and a second thread
 //! reads each full buffer (sums a field of every record) as the server's
 //! unpacking does, so that the buffers' cache lines move between cores as

@@ -16,7 +16,7 @@
 //! finish alone, the socket path's cost).
 //!
 //! `cargo bench -p hark-server --bench merge` prints the table of
-//! BENCHMARKS.md, "Analysers over MPI: map, scaling and merge"; `merge R C
+//! BENCHMARKS.md, "Merging over MPI"; `merge R C
 //! S k...` measures one model.
 
 use hark_server::{merge_partials, Server, ServerConfig};

@@ -11,7 +11,7 @@
 //! one). It follows the ranks as they connect and end. With no free core
 //! (ranks bound to every core), or no rank bound at all, the server's
 //! threads run where the server started, unbound: the scheduler then
-//! shares the cores as before.
+//! shares the cores with the ranks.
 //!
 //! Only this server's own threads are moved (a process may hold several
 //! servers, and threads it did not start are not the server's to bind);

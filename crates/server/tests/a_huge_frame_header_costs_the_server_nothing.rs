@@ -1,8 +1,7 @@
-//! Issue 12, item 2: one frame header claiming 256 MiB made the reader
-//! allocate and zero 256 MiB before a byte of the payload arrived; four
-//! such connections, idling, took the server from 4 MB to 1 GB. Now each
-//! frame kind has a cap (a pack's is the `pack_size` its `Hello` declared)
-//! and a payload is read as it arrives.
+//! A frame header claiming 256 MiB costs the server nothing before its
+//! payload arrives: each frame kind has a cap (a pack's is the `pack_size`
+//! its `Hello` declared) and a payload is read as it arrives, so four such
+//! connections, idling, leave the server's memory where it was.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Issue 12, item 1, through the whole server: a run that starts 40,000
+//! A run that starts 40,000
 //! short processes (a shell loop of `/bin/true`) must not leave
 //! per-connection resources behind. Each fake client here connects, sends a
 //! `Hello` and an `End`, and closes, as such a process's probe does. After
@@ -7,8 +7,8 @@
 //! leftover reader stack was one mapping (the kernel's limit is 65,530), and
 //! processes without an MPI rank beyond a program's first 1,000 are folded
 //! into one row of exact totals when they end (`ServerConfig::rows`), so
-//! nothing of them stays (before: about 930 bytes per process, a row of
-//! every table).
+//! nothing of them stays (a row of every table would be about 930 bytes
+//! per process).
 //!
 //! The virtual size is printed, not checked: on a loaded machine hundreds
 //! of readers run at once, and the heap they grew keeps its address range

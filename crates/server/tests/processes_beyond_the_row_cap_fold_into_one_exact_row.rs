@@ -1,4 +1,4 @@
-//! Issue 12, item 1: processes without an MPI rank beyond a program's first
+//! Processes without an MPI rank beyond a program's first
 //! `rows` are folded, when they end, into one row ("N other processes")
 //! whose counts are exact. Ten short processes that each write, with a cap
 //! of three rows, give four rows; every total (accounting, calls, bytes)

@@ -1,6 +1,6 @@
-//! Regression: shutting a server down used to wake its accept thread by
-//! connecting to its own socket file, so a server (or a test collector)
-//! whose socket file someone had already removed hung forever on shutdown.
+//! A server (or a test collector) whose socket file someone has already
+//! removed still shuts down: its accept thread must not be woken by
+//! connecting to its own socket file, which would hang forever.
 
 use std::sync::mpsc;
 use std::time::Duration;

@@ -180,7 +180,7 @@ fn messages_on_communicators_sharing_an_id_past_the_cap_pair_within_each() {
     let waits: Vec<(Pattern, u64)> = out.iter().map(|w| (w.pattern, w.time_ns)).collect();
     assert_eq!(waits, [(Pattern::LateSenderWrongOrder, 50)]);
     assert_eq!(m.finish(), (Vec::new(), Unmatched::default()));
-    // In one channel, as before, the first send would pair with the
+    // In one channel for all tags, the first send would pair with the
     // first receive and no wait be found.
     let (mut m, mut out) = (P2pMatcher::default(), Vec::new());
     ops.iter()

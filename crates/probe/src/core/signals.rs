@@ -30,7 +30,7 @@
 //! up with its own `dlsym`) is put behind the probe again once MPI is
 //! initialised (when the probe learns the rank). So an MPI
 //! library's crash handler (Open MPI installs one for SIGSEGV, SIGBUS,
-//! SIGFPE and SIGABRT) runs as before, after the probe has flushed. For
+//! SIGFPE and SIGABRT) still runs, after the probe has flushed. For
 //! SIGTERM and SIGINT a program's handler may well let the program go on
 //! (Python turns SIGINT into `KeyboardInterrupt`): the probe then only calls
 //! it, and the program's own exit closes the stream. For the four fault

@@ -1,7 +1,7 @@
 //! Counting instead of shipping: what a rank sampled out by a service
 //! (`hark ctl sample K/N`) sends in place of its packs.
 //!
-//! The program's threads record exactly as before: a sampled-out rank's
+//! The program's threads record as on any rank: a sampled-out rank's
 //! hot path is the same code, so it costs nothing to have the filter and
 //! nothing to switch it. The shipping thread, when it takes a full buffer,
 //! folds its events into per-function totals ([`fold`]) and sends one

@@ -18,7 +18,7 @@
 //! The split is the contract with the rest of the job: every process calls
 //! it once, right after `MPI_Init`, before anything else collective. A
 //! partition is told apart by its colour, the `MPI_APPNUM` of its MPMD
-//! context; the analyser partition (issue 9) is one more context and gets
+//! context; the analyser partition (`docs/analysers.md`) is one more context and gets
 //! its own colour by the same rule.
 //!
 //! Under `hark run --analysers --no-virtualise` (`HARK_VIRTUALISE=0` with
