@@ -382,3 +382,37 @@ fn only_boundary_crates_derive_serialize() {
         "Serialize derived outside the boundary crates: {wrong:?}"
     );
 }
+
+/// Whether `text` names an issue by number: the word, a space, a digit.
+fn names_an_issue(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    lower.match_indices("issue ").any(|(i, m)| {
+        lower[i + m.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+#[test]
+fn code_and_docs_say_what_is_not_which_issue_asked() {
+    let mut files = rust_files(&root().join("crates"));
+    for dir in ["docs", "scripts"] {
+        for e in std::fs::read_dir(root().join(dir)).unwrap().flatten() {
+            files.push(e.path());
+        }
+    }
+    files.extend(["README.md", "ARCHITECTURE.md", "BENCHMARKS.md"].map(|f| root().join(f)));
+    let wrong: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .is_ok_and(|t| names_an_issue(&t) || t.contains(&["the", "seed"].join(" ")))
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "name an issue by number, or cite a paper as a seed: {wrong:?}"
+    );
+}
