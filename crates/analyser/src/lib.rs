@@ -801,7 +801,9 @@ fn pass_reference(abi: &Abi, first_chunk: &[u8], comm: usize, peers: &Peers) {
 /// `HARK_TEST_MATCH_BOUND=N`, **for tests only** (`hark run` calls it too): each matching key holds
 /// at most N unmatched operations instead of 65 536, so that a short test
 /// run exceeds the bound (`docs/analysers.md`).
+/// Does nothing unless built with the `test-hooks` feature.
 pub fn test_match_bound() {
+    #[cfg(feature = "test-hooks")]
     if let Some(n) = std::env::var("HARK_TEST_MATCH_BOUND")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())

@@ -53,27 +53,34 @@ use hark_analyses::IdMap;
 use serde::{Deserialize, Serialize};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Operations one key holds unmatched before the oldest are dropped.
 pub const MAX_HELD_PER_KEY: usize = 1 << 16;
 
 /// The bound in force: [`MAX_HELD_PER_KEY`] unless a test lowered it.
-static HELD_BOUND: AtomicUsize = AtomicUsize::new(MAX_HELD_PER_KEY);
+#[cfg(feature = "test-hooks")]
+static HELD_BOUND: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(MAX_HELD_PER_KEY);
 
-/// **For tests only**: lowers (or restores) the operations one key holds
-/// unmatched, process-wide, so that a test can exceed the bound with a
-/// short run (`HARK_TEST_MATCH_BOUND`, read by the `hark` binary; see
-/// `docs/analysers.md`). Clamped to `1..=MAX_HELD_PER_KEY`.
+/// **For tests only** (the `test-hooks` feature): lowers (or restores) the
+/// operations one key holds unmatched, process-wide, so that a test can
+/// exceed the bound with a short run (`HARK_TEST_MATCH_BOUND`, read by a
+/// `hark` built with its `test-hooks` feature; see `docs/analysers.md`).
+/// Clamped to `1..=MAX_HELD_PER_KEY`.
+#[cfg(feature = "test-hooks")]
 pub fn set_held_bound_for_tests(n: usize) {
+    use std::sync::atomic::Ordering;
     HELD_BOUND.store(n.clamp(1, MAX_HELD_PER_KEY), Ordering::Relaxed);
 }
 
 /// The operations one key holds unmatched: [`MAX_HELD_PER_KEY`], unless a
-/// test lowered it ([`set_held_bound_for_tests`]).
+/// test build lowered it.
 #[inline]
 pub fn held_bound() -> usize {
-    HELD_BOUND.load(Ordering::Relaxed)
+    #[cfg(feature = "test-hooks")]
+    return HELD_BOUND.load(std::sync::atomic::Ordering::Relaxed);
+    #[cfg(not(feature = "test-hooks"))]
+    MAX_HELD_PER_KEY
 }
 
 /// Incomplete collective instances one key holds before the oldest are

@@ -423,22 +423,31 @@ pub fn finalize() {
 /// `MPI_Allgather` of 8 bytes per rank on `comm` (collective; the stream
 /// communicator, right after its duplicate, on writers and analysers
 /// alike: `docs/analysers.md` step 2). The node is the host name's
-/// [`hark_wire::partition::node_id`], or the test-only `HARK_TEST_NODES`
-/// override. `None` if the call failed.
+/// [`hark_wire::partition::node_id`], or the `HARK_TEST_NODES` override of
+/// a build with the `test-hooks` feature. `None` if the call failed.
 pub fn gather_places(
     abi: &Abi,
     comm: usize,
     rank: i32,
     size: i32,
 ) -> Option<Vec<hark_wire::partition::Place>> {
-    use hark_wire::partition::{node_id, test_node, Place};
-    let node = test_node(
+    #[cfg(feature = "test-hooks")]
+    use hark_wire::partition::test_node;
+    use hark_wire::partition::{node_id, Place};
+    // Nodes are emulated only by an MPI layer built for Hark's tests.
+    #[cfg(feature = "test-hooks")]
+    let test = test_node(
         std::env::var(hark_settings::TEST_NODES.name)
             .ok()
             .as_deref(),
         rank.max(0) as u32,
-    )
-    .unwrap_or_else(|| {
+    );
+    #[cfg(not(feature = "test-hooks"))]
+    let test = {
+        let _ = rank;
+        None
+    };
+    let node = test.unwrap_or_else(|| {
         let mut host = [0u8; 256];
         // SAFETY: the buffer is writable for its length.
         let ok = unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len()) } == 0;

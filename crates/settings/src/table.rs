@@ -115,7 +115,7 @@ pub const TEST_CLOCK_SKEW_NS: Setting = Setting {
     kind: Kind::Signed,
     default: DefaultValue::Number(0),
     set_by: SetBy::Tests,
-    doc: "this process's probe clock (every event timestamp, the alignment's readings) and its handshake's realtime reading read this many ns late, as if its host's clocks were off; the handshake's own probe-clock reference is not skewed, so only the MPI alignment can see it. Costs nothing on the hot path: it is folded into the clock's calibration (`crates/probe/src/core/clock.rs`)",
+    doc: "read only by a probe built with its `test-hooks` feature (`scripts/test.sh`), ignored otherwise: this process's probe clock (every event timestamp, the alignment's readings) and its handshake's realtime reading read this many ns late, as if its host's clocks were off; the handshake's own probe-clock reference is not skewed, so only the MPI alignment can see it. Costs nothing on the hot path: it is folded into the clock's calibration (`crates/probe/src/core/clock.rs`)",
 };
 
 /// The analyser ranks of an MPMD job.
@@ -145,7 +145,7 @@ pub const TEST_NODES: Setting = Setting {
     kind: Kind::Text,
     default: DefaultValue::Words("unset"),
     set_by: SetBy::Tests,
-    doc: "a comma-separated list of node numbers, with `--analysers`; world rank `r` claims the `r`-th (the last past the end) as its node instead of its host name's, so a one-node machine can exercise same-node-first mapping. Read by the probes and the analysers alike",
+    doc: "read only by a probe and a `hark` built with their `test-hooks` features (`scripts/test.sh`), ignored otherwise: a comma-separated list of node numbers, with `--analysers`; world rank `r` claims the `r`-th (the last past the end) as its node instead of its host name's, so a one-node machine can exercise same-node-first mapping. Read by the probes and the analysers alike",
 };
 
 /// How long connecting may take.

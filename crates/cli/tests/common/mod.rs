@@ -88,6 +88,24 @@ pub fn probe() -> PathBuf {
         .clone()
 }
 
+/// Whether the probe and `hark` were built with their `test-hooks` features
+/// (settings only Hark's own tests use: a skewed clock, emulated nodes, a
+/// lowered matching bound), as `scripts/test.sh` builds them; if not, says
+/// the test is skipped and how to run it.
+pub fn test_hooks_or_skip() -> bool {
+    let probe = std::fs::read(probe()).unwrap_or_default();
+    let marker = b"HARK_PROBE_TEST_HOOKS";
+    let in_probe = probe.windows(marker.len()).any(|w| w == marker);
+    let ok = in_probe && cfg!(feature = "test-hooks");
+    if !ok {
+        eprintln!(
+            "skipped: needs the test hooks; build and test with \
+             --features hark-cli/test-hooks,hark-probe/test-hooks (scripts/test.sh does)"
+        );
+    }
+    ok
+}
+
 /// A fresh scratch directory for one test.
 pub fn scratch(tag: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("hark-e2e-{tag}-{}", std::process::id()));

@@ -47,7 +47,7 @@ pub(crate) struct Config {
     /// `MPI_Init` and `MPI_Finalize` (the server then keeps the handshake's
     /// estimate). Every rank of a job must agree: the ping-pong is collective.
     pub clock_sync: bool,
-    /// `HARK_TEST_CLOCK_SKEW_NS`, for tests only: this process's clocks read
+    /// `HARK_TEST_CLOCK_SKEW_NS`, read only with the `test-hooks` feature: this process's clocks read
     /// this many ns late (see `core::clock`), default 0.
     pub clock_skew_ns: i64,
     /// `HARK_CONNECT_TIMEOUT_MS`, default 3000.
@@ -137,9 +137,17 @@ impl Config {
         keep(&settings::SHM, shm.warning);
         let clock = settings::CLOCK.word(text(&settings::CLOCK).as_deref());
         keep(&settings::CLOCK, clock.warning);
-        let skew =
-            settings::TEST_CLOCK_SKEW_NS.signed(text(&settings::TEST_CLOCK_SKEW_NS).as_deref());
-        keep(&settings::TEST_CLOCK_SKEW_NS, skew.warning);
+        // Read only by a probe built for Hark's tests (the `test-hooks`
+        // feature): a production probe has no way to skew its clock.
+        #[cfg(feature = "test-hooks")]
+        let skew = {
+            let r =
+                settings::TEST_CLOCK_SKEW_NS.signed(text(&settings::TEST_CLOCK_SKEW_NS).as_deref());
+            keep(&settings::TEST_CLOCK_SKEW_NS, r.warning);
+            r.value
+        };
+        #[cfg(not(feature = "test-hooks"))]
+        let skew = 0;
         Some(Config {
             addr: addr.to_string(),
             secret: secret.to_string(),
@@ -149,7 +157,7 @@ impl Config {
             io,
             clock: clock.value.unwrap_or_default().to_string(),
             clock_sync,
-            clock_skew_ns: skew.value,
+            clock_skew_ns: skew,
             connect_timeout,
             send_timeout,
             drain_timeout,
