@@ -122,77 +122,20 @@ fn say(text: &str) {
 /// Runs one analyser rank; returns its exit status.
 pub fn run(args: &Options) -> Result<i32> {
     test_match_bound();
-    let secret = std::env::var(hark_settings::ADDR.name)
-        .ok()
-        .and_then(|a| a.split_once('@').map(|(s, _)| s.to_string()));
     // First, while this process has one thread and no MPI: the server's
     // process, which outlives this rank (keeper.rs).
-    let keeper = keeper::Keeper::start(
-        &args.output,
-        (!args.analyses.is_empty()).then(|| args.analyses.clone()),
-        secret,
-    )?;
+    let keeper = start_keeper(args)?;
     let abi = hark_mpi::load(&args.mpi_lib)
         .map_err(|e| Error::caused_by(ErrorKind::Library, "an analyser rank cannot start", e))?;
     if !mpi_call::init() {
         bail!(Mpi, "MPI_Init failed in an analyser rank");
     }
-    let world = abi.comm_world;
-    let (rank, size) = mpi_call::rank_size(world);
-    let off = |k: &str| {
-        matches!(
-            std::env::var(k).as_deref().map(str::trim),
-            Ok("0" | "no" | "false" | "off")
-        )
-    };
-    let on = |k: &str| {
-        matches!(
-            std::env::var(k).as_deref().map(str::trim),
-            Ok("1" | "yes" | "true" | "on")
-        )
-    };
-    // The probes' init-time collectives, in their order (see the module
-    // documentation).
-    // Virtualised, the colour is the program's MPI_APPNUM (the analysers'
-    // context has its own); under --no-virtualise, the partition (writers
-    // 0, analysers 1).
-    let colour = if on(hark_settings::VIRTUALISE.name) {
-        mpi_call::appnum(abi).max(0)
-    } else {
-        1
-    };
-    mpi_call::comm_split(abi, world, colour, rank).context(
-        ErrorKind::Mpi,
-        "MPI_Comm_split of the world failed in an analyser rank",
-    )?;
-    let streams = mpi_call::comm_dup(abi, world).context(
-        ErrorKind::Mpi,
-        "MPI_Comm_dup of the world failed in an analyser rank",
-    )?;
-    // Errors on Hark's own communicators come back as errors (each call
-    // below says which failed) instead of ending the job from inside MPI.
-    mpi_call::errors_return(abi, streams);
-    let places = mpi_call::gather_places(abi, streams, rank, size).context(
-        ErrorKind::Mpi,
-        "MPI_Allgather of the processes' nodes failed in an analyser rank",
-    )?;
-    let clock = if off(hark_settings::CLOCK_SYNC.name) {
-        None
-    } else {
-        let comm = mpi_call::comm_dup(abi, world).context(
-            ErrorKind::Mpi,
-            "MPI_Comm_dup of the world failed in an analyser rank",
-        )?;
-        mpi_call::errors_return(abi, comm);
-        if rank == 0 {
-            bail!(
-                Job,
-                "an analyser rank is world rank 0; the analysers must come after the programs"
-            );
-        }
-        ping_pongs(abi, comm)?;
-        Some(comm)
-    };
+    let (rank, size) = mpi_call::rank_size(abi.comm_world);
+    let Joined {
+        streams,
+        places,
+        clock,
+    } = join_probes(abi, rank, size)?;
 
     let map = job_map(&places, args.analysers, args.map).context(
         ErrorKind::Job,
@@ -200,39 +143,13 @@ pub fn run(args: &Options) -> Result<i32> {
     )?;
     let writers = map.writers_of(rank as u32);
     if args.verbose {
-        let list: Vec<String> = writers.iter().map(|w| w.to_string()).collect();
-        say(&format!(
-            "hark: analyser rank {rank} (node {:08x}) receives writers {} ({} map)\n",
-            places[rank as usize].node,
-            list.join(","),
-            args.map.name()
-        ));
+        say_writers(args, rank, &places, &writers);
     }
     let first = size - args.analysers as i32;
 
     keeper.set_index((rank - first) as u32);
-    // Several analysers exchange the cross-rank entries whose key another
-    // one owns (`exchange.rs`); the owner of a world rank is the analyser
-    // its stream goes to. Set up before any writer's stream connects.
-    // `HARK_EXCHANGE=0` leaves every match to the end-of-run merge (to
-    // measure what the exchange costs, docs/analysers.md).
-    let routed = args.analysers > 1 && !off(hark_settings::EXCHANGE.name);
-    if routed {
-        let owners: Vec<u32> = (0..first as u32)
-            .map(|r| {
-                map.analyser_of(r)
-                    .map_or(rank - first, |a| a as i32 - first) as u32
-            })
-            .collect();
-        keeper.exchange((rank - first) as u32, args.analysers, &owners)?;
-    }
-    let mut conns = Vec::new();
-    for _ in &writers {
-        conns.push(Some(UnixStream::connect(keeper.socket()).context(
-            ErrorKind::Keeper,
-            "cannot reach the analyser's own server",
-        )?));
-    }
+    let routed = route_exchange(args, &keeper, &map, rank, first)?;
+    let mut conns = connect_writers(&keeper, writers.len())?;
     let peers = Peers {
         analysers: (first..size).collect(),
         rank0_at: map.analyser_of(0).map_or(first, |a| a as i32),
@@ -269,19 +186,19 @@ pub fn run(args: &Options) -> Result<i32> {
                 Some(sink),
             )
         });
-        receive(
+        receive(Receive {
             abi,
-            streams,
+            comm: streams,
             clock,
-            &writers,
-            &mut conns,
-            args.pack_size,
-            &keeper,
-            &peers,
-            snaps.as_mut(),
-            exchanger.as_mut(),
-            &mut notes,
-        )?;
+            writers: &writers,
+            conns: &mut conns,
+            pack_size: args.pack_size,
+            keeper: &keeper,
+            peers: &peers,
+            snaps: snaps.as_mut(),
+            exchanger: exchanger.as_mut(),
+            notes: &mut notes,
+        })?;
         let ended_ns = realtime_ns();
         match snaps {
             Some(mut s) => {
@@ -293,28 +210,16 @@ pub fn run(args: &Options) -> Result<i32> {
     })?;
     let ended = std::time::Instant::now();
     drop(conns);
-    let exchange_problems = exchanger.as_ref().map(|e| e.problems.clone());
-    if let Some(e) = &exchanger {
-        exchange_stats(rank - first, e, &keeper);
-    }
-    drop(exchanger);
-    let (programs, mut problems) = keeper::decode_partials(&keeper.finish()?)?;
-    problems.extend(exchange_problems.into_iter().flatten());
-    problems.extend(notes);
+    let mine = rank_share(rank - first, exchanger, keeper, notes, ended_ns)?;
     let finished = ended.elapsed();
     if args.verbose {
         say(&format!(
             "hark: analyser rank {rank}: {} events from {} writer(s), {:.1} ms CPU (the rank and its keeper)\n",
-            costs::events(&programs),
+            costs::events(&mine.programs),
             writers.len(),
             costs::cpu().as_secs_f64() * 1e3
         ));
     }
-    let mine = merge::Share {
-        programs,
-        problems,
-        ended_ns,
-    };
     let merged = merge::reduce(abi, streams, &group, mine, analyses.as_deref())?;
     if let Some(c) = clock {
         mpi_call::comm_free(c);
@@ -325,28 +230,187 @@ pub fn run(args: &Options) -> Result<i32> {
     let Some(share) = merged else {
         return Ok(0);
     };
-    let run = hark_server::fold_merged(share.programs, share.problems, analyses.as_deref(), false)
+    write_merged(args, share, group.mode, &took, finished)?;
+    Ok(0)
+}
+
+/// Starts the rank's keeper (the server's process, `keeper.rs`), with the
+/// run's secret from `HARK_ADDR` when there is one.
+fn start_keeper(args: &Options) -> Result<keeper::Keeper> {
+    let secret = std::env::var(hark_settings::ADDR.name)
+        .ok()
+        .and_then(|a| a.split_once('@').map(|(s, _)| s.to_string()));
+    keeper::Keeper::start(
+        &args.output,
+        (!args.analyses.is_empty()).then(|| args.analyses.clone()),
+        secret,
+    )
+}
+
+/// Whether the setting `k` is set to a false value.
+fn setting_off(k: &str) -> bool {
+    matches!(
+        std::env::var(k).as_deref().map(str::trim),
+        Ok("0" | "no" | "false" | "off")
+    )
+}
+
+/// Whether the setting `k` is set to a true value.
+fn setting_on(k: &str) -> bool {
+    matches!(
+        std::env::var(k).as_deref().map(str::trim),
+        Ok("1" | "yes" | "true" | "on")
+    )
+}
+
+/// What an analyser rank holds once it made the probes' init-time
+/// collectives.
+struct Joined {
+    /// The stream communicator.
+    streams: usize,
+    /// Every process's node and program, in world ranks (the map's input).
+    places: Vec<hark_wire::partition::Place>,
+    /// The clock's communicator, unless `HARK_CLOCK_SYNC=0`.
+    clock: Option<usize>,
+}
+
+/// Makes the probes' init-time collectives, in their order (see the module
+/// documentation).
+fn join_probes(abi: &Abi, rank: i32, size: i32) -> Result<Joined> {
+    let world = abi.comm_world;
+    // Virtualised, the colour is the program's MPI_APPNUM (the analysers'
+    // context has its own); under --no-virtualise, the partition (writers
+    // 0, analysers 1).
+    let colour = if setting_on(hark_settings::VIRTUALISE.name) {
+        mpi_call::appnum(abi).max(0)
+    } else {
+        1
+    };
+    mpi_call::comm_split(abi, world, colour, rank).context(
+        ErrorKind::Mpi,
+        "MPI_Comm_split of the world failed in an analyser rank",
+    )?;
+    let streams = mpi_call::comm_dup(abi, world).context(
+        ErrorKind::Mpi,
+        "MPI_Comm_dup of the world failed in an analyser rank",
+    )?;
+    // Errors on Hark's own communicators come back as errors (each call
+    // below says which failed) instead of ending the job from inside MPI.
+    mpi_call::errors_return(abi, streams);
+    let places = mpi_call::gather_places(abi, streams, rank, size).context(
+        ErrorKind::Mpi,
+        "MPI_Allgather of the processes' nodes failed in an analyser rank",
+    )?;
+    let clock = if setting_off(hark_settings::CLOCK_SYNC.name) {
+        None
+    } else {
+        let comm = mpi_call::comm_dup(abi, world).context(
+            ErrorKind::Mpi,
+            "MPI_Comm_dup of the world failed in an analyser rank",
+        )?;
+        mpi_call::errors_return(abi, comm);
+        if rank == 0 {
+            bail!(
+                Job,
+                "an analyser rank is world rank 0; the analysers must come after the programs"
+            );
+        }
+        ping_pongs(abi, comm)?;
+        Some(comm)
+    };
+    Ok(Joined {
+        streams,
+        places,
+        clock,
+    })
+}
+
+/// `hark run -v`: which writers this rank receives.
+fn say_writers(args: &Options, rank: i32, places: &[hark_wire::partition::Place], writers: &[u32]) {
+    let list: Vec<String> = writers.iter().map(|w| w.to_string()).collect();
+    say(&format!(
+        "hark: analyser rank {rank} (node {:08x}) receives writers {} ({} map)\n",
+        places[rank as usize].node,
+        list.join(","),
+        args.map.name()
+    ));
+}
+
+/// Tells the keeper which analyser owns each world rank when several
+/// analysers exchange the cross-rank entries whose key another one owns
+/// (`exchange.rs`); returns whether they do. The owner of a world rank is
+/// the analyser its stream goes to. Set up before any writer's stream
+/// connects. `HARK_EXCHANGE=0` leaves every match to the end-of-run merge
+/// (to measure what the exchange costs, docs/analysers.md).
+fn route_exchange(
+    args: &Options,
+    keeper: &keeper::Keeper,
+    map: &hark_wire::partition::Map,
+    rank: i32,
+    first: i32,
+) -> Result<bool> {
+    let routed = args.analysers > 1 && !setting_off(hark_settings::EXCHANGE.name);
+    if routed {
+        let owners: Vec<u32> = (0..first as u32)
+            .map(|r| {
+                map.analyser_of(r)
+                    .map_or(rank - first, |a| a as i32 - first) as u32
+            })
+            .collect();
+        keeper.exchange((rank - first) as u32, args.analysers, &owners)?;
+    }
+    Ok(routed)
+}
+
+/// One connection to the keeper's server per writer.
+fn connect_writers(keeper: &keeper::Keeper, writers: usize) -> Result<Vec<Option<UnixStream>>> {
+    let mut conns = Vec::new();
+    for _ in 0..writers {
+        conns.push(Some(UnixStream::connect(keeper.socket()).context(
+            ErrorKind::Keeper,
+            "cannot reach the analyser's own server",
+        )?));
+    }
+    Ok(conns)
+}
+
+/// This rank's partial results once its streams ended: the keeper's, with
+/// the exchange's problems and the receive loop's `notes`.
+fn rank_share(
+    index: i32,
+    exchanger: Option<exchange::Exchanger<'_>>,
+    keeper: keeper::Keeper,
+    notes: Vec<String>,
+    ended_ns: u64,
+) -> Result<merge::Share> {
+    let exchange_problems = exchanger.as_ref().map(|e| e.problems.clone());
+    if let Some(e) = &exchanger {
+        exchange_stats(index, e, &keeper);
+    }
+    drop(exchanger);
+    let (programs, mut problems) = keeper::decode_partials(&keeper.finish()?)?;
+    problems.extend(exchange_problems.into_iter().flatten());
+    problems.extend(notes);
+    Ok(merge::Share {
+        programs,
+        problems,
+        ended_ns,
+    })
+}
+
+/// Analyser rank 0: folds the merged results and writes the run directory.
+fn write_merged(
+    args: &Options,
+    share: merge::Share,
+    mode: Mode,
+    took: &[Duration],
+    finished: Duration,
+) -> Result<()> {
+    let analyses = (!args.analyses.is_empty()).then_some(args.analyses.as_slice());
+    let run = hark_server::fold_merged(share.programs, share.problems, analyses, false)
         .context(ErrorKind::Merge, "cannot merge the analysers' results")?;
     if args.verbose {
-        let after = realtime_ns().saturating_sub(share.ended_ns);
-        say(&format!(
-            "hark: {} analyser(s) merged by {} in {:.1} ms after the last stream ended (this rank's own fold {:.1} ms)\n",
-            args.analysers,
-            group.mode.name(),
-            after as f64 / 1e6,
-            finished.as_secs_f64() * 1e3,
-        ));
-        if !took.is_empty() {
-            let mut t = took.clone();
-            t.sort();
-            say(&format!(
-                "hark: {} live snapshot(s) merged by {}, median {:.1} ms, longest {:.1} ms\n",
-                t.len(),
-                group.mode.name(),
-                t[t.len() / 2].as_secs_f64() * 1e3,
-                t[t.len() - 1].as_secs_f64() * 1e3,
-            ));
-        }
+        say_merge_times(args.analysers, mode, share.ended_ns, took, finished);
     }
     std::fs::create_dir_all(&args.output).with_context(ErrorKind::Io, || {
         format!("cannot create the run directory {}", args.output.display())
@@ -355,7 +419,37 @@ pub fn run(args: &Options) -> Result<i32> {
         format!("cannot write the run directory {}", args.output.display())
     })?;
     keeper::clean(&args.output);
-    Ok(0)
+    Ok(())
+}
+
+/// `hark run -v`: how long the merge of the results, and of the live
+/// snapshots, took.
+fn say_merge_times(
+    analysers: u32,
+    mode: Mode,
+    ended_ns: u64,
+    took: &[Duration],
+    finished: Duration,
+) {
+    let after = realtime_ns().saturating_sub(ended_ns);
+    say(&format!(
+        "hark: {} analyser(s) merged by {} in {:.1} ms after the last stream ended (this rank's own fold {:.1} ms)\n",
+        analysers,
+        mode.name(),
+        after as f64 / 1e6,
+        finished.as_secs_f64() * 1e3,
+    ));
+    if !took.is_empty() {
+        let mut t = took.to_vec();
+        t.sort();
+        say(&format!(
+            "hark: {} live snapshot(s) merged by {}, median {:.1} ms, longest {:.1} ms\n",
+            t.len(),
+            mode.name(),
+            t[t.len() / 2].as_secs_f64() * 1e3,
+            t[t.len() - 1].as_secs_f64() * 1e3,
+        ));
+    }
 }
 
 /// `CLOCK_REALTIME` in ns: the analysers of a job compare their ends by it.
@@ -431,131 +525,254 @@ const REFERENCE_TAG: i32 = STREAM_TAG + 2;
 /// Bytes of a reference message: the offset, then the job's name.
 const REFERENCE_MAX: usize = 4096;
 
+/// What the receive loop works on, given by [`run`].
+struct Receive<'a, 'x, 'scope, 'env> {
+    abi: &'a Abi,
+    /// The stream communicator.
+    comm: usize,
+    /// The clock's communicator, whose `MPI_Finalize` ping-pong is
+    /// answered while the streams are received.
+    clock: Option<usize>,
+    /// The world ranks whose streams this rank receives.
+    writers: &'a [u32],
+    /// Per writer: its connection to the keeper's server.
+    conns: &'a mut [Option<UnixStream>],
+    /// The probes' pack size in bytes.
+    pack_size: usize,
+    keeper: &'a keeper::Keeper,
+    peers: &'a Peers,
+    snaps: Option<&'a mut snapshots::Snapshots<'scope, 'env>>,
+    exchanger: Option<&'a mut exchange::Exchanger<'x>>,
+    /// What the loop has to say for the run's diagnostics.
+    notes: &'a mut Vec<String>,
+}
+
 /// Receives every writer's stream into its connection, and answers the
 /// clock's `MPI_Finalize` ping-pong meanwhile. The analyser that receives
 /// world rank 0's stream passes its clock reference (its Hello's mapping,
 /// `docs/analyses.md` "Time") to the others, whose servers never see that
 /// stream.
-#[allow(clippy::too_many_arguments)]
-fn receive(
-    abi: &Abi,
-    comm: usize,
-    clock: Option<usize>,
-    writers: &[u32],
-    conns: &mut [Option<UnixStream>],
-    pack_size: usize,
-    keeper: &keeper::Keeper,
-    peers: &Peers,
-    mut snaps: Option<&mut snapshots::Snapshots<'_, '_>>,
-    mut exchanger: Option<&mut exchange::Exchanger>,
-    notes: &mut Vec<String>,
-) -> Result<()> {
-    let chunk = stream_chunk(pack_size);
-    let slots = writers.len() * STREAM_RECVS;
-    // Three more: the clock's ping (send) and its answer (receive), and the
-    // reference from the analyser of world rank 0; then one per writer: its
-    // notice that it gave up its stream (`GIVE_UP_TAG`).
-    let (ping, answer, reference) = (slots, slots + 1, slots + 2);
-    let notice = slots + 3;
-    let total = notice + writers.len();
-    let mut reqs = Requests::new(abi, total);
-    // Leaked: a notice may come after its stream ended (its receive is then
-    // cancelled, which may fail once the notice matched), so its buffer
-    // must never be freed under MPI. 8 bytes per writer, once per run.
-    let notices: &'static mut [u8] = Box::leak(vec![0u8; 8 * writers.len()].into_boxed_slice());
-    for (w, buf) in notices.chunks_mut(8).enumerate() {
-        // SAFETY: the buffer is never freed; the handle slot lives until
-        // the request completes or is cancelled below.
-        if !unsafe {
-            mpi_call::irecv_bytes(
-                abi,
-                buf.as_mut_ptr(),
-                8,
-                writers[w] as i32,
-                GIVE_UP_TAG,
-                comm,
-                reqs.at(notice + w),
-            )
-        } {
-            bail!(Mpi, "MPI_Irecv failed in an analyser rank");
+fn receive(job: Receive<'_, '_, '_, '_>) -> Result<()> {
+    let mut r = Receiver::new(job);
+    r.post_notices()?;
+    r.post_reference()?;
+    r.post_streams()?;
+    if r.rounds > 0 {
+        r.start_round()?;
+        r.clock_busy = 2;
+    }
+    while r.busy() {
+        r.step()?;
+    }
+    r.cancel_missing_notices();
+    Ok(())
+}
+
+/// The receive loop's requests, buffers and per-writer progress.
+///
+/// The request slots: `STREAM_RECVS` per writer; three more: the clock's
+/// ping (send) and its answer (receive), and the reference from the
+/// analyser of world rank 0; then one per writer: its notice that it gave
+/// up its stream (`GIVE_UP_TAG`). Every buffer a posted receive writes
+/// into is on the heap, so that the receiver may move.
+struct Receiver<'a, 'x, 'scope, 'env> {
+    job: Receive<'a, 'x, 'scope, 'env>,
+    chunk: usize,
+    slots: usize,
+    ping: usize,
+    answer: usize,
+    reference: usize,
+    notice: usize,
+    total: usize,
+    reqs: Requests,
+    /// Leaked: a notice may come after its stream ended (its receive is
+    /// then cancelled, which may fail once the notice matched), so its
+    /// buffer must never be freed under MPI. 8 bytes per writer, once per
+    /// run.
+    notices: &'static mut [u8],
+    // Per writer: chunks taken (the end included), whether its stream is
+    // over, the chunks it started before it gave up, if it did, and
+    // whether its notice came.
+    taken: Vec<u64>,
+    over: Vec<bool>,
+    gave_up: Vec<Option<u64>>,
+    noticed: Vec<bool>,
+    reference_buf: Vec<u8>,
+    reference_pending: bool,
+    rank0_hello_seen: bool,
+    bufs: Vec<Vec<u8>>,
+    /// Writers whose streams are not over.
+    open: usize,
+    /// Per slot: the byte count of a receive completed and not yet used.
+    done: Vec<Option<usize>>,
+    /// Per writer: the slot its next chunk arrives in.
+    next: Vec<usize>,
+    answer_buf: Box<[u8; 8]>,
+    /// Clock rounds left, and the requests of the current one not yet
+    /// completed.
+    rounds: usize,
+    clock_busy: i32,
+    status: Vec<u8>,
+    idle: Duration,
+    /// Requests handled since the snapshots and the exchange were last
+    /// moved on. They are moved on once every request that had completed
+    /// was handled (or after `total` in a row), not between two: a pass of
+    /// the exchange may wait for the keeper (an injection), and a writer
+    /// whose chunks came after another's then waited for one pass per
+    /// chunk of the other (`MPI_Testany` returns the lowest completed
+    /// index), with the time its analyser took none counting towards its
+    /// drain timeout at `MPI_Finalize`.
+    streak: usize,
+}
+
+/// The clock's ping: a static, since its send must outlive the request.
+static PING: [u8; 1] = [0];
+
+impl<'a, 'x, 'scope, 'env> Receiver<'a, 'x, 'scope, 'env> {
+    /// The loop's state, nothing posted yet.
+    fn new(job: Receive<'a, 'x, 'scope, 'env>) -> Self {
+        let n = job.writers.len();
+        let chunk = stream_chunk(job.pack_size);
+        let slots = n * STREAM_RECVS;
+        let notice = slots + 3;
+        let total = notice + n;
+        Receiver {
+            chunk,
+            slots,
+            ping: slots,
+            answer: slots + 1,
+            reference: slots + 2,
+            notice,
+            total,
+            reqs: Requests::new(job.abi, total),
+            notices: Box::leak(vec![0u8; 8 * n].into_boxed_slice()),
+            taken: vec![0u64; n],
+            over: vec![false; n],
+            gave_up: vec![None; n],
+            noticed: vec![false; n],
+            reference_buf: vec![0u8; REFERENCE_MAX],
+            reference_pending: job.peers.me != job.peers.rank0_at,
+            rank0_hello_seen: false,
+            bufs: (0..slots).map(|_| vec![0u8; chunk]).collect(),
+            open: n,
+            done: vec![None; slots],
+            next: vec![0usize; n],
+            answer_buf: Box::new([0u8; 8]),
+            rounds: if job.clock.is_some() { CLOCK_ROUNDS } else { 0 },
+            clock_busy: 0,
+            status: vec![0u8; job.abi.status_size.max(32)],
+            idle: IDLE_MIN,
+            streak: 0,
+            job,
         }
     }
-    // Per writer: chunks taken (the end included), whether its stream is
-    // over, and the chunks it started before it gave up, if it did.
-    let mut taken = vec![0u64; writers.len()];
-    let mut over = vec![false; writers.len()];
-    let mut gave_up: Vec<Option<u64>> = vec![None; writers.len()];
-    let mut noticed = vec![false; writers.len()];
-    let mut reference_buf = vec![0u8; REFERENCE_MAX];
-    if peers.me != peers.rank0_at {
+
+    /// Posts the receive of every writer's give-up notice.
+    fn post_notices(&mut self) -> Result<()> {
+        let (abi, comm, writers) = (self.job.abi, self.job.comm, self.job.writers);
+        for (w, buf) in self.notices.chunks_mut(8).enumerate() {
+            // SAFETY: the buffer is never freed; the handle slot lives until
+            // the request completes or is cancelled below.
+            if !unsafe {
+                mpi_call::irecv_bytes(
+                    abi,
+                    buf.as_mut_ptr(),
+                    8,
+                    writers[w] as i32,
+                    GIVE_UP_TAG,
+                    comm,
+                    self.reqs.at(self.notice + w),
+                )
+            } {
+                bail!(Mpi, "MPI_Irecv failed in an analyser rank");
+            }
+        }
+        Ok(())
+    }
+
+    /// Posts the receive of world rank 0's clock reference, unless this
+    /// rank receives its stream.
+    fn post_reference(&mut self) -> Result<()> {
+        let peers = self.job.peers;
+        if peers.me == peers.rank0_at {
+            return Ok(());
+        }
         // SAFETY: the buffer lives until the request completes or is
-        // cancelled at the end of this function.
+        // cancelled at the end of `receive`.
         let posted = unsafe {
             mpi_call::irecv_bytes(
-                abi,
-                reference_buf.as_mut_ptr(),
+                self.job.abi,
+                self.reference_buf.as_mut_ptr(),
                 REFERENCE_MAX,
                 peers.rank0_at,
                 REFERENCE_TAG,
-                comm,
-                reqs.at(reference),
+                self.job.comm,
+                self.reqs.at(self.reference),
             )
         };
         if !posted {
             bail!(Mpi, "MPI_Irecv failed in an analyser rank");
         }
+        Ok(())
     }
-    let mut reference_pending = peers.me != peers.rank0_at;
-    let mut rank0_hello_seen = false;
-    let mut bufs: Vec<Vec<u8>> = (0..slots).map(|_| vec![0u8; chunk]).collect();
-    let mut open = writers.len();
-    // Per slot: the byte count of a receive completed and not yet used;
-    // per writer: the slot its next chunk arrives in.
-    let mut done: Vec<Option<usize>> = vec![None; slots];
-    let mut next = vec![0usize; writers.len()];
-    for (i, buf) in bufs.iter_mut().enumerate() {
-        let w = writers[i / STREAM_RECVS] as i32;
+
+    /// Posts the first receives of every writer's stream.
+    fn post_streams(&mut self) -> Result<()> {
+        for j in 0..self.slots {
+            self.post_chunk(j / STREAM_RECVS, j)?;
+        }
+        Ok(())
+    }
+
+    /// Posts the receive of slot `j`, one of writer `w`'s ring.
+    #[inline]
+    fn post_chunk(&mut self, w: usize, j: usize) -> Result<()> {
+        let w = self.job.writers[w] as i32;
         // SAFETY: the buffer and the handle slot live until the request
-        // completes or is cancelled below.
+        // completes or is cancelled.
         if !unsafe {
             mpi_call::irecv_bytes(
-                abi,
-                buf.as_mut_ptr(),
-                chunk,
+                self.job.abi,
+                self.bufs[j].as_mut_ptr(),
+                self.chunk,
                 w,
                 STREAM_TAG,
-                comm,
-                reqs.at(i),
+                self.job.comm,
+                self.reqs.at(j),
             )
         } {
             bail!(Mpi, "MPI_Irecv failed in an analyser rank");
         }
+        Ok(())
     }
-    let ping_byte = [0u8; 1];
-    let mut answer_buf = [0u8; 8];
-    let mut rounds = if clock.is_some() { CLOCK_ROUNDS } else { 0 };
-    let mut clock_busy = 0;
-    let start_round = |reqs: &mut Requests, answer_buf: &mut [u8; 8]| -> Result<()> {
-        let Some(c) = clock else { return Ok(()) };
+
+    /// Starts a round of the clock's ping-pong: its answer's receive and
+    /// its ping's send.
+    fn start_round(&mut self) -> Result<()> {
+        let Some(c) = self.job.clock else {
+            return Ok(());
+        };
+        let abi = self.job.abi;
         // SAFETY: the buffers outlive the requests (they are waited for
-        // before this function returns).
+        // before `receive` returns).
         let ok = unsafe {
             mpi_call::irecv_bytes(
                 abi,
-                answer_buf.as_mut_ptr(),
+                self.answer_buf.as_mut_ptr(),
                 8,
                 0,
                 CLOCK_TAG,
                 c,
-                reqs.at(answer),
+                self.reqs.at(self.answer),
             )
         };
-        let sent = mpi_call::issend_bytes(abi, &ping_byte, 0, CLOCK_TAG, c);
+        let sent = mpi_call::issend_bytes(abi, &PING, 0, CLOCK_TAG, c);
         match (ok, sent) {
             (true, Some(r)) => {
                 let v = r.to_le_bytes();
-                let size = reqs.size;
-                reqs.bytes[ping * size..(ping + 1) * size].copy_from_slice(&v[..size]);
+                let size = self.reqs.size;
+                let ping = self.ping;
+                self.reqs.bytes[ping * size..(ping + 1) * size].copy_from_slice(&v[..size]);
                 Ok(())
             }
             _ => bail!(
@@ -563,217 +780,257 @@ fn receive(
                 "the clock ping-pong with world rank 0 failed in an analyser rank"
             ),
         }
-    };
-    if rounds > 0 {
-        start_round(&mut reqs, &mut answer_buf)?;
-        clock_busy = 2;
     }
-    let mut status = vec![0u8; abi.status_size.max(32)];
-    let mut idle = IDLE_MIN;
-    // Requests handled since the snapshots and the exchange were last
-    // moved on. They are moved on once every request that had completed
-    // was handled (or after `total` in a row), not between two: a pass of
-    // the exchange may wait for the keeper (an injection), and a writer
-    // whose chunks came after another's then waited for one pass per
-    // chunk of the other (`MPI_Testany` returns the lowest completed
-    // index), with the time its analyser took none counting towards its
-    // drain timeout at `MPI_Finalize`.
-    let mut streak = 0usize;
-    while open > 0
-        || rounds > 0
-        || reference_pending
-        || exchanger.as_ref().is_some_and(|e| !e.done())
-    {
-        if streak == 0 {
-            if let Some(s) = snaps.as_deref_mut() {
-                s.poll()?;
-            }
-            if let Some(e) = exchanger.as_deref_mut() {
-                if e.progress(keeper, open == 0)? {
-                    idle = IDLE_MIN;
-                }
-            }
+
+    /// Whether anything is still to come: a stream, a clock round, the
+    /// reference or the exchange.
+    #[inline]
+    fn busy(&self) -> bool {
+        self.open > 0
+            || self.rounds > 0
+            || self.reference_pending
+            || self.job.exchanger.as_ref().is_some_and(|e| !e.done())
+    }
+
+    /// One pass of the loop: moves the snapshots and the exchange on when
+    /// a streak ended, then handles one completed request, if any.
+    #[inline]
+    fn step(&mut self) -> Result<()> {
+        if self.streak == 0 {
+            self.move_on()?;
         }
-        if open == 0 && peers.me == peers.rank0_at && !rank0_hello_seen {
+        let peers = self.job.peers;
+        if self.open == 0 && peers.me == peers.rank0_at && !self.rank0_hello_seen {
             // World rank 0's stream ended without a Hello: the others must
             // not wait for its reference.
-            rank0_hello_seen = true;
-            pass_reference(abi, &[], comm, peers);
+            self.rank0_hello_seen = true;
+            pass_reference(self.job.abi, &[], self.job.comm, peers);
         }
+        let Some(i) = self.completed()? else {
+            return Ok(());
+        };
+        if i == self.reference {
+            self.take_reference()
+        } else if i >= self.notice {
+            self.take_notice(i - self.notice)
+        } else if i == self.ping || i == self.answer {
+            self.clock_done()
+        } else {
+            self.take_chunk(i)
+        }
+    }
+
+    /// Polls the live snapshots and moves the exchange on.
+    fn move_on(&mut self) -> Result<()> {
+        if let Some(s) = self.job.snaps.as_deref_mut() {
+            s.poll()?;
+        }
+        if let Some(e) = self.job.exchanger.as_deref_mut() {
+            if e.progress(self.job.keeper, self.open == 0)? {
+                self.idle = IDLE_MIN;
+            }
+        }
+        Ok(())
+    }
+
+    /// The slot of a completed request, its status in `status`; none when
+    /// nothing completed (after a pause, unless a streak just ended).
+    #[inline]
+    fn completed(&mut self) -> Result<Option<usize>> {
         // While the exchange holds back the streams, only the clock's and
         // the reference's requests are tested: the writers' chunks stay in
         // their receives (see `Exchanger::holds_back`).
-        let held = exchanger.as_deref_mut().is_some_and(|e| e.holds_back());
-        let first = if held { slots } else { 0 };
+        let held = self
+            .job
+            .exchanger
+            .as_deref_mut()
+            .is_some_and(|e| e.holds_back());
+        let first = if held { self.slots } else { 0 };
         // Polled with a growing pause rather than waited for: a blocking
         // MPI_Waitany spins a core the programs' ranks need.
-        // SAFETY: `reqs` holds slots + 3 handles, `status` one status.
-        let i = match unsafe {
-            mpi_call::testany(total - first, reqs.at(first), status.as_mut_ptr())
+        // SAFETY: `reqs` holds `total` handles, `status` one status.
+        match unsafe {
+            mpi_call::testany(
+                self.total - first,
+                self.reqs.at(first),
+                self.status.as_mut_ptr(),
+            )
         } {
             Some(Some(i)) => {
-                idle = IDLE_MIN;
-                streak = (streak + 1) % total;
-                first + i
+                self.idle = IDLE_MIN;
+                self.streak = (self.streak + 1) % self.total;
+                Ok(Some(first + i))
             }
             Some(None) => {
-                if streak > 0 {
+                if self.streak > 0 {
                     // Everything that had completed was handled.
-                    streak = 0;
-                    continue;
+                    self.streak = 0;
+                    return Ok(None);
                 }
-                std::thread::sleep(idle);
-                idle = (idle * 2).min(IDLE_MAX);
-                continue;
+                std::thread::sleep(self.idle);
+                self.idle = (self.idle * 2).min(IDLE_MAX);
+                Ok(None)
             }
             None => bail!(Mpi, "MPI_Testany failed in an analyser rank"),
-        };
-        if i == reference {
-            reference_pending = false;
-            // SAFETY: MPI wrote a whole status.
-            let (_, _, n) = unsafe { abi.read_status(status.as_mut_ptr() as usize) };
-            let msg = &reference_buf[..(n as usize).min(REFERENCE_MAX)];
-            if msg.len() >= 8 {
-                let r = i64::from_le_bytes(msg[..8].try_into()?);
-                keeper.set_clock_reference(&String::from_utf8_lossy(&msg[8..]), r);
-            }
-            continue;
         }
-        if i >= notice {
-            let w = i - notice;
-            let n = u64::from_le_bytes(notices[8 * w..8 * w + 8].try_into()?);
-            noticed[w] = true;
-            if !over[w] {
-                gave_up[w] = Some(n);
-                end_given_up(
-                    abi, &mut reqs, w, &taken, &mut over, &gave_up, conns, &mut open, writers,
-                    notes,
-                );
-            }
-            continue;
-        }
-        if i == ping || i == answer {
-            clock_busy -= 1;
-            if clock_busy == 0 {
-                rounds -= 1;
-                if rounds > 0 {
-                    start_round(&mut reqs, &mut answer_buf)?;
-                    clock_busy = 2;
-                }
-            }
-            continue;
-        }
-        let w = i / STREAM_RECVS;
+    }
+
+    /// The byte count of the completed receive whose status is in `status`.
+    #[inline]
+    fn received(&mut self) -> usize {
         // SAFETY: MPI wrote a whole status.
-        let (_, _, n) = unsafe { abi.read_status(status.as_mut_ptr() as usize) };
-        done[i] = Some(n as usize);
-        // The writer's receives match its chunks in the order they were
-        // posted (a ring of STREAM_RECVS slots), but complete in any order:
-        // the bytes go out in posting order.
-        while let Some(n) = done[w * STREAM_RECVS + next[w]].take() {
-            let j = w * STREAM_RECVS + next[w];
-            taken[w] += 1;
+        let (_, _, n) = unsafe { self.job.abi.read_status(self.status.as_mut_ptr() as usize) };
+        n as usize
+    }
+
+    /// World rank 0's clock reference arrived: the keeper's server takes it.
+    fn take_reference(&mut self) -> Result<()> {
+        self.reference_pending = false;
+        let n = self.received();
+        let msg = &self.reference_buf[..n.min(REFERENCE_MAX)];
+        if msg.len() >= 8 {
+            let r = i64::from_le_bytes(msg[..8].try_into()?);
+            self.job
+                .keeper
+                .set_clock_reference(&String::from_utf8_lossy(&msg[8..]), r);
+        }
+        Ok(())
+    }
+
+    /// Writer `w` gave up its stream: it ends once every chunk it started
+    /// arrived.
+    fn take_notice(&mut self, w: usize) -> Result<()> {
+        let n = u64::from_le_bytes(self.notices[8 * w..8 * w + 8].try_into()?);
+        self.noticed[w] = true;
+        if !self.over[w] {
+            self.gave_up[w] = Some(n);
+            self.end_given_up(w);
+        }
+        Ok(())
+    }
+
+    /// A request of the clock's round completed; the next round starts
+    /// once both did.
+    fn clock_done(&mut self) -> Result<()> {
+        self.clock_busy -= 1;
+        if self.clock_busy == 0 {
+            self.rounds -= 1;
+            if self.rounds > 0 {
+                self.start_round()?;
+                self.clock_busy = 2;
+            }
+        }
+        Ok(())
+    }
+
+    /// Slot `i`'s chunk arrived. The writer's receives match its chunks in
+    /// the order they were posted (a ring of `STREAM_RECVS` slots), but
+    /// complete in any order: the bytes go out in posting order.
+    #[inline]
+    fn take_chunk(&mut self, i: usize) -> Result<()> {
+        let w = i / STREAM_RECVS;
+        self.done[i] = Some(self.received());
+        while let Some(n) = self.done[w * STREAM_RECVS + self.next[w]].take() {
+            let j = w * STREAM_RECVS + self.next[w];
+            self.taken[w] += 1;
             if n == 0 {
-                // The writer's end of stream: cancel its other receives.
-                for k in 0..STREAM_RECVS {
-                    let o = w * STREAM_RECVS + k;
-                    if o != j && !reqs.is_null(abi, o) {
-                        // SAFETY: a live receive request of this rank.
-                        unsafe { mpi_call::cancel(abi, reqs.at(o)) };
-                    }
-                    reqs.set_null(abi, o);
-                }
-                if let Some(c) = conns[w].take() {
-                    let _ = c.shutdown(std::net::Shutdown::Write);
-                }
-                open -= 1;
-                over[w] = true;
+                self.end_stream(w, j);
                 break;
             }
-            if writers[w] == 0 && !rank0_hello_seen {
-                rank0_hello_seen = true;
-                pass_reference(abi, &bufs[j][..n], comm, peers);
-            }
-            if let Some(c) = &mut conns[w] {
-                if c.write_all(&bufs[j][..n]).is_err() {
-                    // The local server refused the stream: it says why in
-                    // the run's diagnostics; the rest is received and dropped.
-                    conns[w] = None;
-                }
-            }
-            let wr = writers[w] as i32;
-            // SAFETY: as for the first receives.
-            if !unsafe {
-                mpi_call::irecv_bytes(
-                    abi,
-                    bufs[j].as_mut_ptr(),
-                    chunk,
-                    wr,
-                    STREAM_TAG,
-                    comm,
-                    reqs.at(j),
-                )
-            } {
-                bail!(Mpi, "MPI_Irecv failed in an analyser rank");
-            }
-            next[w] = (next[w] + 1) % STREAM_RECVS;
+            self.pass_on(w, j, n);
+            self.post_chunk(w, j)?;
+            self.next[w] = (self.next[w] + 1) % STREAM_RECVS;
         }
-        end_given_up(
-            abi, &mut reqs, w, &taken, &mut over, &gave_up, conns, &mut open, writers, notes,
-        );
+        self.end_given_up(w);
+        Ok(())
     }
-    // The notices that never came.
-    for (w, &noticed) in noticed.iter().enumerate() {
-        if !noticed {
-            // SAFETY: a live receive request of this rank (its buffer is
-            // leaked above).
-            unsafe { mpi_call::cancel(abi, reqs.at(notice + w)) };
-        }
-    }
-    Ok(())
-}
 
-/// Ends writer `w`'s stream as cut once it gave up (its notice, see
-/// `GIVE_UP_TAG`) and every chunk it started arrived: its other receives
-/// are cancelled and its connection shut without an end, so that the
-/// server marks the rank partial, as it does a killed rank's; the run's
-/// diagnostics say why.
-#[allow(clippy::too_many_arguments)]
-fn end_given_up(
-    abi: &Abi,
-    reqs: &mut Requests,
-    w: usize,
-    taken: &[u64],
-    over: &mut [bool],
-    gave_up: &[Option<u64>],
-    conns: &mut [Option<UnixStream>],
-    open: &mut usize,
-    writers: &[u32],
-    notes: &mut Vec<String>,
-) {
-    let Some(started) = gave_up[w] else { return };
-    if over[w] || taken[w] < started {
-        return;
-    }
-    for k in 0..STREAM_RECVS {
-        let o = w * STREAM_RECVS + k;
-        // Every chunk it started was taken, so each receive is posted
-        // again and none can match any more; a completed one (null) is
-        // left alone (MPI_Cancel refuses a null request).
-        if !reqs.is_null(abi, o) {
-            // SAFETY: a live receive request of this rank; its buffer
-            // lives until `receive` returns.
-            unsafe { mpi_call::cancel(abi, reqs.at(o)) };
+    /// Writer `w`'s chunk in slot `j`, `n` bytes, goes to its connection
+    /// (and, world rank 0's first, gives the clock reference).
+    #[inline]
+    fn pass_on(&mut self, w: usize, j: usize, n: usize) {
+        if self.job.writers[w] == 0 && !self.rank0_hello_seen {
+            self.rank0_hello_seen = true;
+            pass_reference(
+                self.job.abi,
+                &self.bufs[j][..n],
+                self.job.comm,
+                self.job.peers,
+            );
         }
-        reqs.set_null(abi, o);
+        if let Some(c) = &mut self.job.conns[w] {
+            if c.write_all(&self.bufs[j][..n]).is_err() {
+                // The local server refused the stream: it says why in
+                // the run's diagnostics; the rest is received and dropped.
+                self.job.conns[w] = None;
+            }
+        }
     }
-    conns[w] = None;
-    *open -= 1;
-    over[w] = true;
-    notes.push(format!(
-        "world rank {} gave up its stream at MPI_Finalize after {started} chunk(s): its analyser took none for the drain timeout (HARK_DRAIN_TIMEOUT_MS); what it had not sent is lost and its rank is partial",
-        writers[w]
-    ));
+
+    /// Writer `w`'s end of stream arrived in slot `j`: its other receives
+    /// are cancelled and its connection shut.
+    fn end_stream(&mut self, w: usize, j: usize) {
+        let abi = self.job.abi;
+        for k in 0..STREAM_RECVS {
+            let o = w * STREAM_RECVS + k;
+            if o != j && !self.reqs.is_null(abi, o) {
+                // SAFETY: a live receive request of this rank.
+                unsafe { mpi_call::cancel(abi, self.reqs.at(o)) };
+            }
+            self.reqs.set_null(abi, o);
+        }
+        if let Some(c) = self.job.conns[w].take() {
+            let _ = c.shutdown(std::net::Shutdown::Write);
+        }
+        self.open -= 1;
+        self.over[w] = true;
+    }
+
+    /// Ends writer `w`'s stream as cut once it gave up (its notice, see
+    /// `GIVE_UP_TAG`) and every chunk it started arrived: its other
+    /// receives are cancelled and its connection shut without an end, so
+    /// that the server marks the rank partial, as it does a killed rank's;
+    /// the run's diagnostics say why.
+    #[inline]
+    fn end_given_up(&mut self, w: usize) {
+        let Some(started) = self.gave_up[w] else {
+            return;
+        };
+        if self.over[w] || self.taken[w] < started {
+            return;
+        }
+        let abi = self.job.abi;
+        for k in 0..STREAM_RECVS {
+            let o = w * STREAM_RECVS + k;
+            // Every chunk it started was taken, so each receive is posted
+            // again and none can match any more; a completed one (null) is
+            // left alone (MPI_Cancel refuses a null request).
+            if !self.reqs.is_null(abi, o) {
+                // SAFETY: a live receive request of this rank; its buffer
+                // lives until `receive` returns.
+                unsafe { mpi_call::cancel(abi, self.reqs.at(o)) };
+            }
+            self.reqs.set_null(abi, o);
+        }
+        self.job.conns[w] = None;
+        self.open -= 1;
+        self.over[w] = true;
+        self.job.notes.push(format!(
+            "world rank {} gave up its stream at MPI_Finalize after {started} chunk(s): its analyser took none for the drain timeout (HARK_DRAIN_TIMEOUT_MS); what it had not sent is lost and its rank is partial",
+            self.job.writers[w]
+        ));
+    }
+
+    /// Cancels the receives of the notices that never came.
+    fn cancel_missing_notices(&mut self) {
+        for w in 0..self.noticed.len() {
+            if !self.noticed[w] {
+                // SAFETY: a live receive request of this rank (its buffer is
+                // leaked).
+                unsafe { mpi_call::cancel(self.job.abi, self.reqs.at(self.notice + w)) };
+            }
+        }
+    }
 }
 
 /// World rank 0's first chunk, which starts with its Hello: sends the clock

@@ -7,6 +7,7 @@ use crate::{probe, rundir};
 use anyhow::{bail, Context, Result};
 use hark_launch::{self as launch, Launcher};
 use hark_wire::partition::Analysers;
+use std::path::Path;
 use std::process::Command;
 
 /// The MPI library an analyser rank opens for each launcher's flavour (the
@@ -32,15 +33,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
             args.command[0]
         );
     };
-    let n = match spec {
-        Analysers::Count(n) => n as usize,
-        Analysers::Ratio { .. } => match launch::writers(&args.command) {
-            Some(w) => spec.count(w),
-            None => bail!(
-                "cannot count the writer ranks of this command (an option hides them); give --analysers a number instead of a ratio"
-            ),
-        },
-    };
+    let n = analyser_count(args, spec)?;
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
     let place = rundir::Place::choose(args.output.as_deref(), &args.out_dir);
@@ -53,7 +46,97 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         let env = std::env::var(hark_settings::PACK_SIZE.name).ok();
         hark_settings::PACK_SIZE.number(env.as_deref()).value
     });
-    let mut env = crate::run::probe_env(args, &probe, &format!("{secret}@mpi:"));
+    let mut env = job_env(args, &probe, &secret, pack_size, n);
+    // This host's slots, counted once: the analysers must not switch the
+    // programs' ranks into yielding, and a job short of slots is told why.
+    let env_var = |v: &str| std::env::var_os(v).map(|s| s.to_string_lossy().into_owned());
+    let here = match launcher {
+        Launcher::OpenMpi => {
+            hark_launch::slots::local(&args.command, env_var, hark_launch::slots::host_slots)
+        }
+        _ => None,
+    };
+    let keep = here.as_ref().is_some_and(|l| l.keep_from_yielding(n));
+    let short = here.as_ref().and_then(|l| l.short_of_slots(n));
+    if keep {
+        env.push((hark_launch::slots::VAR.to_string(), "0".to_string()));
+    }
+    let mut analyser = analyser_command(args, &exe, lib, n, pack_size, &dir, shape);
+    // The live view: analyser rank 0 writes merged snapshots to a socket
+    // of this process, which serves the latest.
+    let relay = match args.no_http {
+        true => None,
+        false => Some(hark_analyser::Relay::start()?),
+    };
+    let view = match &relay {
+        Some(r) => {
+            analyser.extend(["--snapshots".into(), r.path().display().to_string()]);
+            Some(crate::live::start_with(&args.http, r.source(), args.quiet)?)
+        }
+        None => None,
+    };
+    let command = launch::with_given_preloads(launcher, &args.command, &probe);
+    let line = launch::with_analyser_partition(launcher, &command, n, &analyser)
+        .context("cannot add the analyser partition to this command")?;
+    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    let argv = launch::with_env_options(launcher, &line, &names);
+    if args.verbose {
+        say_job(&probe, n, lib, keep, &argv);
+    }
+    let mut child = match Command::new(&argv[0]).args(&argv[1..]).envs(env).spawn() {
+        Ok(child) => child,
+        Err(e) => return Ok(crate::run::spawn_failure(&argv[0], &e)),
+    };
+    crate::run::ignore_terminal_signals();
+    hark_os::forward_signals_to(child.id());
+    let status = child.wait().context("cannot wait for the command")?;
+    let code = crate::run::exit_code(status);
+    let profile = dir.join(hark_outputs::json::FILE_NAME);
+    if !profile.exists() && !salvage(args, &dir, code, n)? {
+        say_no_run_dir(&dir, code, n, short);
+        return Ok(if code == 0 { 2 } else { code });
+    }
+    hark_analyser::clean(&dir);
+    let run = hark_outputs::json::read(&profile)?;
+    if let Some(view) = &view {
+        view.finished(&run);
+    }
+    drop(relay);
+    crate::run::after_run(args, &run, &dir);
+    if !args.quiet {
+        print_stderr(&format!(
+            "\n{}\nRun directory: {} (open report.html in a browser)\n",
+            hark_outputs::summary::render(&run),
+            dir.display()
+        ));
+    }
+    Ok(code)
+}
+
+/// How many analyser ranks `spec` asks for: a number, or a ratio of the
+/// command's writer ranks.
+fn analyser_count(args: &RunArgs, spec: Analysers) -> Result<usize> {
+    Ok(match spec {
+        Analysers::Count(n) => n as usize,
+        Analysers::Ratio { .. } => match launch::writers(&args.command) {
+            Some(w) => spec.count(w),
+            None => bail!(
+                "cannot count the writer ranks of this command (an option hides them); give --analysers a number instead of a ratio"
+            ),
+        },
+    })
+}
+
+/// The environment the job's processes get: the probe's, streaming over
+/// MPI to `n` analysers with packs of `pack_size` bytes.
+fn job_env(
+    args: &RunArgs,
+    probe: &Path,
+    secret: &str,
+    pack_size: u64,
+    n: usize,
+) -> Vec<(String, String)> {
+    let mut env = crate::run::probe_env(args, probe, &format!("{secret}@mpi:"));
     env.retain(|(k, _)| k != hark_settings::PACK_SIZE.name);
     env.extend([
         (
@@ -72,20 +155,20 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
             args.map.name().to_string(),
         ),
     ]);
-    // This host's slots, counted once: the analysers must not switch the
-    // programs' ranks into yielding, and a job short of slots is told why.
-    let env_var = |v: &str| std::env::var_os(v).map(|s| s.to_string_lossy().into_owned());
-    let here = match launcher {
-        Launcher::OpenMpi => {
-            hark_launch::slots::local(&args.command, env_var, hark_launch::slots::host_slots)
-        }
-        _ => None,
-    };
-    let keep = here.as_ref().is_some_and(|l| l.keep_from_yielding(n));
-    let short = here.as_ref().and_then(|l| l.short_of_slots(n));
-    if keep {
-        env.push((hark_launch::slots::VAR.to_string(), "0".to_string()));
-    }
+    env
+}
+
+/// The analyser partition's command line (`hark mpi-analyser`), writing
+/// the run into `dir`.
+fn analyser_command(
+    args: &RunArgs,
+    exe: &Path,
+    lib: &str,
+    n: usize,
+    pack_size: u64,
+    dir: &Path,
+    shape: hark_analyser::Mode,
+) -> Vec<String> {
     let mut analyser = vec![
         exe.display().to_string(),
         "mpi-analyser".into(),
@@ -107,78 +190,35 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         analyser.extend(["--analyses".into(), args.analyses.join(",")]);
     }
     analyser.extend(["--merge".into(), shape.name().into()]);
-    // The live view: analyser rank 0 writes merged snapshots to a socket
-    // of this process, which serves the latest.
-    let relay = match args.no_http {
-        true => None,
-        false => Some(hark_analyser::Relay::start()?),
-    };
-    let view = match &relay {
-        Some(r) => {
-            analyser.extend(["--snapshots".into(), r.path().display().to_string()]);
-            Some(crate::live::start_with(&args.http, r.source(), args.quiet)?)
-        }
-        None => None,
-    };
-    let command = launch::with_given_preloads(launcher, &args.command, &probe);
-    let line = launch::with_analyser_partition(launcher, &command, n, &analyser)
-        .context("cannot add the analyser partition to this command")?;
-    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
-    let argv = launch::with_env_options(launcher, &line, &names);
-    if args.verbose {
+    analyser
+}
+
+/// `hark run -v`: the probe, the analysers and the command line.
+fn say_job(probe: &Path, n: usize, lib: &str, keep: bool, argv: &[String]) {
+    print_stderr(&format!(
+        "hark: probe {}\nhark: {n} analyser rank(s) over MPI ({lib})\n{}hark: running {}\n",
+        probe.display(),
+        match keep {
+            true => format!("hark: the analyser rank(s) oversubscribe this host: {}=0 keeps the programs' ranks from yielding, as without them\n", hark_launch::slots::VAR),
+            false => String::new(),
+        },
+        argv.join(" ")
+    ));
+}
+
+/// The job left no run directory in `dir`, nor partial results to merge:
+/// says so, and why when this host was short of slots (`short`: the
+/// slots the job needs and those it has).
+fn say_no_run_dir(dir: &Path, code: i32, n: usize, short: Option<(usize, usize)>) {
+    print_stderr(&format!(
+        "hark: error: the analyser ranks wrote no run directory into {} (the job ended with status {code}, and no analyser's partial results were left)\n",
+        dir.display()
+    ));
+    if let Some((needs, has)) = short {
         print_stderr(&format!(
-            "hark: probe {}\nhark: {n} analyser rank(s) over MPI ({lib})\n{}hark: running {}\n",
-            probe.display(),
-            match keep {
-                true => format!("hark: the analyser rank(s) oversubscribe this host: {}=0 keeps the programs' ranks from yielding, as without them\n", hark_launch::slots::VAR),
-                false => String::new(),
-            },
-            argv.join(" ")
+            "hark: the job needs {needs} slots with its {n} analyser rank(s) and this host has {has}, and Open MPI does not oversubscribe unless told: add --oversubscribe (the analysers then share the programs' cores), or give the analysers hosts of their own (--host, --hostfile)\n"
         ));
     }
-    let mut child = match Command::new(&argv[0]).args(&argv[1..]).envs(env).spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            print_stderr(&format!("hark: error: cannot run `{}`: {e}\n", argv[0]));
-            return Ok(if e.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            });
-        }
-    };
-    crate::run::ignore_terminal_signals();
-    hark_os::forward_signals_to(child.id());
-    let status = child.wait().context("cannot wait for the command")?;
-    let code = crate::run::exit_code(status);
-    let profile = dir.join(hark_outputs::json::FILE_NAME);
-    if !profile.exists() && !salvage(args, &dir, code, n)? {
-        print_stderr(&format!(
-            "hark: error: the analyser ranks wrote no run directory into {} (the job ended with status {code}, and no analyser's partial results were left)\n",
-            dir.display()
-        ));
-        if let Some((needs, has)) = short {
-            print_stderr(&format!(
-                "hark: the job needs {needs} slots with its {n} analyser rank(s) and this host has {has}, and Open MPI does not oversubscribe unless told: add --oversubscribe (the analysers then share the programs' cores), or give the analysers hosts of their own (--host, --hostfile)\n"
-            ));
-        }
-        return Ok(if code == 0 { 2 } else { code });
-    }
-    hark_analyser::clean(&dir);
-    let run = hark_outputs::json::read(&profile)?;
-    if let Some(view) = &view {
-        view.finished(&run);
-    }
-    drop(relay);
-    crate::run::after_run(args, &run, &dir);
-    if !args.quiet {
-        print_stderr(&format!(
-            "\n{}\nRun directory: {} (open report.html in a browser)\n",
-            hark_outputs::summary::render(&run),
-            dir.display()
-        ));
-    }
-    Ok(code)
 }
 
 /// How long `hark run` waits for the analysers' keepers after the job.

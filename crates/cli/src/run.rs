@@ -50,17 +50,71 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if let Some(spec) = args.analysers {
         return crate::analysers::run(args, spec);
     }
+    measure(args)
+}
+
+/// `hark run` with its own analysis server: runs the command under the
+/// probe and writes the run directory when it ends.
+fn measure(args: &RunArgs) -> Result<i32> {
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
     let place = rundir::Place::choose(args.output.as_deref(), &args.out_dir);
     let socket_dir = SocketDir::create()?;
+    let server = std::sync::Arc::new(start_server(args, &place, &socket_dir)?);
+    let view = match args.no_http {
+        true => None,
+        false => Some(crate::live::start(&args.http, &server, args.quiet)?),
+    };
+
+    let env = probe_env(args, &probe, &server.probe_addr());
+    let argv = command_line(args, &probe, &server, &env);
+    let mut child = match Command::new(&argv[0]).args(&argv[1..]).envs(env).spawn() {
+        Ok(child) => child,
+        Err(e) => return Ok(not_started(&argv[0], &e, server)),
+    };
+    // The terminal's Ctrl-C and Ctrl-\ reach the whole foreground group: the
+    // program decides what they mean, and hark stays to write the report.
+    // Ignored only after the spawn: ignored signals would be inherited.
+    ignore_terminal_signals();
+    // A batch system's SIGTERM (time limit) or a closed session's SIGHUP
+    // goes to hark alone: pass it on, and write the report when the command
+    // ends.
+    hark_os::forward_signals_to(child.id());
+
+    let (status, ended) = wait_showing_progress(&mut child, status_mode(args), &server);
+    let status = status.context("cannot wait for the command")?;
+    let code = exit_code(status);
+
+    // From here on SIGTERM and SIGINT (a batch system's time limit, a
+    // second Ctrl-C) cut the grace period short; the report is still
+    // written.
+    let hurry = hurry_on_signals();
+    let run = crate::live::release(server).finish_unless(GRACE, hurry);
+    if let Some(view) = &view {
+        view.finished(&run);
+    }
+    let analysed = ended.elapsed();
+    let written = write_outputs(args, &place, &run);
+    let ready = ended.elapsed();
+    drop(socket_dir);
+    if args.verbose {
+        say_ready(ready, analysed);
+    }
+    if !args.quiet {
+        say_summary(args, &run, &written, code);
+    }
+    Ok(code)
+}
+
+/// Starts the embedded analysis server on the socket in `socket_dir`.
+fn start_server(args: &RunArgs, place: &rundir::Place, socket_dir: &SocketDir) -> Result<Server> {
     // The secret keeps other processes of the user from joining the run:
     // the probes get it in HARK_ADDR, the server refuses streams without it.
     let secret =
         hark_server::new_secret().context("cannot read /dev/urandom for the run's secret")?;
     crate::alloc::fix_mmap_threshold();
     hark_analyser::test_match_bound();
-    let server = Server::start(ServerConfig {
+    Server::start(ServerConfig {
         addr: format!("unix:{}", socket_dir.socket().display()),
         analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
         secret: Some(secret),
@@ -80,17 +134,21 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         ..ServerConfig::default()
     })
     // The server's error already names its cause: no chain to print twice.
-    .map_err(|e| anyhow!("cannot start the analysis server: {e}"))?;
-    let server = std::sync::Arc::new(server);
-    let view = match args.no_http {
-        true => None,
-        false => Some(crate::live::start(&args.http, &server, args.quiet)?),
-    };
+    .map_err(|e| anyhow!("cannot start the analysis server: {e}"))
+}
 
-    let env = probe_env(args, &probe, &server.probe_addr());
+/// The command line to run: the command with the probe's preloads and the
+/// environment `env` named where its launcher wants them (`hark run -v`
+/// shows it).
+fn command_line(
+    args: &RunArgs,
+    probe: &Path,
+    server: &Server,
+    env: &[(String, String)],
+) -> Vec<String> {
     let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
     let launcher = launch::detect(&args.command[0]);
-    let command = launch::with_given_preloads(launcher, &args.command, &probe);
+    let command = launch::with_given_preloads(launcher, &args.command, probe);
     let argv = launch::with_env_options(launcher, &command, &names);
     if args.verbose {
         print_stderr(&format!(
@@ -105,30 +163,31 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             argv.join(" ")
         ));
     }
+    argv
+}
 
-    let mut child = match Command::new(&argv[0]).args(&argv[1..]).envs(env).spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            print_stderr(&format!("hark: error: cannot run `{}`: {e}\n", argv[0]));
-            let _ = crate::live::release(server).finish(Duration::ZERO);
-            // What a shell answers for a command it cannot find or run.
-            return Ok(if e.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            });
-        }
-    };
-    // The terminal's Ctrl-C and Ctrl-\ reach the whole foreground group: the
-    // program decides what they mean, and hark stays to write the report.
-    // Ignored only after the spawn: ignored signals would be inherited.
-    ignore_terminal_signals();
-    // A batch system's SIGTERM (time limit) or a closed session's SIGHUP
-    // goes to hark alone: pass it on, and write the report when the command
-    // ends.
-    hark_os::forward_signals_to(child.id());
+/// The command `program` could not start: says why, ends the server and
+/// returns [`spawn_failure`]'s status.
+fn not_started(program: &str, e: &std::io::Error, server: std::sync::Arc<Server>) -> i32 {
+    let code = spawn_failure(program, e);
+    let _ = crate::live::release(server).finish(Duration::ZERO);
+    code
+}
 
-    let mode = if args.quiet {
+/// Says on stderr that `program` could not start; returns what a shell
+/// answers for a command it cannot find or run.
+pub(crate) fn spawn_failure(program: &str, e: &std::io::Error) -> i32 {
+    print_stderr(&format!("hark: error: cannot run `{program}`: {e}\n"));
+    if e.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    }
+}
+
+/// How the status line shows the run's progress on stderr.
+fn status_mode(args: &RunArgs) -> Mode {
+    if args.quiet {
         Mode::Off
     } else if args.verbose {
         Mode::Verbose
@@ -136,29 +195,31 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         Mode::Lines
     } else {
         Mode::Off
-    };
-    let (status, ended) = std::thread::scope(|s| {
-        let line = StatusLine::start(s, mode, || progress(&server));
+    }
+}
+
+/// Waits for the command, showing the run's progress meanwhile; returns
+/// its status and when it ended.
+fn wait_showing_progress(
+    child: &mut std::process::Child,
+    mode: Mode,
+    server: &Server,
+) -> (std::io::Result<ExitStatus>, Instant) {
+    std::thread::scope(|s| {
+        let line = StatusLine::start(s, mode, || progress(server));
         let status = child.wait();
         // Reaped: its pid may be reused, so no more forwarding to it.
         hark_os::stop_forwarding();
         let ended = Instant::now();
         line.stop();
         (status, ended)
-    });
-    let status = status.context("cannot wait for the command")?;
-    let code = exit_code(status);
+    })
+}
 
-    // From here on SIGTERM and SIGINT (a batch system's time limit, a
-    // second Ctrl-C) cut the grace period short; the report is still
-    // written.
-    let hurry = hurry_on_signals();
-    let run = crate::live::release(server).finish_unless(GRACE, hurry);
-    if let Some(view) = &view {
-        view.finished(&run);
-    }
-    let analysed = ended.elapsed();
-    let written = write_run_dir(args, &place, &run);
+/// Writes the run directory, the trace into it and what `hark run` does
+/// after a run; returns the directory's path.
+fn write_outputs(args: &RunArgs, place: &rundir::Place, run: &Run) -> Result<PathBuf> {
+    let written = write_run_dir(args, place, run);
     if let (Some(_), Ok(dir)) = (&args.trace, &written) {
         if let Err(e) =
             crate::trace::finish(&crate::trace::staging(place.parent()), dir, args.quiet)
@@ -167,43 +228,45 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         }
     }
     if let Ok(dir) = &written {
-        after_run(args, &run, dir);
+        after_run(args, run, dir);
     }
-    let ready = ended.elapsed();
-    drop(socket_dir);
-    if args.verbose {
-        let peak = peak_memory()
-            .map(|b| {
-                format!(
-                    "; hark's peak memory {:.1} MiB",
-                    b as f64 / (1 << 20) as f64
-                )
-            })
-            .unwrap_or_default();
-        print_stderr(&format!(
-            "hark: report ready {:.3} s after the command ended (streams drained and analysed in {:.3} s, outputs written in {:.3} s){peak}\n",
-            ready.as_secs_f64(),
-            analysed.as_secs_f64(),
-            (ready - analysed).as_secs_f64()
-        ));
+    written
+}
+
+/// `hark run -v`: how long the report took once the command ended.
+fn say_ready(ready: Duration, analysed: Duration) {
+    let peak = peak_memory()
+        .map(|b| {
+            format!(
+                "; hark's peak memory {:.1} MiB",
+                b as f64 / (1 << 20) as f64
+            )
+        })
+        .unwrap_or_default();
+    print_stderr(&format!(
+        "hark: report ready {:.3} s after the command ended (streams drained and analysed in {:.3} s, outputs written in {:.3} s){peak}\n",
+        ready.as_secs_f64(),
+        analysed.as_secs_f64(),
+        (ready - analysed).as_secs_f64()
+    ));
+}
+
+/// The run's summary and where its directory is, on stderr.
+fn say_summary(args: &RunArgs, run: &Run, written: &Result<PathBuf>, code: i32) {
+    let where_ = match written {
+        Ok(dir) => format!(
+            "Run directory: {} (open report.html in a browser)",
+            dir.display()
+        ),
+        Err(_) => "No run directory: it could not be written (see above).".into(),
+    };
+    print_stderr(&format!(
+        "\n{}\n{where_}\n",
+        hark_outputs::summary::render(run)
+    ));
+    if run.programs.is_empty() {
+        print_stderr(&no_process_hint(&args.command[0], code));
     }
-    if !args.quiet {
-        let where_ = match &written {
-            Ok(dir) => format!(
-                "Run directory: {} (open report.html in a browser)",
-                dir.display()
-            ),
-            Err(_) => "No run directory: it could not be written (see above).".into(),
-        };
-        print_stderr(&format!(
-            "\n{}\n{where_}\n",
-            hark_outputs::summary::render(&run)
-        ));
-        if run.programs.is_empty() {
-            print_stderr(&no_process_hint(&args.command[0], code));
-        }
-    }
-    Ok(code)
 }
 
 /// This process's peak resident memory in bytes (`VmHWM`: the server, the

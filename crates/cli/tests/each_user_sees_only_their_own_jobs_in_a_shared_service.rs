@@ -89,15 +89,35 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
     };
     let (ann_job, bob_job) = (id_of(uids[0]), id_of(uids[1]));
 
+    each_controls_only_their_own_job(&served, &uids, &ann_job, &bob_job);
+    http_control_is_the_owners_alone(&served, &ann_job);
+    the_live_view_shows_each_their_own_job(&served, &ann_job, &bob_job);
+
+    std::fs::write(&stop, "").unwrap();
+    for child in [ann, bob] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    each_run_directory_is_its_users_alone(&served, &uids);
+}
+
+/// Over the control socket: ann and bob see and control their own job
+/// only, eve sees none and controls neither, root and the admin group see
+/// both.
+fn each_controls_only_their_own_job(served: &Served, uids: &[u32], ann_job: &str, bob_job: &str) {
     for (user, uid, mine, theirs) in [
-        (USERS[0], uids[0], &ann_job, &bob_job),
-        (USERS[1], uids[1], &bob_job, &ann_job),
+        (USERS[0], uids[0], ann_job, bob_job),
+        (USERS[1], uids[1], bob_job, ann_job),
     ] {
         let seen = served.jobs(Some(user));
         assert_eq!(seen.len(), 1, "{user} sees {seen:?}");
         assert_eq!(
             (seen[0]["id"].as_str(), seen[0]["owner"].as_u64()),
-            (Some(mine.as_str()), Some(uid as u64))
+            (Some(mine), Some(uid as u64))
         );
         served.ask(Some(user), &[mine, "show"]);
         let refused = served.ctl(Some(user), &[theirs, "pause"]);
@@ -109,7 +129,7 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
         );
     }
     assert!(served.jobs(Some(USERS[2])).is_empty());
-    for job in [&ann_job, &bob_job] {
+    for job in [ann_job, bob_job] {
         for action in ["show", "pause", "dump"] {
             let out = served.ctl(Some(USERS[2]), &[job, action]);
             assert!(
@@ -126,8 +146,10 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
         2,
         "the admin group sees every job"
     );
+}
 
-    // The same over HTTP: the kernel's table names the localhost client.
+/// The same over HTTP: the kernel's table names the localhost client.
+fn http_control_is_the_owners_alone(served: &Served, ann_job: &str) {
     let url = served
         .log()
         .lines()
@@ -138,27 +160,17 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
         let body = format!("{{\"action\": \"{action}\"}}");
         served.post(Some(user), &path, &body, &[]).0
     };
-    assert_eq!(post(USERS[2], &ann_job, "pause"), "403");
-    assert_eq!(post(USERS[1], &ann_job, "pause"), "403");
-    assert_eq!(post(USERS[0], &ann_job, "pause"), "200");
-    assert_eq!(post(USERS[0], &ann_job, "resume"), "200");
+    assert_eq!(post(USERS[2], ann_job, "pause"), "403");
+    assert_eq!(post(USERS[1], ann_job, "pause"), "403");
+    assert_eq!(post(USERS[0], ann_job, "pause"), "200");
+    assert_eq!(post(USERS[0], ann_job, "resume"), "200");
     assert_eq!(post(USERS[0], "no-such-job", "pause"), "404");
+}
 
-    // The live view's API, as each user: only their own job.
-    let get = |user: &str, path: &str| -> (String, String) {
-        let out = std::process::Command::new("runuser")
-            .args(["-u", user, "--", "curl", "-s", "-w", "\n%{http_code}"])
-            .arg(format!("{}{path}", served.url()))
-            .output_within()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let (body, code) = text.rsplit_once('\n').unwrap();
-        (body.to_string(), code.to_string())
-    };
-    for (user, mine, theirs) in [
-        (USERS[0], &ann_job, &bob_job),
-        (USERS[1], &bob_job, &ann_job),
-    ] {
+/// The live view's API, as each user: only their own job.
+fn the_live_view_shows_each_their_own_job(served: &Served, ann_job: &str, bob_job: &str) {
+    let get = |user: &str, path: &str| get_as(user, served, path);
+    for (user, mine, theirs) in [(USERS[0], ann_job, bob_job), (USERS[1], bob_job, ann_job)] {
         let (body, code) = get(user, "api/runs");
         assert_eq!(code, "200", "{body}");
         let runs: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -168,7 +180,7 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
             .iter()
             .map(|r| r["id"].as_str().unwrap())
             .collect();
-        assert_eq!(ids, [mine.as_str()], "{user}: {body}");
+        assert_eq!(ids, [mine], "{user}: {body}");
         assert_eq!(get(user, &format!("api/runs/{mine}/profile")).1, "200");
         assert_eq!(get(user, &format!("api/runs/{theirs}/profile")).1, "404");
         assert_eq!(get(user, &format!("api/runs/{theirs}/timeline")).1, "404");
@@ -176,16 +188,24 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
     assert_eq!(get(USERS[2], "api/runs").0, "[]");
     let (page, code) = get(USERS[2], "");
     assert!(code == "200" && page.contains("<html"), "{code}");
+}
 
-    std::fs::write(&stop, "").unwrap();
-    for child in [ann, bob] {
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+/// `GET path` of the live view as `user`: the body and the status code.
+fn get_as(user: &str, served: &Served, path: &str) -> (String, String) {
+    let out = std::process::Command::new("runuser")
+        .args(["-u", user, "--", "curl", "-s", "-w", "\n%{http_code}"])
+        .arg(format!("{}{path}", served.url()))
+        .output_within()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap();
+    (body.to_string(), code.to_string())
+}
+
+/// Once both jobs folded: each run directory belongs to its user alone,
+/// who still sees only their own job, and `hark runs` lists each user's own
+/// runs and both to the admin group.
+fn each_run_directory_is_its_users_alone(served: &Served, uids: &[u32]) {
     let jobs = served.wait_jobs("both folded", |j| {
         j.iter().all(|j| j["state"] == "finished")
     });
@@ -208,12 +228,12 @@ fn two_users_see_only_their_own_job_and_a_third_is_refused() {
             1,
             "{user} still sees only their own"
         );
-        let listed = runs_as(user, &served);
+        let listed = runs_as(user, served);
         assert_eq!(listed.matches("(uid ").count(), 1, "{user}: {listed}");
         assert!(listed.contains(&format!("(uid {uid})")), "{listed}");
     }
     // `hark runs` treats the service's admin group as the service does.
-    let listed = runs_as(ADMIN, &served);
+    let listed = runs_as(ADMIN, served);
     for uid in &uids[..2] {
         assert!(
             listed.contains(&format!("(uid {uid})")),

@@ -45,7 +45,7 @@ use crate::program::{rank_accounting, ProgramAnalysis};
 use crate::stream::{StreamAccounting, StreamInfo};
 use crate::unpack::{Arrival, Derived, Msg, P2pOp, Parts, Times, Unpacker, Wait};
 use hark_analyses::internal::FxHashMap;
-use hark_analyses::DynRank;
+use hark_analyses::{DynAnalysis, DynRank};
 use hark_analyses::{Error, ErrorKind};
 use hark_analyses::{Input, Sensitivity};
 use hark_board::{Board, Context, EntryKind, KnowledgeSource, KsId, Level, Typed};
@@ -684,6 +684,182 @@ fn split_instances(flow: &Flow, mut items: Vec<Arrival>) -> Vec<Part<Arrival>> {
         .collect()
 }
 
+/// `unpack`: a stream's definitions go to its stream; its packs are
+/// unpacked ([`unpack`]).
+fn unpack_source(st: Arc<States>, types: Types, cross: bool) -> KnowledgeSource {
+    KnowledgeSource::on("unpack", types.frames, move |ctx, frame: &StreamFrame| {
+        let info = &frame.info;
+        match &frame.what {
+            What::Defs(defs) => info.define(defs),
+            What::Pack(batch) => unpack(ctx, &st, types, cross, info, batch),
+        }
+    })
+}
+
+/// Unpacks one pack of a stream: publishes it as a batch with what its
+/// stream's tracker derived of it, and the derived operations to match.
+#[inline]
+fn unpack(
+    ctx: &mut Context<'_>,
+    st: &States,
+    types: Types,
+    cross: bool,
+    info: &Arc<StreamInfo>,
+    batch: &Arc<Batch>,
+) {
+    let world = info.world_rank();
+    if world >= 0 {
+        note_stream(st, world, info);
+    }
+    let (mut derived, gathered) = derive(st, info, world, batch, cross);
+    let unpacked = Unpacked {
+        info: info.clone(),
+        batch: batch.clone(),
+        msgs: std::mem::take(&mut derived.msgs),
+        times: gathered.then(|| std::mem::take(&mut derived.times)),
+    };
+    let bytes = unpacked.batch.events().len() * EVENT_SIZE;
+    ctx.publish(types.batches, unpacked, bytes);
+    publish(ctx, types, st, derived);
+}
+
+/// Keeps the stream of world rank `world`, for routing waits, unless it is
+/// known already.
+#[inline]
+fn note_stream(st: &States, world: i32, info: &Arc<StreamInfo>) {
+    let known = st
+        .streams
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains_key(&world);
+    if !known {
+        hark_sync::write(&st.streams)
+            .entry(world)
+            .or_insert_with(|| info.clone());
+    }
+}
+
+/// What the stream's tracker derives of a pack, into pooled buffers, and
+/// whether it gathers times.
+#[inline]
+fn derive(
+    st: &States,
+    info: &StreamInfo,
+    world: i32,
+    batch: &Batch,
+    cross: bool,
+) -> (Derived, bool) {
+    let track = slot_of(&st.unpackers, info.conn(), || Unpacker::new(cross));
+    let cx = info.cx();
+    let mut track = st.contention.lock(&track);
+    let spare = (0..track.op_parts().min(SPARE_PARTS))
+        .map(|_| st.flow.ops.take())
+        .collect();
+    let out = Derived {
+        msgs: st.flow.msgs.take(),
+        arrivals: st.flow.arrivals.take(),
+        ops: Parts::with_spare(spare),
+        ..Derived::default()
+    };
+    let derived = track.pack_into(&cx, world, batch.events(), out);
+    (derived, track.gathers_times())
+}
+
+/// `match-p2p`: matches the point-to-point operations of a receiving rank.
+fn match_p2p_source(st: Arc<States>, types: Types) -> KnowledgeSource {
+    KnowledgeSource::on("match-p2p", types.p2p, move |ctx, ops: &Counted<P2pOp>| {
+        let Some(key) = ctx.key() else { return };
+        let m = slot_of(&st.p2p, key, Arc::default);
+        let mut waits = st.flow.waits.take();
+        {
+            let mut m = st.contention.lock(&m);
+            let m = st.contention.own_clone(&mut m);
+            m.add_all(&ops.items, &mut waits);
+        }
+        route(ctx, &st, types.waits, waits);
+    })
+}
+
+/// `match-collectives`: matches the arrivals at a collective's instances.
+fn match_collectives_source(st: Arc<States>, types: Types) -> KnowledgeSource {
+    KnowledgeSource::on(
+        "match-collectives",
+        types.arrivals,
+        move |ctx, arrivals: &Counted<Arrival>| {
+            let Some(key) = ctx.key() else { return };
+            let m = slot_of(&st.collectives, key, || {
+                Arc::new(Instances::strided(INSTANCE_KEYS.trailing_zeros()))
+            });
+            let mut waits = st.flow.waits.take();
+            {
+                let mut m = st.contention.lock(&m);
+                let m = st.contention.own_clone(&mut m);
+                for a in &arrivals.items {
+                    m.add(*a, &mut waits);
+                }
+            }
+            route(ctx, &st, types.waits, waits);
+        },
+    )
+}
+
+/// Analysis `index`, sensitive to events: folds each batch into its
+/// stream's state.
+fn events_source(
+    st: Arc<States>,
+    types: Types,
+    index: usize,
+    analysis: Arc<dyn DynAnalysis>,
+) -> KnowledgeSource {
+    KnowledgeSource::on(
+        analysis.spec().name,
+        types.batches,
+        move |_, t: &Unpacked| {
+            let slot = slot_of(&st.ranks[index], t.info.conn(), || Slot {
+                state: analysis.new_rank().into(),
+                analysed: 0,
+            });
+            let mut slot = st.contention.lock(&slot);
+            let input = Input {
+                events: t.batch.events(),
+                msgs: &t.msgs,
+                times: t.times.as_ref(),
+                waits: &[],
+                counts: t.batch.counts.as_ref(),
+            };
+            st.contention
+                .own(&mut slot.state)
+                .fold(&t.info.cx(), &input);
+            slot.analysed +=
+                t.batch.events().len() as u64 + t.batch.counts.as_ref().map_or(0, |c| c.events);
+        },
+    )
+}
+
+/// Analysis `index`, sensitive to waits: folds each stream's wait states
+/// into its state.
+fn waits_source(
+    st: Arc<States>,
+    types: Types,
+    index: usize,
+    analysis: Arc<dyn DynAnalysis>,
+) -> KnowledgeSource {
+    KnowledgeSource::on(analysis.spec().name, types.waits, move |_, w: &Waits| {
+        let slot = slot_of(&st.ranks[index], w.info.conn(), || Slot {
+            state: analysis.new_rank().into(),
+            analysed: 0,
+        });
+        let input = Input {
+            waits: &w.waits.items,
+            ..Input::default()
+        };
+        let mut slot = st.contention.lock(&slot);
+        st.contention
+            .own(&mut slot.state)
+            .fold(&w.info.cx(), &input);
+    })
+}
+
 impl OnBoard {
     /// Creates a level named after `program` on `board` and registers on it
     /// `unpack`, the matchers and every analysis of `program`.
@@ -746,146 +922,23 @@ impl OnBoard {
 
         // Matching runs only when some knowledge source wants wait states.
         let cross = program.cross();
-        let st = states.clone();
-        register(KnowledgeSource::on(
-            "unpack",
-            types.frames,
-            move |ctx, frame: &StreamFrame| {
-                let info = &frame.info;
-                match &frame.what {
-                    What::Defs(defs) => info.define(defs),
-                    What::Pack(batch) => {
-                        let world = info.world_rank();
-                        if world >= 0 {
-                            let known = st
-                                .streams
-                                .read()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .contains_key(&world);
-                            if !known {
-                                hark_sync::write(&st.streams)
-                                    .entry(world)
-                                    .or_insert_with(|| info.clone());
-                            }
-                        }
-                        let track = slot_of(&st.unpackers, info.conn(), || Unpacker::new(cross));
-                        let (mut derived, gathered) = {
-                            let cx = info.cx();
-                            let mut track = st.contention.lock(&track);
-                            let spare = (0..track.op_parts().min(SPARE_PARTS))
-                                .map(|_| st.flow.ops.take())
-                                .collect();
-                            let out = Derived {
-                                msgs: st.flow.msgs.take(),
-                                arrivals: st.flow.arrivals.take(),
-                                ops: Parts::with_spare(spare),
-                                ..Derived::default()
-                            };
-                            let derived = track.pack_into(&cx, world, batch.events(), out);
-                            (derived, track.gathers_times())
-                        };
-                        let unpacked = Unpacked {
-                            info: info.clone(),
-                            batch: batch.clone(),
-                            msgs: std::mem::take(&mut derived.msgs),
-                            times: gathered.then(|| std::mem::take(&mut derived.times)),
-                        };
-                        let bytes = unpacked.batch.events().len() * EVENT_SIZE;
-                        ctx.publish(types.batches, unpacked, bytes);
-                        publish(ctx, types, &st, derived);
-                    }
-                }
-            },
-        ))?;
-
+        register(unpack_source(states.clone(), types, cross))?;
         if cross {
-            let st = states.clone();
-            register(KnowledgeSource::on(
-                "match-p2p",
-                types.p2p,
-                move |ctx, ops: &Counted<P2pOp>| {
-                    let Some(key) = ctx.key() else { return };
-                    let m = slot_of(&st.p2p, key, Arc::default);
-                    let mut waits = st.flow.waits.take();
-                    {
-                        let mut m = st.contention.lock(&m);
-                        let m = st.contention.own_clone(&mut m);
-                        m.add_all(&ops.items, &mut waits);
-                    }
-                    route(ctx, &st, types.waits, waits);
-                },
-            ))?;
-
-            let st = states.clone();
-            register(KnowledgeSource::on(
-                "match-collectives",
-                types.arrivals,
-                move |ctx, arrivals: &Counted<Arrival>| {
-                    let Some(key) = ctx.key() else { return };
-                    let m = slot_of(&st.collectives, key, || {
-                        Arc::new(Instances::strided(INSTANCE_KEYS.trailing_zeros()))
-                    });
-                    let mut waits = st.flow.waits.take();
-                    {
-                        let mut m = st.contention.lock(&m);
-                        let m = st.contention.own_clone(&mut m);
-                        for a in &arrivals.items {
-                            m.add(*a, &mut waits);
-                        }
-                    }
-                    route(ctx, &st, types.waits, waits);
-                },
-            ))?;
+            register(match_p2p_source(states.clone(), types))?;
+            register(match_collectives_source(states.clone(), types))?;
         }
-
         for (index, analysis) in program.analyses().iter().enumerate() {
             let spec = analysis.spec();
             if spec.sensitivities.contains(&Sensitivity::Events) {
-                let (st, analysis) = (states.clone(), analysis.clone());
-                register(KnowledgeSource::on(
-                    spec.name,
-                    types.batches,
-                    move |_, t: &Unpacked| {
-                        let slot = slot_of(&st.ranks[index], t.info.conn(), || Slot {
-                            state: analysis.new_rank().into(),
-                            analysed: 0,
-                        });
-                        let mut slot = st.contention.lock(&slot);
-                        let input = Input {
-                            events: t.batch.events(),
-                            msgs: &t.msgs,
-                            times: t.times.as_ref(),
-                            waits: &[],
-                            counts: t.batch.counts.as_ref(),
-                        };
-                        st.contention
-                            .own(&mut slot.state)
-                            .fold(&t.info.cx(), &input);
-                        slot.analysed += t.batch.events().len() as u64
-                            + t.batch.counts.as_ref().map_or(0, |c| c.events);
-                    },
+                register(events_source(
+                    states.clone(),
+                    types,
+                    index,
+                    analysis.clone(),
                 ))?;
             }
             if spec.sensitivities.contains(&Sensitivity::Waits) {
-                let (st, analysis) = (states.clone(), analysis.clone());
-                register(KnowledgeSource::on(
-                    spec.name,
-                    types.waits,
-                    move |_, w: &Waits| {
-                        let slot = slot_of(&st.ranks[index], w.info.conn(), || Slot {
-                            state: analysis.new_rank().into(),
-                            analysed: 0,
-                        });
-                        let input = Input {
-                            waits: &w.waits.items,
-                            ..Input::default()
-                        };
-                        let mut slot = st.contention.lock(&slot);
-                        st.contention
-                            .own(&mut slot.state)
-                            .fold(&w.info.cx(), &input);
-                    },
-                ))?;
+                register(waits_source(states.clone(), types, index, analysis.clone()))?;
             }
         }
         Ok(OnBoard {
