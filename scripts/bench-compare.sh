@@ -42,7 +42,7 @@ for r in $(seq "$rounds"); do
     v[b_$w]+="$(rate "$(flood "$before")" $w) "
     v[a_$w]+="$(rate "$(flood "$after")" $w) "
   done
-  echo "round $r (load $(cut -d' ' -f1 /proc/loadavg)): plain ${v[plain]##* } | $(for k in b_call a_call b_all a_all b_local a_local; do printf '%s %s ' $k "$(tr ' ' '\n' <<<"${v[$k]}" | grep . | tail -1)"; done)" >&2
+  echo "round $r (load $(cut -d' ' -f1 /proc/loadavg)): $(for k in plain b_call a_call b_all a_all b_local a_local; do printf '%s %s ' $k "$(tr ' ' '\n' <<<"${v[$k]}" | grep . | tail -1)"; done)" >&2
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 m() { tr ' ' '\n' <<<"${v[$1]}" | grep . | median; }
