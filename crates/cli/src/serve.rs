@@ -76,6 +76,15 @@ pub struct ServeArgs {
     #[arg(long = "max-streams", value_name = "N", default_value_t = 4096, value_parser = parse_limit)]
     pub max_streams: usize,
 
+    /// Jobs one user runs at once (a further job of theirs is refused;
+    /// other users' jobs are not). Over TCP the site counts as one user.
+    #[arg(long = "max-jobs-per-user", value_name = "N", default_value_t = 16, value_parser = parse_limit)]
+    pub max_jobs_per_user: usize,
+
+    /// Streams (processes) one user has open at once, over all their jobs.
+    #[arg(long = "max-streams-per-user", value_name = "N", default_value_t = 4096, value_parser = parse_limit)]
+    pub max_streams_per_user: usize,
+
     /// Megabytes of events one job may have waiting for analysis before
     /// its processes are slowed down (back-pressure to that job only).
     #[arg(long = "job-buffer-mb", value_name = "MB", default_value_t = 64, value_parser = parse_megabytes)]
@@ -218,6 +227,8 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
             // Each within its range: the value parsers below refused the rest.
             max_jobs: args.max_jobs,
             max_streams_per_job: args.max_streams,
+            max_jobs_per_user: args.max_jobs_per_user,
+            max_streams_per_user: args.max_streams_per_user,
             job_in_flight: args.job_buffer_mb << 20,
             total_in_flight: args.total_buffer_mb << 20,
             max_connections: args.max_connections,
@@ -268,7 +279,14 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
     let service = Arc::new(service);
     let http = match &args.http {
         Some(addr) => {
-            let live = crate::serve_http::start(addr, service.clone(), admin_gid)?;
+            let live = match crate::serve_http::start(addr, service.clone(), admin_gid) {
+                Ok(live) => live,
+                Err(e) => {
+                    // Nothing will answer on it: a client must not find it.
+                    let _ = std::fs::remove_file(&control);
+                    return Err(e);
+                }
+            };
             print_stderr(&format!(
                 "hark serve: Live view at {url}\nhark serve: Control over HTTP: POST {url}api/runs/ID/control\n",
                 url = live.url()

@@ -213,6 +213,7 @@ impl Server {
             problems: Mutex::default(),
             clock_references: Mutex::default(),
             ranks: Mutex::default(),
+            pids: Mutex::default(),
             secret: config.secret.clone(),
             rejected: Mutex::default(),
             folding: Mutex::default(),

@@ -15,13 +15,17 @@
 //! a line in a bounded history.
 //!
 //! **Limits** (all in [`ServiceConfig`], each documented in `docs/api.md`):
-//! jobs running at once (a further job is refused at its first `Hello`,
-//! its connections cut, its probes run unmeasured with a warning); streams
-//! per job (further streams refused); bytes per job waiting for analysis
+//! jobs running at once, in total and per user (a further job is refused
+//! at its first `Hello`, its connections cut, its probes run unmeasured
+//! with a warning); streams per job and per user (further streams
+//! refused); bytes per job waiting for analysis
 //! (that job's readers stop reading: back-pressure to its probes only);
 //! bytes waiting in total (the reader that would exceed it waits);
 //! connections open at once, in total and per user (further ones cut at
-//! accept); and the time a connection has to deliver its `Hello`.
+//! accept); descriptors kept free for writing runs (a connection that
+//! would take one of them is cut at accept); and the time a connection has
+//! to deliver its `Hello`. The limits per user are what keeps one user,
+//! holding idle streams, from locking every other user out.
 //!
 //! **Ownership.** [`Viewer`] is who asks: a user sees and controls only
 //! jobs it owns; an admin (root, or the configured admin group) sees all.
@@ -40,7 +44,7 @@ use hark_engine::Config;
 use hark_model::Run;
 use hark_sync::lock;
 use hark_transport::{Back, Closed, ConnId, Peer, ServeOptions, Sink};
-use hark_wire::{Action, Control, Frame, Hello};
+use hark_wire::{Action, Control, Credential, Frame, Hello, NONCE_SIZE};
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -63,6 +67,15 @@ pub struct ServiceConfig {
     pub max_jobs: usize,
     /// Streams (processes) per job; more are refused.
     pub max_streams_per_job: usize,
+    /// Jobs one user runs at once (over TCP, the site counts as one
+    /// user); a further job of theirs is refused, other users' are not.
+    pub max_jobs_per_user: usize,
+    /// Streams one user has open at once, over all their jobs.
+    pub max_streams_per_user: usize,
+    /// Descriptors kept free under `RLIMIT_NOFILE` for writing runs: a
+    /// connection that would leave fewer is cut at accept, so that a job
+    /// that ends can always be written.
+    pub reserved_descriptors: usize,
     /// Bytes of events one job may have waiting for analysis before its
     /// readers stop reading (back-pressure to that job only).
     pub job_in_flight: u64,
@@ -101,6 +114,9 @@ impl Default for ServiceConfig {
             slices: Config::default().slices,
             max_jobs: 64,
             max_streams_per_job: 4096,
+            max_jobs_per_user: 16,
+            max_streams_per_user: 4096,
+            reserved_descriptors: 64,
             job_in_flight: 64 << 20,
             total_in_flight: 512 << 20,
             max_connections: 16384,
@@ -349,6 +365,9 @@ struct Router {
     changed: Condvar,
     changed_lock: Mutex<()>,
     next_job: AtomicU64,
+    /// The nonces of the TCP handshakes accepted within the replay window,
+    /// with their dates: one seen again is a replay.
+    nonces: Mutex<HashMap<[u8; NONCE_SIZE], u64>>,
     cut: AtomicU64,
     refused_jobs: AtomicU64,
     finished: AtomicU64,
@@ -401,6 +420,7 @@ impl Service {
             changed: Condvar::new(),
             changed_lock: Mutex::new(()),
             next_job: AtomicU64::new(config.past.iter().map(|j| j.id + 1).max().unwrap_or(1)),
+            nonces: Mutex::default(),
             cut: AtomicU64::new(0),
             refused_jobs: AtomicU64::new(0),
             finished: AtomicU64::new(0),
@@ -621,6 +641,32 @@ impl std::fmt::Debug for Service {
     }
 }
 
+/// How far a TCP handshake's date may be from the service's clock; its
+/// nonce is remembered as long.
+const REPLAY_WINDOW: Duration = Duration::from_secs(300);
+
+/// The descriptors the process has open (its accepted connection
+/// included) and its soft `RLIMIT_NOFILE`; `None` if either is unknown.
+fn descriptors() -> Option<(usize, usize)> {
+    // The soft limit, as the kernel states it (no unsafe code in the
+    // server): "Max open files  SOFT  HARD  files", or "unlimited".
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let soft = limits
+        .lines()
+        .find_map(|l| l.strip_prefix("Max open files"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // Counted, not estimated: other threads (the control socket, HTTP,
+    // runs being written) hold descriptors too. One more is the listing's.
+    let open = std::fs::read_dir("/proc/self/fd")
+        .ok()?
+        .count()
+        .saturating_sub(1);
+    Some((open, soft))
+}
+
 fn now_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -684,14 +730,14 @@ impl Router {
         self.cut.fetch_add(1, Ordering::Relaxed);
         let routes = lock(&self.routes);
         let uid = routes.get(&conn.0).and_then(|r| r.uid);
-        if let Some(back) = routes.get(&conn.0).and_then(|r| r.back.as_ref()) {
-            back.cut();
-        }
-        drop(routes);
+        // Logged first: whoever sees the connection closed finds why.
         self.log(&format!(
             "Cut off {conn} ({}): {why}.",
             uid.map_or("tcp".into(), |u| format!("uid {u}"))
         ));
+        if let Some(back) = routes.get(&conn.0).and_then(|r| r.back.as_ref()) {
+            back.cut();
+        }
     }
 
     fn cut_job(&self, job: &Job, why: &str) {
@@ -915,6 +961,7 @@ impl Router {
             problems: Mutex::default(),
             clock_references: Mutex::default(),
             ranks: Mutex::default(),
+            pids: Mutex::default(),
             secret: None,
             rejected: Mutex::default(),
             folding: Mutex::default(),
@@ -941,9 +988,18 @@ impl Router {
             .iter()
             .find(|j| j.owner == owner && j.name == hello.job)
             .cloned();
+        let who = owner.map_or("the TCP site".into(), |u| format!("uid {u}"));
         let job = match found {
             Some(j) => j,
             None => {
+                let theirs = running.iter().filter(|j| j.owner == owner).count();
+                if theirs >= self.config.max_jobs_per_user {
+                    self.refused_jobs.fetch_add(1, Ordering::Relaxed);
+                    return Err(format!(
+                        "{who} already runs {theirs} jobs, the limit per user (--max-jobs-per-user); job {:?} is refused and runs unmeasured",
+                        hello.job
+                    ));
+                }
                 if running.len() >= self.config.max_jobs {
                     self.refused_jobs.fetch_add(1, Ordering::Relaxed);
                     return Err(format!(
@@ -965,7 +1021,18 @@ impl Router {
                 j
             }
         };
-        drop(running);
+        // Counted under the jobs' lock, so that two streams of one user
+        // cannot both take the last one.
+        let streams: usize = running
+            .iter()
+            .filter(|j| j.owner == owner)
+            .map(|j| lock(&j.live).open.len())
+            .sum();
+        if streams >= self.config.max_streams_per_user {
+            return Err(format!(
+                "{who} already has {streams} streams open, the limit per user (--max-streams-per-user)"
+            ));
+        }
         let mut live = lock(&job.live);
         if live.open.len() >= self.config.max_streams_per_job {
             return Err(format!(
@@ -977,7 +1044,44 @@ impl Router {
         live.open.push(conn.0);
         live.streams += 1;
         drop(live);
+        drop(running);
         Ok(job)
+    }
+
+    /// Whether a TCP `Hello` proves the site token under a nonce not seen
+    /// before and is dated within [`REPLAY_WINDOW`] of now; the error
+    /// completes "came over TCP ...".
+    fn fresh_proof(&self, hello: &Hello) -> Result<(), String> {
+        let Some(token) = self.config.token.as_deref() else {
+            return Err("and the service has no site token (--token-file)".into());
+        };
+        let nonce = match hello.check_secret(token) {
+            Credential::Proof(n) => n,
+            Credential::Plain => return Err(
+                "with the site token in clear, not a proof of it (a probe of an older release?)"
+                    .into(),
+            ),
+            Credential::Wrong => return Err("without the site token".into()),
+        };
+        let now = now_ns();
+        let window = REPLAY_WINDOW.as_nanos() as u64;
+        if hello.realtime_ns.abs_diff(now) > window {
+            return Err(format!(
+                "dated {:.0} s from the service's clock, beyond the {} s a handshake may be old or early (a replayed stream, or clocks far apart)",
+                (hello.realtime_ns as f64 - now as f64) / 1e9,
+                REPLAY_WINDOW.as_secs()
+            ));
+        }
+        let mut seen = lock(&self.nonces);
+        if seen.len() >= 4096 && seen.len().is_power_of_two() {
+            seen.retain(|_, &mut at| at.abs_diff(now) <= window);
+        }
+        if seen.insert(nonce, hello.realtime_ns).is_some() {
+            return Err(
+                "with a handshake the service has already accepted (a replayed stream)".into(),
+            );
+        }
+        Ok(())
     }
 
     fn route_job(&self, conn: ConnId) -> Option<Arc<Job>> {
@@ -1007,6 +1111,17 @@ impl Sink for Router {
             );
             self.log(&format!("Refused {conn}: {why}."));
             return Err(why);
+        }
+        if let Some((open, limit)) = descriptors() {
+            if open + self.config.reserved_descriptors >= limit {
+                self.cut.fetch_add(1, Ordering::Relaxed);
+                let why = format!(
+                    "the service has {open} of its {limit} descriptors open (RLIMIT_NOFILE) and keeps the last {} for writing runs",
+                    self.config.reserved_descriptors
+                );
+                self.log(&format!("Refused {conn}: {why}."));
+                return Err(why);
+            }
         }
         if let Some(u) = uid {
             let mine = routes.values().filter(|r| r.uid == Some(u)).count();
@@ -1042,18 +1157,10 @@ impl Sink for Router {
     fn on_hello(&self, conn: ConnId, hello: &Hello, clock_offset_ns: i64) {
         let uid = lock(&self.routes).get(&conn.0).and_then(|r| r.uid);
         if uid.is_none() {
-            let ok = self
-                .config
-                .token
-                .as_deref()
-                .is_some_and(|t| crate::sink::same_secret(t, &hello.secret));
-            if !ok {
+            if let Err(why) = self.fresh_proof(hello) {
                 self.cut_conn(
                     conn,
-                    &format!(
-                        "pid {} on {} came over TCP without the site token",
-                        hello.pid, hello.host
-                    ),
+                    &format!("pid {} on {} came over TCP {why}", hello.pid, hello.host),
                 );
                 return;
             }

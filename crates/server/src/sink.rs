@@ -9,10 +9,15 @@
 //! the close are kept here, in the connection's record, for accounting.
 //!
 //! Who may speak: with a secret (`hark run` always has one), a `Hello`
-//! without it is refused. Rank streams are keyed by (job, program, world
-//! rank): a second stream claiming a rank that another still streams — in
-//! its `Hello` or later in its `Rank` frame — is refused, never merged; both
-//! kinds of refusal are counted and named in the diagnostics. A child
+//! that neither proves nor carries it is refused. A stream's identity must
+//! be consistent: its world rank below its world size (in its `Hello` and
+//! its `Rank` frame), and its pid its own on its host within its job — a
+//! second stream naming the pid of a live one waits a moment for that one
+//! to close (the same process after `exec`) and is refused if it does not.
+//! Rank streams are keyed by (job, program, world rank): a second stream
+//! claiming a rank that another still streams — in its `Hello` or later in
+//! its `Rank` frame — is refused, never merged. Every refusal is counted
+//! and named in the diagnostics. A child
 //! (`Hello.parent` set: forked by a rank's process, or started with `exec`
 //! below it under its name) is analysed on a level of its own and folded
 //! into the program's `children`, never into its ranks; one that calls
@@ -117,6 +122,9 @@ pub(crate) struct State {
     /// Which stream holds each (job, program, world rank), for refusing a
     /// second one.
     pub(crate) ranks: Mutex<HashMap<RankKey, Holder>>,
+    /// Which stream is each live (job, host, pid), for refusing a second
+    /// stream naming a live process.
+    pub(crate) pids: Mutex<HashMap<PidKey, u64>>,
     /// The run's secret: a `Hello` without it is refused. `None` accepts
     /// every stream (a server started by hand or by a test).
     pub(crate) secret: Option<String>,
@@ -447,10 +455,14 @@ impl Sink for State {
     fn on_hello(&self, conn: ConnId, hello: &Hello, clock_offset_ns: i64) {
         self.placement.reader(conn.0);
         if let Some(secret) = &self.secret {
-            if !same_secret(secret, &hello.secret) {
+            if hello.check_secret(secret) == hark_wire::Credential::Wrong {
                 self.refuse(conn, hello, "it did not give this run's secret");
                 return;
             }
+        }
+        if let Err(why) = self.own_identity(conn.0, hello) {
+            self.refuse(conn, hello, &why);
+            return;
         }
         let child = hello.parent != 0;
         if !child {
@@ -530,8 +542,8 @@ impl Sink for State {
                             on
                         }
                         Err(e) => {
-                            // A child claims no rank: nothing to release.
                             drop(programs);
+                            self.release_pid(conn.0);
                             self.problem(format!("{conn} was not analysed: {e}"));
                             return;
                         }
@@ -629,6 +641,16 @@ impl Sink for State {
                 );
                 return;
             }
+            Frame::Rank(r) if !(0..r.world_size).contains(&r.world_rank) => {
+                self.cut(
+                    conn,
+                    &format!(
+                        "its Rank frame claims world rank {} of a world of {}, which has no such rank",
+                        r.world_rank, r.world_size
+                    ),
+                );
+                return;
+            }
             Frame::Rank(r) => {
                 let hello = c.info.hello();
                 let claimed = self.claim(&c.job, &hello.program, r.world_rank, conn.0, hello);
@@ -680,6 +702,7 @@ impl Sink for State {
         if let Closed::Broken(_) = outcome {
             self.counters.broken.fetch_add(1, Ordering::Relaxed);
         }
+        self.release_pid(conn.0);
         match self.conn(conn) {
             Some(c) => {
                 self.counters.open.fetch_sub(1, Ordering::Relaxed);
@@ -716,11 +739,14 @@ pub(crate) struct Holder {
 /// A rank's key: (job, program, world rank).
 pub(crate) type RankKey = (String, String, i32);
 
-/// Compares secrets in time independent of where they differ.
-pub(crate) fn same_secret(expected: &str, given: &str) -> bool {
-    let (a, b) = (expected.as_bytes(), given.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
-}
+/// A process's key: (job, host, pid).
+pub(crate) type PidKey = (String, String, u32);
+
+/// How long a stream naming the pid of a live one waits for that one to
+/// close: a process that calls `exec` has its old stream closed by the
+/// kernel, but the server may read that close after the new image's
+/// `Hello`.
+const EXEC_GRACE: Duration = Duration::from_secs(2);
 
 impl State {
     /// World rank 0 of a job measured its clock: its handshake becomes the
@@ -788,9 +814,57 @@ impl State {
     }
 
     /// Gives up every rank connection `conn` holds (it was not set up, or
-    /// was cut off).
+    /// was cut off), and its pid.
     fn release(&self, conn: u64) {
         hark_sync::lock(&self.ranks).retain(|_, h| h.conn != conn);
+        self.release_pid(conn);
+    }
+
+    fn release_pid(&self, conn: u64) {
+        hark_sync::lock(&self.pids).retain(|_, &mut c| c != conn);
+    }
+
+    /// Checks that a `Hello` names a rank its world has, and a process no
+    /// live stream of its job speaks for; then holds its pid for `conn`.
+    /// The error says why not.
+    fn own_identity(&self, conn: u64, hello: &Hello) -> Result<(), String> {
+        if hello.rank >= 0 && hello.size >= 0 && hello.rank >= hello.size {
+            return Err(format!(
+                "it claims world rank {} of a world of {}, which has no such rank",
+                hello.rank, hello.size
+            ));
+        }
+        let key = (hello.job.clone(), hello.host.clone(), hello.pid);
+        let deadline = std::time::Instant::now() + EXEC_GRACE;
+        loop {
+            {
+                let mut pids = hark_sync::lock(&self.pids);
+                match pids.get(&key) {
+                    Some(&other) if other != conn && self.streaming(other) => {}
+                    _ => {
+                        pids.insert(key, conn);
+                        return Ok(());
+                    }
+                }
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "pid {} on {} is already streaming in job {:?} on another connection",
+                    hello.pid, hello.host, hello.job
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether connection `id` still streams: not closed, no end record.
+    /// A connection not registered yet (its `Hello` being handled) does.
+    fn streaming(&self, id: u64) -> bool {
+        let conns = hark_sync::read(&self.conns);
+        let Some(c) = conns.get(&id) else {
+            return true;
+        };
+        hark_sync::lock(&c.outcome).is_none() && hark_sync::lock(&c.acc).end.is_none()
     }
 
     /// Whether connection `id` still streams world rank `rank`: not closed,
@@ -808,6 +882,7 @@ impl State {
 
     /// Refuses a stream at its `Hello`: nothing it sends is analysed.
     fn refuse(&self, conn: ConnId, hello: &Hello, why: &str) {
+        self.release_pid(conn.0);
         self.counters.refused.fetch_add(1, Ordering::Relaxed);
         self.problem(format!(
             "refused {conn} (pid {} on {}, program {:?}, job {:?}, claiming world rank {}): {why}; nothing it sent is counted",

@@ -197,7 +197,7 @@ fn a_job_over_the_limit_is_refused_and_the_others_go_on() {
 }
 
 #[test]
-fn over_tcp_only_streams_with_the_site_token_get_in_and_only_admins_see_them() {
+fn over_tcp_only_streams_proving_the_site_token_once_get_in_and_only_admins_see_them() {
     let token = "0123456789abcdef0123";
     let setup = start("tcp", false, |c| {
         c.listen = "tcp:127.0.0.1:0".into();
@@ -209,9 +209,14 @@ fn over_tcp_only_streams_with_the_site_token_get_in_and_only_admins_see_them() {
         .strip_prefix("tcp:")
         .unwrap()
         .to_string();
-    let stream = |secret: &str, job: &str| {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    // A secret to prove (`Some`), or what to put in the field as it is.
+    let bytes_of = |secret: Result<&str, &str>, job: &str, realtime_ns: u64| {
         let mut bytes = Vec::new();
-        hark_wire::Hello {
+        let mut hello = hark_wire::Hello {
             program: "app".into(),
             argv: vec!["./app".into()],
             host: "node0".into(),
@@ -221,29 +226,55 @@ fn over_tcp_only_streams_with_the_site_token_get_in_and_only_admins_see_them() {
             job: job.into(),
             clock: hark_wire::ClockSource::Monotonic,
             clock_ns: 1_000,
-            realtime_ns: 1_700_000_000_000_000_000,
+            realtime_ns,
             pack_size: 1 << 20,
-            secret: secret.into(),
+            secret: String::new(),
             parent: 0,
+        };
+        match secret {
+            Ok(s) => hello.prove(s, *b"nonce-of-a-job-1"),
+            Err(field) => hello.secret = field.into(),
         }
-        .encode(&mut bytes);
+        hello.encode(&mut bytes);
         bytes.extend(work(0, 1, N));
         bytes.extend(end(N));
+        bytes
+    };
+    let send = |bytes: &[u8]| {
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        let _ = s.write_all(&bytes);
+        let _ = s.write_all(bytes);
         s
     };
-    let mut without = stream("", "no-token");
-    let mut wrong = stream("not-the-token-at-all", "wrong-token");
-    for s in [&mut without, &mut wrong] {
+    let cut = |mut s: std::net::TcpStream| {
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut b = [0u8; 8];
         assert!(matches!(s.read(&mut b), Ok(0) | Err(_)));
+    };
+    let good = bytes_of(Ok(token), "site", now);
+    for (bytes, why) in [
+        (bytes_of(Err(""), "no-token", now), "without the site token"),
+        (
+            bytes_of(Ok("not-the-token-at-all"), "wrong-token", now),
+            "without the site token",
+        ),
+        (
+            bytes_of(Err(token), "in-clear", now),
+            "with the site token in clear",
+        ),
+        (
+            bytes_of(Ok(token), "too-old", now - 3_600_000_000_000),
+            "beyond the 300 s a handshake may be old",
+        ),
+    ] {
+        cut(send(&bytes));
+        assert!(logged(&setup, why), "{why}");
     }
-    drop(stream(token, "site"));
+    drop(send(&good));
     let site = run_of(&setup, "site");
     assert_eq!((site.analysed, site.partial), (N, 0));
-    assert!(logged(&setup, "came over TCP without the site token"));
+    // The same bytes again: a replay.
+    cut(send(&good));
+    assert!(logged(&setup, "already accepted (a replayed stream)"));
     let listed = setup.service.jobs(&ROOT);
     assert_eq!(listed.len(), 1, "{listed:?}");
     assert_eq!(listed[0].owner, None);

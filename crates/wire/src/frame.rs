@@ -17,7 +17,7 @@ use zerocopy::{FromBytes, IntoBytes};
 /// The first four bytes of a [`Hello`] payload.
 pub const MAGIC: [u8; 4] = *b"HARK";
 /// Version of the format this crate reads and writes.
-pub const VERSION: u16 = 6;
+pub const VERSION: u16 = 7;
 /// Size of a frame header.
 pub const HEADER_SIZE: usize = 8;
 /// Largest payload a reader accepts of any kind (a pack is about 1 MiB by
@@ -190,9 +190,12 @@ pub struct Hello {
     pub realtime_ns: u64,
     /// The probe's pack size in bytes.
     pub pack_size: u32,
-    /// The run's secret, from the probe's `HARK_ADDR` (`secret@address`);
-    /// empty when the address carried none. A server started with a secret
-    /// refuses a stream whose `Hello` does not carry it.
+    /// A proof of the run's secret (from the probe's `HARK_ADDR`,
+    /// `secret@address`): `hmac-sha256:NONCE:MAC`, see [`Hello::prove`];
+    /// the secret itself from a writer that does not prove it; empty when
+    /// the address carried none. A server started with a secret refuses a
+    /// stream whose `Hello` does not prove or carry it
+    /// ([`Hello::check_secret`]).
     pub secret: String,
     /// The pid of the process this one was forked from (without `exec`),
     /// whose rank it belongs to; 0 when the process started its own image

@@ -34,6 +34,7 @@ mod frame;
 pub mod mpi;
 pub mod op;
 pub mod partition;
+mod proof;
 
 pub use control::{Action, Control, CONTROL_SIZE};
 pub use counts::{Count, Counts, COUNTS_FIXED_SIZE, COUNT_SIZE};
@@ -47,3 +48,4 @@ pub use frame::{
     TickScale, HEADER_SIZE, MAGIC, MAX_CLOCK_OFFSET_NS, MAX_CPUS, MAX_PAYLOAD, MAX_ROUND_TRIP_NS,
     PACK_HEADER_SIZE, VERSION,
 };
+pub use proof::{hmac_sha256, sha256, Credential, NONCE_SIZE, PROOF_PREFIX};

@@ -16,10 +16,26 @@ pub struct Served {
 impl Served {
     /// Starts `hark serve` with its socket and runs under `dir`.
     pub fn start(dir: &Path, extra: &[&str]) -> Served {
+        Served::start_under(dir, extra, None)
+    }
+
+    /// Starts `hark serve` as [`Served::start`] does, with its descriptors
+    /// limited to `nofile` (soft and hard) when given.
+    pub fn start_under(dir: &Path, extra: &[&str], nofile: Option<u64>) -> Served {
         let sock = dir.join("hark.sock");
         let runs = dir.join("runs");
         let log = dir.join("serve.log");
-        let child = Command::new(super::common::hark())
+        let mut cmd = match nofile {
+            Some(n) => {
+                let mut c = Command::new("prlimit");
+                c.arg(format!("--nofile={n}:{n}"))
+                    .arg("--")
+                    .arg(super::common::hark());
+                c
+            }
+            None => Command::new(super::common::hark()),
+        };
+        let child = cmd
             .arg("serve")
             .arg("--listen")
             .arg(format!("unix:{}", sock.display()))

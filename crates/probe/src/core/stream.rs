@@ -742,7 +742,7 @@ fn make_hello(cfg: &Config, parent: u32, job: &str) -> Hello {
     // is a skew only the MPI clock alignment can see (`core::clock`).
     let clock_ns = clock::now().wrapping_sub(clock::skew() as u64);
     let realtime_ns = clock::clock_ns(libc::CLOCK_REALTIME).wrapping_add(clock::skew() as u64);
-    Hello {
+    let mut hello = Hello {
         program: program_name(&argv),
         argv,
         host: String::from_utf8_lossy(&host[..host_len]).into_owned(),
@@ -755,9 +755,32 @@ fn make_hello(cfg: &Config, parent: u32, job: &str) -> Hello {
         clock_ns,
         realtime_ns,
         pack_size: cfg.pack_size as u32,
-        secret: cfg.secret.clone(),
+        secret: String::new(),
         parent,
+    };
+    // The secret never crosses the wire: a proof of it does, under a
+    // nonce of this stream, so that its bytes sent again are refused.
+    if !cfg.secret.is_empty() {
+        hello.prove(&cfg.secret, nonce());
     }
+    hello
+}
+
+/// A fresh random nonce for a stream's proof of its secret, from the
+/// kernel (no descriptor opened); should that fail, the clock and the pid,
+/// which still differ between streams.
+fn nonce() -> [u8; hark_wire::NONCE_SIZE] {
+    let mut n = [0u8; hark_wire::NONCE_SIZE];
+    // SAFETY: `n` is valid for writing `n.len()` bytes.
+    let got = unsafe { libc::getrandom(n.as_mut_ptr().cast(), n.len(), 0) };
+    if got != n.len() as isize {
+        let t = clock::clock_ns(libc::CLOCK_REALTIME);
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() } as u64;
+        n[..8].copy_from_slice(&t.to_le_bytes());
+        n[8..].copy_from_slice(&pid.to_le_bytes());
+    }
+    n
 }
 
 #[cfg(test)]
