@@ -60,7 +60,14 @@ fn a_reused_pid_a_rank_beyond_the_world_and_a_held_rank_are_refused() {
         .map(|s| s.to_string())
         .collect();
     let mut job = served.run(None, &argv);
-    let jobs = served.wait_jobs("the job's two ranks", |j| j.len() == 1 && j[0]["open"] == 2);
+    // Both ranks have started (their loops' `sleep`s come and go as
+    // streams of their own).
+    wait_for("both ranks started", || {
+        dir.join("pid.0").exists() && dir.join("pid.1").exists()
+    });
+    let jobs = served.wait_jobs("the job registered", |j| j.len() == 1);
+    // Their shipping threads have said hello well before a second is out.
+    std::thread::sleep(Duration::from_secs(1));
     let name = jobs[0]["job"].as_str().unwrap().to_string();
     let pid0: u32 = std::fs::read_to_string(dir.join("pid.0"))
         .unwrap()
@@ -129,15 +136,17 @@ fn a_tcp_stream_captured_and_sent_again_is_refused_as_a_replay() {
     std::fs::write(&token, "0123456789abcdef-replay\n").unwrap();
     std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let log = dir.join("serve.log");
-    let mut serve = Command::new(hark())
-        .args(["serve", "--listen", "tcp:127.0.0.1:0", "--linger", "0.5"])
-        .arg("--token-file")
-        .arg(&token)
-        .arg("--runs")
-        .arg(dir.join("runs"))
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut serve = Killed(
+        Command::new(hark())
+            .args(["serve", "--listen", "tcp:127.0.0.1:0", "--linger", "0.5"])
+            .arg("--token-file")
+            .arg(&token)
+            .arg("--runs")
+            .arg(dir.join("runs"))
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
     let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
     wait_for("the service listening", || {
         read_log().contains("Listening on tcp:")
@@ -203,8 +212,18 @@ fn a_tcp_stream_captured_and_sent_again_is_refused_as_a_replay() {
     );
     assert_eq!(text.matches("registered by").count(), 1, "{text}");
     // SAFETY: kill has no memory preconditions; the pid is our child's.
-    unsafe { libc::kill(serve.id() as i32, libc::SIGTERM) };
-    assert!(serve.wait().unwrap().success());
+    unsafe { libc::kill(serve.0.id() as i32, libc::SIGTERM) };
+    assert!(serve.0.wait().unwrap().success());
+}
+
+/// A child killed when the test ends, passed or failed.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[test]
