@@ -212,8 +212,11 @@ pub fn run_into_service(args: &RunArgs, addr: &str) -> Result<i32> {
         Some(Err(e)) => print_stderr(&format!(
             "hark: warning: the service did not report job {job}: {e:#}\n"
         )),
+        // Over TCP there is no control channel: hark cannot know whether
+        // the service took the streams (a wrong token gets each one cut),
+        // so it claims nothing.
         None if !args.quiet => print_stderr(&format!(
-            "The service writes job {job} into its runs directory.\n"
+            "Streamed job {job} to {addr}; over TCP hark cannot see whether the service accepted it (a wrong token is refused there): its log and `hark ctl list` on its host say.\n"
         )),
         None => {}
     }

@@ -216,6 +216,63 @@ fn a_tcp_stream_captured_and_sent_again_is_refused_as_a_replay() {
     assert!(serve.0.wait().unwrap().success());
 }
 
+/// `hark run --server tcp:` with a wrong token: the service cuts every
+/// stream, and `hark run`, which cannot see that over TCP, never says the
+/// service writes the job.
+#[test]
+fn a_wrong_tcp_token_is_not_reported_as_a_written_job() {
+    let dir = scratch("wrong-token");
+    let write_token = |name: &str, text: &str| {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        f
+    };
+    let token = write_token("token", "0123456789abcdef-right\n");
+    let wrong = write_token("wrong", "0123456789abcdef-wrong\n");
+    let log = dir.join("serve.log");
+    let mut serve = Killed(
+        Command::new(hark())
+            .args(["serve", "--listen", "tcp:127.0.0.1:0", "--linger", "0.5"])
+            .arg("--token-file")
+            .arg(&token)
+            .arg("--runs")
+            .arg(dir.join("runs"))
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for("the service listening", || {
+        read_log().contains("Listening on tcp:")
+    });
+    let service = read_log()
+        .lines()
+        .find_map(|l| l.split("Listening on tcp:").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    probe();
+    let out = Command::new(hark())
+        .args(["run", "--server", &format!("tcp:{service}"), "--token-file"])
+        .arg(&wrong)
+        .args(["--", "sh", "-c", "true"])
+        .output_within()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!said.contains("writes job"), "{said}");
+    assert!(
+        said.contains("cannot see whether the service accepted it"),
+        "{said}"
+    );
+    wait_for("the streams cut", || read_log().contains("Cut off"));
+    assert!(!read_log().contains("registered by"), "{}", read_log());
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(serve.0.id() as i32, libc::SIGTERM) };
+    assert!(serve.0.wait().unwrap().success());
+}
+
 /// A child killed when the test ends, passed or failed.
 struct Killed(std::process::Child);
 
