@@ -169,6 +169,58 @@ fn seconds(v: &str, lo: f64, hi: f64) -> Result<f64, String> {
 /// Runs `hark serve` until SIGTERM or SIGINT; every running job is then
 /// folded (partial) and written.
 pub fn serve(args: &ServeArgs) -> Result<i32> {
+    let token = site_token(args)?;
+    prepare(args)?;
+    let admin_gid = match &args.admin_group {
+        Some(g) => Some(group_id(g)?),
+        None => None,
+    };
+    let index = args
+        .index
+        .clone()
+        .unwrap_or_else(|| args.runs.join(hark_index::SERVICE_FILE));
+    let service = start_service(args, token, &index, admin_gid)?;
+    let (control, listener) = bind_control(args, &service)?;
+    let pointer = point_runs_at(&args.runs, &control);
+    let stop = hark_os::flag_on_signals(&[hark_os::SIGTERM, hark_os::SIGINT], false);
+    print_stderr(&format!(
+        "hark serve: Listening on {} (control: {}); runs go to {}.\n",
+        service.addr(),
+        control.display(),
+        args.runs.display()
+    ));
+    let service = Arc::new(service);
+    let http = match &args.http {
+        Some(addr) => match start_http(addr, &service, admin_gid) {
+            Ok(live) => Some(live),
+            Err(e) => {
+                // Nothing will answer on it: a client must not find it.
+                let _ = std::fs::remove_file(&control);
+                return Err(e);
+            }
+        },
+        None => None,
+    };
+    answer_until_stopped(&listener, &service, admin_gid, &index, stop);
+    let _ = std::fs::remove_file(&control);
+    if let Some(p) = pointer {
+        let _ = std::fs::remove_file(p);
+    }
+    if let Some(live) = http {
+        // Its routes hold the service: they must be gone before it ends.
+        live.stop();
+    }
+    print_stderr("hark serve: Stopping; running jobs are written as they are.\n");
+    match Arc::try_unwrap(service) {
+        Ok(s) => s.shutdown(),
+        Err(_) => unreachable!("every request thread has ended"),
+    }
+    Ok(0)
+}
+
+/// The site token, read and checked; required, with a local address
+/// unless `--remote`, for a TCP service.
+fn site_token(args: &ServeArgs) -> Result<Option<String>> {
     let token = match &args.token_file {
         Some(f) => Some(read_token(f)?),
         None => None,
@@ -183,6 +235,12 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
             bail!("{host} is not localhost: pass --remote to listen there (the token is sent in clear; TLS is not implemented)");
         }
     }
+    Ok(token)
+}
+
+/// The runs directory checked, the socket's directory made, the process's
+/// limits and allocator set for many connections.
+fn prepare(args: &ServeArgs) -> Result<()> {
     crate::serve_files::check_runs_dir(&args.runs)?;
     if let Some(path) = args.listen.strip_prefix("unix:") {
         if let Some(dir) = Path::new(path)
@@ -196,19 +254,22 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
     hark_os::raise_fd_limit();
     crate::alloc::cap_arenas();
     crate::alloc::fix_mmap_threshold();
-    let admin_gid = match &args.admin_group {
-        Some(g) => Some(group_id(g)?),
-        None => None,
-    };
-    let index = args
-        .index
-        .clone()
-        .unwrap_or_else(|| args.runs.join(hark_index::SERVICE_FILE));
+    Ok(())
+}
+
+/// Starts the service over the run index `index` (its past jobs read back),
+/// writing each finished job into the runs directory and recording it.
+fn start_service(
+    args: &ServeArgs,
+    token: Option<String>,
+    index: &Path,
+    admin_gid: Option<u32>,
+) -> Result<Service> {
     let keep = ServiceConfig::default().history;
-    let past = crate::serve_index::open(&args.runs, &index, keep)?;
-    crate::serve_index::set_admins(&index, admin_gid)?;
+    let past = crate::serve_index::open(&args.runs, index, keep)?;
+    crate::serve_index::set_admins(index, admin_gid)?;
     let runs = args.runs.clone();
-    let recorded = index.clone();
+    let recorded = index.to_path_buf();
     let on_run = Arc::new(move |r: &ServiceRun| {
         let dir = write_service_run(&runs, r).map_err(|e| format!("{e:#}"))?;
         if let Err(e) = crate::serve_index::record(&recorded, r, &dir) {
@@ -249,6 +310,12 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))
             .with_context(|| format!("cannot open the socket {path} to every user"))?;
     }
+    Ok(service)
+}
+
+/// Binds the control socket (`--control`, or beside the service's socket),
+/// open to every user: the kernel says who connected.
+fn bind_control(args: &ServeArgs, service: &Service) -> Result<(PathBuf, UnixListener)> {
     let control =
         args.control
             .clone()
@@ -267,40 +334,37 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
             )
         },
     )?;
-    let pointer = point_runs_at(&args.runs, &control);
     listener.set_nonblocking(true)?;
-    let stop = hark_os::flag_on_signals(&[hark_os::SIGTERM, hark_os::SIGINT], false);
+    Ok((control, listener))
+}
+
+/// Serves the live view and the HTTP API on `addr`, and says where.
+fn start_http(
+    addr: &str,
+    service: &Arc<Service>,
+    admin_gid: Option<u32>,
+) -> Result<hark_live::Live> {
+    let live = crate::serve_http::start(addr, service.clone(), admin_gid)?;
     print_stderr(&format!(
-        "hark serve: Listening on {} (control: {}); runs go to {}.\n",
-        service.addr(),
-        control.display(),
-        args.runs.display()
+        "hark serve: Live view at {url}\nhark serve: Control over HTTP: POST {url}api/runs/ID/control\n",
+        url = live.url()
     ));
-    let service = Arc::new(service);
-    let http = match &args.http {
-        Some(addr) => {
-            let live = match crate::serve_http::start(addr, service.clone(), admin_gid) {
-                Ok(live) => live,
-                Err(e) => {
-                    // Nothing will answer on it: a client must not find it.
-                    let _ = std::fs::remove_file(&control);
-                    return Err(e);
-                }
-            };
-            print_stderr(&format!(
-                "hark serve: Live view at {url}\nhark serve: Control over HTTP: POST {url}api/runs/ID/control\n",
-                url = live.url()
-            ));
-            Some(live)
-        }
-        None => None,
-    };
+    Ok(live)
+}
+
+/// Answers the control socket, a thread per request, until `stop` is set.
+fn answer_until_stopped(
+    listener: &UnixListener,
+    service: &Arc<Service>,
+    admin_gid: Option<u32>,
+    index: &Path,
+    stop: &std::sync::atomic::AtomicBool,
+) {
     std::thread::scope(|s| {
         while !stop.load(Ordering::Relaxed) {
             match listener.accept() {
                 Ok((stream, _)) => {
                     let service = service.clone();
-                    let index = &index;
                     // Each request lives as long as its answer takes (a
                     // dump: seconds); none is kept for the service's life.
                     s.spawn(move || answer(&service, stream, admin_gid, index));
@@ -315,20 +379,6 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
             }
         }
     });
-    let _ = std::fs::remove_file(&control);
-    if let Some(p) = pointer {
-        let _ = std::fs::remove_file(p);
-    }
-    if let Some(live) = http {
-        // Its routes hold the service: they must be gone before it ends.
-        live.stop();
-    }
-    print_stderr("hark serve: Stopping; running jobs are written as they are.\n");
-    match Arc::try_unwrap(service) {
-        Ok(s) => s.shutdown(),
-        Err(_) => unreachable!("every request thread has ended"),
-    }
-    Ok(0)
 }
 
 /// Reads the site token, refusing a file others may read.
