@@ -13,7 +13,7 @@ use common::*;
 use served::*;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -132,31 +132,9 @@ fn a_reused_pid_a_rank_beyond_the_world_and_a_held_rank_are_refused() {
 #[test]
 fn a_tcp_stream_captured_and_sent_again_is_refused_as_a_replay() {
     let dir = scratch("replay");
-    let token = dir.join("token");
-    std::fs::write(&token, "0123456789abcdef-replay\n").unwrap();
-    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let log = dir.join("serve.log");
-    let mut serve = Killed(
-        Command::new(hark())
-            .args(["serve", "--listen", "tcp:127.0.0.1:0", "--linger", "0.5"])
-            .arg("--token-file")
-            .arg(&token)
-            .arg("--runs")
-            .arg(dir.join("runs"))
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap(),
-    );
+    let token = token_file(&dir, "token", "0123456789abcdef-replay");
+    let (mut serve, log, service) = tcp_service(&dir, &token);
     let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
-    wait_for("the service listening", || {
-        read_log().contains("Listening on tcp:")
-    });
-    let service = read_log()
-        .lines()
-        .find_map(|l| l.split("Listening on tcp:").nth(1))
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap()
-        .to_string();
     // A proxy that keeps what the probe sends.
     let proxy = TcpListener::bind("127.0.0.1:0").unwrap();
     let proxy_addr = proxy.local_addr().unwrap();
@@ -222,36 +200,10 @@ fn a_tcp_stream_captured_and_sent_again_is_refused_as_a_replay() {
 #[test]
 fn a_wrong_tcp_token_is_not_reported_as_a_written_job() {
     let dir = scratch("wrong-token");
-    let write_token = |name: &str, text: &str| {
-        let f = dir.join(name);
-        std::fs::write(&f, text).unwrap();
-        std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-        f
-    };
-    let token = write_token("token", "0123456789abcdef-right\n");
-    let wrong = write_token("wrong", "0123456789abcdef-wrong\n");
-    let log = dir.join("serve.log");
-    let mut serve = Killed(
-        Command::new(hark())
-            .args(["serve", "--listen", "tcp:127.0.0.1:0", "--linger", "0.5"])
-            .arg("--token-file")
-            .arg(&token)
-            .arg("--runs")
-            .arg(dir.join("runs"))
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap(),
-    );
+    let token = token_file(&dir, "token", "0123456789abcdef-right");
+    let wrong = token_file(&dir, "wrong", "0123456789abcdef-wrong");
+    let (mut serve, log, service) = tcp_service(&dir, &token);
     let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
-    wait_for("the service listening", || {
-        read_log().contains("Listening on tcp:")
-    });
-    let service = read_log()
-        .lines()
-        .find_map(|l| l.split("Listening on tcp:").nth(1))
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap()
-        .to_string();
     probe();
     let out = Command::new(hark())
         .args(["run", "--server", &format!("tcp:{service}"), "--token-file"])
@@ -271,6 +223,43 @@ fn a_wrong_tcp_token_is_not_reported_as_a_written_job() {
     // SAFETY: kill has no memory preconditions; the pid is our child's.
     unsafe { libc::kill(serve.0.id() as i32, libc::SIGTERM) };
     assert!(serve.0.wait().unwrap().success());
+}
+
+/// A token file `name` in `dir` holding `token` (mode 0600, as required).
+fn token_file(dir: &Path, name: &str, token: &str) -> PathBuf {
+    let f = dir.join(name);
+    std::fs::write(&f, format!("{token}\n")).unwrap();
+    std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    f
+}
+
+/// A `hark serve` on a TCP port of localhost with site token `token`, its
+/// runs in `dir`: the service (killed when dropped), its log and its
+/// address, once it listens.
+fn tcp_service(dir: &Path, token: &Path) -> (Killed, PathBuf, String) {
+    let log = dir.join("serve.log");
+    let serve = Killed(
+        Command::new(hark())
+            .args(["serve", "--listen", "tcp:127.0.0.1:0", "--linger", "0.5"])
+            .arg("--token-file")
+            .arg(token)
+            .arg("--runs")
+            .arg(dir.join("runs"))
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for("the service listening", || {
+        read_log().contains("Listening on tcp:")
+    });
+    let addr = read_log()
+        .lines()
+        .find_map(|l| l.split("Listening on tcp:").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    (serve, log, addr)
 }
 
 /// A child killed when the test ends, passed or failed.
