@@ -210,7 +210,7 @@ impl IdMap {
     /// Makes [`IdMap::comm_at`] exact for the pairs of communicator id and
     /// occurrence in `uses`, interning each in `unifier` (the one this map
     /// leads into), which decides once for all whether it is folded here.
-    /// Occurrences from [`MAX_ALIKE_COMMS`] on are folded on every server
+    /// Occurrences from `MAX_ALIKE_COMMS` on are folded on every server
     /// and need nothing: what it keeps is bounded by that many per member
     /// set, however many communicators a long run folds.
     pub fn resolve(&mut self, uses: impl IntoIterator<Item = (u32, u32)>, unifier: &mut Unifier) {

@@ -1201,13 +1201,13 @@ impl OnBoard {
     /// processes ("N other processes") and forgets its own states, so that
     /// what the level keeps does not grow with the processes a run starts.
     /// Counts stay exact: every knowledge source adds the process's state to
-    /// the row's ([`crate::RankState::absorb`]), and its accounting is
+    /// the row's ([`hark_analyses::RankState::absorb`]), and its accounting is
     /// summed.
     ///
     /// The caller (the server) makes sure nothing of the stream is still on
     /// the board: it holds the only reference to `info` left. Returns false,
     /// changing nothing, when a knowledge source cannot fold this process
-    /// (see [`crate::RankState::absorbs`]); it then keeps its row.
+    /// (see [`hark_analyses::RankState::absorbs`]); it then keeps its row.
     pub fn fold_away(&self, info: &StreamInfo, acc: &StreamAccounting) -> bool {
         let conn = info.conn();
         let analyses = self.program.analyses();

@@ -1,7 +1,7 @@
 //! Hark's one policy for poisoned locks: take the data and go on.
 //!
 //! A lock is poisoned when a thread panicked while holding it. Hark never
-//! lets that second-hand failure spread: [`lock`], [`read`] and [`write`]
+//! lets that second-hand failure spread: [`lock`], [`read`] and [`write()`]
 //! take the guard out of the poison (`PoisonError::into_inner`) and return
 //! it as if nothing had happened. The panic itself is where it is reported:
 //! the analysis side catches a knowledge source's panic and names it in the
