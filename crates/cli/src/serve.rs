@@ -232,7 +232,7 @@ fn site_token(args: &ServeArgs) -> Result<Option<String>> {
         let host = hostport.rsplit_once(':').map_or(hostport, |(h, _)| h);
         let local = matches!(host, "127.0.0.1" | "localhost" | "[::1]" | "::1");
         if !local && !args.remote {
-            bail!("{host} is not localhost: pass --remote to listen there (the token is sent in clear; TLS is not implemented)");
+            bail!("{host} is not localhost: pass --remote to listen there (the events cross the network unencrypted: TLS is not built yet)");
         }
     }
     Ok(token)
