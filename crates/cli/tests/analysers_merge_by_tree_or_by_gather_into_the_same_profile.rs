@@ -99,8 +99,11 @@ fn analysers_merge_by_tree_or_by_gather_into_the_same_profile() {
         .unwrap();
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
+    // Refused by `hark run` before the job starts, as every bad setting is.
     assert!(
-        err.contains("HARK_ANALYSER_MERGE=ring") && err.contains("tree or gather"),
+        err.contains("`ring` is not a valid HARK_ANALYSER_MERGE")
+            && err.contains("tree, gather")
+            && err.contains("the command was not started"),
         "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
