@@ -59,5 +59,14 @@ fn the_secret_before_the_address_reaches_the_hello() {
     assert_eq!(warnings(&run.stderr), Vec::<&str>::new());
     let s = run.only_stream();
     assert!(s.is_clean());
-    assert_eq!(s.hello.secret, "c0ffee42");
+    // The Hello proves the secret, never carries it.
+    assert!(!s.hello.secret.contains("c0ffee42"), "{}", s.hello.secret);
+    assert!(
+        matches!(
+            s.hello.check_secret("c0ffee42"),
+            hark_wire::Credential::Proof(_)
+        ),
+        "{}",
+        s.hello.secret
+    );
 }
