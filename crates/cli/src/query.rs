@@ -55,7 +55,9 @@ pub fn query(args: &QueryArgs) -> Result<i32> {
     let iv = Interval {
         from_ns: args.from,
         to_ns: args.to,
-    };
+    }
+    .checked()
+    .map_err(|e| anyhow!("{e} (--from, --to)"))?;
     let json = if args.run.starts_with("http://") {
         let base = base_url(&args.run);
         let id = pick_run(&base, args.id.as_deref())?;

@@ -143,6 +143,22 @@ fn the_timeline_has_every_rank_and_bad_queries_are_refused(job: &live::Job) {
         .unwrap_err()
         .to_string();
     assert!(e.contains("400") && e.contains("to_ns=soon"), "{e}");
+    let e = job
+        .get("api/runs/run/profile?from_ns=5000&to_ns=2000")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("400") && e.contains("at or before it starts"),
+        "{e}"
+    );
+    let e = job
+        .get("api/runs/run/timeline?bins=many")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("400") && e.contains("a whole number of bins") && !e.contains("nanoseconds"),
+        "{e}"
+    );
 }
 
 /// Waits for the job: it exits 0, its stdout is the program's own, and the
@@ -224,6 +240,20 @@ fn the_run_directory_answers_the_same_queries(run_dir: &std::path::Path) {
         .unwrap();
     common::assert_exit(&bad, 2);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a time"));
+
+    // An end before the start is a mistake to name, not an empty profile.
+    let backwards = Command::new(common::hark())
+        .args(["query"])
+        .arg(run_dir)
+        .args(["--from", "5s", "--to", "2s"])
+        .output()
+        .unwrap();
+    assert_ne!(backwards.status.code(), Some(0), "{backwards:?}");
+    let said = String::from_utf8_lossy(&backwards.stderr);
+    assert!(
+        said.contains("ends (2000000000 ns) at or before it starts (5000000000 ns)"),
+        "{said}"
+    );
 }
 
 /// `hark open` serves the finished run; once it is gone, a query says so

@@ -105,7 +105,7 @@ async fn timeline<C: Catalog>(
         let iv = interval_of(&q)?;
         let bins = match q.get("bins") {
             None => DEFAULT_BINS,
-            Some(v) => number("bins", v)? as usize,
+            Some(v) => number("bins", v, "a whole number of bins")? as usize,
         };
         let run = runs
             .model(who.as_ref().map(|w| &w.0), &id)
@@ -117,18 +117,26 @@ async fn timeline<C: Catalog>(
 
 /// `from_ns` and `to_ns` of a query string.
 fn interval_of(q: &HashMap<String, String>) -> Result<Interval, (StatusCode, String)> {
-    let get = |k: &str| q.get(k).map(|v| number(k, v)).transpose();
-    Ok(Interval {
+    let get = |k: &str| {
+        q.get(k)
+            .map(|v| number(k, v, "a whole number of nanoseconds (0 or more)"))
+            .transpose()
+    };
+    Interval {
         from_ns: get("from_ns")?,
         to_ns: get("to_ns")?,
-    })
+    }
+    .checked()
+    .map_err(|e| (StatusCode::BAD_REQUEST, e))
 }
 
-fn number(key: &str, v: &str) -> Result<u64, (StatusCode, String)> {
+/// `v`, the value of `key`, as a whole number; or a 400 saying it must be
+/// `what`.
+fn number(key: &str, v: &str, what: &str) -> Result<u64, (StatusCode, String)> {
     v.trim().parse().map_err(|_| {
         (
             StatusCode::BAD_REQUEST,
-            format!("`{key}={v}` is not a whole number of nanoseconds (0 or more)"),
+            format!("`{key}={v}` is not {what}"),
         )
     })
 }

@@ -24,6 +24,19 @@ pub struct Interval {
     pub to_ns: Option<u64>,
 }
 
+impl Interval {
+    /// The interval, or why it holds nothing: an end at or before its
+    /// start is a mistake to name, not an empty answer.
+    pub fn checked(self) -> Result<Interval, String> {
+        match (self.from_ns, self.to_ns) {
+            (Some(from), Some(to)) if to <= from => Err(format!(
+                "the interval ends ({to} ns) at or before it starts ({from} ns): give an end after the start"
+            )),
+            _ => Ok(self),
+        }
+    }
+}
+
 /// When the run started, in ns since the epoch: the earliest origin of its
 /// programs' time slices (0 for a run with no program yet).
 pub fn start_ns(run: &Run) -> u64 {
