@@ -60,5 +60,7 @@ fn a_serial_program_doing_io_is_measured() {
     let summary = std::fs::read_to_string(run_dir.join("summary.txt")).unwrap();
     assert!(summary.contains("no MPI"), "{summary}");
     assert!(summary.contains("data.bin"), "{summary}");
+    // One program: its own "Events:" line, and no second copy as the run's.
+    assert_eq!(summary.matches(" lost").count(), 1, "{summary}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -47,8 +47,17 @@ pub fn render(run: &Run) -> String {
         s.push('\n');
         program(&mut s, p);
     }
-    s.push('\n');
-    let _ = writeln!(s, "{}", facts::accounting_line(&run.accounting));
+    // One program's own "Events:" line already says it all; the run's
+    // totals are added for several programs, none, or events of no program.
+    let total = facts::accounting_line(&run.accounting);
+    let said = match run.programs.as_slice() {
+        [only] => facts::accounting_line(&only.accounting()) == total,
+        _ => false,
+    };
+    if !said {
+        s.push('\n');
+        let _ = writeln!(s, "{total}");
+    }
     let partial = facts::partial_ranks(run);
     if !partial.is_empty() {
         let _ = writeln!(
