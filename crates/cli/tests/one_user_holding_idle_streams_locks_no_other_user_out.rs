@@ -35,20 +35,6 @@ print("held", len(held), flush=True)
 time.sleep(600)
 "#;
 
-/// Creates the test's users (once; they stay for later runs).
-fn users() {
-    for u in USERS {
-        let exists = Command::new("id").arg(u).output_within().unwrap();
-        if !exists.status.success() {
-            let out = Command::new("useradd")
-                .args(["--no-create-home", "--shell", "/bin/sh", u])
-                .output_within()
-                .unwrap();
-            assert!(out.status.success(), "useradd {u}: {out:?}");
-        }
-    }
-}
-
 /// `(job, pid, rank, size)` per stream, as `Hello` frames.
 fn hellos(streams: &[(String, u32, i32, i32)]) -> Vec<u8> {
     let mut bytes = Vec::new();
@@ -98,24 +84,9 @@ fn hold(dir: &Path, served: &Served, user: &str, streams: &[(String, u32, i32, i
     child
 }
 
-fn uid(user: &str) -> u64 {
-    let out = Command::new("id")
-        .args(["-u", user])
-        .output_within()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
-}
-
 /// Bob's job, measured and written while Ann holds her streams.
-fn bobs_job_is_written(dir: &Path, served: &Served) {
-    let bob = uid(USERS[1]);
-    let stop = dir.join("stop");
-    let wait = format!("while [ ! -e {} ]; do sleep 0.05; done", stop.display());
-    let mut job = served.run(Some(USERS[1]), &["sh".into(), "-c".into(), wait]);
-    served.wait_jobs("bob's job registered", |j| {
-        j.iter()
-            .any(|j| j["owner"] == bob && j["state"] == "running")
-    });
+fn bobs_job_is_written(dir: &Path, served: &Served, bob: u64) {
+    let (mut job, stop) = bobs_running_job(dir, served, bob);
     std::fs::write(&stop, "").unwrap();
     assert!(job.wait().unwrap().success());
     let jobs = served.wait_jobs("bob's job written", |j| {
@@ -131,21 +102,33 @@ fn bobs_job_is_written(dir: &Path, served: &Served) {
     assert!(Path::new(&dir).join("profile.json").exists(), "{dir}");
 }
 
-fn as_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: creating users and switching to them needs root");
-        return false;
+/// Root, with the test's users made; the uids of Ann and Bob.
+fn as_root() -> Option<[u64; 2]> {
+    if !root_or_skip() {
+        return None;
     }
-    users();
-    true
+    let uids = local_users(&USERS);
+    Some([uids[0] as u64, uids[1] as u64])
+}
+
+/// Bob's job started, and seen running by the service: the job and the
+/// file whose creation ends it.
+fn bobs_running_job(dir: &Path, served: &Served, bob: u64) -> (Child, std::path::PathBuf) {
+    let stop = dir.join("stop");
+    let wait = format!("while [ ! -e {} ]; do sleep 0.05; done", stop.display());
+    let job = served.run(Some(USERS[1]), &["sh".into(), "-c".into(), wait]);
+    served.wait_jobs("bob's job registered", |j| {
+        j.iter()
+            .any(|j| j["owner"] == bob && j["state"] == "running")
+    });
+    (job, stop)
 }
 
 #[test]
 fn a_user_holding_the_services_job_limit_in_idle_streams_leaves_another_users_job_measured() {
-    if !as_root() {
+    let Some([ann_uid, bob]) = as_root() else {
         return;
-    }
+    };
     let dir = scratch("idle-jobs");
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let served = Served::start(&dir, &["--max-jobs", "8", "--max-jobs-per-user", "4"]);
@@ -153,7 +136,6 @@ fn a_user_holding_the_services_job_limit_in_idle_streams_leaves_another_users_jo
         .map(|i| (format!("idle-{i}"), 1000 + i, -1, -1))
         .collect();
     let mut ann = hold(&dir, &served, USERS[0], &streams);
-    let ann_uid = uid(USERS[0]);
     served.wait_jobs("ann's jobs registered", |j| {
         j.iter().filter(|j| j["owner"] == ann_uid).count() == 4
     });
@@ -164,7 +146,7 @@ fn a_user_holding_the_services_job_limit_in_idle_streams_leaves_another_users_jo
         "{}",
         served.log()
     );
-    bobs_job_is_written(&dir, &served);
+    bobs_job_is_written(&dir, &served, bob);
     let _ = ann.kill();
     let _ = ann.wait();
     served.stop();
@@ -172,9 +154,9 @@ fn a_user_holding_the_services_job_limit_in_idle_streams_leaves_another_users_jo
 
 #[test]
 fn a_user_holding_the_services_descriptors_cannot_keep_another_users_run_from_being_written() {
-    if !as_root() {
+    let Some([_, bob]) = as_root() else {
         return;
-    }
+    };
     let dir = scratch("idle-fds");
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let served = Served::start_under(&dir, &[], Some(256));
@@ -183,14 +165,7 @@ fn a_user_holding_the_services_descriptors_cannot_keep_another_users_run_from_be
     let streams: Vec<_> = (0..400)
         .map(|r| ("wide".to_string(), 1000 + r as u32, r, 400))
         .collect();
-    let bob = uid(USERS[1]);
-    let stop = dir.join("stop");
-    let wait = format!("while [ ! -e {} ]; do sleep 0.05; done", stop.display());
-    let mut job = served.run(Some(USERS[1]), &["sh".into(), "-c".into(), wait]);
-    served.wait_jobs("bob's job registered", |j| {
-        j.iter()
-            .any(|j| j["owner"] == bob && j["state"] == "running")
-    });
+    let (mut job, stop) = bobs_running_job(&dir, &served, bob);
     let mut ann = hold(&dir, &served, USERS[0], &streams);
     std::fs::write(&stop, "").unwrap();
     assert!(job.wait().unwrap().success());
