@@ -38,7 +38,7 @@ die() {
 }
 
 usage() {
-    sed -n '5,16p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+    sed -n '5,14p' "$SELF" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -76,6 +76,10 @@ enter() { # ID K DIR CMD...: the node's namespaces, cwd DIR
     shift 3
     pid=$(holder "$id" "$k")
     exec nsenter -t "$pid" --net --uts --mount --ipc --time --wd="$dir" -- "$@"
+}
+
+on_node() { # ID K CMD...: as enter, from /, returning
+    (enter "$1" "$2" / "${@:3}")
 }
 
 # A process's start time (clock ticks after boot): with its pid, an
@@ -129,6 +133,7 @@ cmd_up() {
         for ((k = 1; k <= n; k++)); do echo "$SUBNET.$k n$k"; done
     } >"$s/hosts"
     mkdir -p "$s/slurm"
+    host_cgroups >"$s/cgroups"
     local br="hark-$id-br"
     ip netns add "$br"
     ip -n "$br" link set lo up
@@ -174,6 +179,25 @@ wait_for_holder() {
     die "node n$k of '$id' did not come up: $(cat "$s/n$k/holder.log" 2>/dev/null)"
 }
 
+# The host's cgroup mounts under /sys/fs/cgroup: "MOUNTPOINT FSTYPE OPTS",
+# OPTS the controllers (or name=) of a v1 hierarchy, "-" for cgroup2.
+host_cgroups() {
+    local line pre post
+    while read -r line; do
+        pre=${line%% - *}
+        post=${line#* - }
+        # shellcheck disable=SC2086
+        set -- $pre
+        local mp=$5
+        # shellcheck disable=SC2086
+        set -- $post
+        case $1:$mp in
+        cgroup:/sys/fs/cgroup/*) echo "$mp cgroup $(echo "$3" | tr , '\n' | grep -vE '^(rw|ro)$' | paste -sd,)" ;;
+        cgroup2:/sys/fs/cgroup*) echo "$mp cgroup2 rw" ;;
+        esac
+    done </proc/self/mountinfo
+}
+
 # Inside the new namespaces: make the node's private files, then hold.
 cmd_hold() {
     local id=$1 k=$2 s
@@ -186,6 +210,16 @@ cmd_hold() {
     mount --bind "$s/n$k/munge" /run/munge
     [ -d /etc/slurm ] || mkdir -p /etc/slurm
     mount --bind "$s/slurm" /etc/slurm
+    # `ip netns exec` gave the node a sysfs of its own, without the
+    # cgroup mounts slurmd insists on: mount the host's hierarchies again.
+    local mp fstype opts
+    while read -r mp fstype opts; do
+        if [ "$mp" = /sys/fs/cgroup ] && [ "$fstype" != cgroup2 ]; then continue; fi
+        mkdir -p "$mp" 2>/dev/null || mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup
+        mkdir -p "$mp"
+        mount -t "$fstype" -o "$opts" "$fstype" "$mp" ||
+            echo "cluster.sh: n$k has no $mp (only Slurm needs it)" >&2
+    done <"$s/cgroups"
     echo $$ >"$s/n$k/holder.pid.tmp"
     mv "$s/n$k/holder.pid.tmp" "$s/n$k/holder.pid"
     exec sleep infinity
@@ -252,6 +286,84 @@ cmd_hosts() {
     check_id "$1"
     n=$(cat "$(st "$1")/nodes" 2>/dev/null) || die "no cluster '$1'"
     for ((k = 1; k <= n; k++)); do echo "n$k"; done
+}
+
+# Slurm on the cluster: one munge key, munged on every node (its socket
+# in the node's private /run/munge), slurmctld on n1, slurmd on every
+# node, all as root, their files and logs under the state directory
+# (slurm.conf is every node's /etc/slurm/slurm.conf). No cgroups:
+# processes are tracked by their parentage (proctrack/linuxproc).
+cmd_slurm() {
+    local id=$1 s n k i
+    check_id "$id"
+    s=$(st "$id")
+    n=$(cat "$s/nodes" 2>/dev/null) || die "no cluster '$id' (cluster.sh up $id N)"
+    for t in munged slurmctld slurmd sinfo; do
+        command -v "$t" >/dev/null || die "needs '$t' (scripts/deps.sh installs slurm-wlm and munge)"
+    done
+    [ -e "$s/slurm/slurm.conf" ] && die "Slurm already runs on cluster '$id'"
+    head -c 1024 /dev/urandom >"$s/munge.key"
+    chmod 400 "$s/munge.key"
+    for ((k = 1; k <= n; k++)); do
+        mkdir -p "$s/n$k/spool"
+        on_node "$id" "$k" munged --force --socket=/run/munge/munge.socket.2 \
+            --key-file="$s/munge.key" --pid-file=/run/munge/munged.pid \
+            --seed-file=/run/munge/munged.seed --log-file="$s/n$k/munged.log" ||
+            die "munged did not start on n$k: $(tail -3 "$s/n$k/munged.log" 2>/dev/null)"
+    done
+    mkdir -p "$s/slurmctld"
+    slurm_conf "$s" "$n" >"$s/slurm/slurm.conf.tmp"
+    mv "$s/slurm/slurm.conf.tmp" "$s/slurm/slurm.conf"
+    on_node "$id" 1 slurmctld ||
+        die "slurmctld did not start on n1: $(tail -5 "$s/n1/slurmctld.log" 2>/dev/null)"
+    for ((k = 1; k <= n; k++)); do
+        on_node "$id" "$k" slurmd ||
+            die "slurmd did not start on n$k: $(tail -5 "$s/n$k/slurmd.log" 2>/dev/null)"
+    done
+    local idle=
+    for ((i = 0; i < 300; i++)); do
+        idle=$(on_node "$id" 1 sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l)
+        [ "$idle" -eq "$n" ] && return 0
+        sleep 0.1
+    done
+    die "Slurm's nodes of '$id' are not idle after 30 s ($idle of $n): $(on_node "$id" 1 sinfo -N 2>&1 | tail -5); logs in $s/n*/"
+}
+
+slurm_conf() { # STATE N
+    local s=$1 n=$2
+    cat <<EOF
+# Slurm on an emulated cluster, written by scripts/cluster.sh slurm.
+ClusterName=hark
+SlurmctldHost=n1
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+StateSaveLocation=$s/slurmctld
+SlurmctldPidFile=$s/n1/slurmctld.pid
+SlurmctldLogFile=$s/n1/slurmctld.log
+SlurmdSpoolDir=$s/%n/spool
+SlurmdPidFile=$s/%n/slurmd.pid
+SlurmdLogFile=$s/%n/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+# Take the CPUs below as given: the nodes share the host's few cores.
+SlurmdParameters=config_overrides
+KillWait=2
+MinJobAge=2
+NodeName=n[1-$n] CPUs=4 State=UNKNOWN
+PartitionName=nodes Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+EOF
 }
 
 # Every process in one of the cluster's network namespaces.
