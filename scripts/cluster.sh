@@ -27,7 +27,10 @@
 # once that process is gone (a test killed before it could tear down).
 set -euo pipefail
 
-SELF=$(readlink -f "$0")
+# The agent's path runs no program but nsenter (under a profiler, every
+# program it ran would look like one of the job's): no command
+# substitutions there, only builtins.
+SELF=$0
 STATE_ROOT=${HARK_CLUSTER_STATE:-/run/hark-cluster}
 SUBNET=10.77.0
 OFFSET_STEP_S=1000
@@ -49,10 +52,10 @@ check_id() {
 
 st() { echo "$STATE_ROOT/$1"; }
 
-# Node index from n3, 3, or 10.77.0.3.
+# Sets K to the node index of n3, 3, or 10.77.0.3.
 node_index() {
     local id=$1 node=$2 n k
-    n=$(cat "$(st "$id")/nodes" 2>/dev/null) || die "no cluster '$id' (cluster.sh up $id N)"
+    read -r n 2>/dev/null <"$STATE_ROOT/$id/nodes" || die "no cluster '$id' (cluster.sh up $id N)"
     case $node in
     n[0-9]*) k=${node#n} ;;
     "$SUBNET".[0-9]*) k=${node##*.} ;;
@@ -61,20 +64,31 @@ node_index() {
     esac
     [[ $k =~ ^[0-9]+$ ]] && ((k >= 1 && k <= n)) ||
         die "no node '$node' in cluster '$id' (nodes n1..n$n)"
-    echo "$k"
+    K=$k
 }
 
+# Sets HOLDER to the pid of node K's holder.
 holder() {
     local pid
-    pid=$(cat "$(st "$1")/n$2/holder.pid" 2>/dev/null) || die "node n$2 of '$1' has no holder"
+    read -r pid 2>/dev/null <"$STATE_ROOT/$1/n$2/holder.pid" || die "node n$2 of '$1' has no holder"
     kill -0 "$pid" 2>/dev/null || die "node n$2 of '$1' is gone (its holder $pid died); cluster.sh down $1"
-    echo "$pid"
+    HOLDER=$pid
 }
 
 enter() { # ID K DIR CMD...: the node's namespaces, cwd DIR
     local id=$1 k=$2 dir=$3 pid
     shift 3
-    pid=$(holder "$id" "$k")
+    holder "$id" "$k"
+    pid=$HOLDER
+    # setns into a mount namespace needs a single-threaded caller: keep
+    # preloaded libraries (a profiler's probe and its threads) off nsenter
+    # itself, and give them back to the command.
+    if [ -n "${LD_PRELOAD:-}" ]; then
+        local preload=$LD_PRELOAD
+        unset LD_PRELOAD
+        exec nsenter -t "$pid" --net --uts --mount --ipc --time --wd="$dir" \
+            -- env LD_PRELOAD="$preload" "$@"
+    fi
     exec nsenter -t "$pid" --net --uts --mount --ipc --time --wd="$dir" -- "$@"
 }
 
@@ -115,6 +129,7 @@ cmd_up() {
         esac
     done
     [ "$(id -u)" -eq 0 ] || die "needs root (network, mount and time namespaces)"
+    SELF=$(readlink -f "$0")
     for t in ip unshare nsenter; do
         command -v "$t" >/dev/null || die "needs '$t' (scripts/deps.sh installs it)"
     done
@@ -145,8 +160,10 @@ cmd_up() {
     for ((k = 1; k <= n; k++)); do
         wait_for_holder "$id" "$k"
     done
-    printf '#!/bin/sh\n# rsh agent of emulated cluster %s (scripts/cluster.sh)\nexec %q rsh %q "$@"\n' \
-        "$id" "$SELF" "$id" >"$s/rsh"
+    # One bash process that sources this script: a profiler sees the
+    # agent as one program, as it would see ssh.
+    printf '#!/bin/bash\n# rsh agent of emulated cluster %s (scripts/cluster.sh)\nset -- rsh %q "$@"\nsource %q\n' \
+        "$id" "$id" "$SELF" >"$s/rsh"
     chmod 755 "$s/rsh"
     trap - ERR
 }
@@ -228,7 +245,8 @@ cmd_hold() {
 cmd_exec() {
     local id=$1 k
     check_id "$id"
-    k=$(node_index "$id" "$2")
+    node_index "$id" "$2"
+    k=$K
     shift 2
     [ $# -gt 0 ] || die "exec needs a command"
     enter "$id" "$k" "$PWD" "$@"
@@ -252,12 +270,16 @@ cmd_rsh() {
     local host=$1
     shift
     host=${host#*@}
-    k=$(node_index "$id" "$host")
+    node_index "$id" "$host"
+    k=$K
     [ $# -gt 0 ] || die "rsh needs a command (no interactive shells)"
-    local home
-    home=$(getent passwd "$(id -un)" | cut -d: -f6)
-    enter "$id" "$k" "${home:-/}" env -i HOME="${home:-/}" USER="$(id -un)" \
-        LOGNAME="$(id -un)" SHELL=/bin/sh \
+    # The caller's home and name stand for the passwd entry ssh would read.
+    local home=${HOME:-/} user=${USER:-${LOGNAME:-}}
+    if [ -z "$user" ]; then
+        if [ "$EUID" -eq 0 ]; then user=root; else user=$(id -un); fi
+    fi
+    enter "$id" "$k" "$home" env -i HOME="$home" USER="$user" \
+        LOGNAME="$user" SHELL=/bin/sh \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         /bin/sh -c "$*"
 }
@@ -265,8 +287,10 @@ cmd_rsh() {
 cmd_offset() {
     local id=$1 k pid
     check_id "$id"
-    k=$(node_index "$id" "$2")
-    pid=$(holder "$id" "$k")
+    node_index "$id" "$2"
+    k=$K
+    holder "$id" "$k"
+    pid=$HOLDER
     local name secs nanos
     while read -r name secs nanos; do
         if [ "$name" = monotonic ]; then echo $((secs * 1000000000 + nanos)); fi
@@ -276,7 +300,8 @@ cmd_offset() {
 cmd_private() {
     local id=$1 k dir=$3
     check_id "$id"
-    k=$(node_index "$id" "$2")
+    node_index "$id" "$2"
+    k=$K
     [ -d "$dir" ] || die "no directory '$dir' to make private on n$k"
     enter "$id" "$k" / mount -t tmpfs -o mode=1777 hark-node "$dir"
 }
