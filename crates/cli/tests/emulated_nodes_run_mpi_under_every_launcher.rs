@@ -422,6 +422,32 @@ fn a_cluster_leaves_nothing_behind() {
     assert!(!status.success(), "the node's sleep outlived its cluster");
 }
 
+/// A directory made private on one node (as an output directory on one
+/// node only): that node sees an empty directory of its own, the others
+/// and the host keep the shared one.
+#[test]
+fn a_directory_made_private_on_one_node_is_that_node_s_alone() {
+    let Some(cluster) = Cluster::up(2) else {
+        return;
+    };
+    let dir = shared_scratch("nodes-private");
+    let out_dir = dir.join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    std::fs::write(out_dir.join("shared"), "host").unwrap();
+    cluster.make_private("n2", &out_dir);
+    let list = |node: &str| {
+        let out = cluster.exec(node, &["ls", "-A", &out_dir.display().to_string()]);
+        assert_exit(&out, 0);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(list("n2"), "");
+    let mine = out_dir.join("mine").display().to_string();
+    assert_exit(&cluster.exec("n2", &["touch", &mine]), 0);
+    assert_eq!(list("n2"), "mine");
+    assert_eq!(list("n1"), "shared");
+    assert!(!out_dir.join("mine").exists(), "n2's file reached the host");
+}
+
 /// A cluster whose test was killed before it could tear down (its owner
 /// is gone) is removed by the next cluster's start, with what ran on it.
 #[test]
