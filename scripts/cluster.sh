@@ -142,7 +142,8 @@ cmd_up() {
     # without one is a leftover, which `reap` removes.
     echo "$owner" >"$s/owner"
     echo "$n" >"$s/nodes"
-    trap 'echo "cluster.sh: up $id failed; removing it" >&2; cmd_down "$id"' ERR
+    # On any failure (a command, or die), remove what was made.
+    trap 'echo "cluster.sh: up $id failed; removing it" >&2; cmd_down "$id"' EXIT
     {
         echo "127.0.0.1 localhost"
         for ((k = 1; k <= n; k++)); do echo "$SUBNET.$k n$k"; done
@@ -165,7 +166,7 @@ cmd_up() {
     printf '#!/bin/bash\n# rsh agent of emulated cluster %s (scripts/cluster.sh)\nset -- rsh %q "$@"\nsource %q\n' \
         "$id" "$id" "$SELF" >"$s/rsh"
     chmod 755 "$s/rsh"
-    trap - ERR
+    trap - EXIT
 }
 
 node_up() {
@@ -426,7 +427,11 @@ cmd_reap() {
     for s in "$STATE_ROOT"/*/; do
         [ -d "$s" ] || continue
         id=$(basename "$s")
-        owner=$(cat "$s/owner" 2>/dev/null || echo "0 0")
+        # A cluster being made has no owner file for a moment.
+        if ! read -r owner 2>/dev/null <"$s/owner"; then
+            [ -n "$(find "$s" -maxdepth 0 -mmin +1)" ] || continue
+            owner="0 0"
+        fi
         [ "$owner" = manual ] && continue
         # shellcheck disable=SC2086
         owner_alive $owner && continue
