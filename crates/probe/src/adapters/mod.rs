@@ -8,6 +8,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod exec;
+mod ns;
 mod posix;
 mod signal;
 mod stdio;
