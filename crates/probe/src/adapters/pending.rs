@@ -331,3 +331,58 @@ pub(crate) fn flush_standard(flush_one: impl Fn(*mut FILE)) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COUNTED_CALL: fn(u64) -> Accepted = |n| Accepted { counted: n, all: n };
+    const CHARACTER: Accepted = Accepted { counted: 0, all: 1 };
+    const FLUSH: Accepted = Accepted { counted: 0, all: 0 };
+
+    /// Plays calls on one stream as (pending before, accepted, pending
+    /// after) and returns what each recorded beyond its own count.
+    fn check(stream: usize, calls: &[(u64, Accepted, u64)]) -> Vec<u64> {
+        let f = stream as *mut FILE;
+        calls
+            .iter()
+            .map(|&(before, took, after)| account(f, before, took, after))
+            .collect()
+    }
+
+    #[test]
+    fn counted_output_is_never_counted_again_when_it_is_written_out() {
+        // printf of 3000 bytes, then 100 more, then the flush at exit.
+        let out = check(
+            0x1000,
+            &[
+                (0, COUNTED_CALL(3000), 3000),
+                (3000, COUNTED_CALL(100), 3100),
+                (3100, FLUSH, 0),
+            ],
+        );
+        assert_eq!(out, [0, 0, 0]);
+    }
+
+    #[test]
+    fn uncounted_output_is_counted_once_by_the_call_that_writes_it_out() {
+        // 3000 counted, 1000 put by the inline putc (seen as pending only),
+        // then a flush: the 1000 go out uncounted.
+        let out = check(0x2000, &[(0, COUNTED_CALL(3000), 3000), (4000, FLUSH, 0)]);
+        assert_eq!(out, [0, 1000]);
+        // A full buffer of 4096 uncounted bytes, and `__overflow` with one
+        // more character: the 4096 go out, the character stays pending.
+        let out = check(0x3000, &[(4096, CHARACTER, 1), (1, FLUSH, 0)]);
+        assert_eq!(out, [4096, 1]);
+        // 96 uncounted bytes pending, then a counted write of 8000 that
+        // writes the buffer out and keeps 0 of its own: the 96 once.
+        let out = check(0x4000, &[(96, COUNTED_CALL(8000), 0), (0, FLUSH, 0)]);
+        assert_eq!(out, [96, 0]);
+    }
+
+    #[test]
+    fn an_unbuffered_stream_counts_each_character_as_it_goes() {
+        let out = check(0x5000, &[(0, CHARACTER, 0), (0, COUNTED_CALL(5), 0)]);
+        assert_eq!(out, [1, 0]);
+    }
+}
