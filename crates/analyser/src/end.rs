@@ -62,6 +62,10 @@ pub(crate) fn deliver(
     link: Option<&mut Link>,
     run: &hark_model::Run,
 ) -> Result<()> {
+    if test_lose_run() {
+        say("hark: analyser rank 0 drops the run (HARK_TEST_LOSE_RUN)\n");
+        return Ok(());
+    }
     if let Some(link) = link {
         match link.model(run, CONFIRM) {
             Ok(()) => return Ok(()),
@@ -162,6 +166,13 @@ fn wait_for(abi: &Abi, comm: usize, from: i32, tag: i32, timeout: Duration) {
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(5));
     }
+}
+
+/// `HARK_TEST_LOSE_RUN=1`, **for tests only** (a build with the
+/// `test-hooks` feature): analyser rank 0 neither sends nor writes the run,
+/// as when it can reach neither `hark run` nor the run directory.
+fn test_lose_run() -> bool {
+    cfg!(feature = "test-hooks") && std::env::var("HARK_TEST_LOSE_RUN").as_deref() == Ok("1")
 }
 
 /// `HARK_TEST_ANALYSER_DELAY_MS=N`, **for tests only** (a build with the

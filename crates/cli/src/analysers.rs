@@ -258,6 +258,15 @@ fn job_env(
             args.map.name().to_string(),
         ),
     ]);
+    // Named, so that the launcher passes them to other nodes as well: the
+    // release's bound, and the tests' hooks (which only a build with the
+    // `test-hooks` feature reads).
+    for (k, v) in std::env::vars() {
+        let pass = k == hark_settings::RELEASE_TIMEOUT_MS.name || k.starts_with("HARK_TEST_");
+        if pass && !env.iter().any(|(e, _)| *e == k) {
+            env.push((k, v));
+        }
+    }
     env
 }
 
@@ -347,10 +356,15 @@ fn salvage(args: &RunArgs, dir: &std::path::Path, code: i32, n: usize) -> Result
         return Ok(false);
     };
     let k = found.parts.len();
+    // A job that ended well has merged; its run was lost on the way back.
+    let why = match code {
+        0 => "the analysers' merged run never reached hark run (the job ended with status 0)"
+            .to_string(),
+        _ => format!("the job ended with status {code} before the analysers merged"),
+    };
     let mut problems = vec![format!(
-        "the job ended with status {code} before its {n} analyser rank(s) merged their results; \
-         hark run merged the partial results of {k} of them; ranks whose streams never ended are \
-         partial{}",
+        "{why}; hark run merged the partial results of {k} of the {n} analyser rank(s); ranks \
+         whose streams never ended are partial{}",
         if k < n {
             ", and the writers of the analysers whose results are missing are not in the run"
         } else {
@@ -364,8 +378,8 @@ fn salvage(args: &RunArgs, dir: &std::path::Path, code: i32, n: usize) -> Result
     hark_outputs::write_all(&run, dir, |_| true)
         .with_context(|| format!("cannot write the run directory {}", dir.display()))?;
     print_stderr(&format!(
-        "hark: warning: the job ended with status {code} before the analysers merged; the run \
-         directory holds the partial results of {k} of {n} analyser rank(s)\n"
+        "hark: warning: {why}; the run directory holds the partial results of {k} of {n} \
+         analyser rank(s)\n"
     ));
     Ok(true)
 }
