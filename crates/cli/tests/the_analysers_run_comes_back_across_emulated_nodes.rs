@@ -18,25 +18,6 @@ use std::path::Path;
 const ROUNDS: u64 = 50;
 const INTS: u64 = 1000;
 
-/// An rsh agent that starts the real one without the probe preloaded: the
-/// launcher passes its environment to the agent, and joining a node's
-/// namespaces needs a single-threaded process (the probe's threads are
-/// another part of the work).
-fn clean_agent(cluster: &Cluster, dir: &Path) -> String {
-    let path = dir.join("agent");
-    std::fs::write(
-        &path,
-        format!(
-            "#!/bin/sh\nunset LD_PRELOAD\nexec {} \"$@\"\n",
-            cluster.rsh_agent().display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path.display().to_string()
-}
-
 /// Runs `hark run --analysers N -- command` on n1 into n1's `/tmp`; checks
 /// that the job ended well, the run is whole, it came back from the other
 /// node over TCP and was written on n1 only, and every rank called
@@ -64,9 +45,9 @@ fn run_across_env(
     let mut cmd = cluster.command("n1", &argv);
     cmd.current_dir(dir)
         .env("HARK_TEST_ANALYSER_DELAY_MS", "3000")
-        .env("HARK_TEST_FINALIZE_LOG", &log)
-        .envs(env.iter().copied());
-    mpi_env(&mut cmd);
+        .env("HARK_TEST_FINALIZE_LOG", &log);
+    // After mpi_env's, which keeps Open MPI to one host's transports.
+    mpi_env(&mut cmd).envs(env.iter().copied());
     let out = cmd.output_within().expect("cannot run cluster.sh");
     let err = String::from_utf8_lossy(&out.stderr);
     let what = format!("{what}, {analysers} analyser(s):\n{err}");
@@ -115,7 +96,7 @@ fn open_mpi_analysers_on_another_node_send_the_run_back() {
     };
     let dir = shared_scratch("analysers-nodes-ompi");
     let exe = compile(OPEN_MPI.cc, "ring.c".as_ref(), &dir, &[]);
-    let agent = clean_agent(&cluster, &dir);
+    let agent = cluster.rsh_agent().display().to_string();
     for (analysers, hosts) in [(1, "n2:2,n1:1"), (2, "n2:3,n1:1")] {
         // By node: writer 0 on n2, writer 1 on n1; the analysers fill
         // what is left: n2.
@@ -198,7 +179,7 @@ fn hydra_analysers_on_another_node_send_the_run_back_and_finalize_with_the_write
     };
     let dir = shared_scratch("analysers-nodes-hydra");
     let exe = compile(MPICH.cc, "ring.c".as_ref(), &dir, &[]);
-    let agent = clean_agent(&cluster, &dir);
+    let agent = cluster.rsh_agent().display().to_string();
     for (analysers, hosts) in [(1, "n1:1,n2:2"), (2, "n1:1,n2:3")] {
         // Hydra fills each host's slots in turn: writer 0 on n1, writer 1
         // and the analysers on n2.
@@ -245,14 +226,18 @@ fn srun_analysers_run_as_one_multi_prog_step_and_send_the_run_back() {
     let dir = shared_scratch("analysers-nodes-srun");
     let exe = compile(OPEN_MPI.cc, "ring.c".as_ref(), &dir, &[]);
     for analysers in [1, 2] {
-        // Block distribution, 2 tasks a node: writers 0 and 1 on n1, the
-        // analysers (tasks 2 and 3) on n2.
+        // Block distribution: writers 0 and 1 on n1, the analysers (tasks 2
+        // and 3) on n2; Slurm puts 3 tasks 2 and 1, 4 tasks 3 and 1 unless
+        // told 2 a node.
+        let per_node = match analysers {
+            1 => "--ntasks-per-node=3",
+            _ => "--ntasks-per-node=2",
+        };
         let command: Vec<String> = [
             "srun",
             "-N",
             "2",
-            "--ntasks-per-node",
-            "2",
+            per_node,
             "-n",
             "2",
             "--mpi=pmix",
