@@ -89,8 +89,14 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     hark_os::forward_signals_to(child.id());
     let status = child.wait().context("cannot wait for the command")?;
     let code = crate::run::exit_code(status);
-    let Some(run) = take_run(args, &relay, &dir, code, n, short)? else {
-        return Ok(code);
+    // Whatever becomes of the run, `hark` exits with the job's status.
+    let run = match take_run(args, &relay, &dir, code, n, short) {
+        Ok(Some(run)) => run,
+        Ok(None) => return Ok(code),
+        Err(e) => {
+            print_stderr(&format!("hark: error: {e:#}\n"));
+            return Ok(code);
+        }
     };
     hark_analyser::clean(&dir);
     if let Some(view) = &view {
