@@ -533,10 +533,19 @@ fn answer(
 
 /// Creates `<output>/.partials/<pid>.lock` and holds an exclusive `flock`
 /// on it for the keeper's life (the descriptor is leaked: the lock goes
-/// when the process ends). `None` where the run directory is unreachable.
+/// when the process ends). `None` where the run directory is not there.
 fn lock_file(output: &Path) -> Option<(PathBuf, PathBuf)> {
+    // Only where `hark run` made the run directory: on a node that does not
+    // share its file system the path is not made (nothing would read it).
+    if !output.is_dir() {
+        return None;
+    }
     let dir = output.join(PARTIALS);
-    std::fs::create_dir_all(&dir).ok()?;
+    if let Err(e) = std::fs::create_dir(&dir) {
+        if e.kind() != std::io::ErrorKind::AlreadyExists {
+            return None;
+        }
+    }
     let path = dir.join(format!("{}.lock", std::process::id()));
     let f = std::fs::File::create(&path).ok()?;
     // SAFETY: a valid descriptor.

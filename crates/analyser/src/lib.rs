@@ -42,7 +42,8 @@
 //!     output: "hark-app-run".into(),
 //!     analyses: Vec::new(),
 //!     merge: hark_analyser::Mode::Tree,
-//!     snapshots: None,
+//!     hark: None,
+//!     live: false,
 //!     verbose: false,
 //! };
 //! // Only inside an MPI job started with the analyser partition.
@@ -54,6 +55,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod costs;
+mod end;
 mod error;
 mod exchange;
 mod keeper;
@@ -77,6 +79,10 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The analysers' colour in the split of the world into virtualised
+/// worlds: above any `MPI_APPNUM`.
+const ANALYSER_COLOUR: i32 = i32::MAX;
+
 /// The tag of the partial results sent to analyser rank 0 (stream
 /// communicator).
 const PARTIAL_TAG: i32 = STREAM_TAG + 1;
@@ -99,15 +105,20 @@ pub struct Options {
     pub map: Policy,
     /// The probes' pack size in bytes.
     pub pack_size: usize,
-    /// The run directory analyser rank 0 writes.
+    /// The run directory: where the keepers leave their partial results
+    /// when it is on a file system their node shares, and where analyser
+    /// rank 0 writes the run when it cannot reach `hark run`.
     pub output: PathBuf,
     /// Analyses to run (empty: all).
     pub analyses: Vec<String>,
     /// How the ranks' results merge.
     pub merge: Mode,
-    /// `hark run`'s socket for the live snapshots (analyser rank 0 writes
-    /// them); none: no snapshots.
-    pub snapshots: Option<PathBuf>,
+    /// Where analyser rank 0 reaches `hark run` ([`Relay::addresses`]):
+    /// the merged model goes there, and the live snapshots with `live`.
+    /// None: rank 0 writes the run directory into `output` itself.
+    pub hark: Option<String>,
+    /// Send live snapshots to `hark run` about once a second.
+    pub live: bool,
     /// Say on stderr which writers this rank receives, its events and CPU
     /// time, and (analyser rank 0) how long the merge took (`hark run -v`).
     pub verbose: bool,
@@ -149,6 +160,10 @@ pub fn run(args: &Options) -> Result<i32> {
 
     keeper.set_index((rank - first) as u32);
     let routed = route_exchange(args, &keeper, &map, rank, first)?;
+    let link = std::sync::Arc::new(std::sync::Mutex::new(match rank == first {
+        true => end::link(args),
+        false => None,
+    }));
     let mut conns = connect_writers(&keeper, writers.len())?;
     let peers = Peers {
         analysers: (first..size).collect(),
@@ -174,8 +189,8 @@ pub fn run(args: &Options) -> Result<i32> {
     // What the receive loop has to say for the run's diagnostics (streams
     // their writers gave up).
     let mut notes = Vec::new();
-    let (took, ended_ns) = std::thread::scope(|scope| -> Result<(Vec<Duration>, u64)> {
-        let mut snaps = args.snapshots.as_deref().map(|sink| {
+    let (took, ended_ns, given_up) = std::thread::scope(|scope| -> Result<_> {
+        let mut snaps = args.live.then(|| {
             snapshots::Snapshots::new(
                 abi,
                 streams,
@@ -183,10 +198,10 @@ pub fn run(args: &Options) -> Result<i32> {
                 &keeper,
                 scope,
                 analyses.clone(),
-                Some(sink),
+                Some(link.clone()),
             )
         });
-        receive(Receive {
+        let given_up = receive(Receive {
             abi,
             comm: streams,
             clock,
@@ -203,11 +218,12 @@ pub fn run(args: &Options) -> Result<i32> {
         match snaps {
             Some(mut s) => {
                 s.finish()?;
-                Ok((std::mem::take(&mut s.took), ended_ns))
+                Ok((std::mem::take(&mut s.took), ended_ns, given_up))
             }
-            None => Ok((Vec::new(), ended_ns)),
+            None => Ok((Vec::new(), ended_ns, given_up)),
         }
     })?;
+    end::test_delay();
     let ended = std::time::Instant::now();
     drop(conns);
     let mine = rank_share(rank - first, exchanger, keeper, notes, ended_ns)?;
@@ -221,25 +237,37 @@ pub fn run(args: &Options) -> Result<i32> {
         ));
     }
     let merged = merge::reduce(abi, streams, &group, mine, analyses.as_deref())?;
+    // Analyser 0 delivers the run before anyone is released: the job's
+    // end then means the model is with `hark run` (or written here).
+    let delivered = match merged {
+        Some(share) => {
+            let mut link = hark_sync::lock(&link);
+            write_merged(args, share, group.mode, &took, finished, link.as_mut())
+        }
+        None => Ok(()),
+    };
+    end::release(abi, streams, &peers, &writers, &given_up);
     if let Some(c) = clock {
         mpi_call::comm_free(c);
     }
     mpi_call::comm_free(streams);
+    end::finalize_log(rank);
     mpi_call::finalize();
-
-    let Some(share) = merged else {
-        return Ok(0);
-    };
-    write_merged(args, share, group.mode, &took, finished)?;
+    delivered?;
     Ok(0)
+}
+
+/// The run's secret, from `HARK_ADDR` (`SECRET@mpi:`), when there is one.
+fn run_secret() -> Option<String> {
+    std::env::var(hark_settings::ADDR.name)
+        .ok()
+        .and_then(|a| a.split_once('@').map(|(s, _)| s.to_string()))
 }
 
 /// Starts the rank's keeper (the server's process, `keeper.rs`), with the
 /// run's secret from `HARK_ADDR` when there is one.
 fn start_keeper(args: &Options) -> Result<keeper::Keeper> {
-    let secret = std::env::var(hark_settings::ADDR.name)
-        .ok()
-        .and_then(|a| a.split_once('@').map(|(s, _)| s.to_string()));
+    let secret = run_secret();
     keeper::Keeper::start(
         &args.output,
         (!args.analyses.is_empty()).then(|| args.analyses.clone()),
@@ -278,11 +306,12 @@ struct Joined {
 /// documentation).
 fn join_probes(abi: &Abi, rank: i32, size: i32) -> Result<Joined> {
     let world = abi.comm_world;
-    // Virtualised, the colour is the program's MPI_APPNUM (the analysers'
-    // context has its own); under --no-virtualise, the partition (writers
-    // 0, analysers 1).
+    // Virtualised, each program's colour is its MPI_APPNUM, and the
+    // analysers take one no program has (under srun's --multi-prog every
+    // task has MPI_APPNUM 0); under --no-virtualise, the partition
+    // (writers 0, analysers 1).
     let colour = if setting_on(hark_settings::VIRTUALISE.name) {
-        mpi_call::appnum(abi).max(0)
+        ANALYSER_COLOUR
     } else {
         1
     };
@@ -398,13 +427,15 @@ fn rank_share(
     })
 }
 
-/// Analyser rank 0: folds the merged results and writes the run directory.
+/// Analyser rank 0: folds the merged results and sends the run to `hark
+/// run` over `link`, or writes the run directory itself when it cannot.
 fn write_merged(
     args: &Options,
     share: merge::Share,
     mode: Mode,
     took: &[Duration],
     finished: Duration,
+    link: Option<&mut relay::Link>,
 ) -> Result<()> {
     let analyses = (!args.analyses.is_empty()).then_some(args.analyses.as_slice());
     let run = hark_server::fold_merged(share.programs, share.problems, analyses, false)
@@ -412,14 +443,7 @@ fn write_merged(
     if args.verbose {
         say_merge_times(args.analysers, mode, share.ended_ns, took, finished);
     }
-    std::fs::create_dir_all(&args.output).with_context(ErrorKind::Io, || {
-        format!("cannot create the run directory {}", args.output.display())
-    })?;
-    hark_outputs::write_all(&run, &args.output, |_| true).with_context(ErrorKind::Io, || {
-        format!("cannot write the run directory {}", args.output.display())
-    })?;
-    keeper::clean(&args.output);
-    Ok(())
+    end::deliver(args, link, &run)
 }
 
 /// `hark run -v`: how long the merge of the results, and of the live
@@ -552,7 +576,9 @@ struct Receive<'a, 'x, 'scope, 'env> {
 /// world rank 0's stream passes its clock reference (its Hello's mapping,
 /// `docs/analyses.md` "Time") to the others, whose servers never see that
 /// stream.
-fn receive(job: Receive<'_, '_, '_, '_>) -> Result<()> {
+///
+/// Returns the writers (world ranks) that gave up their streams.
+fn receive(job: Receive<'_, '_, '_, '_>) -> Result<Vec<u32>> {
     let mut r = Receiver::new(job);
     r.post_notices()?;
     r.post_reference()?;
@@ -565,7 +591,11 @@ fn receive(job: Receive<'_, '_, '_, '_>) -> Result<()> {
         r.step()?;
     }
     r.cancel_missing_notices();
-    Ok(())
+    let writers = r.job.writers;
+    Ok((r.gave_up.iter().zip(writers))
+        .filter(|(g, _)| g.is_some())
+        .map(|(_, &w)| w)
+        .collect())
 }
 
 /// The receive loop's requests, buffers and per-writer progress.

@@ -5,8 +5,8 @@
 //! partial results so far (from its keeper process, `keeper.rs`), merges into them the latest snapshot each of its
 //! children in the merge ([`super::merge::place`], the same tree or gather
 //! as the end of the run) sent it, and sends the result to its parent;
-//! analyser 0 folds it into a run and writes it, as JSON, to the socket of
-//! the `hark run` that serves the live page.
+//! analyser 0 folds it into a run and sends it, as JSON, over its link to
+//! the `hark run` that serves the live page (`relay.rs`).
 //!
 //! Nothing here blocks the streams. The receive loop calls
 //! [`Snapshots::poll`] between its receives: it tests the snapshot
@@ -18,11 +18,10 @@
 //! parent received the last, so snapshots never pile up in MPI.
 
 use super::merge::{Group, Place, Share};
+use super::relay::Link;
 use crate::error::{bail, Context, ErrorKind, Result};
 use hark_mpi::call as mpi_call;
 use hark_mpi::Abi;
-use std::io::Write;
-use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
@@ -147,7 +146,7 @@ pub(crate) struct Snapshots<'scope, 'env> {
     analyses: Option<Arc<Vec<String>>>,
     /// Analyser 0's connection to `hark run` (`None` elsewhere, or once
     /// it broke).
-    sink: Arc<Mutex<Option<UnixStream>>>,
+    sink: Arc<Mutex<Option<Link>>>,
     children: Vec<Child>,
     worker: Option<ScopedJoinHandle<'scope, Round>>,
     /// The send to the parent in flight: its requests and buffers.
@@ -164,8 +163,8 @@ pub(crate) struct Snapshots<'scope, 'env> {
 }
 
 impl<'scope, 'env> Snapshots<'scope, 'env> {
-    /// An analyser's snapshots; `sink` is `hark run`'s socket (used by
-    /// analyser 0 only).
+    /// An analyser's snapshots; `sink` is analyser 0's link to `hark run`
+    /// (used by analyser 0 only).
     pub(crate) fn new(
         abi: &'static Abi,
         comm: usize,
@@ -173,23 +172,12 @@ impl<'scope, 'env> Snapshots<'scope, 'env> {
         keeper: &'env super::keeper::Keeper,
         scope: &'scope Scope<'scope, 'env>,
         analyses: Option<Vec<String>>,
-        sink: Option<&std::path::Path>,
+        sink: Option<Arc<Mutex<Option<Link>>>>,
     ) -> Snapshots<'scope, 'env> {
         let place = group.place();
-        let mut warned = false;
-        let sink = match (place.parent, sink) {
-            (None, Some(path)) => match UnixStream::connect(path) {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    eprintln!(
-                        "hark: analyser rank 0 cannot reach hark run's live view at {} ({e}); the page shows the run once it ended",
-                        path.display()
-                    );
-                    warned = true;
-                    None
-                }
-            },
-            _ => None,
+        let sink = match place.parent {
+            None => sink.unwrap_or_default(),
+            Some(_) => Arc::default(),
         };
         let children = place
             .children
@@ -213,7 +201,7 @@ impl<'scope, 'env> Snapshots<'scope, 'env> {
             keeper,
             scope,
             analyses: analyses.map(Arc::new),
-            sink: Arc::new(Mutex::new(sink)),
+            sink,
             children,
             worker: None,
             out: Vec::new(),
@@ -222,7 +210,7 @@ impl<'scope, 'env> Snapshots<'scope, 'env> {
             done_sent: false,
             next_at: now + PERIOD,
             last_poll: now,
-            warned,
+            warned: false,
             took: Vec::new(),
             round_started: now,
         }
@@ -362,12 +350,9 @@ impl<'scope, 'env> Snapshots<'scope, 'env> {
                     .context(ErrorKind::Merge, "cannot fold a snapshot")?;
                 let json = serde_json::to_vec(&run)
                     .context(ErrorKind::Merge, "cannot write a snapshot as JSON")?;
-                let sent = s
-                    .write_all(&(json.len() as u64).to_le_bytes())
-                    .and_then(|()| s.write_all(&json));
-                if let Err(e) = sent {
+                if let Err(e) = s.snapshot(&json) {
                     *sink = None;
-                    bail!(Io, "hark run's live view closed its socket ({e})");
+                    bail!(Io, "hark run's live view closed its connection ({e})");
                 }
             }
             Ok(None)

@@ -27,18 +27,16 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     }
     let shape = hark_analyser::Mode::from_env()?;
     let launcher = launch::detect(&args.command[0]);
-    let Some(lib) = mpi_library(launcher) else {
-        bail!(
-            "--analysers needs an MPI launcher (Open MPI's mpirun or MPICH's mpiexec) as the command's first word, not `{}`",
-            args.command[0]
-        );
-    };
+    let lib = job_library(launcher, &args.command)?;
     let n = analyser_count(args, spec)?;
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
     let place = rundir::Place::choose(args.output.as_deref(), &args.out_dir);
     let program = crate::run::program_of(&args.command);
-    let dir = place.create(&program)?;
+    // Absolute: the analysers may start in another working directory, on
+    // another node.
+    let dir =
+        std::path::absolute(place.create(&program)?).context("cannot name the run directory")?;
     let secret =
         hark_server::new_secret().context("cannot read /dev/urandom for the run's secret")?;
     let pack_size = args.pack_size.unwrap_or_else(|| {
@@ -62,24 +60,24 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         env.push((hark_launch::slots::VAR.to_string(), "0".to_string()));
     }
     let mut analyser = analyser_command(args, &exe, lib, n, pack_size, &dir, shape);
-    // The live view: analyser rank 0 writes merged snapshots to a socket
-    // of this process, which serves the latest.
-    let relay = match args.no_http {
+    // The way back: analyser rank 0 sends the merged run (and the live
+    // snapshots) to this process, which writes the run directory here,
+    // whatever the analysers' nodes share.
+    let relay =
+        hark_analyser::Relay::start(&secret).context("cannot listen for the analysers' results")?;
+    analyser.extend(["--hark".into(), relay.addresses()]);
+    let view = match args.no_http {
         true => None,
-        false => Some(hark_analyser::Relay::start()?),
-    };
-    let view = match &relay {
-        Some(r) => {
-            analyser.extend(["--snapshots".into(), r.path().display().to_string()]);
-            Some(crate::live::start_with(&args.http, r.source(), args.quiet)?)
+        false => {
+            analyser.push("--live".into());
+            Some(crate::live::start_with(
+                &args.http,
+                relay.source(),
+                args.quiet,
+            )?)
         }
-        None => None,
     };
-    let command = launch::with_given_preloads(launcher, &args.command, &probe);
-    let line = launch::with_analyser_partition(launcher, &command, n, &analyser)
-        .context("cannot add the analyser partition to this command")?;
-    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
-    let argv = launch::with_env_options(launcher, &line, &names);
+    let (argv, _config) = job_line(args, launcher, &probe, n, &analyser, &env)?;
     if args.verbose {
         say_job(&probe, n, lib, keep, &argv);
     }
@@ -91,13 +89,16 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     hark_os::forward_signals_to(child.id());
     let status = child.wait().context("cannot wait for the command")?;
     let code = crate::run::exit_code(status);
-    let profile = dir.join(hark_outputs::json::FILE_NAME);
-    if !profile.exists() && !salvage(args, &dir, code, n)? {
-        say_no_run_dir(&dir, code, n, short);
-        return Ok(if code == 0 { 2 } else { code });
-    }
+    // Whatever becomes of the run, `hark` exits with the job's status.
+    let run = match take_run(args, &relay, &dir, code, n, short) {
+        Ok(Some(run)) => run,
+        Ok(None) => return Ok(code),
+        Err(e) => {
+            print_stderr(&format!("hark: error: {e:#}\n"));
+            return Ok(code);
+        }
+    };
     hark_analyser::clean(&dir);
-    let run = hark_outputs::json::read(&profile)?;
     if let Some(view) = &view {
         view.finished(&run);
     }
@@ -113,12 +114,120 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     Ok(code)
 }
 
+/// How long `hark run` waits for the analysers' run once the job ended:
+/// analyser rank 0 waits for `hark run` to hold it before the job ends,
+/// so this only covers a reader thread still parsing it.
+const MODEL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The job's run, once the job ended with status `code`: the model analyser
+/// rank 0 sent back, written into `dir`; else the run directory rank 0
+/// wrote there itself (it could not reach this process, and `dir` is on a
+/// file system its node shares); else the keepers' partial results merged
+/// ([`salvage`]). `None`, said on stderr with why, when there is none.
+fn take_run(
+    args: &RunArgs,
+    relay: &hark_analyser::Relay,
+    dir: &Path,
+    code: i32,
+    n: usize,
+    short: Option<(usize, usize)>,
+) -> Result<Option<hark_model::Run>> {
+    let profile = dir.join(hark_outputs::json::FILE_NAME);
+    if let Some(run) = relay.take_model(MODEL_WAIT) {
+        hark_outputs::write_all(&run, dir, |_| true)
+            .with_context(|| format!("cannot write the run directory {}", dir.display()))?;
+        return Ok(Some(run));
+    }
+    if !profile.exists() && !salvage(args, dir, code, n)? {
+        say_no_run_dir(dir, code, n, short, relay.refused());
+        return Ok(None);
+    }
+    Ok(Some(hark_outputs::json::read(&profile)?))
+}
+
+/// The MPI library the analyser ranks open: the launcher's flavour, or
+/// under `srun` the one the program is linked with.
+fn job_library(launcher: Launcher, command: &[String]) -> Result<&'static str> {
+    if launch::srun::is_srun(&command[0]) {
+        let Some(program) = launch::srun::program(command) else {
+            bail!("--analysers cannot find the program in this srun command: write it as `srun [options] -n TASKS PROGRAM [ARGS]`");
+        };
+        return launch::srun::mpi_library(program).ok_or_else(|| anyhow::anyhow!(
+            "--analysers under srun needs to know which MPI `{program}` uses, and its dynamic section names neither Open MPI's libmpi.so.40 nor MPICH's libmpich.so.12; run it through mpirun or mpiexec instead"
+        ));
+    }
+    mpi_library(launcher).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--analysers needs an MPI launcher (Open MPI's mpirun, MPICH's mpiexec or Slurm's srun) as the command's first word, not `{}`",
+            command[0]
+        )
+    })
+}
+
+/// The command line of the job with its analyser partition, and under
+/// `srun` the `--multi-prog` file it names (removed when dropped).
+fn job_line(
+    args: &RunArgs,
+    launcher: Launcher,
+    probe: &Path,
+    n: usize,
+    analyser: &[String],
+    env: &[(String, String)],
+) -> Result<(Vec<String>, Option<ConfigFile>)> {
+    if launch::srun::is_srun(&args.command[0]) {
+        let config = ConfigFile::new()?;
+        let (line, text) =
+            launch::srun::with_analyser_partition(&args.command, n, analyser, &config.0).map_err(
+                |e| anyhow::anyhow!("cannot run this srun command with --analysers: {e}"),
+            )?;
+        std::fs::write(&config.0, text).with_context(|| {
+            format!(
+                "cannot write srun's --multi-prog file {}",
+                config.0.display()
+            )
+        })?;
+        return Ok((line, Some(config)));
+    }
+    let command = launch::with_given_preloads(launcher, &args.command, probe);
+    let line = launch::with_analyser_partition(launcher, &command, n, analyser)
+        .context("cannot add the analyser partition to this command")?;
+    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    Ok((launch::with_env_options(launcher, &line, &names), None))
+}
+
+/// srun's `--multi-prog` file, in the temporary directory, removed when
+/// dropped (srun reads it when the step starts, on this node).
+struct ConfigFile(std::path::PathBuf);
+
+impl ConfigFile {
+    fn new() -> Result<ConfigFile> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = std::env::temp_dir().join(format!(
+            "hark-multi-prog-{}-{nanos:x}.conf",
+            std::process::id()
+        ));
+        Ok(ConfigFile(path))
+    }
+}
+
+impl Drop for ConfigFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// How many analyser ranks `spec` asks for: a number, or a ratio of the
 /// command's writer ranks.
 fn analyser_count(args: &RunArgs, spec: Analysers) -> Result<usize> {
+    let writers = match launch::srun::is_srun(&args.command[0]) {
+        true => launch::srun::tasks(&args.command),
+        false => launch::writers(&args.command),
+    };
     Ok(match spec {
         Analysers::Count(n) => n as usize,
-        Analysers::Ratio { .. } => match launch::writers(&args.command) {
+        Analysers::Ratio { .. } => match writers {
             Some(w) => spec.count(w),
             None => bail!(
                 "cannot count the writer ranks of this command (an option hides them); give --analysers a number instead of a ratio"
@@ -155,6 +264,15 @@ fn job_env(
             args.map.name().to_string(),
         ),
     ]);
+    // Named, so that the launcher passes them to other nodes as well: the
+    // release's bound, and the tests' hooks (which only a build with the
+    // `test-hooks` feature reads).
+    for (k, v) in std::env::vars() {
+        let pass = k == hark_settings::RELEASE_TIMEOUT_MS.name || k.starts_with("HARK_TEST_");
+        if pass && !env.iter().any(|(e, _)| *e == k) {
+            env.push((k, v));
+        }
+    }
     env
 }
 
@@ -206,12 +324,23 @@ fn say_job(probe: &Path, n: usize, lib: &str, keep: bool, argv: &[String]) {
     ));
 }
 
-/// The job left no run directory in `dir`, nor partial results to merge:
-/// says so, and why when this host was short of slots (`short`: the
-/// slots the job needs and those it has).
-fn say_no_run_dir(dir: &Path, code: i32, n: usize, short: Option<(usize, usize)>) {
+/// The analysers' run never reached this process, and the job left no run
+/// directory in `dir` nor partial results to merge: says so, and why when
+/// it can tell (`refused`: a connection that did not prove the run's
+/// secret; `short`: the slots the job needs and those this host has).
+fn say_no_run_dir(
+    dir: &Path,
+    code: i32,
+    n: usize,
+    short: Option<(usize, usize)>,
+    refused: Option<String>,
+) {
+    let why = match refused {
+        Some(r) => format!("; hark run refused a connection to its results channel: {r}"),
+        None => "; the analyser ranks' own messages above, if any, say why".into(),
+    };
     print_stderr(&format!(
-        "hark: error: the analyser ranks wrote no run directory into {} (the job ended with status {code}, and no analyser's partial results were left)\n",
+        "hark: error: no run: the analyser ranks' results never reached hark run, and they left no run directory nor partial results in {} (the job ended with status {code}{why})\n",
         dir.display()
     ));
     if let Some((needs, has)) = short {
@@ -233,10 +362,15 @@ fn salvage(args: &RunArgs, dir: &std::path::Path, code: i32, n: usize) -> Result
         return Ok(false);
     };
     let k = found.parts.len();
+    // A job that ended well has merged; its run was lost on the way back.
+    let why = match code {
+        0 => "the analysers' merged run never reached hark run (the job ended with status 0)"
+            .to_string(),
+        _ => format!("the job ended with status {code} before the analysers merged"),
+    };
     let mut problems = vec![format!(
-        "the job ended with status {code} before its {n} analyser rank(s) merged their results; \
-         hark run merged the partial results of {k} of them; ranks whose streams never ended are \
-         partial{}",
+        "{why}; hark run merged the partial results of {k} of the {n} analyser rank(s); ranks \
+         whose streams never ended are partial{}",
         if k < n {
             ", and the writers of the analysers whose results are missing are not in the run"
         } else {
@@ -250,8 +384,8 @@ fn salvage(args: &RunArgs, dir: &std::path::Path, code: i32, n: usize) -> Result
     hark_outputs::write_all(&run, dir, |_| true)
         .with_context(|| format!("cannot write the run directory {}", dir.display()))?;
     print_stderr(&format!(
-        "hark: warning: the job ended with status {code} before the analysers merged; the run \
-         directory holds the partial results of {k} of {n} analyser rank(s)\n"
+        "hark: warning: {why}; the run directory holds the partial results of {k} of {n} \
+         analyser rank(s)\n"
     ));
     Ok(true)
 }

@@ -24,7 +24,9 @@ pub struct AnalyserArgs {
     /// The probes' pack size in bytes.
     #[arg(long = "pack-size", value_name = "BYTES")]
     pub pack_size: usize,
-    /// The run directory analyser rank 0 writes.
+    /// The run directory (absolute): where the keepers leave their partial
+    /// results if this node shares it, and where analyser rank 0 writes the
+    /// run if it cannot reach `hark run`.
     #[arg(long, value_name = "DIR")]
     pub output: PathBuf,
     /// Analyses to run, comma-separated (default: all).
@@ -34,10 +36,14 @@ pub struct AnalyserArgs {
     /// (`HARK_ANALYSER_MERGE`).
     #[arg(long, value_name = "SHAPE", default_value = "tree")]
     pub merge: String,
-    /// `hark run`'s socket for the live snapshots (analyser rank 0 writes
-    /// them); none: no snapshots.
-    #[arg(long, value_name = "PATH")]
-    pub snapshots: Option<PathBuf>,
+    /// Where analyser rank 0 reaches `hark run`: `unix:PATH` and
+    /// `tcp:ADDRESS:PORT`, comma-separated, tried in turn. The merged run
+    /// goes there.
+    #[arg(long, value_name = "ADDRESSES")]
+    pub hark: Option<String>,
+    /// Send `hark run` live snapshots about once a second.
+    #[arg(long)]
+    pub live: bool,
     /// Say on stderr which writers this rank receives, its events and CPU
     /// time, and (analyser rank 0) how long the merge took (`hark run -v`).
     #[arg(long)]
@@ -62,7 +68,8 @@ pub fn run(args: &AnalyserArgs) -> Result<i32> {
             "gather" => Mode::Gather,
             _ => Mode::Tree,
         },
-        snapshots: args.snapshots.clone(),
+        hark: args.hark.clone(),
+        live: args.live,
         verbose: args.verbose,
     };
     Ok(hark_analyser::run(&options)?)

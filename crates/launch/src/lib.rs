@@ -6,7 +6,8 @@
 //! process the launcher starts, on every node; [`with_analyser_partition`]
 //! adds the analyser ranks of `hark run --analysers` as one more part of an
 //! MPMD launch; [`slots`] counts this host's slots as Open MPI does, so that
-//! those ranks do not make the programs' ranks yield.
+//! those ranks do not make the programs' ranks yield; [`srun`] makes an
+//! `srun` step an MPMD one with the analyser ranks (`--multi-prog`).
 //!
 //! The crate only reads command lines and the host's topology: it starts
 //! nothing. It has no `unsafe`.
@@ -25,6 +26,7 @@
 
 mod launcher;
 pub mod slots;
+pub mod srun;
 
 pub use launcher::{
     detect, options, preload_value, which, with_analyser_partition, with_env_options,

@@ -184,6 +184,18 @@ pub const DRAIN_TIMEOUT_MS: Setting = Setting {
     doc: "how long exit waits for the last packs to go (over MPI: for the analyser to take the next chunk, counting only time the rank was run, at most 3× this in wall time); `0`: not at all",
 };
 
+/// How long a writer at `MPI_Finalize` waits for its analyser's release.
+pub const RELEASE_TIMEOUT_MS: Setting = Setting {
+    name: "HARK_RELEASE_TIMEOUT_MS",
+    kind: Kind::Millis {
+        min: 0,
+        max: HOUR_MS,
+    },
+    default: DefaultValue::Number(120_000),
+    set_by: SetBy::User,
+    doc: "under `--analysers`: how long a writer at `MPI_Finalize`, its stream sent, waits for its analyser to release it (after the merge), so that every rank of the job calls the real `MPI_Finalize` together; `0`: not at all",
+};
+
 /// The kernel send buffer the probe asks for.
 pub const SOCKET_BUFFER: Setting = Setting {
     name: "HARK_SOCKET_BUFFER",
@@ -264,6 +276,7 @@ pub const ALL: &[&Setting] = &[
     &CONNECT_TIMEOUT_MS,
     &SEND_TIMEOUT_MS,
     &DRAIN_TIMEOUT_MS,
+    &RELEASE_TIMEOUT_MS,
     &SOCKET_BUFFER,
     &SHM,
     &FLUSH_MS,

@@ -266,6 +266,14 @@ pub const STREAM_TAG: i32 = 7;
 /// control").
 pub const GIVE_UP_TAG: i32 = STREAM_TAG + 3;
 
+/// The tag of an analyser's release of its writers at the end of the run
+/// (1 byte, on the stream communicator): a writer whose stream went out
+/// whole waits in `MPI_Finalize` for it (bounded by
+/// `HARK_RELEASE_TIMEOUT_MS`), sent once the analysers merged and the
+/// model reached `hark run`, so that writers and analysers call the real
+/// `MPI_Finalize` together (`docs/analysers.md`, "Finalizing together").
+pub const RELEASE_TAG: i32 = STREAM_TAG + 24;
+
 /// The largest chunk of a stream over MPI for packs of `pack_size` bytes:
 /// one full pack with its frame header (larger frames are cut).
 pub fn stream_chunk(pack_size: usize) -> usize {

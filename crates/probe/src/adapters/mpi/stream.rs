@@ -31,7 +31,9 @@
 
 use super::abi::Abi;
 use super::mpi_call;
-use hark_wire::partition::{job_map, stream_chunk, Policy, GIVE_UP_TAG, STREAM_RECVS, STREAM_TAG};
+use hark_wire::partition::{
+    job_map, stream_chunk, Policy, GIVE_UP_TAG, RELEASE_TAG, STREAM_RECVS, STREAM_TAG,
+};
 use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -349,7 +351,7 @@ pub(super) fn at_finalize(g: &crate::core::Guard, op: u16) {
     IN_FINALIZE.with(|f| f.set(true));
     crate::core::finish(hark_wire::EndReason::Finalize);
     IN_FINALIZE.with(|f| f.set(false));
-    drain();
+    drain(Release::Wait);
 }
 
 /// At the start of `MPI_Abort`, after its event: ends the stream, and over
@@ -365,7 +367,7 @@ pub(super) fn at_abort() {
     IN_FINALIZE.with(|f| f.set(true));
     crate::core::finish(hark_wire::EndReason::Abort);
     IN_FINALIZE.with(|f| f.set(false));
-    drain();
+    drain(Release::Skip);
 }
 
 /// The stream ended without the program's `MPI_Finalize` wrapper
@@ -380,7 +382,16 @@ pub(super) fn at_finalize_unentered() {
         (!g.closed && g.ready && !g.failed).then_some(())
     }
     .map(|()| enqueue(Vec::new()));
-    drain();
+    drain(Release::Wait);
+}
+
+/// Whether [`drain`] then waits for the analyser's release.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Release {
+    /// At `MPI_Finalize`: the analysers end the job with the writers.
+    Wait,
+    /// At `MPI_Abort`: the job ends now.
+    Skip,
 }
 
 /// Sends every queued chunk up to the end of the stream and waits for
@@ -399,7 +410,10 @@ pub(super) fn at_finalize_unentered() {
 /// than the timeout for all of a full pool. One that takes nothing for the
 /// whole timeout is given up, and told so (see [`give_up`]). Time this
 /// rank was not run does not count ([`Patience`]).
-fn drain() {
+///
+/// A stream that went out whole then waits for the analyser's release
+/// ([`wait_for_release`]) when `release` says so.
+fn drain(release: Release) {
     let mut patience = Patience::new(crate::core::drain_timeout(), Instant::now());
     let mut seen = TAKEN.load(Relaxed);
     // Slept, not spun: on a crowded node the analyser that must take these
@@ -431,6 +445,10 @@ fn drain() {
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(1));
     }
+    if release == Release::Wait {
+        wait_for_release();
+    }
+    finalize_log("writer");
     let mut g = lock();
     if g.ready && g.comm != 0 {
         mpi_call::comm_free(g.comm);
@@ -438,6 +456,97 @@ fn drain() {
     }
     g.ready = false;
     PENDING.store(false, Relaxed);
+}
+
+/// Once the stream went out whole: waits until the analyser releases this
+/// writer ([`RELEASE_TAG`]), which it does once the analysers merged and
+/// the model reached `hark run`, so that every rank of the job calls the
+/// real `MPI_Finalize` within moments of the others. MPICH over UCX hangs
+/// across nodes when ranks finalize seconds apart (`docs/analysers.md`,
+/// "Finalizing together"). Bounded by `HARK_RELEASE_TIMEOUT_MS`; a stream
+/// that failed or was given up does not wait (its analyser may be gone).
+fn wait_for_release() {
+    let Some(abi) = super::abi::get() else { return };
+    let (comm, dest) = {
+        let g = lock();
+        let whole = g.ready && !g.failed && g.closed && g.waiting.is_empty() && g.flying.is_empty();
+        if !whole || g.comm == 0 {
+            return;
+        }
+        (g.comm, g.dest)
+    };
+    let env = std::env::var(hark_settings::RELEASE_TIMEOUT_MS.name).ok();
+    let timeout = Duration::from_millis(
+        hark_settings::RELEASE_TIMEOUT_MS
+            .number(env.as_deref())
+            .value,
+    );
+    if timeout.is_zero() {
+        return;
+    }
+    let mut byte = [0u8; 1];
+    let mut slot: usize = 0;
+    // SAFETY: `byte` and `slot` live until the request completed or was
+    // cancelled below.
+    let posted = unsafe {
+        mpi_call::irecv_bytes(
+            abi,
+            byte.as_mut_ptr(),
+            1,
+            dest,
+            RELEASE_TAG,
+            comm,
+            (&mut slot as *mut usize).cast(),
+        )
+    };
+    if !posted {
+        return;
+    }
+    let deadline = Instant::now() + timeout;
+    // Slept, not spun, as in the drain: the analysers merging need the
+    // cores.
+    let mut pause = Duration::from_micros(100);
+    loop {
+        match mpi_call::test(abi, abi.handle_arg(slot)) {
+            Some(true) => return,
+            Some(false) if Instant::now() < deadline => {}
+            Some(false) => {
+                crate::core::warn_once(
+                    "release",
+                    "the analyser rank did not release this rank at MPI_Finalize in time (HARK_RELEASE_TIMEOUT_MS); it finalizes without it",
+                );
+                // SAFETY: the live receive request posted above.
+                unsafe { mpi_call::cancel(abi, (&mut slot as *mut usize).cast()) };
+                return;
+            }
+            None => return,
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(5));
+    }
+}
+
+/// `HARK_TEST_FINALIZE_LOG=FILE`, **for tests only** (a build with the
+/// `test-hooks` feature): appends `ROLE WORLD_RANK CLOCK_REALTIME_NS` to
+/// FILE as this process is about to call the real `MPI_Finalize`.
+fn finalize_log(role: &str) {
+    #[cfg(feature = "test-hooks")]
+    if let Ok(path) = std::env::var("HARK_TEST_FINALIZE_LOG") {
+        use std::io::Write;
+        let rank = super::abi::get().map_or(-1, |a| mpi_call::rank_size(a.comm_world).0);
+        let ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+        {
+            let _ = f.write_all(format!("{role} {rank} {ns}\n").as_bytes());
+        }
+    }
+    #[cfg(not(feature = "test-hooks"))]
+    let _ = role;
 }
 
 /// A gap between two turns of the drain loop longer than this is time the
