@@ -318,7 +318,7 @@ pub fn run_into_service(args: &RunArgs, addr: &str) -> Result<i32> {
         // whether the service took the streams.
         if !args.quiet {
             print_stderr(&format!(
-                "Streamed job {job} to {addr}; hark cannot ask the service about it over plaintext TCP or with the site token (a wrong token is refused there): its log and `hark ctl list` on its host say. A tls: service with your own token reports the run here.\n"
+                "Streamed job {job} to {addr}; hark cannot see whether the service accepted it (a wrong token is refused there): over plaintext TCP or with the site token it cannot ask. The service's log and `hark ctl list` on its host say; a tls: service with your own token reports the run here.\n"
             ));
         }
         return Ok(code);
