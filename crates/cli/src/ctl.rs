@@ -70,12 +70,7 @@ pub fn control_path(addr: &str) -> Result<PathBuf> {
 }
 
 /// Sends one request and returns the answer; an error if the service says
-/// no (with its reason).
-pub fn request(addr: &str, req: &Value) -> Result<Value> {
-    request_as(addr, None, req)
-}
-
-/// [`request`], with the user's `token` for a `tls:` service.
+/// no (with its reason). `token`: the user's, for a `tls:` service.
 pub fn request_as(addr: &str, token: Option<&str>, req: &Value) -> Result<Value> {
     let answer = if addr.starts_with(hark_tls::SCHEME) {
         over_tls(addr, token, req)?

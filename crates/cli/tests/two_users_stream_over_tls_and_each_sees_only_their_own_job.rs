@@ -6,6 +6,8 @@
 //! prints its job, the summary and the run directory as a local run does.
 //! A plaintext client of the TLS service, a client holding another CA, and
 //! a probe without a token are each refused with a line that says why.
+//! On two emulated nodes (`docs/cluster.md`), the service on n1 and the
+//! users' jobs on n1 and n2, each still sees only their own.
 
 mod common;
 mod served;
@@ -19,15 +21,16 @@ use std::time::{Duration, Instant};
 
 const USERS: [&str; 2] = ["hark-t-ann", "hark-t-bob"];
 
-/// A CA, the service's certificate for 127.0.0.1 signed by it, and another
+/// A CA, the service's certificate for `names` signed by it, and another
 /// CA, as PEM files in `dir`.
-fn make_pki(dir: &Path) {
+fn make_pki(dir: &Path, names: &[&str]) {
     let ca_key = rcgen::KeyPair::generate().unwrap();
     let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     let ca = ca.self_signed(&ca_key).unwrap();
     let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".into(), "localhost".into()])
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let cert = rcgen::CertificateParams::new(names)
         .unwrap()
         .signed_by(&key, &ca, &ca_key)
         .unwrap();
@@ -165,20 +168,8 @@ fn two_users_over_tls_see_only_their_own_and_bad_clients_are_told_why() {
     let uids = local_users(&USERS);
     let dir = scratch("tls-users");
     std::fs::set_permissions(&dir, PermissionsExt::from_mode(0o755)).unwrap();
-    make_pki(&dir);
-    let tokens: Vec<String> = USERS
-        .iter()
-        .map(|u| format!("{u}-token-{}", std::process::id()))
-        .collect();
-    let lines: String = USERS
-        .iter()
-        .zip(&tokens)
-        .map(|(u, t)| format!("{t} {u}\n"))
-        .collect();
-    private_file(&dir.join("tokens"), &lines, 0);
-    for ((u, t), uid) in USERS.iter().zip(&tokens).zip(&uids) {
-        private_file(&dir.join(format!("{u}.token")), t, *uid);
-    }
+    make_pki(&dir, &["127.0.0.1", "localhost"]);
+    let tokens = give_tokens(&dir, &uids);
     let service = Service::start(&dir);
 
     let stop = dir.join("stop");
@@ -255,7 +246,26 @@ fn two_users_over_tls_see_only_their_own_and_bad_clients_are_told_why() {
             run_dir.display()
         );
     }
-    each_lists_their_own_runs(&service);
+    each_lists_their_own_runs(&dir, &service);
+}
+
+/// The service's tokens file (root's) and each user's own token file in
+/// `dir`; the tokens.
+fn give_tokens(dir: &Path, uids: &[u32]) -> Vec<String> {
+    let tokens: Vec<String> = USERS
+        .iter()
+        .map(|u| format!("{u}-token-{}", std::process::id()))
+        .collect();
+    let lines: String = USERS
+        .iter()
+        .zip(&tokens)
+        .map(|(u, t)| format!("{t} {u}\n"))
+        .collect();
+    private_file(&dir.join("tokens"), &lines, 0);
+    for ((u, t), uid) in USERS.iter().zip(&tokens).zip(uids) {
+        private_file(&dir.join(format!("{u}.token")), t, *uid);
+    }
+    tokens
 }
 
 /// The HTTP API, asked by root's connection with each user's token as
@@ -345,16 +355,22 @@ fn bad_clients_are_told_why(dir: &Path, service: &Service) {
     assert!(log.contains("without a user's token"), "{log}");
 }
 
-/// `hark runs --index RUNS`: each user lists their own run only.
-fn each_lists_their_own_runs(service: &Service) {
+/// `hark runs --index RUNS` on the service's host, and `hark runs --server
+/// tls:...` with their token: each user lists their own run only.
+fn each_lists_their_own_runs(dir: &Path, service: &Service) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    for user in USERS {
+    for (user, remote) in USERS.iter().flat_map(|u| [(*u, false), (*u, true)]) {
         loop {
-            let out = as_user(Some(user), hark())
-                .args(["runs", "--index"])
-                .arg(&service.runs)
-                .output_within()
-                .unwrap();
+            let mut cmd = as_user(Some(user), hark());
+            cmd.arg("runs");
+            if remote {
+                cmd.env("HARK_TLS_CA", dir.join("ca.pem"))
+                    .args(["--server", &service.addr, "--token-file"])
+                    .arg(dir.join(format!("{user}.token")));
+            } else {
+                cmd.arg("--index").arg(&service.runs);
+            }
+            let out = cmd.output_within().unwrap();
             let text = String::from_utf8_lossy(&out.stdout);
             let rows = text.lines().filter(|l| l.contains("/hark-sh-job")).count();
             if rows == 1 {
@@ -362,10 +378,146 @@ fn each_lists_their_own_runs(service: &Service) {
             }
             assert!(
                 Instant::now() < deadline,
-                "{user} lists {rows} runs: {text}{}",
+                "{user} (over TLS: {remote}) lists {rows} runs: {text}{}",
                 String::from_utf8_lossy(&out.stderr)
             );
             std::thread::sleep(Duration::from_millis(200));
         }
     }
+}
+
+/// The service on emulated node n1, ann's job on n1 and bob's on n2 (each
+/// through `hark run --server tls:n1:PORT`): each job is its user's, each
+/// user sees only their own from either node, and each `hark run` prints
+/// its summary and run directory.
+#[test]
+fn across_two_emulated_nodes_each_user_sees_only_their_own_job() {
+    if !root_or_skip() {
+        return;
+    }
+    let Some(cluster) = common::cluster::Cluster::up(2) else {
+        return;
+    };
+    let uids = local_users(&USERS);
+    let dir = common::cluster::shared_scratch("tls-nodes");
+    std::fs::set_permissions(&dir, PermissionsExt::from_mode(0o755)).unwrap();
+    make_pki(&dir, &["n1", "10.77.0.1"]);
+    give_tokens(&dir, &uids);
+    let log = dir.join("serve.log");
+    let mut serve = cluster.command(
+        "n1",
+        &[
+            hark().display().to_string(),
+            "serve".into(),
+            "--listen".into(),
+            "tls:0.0.0.0:7400".into(),
+            "--remote".into(),
+            "--linger".into(),
+            "0.5".into(),
+        ],
+    );
+    let mut serve = serve
+        .arg("--tls-cert")
+        .arg(dir.join("cert.pem"))
+        .arg("--tls-key")
+        .arg(dir.join("key.pem"))
+        .arg("--tokens")
+        .arg(dir.join("tokens"))
+        .arg("--runs")
+        .arg(dir.join("runs"))
+        .stdin(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !read_log().contains("Listening on tls:") {
+        assert!(
+            Instant::now() < deadline,
+            "hark serve did not start on n1: {}",
+            read_log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let addr = "tls:n1:7400";
+    let stop = dir.join("stop");
+    let wait = format!("while [ ! -e {} ]; do sleep 0.05; done", stop.display());
+    let on = |node: &str, user: &str, args: &[String]| -> Command {
+        let mut cmd = cluster.command(node, &["runuser", "-u", user, "--"]);
+        cmd.arg(hark())
+            .args(args)
+            .arg("--token-file")
+            .arg(dir.join(format!("{user}.token")))
+            .env("HARK_TLS_CA", dir.join("ca.pem"));
+        cmd
+    };
+    let run = |node: &str, user: &str| -> Child {
+        on(node, user, &["run".into(), "--server".into(), addr.into()])
+            .arg("--probe")
+            .arg(probe())
+            .args(["--", "sh", "-c", &wait])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let jobs = [run("n1", USERS[0]), run("n2", USERS[1])];
+    // Each user asks from the other node.
+    let list = |user: &str, node: &str| -> Vec<serde_json::Value> {
+        let args = ["ctl", "--json", "--server", addr].map(String::from);
+        let out = on(node, user, &args).arg("list").output_within().unwrap();
+        assert!(
+            out.status.success(),
+            "{user} on {node}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["jobs"].as_array().cloned().unwrap_or_default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (ann, bob) = (list(USERS[0], "n2"), list(USERS[1], "n1"));
+        if ann.len() == 1 && bob.len() == 1 {
+            assert_eq!(ann[0]["owner"], uids[0], "{ann:?}");
+            assert_eq!(bob[0]["owner"], uids[1], "{bob:?}");
+            break;
+        }
+        assert!(
+            ann.len() <= 1 && bob.len() <= 1,
+            "one sees another's: {ann:?} {bob:?}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "jobs never registered: {}",
+            read_log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::fs::write(&stop, "").unwrap();
+    for (child, (user, uid)) in jobs.into_iter().zip(USERS.iter().zip(&uids)) {
+        let out = wait_within(child, limit(), "hark run --server on a node");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{user}: {err}");
+        assert!(
+            err.contains("hark: job ") && err.contains("== sh"),
+            "{user}: {err}"
+        );
+        let dir_line = err
+            .lines()
+            .find_map(|l| l.strip_prefix("Run directory: "))
+            .unwrap_or_else(|| panic!("{user}: no run directory: {err}"));
+        let run_dir = PathBuf::from(dir_line.split(' ').next().unwrap());
+        assert_eq!(
+            std::fs::metadata(&run_dir).unwrap().uid(),
+            *uid,
+            "{}",
+            run_dir.display()
+        );
+    }
+    let log = read_log();
+    assert!(log.contains(" on n1.") && log.contains(" on n2."), "{log}");
+    // The cluster's teardown would end it too.
+    let _ = serve.kill();
+    let _ = serve.wait();
 }
