@@ -1125,7 +1125,8 @@ impl Router {
             .users
             .iter()
             .map(|u| (u.token.as_str(), Some(u.uid)));
-        let mut plain = false;
+        // Which token came in clear instead of proved: the site's, or a user's.
+        let mut plain = None;
         let mut proved = None;
         for (token, uid) in users.chain(site) {
             match hello.check_secret(token) {
@@ -1133,17 +1134,23 @@ impl Router {
                     proved = Some((n, uid));
                     break;
                 }
-                Credential::Plain => plain = true,
+                Credential::Plain => {
+                    plain = Some(if uid.is_some() {
+                        "a user's"
+                    } else {
+                        "the site"
+                    })
+                }
                 Credential::Wrong => {}
             }
         }
         let Some((nonce, uid)) = proved else {
             return Err(match (plain, self.config.token.is_some(), self.config.users.is_empty()) {
-                (true, _, _) => "with its token in clear, not a proof of it (a probe of an older release?)".into(),
-                (false, false, true) => "and the service has no token to check it by (--token-file, --tokens)".into(),
-                (false, true, true) => "without the site token".into(),
-                (false, false, false) => "without a user's token (this service takes only the tokens of its --tokens file: give yours before the address, TOKEN@tls:HOST:PORT, or hark run --token-file)".into(),
-                (false, true, false) => "without the site token or a user's token".into(),
+                (Some(whose), _, _) => format!("with {whose} token in clear, not a proof of it (a probe of an older release?)"),
+                (None, false, true) => "and the service has no token to check it by (--token-file, --tokens)".into(),
+                (None, true, true) => "without the site token".into(),
+                (None, false, false) => "without a user's token (this service takes only the tokens of its --tokens file: give yours before the address, TOKEN@tls:HOST:PORT, or hark run --token-file)".into(),
+                (None, true, false) => "without the site token or a user's token".into(),
             });
         };
         let now = now_ns();
