@@ -420,10 +420,10 @@ fn each_lists_their_own_runs(dir: &Path, service: &Service) {
     }
 }
 
-/// The service on emulated node n1, ann's job on n1 and bob's on n2 (each
-/// through `hark run --server tls:n1:PORT`): each job is its user's, each
-/// user sees only their own from either node, and each `hark run` prints
-/// its summary and run directory.
+/// The service on emulated node n1, a job of ann's and one of bob's on each
+/// of n1 and n2 (each through `hark run --server tls:n1:PORT`): each job is
+/// its user's, each user sees only their own two from either node, and
+/// each `hark run` prints its summary and run directory.
 #[test]
 fn across_two_emulated_nodes_each_user_sees_only_their_own_job() {
     if !root_or_skip() {
@@ -496,7 +496,16 @@ fn across_two_emulated_nodes_each_user_sees_only_their_own_job() {
             .spawn()
             .unwrap()
     };
-    let jobs = [run("n1", USERS[0]), run("n2", USERS[1])];
+    let placed = [
+        ("n1", USERS[0], uids[0]),
+        ("n2", USERS[0], uids[0]),
+        ("n1", USERS[1], uids[1]),
+        ("n2", USERS[1], uids[1]),
+    ];
+    let jobs: Vec<Child> = placed
+        .iter()
+        .map(|(node, user, _)| run(node, user))
+        .collect();
     // Each user asks from the other node.
     let list = |user: &str, node: &str| -> Vec<serde_json::Value> {
         let args = ["ctl", "--json", "--server", addr].map(String::from);
@@ -512,15 +521,17 @@ fn across_two_emulated_nodes_each_user_sees_only_their_own_job() {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let (ann, bob) = (list(USERS[0], "n2"), list(USERS[1], "n1"));
-        if ann.len() == 1 && bob.len() == 1 {
-            assert_eq!(ann[0]["owner"], uids[0], "{ann:?}");
-            assert_eq!(bob[0]["owner"], uids[1], "{bob:?}");
+        assert!(
+            ann.iter().all(|j| j["owner"] == uids[0]),
+            "ann sees another's: {ann:?}"
+        );
+        assert!(
+            bob.iter().all(|j| j["owner"] == uids[1]),
+            "bob sees another's: {bob:?}"
+        );
+        if ann.len() == 2 && bob.len() == 2 {
             break;
         }
-        assert!(
-            ann.len() <= 1 && bob.len() <= 1,
-            "one sees another's: {ann:?} {bob:?}"
-        );
         assert!(
             Instant::now() < deadline,
             "jobs never registered: {}",
@@ -529,8 +540,9 @@ fn across_two_emulated_nodes_each_user_sees_only_their_own_job() {
         std::thread::sleep(Duration::from_millis(200));
     }
     std::fs::write(&stop, "").unwrap();
-    for (child, (user, uid)) in jobs.into_iter().zip(USERS.iter().zip(&uids)) {
-        let out = wait_within(child, limit(), "hark run --server on a node");
+    for (child, (node, user, uid)) in jobs.into_iter().zip(placed) {
+        let uid = &uid;
+        let out = wait_within(child, limit(), &format!("hark run --server on {node}"));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{user}: {err}");
         assert!(
