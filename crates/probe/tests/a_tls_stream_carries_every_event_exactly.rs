@@ -32,6 +32,7 @@ fn every_event_arrives_through_tls_in_small_and_large_packs() {
         assert!(!s.shm);
         assert_exact(s);
         assert_eq!(count_on(s, io::WRITE, "out.dat"), 30000, "packs of {pack}");
+        let _ = std::fs::remove_dir_all(&p.dir);
     }
 }
 
@@ -60,6 +61,7 @@ fn a_plaintext_probe_or_another_ca_is_refused_in_one_line_and_the_program_runs()
         "{err}"
     );
     assert!(p.collector.streams().is_empty());
+    let _ = std::fs::remove_dir_all(&p.dir);
 
     // Another CA: the handshake fails, one line, the program runs.
     let p = Probed::tls("tls-other-ca");
@@ -78,4 +80,5 @@ fn a_plaintext_probe_or_another_ca_is_refused_in_one_line_and_the_program_runs()
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&p.dir);
 }
