@@ -270,6 +270,8 @@ pub fn run_into_service(args: &RunArgs, addr: &str) -> Result<i32> {
         // Checked here, and given on to every node the launcher reaches.
         let ca = tls_ca()?;
         hark_tls::client_config(&ca).map_err(|e| anyhow!("{e}"))?;
+        // Absolute: ranks may start elsewhere (a remote node's home).
+        let ca = std::fs::canonicalize(&ca).unwrap_or(ca);
         env.push((hark_settings::TLS_CA.name.into(), ca.display().to_string()));
     }
     check_plaintext_welcome(addr)?;
