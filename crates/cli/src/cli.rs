@@ -171,6 +171,15 @@ pub struct RunsArgs {
     /// The index file.
     #[arg(long, value_name = "FILE", env = "HARK_INDEX")]
     pub index: Option<PathBuf>,
+
+    /// Ask a `hark serve` across a network for your runs: tls:HOST:PORT,
+    /// with --token-file and HARK_TLS_CA.
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["index", "add"])]
+    pub server: Option<String>,
+
+    /// Your token for --server (a file of mode 0600).
+    #[arg(long = "token-file", value_name = "FILE", requires = "server")]
+    pub token_file: Option<PathBuf>,
 }
 
 /// Options of `hark diff`.

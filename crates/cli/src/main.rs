@@ -36,6 +36,7 @@ mod serve;
 mod serve_files;
 mod serve_http;
 mod serve_index;
+mod serve_tcp;
 mod settings;
 mod status;
 mod top;

@@ -87,12 +87,20 @@ fn viewer(index: &Index) -> Result<Option<u32>> {
 
 /// Runs `hark runs`; returns the process exit status.
 pub fn runs(args: &RunsArgs) -> Result<i32> {
+    if let Some(addr) = &args.server {
+        let token = match &args.token_file {
+            Some(f) => Some(crate::serve::read_token(f)?),
+            None => None,
+        };
+        return from_service(args, addr, token.as_deref(), Path::new(addr));
+    }
     let path = index_path(args.index.as_deref())?;
     if let Some(runs) = args.index.as_deref().filter(|p| p.is_dir()) {
         let private = std::fs::File::open(&path)
             .is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
         if private && args.add.is_empty() {
-            return from_service(args, runs);
+            let link = runs.join(crate::serve_index::CONTROL_LINK);
+            return from_service(args, &link.display().to_string(), None, runs);
         }
     }
     let index = Index::open(&path)?;
@@ -131,12 +139,14 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Lists the runs of the service whose runs directory is `runs`, asking
-/// the service (for a caller who may not read its index).
-fn from_service(args: &RunsArgs, runs: &Path) -> Result<i32> {
-    let link = runs.join(crate::serve_index::CONTROL_LINK);
-    let answer = crate::ctl::request(
-        &link.display().to_string(),
+/// Lists the caller's runs of the service at `addr` (its control socket,
+/// or `tls:` with the caller's `token`), whose runs are in `runs` (or the
+/// address itself, across a network), for a caller who may not read its
+/// index.
+fn from_service(args: &RunsArgs, addr: &str, token: Option<&str>, runs: &Path) -> Result<i32> {
+    let answer = crate::ctl::request_as(
+        addr,
+        token,
         &serde_json::json!({
             "op": "runs",
             "program": args.program,
@@ -147,7 +157,7 @@ fn from_service(args: &RunsArgs, runs: &Path) -> Result<i32> {
     )
     .with_context(|| {
         format!(
-            "the run index in {} is the service's alone, and the service could not be asked",
+            "the run index of {} is the service's alone, and the service could not be asked",
             runs.display()
         )
     })?;

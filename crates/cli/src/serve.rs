@@ -31,13 +31,17 @@ Examples:
       A machine-wide service; users run `hark run --server unix:/run/hark/hark.sock -- ...`
       or a site module sets HARK_ADDR=unix:/run/hark/hark.sock and LD_PRELOAD.
   hark serve --listen tcp:127.0.0.1:7000 --token-file /etc/hark/token
-      Over TCP: every stream must carry the site token (a file of mode 0600).";
+      Over TCP: every stream must carry the site token (a file of mode 0600).
+  hark serve --listen tls:0.0.0.0:7000 --remote --tls-cert hark.pem --tls-key hark.key --tokens /etc/hark/tokens
+      Across a network, in TLS: each user's jobs are theirs by the token they give
+      (hark run --server tls:HOST:7000 --token-file ~/.hark-token, with HARK_TLS_CA=ca.pem).";
 
 /// Options of `hark serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Where probes connect: unix:PATH or tcp:HOST:PORT (TCP needs
-    /// --token-file, and a host other than localhost needs --remote).
+    /// Where probes connect: unix:PATH, tcp:HOST:PORT or tls:HOST:PORT
+    /// (TCP needs --token-file or --tokens, TLS --tls-cert and --tls-key,
+    /// and a host other than localhost --remote).
     #[arg(long, value_name = "ADDR", default_value = "unix:/tmp/hark/hark.sock")]
     pub listen: String,
 
@@ -58,6 +62,21 @@ pub struct ServeArgs {
     /// The site token TCP streams must carry, in a file of mode 0600.
     #[arg(long = "token-file", value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+
+    /// Per-user tokens for TCP: a file of `TOKEN USER` lines, owned by the
+    /// service's user and of mode 0600. A stream or control request that
+    /// proves a user's token is that user's.
+    #[arg(long = "tokens", value_name = "FILE")]
+    pub tokens: Option<PathBuf>,
+
+    /// The service's certificate chain (PEM): TCP is then TLS
+    /// (tls:HOST:PORT), and a plaintext client is refused.
+    #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The certificate's private key (PEM).
+    #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 
     /// Allow a TCP listen address other than localhost.
     #[arg(long)]
@@ -169,7 +188,7 @@ fn seconds(v: &str, lo: f64, hi: f64) -> Result<f64, String> {
 /// Runs `hark serve` until SIGTERM or SIGINT; every running job is then
 /// folded (partial) and written.
 pub fn serve(args: &ServeArgs) -> Result<i32> {
-    let token = site_token(args)?;
+    let tcp = Tcp::read(args)?;
     prepare(args)?;
     let admin_gid = match &args.admin_group {
         Some(g) => Some(group_id(g)?),
@@ -179,7 +198,7 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         .index
         .clone()
         .unwrap_or_else(|| args.runs.join(hark_index::SERVICE_FILE));
-    let service = start_service(args, token, &index, admin_gid)?;
+    let service = start_service(args, tcp, &index, admin_gid)?;
     let (control, listener) = bind_control(args, &service)?;
     let pointer = point_runs_at(&args.runs, &control);
     let stop = hark_os::flag_on_signals(&[hark_os::SIGTERM, hark_os::SIGINT], false);
@@ -190,6 +209,11 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         args.runs.display()
     ));
     let service = Arc::new(service);
+    service.answer_requests(crate::serve_tcp::answerer(
+        Arc::downgrade(&service),
+        admin_gid,
+        index.clone(),
+    ));
     let http = match &args.http {
         Some(addr) => match start_http(addr, &service, admin_gid) {
             Ok(live) => Some(live),
@@ -218,24 +242,55 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// The site token, read and checked; required, with a local address
-/// unless `--remote`, for a TCP service.
-fn site_token(args: &ServeArgs) -> Result<Option<String>> {
-    let token = match &args.token_file {
-        Some(f) => Some(read_token(f)?),
-        None => None,
-    };
-    if let Some(hostport) = args.listen.strip_prefix("tcp:") {
-        if token.is_none() {
-            bail!("a TCP service needs a site token: --token-file FILE (mode 0600)");
+/// What a TCP service is given: the site token, the users' tokens, the
+/// certificate.
+struct Tcp {
+    token: Option<String>,
+    users: Vec<hark_server::UserToken>,
+    tls: Option<Arc<hark_tls::rustls::ServerConfig>>,
+}
+
+impl Tcp {
+    /// Read and checked: a TCP service needs a token of some kind, a
+    /// `tls:` one a certificate, and one beyond localhost `--remote`.
+    fn read(args: &ServeArgs) -> Result<Tcp> {
+        let token = match &args.token_file {
+            Some(f) => Some(read_token(f)?),
+            None => None,
+        };
+        let users = match &args.tokens {
+            Some(f) => crate::serve_tcp::read_tokens(f)?,
+            None => Vec::new(),
+        };
+        let tls = crate::serve_tcp::tls_config(args.tls_cert.as_deref(), args.tls_key.as_deref())?;
+        let hostport = args
+            .listen
+            .strip_prefix("tcp:")
+            .or_else(|| args.listen.strip_prefix(hark_tls::SCHEME));
+        let Some(hostport) = hostport else {
+            if tls.is_some() {
+                bail!("--tls-cert is for TCP: listen on tls:HOST:PORT");
+            }
+            return Ok(Tcp { token, users, tls });
+        };
+        if args.listen.starts_with(hark_tls::SCHEME) && tls.is_none() {
+            bail!("{} is a TLS address: give the service's certificate and key (--tls-cert FILE --tls-key FILE)", args.listen);
+        }
+        if token.is_none() && users.is_empty() {
+            bail!("a TCP service needs tokens: --tokens FILE (each user's) or --token-file FILE (the site's), mode 0600");
         }
         let host = hostport.rsplit_once(':').map_or(hostport, |(h, _)| h);
         let local = matches!(host, "127.0.0.1" | "localhost" | "[::1]" | "::1");
         if !local && !args.remote {
-            bail!("{host} is not localhost: pass --remote to listen there (the events cross the network unencrypted: TLS is not built yet)");
+            let how = if tls.is_some() {
+                "the streams are in TLS"
+            } else {
+                "the events cross the network unencrypted: give --tls-cert and --tls-key for TLS"
+            };
+            bail!("{host} is not localhost: pass --remote to listen there ({how})");
         }
+        Ok(Tcp { token, users, tls })
     }
-    Ok(token)
 }
 
 /// The runs directory checked, the socket's directory made, the process's
@@ -261,7 +316,7 @@ fn prepare(args: &ServeArgs) -> Result<()> {
 /// writing each finished job into the runs directory and recording it.
 fn start_service(
     args: &ServeArgs,
-    token: Option<String>,
+    tcp: Tcp,
     index: &Path,
     admin_gid: Option<u32>,
 ) -> Result<Service> {
@@ -296,7 +351,9 @@ fn start_service(
             max_connections_per_user: args.max_connections_per_user,
             linger: Duration::from_secs_f64(args.linger),
             hello_timeout: Duration::from_secs_f64(args.hello_timeout),
-            token,
+            token: tcp.token,
+            users: tcp.users,
+            tls: tcp.tls,
             past: past.jobs,
             past_dumps: past.dumps,
             ..ServiceConfig::default()
@@ -345,6 +402,7 @@ fn start_http(
     admin_gid: Option<u32>,
 ) -> Result<hark_live::Live> {
     let live = crate::serve_http::start(addr, service.clone(), admin_gid)?;
+    let _ = LIVE_URL.set(live.url().to_string());
     print_stderr(&format!(
         "hark serve: Live view at {url}\nhark serve: Control over HTTP: POST {url}api/runs/ID/control\n",
         url = live.url()
@@ -462,6 +520,22 @@ trait TakeLimit: std::io::Read + Sized {
 }
 impl<R: std::io::Read> TakeLimit for R {}
 
+/// The live view's address (`--http`), which `show` gives each job's
+/// page under.
+static LIVE_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The summary of a finished job, for `hark run --server`: its run
+/// directory's `summary.txt`, read only as [`crate::serve_files::open_owned`]
+/// allows.
+fn summary_of(dir: &Path) -> Option<String> {
+    use std::io::Read;
+    let owner = crate::serve_files::dir_owner(dir).ok()?;
+    let f = crate::serve_files::open_owned(dir, "summary.txt", Some(owner)).ok()?;
+    let mut text = String::new();
+    f.take(1 << 20).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
 /// Carries out one request (see `docs/api.md`, "Control socket").
 pub fn handle(service: &Service, viewer: &Viewer, line: &str) -> Value {
     let fail = |e: String| json!({"ok": false, "error": e});
@@ -488,7 +562,10 @@ pub fn handle(service: &Service, viewer: &Viewer, line: &str) -> Value {
             json!({"ok": true, "jobs": jobs})
         }
         Some("show") => match run.as_deref().map(|id| (id, service.job(viewer, id))) {
-            Some((_, Ok(j))) => json!({"ok": true, "job": job_json(&j)}),
+            Some((_, Ok(j))) => {
+                let live = LIVE_URL.get().map(|u| format!("{u}#run={}", j.id));
+                json!({"ok": true, "job": job_json(&j), "live": live})
+            }
             Some((id, Err(e))) if matches!(e.kind(), ErrorKind::NoSuchJob(_)) => {
                 match service.dump(viewer, id) {
                     Ok(d) => json!({"ok": true, "job": dump_json(&d)}),
@@ -517,7 +594,11 @@ pub fn handle(service: &Service, viewer: &Viewer, line: &str) -> Value {
             let grace =
                 Duration::from_secs_f64(req["grace_s"].as_f64().unwrap_or(10.0).clamp(0.0, 3600.0));
             match service.finish_job(viewer, &id, grace) {
-                Ok(dir) => json!({"ok": true, "dir": dir.display().to_string()}),
+                Ok(dir) => json!({
+                    "ok": true,
+                    "dir": dir.display().to_string(),
+                    "summary": summary_of(&dir),
+                }),
                 Err(e) => fail(e.to_string()),
             }
         }

@@ -11,7 +11,9 @@
 //! the connection is accepted, while the client's socket is surely open
 //! (`hark_live::Access`). A layer puts that user, as a [`Viewer`], into
 //! every request; a connection whose user cannot be found is refused (403)
-//! before any route sees it. A user sees, queries and controls only their
+//! before any route sees it. A request may instead name its user by a
+//! token of the service's `--tokens` file, `Authorization: Bearer TOKEN`
+//! (a wrong one is refused, 403): the API then answers as that user. A user sees, queries and controls only their
 //! own jobs; root and the admin group see all. `hark_live` also checks
 //! `Host`, `Origin`, the JSON content type and the CSRF token of a `POST`,
 //! and bounds HTTP connections per user and overall.
@@ -47,7 +49,10 @@ pub fn start(addr: &str, service: Arc<Service>, admin_gid: Option<u32>) -> Resul
     if !local.ip().is_loopback() {
         bail!("--http {addr} is not localhost: the HTTP API tells users apart only on localhost");
     }
-    let who = Arc::new(Who { admin_gid });
+    let who = Arc::new(Who {
+        admin_gid,
+        service: service.clone(),
+    });
     let jobs = Arc::new(Jobs {
         service: service.clone(),
         snapshots: Mutex::default(),
@@ -72,9 +77,11 @@ pub fn start(addr: &str, service: Arc<Service>, admin_gid: Option<u32>) -> Resul
     Ok(Live::serve(listener, app, access)?)
 }
 
-/// What the identifying layer needs: who the admins are.
+/// What the identifying layer needs: who the admins are, and the
+/// service's users' tokens.
 struct Who {
     admin_gid: Option<u32>,
+    service: Arc<Service>,
 }
 
 /// Puts the client's user, as the connection loop named it, into the
@@ -85,12 +92,27 @@ async fn identify(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let Some(uid) = client.and_then(|c| c.uid) else {
+    let Some(mut uid) = client.and_then(|c| c.uid) else {
         return failure(
             StatusCode::FORBIDDEN,
             "cannot tell which user connected (only localhost clients are served)".into(),
         );
     };
+    let bearer = req
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if let Some(token) = bearer {
+        match who.service.user_of_token(token.trim()) {
+            Some(user) => uid = user.uid,
+            None => return failure(
+                StatusCode::FORBIDDEN,
+                "the bearer token is none of this service's users' tokens (hark serve --tokens)"
+                    .into(),
+            ),
+        }
+    }
     let admin = uid == 0
         || who
             .admin_gid

@@ -65,8 +65,8 @@ pub mod trace;
 
 pub use error::{Error, ErrorKind};
 pub use service::{
-    check_sample, Command, DumpInfo, JobInfo, JobState, RunKind, Service, ServiceConfig,
-    ServiceRun, ServiceStats, Viewer,
+    check_sample, Command, DumpInfo, JobInfo, JobState, OnRequest, RunKind, Service, ServiceConfig,
+    ServiceRun, ServiceStats, UserToken, Viewer,
 };
 
 use hark_analyses::registry;

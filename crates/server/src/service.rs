@@ -6,8 +6,9 @@
 //! **Jobs.** A connection belongs to the job named by its `Hello` (the
 //! probe takes it from `HARK_JOB`, PMIx, MPICH's PMI, Slurm, or its parent
 //! pid; `hark run --server` sets `HARK_JOB` to a fresh token) *and* its
-//! owner: the peer's uid from `SO_PEERCRED` on a Unix socket, the site on
-//! TCP. Two users naming the same job get two jobs. A job registers at its
+//! owner: the peer's uid from `SO_PEERCRED` on a Unix socket; on TCP the
+//! user whose token the `Hello` proves ([`ServiceConfig::users`]), or the
+//! site for the site token. Two users naming the same job get two jobs. A job registers at its
 //! first accepted `Hello` and ends when its last stream has been closed for
 //! [`ServiceConfig::linger`] (or at once when its launcher says it is done,
 //! [`Service::finish_job`]); it is then folded, handed to the service's
@@ -29,7 +30,9 @@
 //!
 //! **Ownership.** [`Viewer`] is who asks: a user sees and controls only
 //! jobs it owns; an admin (root, or the configured admin group) sees all.
-//! Jobs that came over TCP belong to the site and only admins see them.
+//! Jobs that came over TCP with the site token belong to the site and only
+//! admins see them. A TCP connection may also ask one control request
+//! instead of streaming ([`Service::answer_requests`]).
 //!
 //! **Control.** [`Service::control`] writes [`hark_wire::Control`] frames
 //! back on the job's connections: pause, resume, sampling, and dump-now
@@ -93,9 +96,15 @@ pub struct ServiceConfig {
     pub linger: Duration,
     /// Finished jobs remembered for [`Service::jobs`] (oldest forgotten).
     pub history: usize,
-    /// The site token a TCP stream's `Hello.secret` must carry. TCP
-    /// connections are refused without one configured.
+    /// The site token a TCP stream's `Hello.secret` may prove; its jobs
+    /// have no owner. TCP connections are refused without it or `users`.
     pub token: Option<String>,
+    /// Per-user tokens: a TCP stream whose `Hello` proves one is owned by
+    /// its user, as a Unix socket's peer is.
+    pub users: Vec<UserToken>,
+    /// The certificate and key TCP connections are served with: every TCP
+    /// connection is then TLS (`tls:host:port`), a plaintext one refused.
+    pub tls: Option<Arc<hark_tls::rustls::ServerConfig>>,
     /// Finished jobs of the service's earlier lives (read back from its
     /// run index), oldest first: listed by [`Service::jobs`] as if they had
     /// just ended, and new jobs are numbered after them.
@@ -125,11 +134,36 @@ impl Default for ServiceConfig {
             linger: Duration::from_secs(2),
             history: 256,
             token: None,
+            users: Vec::new(),
+            tls: None,
             past: Vec::new(),
             past_dumps: Vec::new(),
         }
     }
 }
+
+/// A user's token for TCP (`hark serve --tokens`): whoever proves it acts
+/// as that user.
+#[derive(Clone)]
+pub struct UserToken {
+    /// The token, at least 16 characters.
+    pub token: String,
+    /// The user's id.
+    pub uid: u32,
+    /// The user's name, for the log.
+    pub name: String,
+}
+
+impl std::fmt::Debug for UserToken {
+    // Never the token itself: configurations get printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "UserToken({}, uid {})", self.name, self.uid)
+    }
+}
+
+/// What answers control requests that come over TCP: the request line and
+/// whether it came over TLS, to the answer line.
+pub type OnRequest = dyn Fn(&str, bool) -> String + Send + Sync;
 
 /// Who asks: a user id, and whether that user is an admin of the service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -372,6 +406,7 @@ struct Router {
     refused_jobs: AtomicU64,
     finished: AtomicU64,
     stopping: AtomicBool,
+    requests: std::sync::OnceLock<Arc<OnRequest>>,
     on_run: Arc<OnRun>,
     log: Arc<OnLog>,
 }
@@ -386,8 +421,11 @@ impl Service {
         log: Arc<OnLog>,
     ) -> Result<Service, Error> {
         let analyses = crate::select_analyses(config.analyses.as_deref())?;
-        let listener = hark_transport::Listener::bind(&config.listen)
-            .map_err(|e| Error::new(ErrorKind::Listen(e)))?;
+        let listener = match &config.tls {
+            Some(tls) => hark_transport::Listener::bind_tls(&config.listen, tls.clone()),
+            None => hark_transport::Listener::bind(&config.listen),
+        }
+        .map_err(|e| Error::new(ErrorKind::Listen(e)))?;
         let board = Board::new(config.workers.max(1));
         let router = Arc::new(Router {
             board: board.clone(),
@@ -425,6 +463,7 @@ impl Service {
             refused_jobs: AtomicU64::new(0),
             finished: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
+            requests: std::sync::OnceLock::new(),
             on_run,
             log,
             config: config.clone(),
@@ -451,9 +490,36 @@ impl Service {
         })
     }
 
-    /// The address probes are given (`HARK_ADDR`), with the port for TCP.
+    /// The address probes are given (`HARK_ADDR`), with the port for TCP
+    /// (`tls:` when the service has a certificate).
     pub fn addr(&self) -> &str {
         self.transport.as_ref().map_or("", |t| t.addr())
+    }
+
+    /// Answers control requests that come on the TCP listener (a line
+    /// starting `{` instead of a stream) with `answer`; without it they are
+    /// refused. Set once; a second call is ignored.
+    pub fn answer_requests(&self, answer: Arc<OnRequest>) {
+        let _ = self.router.requests.set(answer);
+    }
+
+    /// Whether `token` is the site token ([`ServiceConfig::token`]).
+    pub fn is_site_token(&self, token: &str) -> bool {
+        self.router
+            .config
+            .token
+            .as_deref()
+            .is_some_and(|t| hark_wire::same_secret(t.as_bytes(), token.as_bytes()))
+    }
+
+    /// The user whose token `token` is ([`ServiceConfig::users`]), compared
+    /// in time independent of where a wrong one differs.
+    pub fn user_of_token(&self, token: &str) -> Option<&UserToken> {
+        self.router
+            .config
+            .users
+            .iter()
+            .find(|u| hark_wire::same_secret(u.token.as_bytes(), token.as_bytes()))
     }
 
     /// The jobs `viewer` may see: running ones first (those being folded
@@ -1048,20 +1114,44 @@ impl Router {
         Ok(job)
     }
 
-    /// Whether a TCP `Hello` proves the site token under a nonce not seen
-    /// before and is dated within [`REPLAY_WINDOW`] of now; the error
+    /// Whether a TCP `Hello` proves a user's token or the site token under
+    /// a nonce not seen before and is dated within [`REPLAY_WINDOW`] of
+    /// now: `Ok` with the user it proves (`None` for the site). The error
     /// completes "came over TCP ...".
-    fn fresh_proof(&self, hello: &Hello) -> Result<(), String> {
-        let Some(token) = self.config.token.as_deref() else {
-            return Err("and the service has no site token (--token-file)".into());
-        };
-        let nonce = match hello.check_secret(token) {
-            Credential::Proof(n) => n,
-            Credential::Plain => return Err(
-                "with the site token in clear, not a proof of it (a probe of an older release?)"
-                    .into(),
-            ),
-            Credential::Wrong => return Err("without the site token".into()),
+    fn fresh_proof(&self, hello: &Hello) -> Result<Option<u32>, String> {
+        let site = self.config.token.as_deref().map(|t| (t, None));
+        let users = self
+            .config
+            .users
+            .iter()
+            .map(|u| (u.token.as_str(), Some(u.uid)));
+        // Which token came in clear instead of proved: the site's, or a user's.
+        let mut plain = None;
+        let mut proved = None;
+        for (token, uid) in users.chain(site) {
+            match hello.check_secret(token) {
+                Credential::Proof(n) => {
+                    proved = Some((n, uid));
+                    break;
+                }
+                Credential::Plain => {
+                    plain = Some(if uid.is_some() {
+                        "a user's"
+                    } else {
+                        "the site"
+                    })
+                }
+                Credential::Wrong => {}
+            }
+        }
+        let Some((nonce, uid)) = proved else {
+            return Err(match (plain, self.config.token.is_some(), self.config.users.is_empty()) {
+                (Some(whose), _, _) => format!("with {whose} token in clear, not a proof of it (a probe of an older release?)"),
+                (None, false, true) => "and the service has no token to check it by (--token-file, --tokens)".into(),
+                (None, true, true) => "without the site token".into(),
+                (None, false, false) => "without a user's token (this service takes only the tokens of its --tokens file: give yours before the address, TOKEN@tls:HOST:PORT, or hark run --token-file)".into(),
+                (None, true, false) => "without the site token or a user's token".into(),
+            });
         };
         let now = now_ns();
         let window = REPLAY_WINDOW.as_nanos() as u64;
@@ -1081,7 +1171,7 @@ impl Router {
                 "with a handshake the service has already accepted (a replayed stream)".into(),
             );
         }
-        Ok(())
+        Ok(uid)
     }
 
     fn route_job(&self, conn: ConnId) -> Option<Arc<Job>> {
@@ -1155,14 +1245,36 @@ impl Sink for Router {
     }
 
     fn on_hello(&self, conn: ConnId, hello: &Hello, clock_offset_ns: i64) {
-        let uid = lock(&self.routes).get(&conn.0).and_then(|r| r.uid);
+        let mut uid = lock(&self.routes).get(&conn.0).and_then(|r| r.uid);
         if uid.is_none() {
-            if let Err(why) = self.fresh_proof(hello) {
-                self.cut_conn(
-                    conn,
-                    &format!("pid {} on {} came over TCP {why}", hello.pid, hello.host),
-                );
-                return;
+            match self.fresh_proof(hello) {
+                Ok(user) => {
+                    uid = user;
+                    if let Some(r) = lock(&self.routes).get_mut(&conn.0) {
+                        r.uid = user;
+                    }
+                }
+                Err(why) => {
+                    // Told first, so that the probe can say why its
+                    // process runs unmeasured.
+                    if let Some(back) = lock(&self.routes)
+                        .get(&conn.0)
+                        .and_then(|r| r.back.as_ref())
+                    {
+                        let mut bytes = Vec::new();
+                        Control {
+                            seq: hark_wire::REFUSED_TOKEN,
+                            ..Control::new(Action::Refused)
+                        }
+                        .encode(&mut bytes);
+                        let _ = back.send(&bytes);
+                    }
+                    self.cut_conn(
+                        conn,
+                        &format!("pid {} on {} came over TCP {why}", hello.pid, hello.host),
+                    );
+                    return;
+                }
             }
         }
         let job = match self.join(conn, uid, hello) {
@@ -1239,6 +1351,14 @@ impl Sink for Router {
                 conn,
                 "it claimed a rank that another stream of its job holds",
             );
+        }
+    }
+
+    fn on_request(&self, _conn: ConnId, line: &str, secure: bool) -> String {
+        match self.requests.get() {
+            Some(answer) => answer(line, secure),
+            None => r#"{"ok": false, "error": "this service takes no control requests over TCP"}"#
+                .into(),
         }
     }
 

@@ -213,42 +213,23 @@ fn over_tcp_only_streams_proving_the_site_token_once_get_in_and_only_admins_see_
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as u64;
-    // A secret to prove (`Some`), or what to put in the field as it is.
-    let bytes_of = |secret: Result<&str, &str>, job: &str, realtime_ns: u64| {
-        let mut bytes = Vec::new();
-        let mut hello = hark_wire::Hello {
-            program: "app".into(),
-            argv: vec!["./app".into()],
-            host: "node0".into(),
-            pid: 42,
-            rank: 0,
-            size: 1,
-            job: job.into(),
-            clock: hark_wire::ClockSource::Monotonic,
-            clock_ns: 1_000,
-            realtime_ns,
-            pack_size: 1 << 20,
-            secret: String::new(),
-            parent: 0,
-        };
-        match secret {
-            Ok(s) => hello.prove(s, *b"nonce-of-a-job-1"),
-            Err(field) => hello.secret = field.into(),
-        }
-        hello.encode(&mut bytes);
-        bytes.extend(work(0, 1, N));
-        bytes.extend(end(N));
-        bytes
-    };
+    let bytes_of = tcp_stream;
     let send = |bytes: &[u8]| {
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
         let _ = s.write_all(bytes);
         s
     };
+    // Cut, with at most one word first: a Refused control frame that
+    // says why (the probe then says so).
     let cut = |mut s: std::net::TcpStream| {
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut b = [0u8; 8];
-        assert!(matches!(s.read(&mut b), Ok(0) | Err(_)));
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        if !got.is_empty() {
+            let (c, used) = hark_wire::Control::take(&got).unwrap().unwrap();
+            assert_eq!(c.action, hark_wire::Action::Refused);
+            assert_eq!(used, got.len(), "only the refusal came back");
+        }
     };
     let good = bytes_of(Ok(token), "site", now);
     for (bytes, why) in [
@@ -283,4 +264,118 @@ fn over_tcp_only_streams_proving_the_site_token_once_get_in_and_only_admins_see_
         admin: false,
     };
     assert!(setup.service.jobs(&user).is_empty());
+}
+
+/// A whole TCP stream of job `job`: a Hello proving `secret` (`Ok`), or
+/// with the field as it is (`Err`), work, and its end.
+fn tcp_stream(secret: Result<&str, &str>, job: &str, realtime_ns: u64) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut hello = hark_wire::Hello {
+        program: "app".into(),
+        argv: vec!["./app".into()],
+        host: "node0".into(),
+        pid: 42,
+        rank: 0,
+        size: 1,
+        job: job.into(),
+        clock: hark_wire::ClockSource::Monotonic,
+        clock_ns: 1_000,
+        realtime_ns,
+        pack_size: 1 << 20,
+        secret: String::new(),
+        parent: 0,
+    };
+    match secret {
+        Ok(s) => {
+            // One nonce per job: the same job's bytes again are a replay.
+            let mut nonce = *b"nonce-of-a-job-1";
+            for (n, b) in nonce.iter_mut().zip(job.bytes()) {
+                *n ^= b;
+            }
+            hello.prove(s, nonce)
+        }
+        Err(field) => hello.secret = field.into(),
+    }
+    hello.encode(&mut bytes);
+    bytes.extend(work(0, 1, N));
+    bytes.extend(end(N));
+    bytes
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+/// Over TCP with per-user tokens: a stream proving a user's token is that
+/// user's job, seen by them and not by another user; the site token's is
+/// nobody's; a stream proving neither is told why and cut.
+#[test]
+fn over_tcp_a_users_token_makes_the_job_theirs() {
+    let setup = start("tcp-users", false, |c| {
+        c.listen = "tcp:127.0.0.1:0".into();
+        c.token = Some("0123456789abcdef-site".into());
+        c.users = vec![hark_server::UserToken {
+            token: "0123456789abcdef-ann".into(),
+            uid: 1000,
+            name: "ann".into(),
+        }];
+    });
+    let addr = setup
+        .service
+        .addr()
+        .strip_prefix("tcp:")
+        .unwrap()
+        .to_string();
+    let send = |bytes: &[u8]| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.write_all(bytes).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut back = Vec::new();
+        let _ = s.read_to_end(&mut back);
+        back
+    };
+    send(&tcp_stream(Ok("0123456789abcdef-ann"), "anns", now_ns()));
+    send(&tcp_stream(Ok("0123456789abcdef-site"), "sites", now_ns()));
+    let back = send(&tcp_stream(Ok("0123456789abcdef-bob"), "bobs", now_ns()));
+    let (c, _) = hark_wire::Control::take(&back).unwrap().unwrap();
+    assert_eq!(
+        (c.action, c.seq),
+        (hark_wire::Action::Refused, hark_wire::REFUSED_TOKEN)
+    );
+    assert!(logged(&setup, "without the site token or a user's token"));
+    let anns = run_of(&setup, "anns");
+    assert_eq!((anns.analysed, anns.partial), (N, 0));
+    let ann = hark_server::Viewer {
+        uid: 1000,
+        admin: false,
+    };
+    let other = hark_server::Viewer {
+        uid: 1001,
+        admin: false,
+    };
+    let theirs: Vec<Option<u32>> = setup.service.jobs(&ann).iter().map(|j| j.owner).collect();
+    assert_eq!(theirs, [Some(1000)]);
+    assert!(setup.service.jobs(&other).is_empty());
+    let owners: Vec<(String, Option<u32>)> = setup
+        .service
+        .jobs(&ROOT)
+        .into_iter()
+        .map(|j| (j.job, j.owner))
+        .collect();
+    assert!(owners.contains(&("sites".into(), None)), "{owners:?}");
+    assert_eq!(
+        setup
+            .service
+            .user_of_token("0123456789abcdef-ann")
+            .map(|u| u.uid),
+        Some(1000)
+    );
+    assert!(setup
+        .service
+        .user_of_token("0123456789abcdef-site")
+        .is_none());
+    assert!(setup.service.is_site_token("0123456789abcdef-site"));
 }

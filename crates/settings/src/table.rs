@@ -13,7 +13,16 @@ pub const ADDR: Setting = Setting {
     kind: Kind::Text,
     default: DefaultValue::Words("unset"),
     set_by: SetBy::User,
-    doc: "where to send: `unix:/path/to/socket` or `tcp:host:port`, optionally preceded by the run's secret and `@` (`3f9c…@unix:/tmp/hark-x/sock`; the secret holds no `:`, and only an `@` right before `unix:` or `tcp:` separates one). The probe sends the secret in its Hello; a server started with a secret (`hark run` always is) refuses streams without it. **Unset or empty: the probe is fully passive** — no thread, no connection, no recording; every wrapper costs one atomic load.",
+    doc: "where to send: `unix:/path/to/socket`, `tcp:host:port`, or `tls:host:port` (TCP through TLS, checked against `HARK_TLS_CA`), optionally preceded by the run's secret and `@` (`3f9c…@unix:/tmp/hark-x/sock`; the secret holds no `:`, and only an `@` right before `unix:`, `tcp:` or `tls:` separates one). The probe sends the secret in its Hello; a server started with a secret (`hark run` always is) refuses streams without it. **Unset or empty: the probe is fully passive** — no thread, no connection, no recording; every wrapper costs one atomic load.",
+};
+
+/// The CA a `tls:` service's certificate must chain to.
+pub const TLS_CA: Setting = Setting {
+    name: "HARK_TLS_CA",
+    kind: Kind::Text,
+    default: DefaultValue::Words("unset"),
+    set_by: SetBy::User,
+    doc: "a PEM file of the CA (or CAs) that signed the service's certificate, for a `tls:host:port` address (`HARK_ADDR`, `hark run --server`, `hark ctl --server`): the service must show a certificate for `host` that chains to it. Required with `tls:`; a probe without it, with a file it cannot read, or facing a certificate the CA did not sign says so in one line and its process runs unmeasured",
 };
 
 /// Bytes per buffer and per pack.
@@ -259,6 +268,7 @@ pub const ANALYSER_MERGE: Setting = Setting {
 /// Every setting, in the order the documentation lists them.
 pub const ALL: &[&Setting] = &[
     &ADDR,
+    &TLS_CA,
     &PACK_SIZE,
     &BUFFERS,
     &LOSSLESS,

@@ -210,12 +210,25 @@ pub fn serve_collect(addr: &str) -> Result<Collector, Error> {
 
 /// [`serve_collect`] with [`Options`].
 pub fn serve_collect_with(addr: &str, options: Options) -> Result<Collector, Error> {
+    serve_on(Listener::bind(addr)?, options)
+}
+
+/// [`serve_collect`] in TLS ([`Listener::bind_tls`]): `addr` is
+/// `tls:host:port`.
+pub fn serve_collect_tls(
+    addr: &str,
+    config: Arc<hark_tls::rustls::ServerConfig>,
+) -> Result<Collector, Error> {
+    serve_on(Listener::bind_tls(addr, config)?, Options::default())
+}
+
+fn serve_on(listener: Listener, options: Options) -> Result<Collector, Error> {
     let gather = Arc::new(Gather {
         state: Mutex::new(State::default()),
         changed: Condvar::new(),
         options,
     });
-    let server = Listener::bind(addr)?.serve(gather.clone());
+    let server = listener.serve(gather.clone());
     Ok(Collector { server, gather })
 }
 

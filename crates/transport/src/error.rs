@@ -25,6 +25,9 @@ pub enum ErrorKind {
     InUse(String),
     /// Waiting for streams took longer than allowed.
     Timeout(String),
+    /// A `tls:` address was given to [`Listener::bind`](crate::Listener::bind),
+    /// which has no certificate ([`Listener::bind_tls`](crate::Listener::bind_tls) has).
+    TlsWithoutCertificate(String),
 }
 
 impl Error {
@@ -50,6 +53,10 @@ impl fmt::Display for Error {
                 "{a} is in use by a live server; stop it or choose another path"
             ),
             ErrorKind::Timeout(what) => write!(f, "timed out: {what}"),
+            ErrorKind::TlsWithoutCertificate(a) => write!(
+                f,
+                "{a} is a TLS address, and no certificate was given: pass the service's certificate and key (hark serve --tls-cert FILE --tls-key FILE)"
+            ),
         }
     }
 }

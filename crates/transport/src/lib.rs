@@ -51,6 +51,7 @@ mod error;
 mod listen;
 mod peer;
 mod shm;
+mod tls;
 
 pub use error::{Error, ErrorKind};
 pub use listen::{read_stream_from, Listener, Server};
@@ -148,5 +149,17 @@ pub trait Sink: Send + Sync {
     fn on_accept(&self, conn: ConnId, peer: &Peer) -> Result<(), String> {
         let _ = (conn, peer);
         Ok(())
+    }
+
+    /// A control request: a TCP connection whose first byte is `{` sends
+    /// one line (a JSON request, `docs/api.md`, "Control over TCP") instead
+    /// of a stream. The returned line is its answer, written back before
+    /// the connection closes ([`on_close`](Sink::on_close) follows,
+    /// [`Closed::Clean`]). `secure`: it came over TLS, so that a bearer
+    /// token in it was not readable on the way. Called on the connection's
+    /// reader thread. The default refuses every request.
+    fn on_request(&self, conn: ConnId, line: &str, secure: bool) -> String {
+        let _ = (conn, line, secure);
+        r#"{"ok": false, "error": "this server takes no control requests"}"#.into()
     }
 }

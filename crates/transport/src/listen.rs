@@ -10,16 +10,19 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use hark_tls::rustls::ServerConfig;
 use hark_wire::{ClockSource, Frame, FrameReader};
 
 use crate::error::{Error, ErrorKind};
 use crate::peer::{self, Peer, ServeOptions};
 use crate::shm::{self, FdCatcher, Handover};
+use crate::tls;
 use crate::{Closed, ConnId, Sink};
 
 enum Socket {
     Unix(UnixListener, PathBuf),
-    Tcp(TcpListener),
+    /// With a configuration, every connection is TLS.
+    Tcp(TcpListener, Option<Arc<ServerConfig>>),
 }
 
 /// A bound listening socket, not yet accepting.
@@ -56,12 +59,35 @@ impl Listener {
             let l = TcpListener::bind(hostport).map_err(bind_err)?;
             let local = l.local_addr().map_err(bind_err)?;
             Ok(Listener {
-                socket: Socket::Tcp(l),
+                socket: Socket::Tcp(l, None),
                 addr: format!("tcp:{local}"),
             })
+        } else if addr.starts_with(hark_tls::SCHEME) {
+            Err(Error::new(ErrorKind::TlsWithoutCertificate(
+                addr.to_string(),
+            )))
         } else {
             Err(Error::new(ErrorKind::BadAddress(addr.to_string())))
         }
+    }
+
+    /// Binds `tcp:host:port` or `tls:host:port` as [`bind`](Listener::bind)
+    /// does, and makes every connection TLS under `config` (the service's
+    /// certificate and key, [`hark_tls::server_config`]): a client that
+    /// does not open with a TLS handshake is told so and cut. The address
+    /// it gives probes is `tls:host:port`.
+    pub fn bind_tls(addr: &str, config: Arc<ServerConfig>) -> Result<Listener, Error> {
+        let tcp = match addr.strip_prefix(hark_tls::SCHEME) {
+            Some(hostport) => format!("tcp:{hostport}"),
+            None if addr.starts_with("tcp:") => addr.to_string(),
+            None => return Err(Error::new(ErrorKind::BadAddress(addr.to_string()))),
+        };
+        let mut l = Listener::bind(&tcp)?;
+        if let Socket::Tcp(_, tls) = &mut l.socket {
+            *tls = Some(config);
+        }
+        l.addr = format!("{}{}", hark_tls::SCHEME, &l.addr["tcp:".len()..]);
+        Ok(l)
     }
 
     /// The address probes should be given (`HARK_ADDR`), with the actual
@@ -90,7 +116,7 @@ impl Listener {
         let addr = self.addr.clone();
         let (path, listen_fd) = match &self.socket {
             Socket::Unix(l, p) => (Some(p.clone()), l.as_raw_fd()),
-            Socket::Tcp(l) => (None, l.as_raw_fd()),
+            Socket::Tcp(l, _) => (None, l.as_raw_fd()),
         };
         let sh = shared.clone();
         let accept = std::thread::Builder::new()
@@ -121,42 +147,103 @@ struct Shared {
     options: ServeOptions,
 }
 
+/// An accepted connection, before its reader starts.
+struct Accepted {
+    stream: Box<dyn Read + Send>,
+    fd: i32,
+    handover: Option<Handover>,
+    peer: Peer,
+    reply: Option<Reply>,
+}
+
+fn accept_one(socket: &Socket, timeout: Option<std::time::Duration>) -> std::io::Result<Accepted> {
+    match socket {
+        Socket::Unix(l, _) => {
+            let (s, _) = l.accept()?;
+            let fd = s.as_raw_fd();
+            let _ = s.set_read_timeout(timeout);
+            let (s, handover) = FdCatcher::new(s);
+            Ok(Accepted {
+                stream: Box::new(s),
+                fd,
+                handover: Some(handover),
+                peer: Peer::of_unix(fd),
+                reply: None,
+            })
+        }
+        Socket::Tcp(l, config) => {
+            let (s, _) = l.accept()?;
+            let _ = s.set_nodelay(true);
+            let _ = s.set_read_timeout(timeout);
+            let fd = s.as_raw_fd();
+            let Some(config) = config else {
+                return Ok(Accepted {
+                    stream: Box::new(s),
+                    fd,
+                    handover: None,
+                    peer: Peer::of_tcp(fd, None),
+                    reply: Some(Reply { fd, tls: None }),
+                });
+            };
+            let session = tls::Session::new(config)?;
+            Ok(Accepted {
+                stream: Box::new(tls::Reader::new(s, session.clone())),
+                fd,
+                handover: None,
+                peer: Peer::of_tcp(fd, Some(session.clone())),
+                reply: Some(Reply {
+                    fd,
+                    tls: Some(session),
+                }),
+            })
+        }
+    }
+}
+
+/// How the answer to a control request goes back on a TCP connection.
+struct Reply {
+    fd: i32,
+    tls: Option<Arc<tls::Session>>,
+}
+
+impl Reply {
+    fn send(&self, bytes: &[u8]) -> std::io::Result<()> {
+        match &self.tls {
+            Some(s) => s.send_blocking(self.fd, bytes),
+            None => {
+                // SAFETY: the descriptor is the connection's, open while its
+                // reader runs; `dup` makes one the File owns and closes.
+                let dup = unsafe { libc::fcntl(self.fd, libc::F_DUPFD_CLOEXEC, 3) };
+                if dup < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // SAFETY: `dup` was just made and is owned by nobody else.
+                let mut f = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(dup) };
+                std::io::Write::write_all(&mut f, bytes)
+            }
+        }
+    }
+}
+
 fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
     loop {
         let timeout = shared.options.hello_timeout;
-        let (conn, fd, handover, peer): (Box<dyn Read + Send>, i32, Option<Handover>, Peer) =
-            match &socket {
-                Socket::Unix(l, _) => match l.accept() {
-                    Ok((s, _)) => {
-                        let fd = s.as_raw_fd();
-                        let _ = s.set_read_timeout(timeout);
-                        let (s, handover) = FdCatcher::new(s);
-                        (Box::new(s), fd, Some(handover), Peer::of_unix(fd))
-                    }
-                    Err(e) => {
-                        if shared.stopping.load(Ordering::Acquire) {
-                            return;
-                        }
-                        accept_failed(&e);
-                        continue;
-                    }
-                },
-                Socket::Tcp(l) => match l.accept() {
-                    Ok((s, _)) => {
-                        let _ = s.set_nodelay(true);
-                        let _ = s.set_read_timeout(timeout);
-                        let fd = s.as_raw_fd();
-                        (Box::new(s), fd, None, Peer::of_tcp(fd))
-                    }
-                    Err(e) => {
-                        if shared.stopping.load(Ordering::Acquire) {
-                            return;
-                        }
-                        accept_failed(&e);
-                        continue;
-                    }
-                },
-            };
+        let Accepted {
+            stream: conn,
+            fd,
+            handover,
+            peer,
+            reply,
+        } = match accept_one(&socket, timeout) {
+            Ok(a) => a,
+            Err(e) => {
+                if shared.stopping.load(Ordering::Acquire) {
+                    return;
+                }
+                accept_failed(&e);
+                continue;
+            }
+        };
         if shared.stopping.load(Ordering::Acquire) {
             return;
         }
@@ -177,6 +264,7 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
                     fd,
                     handover,
                     hello_timeout: timeout,
+                    reply,
                 };
                 read_stream(ConnId(id), conn, side, &*for_reader, &sh);
                 sh.reader_finished();
@@ -248,6 +336,8 @@ struct Side {
     fd: i32,
     handover: Option<Handover>,
     hello_timeout: Option<std::time::Duration>,
+    /// On TCP: the way to answer a control request.
+    reply: Option<Reply>,
 }
 
 fn read_stream(
@@ -273,6 +363,7 @@ pub fn read_stream_from(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) {
         fd: -1,
         handover: None,
         hello_timeout: None,
+        reply: None,
     };
     let outcome = read_caught(conn, stream, side, sink);
     sink.on_close(conn, outcome);
@@ -290,8 +381,14 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) ->
     // reader has no uninitialised reads), so its size is resident for every
     // idle connection a service holds (BENCHMARKS.md, "hark serve"). Packs
     // are larger and are read past it, straight into the frame's buffer.
-    let mut reader = FrameReader::new(BufReader::with_capacity(1 << 13, stream));
+    let mut buffered = BufReader::with_capacity(1 << 13, stream);
     let began = Instant::now();
+    if let Some(reply) = &side.reply {
+        if let Some(outcome) = answer_request(conn, &mut buffered, reply, sink) {
+            return outcome;
+        }
+    }
+    let mut reader = FrameReader::new(buffered);
     let ticks = match reader.next_frame() {
         Ok(Some(Frame::Hello(hello))) => {
             // From here on a stream may be silent as long as it likes.
@@ -364,6 +461,39 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) ->
             Err(e) => return Closed::Broken(format!("{e} (frame at byte {at})")),
         }
     }
+}
+
+/// A TCP connection whose first byte is `{` asks one control request (a
+/// JSON line, at most 64 KiB) instead of streaming: the sink answers it,
+/// the answer goes back, and the connection ends. `None` for a stream.
+fn answer_request(
+    conn: ConnId,
+    buffered: &mut BufReader<&mut dyn Read>,
+    reply: &Reply,
+    sink: &dyn Sink,
+) -> Option<Closed> {
+    use std::io::BufRead;
+    match buffered.fill_buf() {
+        Ok(b) if b.first() == Some(&b'{') => {}
+        _ => return None,
+    }
+    let mut line = Vec::new();
+    let read = (&mut *buffered).take(64 << 10).read_until(b'\n', &mut line);
+    if let Err(e) = read {
+        return Some(Closed::Broken(format!(
+            "a control request could not be read ({e})"
+        )));
+    }
+    let text = String::from_utf8_lossy(&line);
+    let answer = sink.on_request(conn, text.trim(), reply.tls.is_some());
+    let mut out = answer.into_bytes();
+    out.push(b'\n');
+    Some(match reply.send(&out) {
+        Ok(()) => Closed::Clean,
+        Err(e) => Closed::Broken(format!(
+            "the answer to a control request could not be sent ({e})"
+        )),
+    })
 }
 
 fn frame_name(f: &Frame<'_>) -> &'static str {

@@ -13,7 +13,10 @@
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::tls::Session;
 
 /// Options of [`Listener::serve_with`](crate::Listener::serve_with).
 #[derive(Clone, Copy, Debug, Default)]
@@ -34,6 +37,7 @@ pub struct Peer {
     /// when it connected (`SO_PEERCRED`); `None` on TCP.
     pub cred: Option<Cred>,
     fd: RawFd,
+    tls: Option<Arc<Session>>,
 }
 
 /// A Unix socket peer's credentials.
@@ -52,11 +56,21 @@ impl Peer {
         Peer {
             cred: peer_cred(fd),
             fd,
+            tls: None,
         }
     }
 
-    pub(crate) fn of_tcp(fd: RawFd) -> Peer {
-        Peer { cred: None, fd }
+    pub(crate) fn of_tcp(fd: RawFd, tls: Option<Arc<Session>>) -> Peer {
+        Peer {
+            cred: None,
+            fd,
+            tls,
+        }
+    }
+
+    /// Whether the connection is TLS (a `tls:` listener).
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
     }
 
     /// A second descriptor of the connection, for writing back to the peer.
@@ -70,13 +84,29 @@ impl Peer {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: `fd` was just created and is owned by nobody else.
-        Ok(Back(unsafe { OwnedFd::from_raw_fd(fd) }))
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Back {
+            fd,
+            tls: self.tls.clone(),
+        })
     }
 }
 
-/// The way back to a connected peer: writes that never block.
-#[derive(Debug)]
-pub struct Back(OwnedFd);
+/// The way back to a connected peer: writes that never block. On a TLS
+/// connection they are encrypted in the connection's session.
+pub struct Back {
+    fd: OwnedFd,
+    tls: Option<Arc<Session>>,
+}
+
+impl std::fmt::Debug for Back {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Back")
+            .field("fd", &self.fd)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
+}
 
 impl Back {
     /// Sends `bytes` whole, or nothing: fails with `WouldBlock` if the
@@ -85,12 +115,15 @@ impl Back {
     /// with room for part of a frame) is reported as `WriteZero`; the
     /// stream back is then unusable, and the caller should stop using it.
     pub fn send(&self, bytes: &[u8]) -> io::Result<()> {
+        if let Some(tls) = &self.tls {
+            return tls.send_nonblocking(self.fd.as_raw_fd(), bytes);
+        }
         // SAFETY: the descriptor is owned and open; the buffer is valid for
         // its length. MSG_DONTWAIT keeps the caller from blocking,
         // MSG_NOSIGNAL turns a closed peer into EPIPE instead of SIGPIPE.
         let n = unsafe {
             libc::send(
-                self.0.as_raw_fd(),
+                self.fd.as_raw_fd(),
                 bytes.as_ptr().cast(),
                 bytes.len(),
                 libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
@@ -114,7 +147,7 @@ impl Back {
     /// closes the stream as the peer left it), the peer's next write fails.
     pub fn cut(&self) {
         // SAFETY: shutdown on an owned, open descriptor only ends traffic.
-        unsafe { libc::shutdown(self.0.as_raw_fd(), libc::SHUT_RDWR) };
+        unsafe { libc::shutdown(self.fd.as_raw_fd(), libc::SHUT_RDWR) };
     }
 }
 

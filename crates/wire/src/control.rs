@@ -28,7 +28,15 @@ pub enum Action {
     /// Probe to server, in its stream: every event recorded before the
     /// [`Action::Dump`] numbered `seq` precedes this frame.
     Flushed = 5,
+    /// Server to probe, just before it cuts the stream: the stream is
+    /// refused, for the reason `seq` names ([`REFUSED_TOKEN`]); the probe
+    /// says so once and its process runs unmeasured.
+    Refused = 6,
 }
+
+/// [`Action::Refused`]'s `seq`: the `Hello` proves no token the service
+/// takes (a TCP stream without one, or with another service's).
+pub const REFUSED_TOKEN: u64 = 1;
 
 /// A control request or answer. `keep` and `of` matter only to
 /// [`Action::Sample`], `seq` only to [`Action::Dump`] and [`Action::Flushed`].
@@ -75,6 +83,7 @@ impl Control {
             3 => Action::Dump,
             4 => Action::Sample,
             5 => Action::Flushed,
+            6 => Action::Refused,
             a => return Err(Error::malformed(format!("control: unknown action {a}"))),
         };
         Ok(Control {

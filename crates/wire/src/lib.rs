@@ -36,7 +36,7 @@ pub mod op;
 pub mod partition;
 mod proof;
 
-pub use control::{Action, Control, CONTROL_SIZE};
+pub use control::{Action, Control, CONTROL_SIZE, REFUSED_TOKEN};
 pub use counts::{Count, Counts, COUNTS_FIXED_SIZE, COUNT_SIZE};
 pub use error::{Error, ErrorKind};
 pub use event::{
@@ -48,4 +48,4 @@ pub use frame::{
     TickScale, HEADER_SIZE, MAGIC, MAX_CLOCK_OFFSET_NS, MAX_CPUS, MAX_PAYLOAD, MAX_ROUND_TRIP_NS,
     PACK_HEADER_SIZE, VERSION,
 };
-pub use proof::{hmac_sha256, sha256, Credential, NONCE_SIZE, PROOF_PREFIX};
+pub use proof::{hmac_sha256, same_secret, sha256, Credential, NONCE_SIZE, PROOF_PREFIX};

@@ -33,6 +33,8 @@ pub(crate) struct Config {
     /// The run's secret, the part of `HARK_ADDR` before an `@`
     /// (`secret@unix:/path`); empty when there is none.
     pub secret: String,
+    /// `HARK_TLS_CA`: the CA file a `tls:` service is checked against.
+    pub tls_ca: Option<String>,
     /// `HARK_PACK_SIZE`: bytes per pack (and per buffer), default 1 MiB.
     pub pack_size: usize,
     /// `HARK_BUFFERS`: most buffers the pool holds, default 8.
@@ -151,6 +153,7 @@ impl Config {
         Some(Config {
             addr: addr.to_string(),
             secret: secret.to_string(),
+            tls_ca: text(&settings::TLS_CA).filter(|c| !c.is_empty()),
             pack_size,
             buffers,
             lossless,
@@ -203,6 +206,7 @@ pub(crate) fn split_secret(addr: &str) -> (&str, &str) {
             if !secret.contains(':')
                 && (rest.starts_with("unix:")
                     || rest.starts_with("tcp:")
+                    || rest.starts_with(hark_tls::SCHEME)
                     || rest.starts_with("mpi:")) =>
         {
             (secret, rest)
@@ -304,6 +308,7 @@ mod tests {
             ("unix:/tmp/a@unix:/b", "", "unix:/tmp/a@unix:/b"),
             ("unix:/tmp/x@y", "", "unix:/tmp/x@y"),
             ("tcp:h:1", "", "tcp:h:1"),
+            ("k3y@tls:h:1", "k3y", "tls:h:1"),
         ] {
             assert_eq!(split_secret(addr), (secret, rest), "{addr}");
         }

@@ -189,20 +189,21 @@ impl Stream {
         if cfg.addr.starts_with("mpi:") {
             return self.start_over_mpi();
         }
-        let fd = match transport::connect(
+        let (fd, tls) = match transport::connect(
             &cfg.addr,
+            cfg.tls_ca.as_deref(),
             cfg.connect_timeout,
             cfg.send_timeout,
             cfg.socket_buffer,
         ) {
-            Ok(fd) => fd,
+            Ok(linked) => linked,
             Err(e) => {
                 self.unreachable(&e);
                 return false;
             }
         };
         self.socket.set(fd);
-        let sock = transport::Socket::new(&self.socket);
+        let sock = transport::Socket::new(&self.socket, tls.clone());
         let hello = self.hello_frames();
         if !self.hand_over_ring(&hello) {
             self.ship.push_bytes(hello);
@@ -239,10 +240,24 @@ impl Stream {
             // program's threads are asked to flush only as configured.
             let tick = flush_every.map_or(control::POLL, |f| f.min(control::POLL));
             let last_flush = std::cell::Cell::new(std::time::Instant::now());
+            let look = |force: bool| {
+                let mut c = control_in.borrow_mut();
+                if force {
+                    c.now();
+                }
+                if c.poll(this.socket(), tls.as_deref(), &mut |c| this.on_control(c)) {
+                    this.refused_plaintext(&addr);
+                }
+            };
+            // A service that refuses a stream says why before it cuts it:
+            // read that first, so that the line says why, not only that
+            // the connection was lost.
+            let lost = |e: &str| {
+                look(true);
+                lost(e)
+            };
             transport = ship.run(sock, &lost, Some(tick), &|| {
-                control_in
-                    .borrow_mut()
-                    .poll(this.socket(), &mut |c| this.on_control(c));
+                look(false);
                 this.ship_refined_clock();
                 if flush_every.is_some_and(|f| last_flush.get().elapsed() >= f) {
                     last_flush.set(std::time::Instant::now());
@@ -372,6 +387,22 @@ impl Stream {
         }
     }
 
+    /// A TLS service answered this plaintext stream with its refusal: one
+    /// line (the one the lost connection would have said, in its place),
+    /// and the process runs on unmeasured.
+    fn refused_plaintext(&self, addr: &str) {
+        let tls = addr.strip_prefix("tcp:").unwrap_or(addr);
+        warn_once(
+            "server-lost",
+            &format!(
+                "the Hark server at {addr} takes TLS only and refused this plaintext stream: \
+                 give HARK_ADDR=tls:{tls} and {}=its CA file; this process runs unmeasured",
+                hark_settings::TLS_CA.name
+            ),
+        );
+        set_off();
+    }
+
     /// The server could not be reached: one warning, and the stream fails.
     fn unreachable(&self, e: &std::io::Error) {
         warn_once(
@@ -444,6 +475,18 @@ impl Stream {
             Action::Sample => {
                 SAMPLE.store((c.keep as u64) << 32 | c.of as u64, Ordering::Relaxed);
                 self.apply_sample();
+            }
+            Action::Refused => {
+                warn_once(
+                    "server-lost",
+                    &format!(
+                        "the Hark server at {} refused this stream: it proves no token the service takes \
+                         (give yours before the address, TOKEN@{0}, or hark run --token-file); \
+                         this process runs unmeasured",
+                        self.cfg.addr
+                    ),
+                );
+                set_off();
             }
             // Never sent to a probe.
             Action::Flushed => {}

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use hark_wire::Control;
 
+use super::transport::{recv_raw, ClientTls};
+
 /// How often the shipper looks for control frames.
 pub(crate) const POLL: Duration = Duration::from_millis(100);
 
@@ -32,33 +34,51 @@ impl ControlIn {
         }
     }
 
-    /// Reads what the service sent on `fd`, if [`POLL`] has passed since
-    /// the last look, and hands every whole frame to `act`, in order.
-    pub(crate) fn poll(&mut self, fd: RawFd, act: &mut dyn FnMut(Control)) {
+    /// Makes the next [`poll`](ControlIn::poll) look at once.
+    pub(crate) fn now(&mut self) {
+        self.last = None;
+    }
+
+    /// Reads what the service sent on `fd` (through `tls` on a `tls:`
+    /// stream), if [`POLL`] has passed since the last look, and hands every
+    /// whole frame to `act`, in order. True when what came is a TLS
+    /// service's refusal of a plaintext client
+    /// ([`hark_tls::PLAINTEXT_REFUSAL`]): nothing more will be read.
+    pub(crate) fn poll(
+        &mut self,
+        fd: RawFd,
+        tls: Option<&ClientTls>,
+        act: &mut dyn FnMut(Control),
+    ) -> bool {
         if self.stopped || fd < 0 || self.last.is_some_and(|t| t.elapsed() < POLL) {
-            return;
+            return false;
         }
         self.last = Some(Instant::now());
-        let mut chunk = [0u8; 512];
-        loop {
-            // SAFETY: `chunk` is writable for its length; MSG_DONTWAIT keeps
-            // the shipper from ever blocking here.
-            let n = unsafe {
-                libc::recv(
-                    fd,
-                    chunk.as_mut_ptr().cast(),
-                    chunk.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if n <= 0 {
-                break;
+        match tls {
+            Some(tls) => {
+                tls.recv_nonblocking(fd, &mut self.buf);
             }
-            self.buf.extend_from_slice(&chunk[..n as usize]);
-            if self.buf.len() > 64 << 10 {
-                self.stopped = true;
-                return;
+            None => {
+                let mut chunk = [0u8; 512];
+                loop {
+                    let n = recv_raw(fd, &mut chunk);
+                    if n <= 0 {
+                        break;
+                    }
+                    self.buf.extend_from_slice(&chunk[..n as usize]);
+                    if self.buf.len() > 64 << 10 {
+                        break;
+                    }
+                }
+                if hark_tls::is_alert(&self.buf) {
+                    self.stopped = true;
+                    return true;
+                }
             }
+        }
+        if self.buf.len() > 64 << 10 {
+            self.stopped = true;
+            return false;
         }
         loop {
             match Control::take(&self.buf) {
@@ -66,10 +86,10 @@ impl ControlIn {
                     self.buf.drain(..used);
                     act(c);
                 }
-                Ok(None) => return,
+                Ok(None) => return false,
                 Err(_) => {
                     self.stopped = true;
-                    return;
+                    return false;
                 }
             }
         }

@@ -1,13 +1,15 @@
 //! Where the shipper's bytes go.
 //!
-//! The shipper writes whole frames to a [`Transport`]; sockets implement it
-//! today (`unix:/path`, `tcp:host:port`), and streams over MPI itself (a
-//! later issue) can plug in behind the same trait.
+//! The shipper writes whole frames to a [`Transport`]: a socket
+//! (`unix:/path`, `tcp:host:port`, or `tls:host:port`, TCP through TLS), or
+//! MPI itself (`adapters::mpi::stream`). TLS costs only on the shipper's
+//! thread: the program's threads fill buffers as for any address, and the
+//! shipper encrypts each pack as it sends it ([`ClientTls`]).
 
 use std::io;
 use std::os::fd::{IntoRawFd, RawFd};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::RwLock;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 /// A byte sink for whole frames.
@@ -70,49 +72,142 @@ impl SharedFd {
 /// dead server raises `EPIPE` instead of killing the program with SIGPIPE.
 pub(crate) struct Socket {
     fd: &'static SharedFd,
+    tls: Option<Arc<ClientTls>>,
 }
 
 impl Socket {
-    /// The transport over the socket `fd` holds.
-    pub(crate) fn new(fd: &'static SharedFd) -> Socket {
-        Socket { fd }
+    /// The transport over the socket `fd` holds, through `tls` if given.
+    pub(crate) fn new(fd: &'static SharedFd, tls: Option<Arc<ClientTls>>) -> Socket {
+        Socket { fd, tls }
     }
 }
 
-/// Connects to `addr` (`unix:/path` or `tcp:host:port`) within `timeout`;
+/// A `tls:` stream's TLS state, used by the shipper alone (it sends, and
+/// reads the service's control frames): the lock is never contended.
+pub(crate) struct ClientTls(Mutex<hark_tls::rustls::ClientConnection>);
+
+impl ClientTls {
+    /// Encrypts `bytes` and sends them on `fd` (blocking, within the
+    /// socket's send timeout), a record at a time.
+    fn send(&self, fd: &SharedFd, mut bytes: &[u8]) -> io::Result<()> {
+        let mut c = hark_sync::lock(&self.0);
+        loop {
+            while c.wants_write() {
+                c.write_tls(&mut Raw(fd))?;
+            }
+            if bytes.is_empty() {
+                return Ok(());
+            }
+            let n = io::Write::write(&mut c.writer(), bytes)?;
+            if n == 0 && !c.wants_write() {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            bytes = &bytes[n..];
+        }
+    }
+
+    /// Appends to `out` what the service sent on `fd` and can be read now
+    /// without waiting; false once the connection is closed or broken.
+    pub(crate) fn recv_nonblocking(&self, fd: RawFd, out: &mut Vec<u8>) -> bool {
+        let mut c = hark_sync::lock(&self.0);
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = recv_raw(fd, &mut chunk);
+            if n <= 0 {
+                let open = n < 0;
+                let _ = io::Read::read_to_end(&mut c.reader(), out);
+                return open;
+            }
+            let mut rest = &chunk[..n as usize];
+            while !rest.is_empty() {
+                if c.read_tls(&mut rest).is_err() || c.process_new_packets().is_err() {
+                    return false;
+                }
+                let _ = io::Read::read_to_end(&mut c.reader(), out);
+            }
+        }
+    }
+}
+
+/// One non-blocking `recv`: bytes read, 0 at the end of the stream, -1 when
+/// nothing is there (or on an error).
+pub(crate) fn recv_raw(fd: RawFd, into: &mut [u8]) -> isize {
+    // SAFETY: `into` is writable for its length; MSG_DONTWAIT keeps the
+    // shipper from ever blocking here.
+    unsafe { libc::recv(fd, into.as_mut_ptr().cast(), into.len(), libc::MSG_DONTWAIT) }
+}
+
+/// Blocking writes on the shared socket, for rustls.
+struct Raw<'a>(&'a SharedFd);
+
+impl io::Write for Raw<'_> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        send_some(self.0, bytes)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One `send` on the shared socket (which cannot move meanwhile), retried
+/// when interrupted.
+fn send_some(fd: &SharedFd, bytes: &[u8]) -> io::Result<usize> {
+    let _r = hark_sync::read(&fd.moving);
+    loop {
+        // SAFETY: `bytes` is a valid readable slice; the descriptor is our
+        // socket, which cannot move or close while the read lock is held.
+        let n = unsafe {
+            libc::send(
+                fd.get(),
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Connects to `addr` (`unix:/path`, `tcp:host:port`, or `tls:host:port`
+/// with the CA file `tls_ca`) within `timeout` (the TLS handshake
+/// included);
 /// writes that make no progress for `send_timeout` fail with a timeout.
 /// The kernel's send buffer is asked to be `socket_buffer` bytes (by
 /// default one pack): room to keep the socket busy between two sends, but
 /// no second, hidden pool of packs behind the probe's own (the kernel caps
 /// it at `net.core.wmem_max`).
-/// Returns the socket's descriptor, close-on-exec, at a high number.
+/// Returns the socket's descriptor, close-on-exec, at a high number, and
+/// for `tls:` its TLS state.
 pub(crate) fn connect(
     addr: &str,
+    tls_ca: Option<&str>,
     timeout: Duration,
     send_timeout: Duration,
     socket_buffer: usize,
-) -> io::Result<RawFd> {
+) -> io::Result<(RawFd, Option<Arc<ClientTls>>)> {
+    let mut tls = None;
     let fd = if let Some(path) = addr.strip_prefix("unix:") {
         connect_unix(path, timeout)?
     } else if let Some(hostport) = addr.strip_prefix("tcp:") {
-        use std::net::ToSocketAddrs;
-        let mut last = io::Error::new(io::ErrorKind::NotFound, "no address found");
-        let mut found = None;
-        for a in hostport.to_socket_addrs()? {
-            match std::net::TcpStream::connect_timeout(&a, timeout) {
-                Ok(s) => {
-                    let _ = s.set_nodelay(true);
-                    found = Some(s);
-                    break;
-                }
-                Err(e) => last = e,
-            }
-        }
-        found.ok_or(last)?.into_raw_fd()
+        connect_tcp(hostport, timeout)?.into_raw_fd()
+    } else if let Some((host, hostport)) = hark_tls::split_addr(addr) {
+        let (s, t) = connect_tls(host, hostport, tls_ca, timeout)?;
+        tls = Some(t);
+        s.into_raw_fd()
     } else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("{} must start with unix: or tcp:", hark_settings::ADDR.name),
+            format!(
+                "{} must start with unix:, tcp: or tls:",
+                hark_settings::ADDR.name
+            ),
         ));
     };
     let fd = move_out_of_the_way(fd);
@@ -139,7 +234,50 @@ pub(crate) fn connect(
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );
     }
-    Ok(fd)
+    Ok((fd, tls))
+}
+
+fn connect_tcp(hostport: &str, timeout: Duration) -> io::Result<std::net::TcpStream> {
+    use std::net::ToSocketAddrs;
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address found");
+    for a in hostport.to_socket_addrs()? {
+        match std::net::TcpStream::connect_timeout(&a, timeout) {
+            Ok(s) => {
+                let _ = s.set_nodelay(true);
+                return Ok(s);
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// Connects and completes the TLS handshake (bounded by `timeout`), the
+/// service's certificate checked against the CA file `ca`.
+fn connect_tls(
+    host: &str,
+    hostport: &str,
+    ca: Option<&str>,
+    timeout: Duration,
+) -> io::Result<(std::net::TcpStream, Arc<ClientTls>)> {
+    let Some(ca) = ca else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a tls: address needs the CA that signed the service's certificate: set {}=FILE",
+                hark_settings::TLS_CA.name
+            ),
+        ));
+    };
+    let config = hark_tls::client_config(std::path::Path::new(ca))?;
+    let mut conn = hark_tls::client(&config, host)?;
+    let mut s = connect_tcp(hostport, timeout)?;
+    s.set_read_timeout(Some(timeout))?;
+    s.set_write_timeout(Some(timeout))?;
+    hark_tls::handshake(&mut conn, &mut s)?;
+    s.set_read_timeout(None)?;
+    s.set_write_timeout(None)?;
+    Ok((s, Arc::new(ClientTls(Mutex::new(conn)))))
 }
 
 /// Connects to a Unix socket within `timeout`. A blocking `connect` would
@@ -247,21 +385,12 @@ fn move_out_of_the_way(fd: RawFd) -> RawFd {
 
 impl Transport for Socket {
     fn send(&mut self, mut bytes: &[u8]) -> io::Result<()> {
-        let _r = hark_sync::read(&self.fd.moving);
-        let fd = self.fd.get();
+        if let Some(tls) = &self.tls {
+            return tls.send(self.fd, bytes);
+        }
         while !bytes.is_empty() {
-            // SAFETY: `bytes` is a valid readable slice; `fd` is our socket,
-            // which cannot move or close while the read lock is held.
-            let n =
-                unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            bytes = &bytes[n as usize..];
+            let n = send_some(self.fd, bytes)?;
+            bytes = &bytes[n..];
         }
         Ok(())
     }

@@ -151,8 +151,24 @@ impl Probed {
         Probed::at(scratch(tag), "tcp:127.0.0.1:0", Options::default())
     }
 
+    /// A collector in TLS on loopback, on a free port, with a certificate
+    /// for 127.0.0.1 signed by the CA in `DIR/ca.pem` (and another CA in
+    /// `DIR/other-ca.pem`); `HARK_TLS_CA` is the first.
+    pub fn tls(tag: &str) -> Probed {
+        let dir = scratch(tag);
+        let config = make_pki(&dir);
+        let collector = hark_transport::collect::serve_collect_tls("tls:127.0.0.1:0", config)
+            .expect("collector");
+        let ca = dir.join("ca.pem").display().to_string();
+        Probed::around(dir, collector).env("HARK_TLS_CA", &ca)
+    }
+
     fn at(dir: PathBuf, addr: &str, options: Options) -> Probed {
         let collector = serve_collect_with(addr, options).expect("collector");
+        Probed::around(dir, collector)
+    }
+
+    fn around(dir: PathBuf, collector: Collector) -> Probed {
         Probed {
             env: vec![
                 ("HARK_ADDR".into(), collector.addr().to_string()),
@@ -281,4 +297,27 @@ pub fn count_on(s: &Stream, op: u16, path: &str) -> usize {
         .file_id(path)
         .unwrap_or_else(|| panic!("no definition for {path}"));
     s.events_of(op).filter(|e| e.obj.get() == id).count()
+}
+
+/// A CA (`dir/ca.pem`), another CA (`dir/other-ca.pem`), and a TLS
+/// configuration for 127.0.0.1 with a certificate the first signed.
+pub fn make_pki(dir: &Path) -> std::sync::Arc<hark_tls::rustls::ServerConfig> {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".into()])
+        .unwrap()
+        .signed_by(&key, &ca, &ca_key)
+        .unwrap();
+    let other_key = rcgen::KeyPair::generate().unwrap();
+    let mut other = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    other.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let other = other.self_signed(&other_key).unwrap();
+    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+    std::fs::write(dir.join("other-ca.pem"), other.pem()).unwrap();
+    std::fs::write(dir.join("cert.pem"), cert.pem()).unwrap();
+    std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
+    hark_tls::server_config(&dir.join("cert.pem"), &dir.join("key.pem")).unwrap()
 }
