@@ -77,6 +77,10 @@ pub enum Command {
     /// not by hand.
     #[command(name = "mpi-analyser", hide = true)]
     MpiAnalyser(crate::mpi_analyser::AnalyserArgs),
+    /// A node's forwarder (`docs/cluster.md`); started by the first
+    /// measured process of a node, not by hand.
+    #[command(hide = true)]
+    Forward(crate::forward::ForwardArgs),
 }
 
 const EXPORT_EXAMPLES: &str = "\

@@ -22,6 +22,7 @@ mod cli;
 mod ctl;
 mod diff;
 mod export;
+mod forward;
 mod live;
 mod mpi_analyser;
 mod open;
@@ -57,6 +58,7 @@ fn main() {
         cli::Command::Serve(args) => serve::serve(args),
         cli::Command::Ctl(args) => ctl::ctl(args),
         cli::Command::MpiAnalyser(args) => mpi_analyser::run(args),
+        cli::Command::Forward(args) => forward::run(args),
     };
     let code = match result {
         Ok(code) => code,

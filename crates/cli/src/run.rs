@@ -89,6 +89,7 @@ fn measure(args: &RunArgs) -> Result<i32> {
     // second Ctrl-C) cut the grace period short; the report is still
     // written.
     let hurry = hurry_on_signals();
+    let sockets = server.sockets();
     let run = crate::live::release(server).finish_unless(GRACE, hurry);
     if let Some(view) = &view {
         view.finished(&run);
@@ -98,7 +99,7 @@ fn measure(args: &RunArgs) -> Result<i32> {
     let ready = ended.elapsed();
     drop(socket_dir);
     if args.verbose {
-        say_ready(ready, analysed);
+        say_ready(ready, analysed, sockets);
     }
     if !args.quiet {
         say_summary(args, &run, &written, code);
@@ -234,7 +235,8 @@ fn write_outputs(args: &RunArgs, place: &rundir::Place, run: &Run) -> Result<Pat
 }
 
 /// `hark run -v`: how long the report took once the command ended.
-fn say_ready(ready: Duration, analysed: Duration) {
+/// `sockets`: connections hark accepted (a forwarder's counts once).
+fn say_ready(ready: Duration, analysed: Duration, sockets: u64) {
     let peak = peak_memory()
         .map(|b| {
             format!(
@@ -244,7 +246,7 @@ fn say_ready(ready: Duration, analysed: Duration) {
         })
         .unwrap_or_default();
     print_stderr(&format!(
-        "hark: report ready {:.3} s after the command ended (streams drained and analysed in {:.3} s, outputs written in {:.3} s){peak}\n",
+        "hark: report ready {:.3} s after the command ended (streams drained and analysed in {:.3} s, outputs written in {:.3} s); {sockets} connection(s) into hark{peak}\n",
         ready.as_secs_f64(),
         analysed.as_secs_f64(),
         (ready - analysed).as_secs_f64()
@@ -310,6 +312,18 @@ pub(crate) fn probe_env(args: &RunArgs, probe: &Path, addr: &str) -> Vec<(String
         ),
         (hark_settings::ADDR.name.to_string(), addr.to_string()),
     ];
+    // The first measured process of a node starts its forwarder with this
+    // binary (`docs/cluster.md`, "The forwarder").
+    if let Ok(exe) = std::env::current_exe() {
+        env.push((
+            hark_settings::BIN.name.to_string(),
+            exe.display().to_string(),
+        ));
+    }
+    // Named to the launcher, so that it reaches every node.
+    if let Ok(mode) = std::env::var(hark_settings::FORWARD.name) {
+        env.push((hark_settings::FORWARD.name.to_string(), mode));
+    }
     env.extend(settings_env(args));
     env
 }

@@ -238,6 +238,12 @@ impl Server {
         self.transport.addr()
     }
 
+    /// Connections accepted so far: a node's forwarder counts once,
+    /// however many streams it carries (`docs/cluster.md`).
+    pub fn sockets(&self) -> u64 {
+        self.transport.sockets()
+    }
+
     /// What the probes' `HARK_ADDR` must say: the address, preceded by the
     /// secret and an `@` when the server has one (`secret@unix:/path`).
     pub fn probe_addr(&self) -> String {

@@ -145,7 +145,7 @@ pub const TEST_NODES: Setting = Setting {
     kind: Kind::Text,
     default: DefaultValue::Words("unset"),
     set_by: SetBy::Tests,
-    doc: "read only by a probe and a `hark` built with their `test-hooks` features (`scripts/test.sh`), ignored otherwise: a comma-separated list of node numbers, with `--analysers`; world rank `r` claims the `r`-th (the last past the end) as its node instead of its host name's, so a one-node machine can exercise same-node-first mapping. Read by the probes and the analysers alike",
+    doc: "read only by a probe and a `hark` built with their `test-hooks` features (`scripts/test.sh`), ignored otherwise: a comma-separated list of node numbers, with `--analysers`; world rank `r` claims the `r`-th (the last past the end) as its node instead of its host name's, so a one-node machine can exercise same-node-first mapping; with `HARK_FORWARD`, each such node has a forwarder of its own. Read by the probes and the analysers alike",
 };
 
 /// How long connecting may take.
@@ -194,6 +194,33 @@ pub const SOCKET_BUFFER: Setting = Setting {
     default: DefaultValue::Words("pack size"),
     set_by: SetBy::User,
     doc: "kernel send buffer asked for (at least 256 KiB; capped by `net.core.wmem_max`): a bigger one hides more packs in the kernel, out of the probe's accounting",
+};
+
+/// Whether processes stream through their node's forwarder.
+pub const FORWARD: Setting = Setting {
+    name: "HARK_FORWARD",
+    kind: Kind::Word(&["auto", "always", "never"]),
+    default: DefaultValue::Words("auto"),
+    set_by: SetBy::User,
+    doc: "whether a process streams through its node's forwarder, one connection per node (`docs/cluster.md`, \"The forwarder\"): `auto` when `HARK_ADDR` names no Unix socket of hark's that this node has (hark runs on another node); `always` also on hark's own node (one host standing for several, in tests and benchmarks); `never`: every process connects to hark itself",
+};
+
+/// The `hark` binary that starts a node's forwarder.
+pub const BIN: Setting = Setting {
+    name: "HARK_BIN",
+    kind: Kind::Text,
+    default: DefaultValue::Words("unset"),
+    set_by: SetBy::Hark,
+    doc: "the `hark` executable the first process of a node starts its forwarder with (`hark run` sets its own path; a cluster shares the install path); unset: no forwarder, each process connects to hark itself",
+};
+
+/// Where a node's forwarder writes what it did.
+pub const FORWARD_STATS: Setting = Setting {
+    name: "HARK_FORWARD_STATS",
+    kind: Kind::Text,
+    default: DefaultValue::Words("unset"),
+    set_by: SetBy::User,
+    doc: "a file a node's forwarder appends one line to when it ends: `streams=… events=… bytes=… cpu_ms=…` (`scripts/bench-forward.sh` reads it); unset: none",
 };
 
 /// Whether packs go through a shared-memory ring.
@@ -266,6 +293,9 @@ pub const ALL: &[&Setting] = &[
     &DRAIN_TIMEOUT_MS,
     &SOCKET_BUFFER,
     &SHM,
+    &FORWARD,
+    &BIN,
+    &FORWARD_STATS,
     &FLUSH_MS,
     &EXCHANGE,
     &EXCHANGE_STATS,

@@ -81,7 +81,8 @@ impl Listener {
     pub fn serve_with(self, sink: Arc<dyn Sink>, options: ServeOptions) -> Server {
         let shared = Arc::new(Shared {
             stopping: AtomicBool::new(false),
-            next: AtomicU64::new(0),
+            next: Arc::new(AtomicU64::new(0)),
+            sockets: AtomicU64::new(0),
             readers: Mutex::new(0),
             reader_done: Condvar::new(),
             live: Mutex::new(Vec::new()),
@@ -109,7 +110,11 @@ impl Listener {
 
 struct Shared {
     stopping: AtomicBool,
-    next: AtomicU64,
+    // Connection numbers handed out: one per accepted socket, and one per
+    // stream a forwarder carries (`crate::forwarded`).
+    next: Arc<AtomicU64>,
+    // Sockets accepted.
+    sockets: AtomicU64,
     // Reader threads still running. They are detached, not joined: a
     // finished thread's stack goes back to the system at once, so a run of
     // 40,000 short processes leaves no 40,000 stacks mapped (the kernel's
@@ -160,12 +165,14 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
         if shared.stopping.load(Ordering::Acquire) {
             return;
         }
+        shared.sockets.fetch_add(1, Ordering::Relaxed);
         let id = shared.next.fetch_add(1, Ordering::Relaxed);
         if let Err(why) = sink.on_accept(ConnId(id), &peer) {
             drop(conn);
             sink.on_close(ConnId(id), Closed::Broken(why));
             continue;
         }
+        let cred = peer.cred;
         hark_sync::lock(&shared.live).push((id, fd));
         *hark_sync::lock(&shared.readers) += 1;
         let for_reader = sink.clone();
@@ -177,6 +184,9 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
                     fd,
                     handover,
                     hello_timeout: timeout,
+                    ids: sh.next.clone(),
+                    keep_ticks: sh.options.keep_ticks,
+                    cred,
                 };
                 read_stream(ConnId(id), conn, side, &*for_reader, &sh);
                 sh.reader_finished();
@@ -244,10 +254,16 @@ fn accept_failed(e: &std::io::Error) {
 
 /// A connection's descriptor, where a handed-over ring arrives (Unix
 /// sockets only), and the deadline of its `Hello`.
-struct Side {
-    fd: i32,
+pub(crate) struct Side {
+    pub(crate) fd: i32,
     handover: Option<Handover>,
     hello_timeout: Option<std::time::Duration>,
+    // Where numbers for the streams a forwarder carries come from.
+    pub(crate) ids: Arc<AtomicU64>,
+    // Packs keep their ticks (a forwarder's own listener).
+    keep_ticks: bool,
+    // The peer's credentials, for the streams a forwarder carries.
+    pub(crate) cred: Option<crate::Cred>,
 }
 
 fn read_stream(
@@ -262,7 +278,9 @@ fn read_stream(
     // `abort_live` never touches a reused descriptor.
     hark_sync::lock(&shared.live).retain(|(c, _)| *c != conn.0);
     drop(stream);
-    sink.on_close(conn, outcome);
+    if let Some(outcome) = outcome {
+        sink.on_close(conn, outcome);
+    }
 }
 
 /// Reads one stream from any byte source exactly as an accepted connection
@@ -273,27 +291,80 @@ pub fn read_stream_from(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) {
         fd: -1,
         handover: None,
         hello_timeout: None,
+        ids: Arc::new(AtomicU64::new(conn.0 + 1)),
+        keep_ticks: false,
+        cred: None,
     };
-    let outcome = read_caught(conn, stream, side, sink);
-    sink.on_close(conn, outcome);
+    if let Some(outcome) = read_caught(conn, stream, side, sink) {
+        sink.on_close(conn, outcome);
+    }
 }
 
-fn read_caught(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) -> Closed {
+/// How the stream ended, or `None` if the sink has already heard its
+/// close (a forwarder's connection).
+fn read_caught(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) -> Option<Closed> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         read_all(conn, stream, side, sink)
     }))
-    .unwrap_or_else(|_| Closed::Broken("the sink panicked while handling this stream".into()))
+    .unwrap_or_else(|_| {
+        Some(Closed::Broken(
+            "the sink panicked while handling this stream".into(),
+        ))
+    })
 }
 
-fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) -> Closed {
+fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) -> Option<Closed> {
+    let mut reader = FrameReader::new(BufReader::with_capacity(1 << 13, stream));
+    if side.keep_ticks {
+        reader = reader.keep_ticks();
+    }
+    let began = Instant::now();
+    let first = match reader.next_frame() {
+        Ok(Some(Frame::Hello(h))) => First::Hello(h),
+        Ok(Some(Frame::Node(n))) => First::Node(n),
+        Ok(Some(other)) => First::Other(frame_name(&other)),
+        Ok(None) => First::Nothing,
+        Err(e) => First::Failed(e),
+    };
+    match first {
+        First::Node(node) => {
+            if side.hello_timeout.is_some() {
+                peer::set_read_timeout(side.fd, None);
+            }
+            // The node's connection holds no stream of its own: it is
+            // closed for the sink at once, its streams one by one.
+            sink.on_close(conn, Closed::Clean);
+            crate::forwarded::read(&node, &mut reader, &side, sink);
+            None
+        }
+        first => Some(read_direct(conn, first, began, &mut reader, side, sink)),
+    }
+}
+
+/// What a connection's first frame was.
+enum First {
+    Hello(hark_wire::Hello),
+    Node(hark_wire::Node),
+    Other(&'static str),
+    Nothing,
+    Failed(hark_wire::Error),
+}
+
+/// A probe's own stream, whose first frame was `first`.
+fn read_direct<R: Read>(
+    conn: ConnId,
+    first: First,
+    began: Instant,
+    reader: &mut FrameReader<R>,
+    side: Side,
+    sink: &dyn Sink,
+) -> Closed {
     // 8 KiB, not 64: the buffer is zero-filled at the first read (a boxed
     // reader has no uninitialised reads), so its size is resident for every
     // idle connection a service holds (BENCHMARKS.md, "hark serve"). Packs
     // are larger and are read past it, straight into the frame's buffer.
-    let mut reader = FrameReader::new(BufReader::with_capacity(1 << 13, stream));
-    let began = Instant::now();
-    let ticks = match reader.next_frame() {
-        Ok(Some(Frame::Hello(hello))) => {
+    let ticks = match first {
+        First::Hello(hello) => {
             // From here on a stream may be silent as long as it likes.
             if side.hello_timeout.is_some() {
                 peer::set_read_timeout(side.fd, None);
@@ -306,20 +377,19 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) ->
                 ClockSource::Monotonic => None,
             }
         }
-        Ok(Some(other)) => {
+        First::Other(name) => {
             return Closed::Broken(format!(
-                "the stream starts with a {} frame instead of Hello",
-                frame_name(&other)
+                "the stream starts with a {name} frame instead of Hello"
             ))
         }
-        Ok(None) => return Closed::NoEnd,
-        Err(_) if side.hello_timeout.is_some_and(|t| began.elapsed() >= t) => {
+        First::Node(_) | First::Nothing => return Closed::NoEnd,
+        First::Failed(_) if side.hello_timeout.is_some_and(|t| began.elapsed() >= t) => {
             return Closed::Broken(format!(
                 "no complete Hello within {:?} of connecting (a silent or trickling client)",
                 side.hello_timeout.unwrap_or_default()
             ))
         }
-        Err(e) => return Closed::Broken(e.to_string()),
+        First::Failed(e) => return Closed::Broken(e.to_string()),
     };
     let mut ended = false;
     loop {
@@ -340,7 +410,7 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) ->
                 return match side.handover.as_ref().and_then(Handover::take) {
                     Some(ring) => {
                         sink.on_frame(conn, Frame::Ring);
-                        shm::read_ring(conn, ring, side.fd, ticks, sink)
+                        shm::read_ring(conn, ring, side.fd, ticks, !side.keep_ticks, sink)
                     }
                     None => Closed::Broken(format!(
                         "a Ring frame at byte {at} came without a descriptor \
@@ -366,7 +436,7 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) ->
     }
 }
 
-fn frame_name(f: &Frame<'_>) -> &'static str {
+pub(crate) fn frame_name(f: &Frame<'_>) -> &'static str {
     match f {
         Frame::Hello(_) => "Hello",
         Frame::Rank(_) => "Rank",
@@ -379,10 +449,13 @@ fn frame_name(f: &Frame<'_>) -> &'static str {
         Frame::Control(_) => "Control",
         Frame::Counts(_) => "Counts",
         Frame::Scale(_) => "Scale",
+        Frame::Node(_) => "Node",
+        Frame::Mux { .. } => "Mux",
+        Frame::Gone(_) => "Gone",
     }
 }
 
-fn realtime_ns() -> u64 {
+pub(crate) fn realtime_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -407,9 +480,17 @@ impl Server {
         &self.addr
     }
 
-    /// Connections accepted so far.
+    /// Streams seen so far: every connection accepted, and every stream a
+    /// node's forwarder carried on one (`docs/cluster.md`, "The
+    /// forwarder").
     pub fn connections(&self) -> u64 {
         self.shared.next.load(Ordering::Relaxed)
+    }
+
+    /// Sockets accepted so far: a forwarder's connection counts once,
+    /// however many streams it carries.
+    pub fn sockets(&self) -> u64 {
+        self.shared.sockets.load(Ordering::Relaxed)
     }
 
     /// Stops accepting and waits until every open connection has closed

@@ -13,6 +13,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Options of [`Listener::serve_with`](crate::Listener::serve_with).
@@ -24,6 +25,10 @@ pub struct ServeOptions {
     /// for as long as it likes: a rank blocked in `MPI_Recv` sends nothing.
     /// `None`: no limit (a `hark run`, whose clients are its own).
     pub hello_timeout: Option<Duration>,
+    /// Packs of TSC streams keep their ticks instead of being turned into
+    /// nanoseconds: for a forwarder, which passes them on to a server that
+    /// converts them as it would a direct stream's.
+    pub keep_ticks: bool,
 }
 
 /// The other end of an accepted connection, as [`Sink::on_accept`](crate::Sink::on_accept)
@@ -34,6 +39,26 @@ pub struct Peer {
     /// when it connected (`SO_PEERCRED`); `None` on TCP.
     pub cred: Option<Cred>,
     fd: RawFd,
+    // A stream forwarded on a node's connection: its number there, and
+    // where its cuts are noted.
+    mux: Option<(u64, Arc<Cuts>)>,
+}
+
+/// The streams of a forwarder's connection that the server has cut: its
+/// reader closes them at its next frame and ignores the rest of their
+/// frames.
+#[derive(Debug, Default)]
+pub(crate) struct Cuts(Mutex<Vec<u64>>);
+
+impl Cuts {
+    fn add(&self, stream: u64) {
+        hark_sync::lock(&self.0).push(stream);
+    }
+
+    /// The streams cut since the last call.
+    pub(crate) fn take(&self) -> Vec<u64> {
+        std::mem::take(&mut *hark_sync::lock(&self.0))
+    }
 }
 
 /// A Unix socket peer's credentials.
@@ -52,11 +77,32 @@ impl Peer {
         Peer {
             cred: peer_cred(fd),
             fd,
+            mux: None,
         }
     }
 
     pub(crate) fn of_tcp(fd: RawFd) -> Peer {
-        Peer { cred: None, fd }
+        Peer {
+            cred: None,
+            fd,
+            mux: None,
+        }
+    }
+
+    /// Stream `stream` forwarded on the connection `fd` (whose peer's
+    /// credentials are `cred`): its way back goes through the forwarder.
+    pub(crate) fn forwarded(cred: Option<Cred>, fd: RawFd, stream: u64, cuts: Arc<Cuts>) -> Peer {
+        Peer {
+            cred,
+            fd,
+            mux: Some((stream, cuts)),
+        }
+    }
+
+    /// Whether this stream reached the server through a node's forwarder
+    /// (`docs/cluster.md`, "The forwarder"), not on a connection of its own.
+    pub fn is_forwarded(&self) -> bool {
+        self.mux.is_some()
     }
 
     /// A second descriptor of the connection, for writing back to the peer.
@@ -70,13 +116,22 @@ impl Peer {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: `fd` was just created and is owned by nobody else.
-        Ok(Back(unsafe { OwnedFd::from_raw_fd(fd) }))
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Back {
+            fd,
+            mux: self.mux.clone(),
+        })
     }
 }
 
-/// The way back to a connected peer: writes that never block.
+/// The way back to a connected peer: writes that never block. For a
+/// forwarded stream, the way back goes through its forwarder, each frame
+/// wrapped with the stream's number (`docs/wire.md`, "Forwarded streams").
 #[derive(Debug)]
-pub struct Back(OwnedFd);
+pub struct Back {
+    fd: OwnedFd,
+    mux: Option<(u64, Arc<Cuts>)>,
+}
 
 impl Back {
     /// Sends `bytes` whole, or nothing: fails with `WouldBlock` if the
@@ -85,12 +140,23 @@ impl Back {
     /// with room for part of a frame) is reported as `WriteZero`; the
     /// stream back is then unusable, and the caller should stop using it.
     pub fn send(&self, bytes: &[u8]) -> io::Result<()> {
+        match &self.mux {
+            None => self.send_raw(bytes),
+            Some((stream, _)) => {
+                let mut wrapped = Vec::with_capacity(hark_wire::MUX_OVERHEAD + bytes.len());
+                hark_wire::encode_mux(*stream, bytes, &mut wrapped);
+                self.send_raw(&wrapped)
+            }
+        }
+    }
+
+    fn send_raw(&self, bytes: &[u8]) -> io::Result<()> {
         // SAFETY: the descriptor is owned and open; the buffer is valid for
         // its length. MSG_DONTWAIT keeps the caller from blocking,
         // MSG_NOSIGNAL turns a closed peer into EPIPE instead of SIGPIPE.
         let n = unsafe {
             libc::send(
-                self.0.as_raw_fd(),
+                self.fd.as_raw_fd(),
                 bytes.as_ptr().cast(),
                 bytes.len(),
                 libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
@@ -112,9 +178,31 @@ impl Back {
 impl Back {
     /// Ends the connection both ways: the reader sees its end at once (and
     /// closes the stream as the peer left it), the peer's next write fails.
+    /// A forwarded stream is cut alone: its reader closes it at the
+    /// forwarder connection's next frame, and the forwarder is asked to
+    /// close the probe's end.
     pub fn cut(&self) {
-        // SAFETY: shutdown on an owned, open descriptor only ends traffic.
-        unsafe { libc::shutdown(self.0.as_raw_fd(), libc::SHUT_RDWR) };
+        match &self.mux {
+            None => {
+                // SAFETY: shutdown on an owned, open descriptor only ends traffic.
+                unsafe { libc::shutdown(self.fd.as_raw_fd(), libc::SHUT_RDWR) };
+            }
+            Some((stream, cuts)) => {
+                cuts.add(*stream);
+                let mut bytes = Vec::new();
+                hark_wire::Gone {
+                    stream: *stream,
+                    how: hark_wire::GoneHow::Broken,
+                    lost_events: 0,
+                    lost_packs: 0,
+                    reason: "cut off by the server".into(),
+                }
+                .encode(&mut bytes);
+                // Best effort: a forwarder that does not read learns it
+                // when the stream's frames are refused.
+                let _ = self.send_raw(&bytes);
+            }
+        }
     }
 }
 

@@ -70,11 +70,27 @@ pub(crate) struct Config {
     pub warnings: Vec<(&'static str, String)>,
     /// `HARK_SHM`: whether packs go through a shared-memory ring.
     pub shm: Shm,
+    /// `HARK_FORWARD`: whether the stream goes through the node's forwarder.
+    pub forward: Forward,
+    /// `HARK_BIN`: the `hark` executable that starts a node's forwarder.
+    pub bin: Option<String>,
     /// `HARK_VIRTUALISE=1`: at `MPI_Init`, split the real world by program
     /// (`MPI_APPNUM`) and give each program its own `MPI_COMM_WORLD`
     /// (`docs/mpi.md`, "Virtualised worlds"), default off. Every process of
     /// the job must agree: the split is collective.
     pub virtualise: bool,
+}
+
+/// `HARK_FORWARD`: whether streams go through the node's forwarder
+/// (`docs/cluster.md`, "The forwarder").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Forward {
+    /// Default: when hark's own Unix socket is not on this node.
+    Auto,
+    /// Also on hark's node.
+    Always,
+    /// Never: every process connects to hark itself.
+    Never,
 }
 
 /// `HARK_SHM`: the node-local transport.
@@ -135,6 +151,8 @@ impl Config {
         keep(&settings::VIRTUALISE, bad);
         let shm = settings::SHM.flag_or_auto(text(&settings::SHM).as_deref());
         keep(&settings::SHM, shm.warning);
+        let forward = settings::FORWARD.word(text(&settings::FORWARD).as_deref());
+        keep(&settings::FORWARD, forward.warning);
         let clock = settings::CLOCK.word(text(&settings::CLOCK).as_deref());
         keep(&settings::CLOCK, clock.warning);
         // Read only by a probe built for Hark's tests (the `test-hooks`
@@ -168,6 +186,12 @@ impl Config {
                 Some(true) => Shm::On,
                 Some(false) => Shm::Off,
             },
+            forward: match forward.value {
+                Some("always") => Forward::Always,
+                Some("never") => Forward::Never,
+                _ => Forward::Auto,
+            },
+            bin: text(&settings::BIN).filter(|b| !b.is_empty()),
             skip: text(&settings::SKIP)
                 .unwrap_or_default()
                 .split(',')

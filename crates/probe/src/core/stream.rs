@@ -18,7 +18,7 @@ use hark_wire::{Def, EndReason, Hello};
 use super::config::{Config, Shm};
 use super::local::{self, Internal, Slot};
 use super::{clock, defs, signals, warn_once};
-use crate::ship::{control, shm, transport, Ship};
+use crate::ship::{control, forward, shm, transport, Ship};
 
 const LAZY: u8 = 0;
 const RUNNING: u8 = 1;
@@ -164,8 +164,15 @@ pub(crate) fn init() {
             Some(after_fork_child),
         )
     };
+    STARTING_AT_LOAD.store(true, Ordering::Relaxed);
     s.start();
+    STARTING_AT_LOAD.store(false, Ordering::Relaxed);
 }
+
+/// Set while the stream starts at load: only then may this process start
+/// its node's forwarder (a forked child's lazy start, on a program thread,
+/// only looks for one).
+static STARTING_AT_LOAD: AtomicBool = AtomicBool::new(false);
 
 impl Stream {
     /// Connects and sends the handshake if this stream is still lazy; true
@@ -185,13 +192,8 @@ impl Stream {
         if cfg.addr.starts_with("mpi:") {
             return self.start_over_mpi();
         }
-        let fd = match transport::connect(
-            &cfg.addr,
-            cfg.connect_timeout,
-            cfg.send_timeout,
-            cfg.socket_buffer,
-        ) {
-            Ok(fd) => fd,
+        let (fd, addr) = match self.connect() {
+            Ok(found) => found,
             Err(e) => {
                 self.unreachable(&e);
                 return false;
@@ -200,7 +202,7 @@ impl Stream {
         self.socket.set(fd);
         let sock = transport::Socket::new(&self.socket);
         let hello = self.hello_frames();
-        if !self.hand_over_ring(&hello) {
+        if !self.hand_over_ring(&hello, &addr) {
             self.ship.push_bytes(hello);
         }
         if self.phase.load(Ordering::Acquire) == FAILED {
@@ -210,7 +212,6 @@ impl Stream {
         }
         self.push_known_defs();
         let ship = self.ship.clone();
-        let addr = cfg.addr.clone();
         let flush_every = cfg.flush_every;
         let this: &'static Stream = self;
         // Read here: the shipper opens no file while the program runs.
@@ -242,6 +243,26 @@ impl Stream {
                 }
             });
         })
+    }
+
+    /// Connects to the node's forwarder (`ship::forward`), or else to
+    /// `hark` itself; the socket and the address it reached.
+    fn connect(&self) -> std::io::Result<(i32, String)> {
+        let cfg = &self.cfg;
+        let may_start = STARTING_AT_LOAD.load(Ordering::Relaxed);
+        if let Some((fd, addr)) = forward::connect(cfg, may_start) {
+            return Ok((
+                transport::tune(fd, cfg.send_timeout, cfg.socket_buffer),
+                addr,
+            ));
+        }
+        let fd = transport::connect(
+            &cfg.addr,
+            cfg.connect_timeout,
+            cfg.send_timeout,
+            cfg.socket_buffer,
+        )?;
+        Ok((fd, cfg.addr.clone()))
     }
 
     /// `HARK_ADDR=mpi:` (`hark run --analysers`): the stream goes to an
@@ -331,13 +352,13 @@ impl Stream {
         true
     }
 
-    /// On a Unix socket and unless `HARK_SHM=0`: sends the `Hello` and a
+    /// On a Unix socket (`addr`) and unless `HARK_SHM=0`: sends the `Hello` and a
     /// shared-memory ring on the socket, and makes the pool's buffers the
     /// ring's slots. False if the stream stays on the socket (the `Hello`
     /// is then still to be sent); a socket that fails here fails the stream.
-    fn hand_over_ring(&'static self, hello: &[u8]) -> bool {
+    fn hand_over_ring(&'static self, hello: &[u8], addr: &str) -> bool {
         let cfg = &self.cfg;
-        if cfg.shm == Shm::Off || !cfg.addr.starts_with("unix:") {
+        if cfg.shm == Shm::Off || !addr.starts_with("unix:") {
             return false;
         }
         let slots = shm::slots(cfg.buffers, cfg.pack_size);
