@@ -136,7 +136,10 @@ fn start(bin: &str, base: &str, sock: &str, wait: Duration) -> Result<RawFd, Str
     if let Some(fd) = try_connect(sock) {
         return Ok(fd);
     }
-    spawn(bin, sock)?;
+    if let Err(why) = spawn(bin, sock) {
+        lock.remove();
+        return Err(why);
+    }
     let found = loop {
         if let Some(fd) = try_connect(sock) {
             break Ok(fd);
@@ -149,7 +152,9 @@ fn start(bin: &str, base: &str, sock: &str, wait: Duration) -> Result<RawFd, Str
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    drop(lock);
+    if found.is_err() {
+        lock.remove();
+    }
     found
 }
 
@@ -208,7 +213,7 @@ fn spawn(bin: &str, sock: &str) -> Result<(), String> {
 }
 
 /// An exclusive `flock` on the election's lock file, released on drop.
-struct Lock(RawFd);
+struct Lock(RawFd, String);
 
 impl Lock {
     fn take(path: &str, deadline: Instant) -> Result<Lock, String> {
@@ -236,7 +241,7 @@ impl Lock {
                 // A forwarder that ends removes the file: a lock on the
                 // removed one elects nobody, so take the new one.
                 if same_file(fd, &c) {
-                    return Ok(Lock(fd));
+                    return Ok(Lock(fd, path.to_string()));
                 }
                 close(fd);
                 if Instant::now() >= deadline {
@@ -249,6 +254,17 @@ impl Lock {
                 return Err(format!("{path} stayed locked by another process"));
             }
             std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Lock {
+    /// Removes the lock file while holding it (no forwarder came up to
+    /// remove it as it ends): a process waiting on it sees it replaced.
+    fn remove(&self) {
+        if let Ok(c) = CString::new(self.1.as_str()) {
+            // SAFETY: a raw unlinkat of a NUL-terminated path.
+            unsafe { libc::syscall(libc::SYS_unlinkat, libc::AT_FDCWD, c.as_ptr(), 0) };
         }
     }
 }
