@@ -28,6 +28,7 @@ mod open;
 mod output;
 mod probe;
 mod query;
+mod reach;
 mod report;
 mod run;
 mod rundir;

@@ -31,6 +31,8 @@ pub enum Launcher {
     OpenMpi,
     /// MPICH's Hydra `mpiexec`.
     Hydra,
+    /// Slurm's `srun`.
+    Slurm,
     /// Not an MPI launcher we know: a program, a script, `srun`...
     Other,
 }
@@ -74,6 +76,8 @@ fn by_name(name: &str) -> Option<Launcher> {
         Some(Launcher::OpenMpi)
     } else if HYDRA.contains(&name) {
         Some(Launcher::Hydra)
+    } else if name == "srun" {
+        Some(Launcher::Slurm)
     } else {
         None
     }
@@ -154,7 +158,7 @@ pub fn with_env_options(launcher: Launcher, command: &[String], vars: &[&str]) -
             }
             out.extend(rest.iter().cloned());
         }
-        Launcher::Other => out.extend(rest.iter().cloned()),
+        Launcher::Slurm | Launcher::Other => out.extend(rest.iter().cloned()),
     }
     out
 }
@@ -200,7 +204,7 @@ pub fn with_analyser_partition(
     let count = match launcher {
         Launcher::OpenMpi => "-np",
         Launcher::Hydra => "-n",
-        Launcher::Other => return None,
+        Launcher::Slurm | Launcher::Other => return None,
     };
     if command.len() < 2 || analyser.is_empty() || n == 0 {
         return None;
@@ -248,6 +252,26 @@ const VALUED: &[(&str, usize)] = &[
     ("--gmca", 2),
     ("-genv", 2),
     ("-env", 2),
+    // srun's
+    ("-N", 1),
+    ("--nodes", 1),
+    ("-w", 1),
+    ("--nodelist", 1),
+    ("-p", 1),
+    ("--partition", 1),
+    ("-t", 1),
+    ("--time", 1),
+    ("-J", 1),
+    ("--job-name", 1),
+    ("-A", 1),
+    ("--account", 1),
+    ("--ntasks", 1),
+    ("--ntasks-per-node", 1),
+    ("--cpus-per-task", 1),
+    ("-D", 1),
+    ("--chdir", 1),
+    ("--mpi", 1),
+    ("--export", 1),
 ];
 
 /// The launcher's options of every application context of `command`, each
@@ -266,7 +290,7 @@ pub fn options(command: &[String]) -> Vec<Vec<(&str, &[String])>> {
 
 /// Where [`options`] finds them: per application context, each option's
 /// index in `command` and the end (exclusive) of its values.
-fn option_spans(command: &[String]) -> Vec<Vec<(usize, usize)>> {
+pub(crate) fn option_spans(command: &[String]) -> Vec<Vec<(usize, usize)>> {
     let mut contexts = Vec::new();
     let mut start = 1;
     while start <= command.len() {
@@ -351,7 +375,8 @@ mod tests {
             ("mpiexec.hydra", Launcher::Hydra),
             ("mpirun.mpich", Launcher::Hydra),
             ("./a.out", Launcher::Other),
-            ("srun", Launcher::Other),
+            ("srun", Launcher::Slurm),
+            ("/usr/bin/srun", Launcher::Slurm),
             ("python3", Launcher::Other),
         ];
         for (program, want) in cases {

@@ -22,13 +22,38 @@ pub(crate) const LAUNCHERS: &[&str] = &[
     "mpiexec.mpich",
     "hydra_pmi_proxy",
     "srun",
+    "salloc",
+    "sbatch",
+    "slurmstepd",
+    "slurmd",
+    "ssh",
+    "rsh",
     "hark",
 ];
+
+/// The daemons launchers start on each node, through an agent (`ssh`,
+/// `rsh`, a shell, whatever `plm_rsh_agent` or `-launcher-exec` names).
+const NODE_DAEMONS: &[&str] = &["orted", "prted", "hydra_pmi_proxy", "slurmstepd"];
+
+/// Whether a process with command line `argv` is a launcher's agent: it
+/// holds no rank (`has_rank`: a launcher gave it none), and its arguments
+/// name a node daemon it is to start (`bash -c "... /usr/bin/orted ..."`,
+/// `ssh n2 hydra_pmi_proxy ...`). Such a process is left alone as a
+/// launcher is; the daemon and the ranks below it are judged by their own
+/// names.
+pub(crate) fn is_agent(argv: &[String], has_rank: bool) -> bool {
+    let separators = |c: char| c.is_whitespace() || "\"';&|()`".contains(c);
+    !has_rank
+        && (argv.iter().skip(1))
+            .flat_map(|a| a.split(separators))
+            .any(|w| NODE_DAEMONS.contains(&w.rsplit('/').next().unwrap_or(w)))
+}
 
 /// Everything the probe reads from its environment.
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
-    /// `HARK_ADDR` without its secret: `unix:/path` or `tcp:host:port`.
+    /// `HARK_ADDR` without its secret: `unix:/path`, `tcp:host:port`, or a
+    /// list of those separated by commas, tried in turn (`ship::reach`).
     pub addr: String,
     /// The run's secret, the part of `HARK_ADDR` before an `@`
     /// (`secret@unix:/path`); empty when there is none.
@@ -316,5 +341,32 @@ mod tests {
             assert!(c.skips(p), "{p}");
         }
         assert!(!c.skips("a.out"));
+    }
+
+    #[test]
+    fn a_launcher_s_agent_is_known_by_the_daemon_it_starts() {
+        let argv = |s: &str| -> Vec<String> { s.split('|').map(str::to_string).collect() };
+        for (line, rank, agent) in [
+            (
+                "/bin/bash|-c|PATH=/usr/bin:$PATH; /usr/bin/orted -mca ess \"env\"",
+                false,
+                true,
+            ),
+            (
+                "ssh|n2|\"/usr/bin/hydra_pmi_proxy\"|--control-port|n1:5",
+                false,
+                true,
+            ),
+            ("ip|netns|exec|n2|prted|--prtemca|x", false, true),
+            ("bash|agent.sh|n2|orted", false, true),
+            // A rank is never an agent, whatever its arguments.
+            ("bash|-c|echo orted", true, false),
+            // The daemon itself is skipped by its name, not as an agent.
+            ("orted|-mca|ess|env", false, false),
+            ("bash|-c|./ring", false, false),
+            ("./orted_stats|in.txt", false, false),
+        ] {
+            assert_eq!(is_agent(&argv(line), rank), agent, "{line}");
+        }
     }
 }
