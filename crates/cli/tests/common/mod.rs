@@ -9,6 +9,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+pub mod cluster;
+
 /// Quantum ESPRESSO's input for an SCF of bulk silicon (two atoms, 4×4×4
 /// k-points, a low cut-off): about a second at np 4. `pw.x` is Fortran
 /// calling MPI through `mpif.h` (Open MPI's Fortran layer, which calls
