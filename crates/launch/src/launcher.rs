@@ -151,14 +151,30 @@ pub fn with_env_options(launcher: Launcher, command: &[String], vars: &[&str]) -
                 }
             }
         }
-        Launcher::Hydra => {
-            if !vars.is_empty() {
-                out.push("-genvlist".into());
-                out.push(vars.join(","));
-            }
-            out.extend(rest.iter().cloned());
-        }
+        Launcher::Hydra => return hydra_env_list(command, vars),
         Launcher::Slurm | Launcher::Other => out.extend(rest.iter().cloned()),
+    }
+    out
+}
+
+/// Hydra passes `mpiexec`'s whole environment to every rank on every node
+/// unless told `-genvlist` (or `-genvnone`): then a rank on another node
+/// gets only the listed variables (on `mpiexec`'s node the proxy inherits
+/// them all anyway). So `vars` are added to a `-genvlist` the user gives,
+/// and otherwise left to the default; naming them in a `-genvlist` of our
+/// own would cut the program's environment short on every other node.
+pub(crate) fn hydra_env_list(command: &[String], vars: &[&str]) -> Vec<String> {
+    let mut out = command.to_vec();
+    for (i, end) in option_spans(command).into_iter().flatten() {
+        if matches!(command[i].as_str(), "-genvlist" | "-envlist") && end == i + 2 {
+            let mut list = command[i + 1].clone();
+            for v in vars {
+                if !list.split(',').any(|n| n == *v) {
+                    list = format!("{list},{v}");
+                }
+            }
+            out[i + 1] = list;
+        }
     }
     out
 }
@@ -419,11 +435,18 @@ mod tests {
     }
 
     #[test]
-    fn hydra_gets_one_global_list() {
+    fn hydra_passes_the_whole_environment_or_the_user_s_list_with_ours() {
+        // Hydra's default passes everything; a list of our own would cut
+        // the rest off on other nodes.
         let cmd = words("mpiexec.hydra -n 2 ./a : -n 1 ./b");
         assert_eq!(
             with_env_options(Launcher::Hydra, &cmd, &["LD_PRELOAD", "HARK_ADDR"]),
-            words("mpiexec.hydra -genvlist LD_PRELOAD,HARK_ADDR -n 2 ./a : -n 1 ./b")
+            cmd
+        );
+        let cmd = words("mpiexec.hydra -genvlist PATH,HOME -n 2 ./a : -envlist X -n 1 ./b");
+        assert_eq!(
+            with_env_options(Launcher::Hydra, &cmd, &["HARK_ADDR", "HOME"]),
+            words("mpiexec.hydra -genvlist PATH,HOME,HARK_ADDR -n 2 ./a : -envlist X,HARK_ADDR,HOME -n 1 ./b")
         );
     }
 

@@ -54,12 +54,13 @@ pub fn advertised(listening: &[String], interfaces: &[(Ipv4Addr, bool)]) -> Vec<
 
 /// `command` with the options that give the probe to the launcher's
 /// application processes, and to them only: `LD_PRELOAD` by value
-/// (`preload`), the `vars` by name (their values stay in the launcher's
-/// environment, off its command line, since `HARK_ADDR` holds the run's
-/// secret).
+/// (`preload`), the `vars` by name or by the launcher's default (their
+/// values stay in the launcher's environment, off its command line, since
+/// `HARK_ADDR` holds the run's secret).
 ///
 /// - Open MPI: `-x LD_PRELOAD=V -x NAME...` in every application context.
-/// - Hydra: `-genv LD_PRELOAD V -genvlist NAME,...`.
+/// - Hydra: `-genv LD_PRELOAD V`; the names are passed by Hydra's default
+///   (the whole environment), or added to the user's `-genvlist`.
 /// - `srun`: `--export=ALL,LD_PRELOAD=V` in every component, or, where
 ///   the user gives `--export`, `LD_PRELOAD=V` and the names added to it.
 ///
@@ -91,10 +92,8 @@ pub fn with_probe_env(
         }
         Launcher::Hydra => {
             out.extend(["-genv", "LD_PRELOAD", preload].map(String::from));
-            if !vars.is_empty() {
-                out.extend(["-genvlist".to_string(), vars.join(",")]);
-            }
             out.extend(rest.iter().cloned());
+            return Some(crate::launcher::hydra_env_list(&out, vars));
         }
         Launcher::Slurm => return Some(srun_with_probe_env(command, preload, vars)),
         Launcher::Other => return None,
@@ -209,7 +208,12 @@ mod tests {
             (
                 Launcher::Hydra,
                 "mpiexec -n 2 ./a",
-                "mpiexec -genv LD_PRELOAD /p.so -genvlist HARK_ADDR,HARK_JOB -n 2 ./a",
+                "mpiexec -genv LD_PRELOAD /p.so -n 2 ./a",
+            ),
+            (
+                Launcher::Hydra,
+                "mpiexec -genvlist PATH -n 2 ./a",
+                "mpiexec -genv LD_PRELOAD /p.so -genvlist PATH,HARK_ADDR,HARK_JOB -n 2 ./a",
             ),
             (
                 Launcher::Slurm,

@@ -33,7 +33,9 @@ fn connections_to_either_socket_reach_one_sink_under_distinct_ids() {
     assert_eq!(addrs.len(), 2, "{addrs:?}");
     assert_eq!(addrs[0], format!("unix:{}", sock.display()));
     assert_eq!(server.addr(), addrs[0]);
-    let port = addrs[1].strip_prefix("tcp:127.0.0.1:").expect("a TCP address");
+    let port = addrs[1]
+        .strip_prefix("tcp:127.0.0.1:")
+        .expect("a TCP address");
     assert!(port.parse::<u16>().unwrap() > 0);
 
     for _ in 0..2 {
@@ -50,7 +52,10 @@ fn connections_to_either_socket_reach_one_sink_under_distinct_ids() {
     assert_eq!(server.connections(), 4);
 
     server.shutdown();
-    assert!(!sock.exists(), "the Unix socket file is removed at shutdown");
+    assert!(
+        !sock.exists(),
+        "the Unix socket file is removed at shutdown"
+    );
     assert!(std::net::TcpStream::connect(&addrs[1]["tcp:".len()..]).is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }
