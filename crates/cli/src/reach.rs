@@ -14,9 +14,11 @@ use hark_server::Server;
 
 /// Where `hark` listens besides its Unix socket: a TCP socket on every
 /// interface, on a free port, when `command` (started by `launcher`) may
-/// start ranks on other nodes; nothing otherwise.
+/// start ranks on other nodes, or runs in a batch job; nothing otherwise.
 pub(crate) fn also_listen(launcher: Launcher, command: &[String]) -> Vec<String> {
-    match launch::reaches_other_nodes(launcher, command) {
+    let in_batch_job =
+        (launch::BATCH_JOB_VARS.iter()).any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    match launch::reaches_other_nodes(launcher, command, in_batch_job) {
         true => vec!["tcp:0.0.0.0:0".to_string()],
         false => Vec::new(),
     }

@@ -177,3 +177,63 @@ fn hydra_on_2_nodes() {
 fn hydra_on_3_nodes() {
     every_rank_measured(MPICH, 3);
 }
+
+/// `hark run -- ./job.sh`, a job script that starts `mpirun` across the
+/// nodes: `hark` cannot put the probe on the ranks only, so `mpirun`, its
+/// rsh agent and the agent's shell and tools inherit it, and must stay
+/// passive. In a batch job (here `PBS_JOBID`, as PBS sets it) `hark`
+/// listens on TCP for such a script too. Only the ring is a program (the
+/// script itself is left out with `HARK_SKIP=sh`).
+#[test]
+fn a_launcher_inside_a_script_leaves_its_agents_unmeasured() {
+    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return;
+    }
+    let Some(cluster) = Cluster::up(2) else {
+        return;
+    };
+    probe();
+    let dir = shared_scratch("every-rank-script");
+    let exe = compile(OPEN_MPI.cc, "ring.c".as_ref(), &dir, &[]);
+    let mut mpirun = launch(OPEN_MPI, &cluster, &cluster.hosts().join(","), 2);
+    // What the script's author writes so that ranks on other nodes get the
+    // probe: Open MPI passes no other variable through its agent.
+    mpirun.extend(["-x", "LD_PRELOAD", "-x", "HARK_ADDR", "-x", "HARK_SKIP"].map(String::from));
+    mpirun.extend([exe.display().to_string(), ROUNDS.into(), INTS.into()]);
+    let script = dir.join("job.sh");
+    std::fs::write(&script, format!("#!/bin/sh\n{}\n", mpirun.join(" "))).unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&script)
+        .output_within()
+        .unwrap();
+    let run_dir = dir.join("run");
+    let mut line = vec![hark().display().to_string()];
+    line.extend(["run", "--no-http", "-o"].map(String::from));
+    line.extend([run_dir.display().to_string(), "--".into()]);
+    line.push(script.display().to_string());
+    let mut cmd = cluster.command("n1", &line);
+    cmd.current_dir(&dir)
+        .env("PBS_JOBID", "1.pbs")
+        .env("HARK_SKIP", "sh")
+        .env("COUNT_DIR", &*dir);
+    mpi_env(&mut cmd);
+    cmd.env("OMPI_MCA_btl", "self,tcp");
+    let out = cmd.output_within().expect("cannot run cluster.sh");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_exit(&out, 0);
+    assert!(!stderr.contains("cannot reach"), "{stderr}");
+    let profile = profile(&run_dir);
+    let names: Vec<&str> = (profile["programs"].as_array().unwrap().iter())
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(
+        names.len(),
+        1,
+        "only the ring, no agent: {names:?}: {stderr}"
+    );
+    assert!(names[0].starts_with("ring"), "{names:?}");
+    assert_eq!(profile["programs"][0]["ranks"], 2, "{stderr}");
+    assert_eq!(per_rank(&profile, 0, "MPI_Isend", "calls"), [20, 20]);
+}

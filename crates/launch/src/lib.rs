@@ -34,4 +34,4 @@ pub use launcher::{
     detect, options, preload_value, which, with_analyser_partition, with_env_options,
     with_given_preloads, writers, Launcher,
 };
-pub use reach::{advertised, reaches_other_nodes, with_probe_env};
+pub use reach::{advertised, reaches_other_nodes, with_probe_env, BATCH_JOB_VARS};

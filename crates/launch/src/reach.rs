@@ -12,17 +12,23 @@ use crate::launcher::{option_spans, Launcher};
 use std::net::Ipv4Addr;
 use std::path::Path;
 
+/// Variables a batch system sets in a job's environment: a script run
+/// there (`hark run -- ./job.sh`) most likely starts ranks on the
+/// allocation's other nodes.
+pub const BATCH_JOB_VARS: &[&str] = &["SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID"];
+
 /// Whether `command` may start processes on other nodes, so that `hark`
 /// must listen on TCP as well as on its Unix socket: an MPI launcher,
-/// `srun`, or `salloc` (whose command, often `srun` or `mpirun`, runs with
-/// the allocation's nodes).
-pub fn reaches_other_nodes(launcher: Launcher, command: &[String]) -> bool {
+/// `srun`, `salloc` (whose command, often `srun` or `mpirun`, runs with
+/// the allocation's nodes), or anything run inside a batch job
+/// (`in_batch_job`: one of [`BATCH_JOB_VARS`] is set).
+pub fn reaches_other_nodes(launcher: Launcher, command: &[String], in_batch_job: bool) -> bool {
     let first = command
         .first()
         .and_then(|c| Path::new(c).file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    launcher != Launcher::Other || first == "salloc"
+    launcher != Launcher::Other || first == "salloc" || in_batch_job
 }
 
 /// The addresses the probes are given, in the order they try them:
@@ -168,11 +174,17 @@ mod tests {
             ("bash run.sh", Launcher::Other, false),
         ] {
             assert_eq!(
-                reaches_other_nodes(launcher, &words(command)),
+                reaches_other_nodes(launcher, &words(command), false),
                 want,
                 "{command}"
             );
         }
+        // A script in a batch job may start ranks anywhere in it.
+        assert!(reaches_other_nodes(
+            Launcher::Other,
+            &words("./job.sh"),
+            true
+        ));
     }
 
     #[test]

@@ -35,6 +35,20 @@ pub(crate) const LAUNCHERS: &[&str] = &[
 /// `rsh`, a shell, whatever `plm_rsh_agent` or `-launcher-exec` names).
 const NODE_DAEMONS: &[&str] = &["orted", "prted", "hydra_pmi_proxy", "slurmstepd"];
 
+/// Whether a process that holds no rank, started by the process with
+/// command line `parent`, works for a launcher: its parent is an agent
+/// ([`is_agent`]: the rsh agent's script runs `readlink`, `cat`, `id`...)
+/// or a launcher other than `hark`, `salloc` and `sbatch` (whose children
+/// without a rank are the user's commands).
+pub(crate) fn helps_a_launcher(parent: &[String]) -> bool {
+    let name = parent
+        .first()
+        .map(|a| a.rsplit('/').next().unwrap_or(a))
+        .unwrap_or_default();
+    let users = ["hark", "salloc", "sbatch"];
+    (LAUNCHERS.contains(&name) && !users.contains(&name)) || is_agent(parent, false)
+}
+
 /// Whether a process with command line `argv` is a launcher's agent: it
 /// holds no rank (`has_rank`: a launcher gave it none), and its arguments
 /// name a node daemon it is to start (`bash -c "... /usr/bin/orted ..."`,
@@ -367,6 +381,19 @@ mod tests {
             ("./orted_stats|in.txt", false, false),
         ] {
             assert_eq!(is_agent(&argv(line), rank), agent, "{line}");
+        }
+        // What an agent or a launcher starts without a rank works for it;
+        // what `hark` or `salloc` starts is the user's.
+        for (parent, helps) in [
+            ("/bin/bash|/run/c/rsh|n2|orted -mca ess env", true),
+            ("mpirun|-np|2|./a", true),
+            ("/usr/bin/ssh|n2|hydra_pmi_proxy", true),
+            ("/usr/bin/hark|run|--|./serial", false),
+            ("salloc|-N2|./job.sh", false),
+            ("bash|./job.sh", false),
+            ("", false),
+        ] {
+            assert_eq!(helps_a_launcher(&argv(parent)), helps, "{parent}");
         }
     }
 }

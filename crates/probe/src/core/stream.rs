@@ -133,6 +133,10 @@ pub(crate) fn init() {
     if cfg.skips(&program_name(&argv)) || cfg.skips(&exe) || config::is_agent(&argv, has_rank) {
         return;
     }
+    // SAFETY: getppid has no preconditions.
+    if !has_rank && config::helps_a_launcher(&argv_of(unsafe { libc::getppid() } as u32)) {
+        return;
+    }
     for (name, warning) in &cfg.warnings {
         warn_once(name, warning);
     }
