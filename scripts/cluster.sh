@@ -27,7 +27,10 @@
 # once that process is gone (a test killed before it could tear down).
 set -euo pipefail
 
-SELF=$(readlink -f "$0")
+# The agent's path runs no program but nsenter (under a profiler, every
+# program it ran would look like one of the job's): no command
+# substitutions there, only builtins.
+SELF=$0
 STATE_ROOT=${HARK_CLUSTER_STATE:-/run/hark-cluster}
 SUBNET=10.77.0
 OFFSET_STEP_S=1000
@@ -38,7 +41,7 @@ die() {
 }
 
 usage() {
-    sed -n '5,16p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+    sed -n '5,14p' "$SELF" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -49,10 +52,10 @@ check_id() {
 
 st() { echo "$STATE_ROOT/$1"; }
 
-# Node index from n3, 3, or 10.77.0.3.
+# Sets K to the node index of n3, 3, or 10.77.0.3.
 node_index() {
     local id=$1 node=$2 n k
-    n=$(cat "$(st "$id")/nodes" 2>/dev/null) || die "no cluster '$id' (cluster.sh up $id N)"
+    read -r n 2>/dev/null <"$STATE_ROOT/$id/nodes" || die "no cluster '$id' (cluster.sh up $id N)"
     case $node in
     n[0-9]*) k=${node#n} ;;
     "$SUBNET".[0-9]*) k=${node##*.} ;;
@@ -61,21 +64,36 @@ node_index() {
     esac
     [[ $k =~ ^[0-9]+$ ]] && ((k >= 1 && k <= n)) ||
         die "no node '$node' in cluster '$id' (nodes n1..n$n)"
-    echo "$k"
+    K=$k
 }
 
+# Sets HOLDER to the pid of node K's holder.
 holder() {
     local pid
-    pid=$(cat "$(st "$1")/n$2/holder.pid" 2>/dev/null) || die "node n$2 of '$1' has no holder"
+    read -r pid 2>/dev/null <"$STATE_ROOT/$1/n$2/holder.pid" || die "node n$2 of '$1' has no holder"
     kill -0 "$pid" 2>/dev/null || die "node n$2 of '$1' is gone (its holder $pid died); cluster.sh down $1"
-    echo "$pid"
+    HOLDER=$pid
 }
 
 enter() { # ID K DIR CMD...: the node's namespaces, cwd DIR
     local id=$1 k=$2 dir=$3 pid
     shift 3
-    pid=$(holder "$id" "$k")
+    holder "$id" "$k"
+    pid=$HOLDER
+    # setns into a mount namespace needs a single-threaded caller: keep
+    # preloaded libraries (a profiler's probe and its threads) off nsenter
+    # itself, and give them back to the command.
+    if [ -n "${LD_PRELOAD:-}" ]; then
+        local preload=$LD_PRELOAD
+        unset LD_PRELOAD
+        exec nsenter -t "$pid" --net --uts --mount --ipc --time --wd="$dir" \
+            -- env LD_PRELOAD="$preload" "$@"
+    fi
     exec nsenter -t "$pid" --net --uts --mount --ipc --time --wd="$dir" -- "$@"
+}
+
+on_node() { # ID K CMD...: as enter, from /, returning
+    (enter "$1" "$2" / "${@:3}")
 }
 
 # A process's start time (clock ticks after boot): with its pid, an
@@ -111,6 +129,7 @@ cmd_up() {
         esac
     done
     [ "$(id -u)" -eq 0 ] || die "needs root (network, mount and time namespaces)"
+    SELF=$(readlink -f "$0")
     for t in ip unshare nsenter; do
         command -v "$t" >/dev/null || die "needs '$t' (scripts/deps.sh installs it)"
     done
@@ -123,12 +142,14 @@ cmd_up() {
     # without one is a leftover, which `reap` removes.
     echo "$owner" >"$s/owner"
     echo "$n" >"$s/nodes"
-    trap 'echo "cluster.sh: up $id failed; removing it" >&2; cmd_down "$id"' ERR
+    # On any failure (a command, or die), remove what was made.
+    trap 'echo "cluster.sh: up $id failed; removing it" >&2; cmd_down "$id"' EXIT
     {
         echo "127.0.0.1 localhost"
         for ((k = 1; k <= n; k++)); do echo "$SUBNET.$k n$k"; done
     } >"$s/hosts"
     mkdir -p "$s/slurm"
+    host_cgroups >"$s/cgroups"
     local br="hark-$id-br"
     ip netns add "$br"
     ip -n "$br" link set lo up
@@ -140,10 +161,12 @@ cmd_up() {
     for ((k = 1; k <= n; k++)); do
         wait_for_holder "$id" "$k"
     done
-    printf '#!/bin/sh\n# rsh agent of emulated cluster %s (scripts/cluster.sh)\nexec %q rsh %q "$@"\n' \
-        "$id" "$SELF" "$id" >"$s/rsh"
+    # One bash process that sources this script: a profiler sees the
+    # agent as one program, as it would see ssh.
+    printf '#!/bin/bash\n# rsh agent of emulated cluster %s (scripts/cluster.sh)\nset -- rsh %q "$@"\nsource %q\n' \
+        "$id" "$id" "$SELF" >"$s/rsh"
     chmod 755 "$s/rsh"
-    trap - ERR
+    trap - EXIT
 }
 
 node_up() {
@@ -174,6 +197,25 @@ wait_for_holder() {
     die "node n$k of '$id' did not come up: $(cat "$s/n$k/holder.log" 2>/dev/null)"
 }
 
+# The host's cgroup mounts under /sys/fs/cgroup: "MOUNTPOINT FSTYPE OPTS",
+# OPTS the controllers (or name=) of a v1 hierarchy, "-" for cgroup2.
+host_cgroups() {
+    local line pre post
+    while read -r line; do
+        pre=${line%% - *}
+        post=${line#* - }
+        # shellcheck disable=SC2086
+        set -- $pre
+        local mp=$5
+        # shellcheck disable=SC2086
+        set -- $post
+        case $1:$mp in
+        cgroup:/sys/fs/cgroup/*) echo "$mp cgroup $(echo "$3" | tr , '\n' | grep -vE '^(rw|ro)$' | paste -sd,)" ;;
+        cgroup2:/sys/fs/cgroup*) echo "$mp cgroup2 rw" ;;
+        esac
+    done </proc/self/mountinfo
+}
+
 # Inside the new namespaces: make the node's private files, then hold.
 cmd_hold() {
     local id=$1 k=$2 s
@@ -186,6 +228,16 @@ cmd_hold() {
     mount --bind "$s/n$k/munge" /run/munge
     [ -d /etc/slurm ] || mkdir -p /etc/slurm
     mount --bind "$s/slurm" /etc/slurm
+    # `ip netns exec` gave the node a sysfs of its own, without the
+    # cgroup mounts slurmd insists on: mount the host's hierarchies again.
+    local mp fstype opts
+    while read -r mp fstype opts; do
+        if [ "$mp" = /sys/fs/cgroup ] && [ "$fstype" != cgroup2 ]; then continue; fi
+        mkdir -p "$mp" 2>/dev/null || mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup
+        mkdir -p "$mp"
+        mount -t "$fstype" -o "$opts" "$fstype" "$mp" ||
+            echo "cluster.sh: n$k has no $mp (only Slurm needs it)" >&2
+    done <"$s/cgroups"
     echo $$ >"$s/n$k/holder.pid.tmp"
     mv "$s/n$k/holder.pid.tmp" "$s/n$k/holder.pid"
     exec sleep infinity
@@ -194,7 +246,8 @@ cmd_hold() {
 cmd_exec() {
     local id=$1 k
     check_id "$id"
-    k=$(node_index "$id" "$2")
+    node_index "$id" "$2"
+    k=$K
     shift 2
     [ $# -gt 0 ] || die "exec needs a command"
     enter "$id" "$k" "$PWD" "$@"
@@ -218,12 +271,16 @@ cmd_rsh() {
     local host=$1
     shift
     host=${host#*@}
-    k=$(node_index "$id" "$host")
+    node_index "$id" "$host"
+    k=$K
     [ $# -gt 0 ] || die "rsh needs a command (no interactive shells)"
-    local home
-    home=$(getent passwd "$(id -un)" | cut -d: -f6)
-    enter "$id" "$k" "${home:-/}" env -i HOME="${home:-/}" USER="$(id -un)" \
-        LOGNAME="$(id -un)" SHELL=/bin/sh \
+    # The caller's home and name stand for the passwd entry ssh would read.
+    local home=${HOME:-/} user=${USER:-${LOGNAME:-}}
+    if [ -z "$user" ]; then
+        if [ "$EUID" -eq 0 ]; then user=root; else user=$(id -un); fi
+    fi
+    enter "$id" "$k" "$home" env -i HOME="$home" USER="$user" \
+        LOGNAME="$user" SHELL=/bin/sh \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         /bin/sh -c "$*"
 }
@@ -231,8 +288,10 @@ cmd_rsh() {
 cmd_offset() {
     local id=$1 k pid
     check_id "$id"
-    k=$(node_index "$id" "$2")
-    pid=$(holder "$id" "$k")
+    node_index "$id" "$2"
+    k=$K
+    holder "$id" "$k"
+    pid=$HOLDER
     local name secs nanos
     while read -r name secs nanos; do
         if [ "$name" = monotonic ]; then echo $((secs * 1000000000 + nanos)); fi
@@ -242,7 +301,8 @@ cmd_offset() {
 cmd_private() {
     local id=$1 k dir=$3
     check_id "$id"
-    k=$(node_index "$id" "$2")
+    node_index "$id" "$2"
+    k=$K
     [ -d "$dir" ] || die "no directory '$dir' to make private on n$k"
     enter "$id" "$k" / mount -t tmpfs -o mode=1777 hark-node "$dir"
 }
@@ -252,6 +312,84 @@ cmd_hosts() {
     check_id "$1"
     n=$(cat "$(st "$1")/nodes" 2>/dev/null) || die "no cluster '$1'"
     for ((k = 1; k <= n; k++)); do echo "n$k"; done
+}
+
+# Slurm on the cluster: one munge key, munged on every node (its socket
+# in the node's private /run/munge), slurmctld on n1, slurmd on every
+# node, all as root, their files and logs under the state directory
+# (slurm.conf is every node's /etc/slurm/slurm.conf). No cgroups:
+# processes are tracked by their parentage (proctrack/linuxproc).
+cmd_slurm() {
+    local id=$1 s n k i
+    check_id "$id"
+    s=$(st "$id")
+    n=$(cat "$s/nodes" 2>/dev/null) || die "no cluster '$id' (cluster.sh up $id N)"
+    for t in munged slurmctld slurmd sinfo; do
+        command -v "$t" >/dev/null || die "needs '$t' (scripts/deps.sh installs slurm-wlm and munge)"
+    done
+    [ -e "$s/slurm/slurm.conf" ] && die "Slurm already runs on cluster '$id'"
+    head -c 1024 /dev/urandom >"$s/munge.key"
+    chmod 400 "$s/munge.key"
+    for ((k = 1; k <= n; k++)); do
+        mkdir -p "$s/n$k/spool"
+        on_node "$id" "$k" munged --force --socket=/run/munge/munge.socket.2 \
+            --key-file="$s/munge.key" --pid-file=/run/munge/munged.pid \
+            --seed-file=/run/munge/munged.seed --log-file="$s/n$k/munged.log" ||
+            die "munged did not start on n$k: $(tail -3 "$s/n$k/munged.log" 2>/dev/null)"
+    done
+    mkdir -p "$s/slurmctld"
+    slurm_conf "$s" "$n" >"$s/slurm/slurm.conf.tmp"
+    mv "$s/slurm/slurm.conf.tmp" "$s/slurm/slurm.conf"
+    on_node "$id" 1 slurmctld ||
+        die "slurmctld did not start on n1: $(tail -5 "$s/n1/slurmctld.log" 2>/dev/null)"
+    for ((k = 1; k <= n; k++)); do
+        on_node "$id" "$k" slurmd ||
+            die "slurmd did not start on n$k: $(tail -5 "$s/n$k/slurmd.log" 2>/dev/null)"
+    done
+    local idle=
+    for ((i = 0; i < 300; i++)); do
+        idle=$(on_node "$id" 1 sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l)
+        [ "$idle" -eq "$n" ] && return 0
+        sleep 0.1
+    done
+    die "Slurm's nodes of '$id' are not idle after 30 s ($idle of $n): $(on_node "$id" 1 sinfo -N 2>&1 | tail -5); logs in $s/n*/"
+}
+
+slurm_conf() { # STATE N
+    local s=$1 n=$2
+    cat <<EOF
+# Slurm on an emulated cluster, written by scripts/cluster.sh slurm.
+ClusterName=hark
+SlurmctldHost=n1
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+StateSaveLocation=$s/slurmctld
+SlurmctldPidFile=$s/n1/slurmctld.pid
+SlurmctldLogFile=$s/n1/slurmctld.log
+SlurmdSpoolDir=$s/%n/spool
+SlurmdPidFile=$s/%n/slurmd.pid
+SlurmdLogFile=$s/%n/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+# Take the CPUs below as given: the nodes share the host's few cores.
+SlurmdParameters=config_overrides
+KillWait=2
+MinJobAge=2
+NodeName=n[1-$n] CPUs=4 State=UNKNOWN
+PartitionName=nodes Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+EOF
 }
 
 # Every process in one of the cluster's network namespaces.
@@ -289,7 +427,11 @@ cmd_reap() {
     for s in "$STATE_ROOT"/*/; do
         [ -d "$s" ] || continue
         id=$(basename "$s")
-        owner=$(cat "$s/owner" 2>/dev/null || echo "0 0")
+        # A cluster being made has no owner file for a moment.
+        if ! read -r owner 2>/dev/null <"$s/owner"; then
+            [ -n "$(find "$s" -maxdepth 0 -mmin +1)" ] || continue
+            owner="0 0"
+        fi
         [ "$owner" = manual ] && continue
         # shellcheck disable=SC2086
         owner_alive $owner && continue

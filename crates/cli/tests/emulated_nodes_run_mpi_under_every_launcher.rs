@@ -1,7 +1,8 @@
 //! The test suite's cluster (`scripts/cluster.sh`, docs/cluster.md) runs
 //! real MPI jobs across emulated nodes, without Hark: Open MPI's `mpirun`
-//! through the rsh agent and MPICH's Hydra `mpiexec` through the same
-//! agent, on 2 and 3 nodes. Every rank reports its host and its
+//! and MPICH's Hydra `mpiexec` through the rsh agent, and Slurm's `srun`
+//! (PMIx, PMI-2), on 2 and 3 nodes; `srun`, `mpirun` and `mpiexec`
+//! inside `salloc`. Every rank reports its host and its
 //! CLOCK_MONOTONIC: the ranks sit on distinct nodes, and each reads its
 //! node's clock, offset from the host's by what the cluster says. After
 //! teardown nothing of a cluster is left. Needs root; skips otherwise.
@@ -11,8 +12,12 @@ mod common;
 use common::cluster::{shared_scratch, Cluster};
 use common::*;
 use std::collections::BTreeSet;
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, ExitStatus, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// One line of `where_and_when`.
 #[derive(Debug)]
@@ -24,8 +29,8 @@ struct Rank {
     sum: usize,
 }
 
-fn ranks(out: &Output) -> Vec<Rank> {
-    let text = String::from_utf8_lossy(&out.stdout);
+fn ranks(stdout: &[u8]) -> Vec<Rank> {
+    let text = String::from_utf8_lossy(stdout);
     text.lines()
         .filter_map(|l| {
             let w: Vec<&str> = l.split_whitespace().collect();
@@ -41,6 +46,81 @@ fn ranks(out: &Output) -> Vec<Rank> {
             }
         })
         .collect()
+}
+
+/// How long a job may go on after its last rank reported, before it is
+/// taken for MPICH's finalize hang.
+const FINALIZE_GRACE: Duration = Duration::from_secs(30);
+
+/// Runs an MPICH job, bounded like every command, and returns its output
+/// and whether it hung in `MPI_Finalize`. MPICH 4.0 over UCX's TCP
+/// transport (Debian's build; the only transport between nodes) can hang
+/// there when its ranks reach it apart, even by milliseconds, without
+/// namespaces too (docs/cluster.md, "Known problems"). So once every rank
+/// has printed its line, the job gets [`FINALIZE_GRACE`] to end; past it,
+/// its launcher is killed (the cluster's teardown takes the ranks), the
+/// test says so in one line, and the ranks' lines are still checked.
+fn output_past_a_finalize_hang(mut cmd: Command, np: usize) -> (Output, bool) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cannot run cluster.sh");
+    let stdout = collect(child.stdout.take().unwrap());
+    let stderr = collect(child.stderr.take().unwrap());
+    let started = Instant::now();
+    let mut reported: Option<Instant> = None;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if reported.is_none() && ranks(&stdout.lock().unwrap()).len() == np {
+            reported = Some(Instant::now());
+        }
+        if reported.is_some_and(|t| t.elapsed() > FINALIZE_GRACE) {
+            eprintln!(
+                "note: every rank reported, then MPICH hung in MPI_Finalize (MPICH 4.0 over \
+                 UCX/TCP, docs/cluster.md); killed its launcher"
+            );
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        assert!(
+            started.elapsed() < limit(),
+            "{cmd:?} still running after {:?}: {}",
+            limit(),
+            String::from_utf8_lossy(&stderr.lock().unwrap())
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // The pipes close once the launcher is gone; a rank left holding
+    // them must not stall the test.
+    std::thread::sleep(Duration::from_millis(100));
+    let take = |b: &Arc<Mutex<Vec<u8>>>| b.lock().unwrap().clone();
+    let out = Output {
+        status: status.unwrap_or_else(|| ExitStatus::from_raw(0)),
+        stdout: take(&stdout),
+        stderr: take(&stderr),
+    };
+    (out, status.is_none())
+}
+
+/// A buffer that fills with what `pipe` gives, from a thread.
+fn collect(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let fill = Arc::clone(&buf);
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            fill.lock().unwrap().extend_from_slice(&chunk[..n]);
+        }
+    });
+    buf
 }
 
 /// The host's CLOCK_MONOTONIC in nanoseconds.
@@ -59,21 +139,26 @@ fn host_monotonic_ns() -> i64 {
 /// the host's clock before and after the job, plus the node's offset.
 fn run_and_check(cluster: &Cluster, dir: &Path, command: &[String], np: usize) {
     let before = host_monotonic_ns();
-    let out = cluster
-        .command("n1", command)
-        .current_dir(dir)
+    let mut cmd = cluster.command("n1", command);
+    cmd.current_dir(dir)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output_within()
-        .expect("cannot run cluster.sh");
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let mpich = command.iter().any(|w| w.contains("mpich"));
+    let (out, hung) = if mpich {
+        output_past_a_finalize_hang(cmd, np)
+    } else {
+        (cmd.output_within().expect("cannot run cluster.sh"), false)
+    };
     let after = host_monotonic_ns();
     let shown = format!(
         "{command:?}\n--- stdout\n{}\n--- stderr\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_exit(&out, 0);
-    let mut ranks = ranks(&out);
+    if !hung {
+        assert_exit(&out, 0);
+    }
+    let mut ranks = ranks(&out.stdout);
     ranks.sort_by_key(|r| r.rank);
     let numbers: Vec<usize> = ranks.iter().map(|r| r.rank).collect();
     assert_eq!(numbers, (0..np).collect::<Vec<_>>(), "{shown}");
@@ -171,6 +256,86 @@ fn hydra_on_3_nodes() {
     hydra(3);
 }
 
+/// Both MPIs' `where_and_when` in a directory every node sees, or None
+/// (said why) when one is missing.
+fn both_programs(tag: &str) -> Option<(common::Scratch, String, String)> {
+    for mpi in [OPEN_MPI, MPICH] {
+        if !have(mpi.cc) {
+            eprintln!("skipped: {} is not installed", mpi.name);
+            return None;
+        }
+    }
+    let dir = shared_scratch(tag);
+    let ompi = compile(OPEN_MPI.cc, "where_and_when.c".as_ref(), &dir, &[]);
+    let mpich = compile(MPICH.cc, "where_and_when.c".as_ref(), &dir, &[]);
+    let (ompi, mpich) = (ompi.display().to_string(), mpich.display().to_string());
+    Some((dir, ompi, mpich))
+}
+
+fn words(line: &str) -> Vec<String> {
+    line.split_whitespace().map(String::from).collect()
+}
+
+/// `srun` straight from n1, one rank per node: Open MPI over PMIx, MPICH
+/// over PMI-2 (what Debian's builds of each speak).
+fn srun(nodes: usize) {
+    let Some(cluster) = Cluster::up(nodes) else {
+        return;
+    };
+    let Some((dir, ompi, mpich)) = both_programs(&format!("nodes-srun-{nodes}")) else {
+        return;
+    };
+    if !cluster.slurm() {
+        return;
+    }
+    let n = format!("-N{nodes} -n{nodes}");
+    run_and_check(
+        &cluster,
+        &dir,
+        &words(&format!("srun {n} --mpi=pmix {ompi}")),
+        nodes,
+    );
+    run_and_check(
+        &cluster,
+        &dir,
+        &words(&format!("srun {n} --mpi=pmi2 {mpich}")),
+        nodes,
+    );
+}
+
+#[test]
+fn srun_on_2_nodes() {
+    srun(2);
+}
+
+#[test]
+fn srun_on_3_nodes() {
+    srun(3);
+}
+
+/// Inside an allocation (`salloc`): `srun`, and each MPI's own launcher,
+/// which start their daemons through Slurm.
+#[test]
+fn launchers_inside_salloc_on_2_nodes() {
+    let Some(cluster) = Cluster::up(2) else {
+        return;
+    };
+    let Some((dir, ompi, mpich)) = both_programs("nodes-salloc") else {
+        return;
+    };
+    if !cluster.slurm() || !have(OPEN_MPI.run) || !have("mpiexec.hydra") {
+        return;
+    }
+    for inner in [
+        format!("srun --mpi=pmix {ompi}"),
+        format!("{} {ompi}", OPEN_MPI.run),
+        format!("mpiexec.hydra {mpich}"),
+    ] {
+        let command = words(&format!("salloc -N2 -n2 {inner}"));
+        run_and_check(&cluster, &dir, &command, 2);
+    }
+}
+
 /// What of a cluster the host can see: its namespaces, its state
 /// directory, its processes and mounts.
 fn traces_of(id: &str) -> Vec<String> {
@@ -255,6 +420,64 @@ fn a_cluster_leaves_nothing_behind() {
     }
     let status = sleeper.wait().unwrap();
     assert!(!status.success(), "the node's sleep outlived its cluster");
+}
+
+/// A directory made private on one node (as an output directory on one
+/// node only): that node sees an empty directory of its own, the others
+/// and the host keep the shared one.
+#[test]
+fn a_directory_made_private_on_one_node_is_that_node_s_alone() {
+    let Some(cluster) = Cluster::up(2) else {
+        return;
+    };
+    let dir = shared_scratch("nodes-private");
+    let out_dir = dir.join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    std::fs::write(out_dir.join("shared"), "host").unwrap();
+    cluster.make_private("n2", &out_dir);
+    let list = |node: &str| {
+        let out = cluster.exec(node, &["ls", "-A", &out_dir.display().to_string()]);
+        assert_exit(&out, 0);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(list("n2"), "");
+    let mine = out_dir.join("mine").display().to_string();
+    assert_exit(&cluster.exec("n2", &["touch", &mine]), 0);
+    assert_eq!(list("n2"), "mine");
+    assert_eq!(list("n1"), "shared");
+    assert!(!out_dir.join("mine").exists(), "n2's file reached the host");
+}
+
+/// A cluster whose test was killed before it could tear down (its owner
+/// is gone) is removed by the next cluster's start, with what ran on it.
+#[test]
+fn a_killed_test_s_cluster_is_removed_at_the_next_start() {
+    if Cluster::up(1).is_none() {
+        return;
+    }
+    let mut owner = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .expect("sleep");
+    let id = format!("t{}_killed", std::process::id());
+    let out = std::process::Command::new(common::cluster::script())
+        .args(["up", &id, "2", "--owner", &owner.id().to_string()])
+        .output_within()
+        .expect("cluster.sh up");
+    assert_exit(&out, 0);
+    let mut on_node = std::process::Command::new(common::cluster::script())
+        .args(["exec", &id, "n2", "sleep", "600"])
+        .spawn()
+        .expect("cluster.sh exec");
+    assert!(!traces_of(&id).is_empty());
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    let next = Cluster::up(1).expect("namespaces worked a moment ago");
+    assert_eq!(traces_of(&id), Vec::<String>::new());
+    // Killed with its node: it ends without waiting out its 600 s.
+    let status = on_node.wait().unwrap();
+    assert!(!status.success(), "its node's sleep ended well: {status}");
+    drop(next);
 }
 
 /// The first check of Hark itself on a cluster: `hark run` on n1 over
