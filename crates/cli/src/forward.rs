@@ -119,11 +119,20 @@ fn upstream_addresses(addr: &str) -> Vec<String> {
         Some((_, r)) if r.starts_with("unix:") || r.starts_with("tcp:") => r,
         _ => addr,
     };
-    rest.split(',')
-        .map(str::trim)
-        .filter(|a| !a.is_empty())
-        .map(String::from)
-        .collect()
+    // A comma separates two addresses only before a scheme: a Unix path
+    // may hold one.
+    let mut out: Vec<String> = Vec::new();
+    for part in rest.split(',') {
+        match out.last_mut() {
+            Some(last) if !part.starts_with("unix:") && !part.starts_with("tcp:") => {
+                last.push(',');
+                last.push_str(part);
+            }
+            _ => out.push(part.to_string()),
+        }
+    }
+    out.retain(|a| !a.is_empty());
+    out
 }
 
 #[cfg(test)]
@@ -141,6 +150,10 @@ mod tests {
             ["unix:/p", "tcp:10.0.0.1:7000"]
         );
         assert_eq!(upstream_addresses("tcp:h:1"), ["tcp:h:1"]);
+        assert_eq!(
+            upstream_addresses("s@unix:/a,b/sock,tcp:h:1"),
+            ["unix:/a,b/sock", "tcp:h:1"]
+        );
         assert!(upstream_addresses("").is_empty());
     }
 }

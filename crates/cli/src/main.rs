@@ -29,6 +29,7 @@ mod open;
 mod output;
 mod probe;
 mod query;
+mod reach;
 mod report;
 mod run;
 mod rundir;

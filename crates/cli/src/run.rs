@@ -60,14 +60,16 @@ fn measure(args: &RunArgs) -> Result<i32> {
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
     let place = rundir::Place::choose(args.output.as_deref(), &args.out_dir);
     let socket_dir = SocketDir::create()?;
-    let server = std::sync::Arc::new(start_server(args, &place, &socket_dir)?);
+    let launcher = launch::detect(&args.command[0]);
+    let also = crate::reach::also_listen(launcher, &args.command);
+    let server = std::sync::Arc::new(start_server(args, &place, &socket_dir, also)?);
     let view = match args.no_http {
         true => None,
         false => Some(crate::live::start(&args.http, &server, args.quiet)?),
     };
 
-    let env = probe_env(args, &probe, &server.probe_addr());
-    let argv = command_line(args, &probe, &server, &env);
+    let env = probe_env(args, &probe, &crate::reach::probe_addr(&server));
+    let (argv, env) = command_line(args, launcher, &probe, &server, env);
     let mut child = match Command::new(&argv[0]).args(&argv[1..]).envs(env).spawn() {
         Ok(child) => child,
         Err(e) => return Ok(not_started(&argv[0], &e, server)),
@@ -108,7 +110,13 @@ fn measure(args: &RunArgs) -> Result<i32> {
 }
 
 /// Starts the embedded analysis server on the socket in `socket_dir`.
-fn start_server(args: &RunArgs, place: &rundir::Place, socket_dir: &SocketDir) -> Result<Server> {
+/// `also`: more addresses to listen on (TCP, for ranks on other nodes).
+fn start_server(
+    args: &RunArgs,
+    place: &rundir::Place,
+    socket_dir: &SocketDir,
+    also: Vec<String>,
+) -> Result<Server> {
     // The secret keeps other processes of the user from joining the run:
     // the probes get it in HARK_ADDR, the server refuses streams without it.
     let secret =
@@ -117,6 +125,7 @@ fn start_server(args: &RunArgs, place: &rundir::Place, socket_dir: &SocketDir) -
     hark_analyser::test_match_bound();
     Server::start(ServerConfig {
         addr: format!("unix:{}", socket_dir.socket().display()),
+        also,
         analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
         secret: Some(secret),
         rows: args.rows.map_or(ServerConfig::default().rows, |n| {
@@ -138,33 +147,34 @@ fn start_server(args: &RunArgs, place: &rundir::Place, socket_dir: &SocketDir) -
     .map_err(|e| anyhow!("cannot start the analysis server: {e}"))
 }
 
-/// The command line to run: the command with the probe's preloads and the
-/// environment `env` named where its launcher wants them (`hark run -v`
-/// shows it).
+/// The command line to run and its environment: the command with the
+/// probe's preloads and the environment `env` given where its launcher
+/// wants them (`hark run -v` shows it; [`crate::reach::launch_line`]).
 fn command_line(
     args: &RunArgs,
+    launcher: Launcher,
     probe: &Path,
     server: &Server,
-    env: &[(String, String)],
-) -> Vec<String> {
-    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
-    let launcher = launch::detect(&args.command[0]);
+    env: Vec<(String, String)>,
+) -> (Vec<String>, Vec<(String, String)>) {
     let command = launch::with_given_preloads(launcher, &args.command, probe);
-    let argv = launch::with_env_options(launcher, &command, &names);
+    let (argv, env) = crate::reach::launch_line(launcher, &command, env);
     if args.verbose {
         print_stderr(&format!(
             "hark: probe {}\nhark: server listening on {}\nhark: launcher: {}\nhark: running {}\n",
             probe.display(),
-            server.addr(),
+            server.addrs().join(", "),
             match launcher {
-                Launcher::OpenMpi => "Open MPI (environment passed with -x)",
-                Launcher::Hydra => "MPICH Hydra (environment passed with -genvlist)",
+                Launcher::OpenMpi => "Open MPI (the probe preloaded into the ranks with -x)",
+                Launcher::Hydra => "MPICH Hydra (the probe preloaded into the ranks with -genv)",
+                Launcher::Slurm =>
+                    "Slurm's srun (the probe preloaded into the tasks with --export)",
                 Launcher::Other => "none known (the command inherits the environment)",
             },
             argv.join(" ")
         ));
     }
-    argv
+    (argv, env)
 }
 
 /// The command `program` could not start: says why, ends the server and

@@ -18,14 +18,21 @@ enum Stream {
 
 impl Upstream {
     /// Connects to the first of `addrs` (`unix:/path`, `tcp:host:port`)
-    /// that answers within `timeout`; returns the writing half and a
+    /// that answers, within a second each but the last, which gets
+    /// `timeout`; returns the writing half and a
     /// reading half for what `hark` writes back.
     pub fn connect(
         addrs: &[String],
         timeout: Duration,
     ) -> io::Result<(Upstream, Box<dyn Read + Send>)> {
         let mut why = Vec::new();
-        for addr in addrs {
+        for (i, addr) in addrs.iter().enumerate() {
+            // One the node cannot route to must not hold up the next: all
+            // but the last get a second at most.
+            let timeout = match i + 1 == addrs.len() {
+                true => timeout,
+                false => timeout.min(Duration::from_secs(1)),
+            };
             match Stream::connect(addr, timeout) {
                 Ok((s, down)) => {
                     return Ok((

@@ -13,7 +13,7 @@ pub const ADDR: Setting = Setting {
     kind: Kind::Text,
     default: DefaultValue::Words("unset"),
     set_by: SetBy::User,
-    doc: "where to send: `unix:/path/to/socket` or `tcp:host:port`, optionally preceded by the run's secret and `@` (`3f9c…@unix:/tmp/hark-x/sock`; the secret holds no `:`, and only an `@` right before `unix:` or `tcp:` separates one). The probe sends the secret in its Hello; a server started with a secret (`hark run` always is) refuses streams without it. **Unset or empty: the probe is fully passive** — no thread, no connection, no recording; every wrapper costs one atomic load.",
+    doc: "where to send: `unix:/path/to/socket` or `tcp:host:port`, or several of those separated by commas, optionally preceded by the run's secret and `@` (`3f9c…@unix:/tmp/hark-x/sock`; the secret holds no `:`, and only an `@` right before `unix:` or `tcp:` separates one). With a list (`3f9c…@unix:/tmp/hark-x/sock,tcp:10.0.0.1:4000,tcp:10.1.0.1:4000`; a comma separates two addresses only right before `unix:` or `tcp:`) the probe tries the Unix sockets first, then the TCP addresses, those on its own host's subnets first, each for at most 1 s but the last (which gets `HARK_CONNECT_TIMEOUT_MS`), and streams to the first that answers; `hark run` over `mpirun`, `mpiexec` or `srun` gives such a list (`docs/cluster.md`). The probe proves the secret in its Hello, whichever address it reaches; a server started with a secret (`hark run` always is) refuses streams without it. **Unset or empty: the probe is fully passive** — no thread, no connection, no recording; every wrapper costs one atomic load.",
 };
 
 /// Bytes per buffer and per pack.
@@ -61,7 +61,7 @@ pub const JOB: Setting = Setting {
     kind: Kind::Text,
     default: DefaultValue::Words(""),
     set_by: SetBy::User,
-    doc: "job name sent in the handshake (else taken from the launcher)",
+    doc: "job name sent in the handshake, which groups ranks into one job; else taken from the launcher, the same for every rank on every node: `PMIX_NAMESPACE` (Open MPI, `srun --mpi=pmix`), `PMI_KVSNAME`, Hydra's control port (`hydra:HOST:PORT`, from the command line of the rank's `hydra_pmi_proxy`), Slurm's job and step (`SLURM_JOB_ID.SLURM_STEP_ID`); else `ppid:PID` of the rank's launching process (one node only)",
 };
 
 /// The pid of the process that holds a rank.

@@ -26,6 +26,9 @@ enum Socket {
 pub struct Listener {
     socket: Socket,
     addr: String,
+    // More sockets served as one with this one (`also`): their connections
+    // share the ids, the sink and the shutdown.
+    more: Vec<Listener>,
 }
 
 impl Listener {
@@ -51,6 +54,7 @@ impl Listener {
             Ok(Listener {
                 socket: Socket::Unix(l, path),
                 addr: addr.to_string(),
+                more: Vec::new(),
             })
         } else if let Some(hostport) = addr.strip_prefix("tcp:") {
             let l = TcpListener::bind(hostport).map_err(bind_err)?;
@@ -58,6 +62,7 @@ impl Listener {
             Ok(Listener {
                 socket: Socket::Tcp(l),
                 addr: format!("tcp:{local}"),
+                more: Vec::new(),
             })
         } else {
             Err(Error::new(ErrorKind::BadAddress(addr.to_string())))
@@ -68,6 +73,15 @@ impl Listener {
     /// port for TCP.
     pub fn addr(&self) -> &str {
         &self.addr
+    }
+
+    /// This listener and `other` served as one: one sink, one count of
+    /// connections, one shutdown (a Unix socket on the node and a TCP
+    /// socket for ranks on other nodes, say). [`addr`](Listener::addr)
+    /// stays this one's; [`Server::addrs`] lists all.
+    pub fn also(mut self, other: Listener) -> Listener {
+        self.more.push(other);
+        self
     }
 
     /// Starts accepting on a background thread; each connection gets its own
@@ -88,23 +102,21 @@ impl Listener {
             live: Mutex::new(Vec::new()),
             options,
         });
-        let addr = self.addr.clone();
-        let (path, listen_fd) = match &self.socket {
-            Socket::Unix(l, p) => (Some(p.clone()), l.as_raw_fd()),
-            Socket::Tcp(l) => (None, l.as_raw_fd()),
-        };
-        let sh = shared.clone();
-        let accept = std::thread::Builder::new()
-            .name("hark-accept".into())
-            .spawn(move || accept_loop(self.socket, sh, sink))
-            .expect("spawning the accept thread");
-        Server {
-            addr,
-            path,
-            listen_fd,
+        let mut server = Server {
+            addr: self.addr.clone(),
+            addrs: Vec::new(),
+            paths: Vec::new(),
+            accepts: Vec::new(),
             shared,
-            accept: Some(accept),
+        };
+        let mut more = self.more;
+        server.accept_on(self.socket, self.addr, sink.clone());
+        while !more.is_empty() {
+            let l = more.remove(0);
+            more.splice(0..0, l.more);
+            server.accept_on(l.socket, l.addr, sink.clone());
         }
+        server
     }
 }
 
@@ -466,18 +478,43 @@ pub(crate) fn realtime_ns() -> u64 {
 /// are read to their end) and removes the Unix socket file.
 pub struct Server {
     addr: String,
-    path: Option<PathBuf>,
-    // The accept thread's listening socket, which it owns and closes; kept
-    // here only to wake that thread by shutting the socket down.
-    listen_fd: i32,
+    addrs: Vec<String>,
+    paths: Vec<PathBuf>,
+    // Each accept thread with its listening socket, which the thread owns
+    // and closes; kept here only to wake the thread by shutting it down.
+    accepts: Vec<(i32, JoinHandle<()>)>,
     shared: Arc<Shared>,
-    accept: Option<JoinHandle<()>>,
 }
 
 impl Server {
-    /// The address probes should be given (`HARK_ADDR`).
+    /// The address probes should be given (`HARK_ADDR`): the first
+    /// listener's.
     pub fn addr(&self) -> &str {
         &self.addr
+    }
+
+    /// Every address served ([`Listener::also`]), the first listener's
+    /// first.
+    pub fn addrs(&self) -> &[String] {
+        &self.addrs
+    }
+
+    /// Starts the accept thread of one listening socket.
+    fn accept_on(&mut self, socket: Socket, addr: String, sink: Arc<dyn Sink>) {
+        let listen_fd = match &socket {
+            Socket::Unix(l, p) => {
+                self.paths.push(p.clone());
+                l.as_raw_fd()
+            }
+            Socket::Tcp(l) => l.as_raw_fd(),
+        };
+        let sh = self.shared.clone();
+        let accept = std::thread::Builder::new()
+            .name("hark-accept".into())
+            .spawn(move || accept_loop(socket, sh, sink))
+            .expect("spawning the accept thread");
+        self.addrs.push(addr);
+        self.accepts.push((listen_fd, accept));
     }
 
     /// Streams seen so far: every connection accepted, and every stream a
@@ -530,18 +567,20 @@ impl Server {
     }
 
     fn stop_accepting(&mut self) {
-        let Some(accept) = self.accept.take() else {
+        if self.accepts.is_empty() {
             return;
-        };
+        }
         self.shared.stopping.store(true, Ordering::Release);
-        // Wake the accept thread: shutting a listening socket down makes a
-        // blocked accept() fail at once on Linux. A connection of our own
-        // would need the socket file, which someone may have removed.
-        // SAFETY: the descriptor stays open until the accept thread, which
-        // owns it, returns; it is joined just below.
-        unsafe { libc::shutdown(self.listen_fd, libc::SHUT_RDWR) };
-        let _ = accept.join();
-        if let Some(p) = &self.path {
+        for (listen_fd, accept) in self.accepts.drain(..) {
+            // Wake the accept thread: shutting a listening socket down makes a
+            // blocked accept() fail at once on Linux. A connection of our own
+            // would need the socket file, which someone may have removed.
+            // SAFETY: the descriptor stays open until the accept thread, which
+            // owns it, returns; it is joined just below.
+            unsafe { libc::shutdown(listen_fd, libc::SHUT_RDWR) };
+            let _ = accept.join();
+        }
+        for p in &self.paths {
             let _ = std::fs::remove_file(p);
         }
     }

@@ -41,7 +41,10 @@ pub(crate) fn connect(cfg: &Config, may_start: bool) -> Option<(RawFd, String)> 
     if !may_start {
         return None;
     }
-    match start(bin, &base, &sock, cfg.connect_timeout) {
+    // The forwarder may try hark's addresses one by one (a second each but
+    // the last, `HARK_CONNECT_TIMEOUT_MS`) before it listens.
+    let wait = cfg.connect_timeout + Duration::from_secs(2);
+    match start(bin, &base, &sock, wait) {
         Ok(fd) => Some((fd, format!("unix:{sock}"))),
         Err(why) => {
             crate::core::warn_once(
@@ -62,7 +65,7 @@ fn wanted(cfg: &Config) -> bool {
     match cfg.forward {
         Forward::Never => false,
         Forward::Always => true,
-        Forward::Auto => !cfg.addr.split(',').any(|a| {
+        Forward::Auto => !super::reach::split(&cfg.addr).iter().any(|a| {
             a.strip_prefix("unix:")
                 .is_some_and(|p| std::path::Path::new(p).exists())
         }),
