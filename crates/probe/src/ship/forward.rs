@@ -162,8 +162,9 @@ fn start(bin: &str, base: &str, sock: &str, wait: Duration) -> Result<RawFd, Str
 }
 
 /// Starts `bin forward --detach --listen unix:SOCK` with this process's
-/// environment less `LD_PRELOAD`, and reaps the short-lived process that
-/// detaches the forwarder.
+/// environment less `LD_PRELOAD` and none of its descriptors (its standard
+/// streams on `/dev/null`), and reaps the short-lived process that detaches
+/// the forwarder.
 fn spawn(bin: &str, sock: &str) -> Result<(), String> {
     let args = [
         bin.to_string(),
@@ -190,17 +191,32 @@ fn spawn(bin: &str, sock: &str) -> Result<(), String> {
     let mut envp: Vec<*mut libc::c_char> = env.iter().map(|e| e.as_ptr().cast_mut()).collect();
     envp.push(std::ptr::null_mut());
     let mut pid: libc::pid_t = 0;
-    // SAFETY: argv and envp are NUL-terminated arrays of C strings that
-    // live until the call returns; no file actions or attributes.
+    let null = c"/dev/null";
+    // SAFETY: the file actions are initialised before use and destroyed
+    // after; argv and envp are NUL-terminated arrays of C strings that live
+    // until the call returns.
     let r = unsafe {
-        libc::posix_spawn(
+        let mut fa: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        libc::posix_spawn_file_actions_init(&mut fa);
+        // Nothing of the program's: its standard streams are the
+        // launcher's pipes, and a launcher waits for their end (Hydra's
+        // proxy does) while the forwarder waits for hark's, which waits
+        // for the launcher; its other descriptors (MPICH's PMI socket)
+        // are the job's.
+        libc::posix_spawn_file_actions_addopen(&mut fa, 0, null.as_ptr(), libc::O_RDONLY, 0);
+        libc::posix_spawn_file_actions_addopen(&mut fa, 1, null.as_ptr(), libc::O_WRONLY, 0);
+        libc::posix_spawn_file_actions_addopen(&mut fa, 2, null.as_ptr(), libc::O_WRONLY, 0);
+        libc::posix_spawn_file_actions_addclosefrom_np(&mut fa, 3);
+        let r = libc::posix_spawn(
             &mut pid,
             args[0].as_ptr(),
-            std::ptr::null(),
+            &fa,
             std::ptr::null(),
             argv.as_ptr(),
             envp.as_ptr(),
-        )
+        );
+        libc::posix_spawn_file_actions_destroy(&mut fa);
+        r
     };
     if r != 0 {
         return Err(format!(
