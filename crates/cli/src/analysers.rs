@@ -16,7 +16,7 @@ fn mpi_library(launcher: Launcher) -> Option<&'static str> {
     match launcher {
         Launcher::OpenMpi => Some("libmpi.so.40"),
         Launcher::Hydra => Some("libmpich.so.12"),
-        Launcher::Other => None,
+        Launcher::Slurm | Launcher::Other => None,
     }
 }
 

@@ -77,6 +77,10 @@ pub enum Command {
     /// not by hand.
     #[command(name = "mpi-analyser", hide = true)]
     MpiAnalyser(crate::mpi_analyser::AnalyserArgs),
+    /// A node's forwarder (`docs/cluster.md`); started by the first
+    /// measured process of a node, not by hand.
+    #[command(hide = true)]
+    Forward(crate::forward::ForwardArgs),
 }
 
 const EXPORT_EXAMPLES: &str = "\
@@ -223,11 +227,13 @@ Examples:
 How it works:
   hark starts an analysis server on a Unix socket in a private temporary
   directory and runs COMMAND with LD_PRELOAD=libhark.so (after anything
-  already in LD_PRELOAD) and HARK_ADDR set. For Open MPI's mpirun these are
-  also passed with -x NAME in every application context, for MPICH's Hydra
-  with -genvlist; other launchers and plain programs inherit them. The probe
-  stays passive in launchers themselves. The program's own output passes
-  through untouched; hark's status line and summary go to stderr.
+  already in LD_PRELOAD) and HARK_ADDR set. Over Open MPI's mpirun, MPICH's
+  Hydra and Slurm's srun, LD_PRELOAD goes to the ranks only (-x, -genv,
+  --export), HARK_ADDR by name (-x NAME) or with the whole environment, and
+  hark listens on TCP too, so that ranks on other nodes reach it; other
+  launchers and plain programs inherit them. The probe stays passive in
+  launchers and their agents. The program's own output passes through
+  untouched; hark's status line and summary go to stderr.
 
 Signals:
   Ctrl-C reaches the command directly; SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2

@@ -22,12 +22,14 @@ mod cli;
 mod ctl;
 mod diff;
 mod export;
+mod forward;
 mod live;
 mod mpi_analyser;
 mod open;
 mod output;
 mod probe;
 mod query;
+mod reach;
 mod report;
 mod run;
 mod rundir;
@@ -58,6 +60,7 @@ fn main() {
         cli::Command::Serve(args) => serve::serve(args),
         cli::Command::Ctl(args) => ctl::ctl(args),
         cli::Command::MpiAnalyser(args) => mpi_analyser::run(args),
+        cli::Command::Forward(args) => forward::run(args),
     };
     let code = match result {
         Ok(code) => code,

@@ -60,14 +60,16 @@ fn measure(args: &RunArgs) -> Result<i32> {
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
     let place = rundir::Place::choose(args.output.as_deref(), &args.out_dir);
     let socket_dir = SocketDir::create()?;
-    let server = std::sync::Arc::new(start_server(args, &place, &socket_dir)?);
+    let launcher = launch::detect(&args.command[0]);
+    let also = crate::reach::also_listen(launcher, &args.command);
+    let server = std::sync::Arc::new(start_server(args, &place, &socket_dir, also)?);
     let view = match args.no_http {
         true => None,
         false => Some(crate::live::start(&args.http, &server, args.quiet)?),
     };
 
-    let env = probe_env(args, &probe, &server.probe_addr());
-    let argv = command_line(args, &probe, &server, &env);
+    let env = probe_env(args, &probe, &crate::reach::probe_addr(&server));
+    let (argv, env) = command_line(args, launcher, &probe, &server, env);
     let mut child = match Command::new(&argv[0]).args(&argv[1..]).envs(env).spawn() {
         Ok(child) => child,
         Err(e) => return Ok(not_started(&argv[0], &e, server)),
@@ -89,6 +91,7 @@ fn measure(args: &RunArgs) -> Result<i32> {
     // second Ctrl-C) cut the grace period short; the report is still
     // written.
     let hurry = hurry_on_signals();
+    let sockets = server.sockets();
     let run = crate::live::release(server).finish_unless(GRACE, hurry);
     if let Some(view) = &view {
         view.finished(&run);
@@ -98,7 +101,7 @@ fn measure(args: &RunArgs) -> Result<i32> {
     let ready = ended.elapsed();
     drop(socket_dir);
     if args.verbose {
-        say_ready(ready, analysed);
+        say_ready(ready, analysed, sockets);
     }
     if !args.quiet {
         say_summary(args, &run, &written, code);
@@ -107,7 +110,13 @@ fn measure(args: &RunArgs) -> Result<i32> {
 }
 
 /// Starts the embedded analysis server on the socket in `socket_dir`.
-fn start_server(args: &RunArgs, place: &rundir::Place, socket_dir: &SocketDir) -> Result<Server> {
+/// `also`: more addresses to listen on (TCP, for ranks on other nodes).
+fn start_server(
+    args: &RunArgs,
+    place: &rundir::Place,
+    socket_dir: &SocketDir,
+    also: Vec<String>,
+) -> Result<Server> {
     // The secret keeps other processes of the user from joining the run:
     // the probes get it in HARK_ADDR, the server refuses streams without it.
     let secret =
@@ -116,6 +125,7 @@ fn start_server(args: &RunArgs, place: &rundir::Place, socket_dir: &SocketDir) -
     hark_analyser::test_match_bound();
     Server::start(ServerConfig {
         addr: format!("unix:{}", socket_dir.socket().display()),
+        also,
         analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
         secret: Some(secret),
         rows: args.rows.map_or(ServerConfig::default().rows, |n| {
@@ -137,33 +147,34 @@ fn start_server(args: &RunArgs, place: &rundir::Place, socket_dir: &SocketDir) -
     .map_err(|e| anyhow!("cannot start the analysis server: {e}"))
 }
 
-/// The command line to run: the command with the probe's preloads and the
-/// environment `env` named where its launcher wants them (`hark run -v`
-/// shows it).
+/// The command line to run and its environment: the command with the
+/// probe's preloads and the environment `env` given where its launcher
+/// wants them (`hark run -v` shows it; [`crate::reach::launch_line`]).
 fn command_line(
     args: &RunArgs,
+    launcher: Launcher,
     probe: &Path,
     server: &Server,
-    env: &[(String, String)],
-) -> Vec<String> {
-    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
-    let launcher = launch::detect(&args.command[0]);
+    env: Vec<(String, String)>,
+) -> (Vec<String>, Vec<(String, String)>) {
     let command = launch::with_given_preloads(launcher, &args.command, probe);
-    let argv = launch::with_env_options(launcher, &command, &names);
+    let (argv, env) = crate::reach::launch_line(launcher, &command, env);
     if args.verbose {
         print_stderr(&format!(
             "hark: probe {}\nhark: server listening on {}\nhark: launcher: {}\nhark: running {}\n",
             probe.display(),
-            server.addr(),
+            server.addrs().join(", "),
             match launcher {
-                Launcher::OpenMpi => "Open MPI (environment passed with -x)",
-                Launcher::Hydra => "MPICH Hydra (environment passed with -genvlist)",
+                Launcher::OpenMpi => "Open MPI (the probe preloaded into the ranks with -x)",
+                Launcher::Hydra => "MPICH Hydra (the probe preloaded into the ranks with -genv)",
+                Launcher::Slurm =>
+                    "Slurm's srun (the probe preloaded into the tasks with --export)",
                 Launcher::Other => "none known (the command inherits the environment)",
             },
             argv.join(" ")
         ));
     }
-    argv
+    (argv, env)
 }
 
 /// The command `program` could not start: says why, ends the server and
@@ -234,7 +245,8 @@ fn write_outputs(args: &RunArgs, place: &rundir::Place, run: &Run) -> Result<Pat
 }
 
 /// `hark run -v`: how long the report took once the command ended.
-fn say_ready(ready: Duration, analysed: Duration) {
+/// `sockets`: connections hark accepted (a forwarder's counts once).
+fn say_ready(ready: Duration, analysed: Duration, sockets: u64) {
     let peak = peak_memory()
         .map(|b| {
             format!(
@@ -244,7 +256,7 @@ fn say_ready(ready: Duration, analysed: Duration) {
         })
         .unwrap_or_default();
     print_stderr(&format!(
-        "hark: report ready {:.3} s after the command ended (streams drained and analysed in {:.3} s, outputs written in {:.3} s){peak}\n",
+        "hark: report ready {:.3} s after the command ended (streams drained and analysed in {:.3} s, outputs written in {:.3} s); {sockets} connection(s) into hark{peak}\n",
         ready.as_secs_f64(),
         analysed.as_secs_f64(),
         (ready - analysed).as_secs_f64()
@@ -310,6 +322,18 @@ pub(crate) fn probe_env(args: &RunArgs, probe: &Path, addr: &str) -> Vec<(String
         ),
         (hark_settings::ADDR.name.to_string(), addr.to_string()),
     ];
+    // The first measured process of a node starts its forwarder with this
+    // binary (`docs/cluster.md`, "The forwarder").
+    if let Ok(exe) = std::env::current_exe() {
+        env.push((
+            hark_settings::BIN.name.to_string(),
+            exe.display().to_string(),
+        ));
+    }
+    // Named to the launcher, so that it reaches every node.
+    if let Ok(mode) = std::env::var(hark_settings::FORWARD.name) {
+        env.push((hark_settings::FORWARD.name.to_string(), mode));
+    }
     env.extend(settings_env(args));
     env
 }

@@ -486,11 +486,10 @@ fn a_killed_test_s_cluster_is_removed_at_the_next_start() {
 }
 
 /// The first check of Hark itself on a cluster: `hark run` on n1 over
-/// `mpirun` across two nodes must measure both ranks. It fails today (the
-/// rank on n2 cannot reach hark's socket in n1's /tmp); the `reach` branch,
-/// which lets ranks on other nodes reach hark, un-ignores it.
+/// `mpirun` across two nodes must measure both ranks (the rank on n2
+/// reaches hark over TCP; `every_rank_on_every_node_is_measured.rs` has
+/// the full checks).
 #[test]
-#[ignore = "ranks on other nodes cannot reach hark yet: the reach branch un-ignores this"]
 fn hark_run_over_mpirun_on_2_nodes_measures_both_ranks() {
     if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
         eprintln!("skipped: Open MPI is not installed");

@@ -31,6 +31,8 @@ pub enum Launcher {
     OpenMpi,
     /// MPICH's Hydra `mpiexec`.
     Hydra,
+    /// Slurm's `srun`.
+    Slurm,
     /// Not an MPI launcher we know: a program, a script, `srun`...
     Other,
 }
@@ -74,6 +76,8 @@ fn by_name(name: &str) -> Option<Launcher> {
         Some(Launcher::OpenMpi)
     } else if HYDRA.contains(&name) {
         Some(Launcher::Hydra)
+    } else if name == "srun" {
+        Some(Launcher::Slurm)
     } else {
         None
     }
@@ -147,14 +151,30 @@ pub fn with_env_options(launcher: Launcher, command: &[String], vars: &[&str]) -
                 }
             }
         }
-        Launcher::Hydra => {
-            if !vars.is_empty() {
-                out.push("-genvlist".into());
-                out.push(vars.join(","));
+        Launcher::Hydra => return hydra_env_list(command, vars),
+        Launcher::Slurm | Launcher::Other => out.extend(rest.iter().cloned()),
+    }
+    out
+}
+
+/// Hydra passes `mpiexec`'s whole environment to every rank on every node
+/// unless told `-genvlist` (or `-genvnone`): then a rank on another node
+/// gets only the listed variables (on `mpiexec`'s node the proxy inherits
+/// them all anyway). So `vars` are added to a `-genvlist` the user gives,
+/// and otherwise left to the default; naming them in a `-genvlist` of our
+/// own would cut the program's environment short on every other node.
+pub(crate) fn hydra_env_list(command: &[String], vars: &[&str]) -> Vec<String> {
+    let mut out = command.to_vec();
+    for (i, end) in option_spans(command).into_iter().flatten() {
+        if matches!(command[i].as_str(), "-genvlist" | "-envlist") && end == i + 2 {
+            let mut list = command[i + 1].clone();
+            for v in vars {
+                if !list.split(',').any(|n| n == *v) {
+                    list = format!("{list},{v}");
+                }
             }
-            out.extend(rest.iter().cloned());
+            out[i + 1] = list;
         }
-        Launcher::Other => out.extend(rest.iter().cloned()),
     }
     out
 }
@@ -200,7 +220,7 @@ pub fn with_analyser_partition(
     let count = match launcher {
         Launcher::OpenMpi => "-np",
         Launcher::Hydra => "-n",
-        Launcher::Other => return None,
+        Launcher::Slurm | Launcher::Other => return None,
     };
     if command.len() < 2 || analyser.is_empty() || n == 0 {
         return None;
@@ -248,6 +268,26 @@ const VALUED: &[(&str, usize)] = &[
     ("--gmca", 2),
     ("-genv", 2),
     ("-env", 2),
+    // srun's
+    ("-N", 1),
+    ("--nodes", 1),
+    ("-w", 1),
+    ("--nodelist", 1),
+    ("-p", 1),
+    ("--partition", 1),
+    ("-t", 1),
+    ("--time", 1),
+    ("-J", 1),
+    ("--job-name", 1),
+    ("-A", 1),
+    ("--account", 1),
+    ("--ntasks", 1),
+    ("--ntasks-per-node", 1),
+    ("--cpus-per-task", 1),
+    ("-D", 1),
+    ("--chdir", 1),
+    ("--mpi", 1),
+    ("--export", 1),
 ];
 
 /// The launcher's options of every application context of `command`, each
@@ -266,7 +306,7 @@ pub fn options(command: &[String]) -> Vec<Vec<(&str, &[String])>> {
 
 /// Where [`options`] finds them: per application context, each option's
 /// index in `command` and the end (exclusive) of its values.
-fn option_spans(command: &[String]) -> Vec<Vec<(usize, usize)>> {
+pub(crate) fn option_spans(command: &[String]) -> Vec<Vec<(usize, usize)>> {
     let mut contexts = Vec::new();
     let mut start = 1;
     while start <= command.len() {
@@ -351,7 +391,8 @@ mod tests {
             ("mpiexec.hydra", Launcher::Hydra),
             ("mpirun.mpich", Launcher::Hydra),
             ("./a.out", Launcher::Other),
-            ("srun", Launcher::Other),
+            ("srun", Launcher::Slurm),
+            ("/usr/bin/srun", Launcher::Slurm),
             ("python3", Launcher::Other),
         ];
         for (program, want) in cases {
@@ -394,11 +435,18 @@ mod tests {
     }
 
     #[test]
-    fn hydra_gets_one_global_list() {
+    fn hydra_passes_the_whole_environment_or_the_user_s_list_with_ours() {
+        // Hydra's default passes everything; a list of our own would cut
+        // the rest off on other nodes.
         let cmd = words("mpiexec.hydra -n 2 ./a : -n 1 ./b");
         assert_eq!(
             with_env_options(Launcher::Hydra, &cmd, &["LD_PRELOAD", "HARK_ADDR"]),
-            words("mpiexec.hydra -genvlist LD_PRELOAD,HARK_ADDR -n 2 ./a : -n 1 ./b")
+            cmd
+        );
+        let cmd = words("mpiexec.hydra -genvlist PATH,HOME -n 2 ./a : -envlist X -n 1 ./b");
+        assert_eq!(
+            with_env_options(Launcher::Hydra, &cmd, &["HARK_ADDR", "HOME"]),
+            words("mpiexec.hydra -genvlist PATH,HOME,HARK_ADDR -n 2 ./a : -envlist X,HARK_ADDR,HOME -n 1 ./b")
         );
     }
 

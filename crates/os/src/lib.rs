@@ -5,9 +5,9 @@
 //! depend on its caller: identity ([`uid`], [`in_my_groups`]), processes
 //! ([`process_gone`]), signals ([`forward_signals_to`], [`flag_on_signals`],
 //! [`ignore_signals`]), limits ([`raise_fd_limit`]), the allocator
-//! ([`set_mmap_threshold`], [`set_arena_max`]) and the local time
-//! ([`local_time`]), and directories handled by descriptor, never by path
-//! ([`Dir`]). Signal handlers installed here only load or store
+//! ([`set_mmap_threshold`], [`set_arena_max`]), the local time
+//! ([`local_time`]), the network interfaces ([`ipv4_interfaces`]), and
+//! directories handled by descriptor, never by path ([`Dir`]). Signal handlers installed here only load or store
 //! atomics and call `kill`, which are async-signal-safe.
 //!
 //! ```
@@ -20,8 +20,10 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod dir;
+mod net;
 
 pub use dir::{euid, make_fifo, Dir, Stat};
+pub use net::{ipv4_interfaces, Interface};
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 

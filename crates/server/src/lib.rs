@@ -83,6 +83,10 @@ use std::time::{Duration, Instant};
 pub struct ServerConfig {
     /// Where to listen: `unix:/path` or `tcp:host:port` (port 0 picks one).
     pub addr: String,
+    /// More addresses to listen on as well, served as one with `addr`
+    /// (`hark run` adds a TCP socket for ranks on other nodes). Default
+    /// none.
+    pub also: Vec<String>,
     /// Board worker threads (at least 1). Default: the machine's cores.
     pub workers: usize,
     /// The analyses to run, by spec name (`mpi-profile`, ...); `None` runs
@@ -125,6 +129,7 @@ impl Default for ServerConfig {
     fn default() -> ServerConfig {
         ServerConfig {
             addr: "tcp:127.0.0.1:0".into(),
+            also: Vec::new(),
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             analyses: None,
             slices: Config::default().slices,
@@ -194,8 +199,13 @@ impl Server {
     pub fn start(config: ServerConfig) -> Result<Server, Error> {
         let analyses = select_analyses(config.analyses.as_deref())?;
         let trace = config.trace.clone().map(trace::Store::new).transpose()?;
-        let listener = hark_transport::Listener::bind(&config.addr)
+        let mut listener = hark_transport::Listener::bind(&config.addr)
             .map_err(|e| Error::new(ErrorKind::Listen(e)))?;
+        for addr in &config.also {
+            let more = hark_transport::Listener::bind(addr)
+                .map_err(|e| Error::new(ErrorKind::Listen(e)))?;
+            listener = listener.also(more);
+        }
         let board = Board::new(config.workers.max(1));
         let state = Arc::new(State {
             placement: Arc::new(place::Placement::new(board.clone())),
@@ -238,12 +248,32 @@ impl Server {
         self.transport.addr()
     }
 
+    /// Connections accepted so far: a node's forwarder counts once,
+    /// however many streams it carries (`docs/cluster.md`).
+    pub fn sockets(&self) -> u64 {
+        self.transport.sockets()
+    }
+
+    /// Every address listened on: [`addr`](Server::addr) first, then those
+    /// of [`ServerConfig::also`], TCP ones with their actual port.
+    pub fn addrs(&self) -> &[String] {
+        self.transport.addrs()
+    }
+
     /// What the probes' `HARK_ADDR` must say: the address, preceded by the
     /// secret and an `@` when the server has one (`secret@unix:/path`).
     pub fn probe_addr(&self) -> String {
+        self.probe_addr_for(&[self.addr()])
+    }
+
+    /// [`probe_addr`](Server::probe_addr) for a list of addresses the
+    /// probes try in order (`secret@unix:/path,tcp:10.0.0.1:4000`): the
+    /// addresses this server listens on, as other hosts reach them.
+    pub fn probe_addr_for(&self, addrs: &[&str]) -> String {
+        let list = addrs.join(",");
         match &self.state.secret {
-            Some(secret) => format!("{secret}@{}", self.addr()),
-            None => self.addr().to_string(),
+            Some(secret) => format!("{secret}@{list}"),
+            None => list,
         }
     }
 

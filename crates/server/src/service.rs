@@ -472,6 +472,7 @@ impl Service {
             router.clone(),
             ServeOptions {
                 hello_timeout: Some(config.hello_timeout),
+                ..ServeOptions::default()
             },
         );
         let r = router.clone();

@@ -695,6 +695,8 @@ impl Sink for State {
             }
             // The reader has applied it to the packs after it.
             Frame::Hello(_) | Frame::Ring | Frame::Control(_) | Frame::Scale(_) => Ok(()),
+            // The transport takes a forwarder's frames apart before a sink.
+            Frame::Node(_) | Frame::Mux { .. } | Frame::Gone(_) => Ok(()),
         };
         if let Err(e) = submitted {
             self.problem(format!("{conn}: {e}"));

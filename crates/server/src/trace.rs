@@ -210,6 +210,8 @@ impl Store {
             | Frame::Control(_)
             | Frame::Counts(_)
             | Frame::Scale(_) => {}
+            // A forwarder's frames never reach a stream's sink.
+            Frame::Node(_) | Frame::Mux { .. } | Frame::Gone(_) => {}
         }
     }
 

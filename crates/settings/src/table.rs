@@ -13,7 +13,7 @@ pub const ADDR: Setting = Setting {
     kind: Kind::Text,
     default: DefaultValue::Words("unset"),
     set_by: SetBy::User,
-    doc: "where to send: `unix:/path/to/socket`, `tcp:host:port`, or `tls:host:port` (TCP through TLS, checked against `HARK_TLS_CA`), optionally preceded by the run's secret and `@` (`3f9c…@unix:/tmp/hark-x/sock`; the secret holds no `:`, and only an `@` right before `unix:`, `tcp:` or `tls:` separates one). The probe sends the secret in its Hello; a server started with a secret (`hark run` always is) refuses streams without it. **Unset or empty: the probe is fully passive** — no thread, no connection, no recording; every wrapper costs one atomic load.",
+    doc: "where to send: `unix:/path/to/socket`, `tcp:host:port`, or `tls:host:port` (TCP through TLS, checked against `HARK_TLS_CA`), or several of those separated by commas, optionally preceded by the run's secret and `@` (`3f9c…@unix:/tmp/hark-x/sock`; the secret holds no `:`, and only an `@` right before `unix:`, `tcp:` or `tls:` separates one). With a list (`3f9c…@unix:/tmp/hark-x/sock,tcp:10.0.0.1:4000,tcp:10.1.0.1:4000`; a comma separates two addresses only right before `unix:`, `tcp:` or `tls:`) the probe tries the Unix sockets first, then the TCP addresses, those on its own host's subnets first, each for at most 1 s but the last (which gets `HARK_CONNECT_TIMEOUT_MS`), and streams to the first that answers; `hark run` over `mpirun`, `mpiexec` or `srun` gives such a list (`docs/cluster.md`). The probe proves the secret in its Hello, whichever address it reaches; a server started with a secret (`hark run` always is) refuses streams without it. **Unset or empty: the probe is fully passive** — no thread, no connection, no recording; every wrapper costs one atomic load.",
 };
 
 /// The CA a `tls:` service's certificate must chain to.
@@ -70,7 +70,7 @@ pub const JOB: Setting = Setting {
     kind: Kind::Text,
     default: DefaultValue::Words(""),
     set_by: SetBy::User,
-    doc: "job name sent in the handshake (else taken from the launcher)",
+    doc: "job name sent in the handshake, which groups ranks into one job; else taken from the launcher, the same for every rank on every node: `PMIX_NAMESPACE` (Open MPI, `srun --mpi=pmix`), `PMI_KVSNAME`, Hydra's control port (`hydra:HOST:PORT`, from the command line of the rank's `hydra_pmi_proxy`), Slurm's job and step (`SLURM_JOB_ID.SLURM_STEP_ID`); else `ppid:PID` of the rank's launching process (one node only)",
 };
 
 /// The pid of the process that holds a rank.
@@ -154,7 +154,7 @@ pub const TEST_NODES: Setting = Setting {
     kind: Kind::Text,
     default: DefaultValue::Words("unset"),
     set_by: SetBy::Tests,
-    doc: "read only by a probe and a `hark` built with their `test-hooks` features (`scripts/test.sh`), ignored otherwise: a comma-separated list of node numbers, with `--analysers`; world rank `r` claims the `r`-th (the last past the end) as its node instead of its host name's, so a one-node machine can exercise same-node-first mapping. Read by the probes and the analysers alike",
+    doc: "read only by a probe and a `hark` built with their `test-hooks` features (`scripts/test.sh`), ignored otherwise: a comma-separated list of node numbers, with `--analysers`; world rank `r` claims the `r`-th (the last past the end) as its node instead of its host name's, so a one-node machine can exercise same-node-first mapping; with `HARK_FORWARD`, each such node has a forwarder of its own. Read by the probes and the analysers alike",
 };
 
 /// How long connecting may take.
@@ -215,6 +215,33 @@ pub const SOCKET_BUFFER: Setting = Setting {
     default: DefaultValue::Words("pack size"),
     set_by: SetBy::User,
     doc: "kernel send buffer asked for (at least 256 KiB; capped by `net.core.wmem_max`): a bigger one hides more packs in the kernel, out of the probe's accounting",
+};
+
+/// Whether processes stream through their node's forwarder.
+pub const FORWARD: Setting = Setting {
+    name: "HARK_FORWARD",
+    kind: Kind::Word(&["auto", "always", "never"]),
+    default: DefaultValue::Words("auto"),
+    set_by: SetBy::User,
+    doc: "whether a process streams through its node's forwarder, one connection per node (`docs/cluster.md`, \"The forwarder\"): `auto` when `HARK_ADDR` names no Unix socket of hark's that this node has (hark runs on another node); `always` also on hark's own node (one host standing for several, in tests and benchmarks); `never`: every process connects to hark itself",
+};
+
+/// The `hark` binary that starts a node's forwarder.
+pub const BIN: Setting = Setting {
+    name: "HARK_BIN",
+    kind: Kind::Text,
+    default: DefaultValue::Words("unset"),
+    set_by: SetBy::Hark,
+    doc: "the `hark` executable the first process of a node starts its forwarder with (`hark run` sets its own path; a cluster shares the install path); unset: no forwarder, each process connects to hark itself",
+};
+
+/// Where a node's forwarder writes what it did.
+pub const FORWARD_STATS: Setting = Setting {
+    name: "HARK_FORWARD_STATS",
+    kind: Kind::Text,
+    default: DefaultValue::Words("unset"),
+    set_by: SetBy::User,
+    doc: "a file a node's forwarder appends one line to when it ends: `streams=… events=… bytes=… cpu_ms=…` (`scripts/bench-forward.sh` reads it); unset: none",
 };
 
 /// Whether packs go through a shared-memory ring.
@@ -289,6 +316,9 @@ pub const ALL: &[&Setting] = &[
     &RELEASE_TIMEOUT_MS,
     &SOCKET_BUFFER,
     &SHM,
+    &FORWARD,
+    &BIN,
+    &FORWARD_STATS,
     &FLUSH_MS,
     &EXCHANGE,
     &EXCHANGE_STATS,

@@ -153,6 +153,7 @@ impl Sink for Gather {
             };
             match frame {
                 Frame::Hello(_) | Frame::Cpus(_) => {}
+                Frame::Node(_) | Frame::Mux { .. } | Frame::Gone(_) => {}
                 Frame::Scale(t) => s.scales.push(t),
                 Frame::Ring => s.shm = true,
                 Frame::Control(_) => {}

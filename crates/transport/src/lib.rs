@@ -48,6 +48,7 @@
 
 pub mod collect;
 mod error;
+mod forwarded;
 mod listen;
 mod peer;
 mod shm;

@@ -29,6 +29,9 @@ enum Socket {
 pub struct Listener {
     socket: Socket,
     addr: String,
+    // More sockets served as one with this one (`also`): their connections
+    // share the ids, the sink and the shutdown.
+    more: Vec<Listener>,
 }
 
 impl Listener {
@@ -54,6 +57,7 @@ impl Listener {
             Ok(Listener {
                 socket: Socket::Unix(l, path),
                 addr: addr.to_string(),
+                more: Vec::new(),
             })
         } else if let Some(hostport) = addr.strip_prefix("tcp:") {
             let l = TcpListener::bind(hostport).map_err(bind_err)?;
@@ -61,6 +65,7 @@ impl Listener {
             Ok(Listener {
                 socket: Socket::Tcp(l, None),
                 addr: format!("tcp:{local}"),
+                more: Vec::new(),
             })
         } else if addr.starts_with(hark_tls::SCHEME) {
             Err(Error::new(ErrorKind::TlsWithoutCertificate(
@@ -96,6 +101,15 @@ impl Listener {
         &self.addr
     }
 
+    /// This listener and `other` served as one: one sink, one count of
+    /// connections, one shutdown (a Unix socket on the node and a TCP
+    /// socket for ranks on other nodes, say). [`addr`](Listener::addr)
+    /// stays this one's; [`Server::addrs`] lists all.
+    pub fn also(mut self, other: Listener) -> Listener {
+        self.more.push(other);
+        self
+    }
+
     /// Starts accepting on a background thread; each connection gets its own
     /// reader thread feeding `sink`.
     pub fn serve(self, sink: Arc<dyn Sink>) -> Server {
@@ -107,35 +121,38 @@ impl Listener {
     pub fn serve_with(self, sink: Arc<dyn Sink>, options: ServeOptions) -> Server {
         let shared = Arc::new(Shared {
             stopping: AtomicBool::new(false),
-            next: AtomicU64::new(0),
+            next: Arc::new(AtomicU64::new(0)),
+            sockets: AtomicU64::new(0),
             readers: Mutex::new(0),
             reader_done: Condvar::new(),
             live: Mutex::new(Vec::new()),
             options,
         });
-        let addr = self.addr.clone();
-        let (path, listen_fd) = match &self.socket {
-            Socket::Unix(l, p) => (Some(p.clone()), l.as_raw_fd()),
-            Socket::Tcp(l, _) => (None, l.as_raw_fd()),
-        };
-        let sh = shared.clone();
-        let accept = std::thread::Builder::new()
-            .name("hark-accept".into())
-            .spawn(move || accept_loop(self.socket, sh, sink))
-            .expect("spawning the accept thread");
-        Server {
-            addr,
-            path,
-            listen_fd,
+        let mut server = Server {
+            addr: self.addr.clone(),
+            addrs: Vec::new(),
+            paths: Vec::new(),
+            accepts: Vec::new(),
             shared,
-            accept: Some(accept),
+        };
+        let mut more = self.more;
+        server.accept_on(self.socket, self.addr, sink.clone());
+        while !more.is_empty() {
+            let l = more.remove(0);
+            more.splice(0..0, l.more);
+            server.accept_on(l.socket, l.addr, sink.clone());
         }
+        server
     }
 }
 
 struct Shared {
     stopping: AtomicBool,
-    next: AtomicU64,
+    // Connection numbers handed out: one per accepted socket, and one per
+    // stream a forwarder carries (`crate::forwarded`).
+    next: Arc<AtomicU64>,
+    // Sockets accepted.
+    sockets: AtomicU64,
     // Reader threads still running. They are detached, not joined: a
     // finished thread's stack goes back to the system at once, so a run of
     // 40,000 short processes leaves no 40,000 stacks mapped (the kernel's
@@ -247,12 +264,14 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
         if shared.stopping.load(Ordering::Acquire) {
             return;
         }
+        shared.sockets.fetch_add(1, Ordering::Relaxed);
         let id = shared.next.fetch_add(1, Ordering::Relaxed);
         if let Err(why) = sink.on_accept(ConnId(id), &peer) {
             drop(conn);
             sink.on_close(ConnId(id), Closed::Broken(why));
             continue;
         }
+        let cred = peer.cred;
         hark_sync::lock(&shared.live).push((id, fd));
         *hark_sync::lock(&shared.readers) += 1;
         let for_reader = sink.clone();
@@ -264,6 +283,9 @@ fn accept_loop(socket: Socket, shared: Arc<Shared>, sink: Arc<dyn Sink>) {
                     fd,
                     handover,
                     hello_timeout: timeout,
+                    ids: sh.next.clone(),
+                    keep_ticks: sh.options.keep_ticks,
+                    cred,
                     reply,
                 };
                 read_stream(ConnId(id), conn, side, &*for_reader, &sh);
@@ -332,10 +354,16 @@ fn accept_failed(e: &std::io::Error) {
 
 /// A connection's descriptor, where a handed-over ring arrives (Unix
 /// sockets only), and the deadline of its `Hello`.
-struct Side {
-    fd: i32,
+pub(crate) struct Side {
+    pub(crate) fd: i32,
     handover: Option<Handover>,
     hello_timeout: Option<std::time::Duration>,
+    // Where numbers for the streams a forwarder carries come from.
+    pub(crate) ids: Arc<AtomicU64>,
+    // Packs keep their ticks (a forwarder's own listener).
+    keep_ticks: bool,
+    // The peer's credentials, for the streams a forwarder carries.
+    pub(crate) cred: Option<crate::Cred>,
     /// On TCP: the way to answer a control request.
     reply: Option<Reply>,
 }
@@ -352,7 +380,9 @@ fn read_stream(
     // `abort_live` never touches a reused descriptor.
     hark_sync::lock(&shared.live).retain(|(c, _)| *c != conn.0);
     drop(stream);
-    sink.on_close(conn, outcome);
+    if let Some(outcome) = outcome {
+        sink.on_close(conn, outcome);
+    }
 }
 
 /// Reads one stream from any byte source exactly as an accepted connection
@@ -363,34 +393,87 @@ pub fn read_stream_from(conn: ConnId, stream: &mut dyn Read, sink: &dyn Sink) {
         fd: -1,
         handover: None,
         hello_timeout: None,
+        ids: Arc::new(AtomicU64::new(conn.0 + 1)),
+        keep_ticks: false,
+        cred: None,
         reply: None,
     };
-    let outcome = read_caught(conn, stream, side, sink);
-    sink.on_close(conn, outcome);
+    if let Some(outcome) = read_caught(conn, stream, side, sink) {
+        sink.on_close(conn, outcome);
+    }
 }
 
-fn read_caught(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) -> Closed {
+/// How the stream ended, or `None` if the sink has already heard its
+/// close (a forwarder's connection).
+fn read_caught(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) -> Option<Closed> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         read_all(conn, stream, side, sink)
     }))
-    .unwrap_or_else(|_| Closed::Broken("the sink panicked while handling this stream".into()))
+    .unwrap_or_else(|_| {
+        Some(Closed::Broken(
+            "the sink panicked while handling this stream".into(),
+        ))
+    })
 }
 
-fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) -> Closed {
+fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) -> Option<Closed> {
+    let mut buffered = BufReader::with_capacity(1 << 13, stream);
+    if let Some(reply) = &side.reply {
+        if let Some(outcome) = answer_request(conn, &mut buffered, reply, sink) {
+            return Some(outcome);
+        }
+    }
+    let mut reader = FrameReader::new(buffered);
+    if side.keep_ticks {
+        reader = reader.keep_ticks();
+    }
+    let began = Instant::now();
+    let first = match reader.next_frame() {
+        Ok(Some(Frame::Hello(h))) => First::Hello(h),
+        Ok(Some(Frame::Node(n))) => First::Node(n),
+        Ok(Some(other)) => First::Other(frame_name(&other)),
+        Ok(None) => First::Nothing,
+        Err(e) => First::Failed(e),
+    };
+    match first {
+        First::Node(node) => {
+            if side.hello_timeout.is_some() {
+                peer::set_read_timeout(side.fd, None);
+            }
+            // The node's connection holds no stream of its own: it is
+            // closed for the sink at once, its streams one by one.
+            sink.on_close(conn, Closed::Clean);
+            crate::forwarded::read(&node, &mut reader, &side, sink);
+            None
+        }
+        first => Some(read_direct(conn, first, began, &mut reader, side, sink)),
+    }
+}
+
+/// What a connection's first frame was.
+enum First {
+    Hello(hark_wire::Hello),
+    Node(hark_wire::Node),
+    Other(&'static str),
+    Nothing,
+    Failed(hark_wire::Error),
+}
+
+/// A probe's own stream, whose first frame was `first`.
+fn read_direct<R: Read>(
+    conn: ConnId,
+    first: First,
+    began: Instant,
+    reader: &mut FrameReader<R>,
+    side: Side,
+    sink: &dyn Sink,
+) -> Closed {
     // 8 KiB, not 64: the buffer is zero-filled at the first read (a boxed
     // reader has no uninitialised reads), so its size is resident for every
     // idle connection a service holds (BENCHMARKS.md, "hark serve"). Packs
     // are larger and are read past it, straight into the frame's buffer.
-    let mut buffered = BufReader::with_capacity(1 << 13, stream);
-    let began = Instant::now();
-    if let Some(reply) = &side.reply {
-        if let Some(outcome) = answer_request(conn, &mut buffered, reply, sink) {
-            return outcome;
-        }
-    }
-    let mut reader = FrameReader::new(buffered);
-    let ticks = match reader.next_frame() {
-        Ok(Some(Frame::Hello(hello))) => {
+    let ticks = match first {
+        First::Hello(hello) => {
             // From here on a stream may be silent as long as it likes.
             if side.hello_timeout.is_some() {
                 peer::set_read_timeout(side.fd, None);
@@ -403,20 +486,19 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) ->
                 ClockSource::Monotonic => None,
             }
         }
-        Ok(Some(other)) => {
+        First::Other(name) => {
             return Closed::Broken(format!(
-                "the stream starts with a {} frame instead of Hello",
-                frame_name(&other)
+                "the stream starts with a {name} frame instead of Hello"
             ))
         }
-        Ok(None) => return Closed::NoEnd,
-        Err(_) if side.hello_timeout.is_some_and(|t| began.elapsed() >= t) => {
+        First::Node(_) | First::Nothing => return Closed::NoEnd,
+        First::Failed(_) if side.hello_timeout.is_some_and(|t| began.elapsed() >= t) => {
             return Closed::Broken(format!(
                 "no complete Hello within {:?} of connecting (a silent or trickling client)",
                 side.hello_timeout.unwrap_or_default()
             ))
         }
-        Err(e) => return Closed::Broken(e.to_string()),
+        First::Failed(e) => return Closed::Broken(e.to_string()),
     };
     let mut ended = false;
     loop {
@@ -437,7 +519,7 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) ->
                 return match side.handover.as_ref().and_then(Handover::take) {
                     Some(ring) => {
                         sink.on_frame(conn, Frame::Ring);
-                        shm::read_ring(conn, ring, side.fd, ticks, sink)
+                        shm::read_ring(conn, ring, side.fd, ticks, !side.keep_ticks, sink)
                     }
                     None => Closed::Broken(format!(
                         "a Ring frame at byte {at} came without a descriptor \
@@ -496,7 +578,7 @@ fn answer_request(
     })
 }
 
-fn frame_name(f: &Frame<'_>) -> &'static str {
+pub(crate) fn frame_name(f: &Frame<'_>) -> &'static str {
     match f {
         Frame::Hello(_) => "Hello",
         Frame::Rank(_) => "Rank",
@@ -509,10 +591,13 @@ fn frame_name(f: &Frame<'_>) -> &'static str {
         Frame::Control(_) => "Control",
         Frame::Counts(_) => "Counts",
         Frame::Scale(_) => "Scale",
+        Frame::Node(_) => "Node",
+        Frame::Mux { .. } => "Mux",
+        Frame::Gone(_) => "Gone",
     }
 }
 
-fn realtime_ns() -> u64 {
+pub(crate) fn realtime_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -523,23 +608,56 @@ fn realtime_ns() -> u64 {
 /// are read to their end) and removes the Unix socket file.
 pub struct Server {
     addr: String,
-    path: Option<PathBuf>,
-    // The accept thread's listening socket, which it owns and closes; kept
-    // here only to wake that thread by shutting the socket down.
-    listen_fd: i32,
+    addrs: Vec<String>,
+    paths: Vec<PathBuf>,
+    // Each accept thread with its listening socket, which the thread owns
+    // and closes; kept here only to wake the thread by shutting it down.
+    accepts: Vec<(i32, JoinHandle<()>)>,
     shared: Arc<Shared>,
-    accept: Option<JoinHandle<()>>,
 }
 
 impl Server {
-    /// The address probes should be given (`HARK_ADDR`).
+    /// The address probes should be given (`HARK_ADDR`): the first
+    /// listener's.
     pub fn addr(&self) -> &str {
         &self.addr
     }
 
-    /// Connections accepted so far.
+    /// Every address served ([`Listener::also`]), the first listener's
+    /// first.
+    pub fn addrs(&self) -> &[String] {
+        &self.addrs
+    }
+
+    /// Starts the accept thread of one listening socket.
+    fn accept_on(&mut self, socket: Socket, addr: String, sink: Arc<dyn Sink>) {
+        let listen_fd = match &socket {
+            Socket::Unix(l, p) => {
+                self.paths.push(p.clone());
+                l.as_raw_fd()
+            }
+            Socket::Tcp(l, _) => l.as_raw_fd(),
+        };
+        let sh = self.shared.clone();
+        let accept = std::thread::Builder::new()
+            .name("hark-accept".into())
+            .spawn(move || accept_loop(socket, sh, sink))
+            .expect("spawning the accept thread");
+        self.addrs.push(addr);
+        self.accepts.push((listen_fd, accept));
+    }
+
+    /// Streams seen so far: every connection accepted, and every stream a
+    /// node's forwarder carried on one (`docs/cluster.md`, "The
+    /// forwarder").
     pub fn connections(&self) -> u64 {
         self.shared.next.load(Ordering::Relaxed)
+    }
+
+    /// Sockets accepted so far: a forwarder's connection counts once,
+    /// however many streams it carries.
+    pub fn sockets(&self) -> u64 {
+        self.shared.sockets.load(Ordering::Relaxed)
     }
 
     /// Stops accepting and waits until every open connection has closed
@@ -579,18 +697,20 @@ impl Server {
     }
 
     fn stop_accepting(&mut self) {
-        let Some(accept) = self.accept.take() else {
+        if self.accepts.is_empty() {
             return;
-        };
+        }
         self.shared.stopping.store(true, Ordering::Release);
-        // Wake the accept thread: shutting a listening socket down makes a
-        // blocked accept() fail at once on Linux. A connection of our own
-        // would need the socket file, which someone may have removed.
-        // SAFETY: the descriptor stays open until the accept thread, which
-        // owns it, returns; it is joined just below.
-        unsafe { libc::shutdown(self.listen_fd, libc::SHUT_RDWR) };
-        let _ = accept.join();
-        if let Some(p) = &self.path {
+        for (listen_fd, accept) in self.accepts.drain(..) {
+            // Wake the accept thread: shutting a listening socket down makes a
+            // blocked accept() fail at once on Linux. A connection of our own
+            // would need the socket file, which someone may have removed.
+            // SAFETY: the descriptor stays open until the accept thread, which
+            // owns it, returns; it is joined just below.
+            unsafe { libc::shutdown(listen_fd, libc::SHUT_RDWR) };
+            let _ = accept.join();
+        }
+        for p in &self.paths {
             let _ = std::fs::remove_file(p);
         }
     }

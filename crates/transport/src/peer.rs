@@ -13,7 +13,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::tls::Session;
@@ -27,6 +27,10 @@ pub struct ServeOptions {
     /// for as long as it likes: a rank blocked in `MPI_Recv` sends nothing.
     /// `None`: no limit (a `hark run`, whose clients are its own).
     pub hello_timeout: Option<Duration>,
+    /// Packs of TSC streams keep their ticks instead of being turned into
+    /// nanoseconds: for a forwarder, which passes them on to a server that
+    /// converts them as it would a direct stream's.
+    pub keep_ticks: bool,
 }
 
 /// The other end of an accepted connection, as [`Sink::on_accept`](crate::Sink::on_accept)
@@ -38,6 +42,26 @@ pub struct Peer {
     pub cred: Option<Cred>,
     fd: RawFd,
     tls: Option<Arc<Session>>,
+    // A stream forwarded on a node's connection: its number there, and
+    // where its cuts are noted.
+    mux: Option<(u64, Arc<Cuts>)>,
+}
+
+/// The streams of a forwarder's connection that the server has cut: its
+/// reader closes them at its next frame and ignores the rest of their
+/// frames.
+#[derive(Debug, Default)]
+pub(crate) struct Cuts(Mutex<Vec<u64>>);
+
+impl Cuts {
+    fn add(&self, stream: u64) {
+        hark_sync::lock(&self.0).push(stream);
+    }
+
+    /// The streams cut since the last call.
+    pub(crate) fn take(&self) -> Vec<u64> {
+        std::mem::take(&mut *hark_sync::lock(&self.0))
+    }
 }
 
 /// A Unix socket peer's credentials.
@@ -57,6 +81,7 @@ impl Peer {
             cred: peer_cred(fd),
             fd,
             tls: None,
+            mux: None,
         }
     }
 
@@ -65,12 +90,32 @@ impl Peer {
             cred: None,
             fd,
             tls,
+            mux: None,
+        }
+    }
+
+    /// Stream `stream` forwarded on the connection `fd` (whose peer's
+    /// credentials are `cred`): its way back goes through the forwarder.
+    /// Forwarders connect in plain text (`docs/cluster.md`), so a
+    /// forwarded stream has no TLS session of its own.
+    pub(crate) fn forwarded(cred: Option<Cred>, fd: RawFd, stream: u64, cuts: Arc<Cuts>) -> Peer {
+        Peer {
+            cred,
+            fd,
+            tls: None,
+            mux: Some((stream, cuts)),
         }
     }
 
     /// Whether the connection is TLS (a `tls:` listener).
     pub fn is_tls(&self) -> bool {
         self.tls.is_some()
+    }
+
+    /// Whether this stream reached the server through a node's forwarder
+    /// (`docs/cluster.md`, "The forwarder"), not on a connection of its own.
+    pub fn is_forwarded(&self) -> bool {
+        self.mux.is_some()
     }
 
     /// A second descriptor of the connection, for writing back to the peer.
@@ -88,15 +133,19 @@ impl Peer {
         Ok(Back {
             fd,
             tls: self.tls.clone(),
+            mux: self.mux.clone(),
         })
     }
 }
 
 /// The way back to a connected peer: writes that never block. On a TLS
-/// connection they are encrypted in the connection's session.
+/// connection they are encrypted in the connection's session; for a
+/// forwarded stream, the way back goes through its forwarder, each frame
+/// wrapped with the stream's number (`docs/wire.md`, "Forwarded streams").
 pub struct Back {
     fd: OwnedFd,
     tls: Option<Arc<Session>>,
+    mux: Option<(u64, Arc<Cuts>)>,
 }
 
 impl std::fmt::Debug for Back {
@@ -104,6 +153,7 @@ impl std::fmt::Debug for Back {
         f.debug_struct("Back")
             .field("fd", &self.fd)
             .field("tls", &self.tls.is_some())
+            .field("mux", &self.mux)
             .finish()
     }
 }
@@ -115,6 +165,17 @@ impl Back {
     /// with room for part of a frame) is reported as `WriteZero`; the
     /// stream back is then unusable, and the caller should stop using it.
     pub fn send(&self, bytes: &[u8]) -> io::Result<()> {
+        match &self.mux {
+            None => self.send_raw(bytes),
+            Some((stream, _)) => {
+                let mut wrapped = Vec::with_capacity(hark_wire::MUX_OVERHEAD + bytes.len());
+                hark_wire::encode_mux(*stream, bytes, &mut wrapped);
+                self.send_raw(&wrapped)
+            }
+        }
+    }
+
+    fn send_raw(&self, bytes: &[u8]) -> io::Result<()> {
         if let Some(tls) = &self.tls {
             return tls.send_nonblocking(self.fd.as_raw_fd(), bytes);
         }
@@ -145,9 +206,31 @@ impl Back {
 impl Back {
     /// Ends the connection both ways: the reader sees its end at once (and
     /// closes the stream as the peer left it), the peer's next write fails.
+    /// A forwarded stream is cut alone: its reader closes it at the
+    /// forwarder connection's next frame, and the forwarder is asked to
+    /// close the probe's end.
     pub fn cut(&self) {
-        // SAFETY: shutdown on an owned, open descriptor only ends traffic.
-        unsafe { libc::shutdown(self.fd.as_raw_fd(), libc::SHUT_RDWR) };
+        match &self.mux {
+            None => {
+                // SAFETY: shutdown on an owned, open descriptor only ends traffic.
+                unsafe { libc::shutdown(self.fd.as_raw_fd(), libc::SHUT_RDWR) };
+            }
+            Some((stream, cuts)) => {
+                cuts.add(*stream);
+                let mut bytes = Vec::new();
+                hark_wire::Gone {
+                    stream: *stream,
+                    how: hark_wire::GoneHow::Broken,
+                    lost_events: 0,
+                    lost_packs: 0,
+                    reason: "cut off by the server".into(),
+                }
+                .encode(&mut bytes);
+                // Best effort: a forwarder that does not read learns it
+                // when the stream's frames are refused.
+                let _ = self.send_raw(&bytes);
+            }
+        }
     }
 }
 

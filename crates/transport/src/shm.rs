@@ -118,12 +118,14 @@ fn socket_state(fd: RawFd) -> Result<bool, String> {
 
 /// Reads a stream's frames from the ring behind `ring` until its `End`,
 /// or until the probe dies (`socket` reaches its end). Packs reach `sink`
-/// in place; `ticks` converts their timestamps (as `FrameReader` does).
+/// in place; `ticks` converts their timestamps (as `FrameReader` does)
+/// unless `convert` is false (a forwarder's).
 pub(crate) fn read_ring(
     conn: ConnId,
     ring: OwnedFd,
     socket: RawFd,
     mut ticks: Option<TickScale>,
+    convert: bool,
     sink: &dyn Sink,
 ) -> Closed {
     let reader = match Reader::open(ring) {
@@ -167,7 +169,7 @@ pub(crate) fn read_ring(
         left = left.saturating_sub(1);
         let at = index;
         index += 1;
-        let ended = match deliver(conn, msg.bytes, &mut ticks, sink) {
+        let ended = match deliver(conn, msg.bytes, &mut ticks, convert, sink) {
             Ok(ended) => ended,
             Err(why) => return Closed::Broken(format!("{why} (ring message {at})")),
         };
@@ -181,10 +183,11 @@ pub(crate) fn read_ring(
 /// Decodes one ring message (whole frames, one or more: a probe gathers a
 /// burst of definitions in one slot) and hands them to `sink`; true if
 /// the last was the `End`.
-fn deliver(
+pub(crate) fn deliver(
     conn: ConnId,
     mut bytes: &mut [u8],
     ticks: &mut Option<TickScale>,
+    convert: bool,
     sink: &dyn Sink,
 ) -> Result<bool, String> {
     if bytes.len() < HEADER_SIZE {
@@ -209,7 +212,7 @@ fn deliver(
         bytes = rest;
         let kind = Kind::from_u32(kind).map_err(|e| e.to_string())?;
         let payload = &mut frame_bytes[HEADER_SIZE..];
-        if let (Kind::Pack, Some(scale)) = (kind, *ticks) {
+        if let (Kind::Pack, Some(scale), true) = (kind, *ticks, convert) {
             if let Some(events) = payload
                 .get_mut(PACK_HEADER_SIZE..)
                 .and_then(|b| <[Event]>::mut_from_bytes(b).ok())

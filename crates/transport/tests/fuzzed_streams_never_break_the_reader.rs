@@ -235,6 +235,9 @@ fn decoded(f: &Frame<'_>) -> String {
         Frame::Control(c) => format!("{c:?}"),
         Frame::Counts(c) => format!("{c:?}"),
         Frame::Scale(t) => format!("{t:?}"),
+        Frame::Node(n) => format!("{n:?}"),
+        Frame::Mux { stream, frame } => format!("{stream} {frame:?}"),
+        Frame::Gone(g) => format!("{g:?}"),
     }
 }
 

@@ -10,6 +10,7 @@ use crate::codec::{Reader, Writer};
 use crate::control::Control;
 use crate::counts::Counts;
 use crate::error::ErrorKind;
+use crate::forward::{Gone, Node};
 use crate::{Error, Event, EVENT_SIZE};
 use std::io::Read;
 use zerocopy::{FromBytes, IntoBytes};
@@ -17,7 +18,7 @@ use zerocopy::{FromBytes, IntoBytes};
 /// The first four bytes of a [`Hello`] payload.
 pub const MAGIC: [u8; 4] = *b"HARK";
 /// Version of the format this crate reads and writes.
-pub const VERSION: u16 = 7;
+pub const VERSION: u16 = 8;
 /// Size of a frame header.
 pub const HEADER_SIZE: usize = 8;
 /// Largest payload a reader accepts of any kind (a pack is about 1 MiB by
@@ -52,6 +53,12 @@ pub enum Kind {
     Counts = 10,
     /// [`Frame::Scale`]: a refined TSC calibration for the packs after it.
     Scale = 11,
+    /// [`Node`]: a forwarder's opening frame.
+    Node = 12,
+    /// [`Frame::Mux`]: one whole frame of one forwarded stream.
+    Mux = 13,
+    /// [`Gone`]: a forwarded stream ended, or is to be cut.
+    Gone = 14,
 }
 
 impl Kind {
@@ -72,6 +79,10 @@ impl Kind {
             Kind::Ring => 0,
             Kind::Defs => 64 << 20,
             Kind::Pack => MAX_PAYLOAD,
+            Kind::Node => 64 << 10,
+            // A stream number, then the carried frame, header included.
+            Kind::Mux => 8 + HEADER_SIZE + MAX_PAYLOAD,
+            Kind::Gone => 64 << 10,
         }
     }
 
@@ -89,6 +100,9 @@ impl Kind {
             9 => Kind::Control,
             10 => Kind::Counts,
             11 => Kind::Scale,
+            12 => Kind::Node,
+            13 => Kind::Mux,
+            14 => Kind::Gone,
             _ => return Err(Error::malformed(format!("unknown frame kind {v}"))),
         })
     }
@@ -430,6 +444,18 @@ pub enum Frame<'a> {
     /// the packs after it into nanoseconds with it. Only in streams whose
     /// `Hello` declared the TSC.
     Scale(TickScale),
+    /// See [`Node`]: the first frame of a forwarder's connection.
+    Node(Node),
+    /// One whole frame (header and payload, not decoded: packs keep their
+    /// ticks) of the forwarded stream numbered `stream`.
+    Mux {
+        /// The stream's number on its forwarder's connection.
+        stream: u64,
+        /// The carried frame's bytes.
+        frame: &'a [u8],
+    },
+    /// See [`Gone`].
+    Gone(Gone),
 }
 
 /// Most CPU numbers a [`Frame::Cpus`] carries (the kernel's largest
@@ -678,6 +704,15 @@ impl<'a> Frame<'a> {
                 ns0: r.u64("ns0")?,
                 mult: r.u64("mult")?,
             }),
+            Kind::Node => Frame::Node(Node::decode(&mut r)?),
+            Kind::Gone => Frame::Gone(Gone::decode(&mut r)?),
+            Kind::Mux => {
+                let stream = r.u64("stream")?;
+                return Ok(Frame::Mux {
+                    stream,
+                    frame: r.rest(),
+                });
+            }
             Kind::Pack => {
                 let seq = r.u64("pack sequence")?;
                 return Ok(Frame::Pack {
@@ -693,6 +728,30 @@ impl<'a> Frame<'a> {
             )));
         }
         Ok(frame)
+    }
+}
+
+impl Frame<'_> {
+    /// Appends this frame to `out` as it would be read back (a pack's
+    /// events as they are now: a reader that converted ticks sends
+    /// nanoseconds).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Frame::Hello(h) => h.encode(out),
+            Frame::Rank(r) => r.encode(out),
+            Frame::Defs(d) => Def::encode_all(d, out),
+            Frame::Pack { seq, events } => encode_pack(*seq, events, out),
+            Frame::End(e) => e.encode(out),
+            Frame::Clock(c) => c.encode(out),
+            Frame::Ring => encode_ring(out),
+            Frame::Cpus(c) => encode_cpus(c, out),
+            Frame::Control(c) => c.encode(out),
+            Frame::Counts(c) => c.encode(out),
+            Frame::Scale(t) => t.encode(out),
+            Frame::Node(n) => n.encode(out),
+            Frame::Mux { stream, frame } => crate::forward::encode_mux(*stream, frame, out),
+            Frame::Gone(g) => g.encode(out),
+        }
     }
 }
 
@@ -797,6 +856,8 @@ pub struct FrameReader<R> {
     ticks: Option<TickScale>,
     // The pack payload cap of this stream: `pack_size` from its Hello.
     max_pack: Option<usize>,
+    // False: packs keep their ticks (a forwarder passes them on as read).
+    convert: bool,
 }
 
 impl<R: Read> FrameReader<R> {
@@ -809,7 +870,17 @@ impl<R: Read> FrameReader<R> {
             offset: 0,
             ticks: None,
             max_pack: None,
+            convert: true,
         }
+    }
+
+    /// This reader, leaving the ticks of a TSC stream's packs as they came
+    /// instead of turning them into nanoseconds: for a forwarder, whose
+    /// server converts them with the stream's `Hello` as it would a
+    /// direct stream's.
+    pub fn keep_ticks(mut self) -> Self {
+        self.convert = false;
+        self
     }
 
     /// Bytes consumed so far (for error messages).
@@ -828,6 +899,12 @@ impl<R: Read> FrameReader<R> {
             buf,
             len: std::mem::take(&mut self.len),
         }
+    }
+
+    /// The payload of the last frame read, to change in place (a
+    /// forwarded pack's ticks, converted by its server).
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[..self.len]
     }
 
     /// The next frame, or `None` at a clean end of stream (between frames).
@@ -874,7 +951,7 @@ impl<R: Read> FrameReader<R> {
         self.offset += (HEADER_SIZE + len) as u64;
         self.len = len;
         let payload = &mut self.buf[..len];
-        if let (Kind::Pack, Some(scale)) = (kind, self.ticks) {
+        if let (Kind::Pack, Some(scale), true) = (kind, self.ticks, self.convert) {
             if let Some(events) = payload
                 .get_mut(PACK_HEADER_SIZE..)
                 .and_then(|b| <[Event]>::mut_from_bytes(b).ok())

@@ -30,6 +30,7 @@ mod control;
 mod counts;
 mod error;
 mod event;
+mod forward;
 mod frame;
 pub mod mpi;
 pub mod op;
@@ -42,6 +43,7 @@ pub use error::{Error, ErrorKind};
 pub use event::{
     Event, EVENT_SIZE, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT, TAG_ANY,
 };
+pub use forward::{encode_mux, write_mux_header, Gone, GoneHow, Node, MUX_OVERHEAD};
 pub use frame::{
     encode_cpus, encode_pack, encode_ring, write_pack_header, ClockPhase, ClockSource, ClockSync,
     Def, End, EndReason, Flavour, Frame, FrameReader, Hello, Kind, NameKind, PackBytes, RankInfo,

@@ -135,7 +135,13 @@ impl Served {
     /// `hark run --server ADDR -- COMMAND` in a session of its own (so the
     /// whole job can be killed as one group), as root or as `user`.
     pub fn run(&self, user: Option<&str>, command: &[String]) -> Child {
+        self.run_env(user, command, &[])
+    }
+
+    /// [`Served::run`] with more environment variables for the job.
+    pub fn run_env(&self, user: Option<&str>, command: &[String], env: &[(&str, &str)]) -> Child {
         let mut cmd = Command::new("setsid");
+        cmd.envs(env.iter().copied());
         if let Some(u) = user {
             cmd.args(["runuser", "-u", u, "--"]);
         }

@@ -22,13 +22,52 @@ pub(crate) const LAUNCHERS: &[&str] = &[
     "mpiexec.mpich",
     "hydra_pmi_proxy",
     "srun",
+    "salloc",
+    "sbatch",
+    "slurmstepd",
+    "slurmd",
+    "ssh",
+    "rsh",
     "hark",
 ];
+
+/// The daemons launchers start on each node, through an agent (`ssh`,
+/// `rsh`, a shell, whatever `plm_rsh_agent` or `-launcher-exec` names).
+const NODE_DAEMONS: &[&str] = &["orted", "prted", "hydra_pmi_proxy", "slurmstepd"];
+
+/// Whether a process that holds no rank, started by the process with
+/// command line `parent`, works for a launcher: its parent is an agent
+/// ([`is_agent`]: the rsh agent's script runs `readlink`, `cat`, `id`...)
+/// or a launcher other than `hark`, `salloc` and `sbatch` (whose children
+/// without a rank are the user's commands).
+pub(crate) fn helps_a_launcher(parent: &[String]) -> bool {
+    let name = parent
+        .first()
+        .map(|a| a.rsplit('/').next().unwrap_or(a))
+        .unwrap_or_default();
+    let users = ["hark", "salloc", "sbatch"];
+    (LAUNCHERS.contains(&name) && !users.contains(&name)) || is_agent(parent, false)
+}
+
+/// Whether a process with command line `argv` is a launcher's agent: it
+/// holds no rank (`has_rank`: a launcher gave it none), and its arguments
+/// name a node daemon it is to start (`bash -c "... /usr/bin/orted ..."`,
+/// `ssh n2 hydra_pmi_proxy ...`). Such a process is left alone as a
+/// launcher is; the daemon and the ranks below it are judged by their own
+/// names.
+pub(crate) fn is_agent(argv: &[String], has_rank: bool) -> bool {
+    let separators = |c: char| c.is_whitespace() || "\"';&|()`".contains(c);
+    !has_rank
+        && (argv.iter().skip(1))
+            .flat_map(|a| a.split(separators))
+            .any(|w| NODE_DAEMONS.contains(&w.rsplit('/').next().unwrap_or(w)))
+}
 
 /// Everything the probe reads from its environment.
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
-    /// `HARK_ADDR` without its secret: `unix:/path` or `tcp:host:port`.
+    /// `HARK_ADDR` without its secret: `unix:/path`, `tcp:host:port`, or a
+    /// list of those separated by commas, tried in turn (`ship::reach`).
     pub addr: String,
     /// The run's secret, the part of `HARK_ADDR` before an `@`
     /// (`secret@unix:/path`); empty when there is none.
@@ -72,11 +111,27 @@ pub(crate) struct Config {
     pub warnings: Vec<(&'static str, String)>,
     /// `HARK_SHM`: whether packs go through a shared-memory ring.
     pub shm: Shm,
+    /// `HARK_FORWARD`: whether the stream goes through the node's forwarder.
+    pub forward: Forward,
+    /// `HARK_BIN`: the `hark` executable that starts a node's forwarder.
+    pub bin: Option<String>,
     /// `HARK_VIRTUALISE=1`: at `MPI_Init`, split the real world by program
     /// (`MPI_APPNUM`) and give each program its own `MPI_COMM_WORLD`
     /// (`docs/mpi.md`, "Virtualised worlds"), default off. Every process of
     /// the job must agree: the split is collective.
     pub virtualise: bool,
+}
+
+/// `HARK_FORWARD`: whether streams go through the node's forwarder
+/// (`docs/cluster.md`, "The forwarder").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Forward {
+    /// Default: when hark's own Unix socket is not on this node.
+    Auto,
+    /// Also on hark's node.
+    Always,
+    /// Never: every process connects to hark itself.
+    Never,
 }
 
 /// `HARK_SHM`: the node-local transport.
@@ -137,6 +192,8 @@ impl Config {
         keep(&settings::VIRTUALISE, bad);
         let shm = settings::SHM.flag_or_auto(text(&settings::SHM).as_deref());
         keep(&settings::SHM, shm.warning);
+        let forward = settings::FORWARD.word(text(&settings::FORWARD).as_deref());
+        keep(&settings::FORWARD, forward.warning);
         let clock = settings::CLOCK.word(text(&settings::CLOCK).as_deref());
         keep(&settings::CLOCK, clock.warning);
         // Read only by a probe built for Hark's tests (the `test-hooks`
@@ -171,6 +228,12 @@ impl Config {
                 Some(true) => Shm::On,
                 Some(false) => Shm::Off,
             },
+            forward: match forward.value {
+                Some("always") => Forward::Always,
+                Some("never") => Forward::Never,
+                _ => Forward::Auto,
+            },
+            bin: text(&settings::BIN).filter(|b| !b.is_empty()),
             skip: text(&settings::SKIP)
                 .unwrap_or_default()
                 .split(',')
@@ -321,5 +384,45 @@ mod tests {
             assert!(c.skips(p), "{p}");
         }
         assert!(!c.skips("a.out"));
+    }
+
+    #[test]
+    fn a_launcher_s_agent_is_known_by_the_daemon_it_starts() {
+        let argv = |s: &str| -> Vec<String> { s.split('|').map(str::to_string).collect() };
+        for (line, rank, agent) in [
+            (
+                "/bin/bash|-c|PATH=/usr/bin:$PATH; /usr/bin/orted -mca ess \"env\"",
+                false,
+                true,
+            ),
+            (
+                "ssh|n2|\"/usr/bin/hydra_pmi_proxy\"|--control-port|n1:5",
+                false,
+                true,
+            ),
+            ("ip|netns|exec|n2|prted|--prtemca|x", false, true),
+            ("bash|agent.sh|n2|orted", false, true),
+            // A rank is never an agent, whatever its arguments.
+            ("bash|-c|echo orted", true, false),
+            // The daemon itself is skipped by its name, not as an agent.
+            ("orted|-mca|ess|env", false, false),
+            ("bash|-c|./ring", false, false),
+            ("./orted_stats|in.txt", false, false),
+        ] {
+            assert_eq!(is_agent(&argv(line), rank), agent, "{line}");
+        }
+        // What an agent or a launcher starts without a rank works for it;
+        // what `hark` or `salloc` starts is the user's.
+        for (parent, helps) in [
+            ("/bin/bash|/run/c/rsh|n2|orted -mca ess env", true),
+            ("mpirun|-np|2|./a", true),
+            ("/usr/bin/ssh|n2|hydra_pmi_proxy", true),
+            ("/usr/bin/hark|run|--|./serial", false),
+            ("salloc|-N2|./job.sh", false),
+            ("bash|./job.sh", false),
+            ("", false),
+        ] {
+            assert_eq!(helps_a_launcher(&argv(parent)), helps, "{parent}");
+        }
     }
 }

@@ -23,7 +23,7 @@
 //! into the caller.
 
 mod clock;
-mod config;
+pub(crate) mod config;
 mod defs;
 mod local;
 mod park;

@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex};
 
 use hark_wire::{Def, EndReason, Hello};
 
-use super::config::{Config, Shm};
+use super::config::{self, Config, Shm};
 use super::local::{self, Internal, Slot};
 use super::park::{self, Shipper};
 use super::{clock, defs, signals, warn_once};
-use crate::ship::{control, shm, transport, Ship};
+use crate::ship::{control, forward, reach, shm, transport, Ship};
 
 const LAZY: u8 = 0;
 const RUNNING: u8 = 1;
@@ -133,7 +133,12 @@ pub(crate) fn init() {
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_default();
-    if cfg.skips(&program_name(&argv)) || cfg.skips(&exe) {
+    let has_rank = RANK_VARS.iter().any(|v| std::env::var_os(v).is_some());
+    if cfg.skips(&program_name(&argv)) || cfg.skips(&exe) || config::is_agent(&argv, has_rank) {
+        return;
+    }
+    // SAFETY: getppid has no preconditions.
+    if !has_rank && config::helps_a_launcher(&argv_of(unsafe { libc::getppid() } as u32)) {
         return;
     }
     for (name, warning) in &cfg.warnings {
@@ -168,8 +173,15 @@ pub(crate) fn init() {
             Some(after_fork_child),
         )
     };
+    STARTING_AT_LOAD.store(true, Ordering::Relaxed);
     s.start();
+    STARTING_AT_LOAD.store(false, Ordering::Relaxed);
 }
+
+/// Set while the stream starts at load: only then may this process start
+/// its node's forwarder (a forked child's lazy start, on a program thread,
+/// only looks for one).
+static STARTING_AT_LOAD: AtomicBool = AtomicBool::new(false);
 
 impl Stream {
     /// Connects and sends the handshake if this stream is still lazy; true
@@ -189,14 +201,8 @@ impl Stream {
         if cfg.addr.starts_with("mpi:") {
             return self.start_over_mpi();
         }
-        let (fd, tls) = match transport::connect(
-            &cfg.addr,
-            cfg.tls_ca.as_deref(),
-            cfg.connect_timeout,
-            cfg.send_timeout,
-            cfg.socket_buffer,
-        ) {
-            Ok(linked) => linked,
+        let (fd, addr, tls) = match self.connect() {
+            Ok(found) => found,
             Err(e) => {
                 self.unreachable(&e);
                 return false;
@@ -205,7 +211,7 @@ impl Stream {
         self.socket.set(fd);
         let sock = transport::Socket::new(&self.socket, tls.clone());
         let hello = self.hello_frames();
-        if !self.hand_over_ring(&hello) {
+        if !self.hand_over_ring(&hello, &addr) {
             self.ship.push_bytes(hello);
         }
         if self.phase.load(Ordering::Acquire) == FAILED {
@@ -215,7 +221,6 @@ impl Stream {
         }
         self.push_known_defs();
         let ship = self.ship.clone();
-        let addr = cfg.addr.clone();
         let flush_every = cfg.flush_every;
         let this: &'static Stream = self;
         // Read here: the shipper opens no file while the program runs.
@@ -266,6 +271,29 @@ impl Stream {
             });
             transport.is_some()
         })
+    }
+
+    /// Connects to `hark`'s Unix socket on this node, or else to the
+    /// node's forwarder (`ship::forward`, which finds that socket missing
+    /// before it connects), or else to `hark`'s first address that answers
+    /// (`ship::reach`); the socket and the address it reached.
+    fn connect(&self) -> std::io::Result<reach::Linked> {
+        let cfg = &self.cfg;
+        let may_start = STARTING_AT_LOAD.load(Ordering::Relaxed);
+        if let Some((fd, addr)) = forward::connect(cfg, may_start) {
+            return Ok((
+                transport::tune(fd, cfg.send_timeout, cfg.socket_buffer),
+                addr,
+                None,
+            ));
+        }
+        reach::connect_first(
+            &cfg.addr,
+            cfg.tls_ca.as_deref(),
+            cfg.connect_timeout,
+            cfg.send_timeout,
+            cfg.socket_buffer,
+        )
     }
 
     /// `HARK_ADDR=mpi:` (`hark run --analysers`): the stream goes to an
@@ -354,13 +382,14 @@ impl Stream {
         true
     }
 
-    /// On a Unix socket and unless `HARK_SHM=0`: sends the `Hello` and a
-    /// shared-memory ring on the socket, and makes the pool's buffers the
-    /// ring's slots. False if the stream stays on the socket (the `Hello`
-    /// is then still to be sent); a socket that fails here fails the stream.
-    fn hand_over_ring(&'static self, hello: &[u8]) -> bool {
+    /// On a Unix socket (`addr`, the one connected to) and unless
+    /// `HARK_SHM=0`: sends the `Hello` and a shared-memory ring on the
+    /// socket, and makes the pool's buffers the ring's slots. False if the
+    /// stream stays on the socket (the `Hello` is then still to be sent); a
+    /// socket that fails here fails the stream.
+    fn hand_over_ring(&'static self, hello: &[u8], addr: &str) -> bool {
         let cfg = &self.cfg;
-        if cfg.shm == Shm::Off || !cfg.addr.starts_with("unix:") {
+        if cfg.shm == Shm::Off || !addr.starts_with("unix:") {
             return false;
         }
         let slots = shm::slots(cfg.buffers, cfg.pack_size);
@@ -405,12 +434,13 @@ impl Stream {
 
     /// The server could not be reached: one warning, and the stream fails.
     fn unreachable(&self, e: &std::io::Error) {
+        let at = match reach::split(&self.cfg.addr).len() {
+            1 => self.cfg.addr.as_str(),
+            _ => "any of its addresses",
+        };
         warn_once(
             "connect",
-            &format!(
-                "cannot reach the Hark server at {} ({e}); this process runs unmeasured",
-                self.cfg.addr
-            ),
+            &format!("cannot reach the Hark server at {at} ({e}); this process runs unmeasured"),
         );
         self.fail();
     }
@@ -690,18 +720,50 @@ fn env_i32(names: &[&str]) -> i32 {
         .unwrap_or(-1)
 }
 
-/// The job from the launcher's environment, else `ppid:<pid>` of the
-/// process that launched this one (see [`Ancestry::launcher`]).
+/// The job, the same for every rank on every node: `HARK_JOB`, else the
+/// launcher's identity (the PMIx namespace of Open MPI and of `srun
+/// --mpi=pmix`, a PMI-1 KVS name, Hydra's control port, Slurm's job and
+/// step), else `ppid:<pid>` of the process that launched this one (see
+/// [`Ancestry::launcher`]), which only ranks on one node share.
 fn job_from_env(ancestry: &Ancestry) -> String {
-    [
-        hark_settings::JOB.name,
-        "PMIX_NAMESPACE",
-        "PMI_KVSNAME",
-        "SLURM_JOB_ID",
-    ]
-    .iter()
-    .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()))
-    .unwrap_or_else(|| format!("ppid:{}", ancestry.launcher))
+    let var = |n: &str| std::env::var(n).ok().filter(|v| !v.is_empty());
+    [hark_settings::JOB.name, "PMIX_NAMESPACE", "PMI_KVSNAME"]
+        .iter()
+        .find_map(|n| var(n))
+        .or_else(|| hydra_job(&argv_of(ancestry.launcher)))
+        .or_else(|| slurm_job(&var))
+        .unwrap_or_else(|| format!("ppid:{}", ancestry.launcher))
+}
+
+/// MPICH's Hydra gives its ranks no job name (`PMI_KVSNAME` is not in
+/// their environment), but each node's proxy, their launcher, is started
+/// as `hydra_pmi_proxy --control-port HOST:PORT ... --pgid N`, the control
+/// port being that of their `mpiexec`: the same on every node, and another
+/// for another `mpiexec`. `--pgid` tells spawned worlds apart.
+fn hydra_job(proxy_argv: &[String]) -> Option<String> {
+    if program_name(proxy_argv) != "hydra_pmi_proxy" {
+        return None;
+    }
+    let value = |option: &str| {
+        let i = proxy_argv.iter().position(|a| a == option)?;
+        proxy_argv.get(i + 1).filter(|v| !v.is_empty())
+    };
+    let port = value("--control-port")?;
+    Some(match value("--pgid").filter(|g| *g != "0") {
+        Some(group) => format!("hydra:{port}/{group}"),
+        None => format!("hydra:{port}"),
+    })
+}
+
+/// Slurm's job and step, as Slurm writes them (`1234.0`): every task of
+/// a step shares them, on every node; two steps of one allocation differ.
+/// The job alone outside a step (a program run in `salloc`'s shell).
+fn slurm_job(var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let job = var("SLURM_JOB_ID")?;
+    Some(match var("SLURM_STEP_ID") {
+        Some(step) => format!("{job}.{step}"),
+        None => job,
+    })
 }
 
 /// Set by the process that holds a rank, for its descendants: its pid. One
@@ -877,6 +939,44 @@ fn nonce() -> [u8; hark_wire::NONCE_SIZE] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn hydra_ranks_on_every_node_share_their_mpiexec_s_control_port() {
+        let proxy = |id: u32, pgid: u32| {
+            words(&format!(
+                "/usr/bin/hydra_pmi_proxy --control-port n1:41211 --rmk user --launcher ssh \
+                 --demux poll --pgid {pgid} --retries 10 --usize -2 --pmi-port 0 --proxy-id {id}"
+            ))
+        };
+        assert_eq!(hydra_job(&proxy(0, 0)), Some("hydra:n1:41211".into()));
+        assert_eq!(hydra_job(&proxy(1, 0)), hydra_job(&proxy(0, 0)));
+        assert_eq!(hydra_job(&proxy(1, 2)), Some("hydra:n1:41211/2".into()));
+        assert_eq!(hydra_job(&words("orted --control-port x:1")), None);
+        assert_eq!(hydra_job(&words("hydra_pmi_proxy --pgid 0")), None);
+        assert_eq!(hydra_job(&[]), None);
+    }
+
+    #[test]
+    fn slurm_tasks_share_their_job_and_step() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |n: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == n)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let step = env(&[("SLURM_JOB_ID", "77"), ("SLURM_STEP_ID", "3")]);
+        assert_eq!(slurm_job(&step), Some("77.3".into()));
+        assert_eq!(
+            slurm_job(&env(&[("SLURM_JOB_ID", "77")])),
+            Some("77".into())
+        );
+        assert_eq!(slurm_job(&env(&[("SLURM_STEP_ID", "3")])), None);
+    }
 
     #[test]
     fn a_process_s_parent_is_read_from_proc_whatever_its_name() {

@@ -210,6 +210,12 @@ pub(crate) fn connect(
             ),
         ));
     };
+    Ok((tune(fd, send_timeout, socket_buffer), tls))
+}
+
+/// Moves a connected socket out of the program's way and sets its send
+/// timeout and buffer (see [`connect`]); returns its new descriptor.
+pub(crate) fn tune(fd: RawFd, send_timeout: Duration, socket_buffer: usize) -> RawFd {
     let fd = move_out_of_the_way(fd);
     let tv = libc::timeval {
         tv_sec: send_timeout.as_secs() as libc::time_t,
@@ -234,7 +240,7 @@ pub(crate) fn connect(
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );
     }
-    Ok((fd, tls))
+    fd
 }
 
 fn connect_tcp(hostport: &str, timeout: Duration) -> io::Result<std::net::TcpStream> {
@@ -284,7 +290,7 @@ fn connect_tls(
 /// wait as long as the server's accept backlog stays full (many processes
 /// starting at once); a non-blocking one says `EAGAIN` instead, and is
 /// retried every millisecond until the deadline.
-fn connect_unix(path: &str, timeout: Duration) -> io::Result<RawFd> {
+pub(crate) fn connect_unix(path: &str, timeout: Duration) -> io::Result<RawFd> {
     let mut sa: libc::sockaddr_un = zeroed_sockaddr_un();
     sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
     let bytes = path.as_bytes();

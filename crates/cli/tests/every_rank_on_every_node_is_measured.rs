@@ -1,0 +1,239 @@
+//! `hark run -- mpirun --host n1,n2 ...`: the rank on n2 could not reach
+//! hark's Unix socket (n1's `/tmp`) and ran unmeasured, silently, while
+//! the launcher's rsh agent was measured as a program. On emulated nodes
+//! (`common::cluster`), over Open MPI's `mpirun` (rsh agent) and MPICH's
+//! Hydra (`mpiexec`, the same agent), on 2 and 3 nodes: every rank is
+//! measured, on its own node, as one program of one job; calls, bytes and
+//! matrices equal the independent count and the same job run on one node;
+//! no launcher agent appears as a program. Needs root; skips otherwise.
+
+mod common;
+#[path = "common/independent_count.rs"]
+mod independent_count;
+
+use common::cluster::{shared_scratch, Cluster};
+use common::*;
+use independent_count::*;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+const ROUNDS: &str = "20";
+const INTS: &str = "100";
+
+/// The launcher's words to run `np` ranks on `hosts` (round robin)
+/// through the cluster's rsh agent.
+fn launch(mpi: Mpi, cluster: &Cluster, hosts: &str, np: usize) -> Vec<String> {
+    let agent = cluster.rsh_agent().display().to_string();
+    let mut c: Vec<String> = Vec::new();
+    if mpi.run == OPEN_MPI.run {
+        c.extend([OPEN_MPI.run, "--oversubscribe"].map(String::from));
+        c.extend(["--host", hosts, "--map-by", "node"].map(String::from));
+        // The agent gives a fresh environment, as ssh does: the counter's
+        // directory is passed like any variable a program needs.
+        c.extend(["-x", "COUNT_DIR", "--mca", "btl", "self,tcp"].map(String::from));
+        c.extend(["--mca".into(), "plm_rsh_agent".into(), agent]);
+    } else {
+        c.push("mpiexec.hydra".into());
+        c.extend(["-hosts".into(), hosts.into()]);
+        c.extend([
+            "-bootstrap".into(),
+            "ssh".into(),
+            "-bootstrap-exec".into(),
+            agent,
+        ]);
+    }
+    c.extend(["-np".into(), np.to_string()]);
+    c
+}
+
+/// `hark run` on n1 in `dir` with the independent counter preloaded, into
+/// `dir/<name>`; returns the profile and the counts.
+fn counted_on_n1(
+    cluster: &Cluster,
+    mpi: Mpi,
+    dir: &Path,
+    name: &str,
+    command: &[String],
+    np: usize,
+) -> (serde_json::Value, String) {
+    let counts = dir.join(counts_of(name));
+    std::fs::create_dir_all(&counts).unwrap();
+    let run_dir = dir.join(name);
+    let mut line = vec![hark().display().to_string()];
+    line.extend(["run", "--lossless", "--no-http", "-o"].map(String::from));
+    line.push(run_dir.display().to_string());
+    line.push("--".into());
+    line.extend(command.iter().cloned());
+    let mut cmd = cluster.command("n1", &line);
+    cmd.current_dir(dir)
+        .env("LD_PRELOAD", counter(dir, mpi))
+        .env("COUNT_DIR", &counts);
+    mpi_env(&mut cmd);
+    // Across nodes, not through shared memory only.
+    cmd.env("OMPI_MCA_btl", "self,tcp");
+    if mpi.run != OPEN_MPI.run {
+        // MPICH 4.0 over UCX hangs in MPI_Finalize when a node's ranks
+        // enter it apart from another node's (without Hark too); the clock
+        // alignment's ping-pong at MPI_Finalize, rank 0 with each rank in
+        // turn, sets them apart. Not this test's subject: off here.
+        cmd.env("HARK_CLOCK_SYNC", "0");
+    }
+    let out = cmd.output_within().expect("cannot run cluster.sh");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_exit(&out, 0);
+    assert!(!stderr.contains("cannot reach"), "{name}: {stderr}");
+    let profile = profile(&run_dir);
+    compare(&profile, &read_counts(&counts, np));
+    (profile, stderr)
+}
+
+fn every_rank_measured(mpi: Mpi, nodes: usize) {
+    let launcher = if mpi.run == OPEN_MPI.run {
+        OPEN_MPI.run
+    } else {
+        "mpiexec.hydra"
+    };
+    if !have(mpi.cc) || !have(launcher) {
+        eprintln!("skipped: {} is not installed", mpi.name);
+        return;
+    }
+    let Some(cluster) = Cluster::up(nodes) else {
+        return;
+    };
+    probe();
+    let dir = shared_scratch(&format!("every-rank-{}-{nodes}", mpi.cc));
+    let exe = compile(mpi.cc, "ring.c".as_ref(), &dir, &[]);
+    let ring = [exe.display().to_string(), ROUNDS.into(), INTS.into()];
+    // One node holds two ranks: one more than the nodes, round robin.
+    let np = nodes + 1;
+    let hosts = cluster.hosts().join(",");
+
+    let mut across = launch(mpi, &cluster, &hosts, np);
+    across.extend(ring.iter().cloned());
+    let (profile, stderr) = counted_on_n1(&cluster, mpi, &dir, "across", &across, np);
+    let shown = format!("{}, {nodes} nodes: {stderr}", mpi.name);
+    let programs = profile["programs"].as_array().expect("programs");
+    let names: Vec<&str> = programs.iter().filter_map(|p| p["name"].as_str()).collect();
+    assert_eq!(
+        names.len(),
+        1,
+        "one program, no agent, one job: {names:?}: {shown}"
+    );
+    assert!(names[0].starts_with("ring"), "{names:?}: {shown}");
+    let on: BTreeSet<String> = programs[0]["rank_info"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["host"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let want: BTreeSet<String> = cluster.hosts().into_iter().collect();
+    assert_eq!(on, want, "every node's ranks measured: {shown}");
+
+    let mut one = launch(mpi, &cluster, "n1", np);
+    one.extend(ring.iter().cloned());
+    let (alone, _) = counted_on_n1(&cluster, mpi, &dir, "one-node", &one, np);
+    for field in ["messages", "bytes"] {
+        let m = matrix(&profile["programs"][0]["p2p"][field]);
+        assert_eq!(m.len(), np, "{field}: {shown}");
+        assert_eq!(
+            m,
+            matrix(&alone["programs"][0]["p2p"][field]),
+            "{field}: {shown}"
+        );
+    }
+    for f in [
+        "MPI_Isend",
+        "MPI_Recv",
+        "MPI_Wait",
+        "MPI_Allreduce",
+        "MPI_Barrier",
+    ] {
+        for field in ["calls", "bytes"] {
+            assert_eq!(
+                per_rank(&profile, 0, f, field),
+                per_rank(&alone, 0, f, field),
+                "{f} {field}: {shown}"
+            );
+        }
+    }
+}
+
+#[test]
+fn mpirun_on_2_nodes() {
+    every_rank_measured(OPEN_MPI, 2);
+}
+
+#[test]
+fn mpirun_on_3_nodes() {
+    every_rank_measured(OPEN_MPI, 3);
+}
+
+#[test]
+fn hydra_on_2_nodes() {
+    every_rank_measured(MPICH, 2);
+}
+
+#[test]
+fn hydra_on_3_nodes() {
+    every_rank_measured(MPICH, 3);
+}
+
+/// `hark run -- ./job.sh`, a job script that starts `mpirun` across the
+/// nodes: `hark` cannot put the probe on the ranks only, so `mpirun`, its
+/// rsh agent and the agent's shell and tools inherit it, and must stay
+/// passive. In a batch job (here `PBS_JOBID`, as PBS sets it) `hark`
+/// listens on TCP for such a script too. Only the ring is a program (the
+/// script itself is left out with `HARK_SKIP=sh`).
+#[test]
+fn a_launcher_inside_a_script_leaves_its_agents_unmeasured() {
+    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return;
+    }
+    let Some(cluster) = Cluster::up(2) else {
+        return;
+    };
+    probe();
+    let dir = shared_scratch("every-rank-script");
+    let exe = compile(OPEN_MPI.cc, "ring.c".as_ref(), &dir, &[]);
+    let mut mpirun = launch(OPEN_MPI, &cluster, &cluster.hosts().join(","), 2);
+    // What the script's author writes so that ranks on other nodes get the
+    // probe: Open MPI passes no other variable through its agent.
+    mpirun.extend(["-x", "LD_PRELOAD", "-x", "HARK_ADDR", "-x", "HARK_SKIP"].map(String::from));
+    mpirun.extend([exe.display().to_string(), ROUNDS.into(), INTS.into()]);
+    let script = dir.join("job.sh");
+    std::fs::write(&script, format!("#!/bin/sh\n{}\n", mpirun.join(" "))).unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&script)
+        .output_within()
+        .unwrap();
+    let run_dir = dir.join("run");
+    let mut line = vec![hark().display().to_string()];
+    line.extend(["run", "--no-http", "-o"].map(String::from));
+    line.extend([run_dir.display().to_string(), "--".into()]);
+    line.push(script.display().to_string());
+    let mut cmd = cluster.command("n1", &line);
+    cmd.current_dir(&dir)
+        .env("PBS_JOBID", "1.pbs")
+        .env("HARK_SKIP", "sh")
+        .env("COUNT_DIR", &*dir);
+    mpi_env(&mut cmd);
+    cmd.env("OMPI_MCA_btl", "self,tcp");
+    let out = cmd.output_within().expect("cannot run cluster.sh");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_exit(&out, 0);
+    assert!(!stderr.contains("cannot reach"), "{stderr}");
+    let profile = profile(&run_dir);
+    let names: Vec<&str> = (profile["programs"].as_array().unwrap().iter())
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(
+        names.len(),
+        1,
+        "only the ring, no agent: {names:?}: {stderr}"
+    );
+    assert!(names[0].starts_with("ring"), "{names:?}");
+    assert_eq!(profile["programs"][0]["ranks"], 2, "{stderr}");
+    assert_eq!(per_rank(&profile, 0, "MPI_Isend", "calls"), [20, 20]);
+}
