@@ -130,6 +130,9 @@ fn start_server(
     hark_analyser::test_match_bound();
     Server::start(ServerConfig {
         addr: format!("unix:{}", socket_dir.socket().display()),
+        // On TCP anyone on the network may connect: one that says nothing
+        // is cut off, as `hark serve` does.
+        hello_timeout: (!also.is_empty()).then_some(Duration::from_secs(10)),
         also,
         analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
         secret: Some(secret),
