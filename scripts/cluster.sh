@@ -121,7 +121,8 @@ cmd_up() {
     while [ $# -gt 0 ]; do
         case $1 in
         --owner)
-            [[ ${2:-} =~ ^[0-9]+$ ]] || die "--owner needs a pid"
+            [[ ${2:-} =~ ^[0-9]+$ ]] && [ -r "/proc/$2/stat" ] ||
+                die "--owner needs the pid of a live process, not '${2:-}'"
             owner="$2 $(proc_identity "$2")"
             shift 2
             ;;
@@ -216,6 +217,21 @@ host_cgroups() {
     done </proc/self/mountinfo
 }
 
+# `ip netns exec` gave the node a sysfs of its own, without the cgroup
+# mounts slurmd insists on: mount the host's hierarchies (listed in
+# STATE/cgroups) again.
+mount_cgroups() {
+    local mp fstype opts
+    while read -r mp fstype opts; do
+        if [ "$mp" = /sys/fs/cgroup ] && [ "$fstype" != cgroup2 ]; then continue; fi
+        if ! mkdir -p "$mp" 2>/dev/null; then
+            mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup || return 1
+            mkdir -p "$mp" || return 1
+        fi
+        mount -t "$fstype" -o "$opts" "$fstype" "$mp" || return 1
+    done <"$1/cgroups"
+}
+
 # Inside the new namespaces: make the node's private files, then hold.
 cmd_hold() {
     local id=$1 k=$2 s
@@ -228,16 +244,7 @@ cmd_hold() {
     mount --bind "$s/n$k/munge" /run/munge
     [ -d /etc/slurm ] || mkdir -p /etc/slurm
     mount --bind "$s/slurm" /etc/slurm
-    # `ip netns exec` gave the node a sysfs of its own, without the
-    # cgroup mounts slurmd insists on: mount the host's hierarchies again.
-    local mp fstype opts
-    while read -r mp fstype opts; do
-        if [ "$mp" = /sys/fs/cgroup ] && [ "$fstype" != cgroup2 ]; then continue; fi
-        mkdir -p "$mp" 2>/dev/null || mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup
-        mkdir -p "$mp"
-        mount -t "$fstype" -o "$opts" "$fstype" "$mp" ||
-            echo "cluster.sh: n$k has no $mp (only Slurm needs it)" >&2
-    done <"$s/cgroups"
+    mount_cgroups "$s" || echo "cluster.sh: n$k lacks cgroup mounts (only slurmd needs them)" >&2
     echo $$ >"$s/n$k/holder.pid.tmp"
     mv "$s/n$k/holder.pid.tmp" "$s/n$k/holder.pid"
     exec sleep infinity

@@ -2,7 +2,7 @@
 //! real MPI jobs across emulated nodes, without Hark: Open MPI's `mpirun`
 //! and MPICH's Hydra `mpiexec` through the rsh agent, and Slurm's `srun`
 //! (PMIx, PMI-2), on 2 and 3 nodes; `srun`, `mpirun` and `mpiexec`
-//! inside `salloc`. Every rank reports its host and its
+//! inside `salloc`, and `srun` in an `sbatch` job. Every rank reports its host and its
 //! CLOCK_MONOTONIC: the ranks sit on distinct nodes, and each reads its
 //! node's clock, offset from the host's by what the cluster says. After
 //! teardown nothing of a cluster is left. Needs root; skips otherwise.
@@ -314,9 +314,9 @@ fn srun_on_3_nodes() {
 }
 
 /// Inside an allocation (`salloc`): `srun`, and each MPI's own launcher,
-/// which start their daemons through Slurm.
+/// which start their daemons through Slurm; and `srun` in a batch job.
 #[test]
-fn launchers_inside_salloc_on_2_nodes() {
+fn launchers_inside_an_allocation_on_2_nodes() {
     let Some(cluster) = Cluster::up(2) else {
         return;
     };
@@ -334,6 +334,11 @@ fn launchers_inside_salloc_on_2_nodes() {
         let command = words(&format!("salloc -N2 -n2 {inner}"));
         run_and_check(&cluster, &dir, &command, 2);
     }
+    // The batch script runs on n1 and writes its output where it started.
+    let batch = format!(
+        "sbatch -N2 -n2 --wait -o batch.out --wrap 'srun --mpi=pmix {ompi}' && cat batch.out"
+    );
+    run_and_check(&cluster, &dir, &["sh".into(), "-c".into(), batch], 2);
 }
 
 /// What of a cluster the host can see: its namespaces, its state

@@ -571,7 +571,7 @@ fn route(sub: &mut impl Submit, states: &States, kind: Typed<Waits>, mut waits: 
             info: info.clone(),
             waits,
         };
-        sub.publish_keyed(kind, info.conn(), waits, bytes);
+        sub.publish_keyed(kind, info.row(), waits, bytes);
     }
 }
 
@@ -815,7 +815,7 @@ fn events_source(
         analysis.spec().name,
         types.batches,
         move |_, t: &Unpacked| {
-            let slot = slot_of(&st.ranks[index], t.info.conn(), || Slot {
+            let slot = slot_of(&st.ranks[index], t.info.row(), || Slot {
                 state: analysis.new_rank().into(),
                 analysed: 0,
             });
@@ -845,7 +845,7 @@ fn waits_source(
     analysis: Arc<dyn DynAnalysis>,
 ) -> KnowledgeSource {
     KnowledgeSource::on(analysis.spec().name, types.waits, move |_, w: &Waits| {
-        let slot = slot_of(&st.ranks[index], w.info.conn(), || Slot {
+        let slot = slot_of(&st.ranks[index], w.info.row(), || Slot {
             state: analysis.new_rank().into(),
             analysed: 0,
         });
@@ -1035,8 +1035,10 @@ impl OnBoard {
             info: info.clone(),
             what,
         };
+        // Keyed by row: the frames of a process's stream after `exec` are
+        // unpacked, and folded, after those of the stream before it.
         self.board
-            .publish_keyed(self.level, self.types.frames, info.conn(), frame, bytes)
+            .publish_keyed(self.level, self.types.frames, info.row(), frame, bytes)
             .map_err(board_error)
     }
 
@@ -1123,8 +1125,11 @@ impl OnBoard {
     fn partial(&self, ranks: &[(Arc<StreamInfo>, StreamAccounting)], take: bool) -> Partial {
         let mut partial = self.program.empty_partial();
         let analyses = self.program.analyses();
-        for (info, acc) in ranks {
-            let conn = info.conn();
+        for streams in rows(ranks) {
+            // The latest image of the process speaks for the row (it holds
+            // the rank); the row began with the first.
+            let (info, _) = streams[streams.len() - 1];
+            let conn = info.row();
             let mut analysed = u64::MAX;
             let mut saved: Vec<Vec<u8>> = Vec::new();
             for (a, map) in analyses.iter().zip(&self.states.ranks) {
@@ -1152,13 +1157,18 @@ impl OnBoard {
                     }
                 }
             }
-            let mut accounting = rank_accounting(acc);
+            let mut accounting = row_accounting(&streams);
             accounting.analysed = if analysed == u64::MAX { 0 } else { analysed };
-            partial.push_saved_rank(info.meta(), accounting, rank_record(&info.clock()), saved);
-            let forgotten = lock(&self.states.unpackers)
-                .get(&conn)
-                .map_or(0, |t| lock(t).forgotten());
-            partial.add_counts(forgotten, info.ignored_defs());
+            let mut meta = info.meta();
+            let first = streams[0].0.meta();
+            (meta.hello_ns, meta.conn) = (first.hello_ns, first.conn);
+            partial.push_saved_rank(meta, accounting, rank_record(&info.clock()), saved);
+            for (info, _) in streams {
+                let forgotten = lock(&self.states.unpackers)
+                    .get(&info.conn())
+                    .map_or(0, |t| lock(t).forgotten());
+                partial.add_counts(forgotten, info.ignored_defs());
+            }
         }
         let p2p: BTreeMap<i32, P2pMatcher> = copy_or_take(&self.states.p2p, take)
             .into_iter()
@@ -1209,7 +1219,7 @@ impl OnBoard {
     /// changing nothing, when a knowledge source cannot fold this process
     /// (see [`hark_analyses::RankState::absorbs`]); it then keeps its row.
     pub fn fold_away(&self, info: &StreamInfo, acc: &StreamAccounting) -> bool {
-        let conn = info.conn();
+        let conn = info.row();
         let analyses = self.program.analyses();
         let slots: Vec<Option<Arc<Mutex<Slot>>>> = self
             .states
@@ -1266,7 +1276,7 @@ impl OnBoard {
         for map in &self.states.ranks {
             lock(map).remove(&conn);
         }
-        let track = lock(&self.states.unpackers).remove(&conn);
+        let track = lock(&self.states.unpackers).remove(&info.conn());
         if let Some(t) = track {
             let mut t = lock(&t);
             let derived = t.flush();
@@ -1366,6 +1376,52 @@ impl OnBoard {
         self.finish_partial(ranks)
             .finish(self.program.analyses(), false)
     }
+}
+
+/// The streams `ranks` by row, in order of each row's first stream: one
+/// stream each, or a process's streams before and after `exec` together
+/// ([`StreamInfo::continuing`]), in connection order.
+type Streams<'a> = Vec<&'a (Arc<StreamInfo>, StreamAccounting)>;
+
+fn rows(ranks: &[(Arc<StreamInfo>, StreamAccounting)]) -> Vec<Streams<'_>> {
+    let mut rows: Vec<Streams<'_>> = Vec::with_capacity(ranks.len());
+    let mut at: FxHashMap<u64, usize> = FxHashMap::default();
+    for r in ranks {
+        match at.get(&r.0.row()) {
+            Some(&i) => rows[i].push(r),
+            None => {
+                at.insert(r.0.row(), rows.len());
+                rows.push(vec![r]);
+            }
+        }
+    }
+    for row in &mut rows {
+        row.sort_by_key(|(info, _)| info.conn());
+    }
+    rows
+}
+
+/// The accounting of one row: its streams' events summed. The row is
+/// whole when its last stream ended with its record; the events of an
+/// earlier one that did not (an `exec` that did not wait for the drain)
+/// count as written as they arrived, and the row as partial.
+fn row_accounting(streams: &[&(Arc<StreamInfo>, StreamAccounting)]) -> RankAccounting {
+    let (last, earlier) = streams.split_last().expect("a row has a stream");
+    let mut row = rank_accounting(&last.1);
+    for (_, acc) in earlier {
+        row.received = row.received.saturating_add(acc.received);
+        let (w, d) = acc
+            .end
+            .as_ref()
+            .map_or((acc.received, 0), |e| (e.events_written, e.events_dropped));
+        row.end = match acc.end {
+            Some(_) => row
+                .end
+                .map(|(rw, rd)| (rw.saturating_add(w), rd.saturating_add(d))),
+            None => None,
+        };
+    }
+    row
 }
 
 impl std::fmt::Debug for OnBoard {

@@ -21,6 +21,9 @@ use std::sync::{Arc, Mutex, RwLock};
 #[derive(Debug)]
 pub struct StreamInfo {
     conn: u64,
+    /// The row its events fold into: its own connection's number, or that
+    /// of the stream it continues ([`StreamInfo::continuing`]).
+    row: u64,
     hello: Hello,
     clock: Mutex<Alignment>,
     origin_ns: u64,
@@ -37,6 +40,7 @@ impl StreamInfo {
     pub(crate) fn new(shared: Arc<Shared>, conn: u64, hello: Hello, offset_ns: i64) -> StreamInfo {
         StreamInfo {
             conn,
+            row: conn,
             hello,
             clock: Mutex::new(Alignment::new(offset_ns)),
             origin_ns: shared.origin_ns,
@@ -52,6 +56,21 @@ impl StreamInfo {
     /// The connection's number, unique in the server, in order of connection.
     pub fn conn(&self) -> u64 {
         self.conn
+    }
+
+    /// The same process as `earlier`, after an `exec`: its events fold
+    /// into `earlier`'s row, after `earlier`'s, and the two streams are one
+    /// rank. Each keeps its own handshake, clock and ids (the new image's
+    /// probe starts afresh). Call before any of its frames is submitted.
+    pub fn continuing(mut self, earlier: &StreamInfo) -> StreamInfo {
+        self.row = earlier.row;
+        self
+    }
+
+    /// The row this stream's events fold into: the connection's number of
+    /// the first stream of its process (see [`StreamInfo::continuing`]).
+    pub fn row(&self) -> u64 {
+        self.row
     }
 
     /// Bytes of this stream's events submitted and not yet analysed by

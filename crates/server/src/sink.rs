@@ -14,6 +14,10 @@
 //! its `Rank` frame), and its pid its own on its host within its job — a
 //! second stream naming the pid of a live one waits a moment for that one
 //! to close (the same process after `exec`) and is refused if it does not.
+//! A stream naming the pid and launcher rank of one that ended, as the same
+//! program, is that process after `exec`: it continues the earlier
+//! stream's row (`StreamInfo::continuing`), so a rank that re-execs itself
+//! is one rank.
 //! Rank streams are keyed by (job, program, world rank): a second stream
 //! claiming a rank that another still streams — in its `Hello` or later in
 //! its `Rank` frame — is refused, never merged. Every refusal is counted
@@ -460,10 +464,10 @@ impl Sink for State {
                 return;
             }
         }
-        if let Err(why) = self.own_identity(conn.0, hello) {
-            self.refuse(conn, hello, &why);
-            return;
-        }
+        let earlier = match self.own_identity(conn.0, hello) {
+            Ok(earlier) => earlier,
+            Err(why) => return self.refuse(conn, hello, &why),
+        };
         let child = hello.parent != 0;
         if !child {
             if let Err(holder) = self.claim(&hello.job, &hello.program, hello.rank, conn.0, hello) {
@@ -556,11 +560,18 @@ impl Sink for State {
                 slot.on.clone()
             };
             let info = on.program().stream_info(conn.0, hello.clone(), offset);
-            // Past the first `rows` streams of the program (those still
-            // held, plus those folded away already).
-            let foldable =
-                !child && slot.conns.len() as u64 + slot.on.folded() > self.config.rows as u64;
-            (on, Arc::new(info), foldable)
+            // The same process after `exec`, as the same program: one row
+            // (a row of its own, not folded with others).
+            if let Some(e) = earlier.filter(|e| continues(e, &on, hello)) {
+                let info = info.continuing(&e.info);
+                (on, Arc::new(info), false)
+            } else {
+                // Past the first `rows` streams of the program (those
+                // still held, plus those folded away already).
+                let foldable =
+                    !child && slot.conns.len() as u64 + slot.on.folded() > self.config.rows as u64;
+                (on, Arc::new(info), foldable)
+            }
         };
 
         hark_sync::write(&self.conns).insert(
@@ -702,7 +713,12 @@ impl Sink for State {
         if let Closed::Broken(_) = outcome {
             self.counters.broken.fetch_add(1, Ordering::Relaxed);
         }
-        self.release_pid(conn.0);
+        // A rank keeps its pid here after its stream closed: its image
+        // after `exec` may say hello after the close was read, and
+        // continues its row ([`continues`]).
+        if !self.conn(conn).is_some_and(|c| holds_a_rank(&c)) {
+            self.release_pid(conn.0);
+        }
         match self.conn(conn) {
             Some(c) => {
                 self.counters.open.fetch_sub(1, Ordering::Relaxed);
@@ -726,6 +742,22 @@ impl Sink for State {
             }
         }
     }
+}
+
+/// Whether stream `c` is a rank's, by the launcher's rank variable, with a
+/// row of its own.
+fn holds_a_rank(c: &Conn) -> bool {
+    c.info.hello().rank >= 0 && !c.foldable
+}
+
+/// Whether the stream saying `hello` on level `on` is the process of the
+/// ended stream `earlier` after `exec` (same job, host and pid, which
+/// `State::own_identity` matched): the same program, and the same rank by
+/// the launcher's variable, which no other process of the job carries.
+/// Processes without a rank variable are not matched: a pid alone may
+/// come back in a long run.
+fn continues(earlier: &Conn, on: &Arc<OnBoard>, hello: &Hello) -> bool {
+    Arc::ptr_eq(&earlier.on, on) && holds_a_rank(earlier) && earlier.info.hello().rank == hello.rank
 }
 
 /// Who streams a rank.
@@ -825,9 +857,11 @@ impl State {
     }
 
     /// Checks that a `Hello` names a rank its world has, and a process no
-    /// live stream of its job speaks for; then holds its pid for `conn`.
-    /// The error says why not.
-    fn own_identity(&self, conn: u64, hello: &Hello) -> Result<(), String> {
+    /// live stream of its job speaks for; then holds its pid for `conn`,
+    /// and returns the stream that held it before and has ended (for a
+    /// rank: the same process before `exec`, see [`continues`]). The error
+    /// says why not.
+    fn own_identity(&self, conn: u64, hello: &Hello) -> Result<Option<Arc<Conn>>, String> {
         if hello.rank >= 0 && hello.size >= 0 && hello.rank >= hello.size {
             return Err(format!(
                 "it claims world rank {} of a world of {}, which has no such rank",
@@ -841,9 +875,14 @@ impl State {
                 let mut pids = hark_sync::lock(&self.pids);
                 match pids.get(&key) {
                     Some(&other) if other != conn && self.streaming(other) => {}
-                    _ => {
+                    held => {
+                        let earlier = held.copied().filter(|&other| other != conn);
                         pids.insert(key, conn);
-                        return Ok(());
+                        drop(pids);
+                        // Looked up before the programs' lock is taken.
+                        return Ok(
+                            earlier.and_then(|id| hark_sync::read(&self.conns).get(&id).cloned())
+                        );
                     }
                 }
             }

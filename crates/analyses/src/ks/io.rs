@@ -56,12 +56,15 @@ pub(crate) fn direction(code: u16) -> Dir {
             | op::io::FREAD
             | op::io::FGETS
             | op::io::FSCANF => Dir::Read,
+            // A flush's bytes are output no call counted that it wrote
+            // out (the probe's `adapters/pending.rs`).
             op::io::WRITE
             | op::io::PWRITE
             | op::io::WRITEV
             | op::io::FWRITE
             | op::io::FPRINTF
-            | op::io::FPUTS => Dir::Write,
+            | op::io::FPUTS
+            | op::io::FFLUSH => Dir::Write,
             _ => Dir::Other,
         },
         op::OpKind::Mpi(i) => match FUNCTIONS[i].class {

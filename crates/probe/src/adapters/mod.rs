@@ -8,6 +8,8 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod exec;
+mod ns;
+mod pending;
 mod posix;
 mod signal;
 mod stdio;
@@ -21,6 +23,12 @@ use std::ffi::c_int;
 use hark_wire::Event;
 
 use crate::core;
+
+/// At exit, before the stream ends: what stdio's standard streams hold
+/// that no call counted is written out, recorded (`pending`).
+pub(crate) fn flush_at_exit() {
+    let _ = std::panic::catch_unwind(pending::flush_at_exit);
+}
 
 /// The real function `$name` of type `$ty`, as an `Option` (None if the
 /// process has no such symbol).

@@ -5,8 +5,11 @@
 //! glibc's stdio reaches `read`/`write` internally without going through
 //! the symbol table, so these wrappers are the only record of stdio traffic
 //! and nothing is counted twice. Bytes are those the call moved at the
-//! `FILE` level (what the program asked, not when the buffer was flushed).
-//! Events carry the stream's descriptor in `peer` and its file id in `obj`.
+//! `FILE` level (what the program asked, not when the buffer was flushed),
+//! plus output that no call counted and that this call wrote out of the
+//! buffer (`pending`: what the inline `putc_unlocked` and the character
+//! calls put there). Events carry the stream's descriptor in `peer` and
+//! its file id in `obj`.
 
 use std::ffi::{c_char, c_int, c_long, c_void};
 
@@ -14,6 +17,7 @@ use hark_wire::op::io;
 use hark_wire::Event;
 use libc::{off64_t, off_t, size_t, FILE};
 
+use super::pending::{self, Accepted, Record};
 use super::{io, missing, on_fd, path_of, real};
 use crate::core;
 
@@ -96,14 +100,20 @@ pub unsafe extern "C" fn fclose(stream: *mut FILE) -> c_int {
     let Some(f) = real!(c"fclose": unsafe extern "C" fn(*mut FILE) -> c_int) else {
         return missing();
     };
-    // The descriptor is gone after the call: take it first.
+    // The descriptor and the buffer are gone after the call: read first.
     let fd = if core::io_enabled() {
         fd_of(stream)
     } else {
         -1
     };
+    let recording = core::enter().is_some() && core::io_enabled();
+    let uncounted = if recording {
+        pending::uncounted_now(stream)
+    } else {
+        0
+    };
     // SAFETY: forwarding the caller's argument.
-    io(
+    let r = io(
         io::FCLOSE,
         || unsafe { f(stream) },
         |ev, r, err| {
@@ -114,7 +124,14 @@ pub unsafe extern "C" fn fclose(stream: *mut FILE) -> c_int {
                 ev.tag.set(err);
             }
         },
-    )
+    );
+    // What the buffer held that no call counted went out with the close.
+    if uncounted > 0 && r == 0 {
+        if let Some(g) = core::enter() {
+            pending::record_flushed(&g, fd, uncounted, core::stamp());
+        }
+    }
+    r
 }
 
 macro_rules! frw_like {
@@ -139,7 +156,148 @@ macro_rules! frw_like {
 
 frw_like! {
     fread = c"fread", io::FREAD, *mut c_void;
-    fwrite = c"fwrite", io::FWRITE, *const c_void;
+}
+
+macro_rules! fwrite_like {
+    ($($name:ident = $sym:literal, $lock:expr;)*) => {$(
+        /// Wraps the function of the same name; `bytes` is items × size,
+        /// and what it wrote out that no call counted (`pending`).
+        ///
+        /// # Safety
+        /// As the C function.
+        #[cfg_attr(not(test), no_mangle)]
+        pub unsafe extern "C" fn $name(p: *const c_void, size: size_t, n: size_t, stream: *mut FILE) -> size_t {
+            let Some(f) = real!($sym: unsafe extern "C" fn(*const c_void, size_t, size_t, *mut FILE) -> size_t) else {
+                return 0;
+            };
+            pending::output(
+                io::FWRITE,
+                stream,
+                $lock,
+                Record::Always,
+                // SAFETY: forwarding the caller's arguments.
+                || unsafe { f(p, size, n, stream) },
+                |r, _| counted((r as u64).wrapping_mul(size as u64)),
+                |ev, r, err| on_file(ev, stream, r < n, err),
+            )
+        }
+    )*};
+}
+
+fwrite_like! {
+    fwrite = c"fwrite", true;
+    fwrite_unlocked = c"fwrite_unlocked", false;
+}
+
+/// What a call that counts its bytes accepted.
+fn counted(bytes: u64) -> Accepted {
+    Accepted {
+        counted: bytes,
+        all: bytes,
+    }
+}
+
+/// What a flush, a seek or a close accepted: nothing.
+const NOTHING: Accepted = Accepted { counted: 0, all: 0 };
+
+macro_rules! putc_like {
+    ($($name:ident = $sym:literal, $lock:expr;)*) => {$(
+        /// Wraps the function of the same name: recorded (as `fwrite`)
+        /// only when it writes out bytes no call counted (`pending`).
+        ///
+        /// # Safety
+        /// As the C function.
+        #[cfg_attr(not(test), no_mangle)]
+        pub unsafe extern "C" fn $name(c: c_int, stream: *mut FILE) -> c_int {
+            let Some(f) = real!($sym: unsafe extern "C" fn(c_int, *mut FILE) -> c_int) else {
+                return libc::EOF;
+            };
+            // SAFETY: forwarding the caller's arguments.
+            put_char(stream, $lock, || unsafe { f(c, stream) })
+        }
+    )*};
+}
+
+putc_like! {
+    fputc = c"fputc", true;
+    putc = c"putc", true;
+    fputc_unlocked = c"fputc_unlocked", false;
+    putc_unlocked = c"putc_unlocked", false;
+}
+
+/// Wraps `putchar`, as `putc` on stdout.
+///
+/// # Safety
+/// As the C function.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn putchar(c: c_int) -> c_int {
+    let Some(f) = real!(c"putchar": unsafe extern "C" fn(c_int) -> c_int) else {
+        return libc::EOF;
+    };
+    // SAFETY: forwarding the caller's argument.
+    put_char(stdout(), true, || unsafe { f(c) })
+}
+
+/// Wraps `putchar_unlocked`, as `putc_unlocked` on stdout.
+///
+/// # Safety
+/// As the C function.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn putchar_unlocked(c: c_int) -> c_int {
+    let Some(f) = real!(c"putchar_unlocked": unsafe extern "C" fn(c_int) -> c_int) else {
+        return libc::EOF;
+    };
+    // SAFETY: forwarding the caller's argument.
+    put_char(stdout(), false, || unsafe { f(c) })
+}
+
+/// Wraps `__overflow`, which the inline `putc_unlocked` calls when the
+/// buffer is full: it writes the buffer out, then takes the character
+/// (none for `EOF`).
+///
+/// # Safety
+/// As the C function.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn __overflow(stream: *mut FILE, c: c_int) -> c_int {
+    let Some(f) = real!(c"__overflow": unsafe extern "C" fn(*mut FILE, c_int) -> c_int) else {
+        return libc::EOF;
+    };
+    let takes = c != libc::EOF;
+    // Called from inside an unlocked character call: the caller holds the
+    // stream or needs no lock.
+    pending::output(
+        io::FWRITE,
+        stream,
+        false,
+        Record::Delivering,
+        // SAFETY: forwarding the caller's arguments.
+        || unsafe { f(stream, c) },
+        |r, _| Accepted {
+            counted: 0,
+            all: u64::from(takes && r != libc::EOF),
+        },
+        |ev, r, err| on_file(ev, stream, r == libc::EOF, err),
+    )
+}
+
+/// A one-character output call: not counted, recorded only when it
+/// writes out bytes no call counted.
+fn put_char(stream: *mut FILE, lock: bool, call: impl FnOnce() -> c_int) -> c_int {
+    if pending::only_stores(stream) {
+        return call();
+    }
+    pending::output(
+        io::FWRITE,
+        stream,
+        lock,
+        Record::Delivering,
+        call,
+        |r, _| Accepted {
+            counted: 0,
+            all: u64::from(r != libc::EOF),
+        },
+        |ev, r, err| on_file(ev, stream, r == libc::EOF, err),
+    )
 }
 
 /// Wraps `fflush`; `fflush(NULL)` has no descriptor (`peer` -1, `obj` 0).
@@ -151,10 +309,60 @@ pub unsafe extern "C" fn fflush(stream: *mut FILE) -> c_int {
     let Some(f) = real!(c"fflush": unsafe extern "C" fn(*mut FILE) -> c_int) else {
         return missing();
     };
-    // SAFETY: forwarding the caller's argument.
-    io(
-        io::FFLUSH,
+    flush(
+        stream,
+        true,
+        // SAFETY: forwarding the caller's argument.
         || unsafe { f(stream) },
+        // SAFETY: `s` is one of glibc's standard streams.
+        |s| unsafe { fflush(s) },
+    )
+}
+
+/// Wraps `fflush_unlocked`.
+///
+/// # Safety
+/// As the C function.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn fflush_unlocked(stream: *mut FILE) -> c_int {
+    let Some(f) = real!(c"fflush_unlocked": unsafe extern "C" fn(*mut FILE) -> c_int) else {
+        return missing();
+    };
+    flush(
+        stream,
+        false,
+        // SAFETY: forwarding the caller's argument.
+        || unsafe { f(stream) },
+        // SAFETY: `s` is one of glibc's standard streams.
+        |s| unsafe { fflush_unlocked(s) },
+    )
+}
+
+/// A flush of `stream`, carrying what it writes out that no call counted;
+/// of every stream for null, the standard ones first through `one`.
+fn flush(
+    stream: *mut FILE,
+    lock: bool,
+    call: impl FnOnce() -> c_int,
+    one: impl Fn(*mut FILE) -> c_int,
+) -> c_int {
+    if stream.is_null() {
+        if core::enter().is_some() && core::io_enabled() {
+            pending::flush_standard(|s| {
+                one(s);
+            });
+        }
+        return io(io::FFLUSH, call, |ev, r, err| {
+            on_file(ev, stream, r != 0, err)
+        });
+    }
+    pending::output(
+        io::FFLUSH,
+        stream,
+        lock,
+        Record::Always,
+        call,
+        |_, _| NOTHING,
         |ev, r, err| on_file(ev, stream, r != 0, err),
     )
 }
@@ -170,11 +378,20 @@ macro_rules! fseek_like {
             let Some(f) = real!($sym: unsafe extern "C" fn(*mut FILE, $off, c_int) -> c_int) else {
                 return missing();
             };
-            // SAFETY: forwarding the caller's arguments.
-            io(io::FSEEK, || unsafe { f(stream, off, whence) }, |ev, r, err| {
-                on_file(ev, stream, r != 0, err);
-                ev.extra.set(off as u64);
-            })
+            // A seek writes the buffer out.
+            pending::output(
+                io::FSEEK,
+                stream,
+                true,
+                Record::Always,
+                // SAFETY: forwarding the caller's arguments.
+                || unsafe { f(stream, off, whence) },
+                |_, _| NOTHING,
+                |ev, r, err| {
+                    on_file(ev, stream, r != 0, err);
+                    ev.extra.set(off as u64);
+                },
+            )
         }
     )*};
 }
@@ -221,26 +438,35 @@ fn c_len(s: *const c_char) -> u64 {
     unsafe { libc::strlen(s) as u64 }
 }
 
-/// Wraps `fputs`; `bytes` is the string's length.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn fputs(s: *const c_char, stream: *mut FILE) -> c_int {
-    let Some(f) = real!(c"fputs": unsafe extern "C" fn(*const c_char, *mut FILE) -> c_int) else {
-        return missing();
-    };
-    // SAFETY: forwarding the caller's arguments.
-    io(
-        io::FPUTS,
-        || unsafe { f(s, stream) },
-        |ev, r, err| {
-            on_file(ev, stream, r < 0, err);
-            if r >= 0 {
-                ev.bytes.set(c_len(s));
-            }
-        },
-    )
+macro_rules! fputs_like {
+    ($($name:ident = $sym:literal, $lock:expr;)*) => {$(
+        /// Wraps the function of the same name; `bytes` is the string's
+        /// length, and what it wrote out that no call counted.
+        ///
+        /// # Safety
+        /// As the C function.
+        #[cfg_attr(not(test), no_mangle)]
+        pub unsafe extern "C" fn $name(s: *const c_char, stream: *mut FILE) -> c_int {
+            let Some(f) = real!($sym: unsafe extern "C" fn(*const c_char, *mut FILE) -> c_int) else {
+                return missing();
+            };
+            pending::output(
+                io::FPUTS,
+                stream,
+                $lock,
+                Record::Always,
+                // SAFETY: forwarding the caller's arguments.
+                || unsafe { f(s, stream) },
+                |r, _| counted(if r >= 0 { c_len(s) } else { 0 }),
+                |ev, r, err| on_file(ev, stream, r < 0, err),
+            )
+        }
+    )*};
+}
+
+fputs_like! {
+    fputs = c"fputs", true;
+    fputs_unlocked = c"fputs_unlocked", false;
 }
 
 /// Wraps `puts` (recorded as `fputs` on stdout); `bytes` counts the newline.
@@ -252,16 +478,15 @@ pub unsafe extern "C" fn puts(s: *const c_char) -> c_int {
     let Some(f) = real!(c"puts": unsafe extern "C" fn(*const c_char) -> c_int) else {
         return missing();
     };
-    // SAFETY: forwarding the caller's argument.
-    io(
+    pending::output(
         io::FPUTS,
+        stdout(),
+        true,
+        Record::Always,
+        // SAFETY: forwarding the caller's argument.
         || unsafe { f(s) },
-        |ev, r, err| {
-            on_fd(ev, 1, r < 0, err);
-            if r >= 0 {
-                ev.bytes.set(c_len(s) + 1);
-            }
-        },
+        |r, _| counted(if r >= 0 { c_len(s) + 1 } else { 0 }),
+        |ev, r, err| on_fd(ev, 1, r < 0, err),
     )
 }
 
@@ -298,14 +523,15 @@ pub(crate) fn vfprintf_impl(op: u16, stream: *mut FILE, fmt: *const c_char, ap: 
     else {
         return missing();
     };
-    // SAFETY: forwarding the caller's arguments.
-    io(
+    pending::output(
         op,
+        stream,
+        true,
+        Record::Always,
+        // SAFETY: forwarding the caller's arguments.
         || unsafe { f(stream, fmt, ap) },
-        |ev, r, err| {
-            on_file(ev, stream, r < 0, err);
-            ev.bytes.set(r.max(0) as u64);
-        },
+        |r, _| counted(r.max(0) as u64),
+        |ev, r, err| on_file(ev, stream, r < 0, err),
     )
 }
 
@@ -320,14 +546,15 @@ pub(crate) fn vfprintf_chk_impl(
     else {
         return missing();
     };
-    // SAFETY: forwarding the caller's arguments.
-    io(
+    pending::output(
         io::FPRINTF,
+        stream,
+        true,
+        Record::Always,
+        // SAFETY: forwarding the caller's arguments.
         || unsafe { f(stream, flag, fmt, ap) },
-        |ev, r, err| {
-            on_file(ev, stream, r < 0, err);
-            ev.bytes.set(r.max(0) as u64);
-        },
+        |r, _| counted(r.max(0) as u64),
+        |ev, r, err| on_file(ev, stream, r < 0, err),
     )
 }
 

@@ -26,6 +26,7 @@ mod clock;
 mod config;
 mod defs;
 mod local;
+mod park;
 mod signals;
 mod stream;
 
@@ -324,6 +325,27 @@ pub fn finish_before_exec() {
     if stream::current().is_some_and(|s| s.pid == pid) {
         finish(EndReason::Exit);
     }
+}
+
+/// Runs `call` (the real `setns` or `unshare`) with the probe's own threads
+/// stopped, so that the process has the one thread such a call may need,
+/// and starts them again after it; `errno` is as `call` left it. See
+/// `core/park.rs`.
+pub fn with_one_thread<R>(call: impl FnOnce() -> R) -> R {
+    let parked = {
+        let _in = local::Internal::enter();
+        std::panic::catch_unwind(stream::park_threads).unwrap_or(false)
+    };
+    let r = call();
+    if parked {
+        // SAFETY: __errno_location returns this thread's errno slot.
+        let errno = unsafe { *libc::__errno_location() };
+        let _in = local::Internal::enter();
+        let _ = std::panic::catch_unwind(stream::resume_threads);
+        // SAFETY: as above.
+        unsafe { *libc::__errno_location() = errno };
+    }
+    r
 }
 
 /// How long the end of the stream may take to go out (`HARK_DRAIN_TIMEOUT_MS`).

@@ -75,6 +75,11 @@ static FLUSHING: AtomicBool = AtomicBool::new(false);
 /// The process whose helper thread is running (a forked child has none
 /// until its stream starts).
 static HELPER_PID: AtomicU32 = AtomicU32::new(0);
+/// The helper thread's kernel id, 0 until it runs (see `core::park`).
+pub(crate) static HELPER_TID: AtomicI32 = AtomicI32::new(0);
+/// The value of [`REQUEST`] that asks the helper to return without
+/// flushing: the process is to be single-threaded for a moment.
+const PARK: u32 = 2;
 
 /// Installs the handlers (at load, once per process image), in front of
 /// any a library's constructor has set already (UCX's, for SIGSEGV).
@@ -146,12 +151,15 @@ pub(crate) fn start_helper() {
     REQUEST.store(0, Ordering::Relaxed);
     FLUSHED.store(false, Ordering::Relaxed);
     FLUSHING.store(false, Ordering::Relaxed);
+    HELPER_TID.store(0, Ordering::Release);
     let spawned = std::thread::Builder::new()
         .name("hark-signals".into())
         .stack_size(256 << 10)
         .spawn(|| {
             block_handled_signals();
             let _in = super::local::Internal::enter();
+            // SAFETY: gettid has no preconditions.
+            HELPER_TID.store(unsafe { libc::gettid() }, Ordering::Release);
             while REQUEST.load(Ordering::Acquire) == 0 {
                 // SAFETY: waits while the word is 0; spurious wake-ups loop.
                 unsafe {
@@ -164,12 +172,45 @@ pub(crate) fn start_helper() {
                     )
                 };
             }
+            if REQUEST.load(Ordering::Acquire) == PARK {
+                return;
+            }
             let _ = std::panic::catch_unwind(|| stream::finish(EndReason::Signal));
             FLUSHED.store(true, Ordering::Release);
         });
     if spawned.is_ok() {
         HELPER_PID.store(pid, Ordering::Release);
     }
+}
+
+/// Asks this process's helper thread, if it runs, to return without
+/// flushing (`core::park`); true if it was running. Until
+/// [`start_helper`] runs again, a fatal signal is not flushed.
+pub(crate) fn stop_helper() -> bool {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() } as u32;
+    if HELPER_PID
+        .compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return false;
+    }
+    // A signal already being flushed keeps its request.
+    if REQUEST
+        .compare_exchange(0, PARK, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+    {
+        // SAFETY: wakes the helper waiting on the word.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                REQUEST.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                1,
+            )
+        };
+    }
+    true
 }
 
 /// Blocks the handled asynchronous signals on the calling thread (the

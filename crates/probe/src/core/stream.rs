@@ -17,6 +17,7 @@ use hark_wire::{Def, EndReason, Hello};
 
 use super::config::{self, Config, Shm};
 use super::local::{self, Internal, Slot};
+use super::park::{self, Shipper};
 use super::{clock, defs, signals, warn_once};
 use crate::ship::{control, reach, shm, transport, Ship};
 
@@ -34,6 +35,8 @@ pub(crate) struct Stream {
     phase: AtomicU8,
     start_lock: Mutex<()>,
     socket: transport::SharedFd,
+    /// The shipping thread (`core::park`).
+    shipper: Shipper,
     /// The process this stream belongs to (a `vfork` child shares the
     /// parent's memory, and with it this stream, under another pid).
     pub pid: u32,
@@ -101,6 +104,7 @@ fn install(cfg: Config, parent: u32, job: String) -> &'static Stream {
         phase: AtomicU8::new(LAZY),
         start_lock: Mutex::new(()),
         socket: transport::SharedFd::new(),
+        shipper: Shipper::new(),
         // SAFETY: getpid has no preconditions.
         pid: unsafe { libc::getpid() } as u32,
         parent,
@@ -219,7 +223,12 @@ impl Stream {
         let this: &'static Stream = self;
         // Read here: the shipper opens no file while the program runs.
         let online = shm::online_cpus();
+        let mut transport: Option<Box<dyn transport::Transport>> = Some(Box::new(sock));
+        let control_in = std::cell::RefCell::new(control::ControlIn::new());
         self.spawn_shipper(move || {
+            let Some(sock) = transport.take() else {
+                return false;
+            };
             shm::leave_the_programs_cores(&online);
             let lost = |e: &str| {
                 warn_once(
@@ -234,8 +243,7 @@ impl Stream {
             // program's threads are asked to flush only as configured.
             let tick = flush_every.map_or(control::POLL, |f| f.min(control::POLL));
             let last_flush = std::cell::Cell::new(std::time::Instant::now());
-            let control_in = std::cell::RefCell::new(control::ControlIn::new());
-            ship.run(Box::new(sock), &lost, Some(tick), &|| {
+            transport = ship.run(sock, &lost, Some(tick), &|| {
                 control_in
                     .borrow_mut()
                     .poll(this.socket(), &mut |c| this.on_control(c));
@@ -245,6 +253,7 @@ impl Stream {
                     this.request_flushes();
                 }
             });
+            transport.is_some()
         })
     }
 
@@ -258,10 +267,14 @@ impl Stream {
         self.ship.push_bytes(self.hello_frames());
         self.push_known_defs();
         let ship = self.ship.clone();
-        let transport = mpi::MpiTransport::new(self.cfg.pack_size);
+        let mut transport: Option<Box<dyn transport::Transport>> =
+            Some(Box::new(mpi::MpiTransport::new(self.cfg.pack_size)));
         let flush_every = self.cfg.flush_every;
         let this: &'static Stream = self;
         self.spawn_shipper(move || {
+            let Some(t) = transport.take() else {
+                return false;
+            };
             let lost = |e: &str| {
                 warn_once(
                     "server-lost",
@@ -272,12 +285,13 @@ impl Stream {
                 )
             };
             let tick = flush_every.unwrap_or(control::POLL);
-            ship.run(Box::new(transport), &lost, Some(tick), &|| {
+            transport = ship.run(t, &lost, Some(tick), &|| {
                 this.ship_refined_clock();
                 if flush_every.is_some() {
                     this.request_flushes();
                 }
             });
+            transport.is_some()
         })
     }
 
@@ -313,16 +327,10 @@ impl Stream {
 
     /// Starts the shipping thread running `body` (handled signals blocked,
     /// inside the probe), and the stream with it; false, the process then
-    /// running unmeasured, if the thread cannot start.
-    fn spawn_shipper(&self, body: impl FnOnce() + Send + 'static) -> bool {
-        let spawned = std::thread::Builder::new()
-            .name("hark-shipper".into())
-            .spawn(move || {
-                signals::block_handled_signals();
-                let _in = Internal::enter();
-                body();
-            });
-        if let Err(e) = spawned {
+    /// running unmeasured, if the thread cannot start. `body` returns true
+    /// when it parked (`core::park`), to be run again by the next thread.
+    fn spawn_shipper(&'static self, body: impl FnMut() -> bool + Send + 'static) -> bool {
+        if let Err(e) = self.shipper.start(body) {
             warn_once(
                 "thread",
                 &format!("cannot start the shipping thread ({e}); this process runs unmeasured"),
@@ -482,6 +490,46 @@ impl Stream {
     /// program `dup2`s onto that number).
     pub(crate) fn move_socket_off(&self, fd: i32) {
         self.socket.move_off(fd)
+    }
+}
+
+/// Stops the probe's threads for a call that needs this process to have
+/// one thread (`core::park`); true if they ran and are to be started
+/// again with [`resume_threads`].
+pub(crate) fn park_threads() -> bool {
+    let Some(s) = current() else {
+        return false;
+    };
+    // SAFETY: getpid has no preconditions.
+    let here = s.pid == unsafe { libc::getpid() } as u32;
+    if !here || s.phase.load(Ordering::Acquire) != RUNNING {
+        return false;
+    }
+    let wait = s.cfg.send_timeout.max(s.cfg.drain_timeout);
+    if !park::park(&s.shipper, || s.ship.push_park(), wait) {
+        warn_once(
+            "park",
+            &format!(
+                "could not stop the probe's threads within {} ms for a call that needs this \
+                 process to have one thread (setns, unshare); it runs with them",
+                wait.as_millis()
+            ),
+        );
+    }
+    true
+}
+
+/// Starts the probe's threads again after [`park_threads`].
+pub(crate) fn resume_threads() {
+    let Some(s) = current() else {
+        return;
+    };
+    if let Err(e) = park::resume(&s.shipper) {
+        warn_once(
+            "thread",
+            &format!("cannot start the shipping thread again ({e}); this process runs unmeasured"),
+        );
+        s.fail();
     }
 }
 

@@ -99,9 +99,15 @@ pub(crate) struct Buf(pub *mut u8);
 unsafe impl Send for Buf {}
 
 enum Item {
-    Pack { buf: Buf, events: usize },
+    Pack {
+        buf: Buf,
+        events: usize,
+    },
     Bytes(Vec<u8>),
     End(EndReason),
+    /// The shipper is to stop, after what is queued before, and hand its
+    /// transport back ([`Ship::push_park`]).
+    Park,
 }
 
 struct Inner {
@@ -139,6 +145,8 @@ pub(crate) struct Ship {
     /// Events recorded but not delivered (no free buffer, or no server).
     pub dropped: AtomicU64,
     packs: AtomicU64,
+    /// The next pack's number, kept while the shipper is parked.
+    seq: AtomicU64,
     alive: AtomicBool,
     /// The shared-memory ring, when the stream uses one (set before any
     /// buffer is allocated).
@@ -183,6 +191,7 @@ impl Ship {
             written: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             packs: AtomicU64::new(0),
+            seq: AtomicU64::new(0),
             alive: AtomicBool::new(true),
             ring: OnceLock::new(),
             next_slot: AtomicU32::new(0),
@@ -506,6 +515,14 @@ impl Ship {
         self.freed.notify_all();
     }
 
+    /// Asks the shipper to stop once everything queued before has gone, and
+    /// to return its transport from [`Ship::run`], so that the process can
+    /// be single-threaded for a moment (`setns`, `unshare`); a new shipper
+    /// goes on from there.
+    pub(crate) fn push_park(&self) {
+        self.push(Item::Park);
+    }
+
     /// Queues the end of the stream; the shipper sends it once everything
     /// queued before has gone, then stops.
     pub(crate) fn push_end(&self, reason: EndReason) {
@@ -532,7 +549,9 @@ impl Ship {
     }
 
     /// The shipper thread's body: sends queued items in order until the end
-    /// of the stream. `on_failure` is told once if the transport fails.
+    /// of the stream, or until asked to park ([`Ship::push_park`]): then
+    /// it returns the transport, for the next shipper. `on_failure` is told
+    /// once if the transport fails.
     ///
     /// Every `flush_every` (if any), `flush` is called to ask threads for
     /// their partial buffers, so that a live server sees slow threads too.
@@ -542,9 +561,9 @@ impl Ship {
         on_failure: &dyn Fn(&str),
         flush_every: Option<Duration>,
         flush: &dyn Fn(),
-    ) {
+    ) -> Option<Box<dyn Transport>> {
         self.preallocate(PREALLOCATED);
-        let mut seq = 0u64;
+        let mut seq = self.seq.load(Ordering::Relaxed);
         let mut flusher = Flusher {
             every: flush_every,
             last: Instant::now(),
@@ -562,6 +581,13 @@ impl Ship {
                     self.ship_queued_pack(buf, events, &mut staged, &mut seq, &mut send)
                 }
                 Item::Bytes(bytes) => self.ship_bytes(bytes, &mut staged, &mut seq, &mut send),
+                Item::Park => {
+                    // What is staged goes now: the next shipper starts
+                    // with an empty stage and the pack numbers after ours.
+                    self.ship_staged(&mut staged, &mut seq, &mut send);
+                    self.seq.store(seq, Ordering::Relaxed);
+                    return Some(transport);
+                }
                 Item::End(reason) => {
                     ending.set(true);
                     self.ship_end(reason, &mut staged, &mut seq, &mut send);
@@ -569,7 +595,7 @@ impl Ship {
                     self.lock().closed = true;
                     self.done.notify_all();
                     self.freed.notify_all();
-                    return;
+                    return None;
                 }
             }
         }
