@@ -363,3 +363,60 @@ fn a_launcher_inside_a_script_leaves_its_agents_unmeasured() {
     assert_eq!(profile["programs"][0]["ranks"], 2, "{stderr}");
     assert_eq!(per_rank(&profile, 0, "MPI_Isend", "calls"), [20, 20]);
 }
+
+/// `hark run -- salloc -N2 ...`: the command `salloc` runs (`srun`, or
+/// `mpirun`, which starts its daemons through Slurm) inherits the probe,
+/// `hark` listens on TCP for the allocation's other node, and only the
+/// ring is a program: `salloc`, `srun`, `mpirun`, `orted` stay passive.
+#[test]
+fn inside_salloc_srun_and_mpirun_reach_hark_from_every_node() {
+    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return;
+    }
+    let Some(cluster) = Cluster::up(2) else {
+        return;
+    };
+    if !cluster.slurm() {
+        return;
+    }
+    probe();
+    let dir = shared_scratch("every-rank-salloc");
+    let exe = compile(OPEN_MPI.cc, "ring.c".as_ref(), &dir, &[]);
+    let ring = format!("{} {ROUNDS} {INTS}", exe.display());
+    for (name, inner) in [
+        ("srun", format!("srun --mpi=pmix {ring}")),
+        ("mpirun", format!("{} {ring}", OPEN_MPI.run)),
+    ] {
+        let run_dir = dir.join(name);
+        let mut line = vec![hark().display().to_string()];
+        line.extend(["run", "--no-http", "-o"].map(String::from));
+        line.extend([run_dir.display().to_string(), "--".into()]);
+        line.extend(
+            format!("salloc -N2 -n2 {inner}")
+                .split_whitespace()
+                .map(String::from),
+        );
+        let mut cmd = cluster.command("n1", &line);
+        cmd.current_dir(&dir);
+        mpi_env(&mut cmd);
+        cmd.env("OMPI_MCA_btl", "self,tcp");
+        let out = cmd.output_within().expect("cannot run cluster.sh");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_exit(&out, 0);
+        assert!(!stderr.contains("cannot reach"), "{name}: {stderr}");
+        let profile = profile(&run_dir);
+        let programs = profile["programs"].as_array().unwrap();
+        let names: Vec<&str> = programs.iter().filter_map(|p| p["name"].as_str()).collect();
+        assert_eq!(names.len(), 1, "{name}: only the ring: {names:?}: {stderr}");
+        let hosts: BTreeSet<&str> = (programs[0]["rank_info"].as_array().unwrap().iter())
+            .filter_map(|r| r["host"].as_str())
+            .collect();
+        assert_eq!(hosts.len(), 2, "{name}: a rank on each node: {stderr}");
+        assert_eq!(
+            per_rank(&profile, 0, "MPI_Isend", "calls"),
+            [20, 20],
+            "{name}"
+        );
+    }
+}
