@@ -36,17 +36,29 @@ pub(crate) fn probe_addr(server: &Server) -> String {
     server.probe_addr_for(&addrs)
 }
 
+/// How to start the command.
+pub(crate) struct Launch {
+    /// The command line.
+    pub argv: Vec<String>,
+    /// Variables to set in its environment.
+    pub env: Vec<(String, String)>,
+    /// Variables to remove from it.
+    pub unset: Vec<&'static str>,
+}
+
 /// The command line to run and the environment to run it in: for a
 /// launcher that can pass it, `LD_PRELOAD` goes on its command line for its
 /// application processes and leaves its own environment (which keeps the
-/// user's own `LD_PRELOAD`, if any); the other variables stay in the
-/// environment and are named on the command line. Any other command
-/// inherits them all.
+/// user's own `LD_PRELOAD`, if any, but for `srun`, where a variable of its
+/// environment wins over the same one in `--export`: the user's libraries
+/// then reach the tasks with the probe, not `srun` itself); the other
+/// variables stay in the environment and are named on the command line.
+/// Any other command inherits them all.
 pub(crate) fn launch_line(
     launcher: Launcher,
     command: &[String],
     mut env: Vec<(String, String)>,
-) -> (Vec<String>, Vec<(String, String)>) {
+) -> Launch {
     let preload = env.iter().position(|(k, _)| k == "LD_PRELOAD");
     if let Some(i) = preload {
         let names: Vec<&str> = (env.iter())
@@ -55,9 +67,17 @@ pub(crate) fn launch_line(
             .collect();
         if let Some(argv) = launch::with_probe_env(launcher, command, &env[i].1, &names) {
             env.remove(i);
-            return (argv, env);
+            let unset = match launcher {
+                Launcher::Slurm => vec!["LD_PRELOAD"],
+                _ => Vec::new(),
+            };
+            return Launch { argv, env, unset };
         }
     }
     let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
-    (launch::with_env_options(launcher, command, &names), env)
+    Launch {
+        argv: launch::with_env_options(launcher, command, &names),
+        env,
+        unset: Vec::new(),
+    }
 }

@@ -69,8 +69,14 @@ fn measure(args: &RunArgs) -> Result<i32> {
     };
 
     let env = probe_env(args, &probe, &crate::reach::probe_addr(&server));
-    let (argv, env) = command_line(args, launcher, &probe, &server, env);
-    let mut child = match Command::new(&argv[0]).args(&argv[1..]).envs(env).spawn() {
+    let launch = command_line(args, launcher, &probe, &server, env);
+    let argv = &launch.argv;
+    let mut spawn = Command::new(&argv[0]);
+    spawn.args(&argv[1..]).envs(launch.env.iter().cloned());
+    for name in &launch.unset {
+        spawn.env_remove(name);
+    }
+    let mut child = match spawn.spawn() {
         Ok(child) => child,
         Err(e) => return Ok(not_started(&argv[0], &e, server)),
     };
@@ -125,6 +131,9 @@ fn start_server(
     hark_analyser::test_match_bound();
     Server::start(ServerConfig {
         addr: format!("unix:{}", socket_dir.socket().display()),
+        // On TCP anyone on the network may connect: one that says nothing
+        // is cut off, as `hark serve` does.
+        hello_timeout: (!also.is_empty()).then_some(Duration::from_secs(10)),
         also,
         analyses: (!args.analyses.is_empty()).then(|| args.analyses.clone()),
         secret: Some(secret),
@@ -156,9 +165,10 @@ fn command_line(
     probe: &Path,
     server: &Server,
     env: Vec<(String, String)>,
-) -> (Vec<String>, Vec<(String, String)>) {
+) -> crate::reach::Launch {
     let command = launch::with_given_preloads(launcher, &args.command, probe);
-    let (argv, env) = crate::reach::launch_line(launcher, &command, env);
+    let launch = crate::reach::launch_line(launcher, &command, env);
+    let argv = &launch.argv;
     if args.verbose {
         print_stderr(&format!(
             "hark: probe {}\nhark: server listening on {}\nhark: launcher: {}\nhark: running {}\n",
@@ -174,7 +184,7 @@ fn command_line(
             argv.join(" ")
         ));
     }
-    (argv, env)
+    launch
 }
 
 /// The command `program` could not start: says why, ends the server and

@@ -116,9 +116,13 @@ fn srun_with_probe_env(command: &[String], preload: &str, vars: &[&str]) -> Vec<
         let mut list: Vec<String> = match given.trim() {
             // Only the listed variables then, besides Slurm's own.
             "NONE" | "NIL" | "" => Vec::new(),
-            g => vec![g.to_string()],
+            g => g.split(',').map(str::to_string).collect(),
         };
-        list.push(ours.clone());
+        // The user's own preload for the tasks keeps its libraries first.
+        match list.iter_mut().find(|v| v.starts_with("LD_PRELOAD=")) {
+            Some(theirs) => *theirs = format!("{theirs}:{preload}"),
+            None => list.push(ours.clone()),
+        }
         list.extend(vars.iter().map(|v| v.to_string()));
         list.join(",")
     };
@@ -241,6 +245,11 @@ mod tests {
                 Launcher::Slurm,
                 "srun --export=ALL,OMP_NUM_THREADS=2 -n 2 ./a --export=x",
                 "srun --export=ALL,OMP_NUM_THREADS=2,LD_PRELOAD=/p.so,HARK_ADDR,HARK_JOB -n 2 ./a --export=x",
+            ),
+            (
+                Launcher::Slurm,
+                "srun --export=ALL,LD_PRELOAD=/u.so -n 2 ./a",
+                "srun --export=ALL,LD_PRELOAD=/u.so:/p.so,HARK_ADDR,HARK_JOB -n 2 ./a",
             ),
             (
                 Launcher::Slurm,

@@ -87,6 +87,11 @@ pub struct ServerConfig {
     /// (`hark run` adds a TCP socket for ranks on other nodes). Default
     /// none.
     pub also: Vec<String>,
+    /// A connection that has not sent its whole `Hello` this long after it
+    /// was accepted is cut off. `None` (the default): no limit, for a
+    /// server whose only socket is private to the user; one that listens
+    /// on TCP should have one, since anyone on the network can connect.
+    pub hello_timeout: Option<Duration>,
     /// Board worker threads (at least 1). Default: the machine's cores.
     pub workers: usize,
     /// The analyses to run, by spec name (`mpi-profile`, ...); `None` runs
@@ -130,6 +135,7 @@ impl Default for ServerConfig {
         ServerConfig {
             addr: "tcp:127.0.0.1:0".into(),
             also: Vec::new(),
+            hello_timeout: None,
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             analyses: None,
             slices: Config::default().slices,
@@ -232,7 +238,11 @@ impl Server {
             exchange: config.exchange.clone().map(Into::into).unwrap_or_default(),
             parked: Mutex::default(),
         });
-        let transport = listener.serve(state.clone());
+        let options = hark_transport::ServeOptions {
+            hello_timeout: config.hello_timeout,
+            ..hark_transport::ServeOptions::default()
+        };
+        let transport = listener.serve_with(state.clone(), options);
         let now = Instant::now();
         Ok(Server {
             transport,

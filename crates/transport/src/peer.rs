@@ -25,7 +25,8 @@ pub struct ServeOptions {
     /// it was accepted is cut off (a client that connects and says nothing,
     /// or trickles its handshake). After the `Hello` a stream may be silent
     /// for as long as it likes: a rank blocked in `MPI_Recv` sends nothing.
-    /// `None`: no limit (a `hark run`, whose clients are its own).
+    /// `None`: no limit (a `hark run` on its Unix socket alone, whose
+    /// clients are its own).
     pub hello_timeout: Option<Duration>,
     /// Packs of TSC streams keep their ticks instead of being turned into
     /// nanoseconds: for a forwarder, which passes them on to a server that
