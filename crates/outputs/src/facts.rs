@@ -360,17 +360,28 @@ pub(crate) fn clock_line(p: &Program) -> Option<String> {
         .map(|m| m.round_trip_ns)
         .max()
         .unwrap_or(0);
+    // Older models name no reference: theirs was world rank 0.
+    let with = if c
+        .ranks
+        .iter()
+        .filter(|r| r.method == "ping-pong")
+        .all(|r| r.reference == "hark")
+    {
+        "hark's clock"
+    } else {
+        "world rank 0"
+    };
     let how = if aligned == 0 {
         "handshake only, good to about 1 ms".to_string()
     } else {
         format!(
-            "{aligned} of {} ranks aligned with world rank 0 by ping-pong (round trips up to {})",
+            "{aligned} of {} ranks aligned with {with} by ping-pong (round trips up to {})",
             c.ranks.len(),
             units::duration(worst_trip as f64)
         )
     };
     Some(format!(
-        "{how}; residual alignment error {}; {} clock-condition violations",
+        "{how}; residual alignment error at most {}; {} clock-condition violations",
         units::duration(c.residual_ns as f64),
         units::count(c.violations)
     ))

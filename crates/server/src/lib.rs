@@ -212,6 +212,7 @@ impl Server {
             counters: Counters::default(),
             problems: Mutex::default(),
             clock_references: Mutex::default(),
+            host_clocks: Mutex::default(),
             ranks: Mutex::default(),
             pids: Mutex::default(),
             secret: config.secret.clone(),

@@ -960,6 +960,7 @@ impl Router {
             counters: Counters::default(),
             problems: Mutex::default(),
             clock_references: Mutex::default(),
+            host_clocks: Mutex::default(),
             ranks: Mutex::default(),
             pids: Mutex::default(),
             secret: None,

@@ -29,12 +29,13 @@
 //! drops and counts what it cannot send: memory stays bounded and the loss
 //! is reported, never hidden.
 
+use hark_analyses::clock::Expected;
 use hark_analyses::DynAnalysis;
 use hark_board::Board;
 use hark_engine::{Config, OnBoard, ProgramAnalysis, StreamAccounting, StreamInfo};
 use hark_model::{Accounting, ChildProcess, FileIo, Program};
 use hark_transport::{Closed, ConnId, Sink};
-use hark_wire::{Frame, Hello, PackBytes};
+use hark_wire::{ClockReference, ClockSync, Frame, Hello, PackBytes};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -119,6 +120,9 @@ pub(crate) struct State {
     /// Per job: world rank 0's handshake offset, the clock reference of
     /// every stream of the job that aligned itself with rank 0.
     pub(crate) clock_references: Mutex<HashMap<String, i64>>,
+    /// Per (job, host, clock phase): the first measurement against the
+    /// server, which the host's other processes share when theirs agree.
+    pub(crate) host_clocks: Mutex<HashMap<(String, String, u8), Expected>>,
     /// Which stream holds each (job, program, world rank), for refusing a
     /// second one.
     pub(crate) ranks: Mutex<HashMap<RankKey, Holder>>,
@@ -668,7 +672,13 @@ impl Sink for State {
                 Ok(())
             }
             Frame::Clock(sync) => {
-                c.info.align(sync);
+                match sync.reference {
+                    ClockReference::Server => {
+                        let shared = self.host_clock(c.info.hello(), sync);
+                        c.info.align_sharing(sync, Some(shared));
+                    }
+                    ClockReference::WorldRank0 => c.info.align(sync),
+                }
                 if c.info.world_rank() == 0 {
                     self.clock_reference(&c.info);
                 }
@@ -683,7 +693,14 @@ impl Sink for State {
                 Ok(())
             }
             // The reader has applied it to the packs after it.
-            Frame::Hello(_) | Frame::Ring | Frame::Control(_) | Frame::Scale(_) => Ok(()),
+            // The readers never hand on clock pings (a connection of their
+            // own, answered by the transport).
+            Frame::Hello(_)
+            | Frame::Ring
+            | Frame::Control(_)
+            | Frame::Scale(_)
+            | Frame::ClockPing
+            | Frame::ClockPong(_) => Ok(()),
         };
         if let Err(e) = submitted {
             self.problem(format!("{conn}: {e}"));
@@ -755,6 +772,21 @@ impl State {
     /// world, and a rank 0, of their own.
     fn clock_reference(&self, rank0: &StreamInfo) {
         self.set_clock_reference(&rank0.hello().job, rank0.clock().handshake_ns());
+    }
+
+    /// The first measurement against the server of `sync`'s phase from the
+    /// job and host of `hello` (this one, if it is the first), with half its
+    /// round trip as slack: processes of one host read one clock, and
+    /// share one offset when their measurements agree with it
+    /// (`hark_analyses::clock::applied_offset_ns`).
+    fn host_clock(&self, hello: &Hello, sync: ClockSync) -> Expected {
+        let key = (hello.job.clone(), hello.host.clone(), sync.phase as u8);
+        *hark_sync::lock(&self.host_clocks)
+            .entry(key)
+            .or_insert(Expected {
+                offset_ns: sync.offset_ns(),
+                slack_ns: sync.round_trip_ns / 2,
+            })
     }
 
     /// Makes `reference` (world rank 0's handshake offset) the reference of

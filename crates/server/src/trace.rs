@@ -209,7 +209,9 @@ impl Store {
             | Frame::Cpus(_)
             | Frame::Control(_)
             | Frame::Counts(_)
-            | Frame::Scale(_) => {}
+            | Frame::Scale(_)
+            | Frame::ClockPing
+            | Frame::ClockPong(_) => {}
         }
     }
 

@@ -152,7 +152,7 @@ impl Sink for Gather {
                 return;
             };
             match frame {
-                Frame::Hello(_) | Frame::Cpus(_) => {}
+                Frame::Hello(_) | Frame::Cpus(_) | Frame::ClockPing | Frame::ClockPong(_) => {}
                 Frame::Scale(t) => s.scales.push(t),
                 Frame::Ring => s.shm = true,
                 Frame::Control(_) => {}

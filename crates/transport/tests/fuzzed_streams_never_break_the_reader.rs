@@ -235,6 +235,8 @@ fn decoded(f: &Frame<'_>) -> String {
         Frame::Control(c) => format!("{c:?}"),
         Frame::Counts(c) => format!("{c:?}"),
         Frame::Scale(t) => format!("{t:?}"),
+        Frame::ClockPing => "ClockPing".into(),
+        Frame::ClockPong(t) => format!("ClockPong {t}"),
     }
 }
 

@@ -43,9 +43,9 @@ pub use event::{
     Event, EVENT_SIZE, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT, TAG_ANY,
 };
 pub use frame::{
-    encode_cpus, encode_pack, encode_ring, write_pack_header, ClockPhase, ClockSource, ClockSync,
-    Def, End, EndReason, Flavour, Frame, FrameReader, Hello, Kind, NameKind, PackBytes, RankInfo,
-    TickScale, HEADER_SIZE, MAGIC, MAX_CLOCK_OFFSET_NS, MAX_CPUS, MAX_PAYLOAD, MAX_ROUND_TRIP_NS,
-    PACK_HEADER_SIZE, VERSION,
+    encode_clock_ping, encode_clock_pong, encode_cpus, encode_pack, encode_ring, write_pack_header,
+    ClockPhase, ClockReference, ClockSource, ClockSync, Def, End, EndReason, Flavour, Frame,
+    FrameReader, Hello, Kind, NameKind, PackBytes, RankInfo, TickScale, HEADER_SIZE, MAGIC,
+    MAX_CLOCK_OFFSET_NS, MAX_CPUS, MAX_PAYLOAD, MAX_ROUND_TRIP_NS, PACK_HEADER_SIZE, VERSION,
 };
 pub use proof::{hmac_sha256, sha256, Credential, NONCE_SIZE, PROOF_PREFIX};

@@ -36,6 +36,7 @@
 
 pub(crate) mod control;
 pub(crate) mod counts;
+pub(crate) mod ping;
 pub(crate) mod shm;
 pub(crate) mod transport;
 
