@@ -91,13 +91,13 @@ pub const CLOCK: Setting = Setting {
     doc: "`monotonic` forces `CLOCK_MONOTONIC` over the TSC",
 };
 
-/// Align clocks with world rank 0 over MPI.
+/// Align clocks by a ping-pong at `MPI_Init` and `MPI_Finalize`.
 pub const CLOCK_SYNC: Setting = Setting {
     name: "HARK_CLOCK_SYNC",
     kind: Kind::Flag,
     default: DefaultValue::Flag(true),
     set_by: SetBy::User,
-    doc: "`0`: do not align the clock with world rank 0 by a ping-pong at `MPI_Init` and `MPI_Finalize` (the server keeps the handshake's estimate). Set it alike for every rank of a job: the alignment is collective",
+    doc: "`0`: do not align the clock by a ping-pong at `MPI_Init` and `MPI_Finalize` (the server keeps the handshake's estimate). Over a socket each process pings the server on a connection of its own and may decide for itself; over MPI (`hark run --analysers`) it aligns with world rank 0, collectively, and every rank must agree",
 };
 
 /// Give each program of an MPMD job its own `MPI_COMM_WORLD`.
@@ -106,7 +106,7 @@ pub const VIRTUALISE: Setting = Setting {
     kind: Kind::Flag,
     default: DefaultValue::Flag(false),
     set_by: SetBy::User,
-    doc: "`1`: each program of an MPMD job gets its own `MPI_COMM_WORLD` (split by `MPI_APPNUM` at `MPI_Init`; `docs/mpi.md`, \"Virtualised worlds\"); reports keep the job's world ranks. Set it alike for every process of a job: the split is collective. Read even by a probe that records nothing",
+    doc: "`1`: each program of an MPMD job gets its own `MPI_COMM_WORLD` (split by `MPI_APPNUM` at `MPI_Init`; `docs/mpi.md`, \"Virtualised worlds\"); reports keep the job's world ranks. Set it alike for every process of a job, and only where every process carries the probe (`hark run --analysers` sets it so): the split is collective, and a rank without the probe never reaches it, leaving the others waiting in `MPI_Init`. Read even by a probe that records nothing",
 };
 
 /// A made-up clock error, for tests.
