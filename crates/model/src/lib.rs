@@ -22,7 +22,30 @@ pub struct Run {
     pub accounting: Accounting,
     /// The programs, in order of first connection.
     pub programs: Vec<Program>,
+    /// Per job whose launcher gave its world size: the ranks that never
+    /// reached hark (their probe could not connect, or they carried none).
+    /// Only jobs with such ranks are listed.
+    #[serde(default)]
+    pub missing: Vec<MissingRanks>,
 }
+
+/// The ranks of one job that never reached hark.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MissingRanks {
+    /// The job (the launcher's job id, as the probes' handshakes name it).
+    pub job: String,
+    /// The job's world size, from the launcher's environment.
+    pub world_size: u32,
+    /// Ranks of the job that connected.
+    pub measured: u32,
+    /// The world ranks that never connected, ascending; the first
+    /// [`MAX_MISSING_LISTED`] of them.
+    pub ranks: Vec<u32>,
+}
+
+/// Most missing ranks [`MissingRanks::ranks`] lists (the count is
+/// `world_size − measured`).
+pub const MAX_MISSING_LISTED: usize = 4096;
 
 /// Reconciliation of events along their path.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

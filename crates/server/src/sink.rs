@@ -789,6 +789,47 @@ impl State {
             })
     }
 
+    /// Per job whose handshakes gave a world size (the launcher's), the
+    /// ranks that never connected: every world rank below the size that no
+    /// stream named as its own, by its handshake's launcher rank or its
+    /// `Rank` frame. Jobs with none missing are left out.
+    pub(crate) fn missing_ranks(&self) -> Vec<hark_model::MissingRanks> {
+        let mut jobs: std::collections::BTreeMap<String, (u32, std::collections::BTreeSet<u32>)> =
+            Default::default();
+        for c in hark_sync::read(&self.conns).values().filter(|c| !c.child) {
+            let hello = c.info.hello();
+            let job = jobs.entry(hello.job.clone()).or_default();
+            if hello.size > 0 {
+                job.0 = job.0.max(hello.size as u32);
+            }
+            // The launcher's rank is the job's; MPI's only when the
+            // launcher named none (under a virtualised world it is the
+            // program's).
+            let rank = if hello.rank >= 0 {
+                hello.rank
+            } else {
+                c.info.world_rank()
+            };
+            if rank >= 0 {
+                job.1.insert(rank as u32);
+            }
+        }
+        jobs.into_iter()
+            .filter_map(|(job, (size, seen))| {
+                let measured = seen.range(..size).count() as u32;
+                (size > measured).then(|| hark_model::MissingRanks {
+                    job,
+                    world_size: size,
+                    measured,
+                    ranks: (0..size)
+                        .filter(|r| !seen.contains(r))
+                        .take(hark_model::MAX_MISSING_LISTED)
+                        .collect(),
+                })
+            })
+            .collect()
+    }
+
     /// Makes `reference` (world rank 0's handshake offset) the reference of
     /// every stream of `job`, present and future, unless the job has one.
     pub(crate) fn set_clock_reference(&self, job: &str, reference: i64) {

@@ -757,5 +757,6 @@ pub fn two_programs() -> Run {
         hark_version: "0.1.0".into(),
         accounting,
         programs,
+        missing: Vec::new(),
     }
 }
