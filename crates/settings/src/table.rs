@@ -115,7 +115,7 @@ pub const TEST_CLOCK_SKEW_NS: Setting = Setting {
     kind: Kind::Signed,
     default: DefaultValue::Number(0),
     set_by: SetBy::Tests,
-    doc: "read only by a probe built with its `test-hooks` feature (`scripts/test.sh`), ignored otherwise: this process's probe clock (every event timestamp, the alignment's readings) and its handshake's realtime reading read this many ns late, as if its host's clocks were off; the handshake's own probe-clock reference is not skewed, so only the MPI alignment can see it. Costs nothing on the hot path: it is folded into the clock's calibration (`crates/probe/src/core/clock.rs`)",
+    doc: "read only by a probe built with its `test-hooks` feature (`scripts/test.sh`), ignored otherwise: this process's probe clock (every event timestamp, the alignment's readings) and its handshake's realtime reading read this many ns late, as if its host's clocks were off; the handshake's own probe-clock reference is not skewed, so only the clock alignment (a ping-pong with the server) can see it. Costs nothing on the hot path: it is folded into the clock's calibration (`crates/probe/src/core/clock.rs`)",
 };
 
 /// The analyser ranks of an MPMD job.
