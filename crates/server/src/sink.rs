@@ -675,7 +675,7 @@ impl Sink for State {
                 match sync.reference {
                     ClockReference::Server => {
                         let shared = self.host_clock(c.info.hello(), sync);
-                        c.info.align_sharing(sync, Some(shared));
+                        c.info.align_sharing(sync, shared);
                     }
                     ClockReference::WorldRank0 => c.info.align(sync),
                 }
@@ -778,15 +778,28 @@ impl State {
     /// job and host of `hello` (this one, if it is the first), with half its
     /// round trip as slack: processes of one host read one clock, and
     /// share one offset when their measurements agree with it
-    /// (`hark_analyses::clock::applied_offset_ns`).
-    fn host_clock(&self, hello: &Hello, sync: ClockSync) -> Expected {
+    /// (`hark_analyses::clock::applied_offset_ns`). Only a measurement
+    /// that agrees with the probe's own reading of its realtime clock at
+    /// the handshake to within its half round trip and [`TRUSTED_SKEW_NS`]
+    /// becomes the host's: a process whose clock is off its host's (a
+    /// test's skew) keeps its own. (Not the handshake offset: on a loaded
+    /// node the server reads a `Hello` milliseconds late, and that delay
+    /// is in it.) `None` while the host has none.
+    fn host_clock(&self, hello: &Hello, sync: ClockSync) -> Option<Expected> {
         let key = (hello.job.clone(), hello.host.clone(), sync.phase as u8);
-        *hark_sync::lock(&self.host_clocks)
-            .entry(key)
-            .or_insert(Expected {
+        let mut hosts = hark_sync::lock(&self.host_clocks);
+        if let Some(e) = hosts.get(&key) {
+            return Some(*e);
+        }
+        let own = (hello.realtime_ns as i64).saturating_sub(hello.clock_ns as i64);
+        let plausible = sync.offset_ns().abs_diff(own)
+            <= (sync.round_trip_ns / 2).saturating_add(TRUSTED_SKEW_NS as u64);
+        plausible.then(|| {
+            *hosts.entry(key).or_insert(Expected {
                 offset_ns: sync.offset_ns(),
                 slack_ns: sync.round_trip_ns / 2,
             })
+        })
     }
 
     /// Per job whose handshakes gave a world size (the launcher's), the
