@@ -137,6 +137,21 @@ mod tests {
     }
 
     #[test]
+    fn over_tcp_too() {
+        let collector = hark_transport::collect::serve_collect("tcp:127.0.0.1:0").unwrap();
+        let s = measure(
+            collector.addr(),
+            Duration::from_secs(5),
+            ClockPhase::Finalize,
+        )
+        .expect("answered");
+        assert_eq!(
+            (s.phase, s.reference),
+            (ClockPhase::Finalize, ClockReference::Server)
+        );
+    }
+
+    #[test]
     fn nobody_listening_is_no_measurement_and_no_wait() {
         let s = measure(
             "unix:/nonexistent/hark.sock",
