@@ -614,7 +614,10 @@ impl Sink for State {
     fn on_frame(&self, conn: ConnId, frame: Frame<'_>) {
         let Some(c) = self.conn(conn) else { return };
         if let Some(store) = &self.trace {
-            store.frame(conn.0, &c.info, &frame);
+            // A clock frame is stored once applied (below).
+            if !matches!(frame, Frame::Clock(_)) {
+                store.frame(conn.0, &c.info, &frame);
+            }
         }
         let submitted = match frame {
             Frame::Pack { events, .. } => {
@@ -678,6 +681,9 @@ impl Sink for State {
                         c.info.align_sharing(sync, shared);
                     }
                     ClockReference::WorldRank0 => c.info.align(sync),
+                }
+                if let Some(store) = &self.trace {
+                    store.clock(conn.0, &c.info, sync);
                 }
                 if c.info.world_rank() == 0 {
                     self.clock_reference(&c.info);
