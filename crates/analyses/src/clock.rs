@@ -2,25 +2,35 @@
 //! run's common timeline (the server's `CLOCK_REALTIME`, ns since the epoch).
 //!
 //! Every stream starts with its handshake's estimate: `common = probe +
-//! handshake offset`, good to about a millisecond. MPI processes then measure
-//! their offset to world rank 0's probe clock by a ping-pong at `MPI_Init`
-//! and again at `MPI_Finalize` (`Clock` frames, `docs/wire.md`). Once both
-//! this stream's init measurement and the reference (world rank 0's
-//! handshake offset) are known, the mapping becomes
+//! handshake offset`, good to about a millisecond. MPI processes then
+//! measure their offset by a ping-pong at `MPI_Init` and again at
+//! `MPI_Finalize` (`Clock` frames, `docs/wire.md`), against one of two
+//! references ([`ClockReference`]):
+//!
+//! - **the server's clock**, the common timeline itself (streams over a
+//!   socket): the measured offset maps the stream directly, no other
+//!   stream needed;
+//! - **world rank 0's probe clock** (streams over MPI): once the job's
+//!   reference (world rank 0's handshake offset) is known too, all ranks
+//!   share rank 0's handshake and differ from it only by what the
+//!   ping-pong measured.
 //!
 //! ```text
-//! common(t) = t + reference + offset(t)
+//! common(t) = t + base + offset(t)          base = 0 (server) or world rank 0's handshake offset
 //! offset(t) = init offset                                   before the finalize measurement arrives
 //!           = init offset + (t − t_init) × drift / (t_fin − t_init), t clamped to [t_init, t_fin], after
 //! ```
 //!
-//! so all ranks share rank 0's handshake and differ from it only by what the
-//! ping-pong measured. Events are analysed online, before the finalize
-//! measurement exists: they are mapped with the init offset (drift not
-//! corrected), and a batch analysed after the finalize frame arrived with the
-//! interpolation. Each batch takes one [`Mapping`] when its analysis starts.
-//! What the online mapping leaves uncorrected, |finalize offset − init
-//! offset|, is reported as the rank's residual alignment error.
+//! Events are analysed online, before the finalize measurement exists:
+//! they are mapped with the init offset (drift not corrected), and a batch
+//! analysed after the finalize frame arrived with the interpolation. Each
+//! batch takes one [`Mapping`] when its analysis starts.
+//!
+//! Every offset applied comes with a bound on its error
+//! ([`Alignment::bound_ns`]): half the round trip of the ping-pong that set
+//! it, plus how far the applied offset is from the measured one, plus the
+//! drift the online mapping leaves uncorrected. That bound is what the
+//! model reports as the rank's residual alignment error.
 //!
 //! Nothing here can corrupt time: readers bound every offset
 //! (`hark_wire::MAX_CLOCK_OFFSET_NS`), arithmetic saturates, the interpolated
@@ -29,7 +39,7 @@
 //! [`MAX_DISAGREEMENT_NS`] is not applied (the stream keeps its handshake and
 //! the model says so).
 
-use hark_wire::{ClockPhase, ClockSync};
+use hark_wire::{ClockPhase, ClockReference, ClockSync};
 
 /// Largest disagreement between the ping-pong's mapping and the stream's own
 /// handshake that is believed: one second, a thousand times what the
@@ -78,21 +88,54 @@ impl Mapping {
     }
 }
 
-/// The offset a measurement gives: Cristian's estimate, or 0 when the
-/// estimate lies within half the round trip of 0. The true offset is
-/// within half the round trip of the estimate, so 0 is then as consistent
-/// with the measurement; and it is the truth on one host, whose processes
-/// read one clock (`CLOCK_MONOTONIC`, or the TSC calibrated against it),
-/// where all the estimate says is the ping-pong's noise (microseconds when
-/// ranks share cores: enough to make receives complete before their
-/// sends). Offsets that the measurement can tell from 0 are kept as
-/// measured.
-pub fn applied_offset_ns(s: &ClockSync) -> i64 {
+/// What a measurement is compared with before it is applied: an offset
+/// the stream is expected to have, and how far that expectation may itself
+/// be off (`slack_ns`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expected {
+    /// The expected offset, in ns.
+    pub offset_ns: i64,
+    /// How far `offset_ns` may be from the truth, in ns.
+    pub slack_ns: u64,
+}
+
+/// The offset a measurement gives: Cristian's estimate, or the *expected*
+/// offset when the estimate lies within half the round trip (plus the
+/// expectation's own slack) of it. The true offset is within half the
+/// round trip of the estimate, so the expected one is then as consistent
+/// with the measurement.
+///
+/// Against world rank 0 the expected offset is 0. Against the server it
+/// is the first measurement of the same job on the same host (`shared`,
+/// with half its round trip as slack), else the stream's handshake. On one
+/// host the processes read one clock (`CLOCK_MONOTONIC`, or the TSC
+/// calibrated against it), so one offset is the truth for all of them,
+/// and independent estimates differ only by the ping-pong's noise
+/// (microseconds when ranks share cores: enough to make receives complete
+/// before their sends). Offsets that the measurement can tell from the
+/// expected one (another host, a skewed clock) are kept as measured.
+pub fn applied_offset_ns(s: &ClockSync, expected: Expected) -> i64 {
     let offset = s.offset_ns();
-    if offset.unsigned_abs() <= s.round_trip_ns / 2 {
-        0
+    if offset.abs_diff(expected.offset_ns)
+        <= (s.round_trip_ns / 2).saturating_add(expected.slack_ns)
+    {
+        expected.offset_ns
     } else {
         offset
+    }
+}
+
+/// How far the offset applied from `s` can be from the truth: half the
+/// round trip (Cristian's bound on the estimate), plus the distance from
+/// the estimate to the offset applied.
+pub fn measurement_bound_ns(s: &ClockSync, expected: Expected) -> u64 {
+    (s.round_trip_ns / 2).saturating_add(applied_offset_ns(s, expected).abs_diff(s.offset_ns()))
+}
+
+fn phase_index(p: ClockPhase) -> usize {
+    match p {
+        ClockPhase::Init => 0,
+        ClockPhase::Finalize => 1,
     }
 }
 
@@ -102,7 +145,7 @@ pub enum Method {
     /// The handshake's estimate alone (no MPI, alignment off or failed, or
     /// world rank 0's reference not known).
     Handshake,
-    /// The MPI ping-pong with world rank 0.
+    /// A ping-pong, with the server or (over MPI) with world rank 0.
     PingPong,
     /// A ping-pong that disagreed with the handshake by more than
     /// [`MAX_DISAGREEMENT_NS`]; the handshake is used.
@@ -116,6 +159,9 @@ pub struct Alignment {
     reference_ns: Option<i64>,
     init: Option<ClockSync>,
     finalize: Option<ClockSync>,
+    /// Per phase (init, finalize): the first server measurement of the
+    /// same job on the same host, when the server keeps one.
+    shared: [Option<Expected>; 2],
 }
 
 impl Alignment {
@@ -126,6 +172,7 @@ impl Alignment {
             reference_ns: None,
             init: None,
             finalize: None,
+            shared: [None, None],
         }
     }
 
@@ -143,6 +190,27 @@ impl Alignment {
     /// World rank 0's handshake offset: the job's reference.
     pub fn set_reference(&mut self, reference_ns: i64) {
         self.reference_ns = Some(reference_ns);
+    }
+
+    /// A measurement arrived, with the first of its phase on the same host
+    /// (see [`applied_offset_ns`]); the last one of each phase holds.
+    pub fn measured_sharing(&mut self, sync: ClockSync, shared: Option<Expected>) {
+        self.shared[phase_index(sync.phase)] = shared;
+        self.measured(sync);
+    }
+
+    /// What measurement `s` is compared with (see [`applied_offset_ns`]).
+    pub fn expected(&self, s: &ClockSync) -> Expected {
+        let exact = |offset_ns| Expected {
+            offset_ns,
+            slack_ns: 0,
+        };
+        match s.reference {
+            ClockReference::WorldRank0 => exact(0),
+            ClockReference::Server => {
+                self.shared[phase_index(s.phase)].unwrap_or(exact(self.handshake_ns))
+            }
+        }
     }
 
     /// A measurement arrived (the last one of each phase holds).
@@ -174,13 +242,45 @@ impl Alignment {
         })
     }
 
-    /// What the online mapping leaves uncorrected: |finalize offset − init
-    /// offset|, 0 without both.
-    pub fn residual_ns(&self) -> u64 {
-        match (self.init, self.finalize) {
-            (Some(i), Some(f)) => applied_offset_ns(&f).abs_diff(applied_offset_ns(&i)),
-            _ => 0,
+    /// The offset applied from measurement `s` (see [`applied_offset_ns`]).
+    pub fn applied_ns(&self, s: &ClockSync) -> i64 {
+        applied_offset_ns(s, self.expected(s))
+    }
+
+    /// The bound on the error of the offset applied from `s` (see
+    /// [`measurement_bound_ns`]).
+    pub fn measurement_bound_ns(&self, s: &ClockSync) -> u64 {
+        measurement_bound_ns(s, self.expected(s))
+    }
+
+    /// How far this stream's mapped timestamps can be from the reference's
+    /// clock, 0 when it is not aligned by ping-pong. With one measurement,
+    /// that measurement's bound. With both: the finalize measurement's
+    /// bound plus the drift between the two offsets applied, which events
+    /// mapped online (with the init offset) leave uncorrected, or the init
+    /// measurement's bound if larger. (With linear drift: online, the
+    /// error at time t is |init offset − true offset(t)|, at most the init
+    /// bound at the start and |drift| + the finalize bound at the end;
+    /// interpolated, at most the larger of the two bounds.) Drift after the
+    /// last measurement is not known and not included.
+    pub fn bound_ns(&self) -> u64 {
+        if self.method() != Method::PingPong {
+            return 0;
         }
+        match (self.init, self.finalize) {
+            (Some(i), Some(f)) => {
+                let drift = self.applied_ns(&f).abs_diff(self.applied_ns(&i));
+                self.measurement_bound_ns(&i)
+                    .max(self.measurement_bound_ns(&f).saturating_add(drift))
+            }
+            (Some(m), None) | (None, Some(m)) => self.measurement_bound_ns(&m),
+            (None, None) => 0,
+        }
+    }
+
+    /// The residual alignment error the model reports: [`Alignment::bound_ns`].
+    pub fn residual_ns(&self) -> u64 {
+        self.bound_ns()
     }
 
     /// The mapping to use now.
@@ -194,17 +294,20 @@ impl Alignment {
     /// The ping-pong's mapping, if it can be made, and whether it agrees
     /// with the handshake.
     fn aligned(&self) -> Option<(Mapping, bool)> {
-        let reference = self.reference_ns?;
         let first = self.init.or(self.finalize)?;
-        let base_ns = reference.saturating_add(applied_offset_ns(&first));
+        let base_ns = match first.reference {
+            ClockReference::Server => self.applied_ns(&first),
+            ClockReference::WorldRank0 => {
+                self.reference_ns?.saturating_add(self.applied_ns(&first))
+            }
+        };
         let mut m = Mapping::constant(base_ns);
         if let (Some(i), Some(f)) = (self.init, self.finalize) {
             if f.local_ns > i.local_ns {
                 let span = f.local_ns - i.local_ns;
                 m.from_ns = i.local_ns;
                 m.until_ns = f.local_ns;
-                m.drift_per_ns =
-                    (applied_offset_ns(&f) - applied_offset_ns(&i)) as f64 / span as f64;
+                m.drift_per_ns = (self.applied_ns(&f) - self.applied_ns(&i)) as f64 / span as f64;
             }
         }
         let believed = base_ns.abs_diff(self.handshake_ns) <= MAX_DISAGREEMENT_NS;
@@ -222,7 +325,64 @@ mod tests {
             local_ns,
             reference_ns: local_ns.saturating_add_signed(offset),
             round_trip_ns: 20_000,
+            reference: ClockReference::WorldRank0,
         }
+    }
+
+    fn with_server(phase: ClockPhase, local_ns: u64, offset: i64, round_trip_ns: u64) -> ClockSync {
+        ClockSync {
+            phase,
+            local_ns,
+            reference_ns: local_ns.saturating_add_signed(offset),
+            round_trip_ns,
+            reference: ClockReference::Server,
+        }
+    }
+
+    #[test]
+    fn a_host_shares_its_first_measurement_when_it_agrees() {
+        let first = Expected {
+            offset_ns: 1_000_000,
+            slack_ns: 5_000,
+        };
+        let mut a = Alignment::new(1_300_000);
+        // 8 µs from the host's first: within 5 + 5 µs, the host's offset.
+        a.measured_sharing(
+            with_server(ClockPhase::Init, 100, 1_008_000, 10_000),
+            Some(first),
+        );
+        assert_eq!(a.mapping().common(0), 1_000_000);
+        assert_eq!(a.bound_ns(), 5_000 + 8_000);
+        // 50 ms from it (a skewed clock): its own.
+        a.measured_sharing(
+            with_server(ClockPhase::Init, 100, 51_000_000, 10_000),
+            Some(first),
+        );
+        assert_eq!(a.mapping().common(0), 51_000_000);
+        assert_eq!(a.bound_ns(), 5_000);
+    }
+
+    #[test]
+    fn a_measurement_against_the_server_needs_no_reference() {
+        let mut a = Alignment::new(1_000_000);
+        a.measured(with_server(ClockPhase::Init, 100_000, 51_000_000, 20_000));
+        assert_eq!(a.method(), Method::PingPong);
+        assert_eq!(a.mapping().common(5), 5 + 51_000_000);
+        // Half the round trip.
+        assert_eq!(a.bound_ns(), 10_000);
+        // Within half the round trip of the handshake: the handshake, and
+        // the bound covers the distance to the estimate.
+        a.measured(with_server(ClockPhase::Init, 100_000, 1_004_000, 20_000));
+        assert_eq!(a.mapping().common(5), 5 + 1_000_000);
+        assert_eq!(a.bound_ns(), 14_000);
+        // The drift since: on top of the finalize measurement's bound.
+        a.measured(with_server(
+            ClockPhase::Finalize,
+            200_000,
+            1_300_000,
+            40_000,
+        ));
+        assert_eq!(a.bound_ns(), 20_000 + 300_000);
     }
 
     #[test]
@@ -255,7 +415,8 @@ mod tests {
         // Before init and after finalize the nearest measurement holds.
         assert_eq!(m.common(500_000), 500_000 - 40_000);
         assert_eq!(m.common(9_000_000), 9_000_000 - 20_000);
-        assert_eq!(a.residual_ns(), 20_000);
+        // The drift on top of the finalize measurement's half round trip.
+        assert_eq!(a.residual_ns(), 20_000 + 10_000);
     }
 
     #[test]
@@ -274,7 +435,7 @@ mod tests {
         a.measured(sync(ClockPhase::Init, 1_000_000, 4_000));
         a.measured(sync(ClockPhase::Finalize, 3_000_000, 30_000));
         assert_eq!(a.mapping().common(2_000_000), 2_000_000 + 15_000);
-        assert_eq!(a.residual_ns(), 30_000);
+        assert_eq!(a.residual_ns(), 30_000 + 10_000);
     }
 
     #[test]

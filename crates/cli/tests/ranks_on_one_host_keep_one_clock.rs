@@ -1,10 +1,13 @@
 //! Ranks on one host read one clock (`HARK_CLOCK=monotonic`), so the true
-//! offset between them is zero, and the ping-pong's estimate lies within
-//! half its round trip of zero: it is applied as zero (`docs/analyses.md`,
-//! "Time"). No receive then completes before its send began, and no rank
-//! has a residual alignment error. Without the rule the estimates' noise
-//! (microseconds with 4 ranks on 2 cores) gave every rank a residual and
-//! made a share of the receives complete before their sends.
+//! offset from each of them to hark's clock is one and the same, and each
+//! rank's ping-pong estimate lies within its half round trip (plus the
+//! first one's) of the first rank's: every rank of the host is given that
+//! one offset (`docs/analyses.md`, "Time"). No receive then completes
+//! before its send began. Without the rule the estimates' noise
+//! (microseconds with 4 ranks on 2 cores) gave every rank an offset of its
+//! own and made a share of the receives complete before their sends. The
+//! residual alignment error is a bound (half a round trip and more), no
+//! longer 0, but small: the round trips of a Unix socket.
 //! Real `mpirun`, Open MPI and MPICH: the ring, many small messages.
 
 mod common;
@@ -33,9 +36,18 @@ fn check(mpi: Mpi) {
             Some("ping-pong"),
             "rank {r}: {clock}"
         );
-        assert_eq!(rank["residual_ns"].as_u64(), Some(0), "rank {r}: {clock}");
+        for phase in ["init", "finalize"] {
+            assert_eq!(
+                rank[phase]["applied_ns"], ranks[0][phase]["applied_ns"],
+                "rank {r}, {phase}: one host, one offset: {clock}"
+            );
+        }
     }
     assert_eq!(clock["violations"].as_u64(), Some(0), "{clock}");
+    // A bound of round trips over a Unix socket: microseconds when quiet,
+    // at most milliseconds on a machine as loaded as this suite's.
+    let residual = clock["residual_ns"].as_u64().unwrap();
+    assert!(residual > 0 && residual < 10_000_000, "{clock}");
     // The ring's messages were all matched: the check had receives to judge.
     let late = &profile["programs"][0]["waits"]["late_sender"]["instances"];
     assert!(late.as_array().is_some_and(|v| !v.is_empty()), "{late}");

@@ -240,7 +240,14 @@ pub(crate) fn rank_record(a: &Alignment) -> hark_model::RankClock {
         s.map(|s| hark_model::ClockMeasurement {
             offset_ns: s.offset_ns(),
             round_trip_ns: s.round_trip_ns,
+            applied_ns: a.applied_ns(&s),
+            bound_ns: a.measurement_bound_ns(&s),
         })
+    };
+    let reference = match a.init().or(a.finalize()).map(|s| s.reference) {
+        Some(hark_wire::ClockReference::Server) => "hark",
+        Some(hark_wire::ClockReference::WorldRank0) => "world rank 0",
+        None => "",
     };
     hark_model::RankClock {
         method: match a.method() {
@@ -249,6 +256,7 @@ pub(crate) fn rank_record(a: &Alignment) -> hark_model::RankClock {
             Method::Rejected => "handshake (ping-pong rejected)",
         }
         .to_string(),
+        reference: reference.to_string(),
         init: measured(a.init()),
         finalize: measured(a.finalize()),
         residual_ns: a.residual_ns(),

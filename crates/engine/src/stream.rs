@@ -131,9 +131,16 @@ impl StreamInfo {
         *hark_sync::lock(&self.clock)
     }
 
-    /// A clock alignment with world rank 0 arrived (`Clock` frame).
+    /// A clock alignment arrived (`Clock` frame).
     pub fn align(&self, sync: ClockSync) {
         hark_sync::lock(&self.clock).measured(sync);
+    }
+
+    /// A clock alignment against the server arrived, with the first of
+    /// its phase from the same job and host (see
+    /// [`hark_analyses::clock::applied_offset_ns`]).
+    pub fn align_sharing(&self, sync: ClockSync, shared: Option<hark_analyses::clock::Expected>) {
+        hark_sync::lock(&self.clock).measured_sharing(sync, shared);
     }
 
     /// World rank 0's handshake offset, the reference every aligned stream

@@ -22,7 +22,30 @@ pub struct Run {
     pub accounting: Accounting,
     /// The programs, in order of first connection.
     pub programs: Vec<Program>,
+    /// Per job whose launcher gave its world size: the ranks that never
+    /// reached hark (their probe could not connect, or they carried none).
+    /// Only jobs with such ranks are listed.
+    #[serde(default)]
+    pub missing: Vec<MissingRanks>,
 }
+
+/// The ranks of one job that never reached hark.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MissingRanks {
+    /// The job (the launcher's job id, as the probes' handshakes name it).
+    pub job: String,
+    /// The job's world size, from the launcher's environment.
+    pub world_size: u32,
+    /// Ranks of the job that connected.
+    pub measured: u32,
+    /// The world ranks that never connected, ascending; the first
+    /// [`MAX_MISSING_LISTED`] of them.
+    pub ranks: Vec<u32>,
+}
+
+/// Most missing ranks [`MissingRanks::ranks`] lists (the count is
+/// `world_size − measured`).
+pub const MAX_MISSING_LISTED: usize = 4096;
 
 /// Reconciliation of events along their path.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,7 +192,9 @@ pub struct Program {
 pub struct Clock {
     /// Per rank: how its clock was aligned.
     pub ranks: Vec<RankClock>,
-    /// The largest residual alignment error of any rank, in ns.
+    /// The largest residual alignment error of any rank, in ns: a bound
+    /// on how far any aligned rank's timestamps are from the reference
+    /// clock (see [`RankClock::residual_ns`]).
     pub residual_ns: u64,
     /// Clock-condition violations: receives that completed before their
     /// send began on the common timeline. Counted by message matching; 0
@@ -180,27 +205,47 @@ pub struct Clock {
 /// One rank's clock alignment.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RankClock {
-    /// `"ping-pong"` (aligned with world rank 0 over MPI), `"handshake"`
-    /// (the connection's estimate alone), or `"handshake (ping-pong
-    /// rejected)"` (the two disagreed by more than a second).
+    /// `"ping-pong"` (aligned by ping-pong, see `reference`),
+    /// `"handshake"` (the connection's estimate alone), or `"handshake
+    /// (ping-pong rejected)"` (the two disagreed by more than a second).
     pub method: String,
+    /// Whose clock the ping-pong measured against: `"hark"` (the server's
+    /// clock, the common timeline, over a connection of the probe's own) or
+    /// `"world rank 0"` (over MPI, streams over MPI); empty without a
+    /// measurement.
+    #[serde(default)]
+    pub reference: String,
     /// The measurement at `MPI_Init`.
     pub init: Option<ClockMeasurement>,
     /// The measurement at `MPI_Finalize`.
     pub finalize: Option<ClockMeasurement>,
-    /// |finalize offset − init offset|: the drift the online mapping (init
-    /// offset) leaves uncorrected by the end of the run, in ns; 0 without
-    /// both measurements.
+    /// A bound on how far this rank's mapped timestamps are from the
+    /// reference clock, in ns: each measurement's bound (`bound_ns`), and
+    /// on top of the finalize one the drift between the two offsets
+    /// applied, which the online mapping (init offset) leaves uncorrected;
+    /// 0 for a rank not aligned by ping-pong. Drift after the last
+    /// measurement is not in it.
     pub residual_ns: u64,
 }
 
-/// One ping-pong measurement against world rank 0.
+/// One ping-pong measurement.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClockMeasurement {
-    /// World rank 0's probe clock minus this rank's, in ns.
+    /// The reference clock minus this rank's, in ns, as measured
+    /// (Cristian's estimate).
     pub offset_ns: i64,
-    /// Round trip of the best round, in ns (its error bound is half of it).
+    /// Round trip of the best round, in ns (the estimate's error bound is
+    /// half of it).
     pub round_trip_ns: u64,
+    /// The offset applied, in ns: the estimate, or the expected offset
+    /// (the handshake's against hark, 0 against world rank 0) when the
+    /// estimate lies within half the round trip of it.
+    #[serde(default)]
+    pub applied_ns: i64,
+    /// How far `applied_ns` can be from the true offset, in ns: half the
+    /// round trip plus |applied − estimate|.
+    #[serde(default)]
+    pub bound_ns: u64,
 }
 
 /// One wait-state pattern of a program.

@@ -360,18 +360,136 @@ pub(crate) fn clock_line(p: &Program) -> Option<String> {
         .map(|m| m.round_trip_ns)
         .max()
         .unwrap_or(0);
+    // Older models name no reference: theirs was world rank 0.
+    let with = if c
+        .ranks
+        .iter()
+        .filter(|r| r.method == "ping-pong")
+        .all(|r| r.reference == "hark")
+    {
+        "hark's clock"
+    } else {
+        "world rank 0"
+    };
     let how = if aligned == 0 {
         "handshake only, good to about 1 ms".to_string()
     } else {
         format!(
-            "{aligned} of {} ranks aligned with world rank 0 by ping-pong (round trips up to {})",
+            "{aligned} of {} ranks aligned with {with} by ping-pong (round trips up to {})",
             c.ranks.len(),
             units::duration(worst_trip as f64)
         )
     };
     Some(format!(
-        "{how}; residual alignment error {}; {} clock-condition violations",
+        "{how}; residual alignment error at most {}; {} clock-condition violations",
         units::duration(c.residual_ns as f64),
         units::count(c.violations)
     ))
+}
+
+/// The ranks that never reached hark, one clause per job ("1 of 2 ranks
+/// measured: rank 1 never reached hark"), joined by "; "; `None` when
+/// every rank of every job whose size is known connected.
+pub(crate) fn missing_line(run: &hark_model::Run) -> Option<String> {
+    let several = run.missing.len() > 1;
+    let clauses: Vec<String> = run
+        .missing
+        .iter()
+        .map(|m| {
+            let absent = m.world_size.saturating_sub(m.measured) as usize;
+            let job = if several {
+                format!("job {}: ", m.job)
+            } else {
+                String::new()
+            };
+            format!(
+                "{job}{} of {} ranks measured: {} never reached hark",
+                m.measured,
+                m.world_size,
+                rank_list(&m.ranks, absent),
+            )
+        })
+        .collect();
+    (!clauses.is_empty()).then(|| clauses.join("; "))
+}
+
+/// "rank 1", "ranks 1, 3 and 5", "ranks 4–7 and 9": runs of consecutive
+/// ranks as ranges, at most eight items, then how many more of `total`.
+fn rank_list(ranks: &[u32], total: usize) -> String {
+    let mut items: Vec<String> = Vec::new();
+    let mut listed = 0;
+    let mut i = 0;
+    while i < ranks.len() && items.len() < 8 {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        items.push(if j > i + 1 {
+            format!("{}–{}", ranks[i], ranks[j])
+        } else if j == i + 1 {
+            // Two in a row read better as a pair than a range.
+            j = i;
+            ranks[i].to_string()
+        } else {
+            ranks[i].to_string()
+        });
+        listed += j - i + 1;
+        i = j + 1;
+    }
+    if total > listed {
+        items.push(format!("{} more", total - listed));
+    }
+    let word = if total == 1 { "rank" } else { "ranks" };
+    match items.as_slice() {
+        [] => word.to_string(),
+        [one] => format!("{word} {one}"),
+        [rest @ .., last] => format!("{word} {} and {last}", rest.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hark_model::{MissingRanks, Run};
+
+    fn missing(job: &str, size: u32, ranks: &[u32]) -> MissingRanks {
+        MissingRanks {
+            job: job.into(),
+            world_size: size,
+            measured: size - ranks.len() as u32,
+            ranks: ranks.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_ranks_that_never_reached_hark_are_named() {
+        let mut run = Run::default();
+        assert_eq!(missing_line(&run), None);
+        run.missing = vec![missing("j", 2, &[1])];
+        assert_eq!(
+            missing_line(&run).unwrap(),
+            "1 of 2 ranks measured: rank 1 never reached hark"
+        );
+        run.missing = vec![missing("j", 16, &[1, 2, 4, 5, 6, 7, 9])];
+        assert_eq!(
+            missing_line(&run).unwrap(),
+            "9 of 16 ranks measured: ranks 1, 2, 4–7 and 9 never reached hark"
+        );
+        run.missing = vec![missing("a", 2, &[0]), missing("b", 3, &[2])];
+        assert_eq!(
+            missing_line(&run).unwrap(),
+            "job a: 1 of 2 ranks measured: rank 0 never reached hark; \
+             job b: 2 of 3 ranks measured: rank 2 never reached hark"
+        );
+        let many: Vec<u32> = (0..40).map(|r| 2 * r).collect();
+        let line = missing_line(&Run {
+            missing: vec![missing("j", 80, &many)],
+            ..Run::default()
+        })
+        .unwrap();
+        assert!(
+            line.ends_with("12, 14 and 32 more never reached hark"),
+            "{line}"
+        );
+    }
 }

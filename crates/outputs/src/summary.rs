@@ -26,17 +26,7 @@ const DETAIL_WIDTH: usize = 100;
 /// The summary of `run` as text, ending in a newline.
 pub fn render(run: &Run) -> String {
     let mut s = String::new();
-    let ranks: usize = run.programs.iter().map(|p| p.processes() as usize).sum();
-    let _ = writeln!(
-        s,
-        "Hark{}{}: {} {}, {} {}",
-        if run.hark_version.is_empty() { "" } else { " " },
-        run.hark_version,
-        run.programs.len(),
-        plural(run.programs.len(), "program", "programs"),
-        ranks,
-        plural(ranks, "rank", "ranks"),
-    );
+    let _ = writeln!(s, "{}", first_line(run));
     if run.programs.is_empty() {
         let _ = writeln!(
             s,
@@ -67,6 +57,27 @@ pub fn render(run: &Run) -> String {
         );
     }
     s
+}
+
+/// The summary's first line: what was measured, and, when a job's
+/// launcher gave its world size and some of its ranks never connected,
+/// which ("1 of 2 ranks measured: rank 1 never reached hark").
+fn first_line(run: &Run) -> String {
+    let ranks: usize = run.programs.iter().map(|p| p.processes() as usize).sum();
+    let mut line = format!(
+        "Hark{}{}: {} {}, {} {}",
+        if run.hark_version.is_empty() { "" } else { " " },
+        run.hark_version,
+        run.programs.len(),
+        plural(run.programs.len(), "program", "programs"),
+        ranks,
+        plural(ranks, "rank", "ranks"),
+    );
+    if let Some(missing) = facts::missing_line(run) {
+        line.push_str("; ");
+        line.push_str(&missing);
+    }
+    line
 }
 
 fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {

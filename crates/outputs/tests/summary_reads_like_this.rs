@@ -58,7 +58,7 @@ fn summary_of_a_two_program_run() {
                /scratch/run42/ocean_0001.nc       0 B  48.0 MiB
                namelist.ocean                8.98 KiB       0 B
                Events: 164,006 events, 0 lost
-               Clocks: 4 of 4 ranks aligned with world rank 0 by ping-pong (round trips up to 6.00 µs); residual alignment error 3.00 µs; 0 clock-condition violations
+               Clocks: 4 of 4 ranks aligned with world rank 0 by ping-pong (round trips up to 6.00 µs); residual alignment error at most 3.00 µs; 0 clock-condition violations
 
             == atmos — 2 ranks, wall time 2.380 s, MPI 12.2 % of rank time
                command: ./atmos --grid C48
@@ -115,7 +115,7 @@ fn summary_names_lost_events_and_partial_ranks() {
         .collect();
     expect![[r#"
            Events: 164,006 events, at least 100 lost (100 never reached the server), loss unknown for 1 rank
-           Clocks: 4 of 4 ranks aligned with world rank 0 by ping-pong (round trips up to 6.00 µs); residual alignment error 3.00 µs; 0 clock-condition violations
+           Clocks: 4 of 4 ranks aligned with world rank 0 by ping-pong (round trips up to 6.00 µs); residual alignment error at most 3.00 µs; 0 clock-condition violations
 
         168,407 events, at least 130 lost (25 dropped by the probes, 100 never reached the server, 5 received but not analysed), loss unknown for 1 rank
         Partial ranks (stream ended without its end record): ocean rank 3 (world rank 3, host node01, pid 4103)"#]].assert_eq(&tail.join("\n"));

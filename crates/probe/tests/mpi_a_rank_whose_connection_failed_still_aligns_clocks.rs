@@ -1,9 +1,10 @@
-//! The clock alignment at `MPI_Init` and `MPI_Finalize` is collective: rank
-//! 0 waits for every rank. A rank whose probe could not connect (here: world
-//! rank 1 is given an address nobody listens on) records nothing, but must
-//! still take part, or the job hangs in `MPI_Init` (the job runner kills it
-//! after two minutes and the test fails). Rank 0's stream arrives with both
-//! alignments. Real `mpirun`, Open MPI and MPICH.
+//! A rank whose probe could not connect (here: world rank 1 is given an
+//! address nobody listens on) records nothing, and nobody waits for it:
+//! each rank aligns its clock with the server on a connection of its own,
+//! so rank 0 aligns at `MPI_Init` and `MPI_Finalize` as usual and the job
+//! ends (were the alignment collective, as it once was over MPI, rank 0
+//! would wait for rank 1 and the job runner would kill the job after two
+//! minutes). Real `mpirun`, Open MPI and MPICH.
 
 mod mpi_support;
 use hark_wire::ClockPhase;

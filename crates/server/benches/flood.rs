@@ -44,8 +44,9 @@
 
 use hark_server::{Server, ServerConfig};
 use hark_wire::{
-    encode_pack, op, ClockPhase, ClockSource, ClockSync, Def, End, EndReason, Event, Flavour,
-    Hello, NameKind, RankInfo, TickScale, EVENT_SIZE, HEADER_SIZE, PACK_HEADER_SIZE,
+    encode_pack, op, ClockPhase, ClockReference, ClockSource, ClockSync, Def, End, EndReason,
+    Event, Flavour, Hello, NameKind, RankInfo, TickScale, EVENT_SIZE, HEADER_SIZE,
+    PACK_HEADER_SIZE,
 };
 use std::io::Write;
 use std::process::Command;
@@ -563,6 +564,7 @@ fn write(addr: &str, rank: i32, size: i32, events: u64) {
         local_ns: 0,
         reference_ns: 0,
         round_trip_ns: 1000,
+        reference: ClockReference::WorldRank0,
     }
     .encode(&mut head);
     Def::encode_all(

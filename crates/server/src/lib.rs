@@ -228,6 +228,7 @@ impl Server {
             counters: Counters::default(),
             problems: Mutex::default(),
             clock_references: Mutex::default(),
+            host_clocks: Mutex::default(),
             ranks: Mutex::default(),
             pids: Mutex::default(),
             secret: config.secret.clone(),
@@ -358,7 +359,9 @@ impl Server {
                 .collect();
             problems.extend(store.close(&infos, &programs));
         }
-        with_problems(run_of(programs), problems)
+        let mut run = with_problems(run_of(programs), problems);
+        run.missing = self.state.missing_ranks();
+        run
     }
 
     /// The run as analysed so far, while the programs run (for a live
@@ -543,6 +546,7 @@ pub(crate) fn run_of(mut programs: Vec<hark_model::Program>) -> Run {
         hark_version: env!("CARGO_PKG_VERSION").to_string(),
         accounting,
         programs,
+        missing: Vec::new(),
     }
 }
 

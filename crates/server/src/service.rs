@@ -967,7 +967,8 @@ impl Router {
         let programs = job.state.fold();
         let mut problems = std::mem::take(&mut *lock(&job.state.problems));
         problems.extend(job.state.rejections());
-        let run = with_problems(run_of(programs), problems);
+        let mut run = with_problems(run_of(programs), problems);
+        run.missing = job.state.missing_ranks();
         info.state = if run.accounting.partial_ranks > 0 || run.accounting.partial_children > 0 {
             JobState::Partial
         } else {
@@ -1027,6 +1028,7 @@ impl Router {
             counters: Counters::default(),
             problems: Mutex::default(),
             clock_references: Mutex::default(),
+            host_clocks: Mutex::default(),
             ranks: Mutex::default(),
             pids: Mutex::default(),
             secret: None,

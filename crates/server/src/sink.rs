@@ -33,12 +33,13 @@
 //! drops and counts what it cannot send: memory stays bounded and the loss
 //! is reported, never hidden.
 
+use hark_analyses::clock::Expected;
 use hark_analyses::DynAnalysis;
 use hark_board::Board;
 use hark_engine::{Config, OnBoard, ProgramAnalysis, StreamAccounting, StreamInfo};
 use hark_model::{Accounting, ChildProcess, FileIo, Program};
 use hark_transport::{Closed, ConnId, Sink};
-use hark_wire::{Frame, Hello, PackBytes};
+use hark_wire::{ClockReference, ClockSync, Frame, Hello, PackBytes};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -123,6 +124,9 @@ pub(crate) struct State {
     /// Per job: world rank 0's handshake offset, the clock reference of
     /// every stream of the job that aligned itself with rank 0.
     pub(crate) clock_references: Mutex<HashMap<String, i64>>,
+    /// Per (job, host, clock phase): the first measurement against the
+    /// server, which the host's other processes share when theirs agree.
+    pub(crate) host_clocks: Mutex<HashMap<(String, String, u8), Expected>>,
     /// Which stream holds each (job, program, world rank), for refusing a
     /// second one.
     pub(crate) ranks: Mutex<HashMap<RankKey, Holder>>,
@@ -621,7 +625,10 @@ impl Sink for State {
     fn on_frame(&self, conn: ConnId, frame: Frame<'_>) {
         let Some(c) = self.conn(conn) else { return };
         if let Some(store) = &self.trace {
-            store.frame(conn.0, &c.info, &frame);
+            // A clock frame is stored once applied (below).
+            if !matches!(frame, Frame::Clock(_)) {
+                store.frame(conn.0, &c.info, &frame);
+            }
         }
         let submitted = match frame {
             Frame::Pack { events, .. } => {
@@ -679,7 +686,16 @@ impl Sink for State {
                 Ok(())
             }
             Frame::Clock(sync) => {
-                c.info.align(sync);
+                match sync.reference {
+                    ClockReference::Server => {
+                        let shared = self.host_clock(c.info.hello(), sync);
+                        c.info.align_sharing(sync, shared);
+                    }
+                    ClockReference::WorldRank0 => c.info.align(sync),
+                }
+                if let Some(store) = &self.trace {
+                    store.clock(conn.0, &c.info, sync);
+                }
                 if c.info.world_rank() == 0 {
                     self.clock_reference(&c.info);
                 }
@@ -694,7 +710,14 @@ impl Sink for State {
                 Ok(())
             }
             // The reader has applied it to the packs after it.
-            Frame::Hello(_) | Frame::Ring | Frame::Control(_) | Frame::Scale(_) => Ok(()),
+            // The readers never hand on clock pings (a connection of their
+            // own, answered by the transport).
+            Frame::Hello(_)
+            | Frame::Ring
+            | Frame::Control(_)
+            | Frame::Scale(_)
+            | Frame::ClockPing
+            | Frame::ClockPong(_) => Ok(()),
             // The transport takes a forwarder's frames apart before a sink.
             Frame::Node(_) | Frame::Mux { .. } | Frame::Gone(_) => Ok(()),
         };
@@ -789,6 +812,75 @@ impl State {
     /// world, and a rank 0, of their own.
     fn clock_reference(&self, rank0: &StreamInfo) {
         self.set_clock_reference(&rank0.hello().job, rank0.clock().handshake_ns());
+    }
+
+    /// The first measurement against the server of `sync`'s phase from the
+    /// job and host of `hello` (this one, if it is the first), with half its
+    /// round trip as slack: processes of one host read one clock, and
+    /// share one offset when their measurements agree with it
+    /// (`hark_analyses::clock::applied_offset_ns`). Only a measurement
+    /// that agrees with the probe's own reading of its realtime clock at
+    /// the handshake to within its half round trip and [`TRUSTED_SKEW_NS`]
+    /// becomes the host's: a process whose clock is off its host's (a
+    /// test's skew) keeps its own. (Not the handshake offset: on a loaded
+    /// node the server reads a `Hello` milliseconds late, and that delay
+    /// is in it.) `None` while the host has none.
+    fn host_clock(&self, hello: &Hello, sync: ClockSync) -> Option<Expected> {
+        let key = (hello.job.clone(), hello.host.clone(), sync.phase as u8);
+        let mut hosts = hark_sync::lock(&self.host_clocks);
+        if let Some(e) = hosts.get(&key) {
+            return Some(*e);
+        }
+        let own = (hello.realtime_ns as i64).saturating_sub(hello.clock_ns as i64);
+        let plausible = sync.offset_ns().abs_diff(own)
+            <= (sync.round_trip_ns / 2).saturating_add(TRUSTED_SKEW_NS as u64);
+        plausible.then(|| {
+            *hosts.entry(key).or_insert(Expected {
+                offset_ns: sync.offset_ns(),
+                slack_ns: sync.round_trip_ns / 2,
+            })
+        })
+    }
+
+    /// Per job whose handshakes gave a world size (the launcher's), the
+    /// ranks that never connected: every world rank below the size that no
+    /// stream named as its own, by its handshake's launcher rank or its
+    /// `Rank` frame. Jobs with none missing are left out.
+    pub(crate) fn missing_ranks(&self) -> Vec<hark_model::MissingRanks> {
+        let mut jobs: std::collections::BTreeMap<String, (u32, std::collections::BTreeSet<u32>)> =
+            Default::default();
+        for c in hark_sync::read(&self.conns).values().filter(|c| !c.child) {
+            let hello = c.info.hello();
+            let job = jobs.entry(hello.job.clone()).or_default();
+            if hello.size > 0 {
+                job.0 = job.0.max(hello.size as u32);
+            }
+            // The launcher's rank is the job's; MPI's only when the
+            // launcher named none (under a virtualised world it is the
+            // program's).
+            let rank = if hello.rank >= 0 {
+                hello.rank
+            } else {
+                c.info.world_rank()
+            };
+            if rank >= 0 {
+                job.1.insert(rank as u32);
+            }
+        }
+        jobs.into_iter()
+            .filter_map(|(job, (size, seen))| {
+                let measured = seen.range(..size).count() as u32;
+                (size > measured).then(|| hark_model::MissingRanks {
+                    job,
+                    world_size: size,
+                    measured,
+                    ranks: (0..size)
+                        .filter(|r| !seen.contains(r))
+                        .take(hark_model::MAX_MISSING_LISTED)
+                        .collect(),
+                })
+            })
+            .collect()
     }
 
     /// Makes `reference` (world rank 0's handshake offset) the reference of

@@ -22,7 +22,7 @@ use crate::error::{Error, ErrorKind};
 use hark_analyses::clock::Alignment;
 use hark_engine::trace::{Filter, Selection, Trace, TraceStream, AUTO_WINDOW_SHIFT};
 use hark_engine::StreamInfo;
-use hark_wire::{ClockSource, Def, Event, Frame, FrameReader, Hello};
+use hark_wire::{ClockSource, ClockSync, Def, Event, Frame, FrameReader, Hello};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -170,6 +170,20 @@ impl Store {
         }
     }
 
+    /// A clock alignment of connection `conn`, once the server applied it,
+    /// stored as applied: the offset applied as the estimate, and a round
+    /// trip of 0, so that reading the store back maps the stream exactly as
+    /// the run did (a host's shared offset is known only to the server).
+    pub(crate) fn clock(&self, conn: u64, info: &StreamInfo, sync: ClockSync) {
+        let applied = info.clock().applied_ns(&sync);
+        let stored = ClockSync {
+            reference_ns: sync.local_ns.saturating_add_signed(applied),
+            round_trip_ns: 0,
+            ..sync
+        };
+        self.frame(conn, info, &Frame::Clock(stored));
+    }
+
     /// One frame of connection `conn`, in stream order.
     pub(crate) fn frame(&self, conn: u64, info: &StreamInfo, frame: &Frame<'_>) {
         let Some(w) = self
@@ -209,7 +223,9 @@ impl Store {
             | Frame::Cpus(_)
             | Frame::Control(_)
             | Frame::Counts(_)
-            | Frame::Scale(_) => {}
+            | Frame::Scale(_)
+            | Frame::ClockPing
+            | Frame::ClockPong(_) => {}
             // A forwarder's frames never reach a stream's sink.
             Frame::Node(_) | Frame::Mux { .. } | Frame::Gone(_) => {}
         }

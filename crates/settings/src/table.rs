@@ -100,13 +100,13 @@ pub const CLOCK: Setting = Setting {
     doc: "`monotonic` forces `CLOCK_MONOTONIC` over the TSC",
 };
 
-/// Align clocks with world rank 0 over MPI.
+/// Align clocks by a ping-pong at `MPI_Init` and `MPI_Finalize`.
 pub const CLOCK_SYNC: Setting = Setting {
     name: "HARK_CLOCK_SYNC",
     kind: Kind::Flag,
     default: DefaultValue::Flag(true),
     set_by: SetBy::User,
-    doc: "`0`: do not align the clock with world rank 0 by a ping-pong at `MPI_Init` and `MPI_Finalize` (the server keeps the handshake's estimate). Set it alike for every rank of a job: the alignment is collective",
+    doc: "`0`: do not align the clock by a ping-pong at `MPI_Init` and `MPI_Finalize` (the server keeps the handshake's estimate). Over a socket each process pings the server on a connection of its own and may decide for itself; over MPI (`hark run --analysers`) it aligns with world rank 0, collectively, and every rank must agree",
 };
 
 /// Give each program of an MPMD job its own `MPI_COMM_WORLD`.
@@ -115,7 +115,7 @@ pub const VIRTUALISE: Setting = Setting {
     kind: Kind::Flag,
     default: DefaultValue::Flag(false),
     set_by: SetBy::User,
-    doc: "`1`: each program of an MPMD job gets its own `MPI_COMM_WORLD` (split by `MPI_APPNUM` at `MPI_Init`; `docs/mpi.md`, \"Virtualised worlds\"); reports keep the job's world ranks. Set it alike for every process of a job: the split is collective. Read even by a probe that records nothing",
+    doc: "`1`: each program of an MPMD job gets its own `MPI_COMM_WORLD` (split by `MPI_APPNUM` at `MPI_Init`; `docs/mpi.md`, \"Virtualised worlds\"); reports keep the job's world ranks. Set it alike for every process of a job, and only where every process carries the probe (`hark run --analysers` sets it so): the split is collective, and a rank without the probe never reaches it, leaving the others waiting in `MPI_Init`. Read even by a probe that records nothing",
 };
 
 /// A made-up clock error, for tests.
@@ -124,7 +124,7 @@ pub const TEST_CLOCK_SKEW_NS: Setting = Setting {
     kind: Kind::Signed,
     default: DefaultValue::Number(0),
     set_by: SetBy::Tests,
-    doc: "read only by a probe built with its `test-hooks` feature (`scripts/test.sh`), ignored otherwise: this process's probe clock (every event timestamp, the alignment's readings) and its handshake's realtime reading read this many ns late, as if its host's clocks were off; the handshake's own probe-clock reference is not skewed, so only the MPI alignment can see it. Costs nothing on the hot path: it is folded into the clock's calibration (`crates/probe/src/core/clock.rs`)",
+    doc: "read only by a probe built with its `test-hooks` feature (`scripts/test.sh`), ignored otherwise: this process's probe clock (every event timestamp, the alignment's readings) and its handshake's realtime reading read this many ns late, as if its host's clocks were off; the handshake's own probe-clock reference is not skewed, so only the clock alignment (a ping-pong with the server) can see it. Costs nothing on the hot path: it is folded into the clock's calibration (`crates/probe/src/core/clock.rs`)",
 };
 
 /// The analyser ranks of an MPMD job.

@@ -152,7 +152,7 @@ impl Sink for Gather {
                 return;
             };
             match frame {
-                Frame::Hello(_) | Frame::Cpus(_) => {}
+                Frame::Hello(_) | Frame::Cpus(_) | Frame::ClockPing | Frame::ClockPong(_) => {}
                 Frame::Node(_) | Frame::Mux { .. } | Frame::Gone(_) => {}
                 Frame::Scale(t) => s.scales.push(t),
                 Frame::Ring => s.shm = true,

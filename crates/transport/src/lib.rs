@@ -99,7 +99,9 @@ pub trait Sink: Send + Sync {
     /// `hello.realtime_ns`: the one-way delay plus the difference of the two
     /// hosts' clocks. Called at most once per connection,
     /// before any [`on_frame`](Sink::on_frame); a connection that closes
-    /// before its `Hello` gets only [`on_close`](Sink::on_close).
+    /// before its `Hello` gets only [`on_close`](Sink::on_close), and so
+    /// does a probe's clock connection (`ClockPing` frames, answered by
+    /// the reader itself, `docs/wire.md`), with [`Closed::Clean`].
     fn on_hello(&self, conn: ConnId, hello: &Hello, clock_offset_ns: i64);
 
     /// Every frame after the `Hello`: definitions, rank, packs (whose events

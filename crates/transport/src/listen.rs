@@ -431,6 +431,7 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) ->
     let first = match reader.next_frame() {
         Ok(Some(Frame::Hello(h))) => First::Hello(h),
         Ok(Some(Frame::Node(n))) => First::Node(n),
+        Ok(Some(Frame::ClockPing)) => First::ClockPing,
         Ok(Some(other)) => First::Other(frame_name(&other)),
         Ok(None) => First::Nothing,
         Err(e) => First::Failed(e),
@@ -454,6 +455,7 @@ fn read_all(conn: ConnId, stream: &mut dyn Read, side: Side, sink: &dyn Sink) ->
 enum First {
     Hello(hark_wire::Hello),
     Node(hark_wire::Node),
+    ClockPing,
     Other(&'static str),
     Nothing,
     Failed(hark_wire::Error),
@@ -486,6 +488,7 @@ fn read_direct<R: Read>(
                 ClockSource::Monotonic => None,
             }
         }
+        First::ClockPing => return answer_clock_pings(reader, side.fd),
         First::Other(name) => {
             return Closed::Broken(format!(
                 "the stream starts with a {name} frame instead of Hello"
@@ -514,6 +517,11 @@ fn read_direct<R: Read>(
             }
             Ok(Some(Frame::Hello(_))) => {
                 return Closed::Broken(format!("a second Hello frame at byte {at}"))
+            }
+            Ok(Some(Frame::ClockPing | Frame::ClockPong(_))) => {
+                return Closed::Broken(format!(
+                    "a clock ping at byte {at} inside a stream (it has a connection of its own)"
+                ))
             }
             Ok(Some(Frame::Ring)) => {
                 return match side.handover.as_ref().and_then(Handover::take) {
@@ -578,6 +586,51 @@ fn answer_request(
     })
 }
 
+/// Most pings one clock connection is answered: a probe's alignment takes
+/// a few rounds; a client that keeps asking is cut off.
+const MAX_CLOCK_PINGS: usize = 256;
+
+/// A connection that opened with a `ClockPing` (a probe aligning its clock
+/// with this server's, `docs/wire.md`): every ping is answered at once, on
+/// the socket, with this server's `CLOCK_REALTIME`, read as late as
+/// possible before the answer is written. Nothing reaches the sink but the
+/// close ([`Closed::Clean`] when the probe hung up after its pings).
+fn answer_clock_pings<R: Read>(reader: &mut FrameReader<R>, fd: i32) -> Closed {
+    if fd < 0 {
+        return Closed::Broken("a clock ping where no answer can be written".into());
+    }
+    let mut answered = 0;
+    loop {
+        let mut pong = Vec::with_capacity(16);
+        hark_wire::encode_clock_pong(realtime_ns(), &mut pong);
+        // SAFETY: `fd` is this connection's socket, open while its reader
+        // runs; `pong` is valid for its length. MSG_NOSIGNAL: a probe gone
+        // is EPIPE, not SIGPIPE.
+        let n = unsafe { libc::send(fd, pong.as_ptr().cast(), pong.len(), libc::MSG_NOSIGNAL) };
+        if n != pong.len() as isize {
+            return Closed::Broken("the clock ping's answer could not be written".into());
+        }
+        answered += 1;
+        let at = reader.offset();
+        match reader.next_frame() {
+            Ok(None) => return Closed::Clean,
+            Ok(Some(Frame::ClockPing)) if answered < MAX_CLOCK_PINGS => {}
+            Ok(Some(Frame::ClockPing)) => {
+                return Closed::Broken(format!(
+                    "more than {MAX_CLOCK_PINGS} clock pings on one connection"
+                ))
+            }
+            Ok(Some(f)) => {
+                return Closed::Broken(format!(
+                    "a {} frame at byte {at} on a clock connection (pings only)",
+                    frame_name(&f)
+                ))
+            }
+            Err(e) => return Closed::Broken(format!("{e} (frame at byte {at})")),
+        }
+    }
+}
+
 pub(crate) fn frame_name(f: &Frame<'_>) -> &'static str {
     match f {
         Frame::Hello(_) => "Hello",
@@ -594,6 +647,8 @@ pub(crate) fn frame_name(f: &Frame<'_>) -> &'static str {
         Frame::Node(_) => "Node",
         Frame::Mux { .. } => "Mux",
         Frame::Gone(_) => "Gone",
+        Frame::ClockPing => "ClockPing",
+        Frame::ClockPong(_) => "ClockPong",
     }
 }
 

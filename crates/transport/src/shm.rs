@@ -224,6 +224,9 @@ pub(crate) fn deliver(
         match &frame {
             Frame::Hello(_) => return Err("a second Hello frame".into()),
             Frame::Ring => return Err("a second Ring frame".into()),
+            Frame::ClockPing | Frame::ClockPong(_) => {
+                return Err("a clock ping inside a stream (it has a connection of its own)".into())
+            }
             Frame::End(_) if !bytes.is_empty() => {
                 return Err("bytes after the End frame in its message".into())
             }

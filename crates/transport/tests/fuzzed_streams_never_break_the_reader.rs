@@ -238,6 +238,8 @@ fn decoded(f: &Frame<'_>) -> String {
         Frame::Node(n) => format!("{n:?}"),
         Frame::Mux { stream, frame } => format!("{stream} {frame:?}"),
         Frame::Gone(g) => format!("{g:?}"),
+        Frame::ClockPing => "ClockPing".into(),
+        Frame::ClockPong(t) => format!("ClockPong {t}"),
     }
 }
 

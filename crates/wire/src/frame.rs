@@ -59,6 +59,11 @@ pub enum Kind {
     Mux = 13,
     /// [`Gone`]: a forwarded stream ended, or is to be cut.
     Gone = 14,
+    /// [`Frame::ClockPing`]: a probe asks the server for its clock, on a
+    /// connection of its own (never in a stream).
+    ClockPing = 15,
+    /// [`Frame::ClockPong`]: the server's answer to a [`Kind::ClockPing`].
+    ClockPong = 16,
 }
 
 impl Kind {
@@ -73,6 +78,8 @@ impl Kind {
             Kind::Hello => 1 << 20,
             Kind::Rank | Kind::End | Kind::Clock => 4 << 10,
             Kind::Scale => 24,
+            Kind::ClockPing => 0,
+            Kind::ClockPong => 8,
             Kind::Cpus => 4 + 4 * MAX_CPUS,
             Kind::Control => 4 << 10,
             Kind::Counts => 16 << 20,
@@ -103,6 +110,8 @@ impl Kind {
             12 => Kind::Node,
             13 => Kind::Mux,
             14 => Kind::Gone,
+            15 => Kind::ClockPing,
+            16 => Kind::ClockPong,
             _ => return Err(Error::malformed(format!("unknown frame kind {v}"))),
         })
     }
@@ -335,10 +344,24 @@ pub const MAX_CLOCK_OFFSET_NS: u64 = 1 << 62;
 /// taking longer than a minute is not a measurement.
 pub const MAX_ROUND_TRIP_NS: u64 = 60_000_000_000;
 
-/// One alignment of this process's probe clock with world rank 0's, by a
-/// ping-pong over MPI (see `docs/wire.md`): of several rounds, the one with
-/// the smallest round trip. World rank 0 itself sends one with
-/// `local_ns == reference_ns` and a round trip of 0.
+/// Whose clock a [`ClockSync`] was measured against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ClockReference {
+    /// The server's clock, the common timeline itself (`CLOCK_REALTIME`,
+    /// ns since the epoch): a ping-pong over a connection of the probe's
+    /// own ([`Kind::ClockPing`]). Needs no other process.
+    Server = 1,
+    /// World rank 0's probe clock, by a ping-pong over MPI: streams over
+    /// MPI (`hark run --analysers`), where every rank carries the probe.
+    /// World rank 0 itself sends one with `local_ns == reference_ns` and a
+    /// round trip of 0.
+    WorldRank0 = 2,
+}
+
+/// One alignment of this process's probe clock with a reference clock
+/// ([`ClockReference`]) by a ping-pong (see `docs/wire.md`): of several
+/// rounds, the one with the smallest round trip.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClockSync {
     /// At `MPI_Init` or at `MPI_Finalize`.
@@ -346,15 +369,18 @@ pub struct ClockSync {
     /// This process's probe clock, in ns, halfway between sending the
     /// request and receiving the answer of the best round.
     pub local_ns: u64,
-    /// World rank 0's probe clock, in ns, when it answered that round.
+    /// The reference clock, in ns, when it answered that round.
     pub reference_ns: u64,
     /// The best round's round trip on this process's clock, in ns.
     pub round_trip_ns: u64,
+    /// Whose clock `reference_ns` reads.
+    pub reference: ClockReference,
 }
 
 impl ClockSync {
-    /// What to add to this process's probe clock to get world rank 0's:
-    /// `reference_ns − local_ns` (Cristian's estimate).
+    /// What to add to this process's probe clock to get the reference's:
+    /// `reference_ns − local_ns` (Cristian's estimate, wrong by at most
+    /// half the round trip).
     pub fn offset_ns(&self) -> i64 {
         self.reference_ns as i64 - self.local_ns as i64
     }
@@ -365,7 +391,8 @@ impl ClockSync {
             w.u8(self.phase as u8)
                 .u64(self.local_ns)
                 .u64(self.reference_ns)
-                .u64(self.round_trip_ns);
+                .u64(self.round_trip_ns)
+                .u8(self.reference as u8);
         })
     }
 
@@ -380,6 +407,11 @@ impl ClockSync {
             local_ns: r.u64("local_ns")?,
             reference_ns: r.u64("reference_ns")?,
             round_trip_ns: r.u64("round_trip_ns")?,
+            reference: match r.u8("reference")? {
+                1 => ClockReference::Server,
+                2 => ClockReference::WorldRank0,
+                x => return Err(Error::malformed(format!("clock: unknown reference {x}"))),
+            },
         };
         if sync.local_ns > i64::MAX as u64 || sync.reference_ns > i64::MAX as u64 {
             return Err(Error::malformed(format!(
@@ -389,7 +421,7 @@ impl ClockSync {
         }
         if sync.offset_ns().unsigned_abs() > MAX_CLOCK_OFFSET_NS {
             return Err(Error::malformed(format!(
-                "clock: offset {} ns to rank 0 is beyond the {MAX_CLOCK_OFFSET_NS}-ns limit",
+                "clock: offset {} ns to the reference is beyond the {MAX_CLOCK_OFFSET_NS}-ns limit",
                 sync.offset_ns()
             )));
         }
@@ -439,6 +471,13 @@ pub enum Frame<'a> {
     /// See [`Counts`]: a sampled-out probe's exact totals for the events
     /// of one pack it did not send.
     Counts(Counts),
+    /// A probe's request for the server's clock: the first and every frame
+    /// of a connection of its own, never of a stream (`docs/wire.md`,
+    /// "Clock alignment"). Empty payload.
+    ClockPing,
+    /// The server's answer to a [`Frame::ClockPing`], written back at
+    /// once: its `CLOCK_REALTIME` in ns since the epoch.
+    ClockPong(u64),
     /// A TSC calibration over a longer time than the one in the `Hello`
     /// (same anchor, a better `mult`): [`FrameReader`] turns the ticks of
     /// the packs after it into nanoseconds with it. Only in streams whose
@@ -699,6 +738,8 @@ impl<'a> Frame<'a> {
             Kind::Cpus => Frame::Cpus(decode_cpus(&mut r)?),
             Kind::Control => Frame::Control(Control::decode(&mut r)?),
             Kind::Counts => Frame::Counts(Counts::decode(&mut r)?),
+            Kind::ClockPing => Frame::ClockPing,
+            Kind::ClockPong => Frame::ClockPong(r.u64("server_ns")?),
             Kind::Scale => Frame::Scale(TickScale {
                 tsc0: r.u64("tsc0")?,
                 ns0: r.u64("ns0")?,
@@ -751,8 +792,22 @@ impl Frame<'_> {
             Frame::Node(n) => n.encode(out),
             Frame::Mux { stream, frame } => crate::forward::encode_mux(*stream, frame, out),
             Frame::Gone(g) => g.encode(out),
+            Frame::ClockPing => encode_clock_ping(out),
+            Frame::ClockPong(ns) => encode_clock_pong(*ns, out),
         }
     }
+}
+
+/// Appends a [`Frame::ClockPing`].
+pub fn encode_clock_ping(out: &mut Vec<u8>) {
+    frame(out, Kind::ClockPing, |_| {});
+}
+
+/// Appends a [`Frame::ClockPong`] carrying `server_ns`.
+pub fn encode_clock_pong(server_ns: u64, out: &mut Vec<u8>) {
+    frame(out, Kind::ClockPong, |w| {
+        w.u64(server_ns);
+    });
 }
 
 /// Appends a [`Frame::Ring`] (to be sent with the ring's descriptor).

@@ -87,5 +87,6 @@ pub fn sample_clock() -> ClockSync {
         local_ns: 2_000_000_000,
         reference_ns: 2_050_000_000,
         round_trip_ns: 30_000,
+        reference: ClockReference::WorldRank0,
     }
 }

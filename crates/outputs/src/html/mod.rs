@@ -108,6 +108,9 @@ fn header(h: &mut String, run: &Run) {
             esc(&facts::lost_detail(&run.accounting).join("; "))
         );
     }
+    if let Some(missing) = facts::missing_line(run) {
+        let _ = writeln!(h, "<p class=\"warn\">{}.</p>", esc(&missing));
+    }
     let partial = facts::partial_ranks(run);
     if !partial.is_empty() {
         let _ = writeln!(

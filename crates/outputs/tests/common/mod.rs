@@ -685,12 +685,15 @@ fn aligned_clock(n: usize) -> Clock {
             init: Some(ClockMeasurement {
                 offset_ns: -r * 1000,
                 round_trip_ns: 2_000 * r as u64,
+                ..Default::default()
             }),
             finalize: Some(ClockMeasurement {
                 offset_ns: -r * 2000,
                 round_trip_ns: 2_000 * r as u64,
+                ..Default::default()
             }),
             residual_ns: 1000 * r as u64,
+            reference: "world rank 0".into(),
         })
         .collect();
     Clock {
@@ -754,5 +757,6 @@ pub fn two_programs() -> Run {
         hark_version: "0.1.0".into(),
         accounting,
         programs,
+        missing: Vec::new(),
     }
 }

@@ -231,10 +231,33 @@ pub fn now() -> u64 {
     clock::now()
 }
 
-/// Whether this process aligns its clock with world rank 0 over MPI
-/// (`HARK_CLOCK_SYNC`, default on; off while the probe has no stream).
+/// Whether this process aligns its clock (`HARK_CLOCK_SYNC`, default on;
+/// off while the probe has no stream).
 pub fn clock_sync_enabled() -> bool {
     stream::current().is_some_and(|s| s.cfg.clock_sync)
+}
+
+/// Whether the stream goes over MPI (`hark run --analysers`): the clock is
+/// then aligned with world rank 0 over MPI, every rank taking part.
+pub fn streams_over_mpi() -> bool {
+    stream::current().is_some_and(|s| s.cfg.addr.starts_with("mpi:"))
+}
+
+/// Measures this process's clock against the server's by a ping-pong on a
+/// connection of its own (`ship::ping`) and sends the result, when the
+/// alignment is on and the stream runs over a socket. Waits for the server
+/// only, each wait bounded by `HARK_CONNECT_TIMEOUT_MS`.
+pub fn align_with_server(phase: hark_wire::ClockPhase) {
+    let Some(s) = stream::current() else {
+        return;
+    };
+    if !s.cfg.clock_sync || s.cfg.addr.starts_with("mpi:") || !s.is_running() {
+        return;
+    }
+    let _in = local::Internal::enter();
+    if let Some(sync) = crate::ship::ping::measure(&s.cfg.addr, s.cfg.connect_timeout, phase) {
+        set_clock(sync);
+    }
 }
 
 /// Whether each program gets its own `MPI_COMM_WORLD` (`HARK_VIRTUALISE`).
@@ -264,7 +287,7 @@ pub(crate) fn refined_scale_frame() -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-/// Sends one clock alignment with world rank 0, measured over MPI.
+/// Sends one clock alignment (`Clock` frame).
 pub fn set_clock(sync: ClockSync) {
     send_frame(|out| sync.encode(out))
 }

@@ -432,15 +432,25 @@ impl Stream {
         set_off();
     }
 
-    /// The server could not be reached: one warning, and the stream fails.
+    /// The server could not be reached: one warning, naming this process
+    /// by its rank (or pid) and host, and the stream fails.
     fn unreachable(&self, e: &std::io::Error) {
+        let rank = env_i32(&RANK_VARS);
+        let who = if rank >= 0 {
+            format!("rank {rank}")
+        } else {
+            format!("pid {}", self.pid)
+        };
         let at = match reach::split(&self.cfg.addr).len() {
             1 => self.cfg.addr.as_str(),
             _ => "any of its addresses",
         };
         warn_once(
             "connect",
-            &format!("cannot reach the Hark server at {at} ({e}); this process runs unmeasured"),
+            &format!(
+                "{who} on {} cannot reach the Hark server at {at} ({e}); this process runs unmeasured",
+                hostname(),
+            ),
         );
         self.fail();
     }
@@ -448,6 +458,11 @@ impl Stream {
     fn fail(&self) {
         self.phase.store(FAILED, Ordering::Release);
         set_off();
+    }
+
+    /// Whether the stream has started and neither failed nor ended.
+    pub(crate) fn is_running(&self) -> bool {
+        self.phase.load(Ordering::Acquire) == RUNNING
     }
 
     /// Whether threads may take new buffers.
@@ -881,24 +896,57 @@ fn parent_of(pid: u32) -> Option<u32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn make_hello(cfg: &Config, parent: u32, job: &str) -> Hello {
-    let argv = read_argv();
+/// This host's name, as `gethostname` gives it.
+fn hostname() -> String {
     let mut host = [0u8; 256];
     // SAFETY: `host` is writable for its length.
     unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) };
     let host_len = host.iter().position(|&c| c == 0).unwrap_or(0);
+    String::from_utf8_lossy(&host[..host_len]).into_owned()
+}
+
+/// Variables through which a launcher gives the size of the job's world:
+/// Open MPI, MPICH's Hydra (and other PMI launchers), Slurm's step.
+pub(crate) const SIZE_VARS: [&str; 4] = [
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_SIZE",
+    "SLURM_STEP_NUM_TASKS",
+    "SLURM_NTASKS",
+];
+
+/// The probe clock and `CLOCK_REALTIME` read together: of a few tries the
+/// one whose probe readings bracket the realtime one tightest, so that a
+/// preemption between the two readings (a loaded node) does not put the
+/// handshake milliseconds off, which the clock alignment would then take
+/// for a difference between clocks.
+fn clock_and_realtime() -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..5 {
+        let a = clock::now();
+        let rt = clock::clock_ns(libc::CLOCK_REALTIME);
+        let b = clock::now();
+        if b.saturating_sub(a) < best.0 {
+            best = (b.saturating_sub(a), a + b.saturating_sub(a) / 2, rt);
+        }
+    }
+    (best.1, best.2)
+}
+
+fn make_hello(cfg: &Config, parent: u32, job: &str) -> Hello {
+    let argv = read_argv();
     let rank = env_i32(&RANK_VARS);
-    let size = env_i32(&["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"]);
+    let size = env_i32(&SIZE_VARS);
     // Under a test skew the events and the realtime reading are late, the
     // reference reading is not: the handshake's own check (the server's
     // realtime against ours) takes back the realtime part, and what is left
-    // is a skew only the MPI clock alignment can see (`core::clock`).
-    let clock_ns = clock::now().wrapping_sub(clock::skew() as u64);
-    let realtime_ns = clock::clock_ns(libc::CLOCK_REALTIME).wrapping_add(clock::skew() as u64);
+    // is a skew only the clock alignment can see (`core::clock`).
+    let (clock_ns, realtime_ns) = clock_and_realtime();
+    let clock_ns = clock_ns.wrapping_sub(clock::skew() as u64);
+    let realtime_ns = realtime_ns.wrapping_add(clock::skew() as u64);
     let mut hello = Hello {
         program: program_name(&argv),
         argv,
-        host: String::from_utf8_lossy(&host[..host_len]).into_owned(),
+        host: hostname(),
         // SAFETY: getpid has no preconditions.
         pid: unsafe { libc::getpid() } as u32,
         rank,

@@ -38,6 +38,7 @@ pub(crate) mod control;
 pub(crate) mod counts;
 pub(crate) mod forward;
 pub(crate) mod reach;
+pub(crate) mod ping;
 pub(crate) mod shm;
 pub(crate) mod transport;
 

@@ -6,7 +6,8 @@
 
 use hark_transport::collect::{self, Stream};
 use hark_wire::{
-    op, ClockPhase, Def, Event, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT,
+    op, ClockPhase, ClockReference, Def, Event, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL,
+    PEER_ROOT,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -480,19 +481,20 @@ pub fn check_program(mpi: Mpi, src: &str, flags: &[&str], expected_file: &str) {
         let s = job.rank(r as i32);
         assert!(s.is_clean(), "rank {r}: {:?}", s.closed);
         // Every init path (C, each Fortran binding) aligns the clock at
-        // MPI_Init and at MPI_Finalize; rank 0 is the reference.
+        // MPI_Init and at MPI_Finalize, each rank with the server's clock.
         let phases: Vec<_> = s.clocks.iter().map(|c| c.phase).collect();
         assert_eq!(
             phases,
             [ClockPhase::Init, ClockPhase::Finalize],
             "{src} {flags:?} on {mpi:?}, rank {r}: clock alignments"
         );
-        if r == 0 {
-            assert!(s
-                .clocks
+        assert!(
+            s.clocks
                 .iter()
-                .all(|c| c.offset_ns() == 0 && c.round_trip_ns == 0));
-        }
+                .all(|c| c.reference == ClockReference::Server && c.round_trip_ns > 0),
+            "rank {r}: {:?}",
+            s.clocks
+        );
         assert_lines(
             &format!("{src} {flags:?} on {mpi:?}, rank {r}"),
             &render(s),

@@ -1,19 +1,25 @@
-//! Aligning this rank's probe clock with world rank 0's, at the end of
-//! `MPI_Init` and at the start of `MPI_Finalize`.
+//! Aligning this rank's probe clock, at the end of `MPI_Init` and at the
+//! start of `MPI_Finalize`.
 //!
 //! A handshake sample per connection places each stream on the server's
 //! timeline to within the one-way delay of that sample, or within the
 //! disagreement of two hosts' clocks; waiting times between ranks need
-//! better. So each rank measures its offset to world rank 0 by a ping-pong
-//! (Cristian's algorithm, as Scalasca does): the rank sends a request at
-//! `t_send`, rank 0 answers with its probe clock `t_root`, the answer arrives
-//! at `t_recv`, and `t_root − (t_send + t_recv) / 2` is the offset, wrong by
-//! at most half the round trip. Of [`ROUNDS`] rounds the one with the
-//! smallest round trip is kept; rank 0 serves the ranks one after another.
-//! The messages travel through `PMPI_*` on a private duplicate of
-//! `MPI_COMM_WORLD`, so they are never recorded and never match the
-//! program's receives. The result goes to the server as a `Clock` frame
+//! better. So each process measures its offset by a ping-pong (Cristian's
+//! algorithm, as Scalasca does): it sends a request at `t_send`, the
+//! reference answers with its clock `t_ref`, the answer arrives at
+//! `t_recv`, and `t_ref − (t_send + t_recv) / 2` is the offset, wrong by at
+//! most half the round trip. Of [`ROUNDS`] rounds the one with the smallest
+//! round trip is kept. The result goes to the server as a `Clock` frame
 //! (`docs/wire.md`); the server applies it (`docs/analyses.md`, "Time").
+//!
+//! The reference is **the server's clock**, over a connection of the
+//! probe's own (`ship::ping`): no other rank takes part, so a job in which
+//! only some processes carry the probe, or some cannot reach the server,
+//! runs as without Hark. Only streams over MPI (`hark run --analysers`,
+//! where Hark starts every rank with the probe and the analysers) align
+//! with world rank 0 instead, over `PMPI_*` on a private duplicate of
+//! `MPI_COMM_WORLD` (so the messages are never recorded and never match
+//! the program's receives): that ping-pong is collective.
 //!
 //! The program waits in `MPI_Init` and `MPI_Finalize` meanwhile, so their
 //! events span the alignment too ([`finalize_entered`]): counted as time
@@ -21,18 +27,19 @@
 //! polling: 12 ms round trips were seen) read as the program's own work and
 //! moved its load balance by 0.2.
 //!
-//! Every rank of the job must take part (the duplicate is collective, and
-//! rank 0 waits for every rank): `HARK_CLOCK_SYNC=0` turns it off, and must
-//! then be set for every rank.
+//! `HARK_CLOCK_SYNC=0` turns the alignment off; over a socket each process
+//! may decide for itself, over MPI every rank must agree.
 
 use super::abi::Abi;
 use super::mpi_call::{comm_dup, comm_free, initialized, rank_size, recv_bytes, send_bytes};
 use super::plan::Kind;
-use crate::core::{clock_sync_enabled, now, refine_clock, set_clock};
-use hark_wire::{ClockPhase, ClockSync};
+use crate::core::{
+    align_with_server, clock_sync_enabled, now, refine_clock, set_clock, streams_over_mpi,
+};
+use hark_wire::{ClockPhase, ClockReference, ClockSync};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
-/// Rounds of ping-pong per rank and measurement.
+/// Rounds of ping-pong per rank and measurement over MPI.
 pub(crate) const ROUNDS: usize = hark_wire::partition::CLOCK_ROUNDS;
 
 /// The tag of the requests and answers (the communicator is private).
@@ -52,9 +59,14 @@ pub(super) fn finalize_entered() -> Option<u64> {
     Some(FINALIZE_ENTERED.load(Relaxed)).filter(|&t| t != 0)
 }
 
-/// At the end of a successful `MPI_Init`: duplicates the world and measures.
+/// At the end of a successful `MPI_Init`: measures against the server, or
+/// over MPI duplicates the world and measures against world rank 0.
 pub(super) fn at_init(abi: &Abi, rank: i32, size: i32) {
     refine_clock();
+    if !streams_over_mpi() {
+        align_with_server(ClockPhase::Init);
+        return;
+    }
     if !clock_sync_enabled() {
         return;
     }
@@ -71,6 +83,10 @@ pub(super) fn at_init(abi: &Abi, rank: i32, size: i32) {
 /// At the start of `MPI_Finalize`: measures again and frees the duplicate.
 pub(super) fn at_finalize(abi: &Abi) {
     FINALIZE_ENTERED.store(crate::core::stamp(), Relaxed);
+    if !streams_over_mpi() {
+        align_with_server(ClockPhase::Finalize);
+        return;
+    }
     let comm = COMM.swap(0, Relaxed);
     if comm == 0 {
         return;
@@ -101,6 +117,7 @@ fn measure(abi: &Abi, comm: usize, rank: i32, size: i32, phase: ClockPhase) {
             local_ns: t,
             reference_ns: t,
             round_trip_ns: 0,
+            reference: ClockReference::WorldRank0,
         });
     } else if rank > 0 {
         let mut best: Option<ClockSync> = None;
@@ -117,6 +134,7 @@ fn measure(abi: &Abi, comm: usize, rank: i32, size: i32, phase: ClockPhase) {
                     local_ns: t_send + round_trip / 2,
                     reference_ns: u64::from_le_bytes(answer),
                     round_trip_ns: round_trip,
+                    reference: ClockReference::WorldRank0,
                 });
             }
         }
@@ -129,9 +147,10 @@ fn measure(abi: &Abi, comm: usize, rank: i32, size: i32, phase: ClockPhase) {
 /// `MPI_Init*` or `MPI_Finalize` (function `i` of the table) called while
 /// its wrapper could not enter the probe, because this process's stream
 /// failed (the server refused it, or went away) or is being closed: nothing
-/// is recorded, but the alignment still takes part, since the other ranks
-/// wait for this one. Its frames go nowhere. Likewise the split of a
-/// virtualised world (`virt.rs`), which is collective too.
+/// is recorded, but what is collective still takes part, since the other
+/// ranks wait for this one: the alignment over MPI, the split of a
+/// virtualised world (`virt.rs`) and the MPI streams. Its frames go
+/// nowhere; the alignment with the server is skipped (no stream).
 #[cold]
 #[inline(never)]
 pub(super) fn unentered<R>(i: usize, call: impl FnOnce() -> R) -> R {
