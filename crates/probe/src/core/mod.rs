@@ -24,6 +24,7 @@
 
 mod clock;
 mod config;
+mod cpu;
 mod defs;
 mod local;
 mod signals;

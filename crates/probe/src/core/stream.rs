@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use hark_wire::{Def, EndReason, Hello};
 
 use super::config::{Config, Shm};
+use super::cpu::Sampler;
 use super::local::{self, Internal, Slot};
 use super::{clock, defs, signals, warn_once};
 use crate::ship::{control, shm, transport, Ship};
@@ -45,6 +46,15 @@ pub(crate) struct Stream {
     /// (without a launcher's job variable it would be `ppid:<parent>`, a
     /// job of its own).
     job: String,
+    /// The threads' CPU readings (`cpu.rs`): taken by the shipper, and once
+    /// more by `finish`, never on a program's thread while it works.
+    cpu: Mutex<Sampler>,
+}
+
+/// When the shipper last read the threads' CPUs, and how often it does.
+struct CpuTimer {
+    every: Option<std::time::Duration>,
+    last: std::cell::Cell<std::time::Instant>,
 }
 
 static CURRENT: AtomicPtr<Stream> = AtomicPtr::new(std::ptr::null_mut());
@@ -105,6 +115,7 @@ fn install(cfg: Config, parent: u32, job: String) -> &'static Stream {
         pid: unsafe { libc::getpid() } as u32,
         parent,
         job,
+        cpu: Mutex::new(Sampler::new()),
     }));
     IO.store(s.cfg.io, Ordering::Relaxed);
     CURRENT.store(s as *const Stream as *mut Stream, Ordering::Release);
@@ -215,6 +226,7 @@ impl Stream {
         let this: &'static Stream = self;
         // Read here: the shipper opens no file while the program runs.
         let online = shm::online_cpus();
+        self.open_cpu_files();
         self.spawn_shipper(move || {
             shm::leave_the_programs_cores(&online);
             let lost = |e: &str| {
@@ -231,11 +243,14 @@ impl Stream {
             let tick = flush_every.map_or(control::POLL, |f| f.min(control::POLL));
             let last_flush = std::cell::Cell::new(std::time::Instant::now());
             let control_in = std::cell::RefCell::new(control::ControlIn::new());
+            let cpu = this.start_cpu_readings();
+            let tick = cpu.every.map_or(tick, |c| c.min(tick));
             ship.run(Box::new(sock), &lost, Some(tick), &|| {
                 control_in
                     .borrow_mut()
                     .poll(this.socket(), &mut |c| this.on_control(c));
                 this.ship_refined_clock();
+                this.ship_cpu_readings(&cpu);
                 if flush_every.is_some_and(|f| last_flush.get().elapsed() >= f) {
                     last_flush.set(std::time::Instant::now());
                     this.request_flushes();
@@ -253,6 +268,7 @@ impl Stream {
         self.ship.set_progress(mpi::progress_outside_a_call);
         self.ship.push_bytes(self.hello_frames());
         self.push_known_defs();
+        self.open_cpu_files();
         let ship = self.ship.clone();
         let transport = mpi::MpiTransport::new(self.cfg.pack_size);
         let flush_every = self.cfg.flush_every;
@@ -268,13 +284,58 @@ impl Stream {
                 )
             };
             let tick = flush_every.unwrap_or(control::POLL);
+            let cpu = this.start_cpu_readings();
+            let tick = cpu.every.map_or(tick, |c| c.min(tick));
             ship.run(Box::new(transport), &lost, Some(tick), &|| {
                 this.ship_refined_clock();
+                this.ship_cpu_readings(&cpu);
                 if flush_every.is_some() {
                     this.request_flushes();
                 }
             });
         })
+    }
+
+    /// On the program's thread that starts the stream: opens the files
+    /// the CPU readings come from (`cpu.rs`) and takes the baseline.
+    fn open_cpu_files(&self) {
+        if self.cfg.cpu_every.is_some() {
+            hark_sync::lock(&self.cpu).open(clock::stamp());
+        }
+    }
+
+    /// On the shipping thread as it starts: when it reads the CPUs.
+    fn start_cpu_readings(&self) -> CpuTimer {
+        let every = self.cfg.cpu_every;
+        CpuTimer {
+            every,
+            last: std::cell::Cell::new(std::time::Instant::now()),
+        }
+    }
+
+    /// At a tick of the shipping thread: the threads' CPU readings, when
+    /// `HARK_CPU_MS` has passed since the last ones.
+    fn ship_cpu_readings(&self, t: &CpuTimer) {
+        if t.every.is_some_and(|e| t.last.get().elapsed() >= e) {
+            t.last.set(std::time::Instant::now());
+            self.read_cpus();
+        }
+    }
+
+    /// Reads every thread's CPU counters and queues what changed. A lock
+    /// held elsewhere (the other of shipper and `finish`) skips a reading:
+    /// the next one covers its time.
+    fn read_cpus(&self) {
+        if self.cfg.cpu_every.is_none() {
+            return;
+        }
+        let reading = match self.cpu.try_lock() {
+            Ok(mut s) => s.sample(clock::stamp()),
+            Err(_) => return,
+        };
+        if let Some(ev) = reading {
+            self.ship.push_events(&[ev]);
+        }
     }
 
     /// At each tick of the shipping thread: a refined TSC calibration when
@@ -524,6 +585,8 @@ pub(crate) fn finish(reason: EndReason) {
         s.phase.store(DONE, Ordering::Release);
         return;
     }
+    // The last stretch of CPU use, up to the end.
+    s.read_cpus();
     s.ship.push_end(reason);
     if !s.ship.wait_done_progressing(s.cfg.drain_timeout) {
         warn_once(

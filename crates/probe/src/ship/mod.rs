@@ -361,6 +361,49 @@ impl Ship {
         self.push(Item::Pack { buf, events });
     }
 
+    /// Queues `events` the probe made itself off the program's threads
+    /// (CPU samples) as packs, in buffers taken without waiting: with none
+    /// free they are dropped and counted, never waited for, so that the
+    /// shipper, which frees buffers, never waits on itself.
+    pub(crate) fn push_events(&self, events: &[Event]) {
+        for chunk in events.chunks(capacity(self.pack_size).max(1)) {
+            let Some(buf) = self.take_buffer_now() else {
+                self.written
+                    .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                self.dropped
+                    .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                continue;
+            };
+            // SAFETY: the buffer is `pack_size` bytes, owned by this caller
+            // until pushed, and `chunk` fits after its front.
+            let room = unsafe {
+                std::slice::from_raw_parts_mut(buf.0.add(PACK_FRONT), chunk.len() * EVENT_SIZE)
+            };
+            room.copy_from_slice(zerocopy::IntoBytes::as_bytes(chunk));
+            self.push_pack(buf, chunk.len());
+        }
+    }
+
+    /// A free buffer or a new one within the bound, never waiting.
+    fn take_buffer_now(&self) -> Option<Buf> {
+        let mut g = self.lock();
+        if g.done {
+            return None;
+        }
+        if g.free.is_empty() {
+            self.reclaim(&mut g);
+        }
+        if let Some(b) = g.free.pop() {
+            return Some(self.filling(b));
+        }
+        if g.allocated < self.bound() {
+            g.allocated += 1;
+            drop(g);
+            return Some(self.filling(self.allocate()));
+        }
+        None
+    }
+
     /// Queues encoded frames (definitions, rank, hello).
     pub(crate) fn push_bytes(&self, bytes: Vec<u8>) {
         self.push(Item::Bytes(bytes));
