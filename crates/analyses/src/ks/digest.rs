@@ -205,7 +205,7 @@ fn cpu_finding(p: &Program) -> Option<(Finding, bool)> {
     );
     if dominates {
         detail.push_str(
-            ": give each rank a core of its own (fewer ranks per node, or as many slots as cores and `--bind-to core`); the MPI findings below are distorted by it.",
+            ": give each rank a core of its own (fewer ranks per node, or as many slots as cores and `--bind-to core`), or, if each had one, find what else ran on the node; the MPI findings below are distorted by it.",
         );
     } else {
         detail.push_str(": other work on the node took CPUs from the ranks at times.");
@@ -530,47 +530,52 @@ impl Analysis for Digest {
         NoState
     }
     fn finish(&self, _: &Finish<'_>, _: &[&NoState], out: &mut Program) {
-        let rank_time: u64 = out.rank_wall_ns.iter().sum();
-        if rank_time == 0 {
-            return;
-        }
-        let polled = polling(out);
-        let cpu = cpu_finding(out);
-        let first = cpu.as_ref().is_some_and(|c| c.1);
-        let mut findings: Vec<Finding> = Pattern::ALL
-            .iter()
-            .filter_map(|&pattern| wait_finding(out, pattern, rank_time))
-            .chain(imbalance_finding(out))
-            .chain(polling_finding(out, &polled, rank_time))
-            .chain(transfer_finding(out, &polled, rank_time))
-            .chain(io_finding(out, rank_time))
-            .chain(cpu.as_ref().filter(|c| !c.1).map(|c| c.0.clone()))
-            .collect();
-        findings.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.title.cmp(&b.title)));
-        if let Some((f, true)) = cpu {
-            findings.insert(0, f);
-        }
-        // The costliest five; below 0.5 % of rank time only to make up
-        // three, the least a reader needs to compare.
-        let significant = findings
-            .iter()
-            .filter(|f| pct(f.time_ns, rank_time) >= 0.5)
-            .count()
-            .max(first as usize);
-        findings.truncate(significant.clamp(MIN_FINDINGS, MAX_FINDINGS));
-        for f in &mut findings {
-            let share = pct(f.time_ns, rank_time);
-            f.severity = if share >= 10.0 {
-                "high"
-            } else if share >= 3.0 {
-                "medium"
-            } else {
-                "low"
-            }
-            .into();
-        }
-        out.digest = findings;
+        digest(out);
     }
+}
+
+/// Fills `out.digest` from the rest of `out`.
+fn digest(out: &mut Program) {
+    let rank_time: u64 = out.rank_wall_ns.iter().sum();
+    if rank_time == 0 {
+        return;
+    }
+    let polled = polling(out);
+    let cpu = cpu_finding(out);
+    let first = cpu.as_ref().is_some_and(|c| c.1);
+    let mut findings: Vec<Finding> = Pattern::ALL
+        .iter()
+        .filter_map(|&pattern| wait_finding(out, pattern, rank_time))
+        .chain(imbalance_finding(out))
+        .chain(polling_finding(out, &polled, rank_time))
+        .chain(transfer_finding(out, &polled, rank_time))
+        .chain(io_finding(out, rank_time))
+        .chain(cpu.as_ref().filter(|c| !c.1).map(|c| c.0.clone()))
+        .collect();
+    findings.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.title.cmp(&b.title)));
+    if let Some((f, true)) = cpu {
+        findings.insert(0, f);
+    }
+    // The costliest five; below 0.5 % of rank time only to make up
+    // three, the least a reader needs to compare.
+    let significant = findings
+        .iter()
+        .filter(|f| pct(f.time_ns, rank_time) >= 0.5)
+        .count()
+        .max(first as usize);
+    findings.truncate(significant.clamp(MIN_FINDINGS, MAX_FINDINGS));
+    for f in &mut findings {
+        let share = pct(f.time_ns, rank_time);
+        f.severity = if share >= 10.0 {
+            "high"
+        } else if share >= 3.0 {
+            "medium"
+        } else {
+            "low"
+        }
+        .into();
+    }
+    out.digest = findings;
 }
 
 #[cfg(test)]
@@ -820,5 +825,54 @@ mod tests {
         assert_eq!(duration(1_560_000_000), "1.56 s");
         assert_eq!(share(0, 100), "0.0 %");
         assert_eq!(share(5, 10_000), "0.1 %");
+    }
+
+    /// The host's ranks waited `wait` ns for a CPU, on a CPU for `on`.
+    fn starved(p: &mut Program, on: u64, wait: u64) {
+        let total = hark_model::CpuTimes {
+            on_cpu_ns: on,
+            runnable_wait_ns: wait,
+            ..Default::default()
+        };
+        p.cpu.hosts = vec![hark_model::CpuHost {
+            host: "node7".into(),
+            processes: 2,
+            cpus_used: 1.0,
+            total,
+            wait_share: total.wait_share(),
+        }];
+        p.cpu.wait_measured = true;
+        p.cpu.wait_state_overlap.insert("late_sender".into(), 0.75);
+    }
+
+    #[test]
+    fn ranks_short_of_cpus_come_first_and_the_waits_say_how_much_overlapped() {
+        // 200 ms of waiting for a CPU in 300 ms runnable: less than the
+        // 4 s of polling, but everything else is distorted by it.
+        let mut p = program();
+        starved(&mut p, 100_000_000, 200_000_000);
+        digest(&mut p);
+        let first = &p.digest[0];
+        assert_eq!(first.title, "Waiting for a CPU on node7");
+        assert!(
+            first.detail.starts_with("2 processes on node7 had 1.0 CPUs between them and waited 66.7 % of their time for a CPU (200.0 ms of 300.0 ms runnable): give each rank a core of its own"),
+            "{}",
+            first.detail
+        );
+        let late = p
+            .digest
+            .iter()
+            .find(|f| f.title.starts_with("Late Sender"))
+            .unwrap();
+        assert!(late.detail.contains("(75 % of this waiting fell in time slices in which the waiting rank itself waited for a CPU)"), "{}", late.detail);
+        // Waiting 5 % of the time: a finding like others, by its cost.
+        let mut p = program();
+        starved(&mut p, 3_800_000_000, 200_000_000);
+        digest(&mut p);
+        assert!(
+            !p.digest[0].title.starts_with("Waiting for a CPU"),
+            "{:?}",
+            p.digest
+        );
     }
 }
