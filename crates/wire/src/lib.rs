@@ -40,7 +40,7 @@ pub use control::{Action, Control, CONTROL_SIZE};
 pub use counts::{Count, Counts, COUNTS_FIXED_SIZE, COUNT_SIZE};
 pub use error::{Error, ErrorKind};
 pub use event::{
-    Event, EVENT_SIZE, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT, TAG_ANY,
+    accounted, Event, EVENT_SIZE, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT, TAG_ANY,
 };
 pub use frame::{
     encode_cpus, encode_pack, encode_ring, write_pack_header, ClockPhase, ClockSource, ClockSync,

@@ -49,6 +49,8 @@ pub(crate) struct Sampler {
     last: Option<Reading>,
     /// The timestamp (`clock::stamp`) of the last reading.
     last_stamp: u64,
+    /// What the last reading replaced, for [`Sampler::unread`].
+    undo: Option<(Option<Reading>, u64)>,
 }
 
 impl Sampler {
@@ -58,6 +60,7 @@ impl Sampler {
             files: None,
             last: None,
             last_stamp: 0,
+            undo: None,
         }
     }
 
@@ -83,9 +86,18 @@ impl Sampler {
     pub(crate) fn sample(&mut self, stamp: u64) -> Option<Event> {
         let files = self.files?;
         let now = read(&files)?;
-        let before = self.last.replace(now).unwrap_or_default();
+        let before = self.last.replace(now);
+        self.undo = Some((before, self.last_stamp));
         let from = std::mem::replace(&mut self.last_stamp, stamp);
-        Some(event(0, from, stamp, &before, &now))
+        Some(event(0, from, stamp, &before.unwrap_or_default(), &now))
+    }
+
+    /// Forgets the last reading (it could not be sent): the next one
+    /// covers its time.
+    pub(crate) fn unread(&mut self) {
+        if let Some((last, stamp)) = self.undo.take() {
+            (self.last, self.last_stamp) = (last, stamp);
+        }
     }
 }
 

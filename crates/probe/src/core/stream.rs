@@ -322,19 +322,21 @@ impl Stream {
         }
     }
 
-    /// Reads every thread's CPU counters and queues what changed. A lock
-    /// held elsewhere (the other of shipper and `finish`) skips a reading:
-    /// the next one covers its time.
+    /// Reads the main thread's CPU counters and queues what changed. A
+    /// lock held elsewhere (the other of shipper and `finish`) or no free
+    /// buffer skips a reading: the next one covers its time (at the end,
+    /// the readings stop at the last one sent).
     fn read_cpus(&self) {
         if self.cfg.cpu_every.is_none() {
             return;
         }
-        let reading = match self.cpu.try_lock() {
-            Ok(mut s) => s.sample(clock::stamp()),
-            Err(_) => return,
+        let Ok(mut s) = self.cpu.try_lock() else {
+            return;
         };
-        if let Some(ev) = reading {
-            self.ship.push_events(&[ev]);
+        if let Some(ev) = s.sample(clock::stamp()) {
+            if !self.ship.push_events(&[ev]) {
+                s.unread();
+            }
         }
     }
 
