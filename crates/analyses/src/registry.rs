@@ -3,7 +3,7 @@
 //!
 //! Order matters only at the end of a program: knowledge sources fold their
 //! results into the model in this order. The wait states read the time
-//! slices' width, the efficiencies the slices too, the density maps every
+//! slices' width, CPU availability the wait states' slices, the efficiencies the slices too, the density maps every
 //! per-rank result, and the digest everything: they come last.
 
 use crate::dynamic::DynAnalysis;
@@ -23,6 +23,7 @@ pub fn all() -> Vec<Arc<dyn DynAnalysis>> {
         Arc::new(ks::template::Marks),
         Arc::new(ks::timeslices::TimeSlices),
         Arc::new(ks::waits::WaitStates),
+        Arc::new(ks::cpu::CpuAvailability),
         Arc::new(ks::efficiency::Efficiencies),
         Arc::new(ks::density::Density),
         Arc::new(ks::digest::Digest),

@@ -81,6 +81,21 @@ impl Series {
         self.slices
     }
 
+    /// A slice is `1 << shift()` ns wide.
+    pub(crate) fn shift(&self) -> u32 {
+        self.shift
+    }
+
+    /// Slice `i` of `metric` (0 if never used).
+    #[cfg(test)]
+    pub(crate) fn get(&self, metric: usize, i: usize) -> u64 {
+        self.metrics
+            .get(metric)
+            .and_then(Option::as_ref)
+            .and_then(|m| m.get(i).copied())
+            .unwrap_or(0)
+    }
+
     /// An empty series of the same settings and width.
     pub(crate) fn empty_like(&self) -> Series {
         Series {

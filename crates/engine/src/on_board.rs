@@ -830,8 +830,8 @@ fn events_source(
             st.contention
                 .own(&mut slot.state)
                 .fold(&t.info.cx(), &input);
-            slot.analysed +=
-                t.batch.events().len() as u64 + t.batch.counts.as_ref().map_or(0, |c| c.events);
+            slot.analysed += hark_wire::accounted(t.batch.events())
+                + t.batch.counts.as_ref().map_or(0, |c| c.events);
         },
     )
 }

@@ -246,7 +246,7 @@ impl Stream {
 
     /// A pack arrived: counts its events as received and analyses them.
     pub fn events(&mut self, events: &[Event]) {
-        self.acc.received += events.len() as u64;
+        self.acc.received += hark_wire::accounted(events);
         let cx = self.info.cx();
         let derived = self.track.pack(&cx, self.info.world_rank(), events);
         let input = Input {
@@ -261,7 +261,7 @@ impl Stream {
         }
         drop(cx);
         self.info.shared.hand_match(derived);
-        self.acc.analysed += events.len() as u64;
+        self.acc.analysed += hark_wire::accounted(events);
     }
 
     /// A sampled-out probe's totals arrived in place of a pack: counted as

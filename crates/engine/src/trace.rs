@@ -190,6 +190,10 @@ impl Filter {
     pub fn keep(&mut self, ev: &Event, rank: i32, since_start: u64, until_end: u64) -> bool {
         let s = &self.selection;
         let code = ev.op();
+        // Samples are readings between two times, not calls on a timeline.
+        if op::kind(code) == op::OpKind::Sample {
+            return false;
+        }
         // Regions and marks are followed whatever the rank and window.
         let mut region = s.regions.is_empty();
         if !s.regions.is_empty() {

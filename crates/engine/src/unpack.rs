@@ -616,7 +616,10 @@ impl Unpacker {
             let code = ev.op();
             let thread = ev.thread.get() as usize;
             let kind = op::kind(code);
-            if !matches!(kind, op::OpKind::Detail | op::OpKind::Unknown) {
+            if !matches!(
+                kind,
+                op::OpKind::Detail | op::OpKind::Unknown | op::OpKind::Sample
+            ) {
                 first = first.min(ev.start.get());
                 last = last.max(ev.end.get());
             }
@@ -658,7 +661,10 @@ impl Unpacker {
             (times.first, times.last) = (cx.common(first), cx.common(last));
         } else if first <= last {
             for ev in events {
-                if !matches!(op::kind(ev.op()), op::OpKind::Detail | op::OpKind::Unknown) {
+                if !matches!(
+                    op::kind(ev.op()),
+                    op::OpKind::Detail | op::OpKind::Unknown | op::OpKind::Sample
+                ) {
                     times.first = times.first.min(cx.common(ev.start.get()));
                     times.last = times.last.max(cx.common(ev.end.get()));
                 }

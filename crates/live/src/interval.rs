@@ -163,6 +163,8 @@ fn program(p: &Program, offset: u64, iv: Interval) -> Program {
         diagnostics: s.diagnostics(offset, iv),
         clock: p.clock.clone(),
         children: Vec::new(),
+        // Per interval, CPU availability is in the slices (`cpu.*`).
+        cpu: Default::default(),
     }
 }
 

@@ -13,6 +13,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod cpu;
+pub use cpu::{Cpu, CpuHost, CpuRank, CpuTimes};
+
 /// A whole run: every program measured into one report.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Run {
@@ -184,6 +187,9 @@ pub struct Program {
     /// connection: not ranks themselves, so absent from the per-rank data.
     #[serde(default)]
     pub children: Vec<ChildProcess>,
+    /// CPU availability per rank, thread and host (see [`Cpu`]).
+    #[serde(default)]
+    pub cpu: Cpu,
 }
 
 /// How well the ranks' clocks agree on the common timeline

@@ -102,6 +102,9 @@ fn check(run: &Run) -> Result<(), String> {
                 fits(&format!("regions.{r}"), v.len())?;
             }
         }
+        if !p.cpu.ranks.is_empty() {
+            fits("cpu.ranks", p.cpu.ranks.len())?;
+        }
         for (m, rows) in &p.timeslices.metrics {
             fits(&format!("timeslices.{m}"), rows.len())?;
         }

@@ -119,6 +119,7 @@ fn program(s: &mut String, p: &Program) {
         );
     }
 
+    cpu_line(s, p);
     verdict(s, p, wall);
 
     let rows = facts::functions_by_time(p);
@@ -245,6 +246,23 @@ fn pairs(s: &mut String, p: &Program, pairs: Vec<facts::Pair>, title: &str, what
         ]);
     }
     t.write(s);
+}
+
+/// One line per host on whether the ranks had their CPUs (nothing when no
+/// probe read them).
+fn cpu_line(s: &mut String, p: &Program) {
+    for h in &p.cpu.hosts {
+        let _ = writeln!(
+            s,
+            "   CPU on {}: {} {} had {:.1} CPUs between them and waited {:.1} % of their runnable time for one{}",
+            h.host,
+            h.processes,
+            plural(h.processes, "process", "processes"),
+            h.cpus_used,
+            100.0 * h.wait_share,
+            if p.cpu.wait_measured { "" } else { " (estimated)" }
+        );
+    }
 }
 
 /// The efficiencies (of the whole program, then of its longest top-level

@@ -616,7 +616,7 @@ impl Sink for State {
         if let Some(store) = &self.trace {
             store.frame(conn.0, &c.info, &pack.frame());
         }
-        self.received(&c, pack.events().len() as u64);
+        self.received(&c, hark_wire::accounted(pack.events()));
         if let Err(e) = c.on.pack_owned(&c.info, pack) {
             self.problem(format!("{conn}: {e}"));
         }
@@ -632,7 +632,7 @@ impl Sink for State {
         }
         let submitted = match frame {
             Frame::Pack { events, .. } => {
-                self.received(&c, events.len() as u64);
+                self.received(&c, hark_wire::accounted(events));
                 c.on.pack(&c.info, events)
             }
             Frame::Counts(counts) => {

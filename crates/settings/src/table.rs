@@ -265,6 +265,18 @@ pub const FLUSH_MS: Setting = Setting {
     doc: "how often threads are asked to ship partly filled buffers (at their next event); `0`: only full buffers, thread exit and `finish`",
 };
 
+/// How often the probe reads its threads' CPU availability.
+pub const CPU_MS: Setting = Setting {
+    name: "HARK_CPU_MS",
+    kind: Kind::Millis {
+        min: 0,
+        max: HOUR_MS,
+    },
+    default: DefaultValue::Number(100),
+    set_by: SetBy::User,
+    doc: "how often the shipping thread reads each thread's time on a CPU, time waiting for one, context switches and migrations from `/proc/self/task` (and once more at the end); `0`: never",
+};
+
 /// Whether analyser ranks exchange cross-rank entries as they go.
 pub const EXCHANGE: Setting = Setting {
     name: "HARK_EXCHANGE",
@@ -320,6 +332,7 @@ pub const ALL: &[&Setting] = &[
     &BIN,
     &FORWARD_STATS,
     &FLUSH_MS,
+    &CPU_MS,
     &EXCHANGE,
     &EXCHANGE_STATS,
     &ANALYSER_MERGE,

@@ -127,6 +127,19 @@ impl Event {
     }
 }
 
+/// How many of a pack's `events` count in a stream's accounting (events
+/// written, received, dropped, analysed): all of them, unless the pack
+/// holds samples (`op::SAMPLE_BASE..`, the probe's CPU readings), which
+/// travel in packs of their own and count in none, since how many there
+/// are depends on how long the program ran, not on what it did.
+#[inline]
+pub fn accounted(events: &[Event]) -> u64 {
+    match events.first() {
+        Some(e) if crate::op::kind(e.op()) == crate::op::OpKind::Sample => 0,
+        _ => events.len() as u64,
+    }
+}
+
 impl std::fmt::Debug for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Event")

@@ -41,7 +41,7 @@ pub use control::{Action, Control, CONTROL_SIZE, REFUSED_TOKEN};
 pub use counts::{Count, Counts, COUNTS_FIXED_SIZE, COUNT_SIZE};
 pub use error::{Error, ErrorKind};
 pub use event::{
-    Event, EVENT_SIZE, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT, TAG_ANY,
+    accounted, Event, EVENT_SIZE, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT, TAG_ANY,
 };
 pub use forward::{encode_mux, write_mux_header, Gone, GoneHow, Node, MUX_OVERHEAD};
 pub use frame::{

@@ -10,6 +10,7 @@
 //! | `0x400..0x500`   | details that follow a call (a completed request)        |
 //! | `0x500..0x600`   | POSIX and STDIO I/O, listed in [`IO_NAMES`]             |
 //! | `0x600..0x700`   | the user API                                            |
+//! | `0x700..0x800`   | samples the probe takes off the hot path (CPU use)      |
 //!
 //! Codes are never renumbered: new ones are appended, and the wire version
 //! changes when a meaning does.
@@ -105,6 +106,17 @@ pub const PAUSE: u16 = USER_BASE + 4;
 /// Recording resumed at `start`.
 pub const RESUME: u16 = USER_BASE + 5;
 
+/// First sample op code: readings the probe's shipping thread takes, never
+/// a program's call.
+pub const SAMPLE_BASE: u16 = 0x700;
+/// One thread's CPU availability over `[start, end]` (the previous reading
+/// and this one): `bytes` the ns it ran on a CPU, `extra` the ns it was
+/// runnable but waiting for one (`EXTRA_NONE` when the kernel has no
+/// `schedstat`), `obj` its voluntary and `tag` its involuntary context
+/// switches, `peer` its migrations between CPUs, `thread` the thread's
+/// number in the order the probe first read it (0 is the main thread).
+pub const CPU_TASK: u16 = SAMPLE_BASE;
+
 /// What family an op belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpKind {
@@ -116,6 +128,8 @@ pub enum OpKind {
     Io(usize),
     /// A user-API event.
     User,
+    /// A sample the probe took off the hot path (`SAMPLE_BASE..`).
+    Sample,
     /// A code this version does not know.
     Unknown,
 }
@@ -132,6 +146,7 @@ pub fn kind(op: u16) -> OpKind {
             OpKind::Io((op - IO_BASE) as usize)
         }
         REGION_BEGIN..=RESUME => OpKind::User,
+        CPU_TASK => OpKind::Sample,
         _ => OpKind::Unknown,
     }
 }
@@ -163,6 +178,7 @@ pub fn name(op: u16) -> &'static str {
             PAUSE => "pause",
             _ => "resume",
         },
+        OpKind::Sample => "cpu",
         OpKind::Unknown => "unknown",
     }
 }

@@ -14,7 +14,12 @@
 //!   (many short calls), which no pattern judges since they do not block;
 //! - transfer: the rest of the time in MPI not spent waiting, with the
 //!   function that holds most of it;
-//! - I/O: time in I/O calls, with the file that takes most.
+//! - I/O: time in I/O calls, with the file that takes most;
+//! - waiting for a CPU: the host whose processes were runnable but waited
+//!   for a CPU the longest. When they waited at least
+//!   [`CPU_FIRST`] of their runnable time it comes first whatever its cost,
+//!   since every MPI finding below is then distorted by it, and each
+//!   wait-state finding says how much of it overlapped such waiting.
 //!
 //! The five costliest are kept, costliest first; those under 0.5 % of rank
 //! time only to make up three. Severity: high from 10 % of rank time,
@@ -157,11 +162,71 @@ fn wait_finding(p: &Program, pattern: Pattern, rank_time: u64) -> Option<Finding
             }
         }
     }
+    detail.push_str(&cpu_overlap(p, pattern).unwrap_or_default());
     Some(Finding {
         severity: String::new(),
         title,
         detail: format!("{detail}: {look}."),
         time_ns: time,
+    })
+}
+
+/// A host whose processes waited at least this share of their runnable
+/// time for a CPU puts that finding first.
+pub const CPU_FIRST: f64 = 0.1;
+
+/// The host whose processes waited longest for a CPU, and whether it
+/// dominates ([`CPU_FIRST`]).
+fn cpu_finding(p: &Program) -> Option<(Finding, bool)> {
+    let h = p
+        .cpu
+        .hosts
+        .iter()
+        .max_by_key(|h| h.total.runnable_wait_ns)?;
+    let wait = h.total.runnable_wait_ns;
+    if wait == 0 {
+        return None;
+    }
+    let runnable = h.total.on_cpu_ns.saturating_add(wait);
+    let dominates = h.wait_share >= CPU_FIRST;
+    let estimated = if p.cpu.wait_measured {
+        ""
+    } else {
+        " (estimated from context switches: this kernel keeps no scheduler statistics)"
+    };
+    let mut detail = format!(
+        "{} processes on {} had {:.1} CPUs between them and waited {:.1} % of their time for a CPU ({} of {} runnable){estimated}",
+        h.processes,
+        h.host,
+        h.cpus_used,
+        100.0 * h.wait_share,
+        duration(wait),
+        duration(runnable)
+    );
+    if dominates {
+        detail.push_str(
+            ": give each rank a core of its own (fewer ranks per node, or as many slots as cores and `--bind-to core`), or, if each had one, find what else ran on the node; the MPI findings below are distorted by it.",
+        );
+    } else {
+        detail.push_str(": other work on the node took CPUs from the ranks at times.");
+    }
+    let finding = Finding {
+        severity: String::new(),
+        title: format!("Waiting for a CPU on {}", h.host),
+        detail,
+        time_ns: wait,
+    };
+    Some((finding, dominates))
+}
+
+/// The sentence a wait-state finding gains when ranks waited for a CPU.
+fn cpu_overlap(p: &Program, pattern: Pattern) -> Option<String> {
+    let share = *p.cpu.wait_state_overlap.get(pattern.key())?;
+    (share > 0.0).then(|| {
+        format!(
+            " ({:.0} % of this waiting fell in time slices in which the waiting rank itself waited for a CPU)",
+            100.0 * share
+        )
     })
 }
 
@@ -465,40 +530,52 @@ impl Analysis for Digest {
         NoState
     }
     fn finish(&self, _: &Finish<'_>, _: &[&NoState], out: &mut Program) {
-        let rank_time: u64 = out.rank_wall_ns.iter().sum();
-        if rank_time == 0 {
-            return;
-        }
-        let polled = polling(out);
-        let mut findings: Vec<Finding> = Pattern::ALL
-            .iter()
-            .filter_map(|&pattern| wait_finding(out, pattern, rank_time))
-            .chain(imbalance_finding(out))
-            .chain(polling_finding(out, &polled, rank_time))
-            .chain(transfer_finding(out, &polled, rank_time))
-            .chain(io_finding(out, rank_time))
-            .collect();
-        findings.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.title.cmp(&b.title)));
-        // The costliest five; below 0.5 % of rank time only to make up
-        // three, the least a reader needs to compare.
-        let significant = findings
-            .iter()
-            .filter(|f| pct(f.time_ns, rank_time) >= 0.5)
-            .count();
-        findings.truncate(significant.clamp(MIN_FINDINGS, MAX_FINDINGS));
-        for f in &mut findings {
-            let share = pct(f.time_ns, rank_time);
-            f.severity = if share >= 10.0 {
-                "high"
-            } else if share >= 3.0 {
-                "medium"
-            } else {
-                "low"
-            }
-            .into();
-        }
-        out.digest = findings;
+        digest(out);
     }
+}
+
+/// Fills `out.digest` from the rest of `out`.
+fn digest(out: &mut Program) {
+    let rank_time: u64 = out.rank_wall_ns.iter().sum();
+    if rank_time == 0 {
+        return;
+    }
+    let polled = polling(out);
+    let cpu = cpu_finding(out);
+    let first = cpu.as_ref().is_some_and(|c| c.1);
+    let mut findings: Vec<Finding> = Pattern::ALL
+        .iter()
+        .filter_map(|&pattern| wait_finding(out, pattern, rank_time))
+        .chain(imbalance_finding(out))
+        .chain(polling_finding(out, &polled, rank_time))
+        .chain(transfer_finding(out, &polled, rank_time))
+        .chain(io_finding(out, rank_time))
+        .chain(cpu.as_ref().filter(|c| !c.1).map(|c| c.0.clone()))
+        .collect();
+    findings.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.title.cmp(&b.title)));
+    if let Some((f, true)) = cpu {
+        findings.insert(0, f);
+    }
+    // The costliest five; below 0.5 % of rank time only to make up
+    // three, the least a reader needs to compare.
+    let significant = findings
+        .iter()
+        .filter(|f| pct(f.time_ns, rank_time) >= 0.5)
+        .count()
+        .max(first as usize);
+    findings.truncate(significant.clamp(MIN_FINDINGS, MAX_FINDINGS));
+    for f in &mut findings {
+        let share = pct(f.time_ns, rank_time);
+        f.severity = if share >= 10.0 {
+            "high"
+        } else if share >= 3.0 {
+            "medium"
+        } else {
+            "low"
+        }
+        .into();
+    }
+    out.digest = findings;
 }
 
 #[cfg(test)]
@@ -748,5 +825,54 @@ mod tests {
         assert_eq!(duration(1_560_000_000), "1.56 s");
         assert_eq!(share(0, 100), "0.0 %");
         assert_eq!(share(5, 10_000), "0.1 %");
+    }
+
+    /// The host's ranks waited `wait` ns for a CPU, on a CPU for `on`.
+    fn starved(p: &mut Program, on: u64, wait: u64) {
+        let total = hark_model::CpuTimes {
+            on_cpu_ns: on,
+            runnable_wait_ns: wait,
+            ..Default::default()
+        };
+        p.cpu.hosts = vec![hark_model::CpuHost {
+            host: "node7".into(),
+            processes: 2,
+            cpus_used: 1.0,
+            total,
+            wait_share: total.wait_share(),
+        }];
+        p.cpu.wait_measured = true;
+        p.cpu.wait_state_overlap.insert("late_sender".into(), 0.75);
+    }
+
+    #[test]
+    fn ranks_short_of_cpus_come_first_and_the_waits_say_how_much_overlapped() {
+        // 200 ms of waiting for a CPU in 300 ms runnable: less than the
+        // 4 s of polling, but everything else is distorted by it.
+        let mut p = program();
+        starved(&mut p, 100_000_000, 200_000_000);
+        digest(&mut p);
+        let first = &p.digest[0];
+        assert_eq!(first.title, "Waiting for a CPU on node7");
+        assert!(
+            first.detail.starts_with("2 processes on node7 had 1.0 CPUs between them and waited 66.7 % of their time for a CPU (200.0 ms of 300.0 ms runnable): give each rank a core of its own"),
+            "{}",
+            first.detail
+        );
+        let late = p
+            .digest
+            .iter()
+            .find(|f| f.title.starts_with("Late Sender"))
+            .unwrap();
+        assert!(late.detail.contains("(75 % of this waiting fell in time slices in which the waiting rank itself waited for a CPU)"), "{}", late.detail);
+        // Waiting 5 % of the time: a finding like others, by its cost.
+        let mut p = program();
+        starved(&mut p, 3_800_000_000, 200_000_000);
+        digest(&mut p);
+        assert!(
+            !p.digest[0].title.starts_with("Waiting for a CPU"),
+            "{:?}",
+            p.digest
+        );
     }
 }

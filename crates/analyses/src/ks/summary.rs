@@ -64,8 +64,9 @@ impl RankState for Rank {
             let (s, e) = (ev.start.get(), ev.end.get());
             match op::kind(ev.op()) {
                 op::OpKind::Mpi(_) => self.mpi.sat(e.saturating_sub(s)),
-                // Detail records repeat their call's times.
-                op::OpKind::Detail => continue,
+                // Detail records repeat their call's times; samples span
+                // the time between two readings, not the program's work.
+                op::OpKind::Detail | op::OpKind::Sample => continue,
                 op::OpKind::Unknown => {
                     self.unknown += 1;
                     continue;

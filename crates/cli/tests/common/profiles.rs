@@ -27,6 +27,8 @@ pub fn timed(key: &str) -> bool {
             "late",
             "cause_callpaths",
             "hark_version",
+            // Switches, migrations and shares follow the scheduler.
+            "cpu",
         ]
         .contains(&key)
 }

@@ -236,6 +236,18 @@ fn overview(h: &mut String, p: &Program) {
     if !hosts.is_empty() {
         let _ = writeln!(h, "<p>Hosts: {}</p>", esc(&hosts.join(", ")));
     }
+    for c in &p.cpu.hosts {
+        let _ = writeln!(
+            h,
+            "<p>CPU on {}: {} {} had {:.1} CPUs between them and waited {:.1} % of their runnable time for one{}.</p>",
+            esc(&c.host),
+            c.processes,
+            if c.processes == 1 { "process" } else { "processes" },
+            c.cpus_used,
+            100.0 * c.wait_share,
+            if p.cpu.wait_measured { "" } else { " (estimated from context switches)" }
+        );
+    }
     if p.ranks > 0 && p.ranks <= 64 && p.rank_wall_ns.len() == p.ranks {
         h.push_str("<figure>");
         h.push_str(&svg::rank_bars(&p.rank_wall_ns, &p.mpi_time_ns, &duration));

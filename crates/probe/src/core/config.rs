@@ -101,6 +101,9 @@ pub(crate) struct Config {
     /// `HARK_FLUSH_MS`: how often threads are asked for their partial
     /// buffers (at their next event), default 1000; 0 never.
     pub flush_every: Option<Duration>,
+    /// `HARK_CPU_MS`: how often the shipper reads the threads' CPU
+    /// availability; `None` never.
+    pub cpu_every: Option<Duration>,
     /// `HARK_SOCKET_BUFFER`: the kernel send buffer asked for, in bytes;
     /// default the pack size (at least 256 KiB).
     pub socket_buffer: usize,
@@ -177,6 +180,7 @@ impl Config {
         let send_timeout = ms(number(&settings::SEND_TIMEOUT_MS));
         let drain_timeout = ms(number(&settings::DRAIN_TIMEOUT_MS));
         let flush_every = Some(ms(number(&settings::FLUSH_MS))).filter(|d| !d.is_zero());
+        let cpu_every = Some(ms(number(&settings::CPU_MS))).filter(|d| !d.is_zero());
         let socket_buffer = settings::SOCKET_BUFFER
             .number_or(text(&settings::SOCKET_BUFFER).as_deref(), pack_size as u64);
         keep(&settings::SOCKET_BUFFER, socket_buffer.warning);
@@ -222,6 +226,7 @@ impl Config {
             send_timeout,
             drain_timeout,
             flush_every,
+            cpu_every,
             socket_buffer: (socket_buffer.value.min(usize::MAX as u64) as usize).max(256 << 10),
             shm: match shm.value {
                 None => Shm::Auto,

@@ -24,6 +24,7 @@
 
 mod clock;
 pub(crate) mod config;
+mod cpu;
 mod defs;
 mod local;
 mod park;

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use hark_wire::{Def, EndReason, Hello};
 
 use super::config::{self, Config, Shm};
+use super::cpu::Sampler;
 use super::local::{self, Internal, Slot};
 use super::park::{self, Shipper};
 use super::{clock, defs, signals, warn_once};
@@ -48,6 +49,15 @@ pub(crate) struct Stream {
     /// (without a launcher's job variable it would be `ppid:<parent>`, a
     /// job of its own).
     job: String,
+    /// The threads' CPU readings (`cpu.rs`): taken by the shipper, and once
+    /// more by `finish`, never on a program's thread while it works.
+    cpu: Mutex<Sampler>,
+}
+
+/// When the shipper last read the threads' CPUs, and how often it does.
+struct CpuTimer {
+    every: Option<std::time::Duration>,
+    last: std::cell::Cell<std::time::Instant>,
 }
 
 static CURRENT: AtomicPtr<Stream> = AtomicPtr::new(std::ptr::null_mut());
@@ -109,6 +119,7 @@ fn install(cfg: Config, parent: u32, job: String) -> &'static Stream {
         pid: unsafe { libc::getpid() } as u32,
         parent,
         job,
+        cpu: Mutex::new(Sampler::new()),
     }));
     IO.store(s.cfg.io, Ordering::Relaxed);
     CURRENT.store(s as *const Stream as *mut Stream, Ordering::Release);
@@ -227,6 +238,7 @@ impl Stream {
         let online = shm::online_cpus();
         let mut transport: Option<Box<dyn transport::Transport>> = Some(Box::new(sock));
         let control_in = std::cell::RefCell::new(control::ControlIn::new());
+        self.open_cpu_files();
         self.spawn_shipper(move || {
             let Some(sock) = transport.take() else {
                 return false;
@@ -261,9 +273,12 @@ impl Stream {
                 look(true);
                 lost(e)
             };
+            let cpu = this.start_cpu_readings();
+            let tick = cpu.every.map_or(tick, |c| c.min(tick));
             transport = ship.run(sock, &lost, Some(tick), &|| {
                 look(false);
                 this.ship_refined_clock();
+                this.ship_cpu_readings(&cpu);
                 if flush_every.is_some_and(|f| last_flush.get().elapsed() >= f) {
                     last_flush.set(std::time::Instant::now());
                     this.request_flushes();
@@ -305,6 +320,7 @@ impl Stream {
         self.ship.set_progress(mpi::progress_outside_a_call);
         self.ship.push_bytes(self.hello_frames());
         self.push_known_defs();
+        self.open_cpu_files();
         let ship = self.ship.clone();
         let mut transport: Option<Box<dyn transport::Transport>> =
             Some(Box::new(mpi::MpiTransport::new(self.cfg.pack_size)));
@@ -324,14 +340,61 @@ impl Stream {
                 )
             };
             let tick = flush_every.unwrap_or(control::POLL);
+            let cpu = this.start_cpu_readings();
+            let tick = cpu.every.map_or(tick, |c| c.min(tick));
             transport = ship.run(t, &lost, Some(tick), &|| {
                 this.ship_refined_clock();
+                this.ship_cpu_readings(&cpu);
                 if flush_every.is_some() {
                     this.request_flushes();
                 }
             });
             transport.is_some()
         })
+    }
+
+    /// On the program's thread that starts the stream: opens the files
+    /// the CPU readings come from (`cpu.rs`) and takes the baseline.
+    fn open_cpu_files(&self) {
+        if self.cfg.cpu_every.is_some() {
+            hark_sync::lock(&self.cpu).open(clock::stamp());
+        }
+    }
+
+    /// On the shipping thread as it starts: when it reads the CPUs.
+    fn start_cpu_readings(&self) -> CpuTimer {
+        let every = self.cfg.cpu_every;
+        CpuTimer {
+            every,
+            last: std::cell::Cell::new(std::time::Instant::now()),
+        }
+    }
+
+    /// At a tick of the shipping thread: the threads' CPU readings, when
+    /// `HARK_CPU_MS` has passed since the last ones.
+    fn ship_cpu_readings(&self, t: &CpuTimer) {
+        if t.every.is_some_and(|e| t.last.get().elapsed() >= e) {
+            t.last.set(std::time::Instant::now());
+            self.read_cpus();
+        }
+    }
+
+    /// Reads the main thread's CPU counters and queues what changed. A
+    /// lock held elsewhere (the other of shipper and `finish`) or no free
+    /// buffer skips a reading: the next one covers its time (at the end,
+    /// the readings stop at the last one sent).
+    fn read_cpus(&self) {
+        if self.cfg.cpu_every.is_none() {
+            return;
+        }
+        let Ok(mut s) = self.cpu.try_lock() else {
+            return;
+        };
+        if let Some(ev) = s.sample(clock::stamp()) {
+            if !self.ship.push_events(&[ev]) {
+                s.unread();
+            }
+        }
     }
 
     /// At each tick of the shipping thread: a refined TSC calibration when
@@ -660,6 +723,8 @@ pub(crate) fn finish(reason: EndReason) {
         s.phase.store(DONE, Ordering::Release);
         return;
     }
+    // The last stretch of CPU use, up to the end.
+    s.read_cpus();
     s.ship.push_end(reason);
     if !s.ship.wait_done_progressing(s.cfg.drain_timeout) {
         warn_once(

@@ -261,6 +261,10 @@ impl Ship {
         let Some((clock, from)) = counting else {
             return (events, out);
         };
+        // Samples are no calls to total: they go on as packs.
+        if self.accounted(buf, events) == 0 {
+            return (events, out);
+        }
         // SAFETY: the shipper owns the buffer until it releases it, and its
         // first `events` records after the front are written.
         let bytes = unsafe {
@@ -373,6 +377,64 @@ impl Ship {
         self.push(Item::Pack { buf, events });
     }
 
+    /// Queues `events` the probe made itself off the program's threads
+    /// (CPU readings) as one pack, in a buffer taken without waiting; false,
+    /// with nothing queued or counted, when no buffer is free or they do not
+    /// fit one. Never waiting keeps the shipper, which frees buffers, from
+    /// waiting on itself, and a lossless stream from dropping: the caller
+    /// keeps what it read for the next try.
+    pub(crate) fn push_events(&self, events: &[Event]) -> bool {
+        if events.is_empty() || events.len() > capacity(self.pack_size) {
+            return false;
+        }
+        let Some(buf) = self.take_buffer_now() else {
+            return false;
+        };
+        // SAFETY: the buffer is `pack_size` bytes, owned by this caller
+        // until pushed, and `events` fit after its front.
+        let room = unsafe {
+            std::slice::from_raw_parts_mut(buf.0.add(PACK_FRONT), events.len() * EVENT_SIZE)
+        };
+        room.copy_from_slice(zerocopy::IntoBytes::as_bytes(events));
+        // Not counted as written: samples are outside the accounting.
+        self.push(Item::Pack {
+            buf,
+            events: events.len(),
+        });
+        true
+    }
+
+    /// Of the pack of `events` events in `buf`, how many count in the
+    /// accounting (`hark_wire::accounted`: none in a pack of samples).
+    fn accounted(&self, buf: Buf, events: usize) -> u64 {
+        // SAFETY: a queued or shipped buffer holds `events` written
+        // records after its front.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(buf.0.add(PACK_FRONT).cast_const(), events * EVENT_SIZE)
+        };
+        Event::slice_from(bytes).map_or(events as u64, hark_wire::accounted)
+    }
+
+    /// A free buffer or a new one within the bound, never waiting.
+    fn take_buffer_now(&self) -> Option<Buf> {
+        let mut g = self.lock();
+        if g.done {
+            return None;
+        }
+        if g.free.is_empty() {
+            self.reclaim(&mut g);
+        }
+        if let Some(b) = g.free.pop() {
+            return Some(self.filling(b));
+        }
+        if g.allocated < self.bound() {
+            g.allocated += 1;
+            drop(g);
+            return Some(self.filling(self.allocate()));
+        }
+        None
+    }
+
     /// Queues encoded frames (definitions, rank, hello).
     pub(crate) fn push_bytes(&self, bytes: Vec<u8>) {
         self.push(Item::Bytes(bytes));
@@ -383,7 +445,8 @@ impl Ship {
         if g.done {
             // The stream is closed: nothing more can be sent.
             if let Item::Pack { buf, events } = item {
-                self.dropped.fetch_add(events as u64, Ordering::Relaxed);
+                let n = self.accounted(buf, events);
+                self.dropped.fetch_add(n, Ordering::Relaxed);
                 g.free.push(buf);
             }
             return;
@@ -701,8 +764,10 @@ impl Ship {
             self.release(buf);
             return;
         }
+        // A pack of samples stays one of its own (`hark_wire::accounted`).
         let small = kept == events
             && kept <= capacity(self.pack_size) / SMALL_PACK
+            && self.accounted(buf, events) > 0
             && self.ring().is_some()
             && self.alive();
         if small {
@@ -755,7 +820,8 @@ impl Ship {
         let behind: Vec<Item> = g.queue.drain(..).collect();
         for item in behind {
             if let Item::Pack { buf, events } = item {
-                self.dropped.fetch_add(events as u64, Ordering::Relaxed);
+                let n = self.accounted(buf, events);
+                self.dropped.fetch_add(n, Ordering::Relaxed);
                 g.free.push(buf);
             }
         }
@@ -839,7 +905,8 @@ impl Ship {
             *seq += 1;
             self.packs.fetch_add(1, Ordering::Relaxed);
         } else {
-            self.dropped.fetch_add(events as u64, Ordering::Relaxed);
+            let n = self.accounted(buf, events);
+            self.dropped.fetch_add(n, Ordering::Relaxed);
         }
         self.release(buf);
     }

@@ -364,7 +364,7 @@ fn zeroed_sockaddr_un() -> libc::sockaddr_un {
 /// Moves the socket to a high descriptor number, so that a program which
 /// `dup2`s onto small numbers (3, 4, ...) does not replace it by one of its
 /// own files. Keeps `fd` if no high number is free.
-fn move_out_of_the_way(fd: RawFd) -> RawFd {
+pub(crate) fn move_out_of_the_way(fd: RawFd) -> RawFd {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

@@ -1,0 +1,153 @@
+//! Ranks that wait for a CPU: `tests/programs/cpu_busy.c` spins without
+//! sleeping, so each rank waited for a CPU all the time its main thread was
+//! not on one, which it measures itself (wall time and its own CPU time,
+//! and the kernel's `schedstat` where there is one). Four such ranks on a
+//! machine of two cores wait about half their time; Hark's share
+//! (`programs[0].cpu.hosts[0].wait_share`) must be within 10 % of what the
+//! program measured, and the digest's first finding must be the waiting,
+//! with its share. Two ranks bound a core each wait only as much as other
+//! work on the machine makes them: compared with what happened, the
+//! finding is first only when they did wait ([`CPU_FIRST`] of their time).
+//! LAMMPS (Debian's `lmp`, the melt example) at np 4 on two cores: the same.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// The digest's rule for putting the CPU finding first.
+const CPU_FIRST: f64 = 0.1;
+
+/// The program's own waiting share: Σ(wall − cpu) / Σ wall over ranks.
+fn measured(stdout: &str, np: usize) -> f64 {
+    let rows: Vec<Vec<i64>> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("cpu "))
+        .map(|l| l.split_whitespace().map(|v| v.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), np, "one cpu line per rank:\n{stdout}");
+    let wall: i64 = rows.iter().map(|r| r[1]).sum();
+    let cpu: i64 = rows.iter().map(|r| r[2]).sum();
+    (wall - cpu) as f64 / wall as f64
+}
+
+/// Hark's share for the (one) host, and the digest's first title.
+fn harks(profile: &serde_json::Value) -> (f64, String, String) {
+    let p = &profile["programs"][0];
+    let share = p["cpu"]["hosts"][0]["wait_share"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no programs[0].cpu.hosts[0].wait_share: {}", p["cpu"]));
+    let first = &p["digest"][0];
+    (
+        share,
+        first["title"].as_str().unwrap_or("").to_string(),
+        first["detail"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+fn run(np: usize, bind: &str, tag: &str) -> Option<(f64, f64, String, String, String)> {
+    let mpi = OPEN_MPI;
+    if !have(mpi.cc) || !have(mpi.run) {
+        eprintln!("skipped: {} is not installed", mpi.name);
+        return None;
+    }
+    let dir = scratch(&format!("cpu-{tag}"));
+    let exe = compile(mpi.cc, "cpu_busy.c".as_ref(), &dir, &[]);
+    let mut command = launcher(mpi, np);
+    command.extend(["--bind-to".to_string(), bind.to_string()]);
+    command.extend([exe.display().to_string(), "3000".to_string()]);
+    let (out, run_dir) = hark_run(&dir, &[], &command);
+    assert_exit(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let program = measured(&stdout, np);
+    let profile = profile(&run_dir);
+    let (hark, title, detail) = harks(&profile);
+    let shown = format!(
+        "np {np} --bind-to {bind}: Hark {hark:.3}, the program {program:.3}\n{stdout}\ncpu: {}\ndigest: {}",
+        profile["programs"][0]["cpu"],
+        serde_json::to_string_pretty(&profile["programs"][0]["digest"]).unwrap()
+    );
+    Some((hark, program, title, detail, shown))
+}
+
+#[test]
+fn four_busy_ranks_on_two_cores_wait_half_their_time_and_are_told_so_first() {
+    let Some((hark, program, title, detail, shown)) = run(4, "none", "np4") else {
+        return;
+    };
+    eprintln!("{shown}");
+    assert!(
+        (hark - program).abs() <= 0.1 * program,
+        "Hark's share is not within 10 % of the program's: {shown}"
+    );
+    assert!(
+        program >= CPU_FIRST,
+        "four busy ranks on two cores did not wait: {shown}"
+    );
+    assert!(title.starts_with("Waiting for a CPU"), "{shown}");
+    assert!(
+        detail.contains(&format!("{:.1} %", 100.0 * hark)) && detail.contains("a core of its own"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn two_ranks_bound_a_core_each_wait_only_as_the_machine_makes_them() {
+    let Some((hark, program, title, _, shown)) = run(2, "core", "np2") else {
+        return;
+    };
+    eprintln!("{shown}");
+    // A share this low is mostly noise: within 3 points then.
+    assert!(
+        (hark - program).abs() <= (0.1 * program).max(0.03),
+        "Hark's share does not match the program's: {shown}"
+    );
+    if program < CPU_FIRST * 0.8 {
+        assert!(!title.starts_with("Waiting for a CPU"), "{shown}");
+    } else if program >= CPU_FIRST * 1.2 {
+        eprintln!("the machine is loaded: the bound ranks waited too");
+        assert!(title.starts_with("Waiting for a CPU"), "{shown}");
+    }
+}
+
+#[test]
+fn lammps_on_four_ranks_and_two_cores_waits_for_cpus_first() {
+    let input = Path::new("/usr/share/lammps/examples/melt/in.melt");
+    if !have("lmp") || !input.exists() || !have(OPEN_MPI.run) {
+        eprintln!("skipped: LAMMPS (lmp, lammps-examples) or Open MPI is not installed");
+        return;
+    }
+    let dir = scratch("cpu-lammps");
+    std::fs::copy(input, dir.join("in.melt")).unwrap();
+    let mut command = launcher(OPEN_MPI, 4);
+    command.extend(["--bind-to", "none"].map(String::from));
+    command.extend(["lmp", "-in", "in.melt", "-log", "none"].map(String::from));
+    let (out, run_dir) = hark_run(&dir, &[], &command);
+    assert_exit(&out, 0);
+    let profile = profile(&run_dir);
+    let (hark, title, detail) = harks(&profile);
+    // What /proc says over the run, read by Hark's probe at each rank's
+    // end: the ranks' own CPU use ("CPU use" in LAMMPS's output is per
+    // rank's wall time) gives the same waiting share for ranks that never
+    // sleep (Open MPI polls).
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let cpu_use: Option<f64> = stdout
+        .lines()
+        .find_map(|l| l.split_once("% CPU use"))
+        .and_then(|(a, _)| a.split_whitespace().last()?.parse().ok());
+    let shown = format!(
+        "LAMMPS np 4: Hark {hark:.3}, LAMMPS's CPU use {cpu_use:?} %\ncpu: {}\ndigest: {}",
+        profile["programs"][0]["cpu"],
+        serde_json::to_string_pretty(&profile["programs"][0]["digest"]).unwrap()
+    );
+    eprintln!("{shown}");
+    assert!(title.starts_with("Waiting for a CPU"), "{shown}");
+    assert!(detail.contains("distorted"), "{shown}");
+    if let Some(cpu_use) = cpu_use {
+        let program = 1.0 - cpu_use / 100.0;
+        assert!(
+            (hark - program).abs() <= 0.1 * program,
+            "Hark's share is not within 10 % of LAMMPS's own: {shown}"
+        );
+    }
+}
