@@ -86,6 +86,13 @@ fn mpi_4_calls_on_mpich_match_an_independent_count_and_find_the_late_partitioned
         !diagnostics.contains("found no partner"),
         "unmatched messages: {diagnostics}"
     );
+    // What the analyses skip is said, naming the functions.
+    for f in ["MPI_Allreduce_init", "MPI_Barrier_init", "MPI_Isendrecv"] {
+        assert!(
+            diagnostics.contains(f) && diagnostics.contains("timed and counted only"),
+            "the diagnostics do not say {f} is skipped: {diagnostics}"
+        );
+    }
     check_waits_fit(&profile, 0);
 }
 
@@ -95,4 +102,6 @@ fn the_same_program_on_open_mpi_4_1_runs_unchanged() {
         return;
     };
     assert!(profile["programs"][0]["mpi"]["MPI_Send"].is_object());
+    let diagnostics = profile["programs"][0]["diagnostics"].to_string();
+    assert!(!diagnostics.contains("MPI 4.0"), "{diagnostics}");
 }

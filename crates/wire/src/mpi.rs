@@ -615,6 +615,17 @@ table! {
     "MPI_Comm_create_from_group" CommCreate [Other, Str, Other, Other, NewComm],
 }
 
+/// Whether `f` moves data or synchronises, but is only timed and counted:
+/// the persistent collectives (`MPI_Allreduce_init`, ...) and
+/// `MPI_Isendrecv(_replace)` of MPI 4.0, whose messages and collective
+/// instances are in no matrix, byte count or wait state. The server says so
+/// in the diagnostics of a program that calls them.
+pub fn timed_only_communication(f: &Function) -> bool {
+    // `MPI_Session_init` ends alike but has no communicator.
+    let persistent_collective = f.name.ends_with("_init") && f.args.contains(&Arg::Comm);
+    f.class == Class::Other && (persistent_collective || f.name.starts_with("MPI_Isendrecv"))
+}
+
 /// The function called `name` (C spelling), if wrapped.
 pub fn by_name(name: &str) -> Option<(usize, &'static Function)> {
     FUNCTIONS.iter().enumerate().find(|(_, f)| f.name == name)
@@ -664,6 +675,21 @@ mod tests {
                 assert!(!f.args[i + 1..].contains(a), "{} repeats {a:?}", f.name);
             }
         }
+    }
+
+    #[test]
+    fn only_persistent_collectives_and_isendrecv_are_timed_only_communication() {
+        let names: Vec<&str> = FUNCTIONS
+            .iter()
+            .filter(|f| timed_only_communication(f))
+            .map(|f| f.name)
+            .collect();
+        assert!(names.contains(&"MPI_Allreduce_init"));
+        assert!(names.contains(&"MPI_Isendrecv_replace"));
+        assert!(!names.contains(&"MPI_Send_init"));
+        assert!(!names.contains(&"MPI_Psend_init"));
+        assert!(!names.contains(&"MPI_Session_init"));
+        assert_eq!(names.len(), 22 + 2, "{names:?}");
     }
 
     #[test]
