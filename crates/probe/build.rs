@@ -103,6 +103,11 @@ fn kind(f: &Function) -> String {
 
 fn shape(f: &Function) -> &'static str {
     let base = f.name.strip_prefix("MPI_").unwrap_or(f.name);
+    let base = if large(f) {
+        base.strip_suffix("_c").unwrap_or(base)
+    } else {
+        base
+    };
     let base = match f.class {
         Class::Icollective => &base[1..],
         _ => base,
@@ -153,10 +158,11 @@ fn plans(s: &mut String) {
         }
         writeln!(
             s,
-            "    Plan {{ op: {}, arity: {}, kind: {}, pos: Pos {{ {pos}..NONE }} }}, // {}",
+            "    Plan {{ op: {}, arity: {}, kind: {}, pos: Pos {{ {pos}..NONE }}, large: {} }}, // {}",
             hark_wire::op::MPI_BASE as usize + i,
             f.args.len(),
             kind(f),
+            large(f),
             f.name
         )
         .unwrap();
@@ -363,7 +369,17 @@ pub unsafe extern "C" fn {name}({params}) -> c_int {{
 
 /// Arguments of the Fortran binding: the C ones by reference, `ierror`, and a
 /// hidden length per character argument. `None` for functions without one.
+/// Whether `f` is a large-count variant (MPI 4.0 `_c`): 64-bit counts.
+fn large(f: &Function) -> bool {
+    f.name.ends_with("_c")
+}
+
 fn fortran_arity(f: &Function) -> Option<usize> {
+    // MPICH has no `mpif.h` entry points for the large-count or partitioned
+    // functions, only `use mpi_f08` ones of its own naming: nothing to wrap.
+    if large(f) || f.args.contains(&Arg::Partitions) {
+        return None;
+    }
     match f.name {
         "MPI_Init" => Some(1),
         "MPI_Init_thread" => Some(3),

@@ -402,6 +402,14 @@ impl Partial {
                 p
             })
             .collect();
+        for p in &mut programs {
+            let skipped = timed_only(p);
+            if !skipped.is_empty() {
+                p.diagnostics.push(format!(
+                    "MPI 4.0: {skipped} are timed and counted only: their messages and collectives are in no communication matrix, byte count or wait state (docs/mpi.md, \"MPI 4.0\")"
+                ));
+            }
+        }
         if let Some(first) = programs.first_mut() {
             let d = &mut first.diagnostics;
             d.extend(problems);
@@ -596,4 +604,20 @@ fn order(m: &RankMeta) -> (i32, bool, i32, u64, u64, u32) {
         m.conn,
         m.pid,
     )
+}
+
+/// The functions `p` called whose communication the analyses skip
+/// ([`hark_wire::mpi::timed_only_communication`]), comma-separated.
+fn timed_only(p: &Program) -> String {
+    let names: Vec<&str> = p
+        .mpi
+        .iter()
+        .filter(|(name, f)| {
+            f.calls.iter().any(|&c| c > 0)
+                && hark_wire::mpi::by_name(name)
+                    .is_some_and(|(_, f)| hark_wire::mpi::timed_only_communication(f))
+        })
+        .map(|(name, _)| name.as_str())
+        .collect();
+    names.join(", ")
 }

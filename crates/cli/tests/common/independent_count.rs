@@ -16,6 +16,12 @@ pub const SEND_BYTES: &[&str] = &[
     "MPI_Ssend",
     "MPI_Rsend",
     "MPI_Sendrecv",
+    // MPI 4.0: large counts, and a partitioned send (all its partitions,
+    // once per `MPI_Start`).
+    "MPI_Send_c",
+    "MPI_Isend_c",
+    "MPI_Sendrecv_c",
+    "MPI_Psend_init",
 ];
 
 /// The one-sided data movement functions the counter counts, with their

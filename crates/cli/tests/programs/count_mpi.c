@@ -21,7 +21,14 @@
 enum { SEND, ISEND, SSEND, RSEND, RECV, IRECV, SENDRECV, WAIT, WAITALL, WAITANY,
        TEST, IPROBE, PROBE, BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER,
        ALLGATHERV, ALLTOALL, ALLTOALLV, GATHER, SCATTER, PUT, GET, ACCUMULATE,
-       GET_ACCUMULATE, FETCH_AND_OP, COMPARE_AND_SWAP, COMM_SPLIT, COMM_FREE, NFUNC };
+       GET_ACCUMULATE, FETCH_AND_OP, COMPARE_AND_SWAP, COMM_SPLIT, COMM_FREE,
+       /* MPI 4.0 (counted where the library has them) */
+       START, SEND_C, RECV_C, ISEND_C, IRECV_C, SENDRECV_C, ALLREDUCE_C, BCAST_C,
+       PSEND_INIT, PRECV_INIT, PREADY, PREADY_RANGE, PREADY_LIST, PARRIVED,
+       ALLREDUCE_INIT, BCAST_INIT, BARRIER_INIT, ISENDRECV, ISENDRECV_REPLACE,
+       COMM_IDUP_WITH_INFO, SESSION_INIT, SESSION_FINALIZE, SESSION_GET_NUM_PSETS,
+       SESSION_GET_NTH_PSET, SESSION_GET_INFO, SESSION_GET_PSET_INFO,
+       GROUP_FROM_SESSION_PSET, COMM_CREATE_FROM_GROUP, NFUNC };
 static const char *names[NFUNC] = {
     "MPI_Send", "MPI_Isend", "MPI_Ssend", "MPI_Rsend", "MPI_Recv", "MPI_Irecv",
     "MPI_Sendrecv", "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Test",
@@ -29,7 +36,14 @@ static const char *names[NFUNC] = {
     "MPI_Allreduce", "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall",
     "MPI_Alltoallv", "MPI_Gather", "MPI_Scatter", "MPI_Put", "MPI_Get",
     "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op",
-    "MPI_Compare_and_swap", "MPI_Comm_split", "MPI_Comm_free"};
+    "MPI_Compare_and_swap", "MPI_Comm_split", "MPI_Comm_free",
+    "MPI_Start", "MPI_Send_c", "MPI_Recv_c", "MPI_Isend_c", "MPI_Irecv_c", "MPI_Sendrecv_c",
+    "MPI_Allreduce_c", "MPI_Bcast_c", "MPI_Psend_init", "MPI_Precv_init", "MPI_Pready",
+    "MPI_Pready_range", "MPI_Pready_list", "MPI_Parrived", "MPI_Allreduce_init",
+    "MPI_Bcast_init", "MPI_Barrier_init", "MPI_Isendrecv", "MPI_Isendrecv_replace",
+    "MPI_Comm_idup_with_info", "MPI_Session_init", "MPI_Session_finalize",
+    "MPI_Session_get_num_psets", "MPI_Session_get_nth_pset", "MPI_Session_get_info",
+    "MPI_Session_get_pset_info", "MPI_Group_from_session_pset", "MPI_Comm_create_from_group"};
 static unsigned long long calls[NFUNC], bytes[NFUNC];
 
 static void *next(const char *name) {
@@ -182,6 +196,170 @@ int MPI_Comm_split(MPI_Comm c, int color, int key, MPI_Comm *out) {
 }
 typedef int (*comm_free_t)(MPI_Comm *);
 int MPI_Comm_free(MPI_Comm *c) { FORWARD(COMM_FREE, comm_free_t, "MPI_Comm_free", (c)) }
+
+#if MPI_VERSION >= 4
+/* MPI 4.0. A partitioned send's bytes are all its partitions', counted at
+ * each MPI_Start of its request (the request's bytes are remembered here). */
+static unsigned long long size_of_c(MPI_Count count, MPI_Datatype t) {
+    MPI_Count s = 0;
+    if (count <= 0) return 0;
+    PMPI_Type_size_c(t, &s);
+    return (unsigned long long)count * (unsigned long long)s;
+}
+static struct { MPI_Request r; unsigned long long bytes; } psends[64];
+static int npsends;
+
+typedef int (*start_t)(MPI_Request *);
+int MPI_Start(MPI_Request *r) {
+    for (int i = 0; i < npsends; i++)
+        if (psends[i].r == *r) bytes[PSEND_INIT] += psends[i].bytes;
+    FORWARD(START, start_t, "MPI_Start", (r))
+}
+/* Not counted: only forgets a freed partitioned send, whose handle MPI
+ * may give to the next request. */
+typedef int (*request_free_t)(MPI_Request *);
+int MPI_Request_free(MPI_Request *r) {
+    static request_free_t real = 0;
+    if (!real) real = (request_free_t)next("MPI_Request_free");
+    for (int i = 0; i < npsends; i++)
+        if (psends[i].r == *r) psends[i] = psends[--npsends];
+    return real(r);
+}
+typedef int (*send_c_t)(const void *, MPI_Count, MPI_Datatype, int, int, MPI_Comm);
+int MPI_Send_c(const void *b, MPI_Count c, MPI_Datatype t, int d, int tag, MPI_Comm comm) {
+    if (d != MPI_PROC_NULL) bytes[SEND_C] += size_of_c(c, t);
+    FORWARD(SEND_C, send_c_t, "MPI_Send_c", (b, c, t, d, tag, comm))
+}
+typedef int (*recv_c_t)(void *, MPI_Count, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
+int MPI_Recv_c(void *b, MPI_Count c, MPI_Datatype t, int s, int tag, MPI_Comm comm, MPI_Status *st) {
+    FORWARD(RECV_C, recv_c_t, "MPI_Recv_c", (b, c, t, s, tag, comm, st))
+}
+typedef int (*isend_c_t)(const void *, MPI_Count, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
+int MPI_Isend_c(const void *b, MPI_Count c, MPI_Datatype t, int d, int tag, MPI_Comm comm,
+                MPI_Request *r) {
+    if (d != MPI_PROC_NULL) bytes[ISEND_C] += size_of_c(c, t);
+    FORWARD(ISEND_C, isend_c_t, "MPI_Isend_c", (b, c, t, d, tag, comm, r))
+}
+typedef int (*irecv_c_t)(void *, MPI_Count, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
+int MPI_Irecv_c(void *b, MPI_Count c, MPI_Datatype t, int s, int tag, MPI_Comm comm, MPI_Request *r) {
+    FORWARD(IRECV_C, irecv_c_t, "MPI_Irecv_c", (b, c, t, s, tag, comm, r))
+}
+typedef int (*sendrecv_c_t)(const void *, MPI_Count, MPI_Datatype, int, int, void *, MPI_Count,
+                            MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
+int MPI_Sendrecv_c(const void *sb, MPI_Count sc, MPI_Datatype st, int d, int stag, void *rb,
+                   MPI_Count rc, MPI_Datatype rt, int s, int rtag, MPI_Comm comm, MPI_Status *status) {
+    if (d != MPI_PROC_NULL) bytes[SENDRECV_C] += size_of_c(sc, st);
+    FORWARD(SENDRECV_C, sendrecv_c_t, "MPI_Sendrecv_c",
+            (sb, sc, st, d, stag, rb, rc, rt, s, rtag, comm, status))
+}
+typedef int (*allreduce_c_t)(const void *, void *, MPI_Count, MPI_Datatype, MPI_Op, MPI_Comm);
+int MPI_Allreduce_c(const void *s, void *r, MPI_Count c, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
+    FORWARD(ALLREDUCE_C, allreduce_c_t, "MPI_Allreduce_c", (s, r, c, t, op, comm))
+}
+typedef int (*bcast_c_t)(void *, MPI_Count, MPI_Datatype, int, MPI_Comm);
+int MPI_Bcast_c(void *b, MPI_Count c, MPI_Datatype t, int root, MPI_Comm comm) {
+    FORWARD(BCAST_C, bcast_c_t, "MPI_Bcast_c", (b, c, t, root, comm))
+}
+typedef int (*psend_init_t)(const void *, int, MPI_Count, MPI_Datatype, int, int, MPI_Comm,
+                            MPI_Info, MPI_Request *);
+int MPI_Psend_init(const void *b, int parts, MPI_Count c, MPI_Datatype t, int d, int tag,
+                   MPI_Comm comm, MPI_Info info, MPI_Request *r) {
+    static psend_init_t real = 0;
+    if (!real) real = (psend_init_t)next("MPI_Psend_init");
+    calls[PSEND_INIT]++;
+    int rc = real(b, parts, c, t, d, tag, comm, info, r);
+    if (rc == MPI_SUCCESS && npsends < 64 && d != MPI_PROC_NULL) {
+        psends[npsends].r = *r;
+        psends[npsends++].bytes = (unsigned long long)parts * size_of_c(c, t);
+    }
+    return rc;
+}
+int MPI_Precv_init(void *b, int parts, MPI_Count c, MPI_Datatype t, int s, int tag, MPI_Comm comm,
+                   MPI_Info info, MPI_Request *r) {
+    FORWARD(PRECV_INIT, psend_init_t, "MPI_Precv_init", (b, parts, c, t, s, tag, comm, info, r))
+}
+typedef int (*pready_t)(int, MPI_Request);
+int MPI_Pready(int p, MPI_Request r) { FORWARD(PREADY, pready_t, "MPI_Pready", (p, r)) }
+typedef int (*pready_range_t)(int, int, MPI_Request);
+int MPI_Pready_range(int lo, int hi, MPI_Request r) {
+    FORWARD(PREADY_RANGE, pready_range_t, "MPI_Pready_range", (lo, hi, r))
+}
+typedef int (*pready_list_t)(int, int[], MPI_Request);
+int MPI_Pready_list(int n, int l[], MPI_Request r) {
+    FORWARD(PREADY_LIST, pready_list_t, "MPI_Pready_list", (n, l, r))
+}
+typedef int (*parrived_t)(MPI_Request, int, int *);
+int MPI_Parrived(MPI_Request r, int p, int *f) { FORWARD(PARRIVED, parrived_t, "MPI_Parrived", (r, p, f)) }
+typedef int (*allreduce_init_t)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Info,
+                                MPI_Request *);
+int MPI_Allreduce_init(const void *s, void *r, int c, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
+                       MPI_Info info, MPI_Request *req) {
+    FORWARD(ALLREDUCE_INIT, allreduce_init_t, "MPI_Allreduce_init", (s, r, c, t, op, comm, info, req))
+}
+typedef int (*bcast_init_t)(void *, int, MPI_Datatype, int, MPI_Comm, MPI_Info, MPI_Request *);
+int MPI_Bcast_init(void *b, int c, MPI_Datatype t, int root, MPI_Comm comm, MPI_Info info,
+                   MPI_Request *req) {
+    FORWARD(BCAST_INIT, bcast_init_t, "MPI_Bcast_init", (b, c, t, root, comm, info, req))
+}
+typedef int (*barrier_init_t)(MPI_Comm, MPI_Info, MPI_Request *);
+int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+    FORWARD(BARRIER_INIT, barrier_init_t, "MPI_Barrier_init", (comm, info, req))
+}
+typedef int (*isendrecv_t)(const void *, int, MPI_Datatype, int, int, void *, int, MPI_Datatype,
+                           int, int, MPI_Comm, MPI_Request *);
+int MPI_Isendrecv(const void *sb, int sc, MPI_Datatype st, int d, int stag, void *rb, int rc,
+                  MPI_Datatype rt, int s, int rtag, MPI_Comm comm, MPI_Request *req) {
+    FORWARD(ISENDRECV, isendrecv_t, "MPI_Isendrecv", (sb, sc, st, d, stag, rb, rc, rt, s, rtag, comm, req))
+}
+typedef int (*isendrecv_replace_t)(void *, int, MPI_Datatype, int, int, int, int, MPI_Comm,
+                                   MPI_Request *);
+int MPI_Isendrecv_replace(void *b, int c, MPI_Datatype t, int d, int stag, int s, int rtag,
+                          MPI_Comm comm, MPI_Request *req) {
+    FORWARD(ISENDRECV_REPLACE, isendrecv_replace_t, "MPI_Isendrecv_replace",
+            (b, c, t, d, stag, s, rtag, comm, req))
+}
+typedef int (*comm_idup_with_info_t)(MPI_Comm, MPI_Info, MPI_Comm *, MPI_Request *);
+int MPI_Comm_idup_with_info(MPI_Comm c, MPI_Info info, MPI_Comm *out, MPI_Request *req) {
+    FORWARD(COMM_IDUP_WITH_INFO, comm_idup_with_info_t, "MPI_Comm_idup_with_info", (c, info, out, req))
+}
+typedef int (*session_init_t)(MPI_Info, MPI_Errhandler, MPI_Session *);
+int MPI_Session_init(MPI_Info info, MPI_Errhandler e, MPI_Session *s) {
+    FORWARD(SESSION_INIT, session_init_t, "MPI_Session_init", (info, e, s))
+}
+typedef int (*session_finalize_t)(MPI_Session *);
+int MPI_Session_finalize(MPI_Session *s) {
+    FORWARD(SESSION_FINALIZE, session_finalize_t, "MPI_Session_finalize", (s))
+}
+typedef int (*session_get_num_psets_t)(MPI_Session, MPI_Info, int *);
+int MPI_Session_get_num_psets(MPI_Session s, MPI_Info info, int *n) {
+    FORWARD(SESSION_GET_NUM_PSETS, session_get_num_psets_t, "MPI_Session_get_num_psets", (s, info, n))
+}
+typedef int (*session_get_nth_pset_t)(MPI_Session, MPI_Info, int, int *, char *);
+int MPI_Session_get_nth_pset(MPI_Session s, MPI_Info info, int n, int *len, char *name) {
+    FORWARD(SESSION_GET_NTH_PSET, session_get_nth_pset_t, "MPI_Session_get_nth_pset",
+            (s, info, n, len, name))
+}
+typedef int (*session_get_info_t)(MPI_Session, MPI_Info *);
+int MPI_Session_get_info(MPI_Session s, MPI_Info *info) {
+    FORWARD(SESSION_GET_INFO, session_get_info_t, "MPI_Session_get_info", (s, info))
+}
+typedef int (*session_get_pset_info_t)(MPI_Session, const char *, MPI_Info *);
+int MPI_Session_get_pset_info(MPI_Session s, const char *name, MPI_Info *info) {
+    FORWARD(SESSION_GET_PSET_INFO, session_get_pset_info_t, "MPI_Session_get_pset_info", (s, name, info))
+}
+typedef int (*group_from_session_pset_t)(MPI_Session, const char *, MPI_Group *);
+int MPI_Group_from_session_pset(MPI_Session s, const char *name, MPI_Group *g) {
+    FORWARD(GROUP_FROM_SESSION_PSET, group_from_session_pset_t, "MPI_Group_from_session_pset",
+            (s, name, g))
+}
+typedef int (*comm_create_from_group_t)(MPI_Group, const char *, MPI_Info, MPI_Errhandler,
+                                        MPI_Comm *);
+int MPI_Comm_create_from_group(MPI_Group g, const char *tag, MPI_Info info, MPI_Errhandler e,
+                               MPI_Comm *out) {
+    FORWARD(COMM_CREATE_FROM_GROUP, comm_create_from_group_t, "MPI_Comm_create_from_group",
+            (g, tag, info, e, out))
+}
+#endif
 
 typedef int (*finalize_t)(void);
 static void write_counts(void) {

@@ -157,9 +157,38 @@ fn flag_set(w: &[usize], p: &Pos) -> bool {
     }
 }
 
+/// A count argument: an `int`, or an `MPI_Count` in a large-count variant.
+#[inline(always)]
+fn count(w: usize, large: bool) -> i64 {
+    if large {
+        w as i64
+    } else {
+        int(w) as i64
+    }
+}
+
+/// Entry `i` of a count array: `int[]`, or `MPI_Count[]` when `large`.
+///
+/// # Safety
+/// `counts` points to more than `i` entries.
+#[inline]
+unsafe fn count_at(counts: usize, i: usize, large: bool) -> i64 {
+    if counts == 0 {
+        return 0;
+    }
+    // SAFETY: per the caller.
+    unsafe {
+        if large {
+            ((counts + 8 * i) as *const i64).read_unaligned()
+        } else {
+            deref_int(counts + 4 * i) as i64
+        }
+    }
+}
+
 /// Bytes of `count` elements of `datatype` (a handle as passed).
 #[inline]
-fn bytes(abi: &Abi, count: i32, datatype: usize) -> u64 {
+fn bytes(abi: &Abi, count: i64, datatype: usize) -> u64 {
     if count <= 0 {
         return 0;
     }
@@ -429,11 +458,19 @@ impl Call<'_> {
     /// of roles `count` and `ty` (0 without a count).
     #[inline(always)]
     fn bytes(&self, count: u8, ty: u8) -> u64 {
-        bytes(
-            self.abi,
-            self.int(count).unwrap_or(0),
-            self.word(ty).unwrap_or(0),
-        )
+        let n = self.count(count).unwrap_or(0);
+        let b = bytes(self.abi, n, self.word(ty).unwrap_or(0));
+        // A partitioned send or receive moves every partition.
+        match self.word(self.plan.pos.partitions) {
+            Some(parts) => b.saturating_mul(int(parts).max(0) as u64),
+            None => b,
+        }
+    }
+
+    /// The count argument of role `pos` (64 bits in a `_c` variant).
+    #[inline(always)]
+    fn count(&self, pos: u8) -> Option<i64> {
+        at(self.w, pos).map(|w| count(w, self.plan.large))
     }
 
     /// The communicator argument's registry entry (see [`comm_of`]).
@@ -595,12 +632,19 @@ impl Call<'_> {
         emit(g, ev);
     }
 
-    /// `Start`/`Startall`: how many requests it started.
+    /// `Start`/`Startall`: how many requests it started; `MPI_Start` also
+    /// names its request, so that the server sends (or posts) a persistent
+    /// or partitioned request's message again at each start.
     #[inline(always)]
     fn start(&self, mut ev: Event) {
         let n = if self.plan.pos.requests != NO {
             self.s.reqs().len()
         } else {
+            if self.ok {
+                if let Some(r) = registry::request(self.s.req) {
+                    ev.extra.set(r.id);
+                }
+            }
             1
         };
         ev.bytes.set(n as u64);
@@ -655,7 +699,7 @@ impl Call<'_> {
             }
             if ok {
                 // SAFETY: the collective's arguments, accepted by MPI.
-                let (sent, received) = unsafe { coll_bytes(abi, shape, w, p, c) };
+                let (sent, received) = unsafe { coll_bytes(abi, plan, w, c, shape) };
                 ev.bytes.set(sent);
                 ev.extra.set(received);
             }
@@ -766,7 +810,7 @@ impl Call<'_> {
             }
         }
         if plan.kind == Kind::Rma && ok && ev.peer.get() != PEER_NULL {
-            let count = self.int(p.origin_count).unwrap_or(1);
+            let count = self.count(p.origin_count).unwrap_or(1);
             ev.bytes
                 .set(bytes(abi, count, self.word(p.origin_type).unwrap_or(0)));
             if p.request_out != NO {
@@ -908,7 +952,7 @@ unsafe fn send(abi: &Abi, plan: &Plan, g: &Guard, w: &[usize], ok: bool, t0: u64
     let bytes = if ok && peer != PEER_NULL {
         bytes(
             abi,
-            at(w, p.send_count).map_or(0, int),
+            at(w, p.send_count).map_or(0, |n| count(n, plan.large)),
             at(w, p.send_type).unwrap_or(0),
         )
     } else {
@@ -1213,24 +1257,24 @@ unsafe fn detail(abi: &Abi, r: &Req, st: usize, t0: u64, t1: u64) -> Event {
 ///
 /// # Safety
 /// `counts` points to at least `n` ints.
-unsafe fn sum(counts: usize, n: usize) -> u64 {
+unsafe fn sum(counts: usize, n: usize, large: bool) -> u64 {
     (0..n)
         // SAFETY: per the caller.
-        .map(|i| unsafe { deref_int(counts + 4 * i) }.max(0) as u64)
-        .sum()
+        .map(|i| unsafe { count_at(counts, i, large) }.max(0) as u64)
+        .fold(0u64, u64::saturating_add)
 }
 
 /// `Σ counts[i] × size(types[i])` over `n` peers (the w variants).
 ///
 /// # Safety
 /// `counts` points to `n` ints and `types` to `n` handles.
-unsafe fn sum_w(abi: &Abi, counts: usize, types: usize, n: usize) -> u64 {
+unsafe fn sum_w(abi: &Abi, counts: usize, types: usize, n: usize, large: bool) -> u64 {
     (0..n)
         .map(|i| {
             // SAFETY: per the caller.
             let (c, t) = unsafe {
                 (
-                    deref_int(counts + 4 * i),
+                    count_at(counts, i, large),
                     abi.read_handle(types + i * abi.handle_size),
                 )
             };
@@ -1244,10 +1288,11 @@ unsafe fn sum_w(abi: &Abi, counts: usize, types: usize, n: usize) -> u64 {
 /// from this process's arguments. `MPI_IN_PLACE` counts as if the data had
 /// been passed explicitly (the block it stands for). Arguments only
 /// significant at the root are read only there.
-unsafe fn coll_bytes(abi: &Abi, shape: Shape, w: &[usize], p: &Pos, c: &Comm) -> (u64, u64) {
+unsafe fn coll_bytes(abi: &Abi, plan: &Plan, w: &[usize], c: &Comm, shape: Shape) -> (u64, u64) {
+    let (p, large) = (&plan.pos, plan.large);
     let arg = |pos: u8| at(w, pos).unwrap_or(0);
-    let sc = at(w, p.send_count).map_or(0, int);
-    let rcount = at(w, p.recv_count).map_or(0, int);
+    let sc = at(w, p.send_count).map_or(0, |n| count(n, large));
+    let rcount = at(w, p.recv_count).map_or(0, |n| count(n, large));
     let (st, rt) = (arg(p.send_type), arg(p.recv_type));
     let (scs, rcs) = (arg(p.send_counts), arg(p.recv_counts));
     let in_place = at(w, p.send_buf).is_some_and(|b| abi.is_in_place(b));
@@ -1268,7 +1313,7 @@ unsafe fn coll_bytes(abi: &Abi, shape: Shape, w: &[usize], p: &Pos, c: &Comm) ->
         // SAFETY: `counts` has an entry per rank of the communicator.
         bytes(
             abi,
-            unsafe { deref_int(counts + 4 * me.max(0) as usize) },
+            unsafe { count_at(counts, me.max(0) as usize, large) },
             ty,
         )
     };
@@ -1292,11 +1337,11 @@ unsafe fn coll_bytes(abi: &Abi, shape: Shape, w: &[usize], p: &Pos, c: &Comm) ->
             Shape::Gatherv => match (is_root, inter) {
                 (true, true) => (
                     0,
-                    sum(rcs, n) * mpi_call::type_size(abi, abi.handle_arg(rt)),
+                    sum(rcs, n, large) * mpi_call::type_size(abi, abi.handle_arg(rt)),
                 ),
                 (true, false) => (
                     if in_place { mine(rcs, rt) } else { sb() },
-                    sum(rcs, n) * mpi_call::type_size(abi, abi.handle_arg(rt)),
+                    sum(rcs, n, large) * mpi_call::type_size(abi, abi.handle_arg(rt)),
                 ),
                 (false, _) => (sb(), 0),
             },
@@ -1307,18 +1352,18 @@ unsafe fn coll_bytes(abi: &Abi, shape: Shape, w: &[usize], p: &Pos, c: &Comm) ->
             },
             Shape::Scatterv => match (is_root, inter) {
                 (true, true) => (
-                    sum(scs, n) * mpi_call::type_size(abi, abi.handle_arg(st)),
+                    sum(scs, n, large) * mpi_call::type_size(abi, abi.handle_arg(st)),
                     0,
                 ),
                 (true, false) => (
-                    sum(scs, n) * mpi_call::type_size(abi, abi.handle_arg(st)),
+                    sum(scs, n, large) * mpi_call::type_size(abi, abi.handle_arg(st)),
                     if recv_in_place { mine(scs, st) } else { rb() },
                 ),
                 (false, _) => (0, rb()),
             },
             Shape::Allgather => (if in_place { rb() } else { sb() }, rb() * n as u64),
             Shape::Allgatherv => {
-                let r = sum(rcs, n) * mpi_call::type_size(abi, abi.handle_arg(rt));
+                let r = sum(rcs, n, large) * mpi_call::type_size(abi, abi.handle_arg(rt));
                 (if in_place { mine(rcs, rt) } else { sb() }, r)
             }
             Shape::Alltoall => (
@@ -1326,18 +1371,25 @@ unsafe fn coll_bytes(abi: &Abi, shape: Shape, w: &[usize], p: &Pos, c: &Comm) ->
                 rb() * n as u64,
             ),
             Shape::Alltoallv => {
-                let r = sum(rcs, n) * mpi_call::type_size(abi, abi.handle_arg(rt));
+                let r = sum(rcs, n, large) * mpi_call::type_size(abi, abi.handle_arg(rt));
                 let s = if in_place {
                     r
                 } else {
-                    sum(scs, n) * mpi_call::type_size(abi, abi.handle_arg(st))
+                    sum(scs, n, large) * mpi_call::type_size(abi, abi.handle_arg(st))
                 };
                 (s, r)
             }
             Shape::Alltoallw => {
                 let (sts, rts) = (arg(p.send_types), arg(p.recv_types));
-                let r = sum_w(abi, rcs, rts, n);
-                (if in_place { r } else { sum_w(abi, scs, sts, n) }, r)
+                let r = sum_w(abi, rcs, rts, n, large);
+                (
+                    if in_place {
+                        r
+                    } else {
+                        sum_w(abi, scs, sts, n, large)
+                    },
+                    r,
+                )
             }
             Shape::Reduce => match (is_root, inter) {
                 (true, true) => (0, sb()),
@@ -1348,7 +1400,7 @@ unsafe fn coll_bytes(abi: &Abi, shape: Shape, w: &[usize], p: &Pos, c: &Comm) ->
             Shape::ReduceScatter => {
                 let size = mpi_call::type_size(abi, abi.handle_arg(st));
                 let local = c.members.len();
-                (sum(rcs, local) * size, mine(rcs, st))
+                (sum(rcs, local, large) * size, mine(rcs, st))
             }
             Shape::ReduceScatterBlock => {
                 let b = bytes(abi, rcount, st);
@@ -1366,16 +1418,19 @@ unsafe fn coll_bytes(abi: &Abi, shape: Shape, w: &[usize], p: &Pos, c: &Comm) ->
                     Shape::NeighborAllgather => (sb(), rb() * indeg as u64),
                     Shape::NeighborAllgatherv => (
                         sb(),
-                        sum(rcs, indeg) * mpi_call::type_size(abi, abi.handle_arg(rt)),
+                        sum(rcs, indeg, large) * mpi_call::type_size(abi, abi.handle_arg(rt)),
                     ),
                     Shape::NeighborAlltoall => (sb() * outdeg as u64, rb() * indeg as u64),
                     Shape::NeighborAlltoallv => (
-                        sum(scs, outdeg) * mpi_call::type_size(abi, abi.handle_arg(st)),
-                        sum(rcs, indeg) * mpi_call::type_size(abi, abi.handle_arg(rt)),
+                        sum(scs, outdeg, large) * mpi_call::type_size(abi, abi.handle_arg(st)),
+                        sum(rcs, indeg, large) * mpi_call::type_size(abi, abi.handle_arg(rt)),
                     ),
                     _ => {
                         let (sts, rts) = (arg(p.send_types), arg(p.recv_types));
-                        (sum_w(abi, scs, sts, outdeg), sum_w(abi, rcs, rts, indeg))
+                        (
+                            sum_w(abi, scs, sts, outdeg, large),
+                            sum_w(abi, rcs, rts, indeg, large),
+                        )
                     }
                 }
             }
@@ -1385,4 +1440,31 @@ unsafe fn coll_bytes(abi: &Abi, shape: Shape, w: &[usize], p: &Pos, c: &Comm) ->
 
 fn c_handle(w: &[usize], p: &Pos, abi: &Abi) -> usize {
     abi.handle_arg(at(w, p.comm).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{count, count_at, sum};
+
+    #[test]
+    fn large_counts_keep_their_high_bits_and_int_counts_do_not_read_them() {
+        let big = (1usize << 32) + 16;
+        assert_eq!(count(big, true), (1i64 << 32) + 16);
+        assert_eq!(count(big, false), 16);
+        // An `int` count's register may carry garbage above bit 31.
+        assert_eq!(count(0xdead_beef_0000_0007, false), 7);
+    }
+
+    #[test]
+    fn count_arrays_are_read_with_the_width_of_their_variant() {
+        let wide: [i64; 3] = [1 << 33, 5, -1];
+        let narrow: [i32; 3] = [7, 5, -1];
+        // SAFETY: both arrays have 3 entries.
+        unsafe {
+            assert_eq!(count_at(wide.as_ptr() as usize, 0, true), 1 << 33);
+            assert_eq!(count_at(narrow.as_ptr() as usize, 1, false), 5);
+            assert_eq!(sum(wide.as_ptr() as usize, 3, true), (1 << 33) + 5);
+            assert_eq!(sum(narrow.as_ptr() as usize, 3, false), 12);
+        }
+    }
 }

@@ -129,6 +129,7 @@ pub(crate) struct Pos {
     pub win_out: u8,
     pub win_freed: u8,
     pub file_closed: u8,
+    pub partitions: u8,
 }
 
 /// Every role absent.
@@ -176,6 +177,7 @@ pub(crate) const NONE: Pos = Pos {
     win_out: NO,
     win_freed: NO,
     file_closed: NO,
+    partitions: NO,
 };
 
 /// One function's plan; `PLANS[i]` belongs to `hark_wire::mpi::FUNCTIONS[i]`.
@@ -187,4 +189,7 @@ pub(crate) struct Plan {
     pub arity: u8,
     pub kind: Kind,
     pub pos: Pos,
+    /// A large-count (`_c`) variant: counts are `MPI_Count` (64 bits), count
+    /// arrays `MPI_Count[]`.
+    pub large: bool,
 }
