@@ -37,8 +37,8 @@
 pub(crate) mod control;
 pub(crate) mod counts;
 pub(crate) mod forward;
-pub(crate) mod reach;
 pub(crate) mod ping;
+pub(crate) mod reach;
 pub(crate) mod shm;
 pub(crate) mod transport;
 
