@@ -97,7 +97,12 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         return Ok(if code == 0 { 2 } else { code });
     }
     hark_analyser::clean(&dir);
-    let run = hark_outputs::json::read(&profile)?;
+    let mut run = hark_outputs::json::read(&profile)?;
+    // The analysers wrote the run directory before the command's status
+    // was known: written again with it.
+    run.exit = Some(crate::run::exit_of(status));
+    hark_outputs::write_all(&run, &dir, |_| true)
+        .with_context(|| format!("cannot write the run directory {}", dir.display()))?;
     if let Some(view) = &view {
         view.finished(&run);
     }

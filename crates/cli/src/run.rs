@@ -89,7 +89,8 @@ fn measure(args: &RunArgs) -> Result<i32> {
     // second Ctrl-C) cut the grace period short; the report is still
     // written.
     let hurry = hurry_on_signals();
-    let run = crate::live::release(server).finish_unless(GRACE, hurry);
+    let mut run = crate::live::release(server).finish_unless(GRACE, hurry);
+    run.exit = Some(exit_of(status));
     if let Some(view) = &view {
         view.finished(&run);
     }
@@ -349,6 +350,14 @@ pub fn exit_code(status: ExitStatus) -> i32 {
         (Some(code), _) => code,
         (None, Some(sig)) => 128 + sig,
         (None, None) => 1,
+    }
+}
+
+/// How the command ended, as the run records it.
+pub(crate) fn exit_of(status: ExitStatus) -> hark_model::Exit {
+    hark_model::Exit {
+        code: status.code(),
+        signal: status.signal(),
     }
 }
 

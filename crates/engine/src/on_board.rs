@@ -1154,10 +1154,15 @@ impl OnBoard {
             }
             let mut accounting = rank_accounting(acc);
             accounting.analysed = if analysed == u64::MAX { 0 } else { analysed };
+            let (forgotten, abort_code) =
+                lock(&self.states.unpackers)
+                    .get(&conn)
+                    .map_or((0, None), |t| {
+                        let t = lock(t);
+                        (t.forgotten(), t.abort_code())
+                    });
+            accounting.abort_code = abort_code;
             partial.push_saved_rank(info.meta(), accounting, rank_record(&info.clock()), saved);
-            let forgotten = lock(&self.states.unpackers)
-                .get(&conn)
-                .map_or(0, |t| lock(t).forgotten());
             partial.add_counts(forgotten, info.ignored_defs());
         }
         let p2p: BTreeMap<i32, P2pMatcher> = copy_or_take(&self.states.p2p, take)

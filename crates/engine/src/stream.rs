@@ -178,6 +178,8 @@ pub struct StreamAccounting {
     pub analysed: u64,
     /// The end-of-stream record, if it arrived.
     pub end: Option<End>,
+    /// The error code the process passed to `MPI_Abort`, if it called it.
+    pub abort_code: Option<i32>,
 }
 
 /// One measured process with every knowledge source's state, fed by hand
@@ -236,6 +238,7 @@ impl Stream {
         drop(cx);
         self.info.shared.hand_match(derived);
         self.acc.analysed += events.len() as u64;
+        self.acc.abort_code = self.track.abort_code();
     }
 
     /// A sampled-out probe's totals arrived in place of a pack: counted as

@@ -498,6 +498,15 @@ pub(crate) struct Unpacker {
     op_sizes: FxHashMap<u64, usize>,
     /// How many parts of operations the last pack yielded.
     op_parts: usize,
+    /// The error code of the stream's `MPI_Abort` (its event's tag), once
+    /// one was seen.
+    abort_code: Option<i32>,
+}
+
+/// The op code of `MPI_Abort`, whose event carries its error code.
+fn abort_op() -> u16 {
+    static OP: std::sync::OnceLock<u16> = std::sync::OnceLock::new();
+    *OP.get_or_init(|| op::mpi_op("MPI_Abort").unwrap_or(u16::MAX))
 }
 
 impl Unpacker {
@@ -524,6 +533,11 @@ impl Unpacker {
     /// Requests the tracker forgot, for the diagnostics.
     pub(crate) fn forgotten(&self) -> u64 {
         self.tracker.forgotten
+    }
+
+    /// The error code the process passed to `MPI_Abort`, if it called it.
+    pub(crate) fn abort_code(&self) -> Option<i32> {
+        self.abort_code
     }
 
     /// `thread`'s state, made if it is new.
@@ -601,6 +615,9 @@ impl Unpacker {
                 if ev.op() < op::IO_BASE {
                     if let Some(m) = self.tracker.step(ev) {
                         out.msgs.push(m);
+                    }
+                    if ev.op() == abort_op() {
+                        self.abort_code = Some(ev.tag.get());
                     }
                 }
             }
@@ -682,6 +699,9 @@ impl Unpacker {
     ) {
         let (enter, leave) = (cx.common(ev.start.get()), cx.common(ev.end.get()));
         let class = FUNCTIONS[func].class;
+        if class == Class::Other && ev.op() == abort_op() {
+            self.abort_code = Some(ev.tag.get());
+        }
         let t = self.thread(thread);
         t.last_call = Some((func as u16, enter, leave));
         let times = &mut out.times;

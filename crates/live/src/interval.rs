@@ -120,6 +120,7 @@ pub fn profile(run: &Run, iv: Interval) -> Run {
             .iter()
             .map(|p| program(p, p.timeslices.origin_ns.saturating_sub(start), iv))
             .collect(),
+        exit: run.exit,
     }
 }
 

@@ -22,6 +22,36 @@ pub struct Run {
     pub accounting: Accounting,
     /// The programs, in order of first connection.
     pub programs: Vec<Program>,
+    /// How the measured command ended, when the one who ran it knows
+    /// (`hark run`; absent for a served job, whose launcher the service
+    /// does not wait for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<Exit>,
+}
+
+/// How the measured command (the launcher, or the program itself) ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exit {
+    /// Its exit status, when it exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// The signal that ended it, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+}
+
+/// How one process's stream ended, as its end-of-stream record says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    /// `MPI_Finalize` was called.
+    Finalize,
+    /// The process exited (`exit`, a return from `main`).
+    Exit,
+    /// It called `MPI_Abort`.
+    Abort,
+    /// A signal whose default action ends a process arrived.
+    Signal,
 }
 
 /// Reconciliation of events along their path.
@@ -348,6 +378,13 @@ pub struct RankInfo {
     /// those that ended without an end-of-stream record.
     #[serde(default)]
     pub folded: u64,
+    /// How its stream ended (absent when it ended without its
+    /// end-of-stream record, or in the row of folded processes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<Ending>,
+    /// The error code it passed to `MPI_Abort`, when it called it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_code: Option<i32>,
 }
 
 /// One function's totals, each vector indexed by rank.

@@ -29,6 +29,7 @@
 
 pub mod diff;
 pub mod dot;
+pub mod ending;
 mod error;
 mod facts;
 pub mod hatchet;

@@ -29,13 +29,14 @@ pub fn render(run: &Run) -> String {
     let ranks: usize = run.programs.iter().map(|p| p.processes() as usize).sum();
     let _ = writeln!(
         s,
-        "Hark{}{}: {} {}, {} {}",
+        "Hark{}{}: {} {}, {} {}{}",
         if run.hark_version.is_empty() { "" } else { " " },
         run.hark_version,
         run.programs.len(),
         plural(run.programs.len(), "program", "programs"),
         ranks,
         plural(ranks, "rank", "ranks"),
+        crate::ending::job_failure(run).map_or(String::new(), |f| format!(" — {f}")),
     );
     if run.programs.is_empty() {
         let _ = writeln!(

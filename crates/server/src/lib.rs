@@ -503,6 +503,7 @@ pub(crate) fn run_of(mut programs: Vec<hark_model::Program>) -> Run {
         hark_version: env!("CARGO_PKG_VERSION").to_string(),
         accounting,
         programs,
+        exit: None,
     }
 }
 

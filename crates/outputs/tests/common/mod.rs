@@ -53,6 +53,8 @@ fn ranks(n: usize, first_world: i32, host: &str, events: u64) -> Vec<RankInfo> {
             },
             partial: false,
             folded: 0,
+            ended: Some(hark_model::Ending::Finalize),
+            abort_code: None,
         })
         .collect()
 }
@@ -754,5 +756,6 @@ pub fn two_programs() -> Run {
         hark_version: "0.1.0".into(),
         accounting,
         programs,
+        exit: None,
     }
 }

@@ -278,8 +278,11 @@ unsafe fn before_c(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut S
         }
     }
     if plan.kind == Kind::Abort {
+        // `MPI_Abort(comm, errorcode)`: the tag carries the error code.
         let t = crate::core::stamp();
-        emit(g, Event::new(plan.op, t, t));
+        let mut ev = Event::new(plan.op, t, t);
+        ev.tag.set(w.get(1).copied().map_or(0, int));
+        emit(g, ev);
         stream::at_abort();
     }
     if plan.kind == Kind::Finalize {
