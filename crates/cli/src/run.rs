@@ -58,6 +58,10 @@ pub fn run(args: &RunArgs) -> Result<i32> {
 fn measure(args: &RunArgs) -> Result<i32> {
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
+    // Said before the live view's address, which would be of no use.
+    if let Err(e) = startable(&args.command[0]) {
+        return Ok(spawn_failure(&args.command[0], &e));
+    }
     let place = rundir::Place::choose(args.output.as_deref(), &args.out_dir);
     let socket_dir = SocketDir::create()?;
     let server = std::sync::Arc::new(start_server(args, &place, &socket_dir)?);
@@ -173,6 +177,28 @@ fn not_started(program: &str, e: &std::io::Error, server: std::sync::Arc<Server>
     let code = spawn_failure(program, e);
     let _ = crate::live::release(server).finish(Duration::ZERO);
     code
+}
+
+/// Whether `program` can be started: found (on `PATH` when it names no
+/// directory), a file, and executable; else the error starting it would
+/// give.
+fn startable(program: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    const ENOENT: i32 = 2;
+    const EACCES: i32 = 13;
+    let executable =
+        |p: &Path| std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        return match executable(Path::new(program))? {
+            true => Ok(()),
+            false => Err(std::io::Error::from_raw_os_error(EACCES)),
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if std::env::split_paths(&path).any(|dir| executable(&dir.join(program)).unwrap_or(false)) {
+        return Ok(());
+    }
+    Err(std::io::Error::from_raw_os_error(ENOENT))
 }
 
 /// Says on stderr that `program` could not start; returns what a shell
