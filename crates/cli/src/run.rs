@@ -80,6 +80,7 @@ fn measure(args: &RunArgs) -> Result<i32> {
     // program decides what they mean, and hark stays to write the report.
     // Ignored only after the spawn: ignored signals would be inherited.
     ignore_terminal_signals();
+    let command_pid = child.id();
     // A batch system's SIGTERM (time limit) or a closed session's SIGHUP
     // goes to hark alone: pass it on, and write the report when the command
     // ends.
@@ -95,6 +96,7 @@ fn measure(args: &RunArgs) -> Result<i32> {
     let hurry = hurry_on_signals();
     let mut run = crate::live::release(server).finish_unless(GRACE, hurry);
     run.exit = Some(exit_of(status));
+    run.command_pid = Some(command_pid);
     if let Some(view) = &view {
         view.finished(&run);
     }
@@ -403,10 +405,9 @@ pub(crate) fn ignore_terminal_signals() {
 /// the temporary directory instead and says so; the error, on stderr, is
 /// returned only when both fail.
 fn write_run_dir(args: &RunArgs, place: &rundir::Place, run: &Run) -> Result<PathBuf> {
-    let program = run
-        .programs
-        .first()
-        .map(|p| p.name.clone())
+    // Named after the program meant, not the shim or `env` that started it.
+    let program = hark_outputs::roles::run_name(run)
+        .map(str::to_string)
         .unwrap_or_else(|| program_of(&args.command));
     let write = |place: &rundir::Place| -> Result<PathBuf> {
         let dir = place.create(&program)?;

@@ -121,6 +121,7 @@ pub fn profile(run: &Run, iv: Interval) -> Run {
             .map(|p| program(p, p.timeslices.origin_ns.saturating_sub(start), iv))
             .collect(),
         exit: run.exit,
+        command_pid: run.command_pid,
     }
 }
 

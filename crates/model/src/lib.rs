@@ -27,6 +27,11 @@ pub struct Run {
     /// does not wait for).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit: Option<Exit>,
+    /// The pid of the process `hark run` started (the command's first
+    /// word): the program its last image ran is the one the user meant,
+    /// whatever shims and `env` it went through first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_pid: Option<u32>,
 }
 
 /// How the measured command (the launcher, or the program itself) ended.

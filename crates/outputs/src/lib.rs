@@ -36,6 +36,7 @@ pub mod hatchet;
 pub mod html;
 pub mod json;
 mod registry;
+pub mod roles;
 pub mod summary;
 pub mod trace;
 pub mod units;

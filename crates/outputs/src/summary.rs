@@ -26,16 +26,13 @@ const DETAIL_WIDTH: usize = 100;
 /// The summary of `run` as text, ending in a newline.
 pub fn render(run: &Run) -> String {
     let mut s = String::new();
-    let ranks: usize = run.programs.iter().map(|p| p.processes() as usize).sum();
+    let helpers = crate::roles::helper_programs(run);
     let _ = writeln!(
         s,
-        "Hark{}{}: {} {}, {} {}{}",
+        "Hark{}{}: {}{}",
         if run.hark_version.is_empty() { "" } else { " " },
         run.hark_version,
-        run.programs.len(),
-        plural(run.programs.len(), "program", "programs"),
-        ranks,
-        plural(ranks, "rank", "ranks"),
+        facts::measured_phrase(run, &helpers),
         crate::ending::job_failure(run).map_or(String::new(), |f| format!(" — {f}")),
     );
     if run.programs.is_empty() {
@@ -44,10 +41,16 @@ pub fn render(run: &Run) -> String {
             "No program was measured: no process loaded the probe, or none lived long enough to connect."
         );
     }
-    for p in &run.programs {
+    for (_, p) in run
+        .programs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !helpers.contains(i))
+    {
         s.push('\n');
         program(&mut s, p);
     }
+    other_processes(&mut s, run, &helpers);
     // One program's own "Events:" line already says it all; the run's
     // totals are added for several programs, none, or events of no program.
     let total = facts::accounting_line(&run.accounting);
@@ -68,6 +71,45 @@ pub fn render(run: &Run) -> String {
         );
     }
     s
+}
+
+/// The helper programs (`crate::roles`) on one line: their names, how many
+/// processes each, how long the longest lived, their I/O.
+fn other_processes(s: &mut String, run: &Run, helpers: &[usize]) {
+    if helpers.is_empty() {
+        return;
+    }
+    let programs: Vec<&Program> = helpers.iter().map(|&i| &run.programs[i]).collect();
+    let n: u64 = programs.iter().map(|p| p.processes()).sum();
+    let names: Vec<String> = programs
+        .iter()
+        .map(|p| format!("{} ({})", p.name, p.processes()))
+        .collect();
+    let longest = programs
+        .iter()
+        .flat_map(|p| p.rank_wall_ns.iter().copied())
+        .max()
+        .unwrap_or(0);
+    let (mut read, mut written) = (0u64, 0u64);
+    for p in &programs {
+        let io = facts::io_totals(p);
+        read = read.saturating_add(io.read_bytes);
+        written = written.saturating_add(io.write_bytes);
+    }
+    s.push('\n');
+    let _ = writeln!(
+        s,
+        "== Other processes — {n} short-lived {} without MPI that started or helped the program (shims, shells, `env`, ...), the longest {}",
+        plural(n as usize, "process", "processes"),
+        duration(longest as f64)
+    );
+    s.push_str(&wrap(&names.join(", "), DETAIL_WIDTH - 3, "   "));
+    let _ = writeln!(
+        s,
+        "   I/O: read {}, written {}; each program has its chapter in report.html",
+        bytes(read),
+        bytes(written)
+    );
 }
 
 fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
@@ -268,10 +310,11 @@ fn verdict(s: &mut String, p: &Program, rank_time: u64) {
     }
     s.push('\n');
     let _ = writeln!(s, "   Findings, costliest first:");
+    let whose = crate::roles::unit(p, 1);
     for f in facts::findings(p) {
         let _ = writeln!(
             s,
-            "   {:<6}  {} — {}, {} of rank time",
+            "   {:<6}  {} — {}, {} of {whose} time",
             f.severity,
             f.title,
             duration(f.time_ns as f64),

@@ -504,6 +504,7 @@ pub(crate) fn run_of(mut programs: Vec<hark_model::Program>) -> Run {
         accounting,
         programs,
         exit: None,
+        command_pid: None,
     }
 }
 

@@ -462,8 +462,10 @@ fn io_finding(p: &Program, rank_time: u64) -> Option<Finding> {
             .iter()
             .map(|f| (f, f.ops.values().map(|t| t.time_ns).sum::<u64>()))
             .max_by_key(|(_, t)| *t);
+    // A program without MPI has processes, not ranks.
+    let whose = if p.mpi.is_empty() { "process" } else { "rank" };
     let mut detail = format!(
-        "I/O calls take {} ({} of rank time)",
+        "I/O calls take {} ({} of {whose} time)",
         duration(time),
         share(time, rank_time)
     );

@@ -97,15 +97,12 @@ fn capitalised(text: &str) -> String {
 }
 
 fn header(h: &mut String, run: &Run) {
-    let ranks: usize = run.programs.iter().map(|p| p.ranks).sum();
     let lost = facts::lost(&run.accounting);
+    let helpers = crate::roles::helper_programs(run);
     let _ = writeln!(
         h,
-        "<header>\n<h1>Hark report</h1>\n<p class=\"meta\">{} program{}, {} rank{} · {}</p>",
-        run.programs.len(),
-        if run.programs.len() == 1 { "" } else { "s" },
-        ranks,
-        if ranks == 1 { "" } else { "s" },
+        "<header>\n<h1>Hark report</h1>\n<p class=\"meta\">{} · {}</p>",
+        esc(&facts::measured_phrase(run, &helpers)),
         esc(&facts::accounting_line(&run.accounting)),
     );
     if let Some(failure) = crate::ending::job_failure(run) {

@@ -757,5 +757,6 @@ pub fn two_programs() -> Run {
         accounting,
         programs,
         exit: None,
+        command_pid: None,
     }
 }
