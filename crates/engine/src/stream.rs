@@ -224,9 +224,11 @@ impl Stream {
     pub fn events(&mut self, events: &[Event]) {
         self.acc.received += events.len() as u64;
         let cx = self.info.cx();
-        let derived = self.track.pack(&cx, self.info.world_rank(), events);
+        let mut derived = self.track.pack(&cx, self.info.world_rank(), events);
+        // Those recorded while paused are for matching alone.
+        let kept = derived.kept.take();
         let input = Input {
-            events,
+            events: kept.as_deref().unwrap_or(events),
             msgs: &derived.msgs,
             times: self.track.gathers_times().then_some(&derived.times),
             waits: &[],
