@@ -6,7 +6,8 @@
 //! and a clock-condition violation for every message after the pause. The
 //! probe keeps what matching needs while paused, and the server keeps it
 //! out of every profile: no message goes unmatched, no clock is blamed,
-//! and the messages counted are those sent while recording.
+//! the messages counted are those sent while recording, and the summary
+//! says how long each rank was paused (time out of the efficiencies).
 
 mod common;
 
@@ -37,6 +38,19 @@ fn paused_apart(mpi: Mpi) {
     assert_eq!(messages[0][1], 190, "{}: {messages:?}", mpi.name);
     assert_eq!(messages[1][0], 191, "{}: {messages:?}", mpi.name);
     assert_eq!(per_rank(&profile, 0, "MPI_Send", "calls"), [190, 191]);
+    let paused: Vec<u64> = p["paused_ns"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}: no paused_ns", mpi.name))
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert!(paused.iter().all(|&ns| ns > 0), "{}: {paused:?}", mpi.name);
+    let summary = std::fs::read_to_string(run_dir.join("summary.txt")).unwrap();
+    assert!(
+        summary.contains("Paused: recording was paused on 2 of 2 ranks"),
+        "{}: {summary}",
+        mpi.name
+    );
 }
 
 #[test]

@@ -322,18 +322,21 @@ pub(crate) struct Pauses {
 }
 
 impl Pauses {
-    /// Paused (`true`) or resumed at `at`; a repeat is ignored.
-    pub(crate) fn apply(&mut self, pause: bool, at: u64) {
+    /// Paused (`true`) or resumed at `at`; a repeat is ignored. Returns
+    /// how long the span a resume closes lasted.
+    pub(crate) fn apply(&mut self, pause: bool, at: u64) -> u64 {
         match (pause, self.open) {
             (true, None) => self.open = Some(at),
             (false, Some(from)) => {
                 self.open = None;
                 if at > from {
                     self.spans.push((from, at));
+                    return at - from;
                 }
             }
             _ => {}
         }
+        0
     }
 
     /// Whether any pause is known (the common case is none: one check).
@@ -350,16 +353,6 @@ impl Pauses {
                 .iter()
                 .rev()
                 .any(|&(from, to)| t >= from && t < to)
-    }
-
-    /// Paused spans and time so far (an open span counts up to `now`).
-    pub(crate) fn total(&self, now: u64) -> (u64, u64) {
-        let closed: u64 = self.spans.iter().map(|(a, b)| b - a).sum();
-        let open = self.open.map_or(0, |from| now.saturating_sub(from));
-        (
-            self.spans.len() as u64 + u64::from(self.open.is_some()),
-            closed + open,
-        )
     }
 }
 
@@ -559,6 +552,9 @@ pub(crate) struct Unpacker {
     abort_code: Option<i32>,
     /// When the stream was paused.
     pauses: Pauses,
+    /// Paused time of spans closed and not yet handed on in a pack's
+    /// [`Times`].
+    paused_ns: u64,
     /// Set while an event recorded during a pause is tracked: the
     /// operations it yields keep matching in step but judge no wait.
     neutral: bool,
@@ -614,12 +610,7 @@ impl Unpacker {
 
     /// A service's pause (`true`) or resume reached the stream at `at`.
     pub(crate) fn paused(&mut self, pause: bool, at: u64) {
-        self.pauses.apply(pause, at);
-    }
-
-    /// When the stream was paused, so far.
-    pub(crate) fn pauses(&self) -> &Pauses {
-        &self.pauses
+        self.paused_ns += self.pauses.apply(pause, at);
     }
 
     /// `op` as recorded: while paused (`neutral`), without its times, so
@@ -708,7 +699,7 @@ impl Unpacker {
             for (i, ev) in events.iter().enumerate() {
                 let code = ev.op();
                 if code == op::PAUSE || code == op::RESUME {
-                    self.pauses.apply(code == op::PAUSE, ev.start.get());
+                    self.paused_ns += self.pauses.apply(code == op::PAUSE, ev.start.get());
                 }
                 let paused = self.pauses.any() && self.pauses.covers(ev.start.get());
                 keep(&mut out.kept, events, i, paused);
@@ -741,7 +732,7 @@ impl Unpacker {
             }
             if self.pauses.any() || code == op::PAUSE {
                 if code == op::PAUSE || code == op::RESUME {
-                    self.pauses.apply(code == op::PAUSE, ev.start.get());
+                    self.paused_ns += self.pauses.apply(code == op::PAUSE, ev.start.get());
                 }
                 let paused = self.pauses.covers(ev.start.get());
                 keep(&mut out.kept, events, i, paused);
@@ -795,6 +786,7 @@ impl Unpacker {
             }
         }
         times.open = self.threads.iter().any(|t| t.top.0 > 0);
+        times.paused_ns = std::mem::take(&mut self.paused_ns);
         self.yielded = (out.msgs.len(), out.arrivals.len());
         self.op_parts = out.ops.len();
         out.ops.remember(&mut self.op_sizes);

@@ -164,6 +164,8 @@ fn program(p: &Program, offset: u64, iv: Interval) -> Program {
         diagnostics: s.diagnostics(offset, iv),
         clock: p.clock.clone(),
         children: Vec::new(),
+        // Which slices were paused is not kept: the whole run's total.
+        paused_ns: p.paused_ns.clone(),
     }
 }
 

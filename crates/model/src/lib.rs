@@ -196,6 +196,11 @@ pub struct Program {
     /// connection: not ranks themselves, so absent from the per-rank data.
     #[serde(default)]
     pub children: Vec<ChildProcess>,
+    /// Per rank: time recording was paused (`MPI_Pcontrol(0)`,
+    /// `hark_pause`, `hark ctl pause`), in ns; empty when no rank paused.
+    /// Not measured, so out of the efficiencies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paused_ns: Vec<u64>,
 }
 
 /// How well the ranks' clocks agree on the common timeline

@@ -151,6 +151,7 @@ fn program(s: &mut String, p: &Program) {
         );
     }
 
+    paused(s, p);
     verdict(s, p, wall);
 
     let rows = facts::functions_by_time(p);
@@ -255,6 +256,27 @@ fn program(s: &mut String, p: &Program) {
     if let Some(clock) = facts::clock_line(p) {
         let _ = writeln!(s, "   Clocks: {clock}");
     }
+}
+
+/// The line saying that recording was paused, if any rank was: how long,
+/// and that the numbers cover the measured time only.
+fn paused(s: &mut String, p: &Program) {
+    let n = p.paused_ns.iter().filter(|&&ns| ns > 0).count();
+    if n == 0 {
+        return;
+    }
+    let spread =
+        hark_model::Spread::of(&p.paused_ns.iter().map(|&ns| ns as f64).collect::<Vec<_>>());
+    let _ = writeln!(
+        s,
+        "   Paused: recording was paused on {n} of {} {}, {} on average, at most {} ({}); \
+         times and efficiencies cover the measured time only",
+        p.paused_ns.len(),
+        crate::roles::unit(p, p.paused_ns.len() as u64),
+        duration(spread.mean),
+        duration(spread.max),
+        facts::rank_label(p, spread.max_rank),
+    );
 }
 
 /// A table of the heaviest pairs (`what` counts messages or operations),
