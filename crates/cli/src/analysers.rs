@@ -88,7 +88,8 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         Err(e) => return Ok(crate::run::spawn_failure(&argv[0], &e)),
     };
     crate::run::ignore_terminal_signals();
-    hark_os::forward_signals_to(child.id());
+    let command_pid = child.id();
+    hark_os::forward_signals_to(command_pid);
     let status = child.wait().context("cannot wait for the command")?;
     let code = crate::run::exit_code(status);
     let profile = dir.join(hark_outputs::json::FILE_NAME);
@@ -101,6 +102,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
     // The analysers wrote the run directory before the command's status
     // was known: written again with it.
     run.exit = Some(crate::run::exit_of(status));
+    run.command_pid = Some(command_pid);
     hark_outputs::write_all(&run, &dir, |_| true)
         .with_context(|| format!("cannot write the run directory {}", dir.display()))?;
     if let Some(view) = &view {
