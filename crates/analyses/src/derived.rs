@@ -163,6 +163,8 @@ pub struct Times {
     /// service's pause) in spans that closed since the last pack, in ns:
     /// not measured, so out of every efficiency.
     pub paused_ns: u64,
+    /// Those spans, `[from, to)` on the probe's clock (as events' stamps).
+    pub paused: Vec<(u64, u64)>,
 }
 
 impl Default for Times {
@@ -180,6 +182,7 @@ impl Default for Times {
             regions: Vec::new(),
             open: false,
             paused_ns: 0,
+            paused: Vec::new(),
         }
     }
 }

@@ -45,6 +45,10 @@ fn paused_apart(mpi: Mpi) {
         .map(|v| v.as_u64().unwrap())
         .collect();
     assert!(paused.iter().all(|&ns| ns > 0), "{}: {paused:?}", mpi.name);
+    // Over time too (what the live view draws as paused, not useful).
+    let slices = matrix(&p["timeslices"]["metrics"]["paused_ns"]);
+    let over_time: Vec<u64> = slices.iter().map(|r| r.iter().sum()).collect();
+    assert_eq!(over_time, paused, "{}", mpi.name);
     let summary = std::fs::read_to_string(run_dir.join("summary.txt")).unwrap();
     assert!(
         summary.contains("Paused: recording was paused on 2 of 2 ranks"),

@@ -319,6 +319,8 @@ pub(crate) struct Pauses {
     spans: Vec<(u64, u64)>,
     /// The span still open: paused since.
     open: Option<u64>,
+    /// Closed spans not yet handed on in a pack's [`Times`].
+    unsaid: Vec<(u64, u64)>,
 }
 
 impl Pauses {
@@ -331,6 +333,7 @@ impl Pauses {
                 self.open = None;
                 if at > from {
                     self.spans.push((from, at));
+                    self.unsaid.push((from, at));
                     return at - from;
                 }
             }
@@ -787,6 +790,7 @@ impl Unpacker {
         }
         times.open = self.threads.iter().any(|t| t.top.0 > 0);
         times.paused_ns = std::mem::take(&mut self.paused_ns);
+        times.paused = std::mem::take(&mut self.pauses.unsaid);
         self.yielded = (out.msgs.len(), out.arrivals.len());
         self.op_parts = out.ops.len();
         out.ops.remember(&mut self.op_sizes);
