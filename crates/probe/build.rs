@@ -174,10 +174,15 @@ fn plans(s: &mut String) {
 /// (communicators, windows, files, request frees, init/finalize) always
 /// enter, so that registries stay right across `MPI_Pcontrol(0)`, and so do
 /// collectives, so that their per-communicator sequence numbers stay the
-/// same on every rank when ranks pause differently.
+/// same on every rank when ranks pause differently, and point-to-point
+/// calls and completions, whose events matching keeps in step.
 fn always(f: &Function) -> bool {
     let k = kind(f);
+    // Point-to-point calls and their completions too: while paused they
+    // are recorded for matching alone (`emit_paused` in adapters/mpi).
     k.starts_with("Kind::Coll(")
+        || k.starts_with("Kind::PostSend")
+        || k.starts_with("Kind::PostRecv")
         || [
             "Kind::Init",
             "Kind::Finalize",
@@ -190,6 +195,13 @@ fn always(f: &Function) -> bool {
             "Kind::WinFree",
             "Kind::FileOpen",
             "Kind::FileClose",
+            "Kind::Send",
+            "Kind::Recv",
+            "Kind::Sendrecv",
+            "Kind::Start",
+            "Kind::Probe",
+            "Kind::Complete",
+            "Kind::Cancel",
         ]
         .contains(&k.as_str())
 }

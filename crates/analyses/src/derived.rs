@@ -159,6 +159,12 @@ pub struct Times {
     pub regions: Vec<(u32, u64, u64)>,
     /// Whether a thread is inside a top-level region when the pack ends.
     pub open: bool,
+    /// Time the stream spent paused (`MPI_Pcontrol(0)`, `hark_pause`, a
+    /// service's pause) in spans that closed since the last pack, in ns:
+    /// not measured, so out of every efficiency.
+    pub paused_ns: u64,
+    /// Those spans, `[from, to)` on the probe's clock (as events' stamps).
+    pub paused: Vec<(u64, u64)>,
 }
 
 impl Default for Times {
@@ -175,6 +181,8 @@ impl Default for Times {
             init_fin: Vec::new(),
             regions: Vec::new(),
             open: false,
+            paused_ns: 0,
+            paused: Vec::new(),
         }
     }
 }

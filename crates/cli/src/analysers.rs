@@ -86,11 +86,12 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         Err(e) => return Ok(crate::run::spawn_failure(&argv[0], &e)),
     };
     crate::run::ignore_terminal_signals();
-    hark_os::forward_signals_to(child.id());
+    let command_pid = child.id();
+    hark_os::forward_signals_to(command_pid);
     let status = child.wait().context("cannot wait for the command")?;
     let code = crate::run::exit_code(status);
     // Whatever becomes of the run, `hark` exits with the job's status.
-    let run = match take_run(args, &relay, &dir, code, n, short) {
+    let mut run = match take_run(args, &relay, &dir, code, n, short) {
         Ok(Some(run)) => run,
         Ok(None) => return Ok(code),
         Err(e) => {
@@ -99,6 +100,17 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         }
     };
     hark_analyser::clean(&dir);
+    // The run directory was written before the command's status was
+    // known: written again with it.
+    run.exit = Some(crate::run::exit_of(status));
+    run.command_pid = Some(command_pid);
+    if let Err(e) = hark_outputs::write_all(&run, &dir, |_| true) {
+        print_stderr(&format!(
+            "hark: error: cannot write the run directory {}: {e:#}\n",
+            dir.display()
+        ));
+        return Ok(code);
+    }
     if let Some(view) = &view {
         view.finished(&run);
     }

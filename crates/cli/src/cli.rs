@@ -28,6 +28,83 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// Parses the process's arguments; a mistake gets clap's message with
+    /// hark's tip ([`with_tips`]) and ends the process.
+    pub fn parse_args() -> Cli {
+        let args: Vec<String> = std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        Cli::try_parse_from(&args).unwrap_or_else(|e| with_tips(e, &args).exit())
+    }
+}
+
+/// `e` with a better tip where clap's misleads: a misspelt subcommand gets
+/// the closest one by [`closest_subcommand`] (`rn` is `run`, not `runs`),
+/// and `hark run ls` (the command without `--`) the line it meant.
+fn with_tips(mut e: clap::Error, args: &[String]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let text = |k| match e.get(k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    match e.kind() {
+        ErrorKind::InvalidSubcommand => {
+            if let Some(best) =
+                text(ContextKind::InvalidSubcommand).and_then(|t| closest_subcommand(&t))
+            {
+                e.insert(ContextKind::SuggestedSubcommand, ContextValue::String(best));
+            }
+        }
+        ErrorKind::UnknownArgument
+            if args.get(1).is_some_and(|a| a == "run") && !args.iter().any(|a| a == "--") =>
+        {
+            let at = text(ContextKind::InvalidArg)
+                .filter(|a| !a.starts_with('-'))
+                .and_then(|a| args.iter().skip(2).position(|w| *w == a))
+                .map(|i| i + 2);
+            if let Some(at) = at {
+                let options: String = args[2..at].iter().map(|o| format!("{o} ")).collect();
+                let tip = format!(
+                    "the command to measure goes after `--`: hark run {options}-- {}",
+                    args[at..].join(" ")
+                );
+                e.insert(
+                    ContextKind::Suggested,
+                    ContextValue::StyledStrs(vec![tip.into()]),
+                );
+            }
+        }
+        _ => {}
+    }
+    e
+}
+
+/// The visible subcommand `typed` most likely meant: the shortest that
+/// starts with it, else the shortest holding its letters in order (`rn`:
+/// `run`); `None` leaves clap's guess.
+fn closest_subcommand(typed: &str) -> Option<String> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let names: Vec<&str> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .map(|s| s.get_name())
+        .collect();
+    let in_order = |name: &str| {
+        let mut rest = name.chars();
+        typed.chars().all(|c| rest.any(|n| n == c))
+    };
+    let shortest = |keep: &dyn Fn(&str) -> bool| {
+        names
+            .iter()
+            .filter(|n| keep(n))
+            .min_by_key(|n| n.len())
+            .map(|n| n.to_string())
+    };
+    shortest(&|n| n.starts_with(typed)).or_else(|| shortest(&in_order))
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -332,7 +409,9 @@ pub struct RunArgs {
     /// OTF2 (trace.otf2/) and Perfetto (trace.perfetto-trace). SPEC chooses
     /// what to keep, comma-separated terms that must all hold:
     /// ranks=A-B, window=S-E (seconds after the start), iterations=A-B
-    /// (hark_mark numbers), region=NAME; none (or `all`) keeps every event.
+    /// (hark_mark numbers), region=NAME; auto (or auto=N) keeps the N time
+    /// windows (default 4) that waited most; none (or `all`) keeps every
+    /// event (docs/trace.md).
     #[arg(
         long,
         value_name = "SPEC",
@@ -371,7 +450,7 @@ pub struct RunArgs {
     /// e.g. 1:10) started as one more context of the job, each receiving
     /// its writers' streams over MPI; analyser rank 0 writes the run
     /// directory (docs/analysers.md). Needs Open MPI's mpirun or MPICH's
-    /// mpiexec; no live view, no --trace.
+    /// mpiexec; not with --trace.
     #[arg(long, value_name = "N|R:W", value_parser = parse_analysers, conflicts_with = "server")]
     pub analysers: Option<hark_wire::partition::Analysers>,
 
@@ -485,6 +564,15 @@ mod tests {
         };
         assert!(run.lossless);
         assert_eq!(run.command, ["mpirun", "-np", "2", "./a", "--lossless"]);
+    }
+
+    #[test]
+    fn a_misspelt_subcommand_gets_the_closest_one() {
+        assert_eq!(closest_subcommand("rn").as_deref(), Some("run"));
+        assert_eq!(closest_subcommand("ru").as_deref(), Some("run"));
+        assert_eq!(closest_subcommand("rns").as_deref(), Some("runs"));
+        assert_eq!(closest_subcommand("rpt").as_deref(), Some("report"));
+        assert_eq!(closest_subcommand("xyz"), None);
     }
 
     #[test]

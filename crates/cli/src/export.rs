@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 /// Refuses formats this run or this build cannot give, before anything is
 /// written: the trace formats need the run's trace store, and OTF2 needs a
-/// hark built with the `otf2` feature.
+/// hark built with libotf2.
 pub fn check(formats: &[Format], run_dir: &Path) -> Result<()> {
     for f in formats {
         if !matches!(f, Format::Otf2 | Format::Perfetto) {
@@ -30,7 +30,7 @@ pub fn check(formats: &[Format], run_dir: &Path) -> Result<()> {
             );
         }
         if *f == Format::Otf2 && !hark_outputs::trace::OTF2_AVAILABLE {
-            bail!("cannot export otf2: this hark was built without the `otf2` feature (cargo build --features hark-cli/otf2)");
+            bail!("cannot export otf2: {}", hark_outputs::trace::OTF2_MISSING);
         }
     }
     Ok(())
@@ -38,7 +38,7 @@ pub fn check(formats: &[Format], run_dir: &Path) -> Result<()> {
 
 /// Refuses, before the program starts, `hark run --export` formats the run
 /// will not be able to give: trace formats without `--trace`, OTF2 without
-/// the `otf2` feature.
+/// libotf2.
 pub fn check_before_run(formats: &[Format], tracing: bool) -> Result<()> {
     for f in formats {
         if matches!(f, Format::Otf2 | Format::Perfetto) && !tracing {
@@ -48,7 +48,7 @@ pub fn check_before_run(formats: &[Format], tracing: bool) -> Result<()> {
             );
         }
         if *f == Format::Otf2 && !hark_outputs::trace::OTF2_AVAILABLE {
-            bail!("--export otf2: this hark was built without the `otf2` feature (cargo build --features hark-cli/otf2)");
+            bail!("--export otf2: {}", hark_outputs::trace::OTF2_MISSING);
         }
     }
     Ok(())

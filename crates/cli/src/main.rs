@@ -44,10 +44,8 @@ mod status;
 mod top;
 mod trace;
 
-use clap::Parser;
-
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_args();
     let result = match &cli.command {
         cli::Command::Run(args) => run::run(args),
         cli::Command::Report(args) => report::report(args),

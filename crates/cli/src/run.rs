@@ -58,6 +58,10 @@ pub fn run(args: &RunArgs) -> Result<i32> {
 fn measure(args: &RunArgs) -> Result<i32> {
     let exe = std::env::current_exe().context("cannot find the hark executable")?;
     let probe = probe::locate(args.probe.as_deref(), &exe)?;
+    // Said before the live view's address, which would be of no use.
+    if let Err(e) = startable(&args.command[0]) {
+        return Ok(spawn_failure(&args.command[0], &e));
+    }
     let place = rundir::Place::choose(args.output.as_deref(), &args.out_dir);
     let socket_dir = SocketDir::create()?;
     let launcher = launch::detect(&args.command[0]);
@@ -84,6 +88,7 @@ fn measure(args: &RunArgs) -> Result<i32> {
     // program decides what they mean, and hark stays to write the report.
     // Ignored only after the spawn: ignored signals would be inherited.
     ignore_terminal_signals();
+    let command_pid = child.id();
     // A batch system's SIGTERM (time limit) or a closed session's SIGHUP
     // goes to hark alone: pass it on, and write the report when the command
     // ends.
@@ -98,7 +103,9 @@ fn measure(args: &RunArgs) -> Result<i32> {
     // written.
     let hurry = hurry_on_signals();
     let sockets = server.sockets();
-    let run = crate::live::release(server).finish_unless(GRACE, hurry);
+    let mut run = crate::live::release(server).finish_unless(GRACE, hurry);
+    run.exit = Some(exit_of(status));
+    run.command_pid = Some(command_pid);
     if let Some(view) = &view {
         view.finished(&run);
     }
@@ -193,6 +200,28 @@ fn not_started(program: &str, e: &std::io::Error, server: std::sync::Arc<Server>
     let code = spawn_failure(program, e);
     let _ = crate::live::release(server).finish(Duration::ZERO);
     code
+}
+
+/// Whether `program` can be started: found (on `PATH` when it names no
+/// directory), a file, and executable; else the error starting it would
+/// give.
+fn startable(program: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    const ENOENT: i32 = 2;
+    const EACCES: i32 = 13;
+    let executable =
+        |p: &Path| std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        return match executable(Path::new(program))? {
+            true => Ok(()),
+            false => Err(std::io::Error::from_raw_os_error(EACCES)),
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if std::env::split_paths(&path).any(|dir| executable(&dir.join(program)).unwrap_or(false)) {
+        return Ok(());
+    }
+    Err(std::io::Error::from_raw_os_error(ENOENT))
 }
 
 /// Says on stderr that `program` could not start; returns what a shell
@@ -386,6 +415,14 @@ pub fn exit_code(status: ExitStatus) -> i32 {
     }
 }
 
+/// How the command ended, as the run records it.
+pub(crate) fn exit_of(status: ExitStatus) -> hark_model::Exit {
+    hark_model::Exit {
+        code: status.code(),
+        signal: status.signal(),
+    }
+}
+
 /// Set by SIGTERM, SIGINT or SIGHUP once the command has ended: stop
 /// waiting for connections still open and write the report now.
 fn hurry_on_signals() -> &'static std::sync::atomic::AtomicBool {
@@ -402,10 +439,9 @@ pub(crate) fn ignore_terminal_signals() {
 /// the temporary directory instead and says so; the error, on stderr, is
 /// returned only when both fail.
 fn write_run_dir(args: &RunArgs, place: &rundir::Place, run: &Run) -> Result<PathBuf> {
-    let program = run
-        .programs
-        .first()
-        .map(|p| p.name.clone())
+    // Named after the program meant, not the shim or `env` that started it.
+    let program = hark_outputs::roles::run_name(run)
+        .map(str::to_string)
         .unwrap_or_else(|| program_of(&args.command));
     let write = |place: &rundir::Place| -> Result<PathBuf> {
         let dir = place.create(&program)?;

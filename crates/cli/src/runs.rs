@@ -52,6 +52,7 @@ pub fn entry(run: &Run, dir: &Path, date: i64) -> Entry {
         hark_version: run.hark_version.clone(),
         owner: None,
         served: false,
+        status: hark_outputs::ending::status_word(run),
     }
 }
 
@@ -182,6 +183,7 @@ fn from_service(args: &RunsArgs, addr: &str, token: Option<&str>, runs: &Path) -
                 hark_version: text(&r["hark_version"]),
                 owner: r["owner"].as_u64().and_then(|u| u32::try_from(u).ok()),
                 served: r["served"].as_bool().unwrap_or(true),
+                status: text(&r["status"]),
             };
             (text(&r["when"]), entry)
         })
@@ -201,8 +203,8 @@ fn table(found: &[(String, Entry)], source: &Path) -> String {
         ));
     } else {
         text.push_str(&format!(
-            "{:<19}  {:<16} {:>5} {:>11}  {:<20} {}\n",
-            "date (UTC)", "host", "ranks", "wall", "programs", "run directory"
+            "{:<19}  {:<16} {:>5} {:>11}  {:<14} {:<20} {}\n",
+            "date (UTC)", "host", "ranks", "wall", "status", "programs", "run directory"
         ));
     }
     for (when, e) in found {
@@ -214,11 +216,12 @@ fn table(found: &[(String, Entry)], source: &Path) -> String {
             _ => "",
         };
         text.push_str(&format!(
-            "{:<19}  {:<16} {:>5} {:>11}  {:<20} {}{gone}{owner}\n",
+            "{:<19}  {:<16} {:>5} {:>11}  {:<14} {:<20} {}{gone}{owner}\n",
             when,
             e.host,
             e.ranks,
             hark_outputs::units::duration(e.wall_ns as f64),
+            if e.status.is_empty() { "?" } else { &e.status },
             e.programs.join(","),
             e.run_dir.display()
         ));

@@ -271,6 +271,7 @@ pub fn answer_runs(file: &Path, viewer: &Viewer, line: &str) -> Value {
                 "hark_version": e.hark_version,
                 "owner": e.owner,
                 "served": e.served,
+                "status": e.status,
             }));
         }
         Ok(json!({"ok": true, "runs": rows}))

@@ -40,7 +40,10 @@ pub fn finish(staging: &Path, run_dir: &Path, quiet: bool) -> Result<()> {
     if hark_outputs::trace::OTF2_AVAILABLE {
         formats.push(Format::Otf2);
     } else if !quiet {
-        print_stderr("hark: no OTF2 trace: this hark was built without the `otf2` feature\n");
+        print_stderr(&format!(
+            "hark: no OTF2 trace: {}\n",
+            hark_outputs::trace::OTF2_MISSING
+        ));
     }
     let written = crate::export::write_traces(&store, run_dir, &formats)?;
     if !quiet {

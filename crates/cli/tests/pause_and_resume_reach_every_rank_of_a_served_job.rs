@@ -1,6 +1,7 @@
 //! `hark ctl RUN pause` stops recording in every process of a running job
 //! (nothing new arrives while it is paused, as two dumps a second apart
-//! show) and `resume` starts it again; the job then ends normally.
+//! show) and `resume` starts it again; the job then ends normally, and its
+//! run knows how long each rank was paused (out of its efficiencies).
 
 mod common;
 mod served;
@@ -64,4 +65,11 @@ fn pause_stops_every_rank_and_resume_starts_them_again() {
         last[0] < n && last[0] >= c[0],
         "{last:?} of {n}, {c:?} at the last dump"
     );
+    // Paused for the two dumps a second apart, at least.
+    let run = profile(jobs[0]["dir"].as_str().unwrap().as_ref());
+    let paused = &run["programs"][0]["paused_ns"];
+    for r in 0..2 {
+        let ns = paused[r].as_u64().unwrap_or(0);
+        assert!(ns >= 1_000_000_000, "rank {r} paused {ns} ns: {paused}");
+    }
 }

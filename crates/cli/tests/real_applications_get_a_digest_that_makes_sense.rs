@@ -55,12 +55,15 @@ fn check_why(profile: &serde_json::Value, what: &str) -> u64 {
             time <= rank_time,
             "{what}: finding {i} costs {time} ns, more than all ranks' time {rank_time} ns\n{shown}"
         );
-        // `high` from 10 % of rank time, `medium` from 3 % (the model's
-        // rule); within 5 % of a threshold either side will do.
+        // `high` from 10 % of rank time and 10 ms per rank, `medium` from
+        // 3 % and 1 ms (the model's rule); within 5 % of a threshold either
+        // side will do.
         let share = time as f64 / rank_time as f64;
+        let ranks = p["rank_wall_ns"].as_array().unwrap().len().max(1) as f64;
+        let per_rank = time as f64 / ranks;
         let severity = |s: f64| match s {
-            s if s >= 0.10 => "high",
-            s if s >= 0.03 => "medium",
+            s if s >= 0.10 && per_rank >= 1e7 => "high",
+            s if s >= 0.03 && per_rank >= 1e6 => "medium",
             _ => "low",
         };
         let fits = [severity(share * 0.95), severity(share * 1.05)];

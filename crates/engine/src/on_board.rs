@@ -82,6 +82,9 @@ struct StreamFrame {
 enum What {
     Defs(Vec<Def>),
     Pack(Arc<Batch>),
+    /// A service paused (`true`) or resumed the stream at this time of
+    /// its probe's clock.
+    Paused(bool, u64),
 }
 
 /// One pack of one stream. Its drop gives its bytes back to the program's
@@ -123,6 +126,16 @@ struct Unpacked {
     msgs: Vec<Msg>,
     /// `None` where the tracker does not gather them.
     times: Option<Times>,
+    /// The batch's events without those recorded while paused, if it held
+    /// any: what the analyses fold.
+    kept: Option<Vec<Event>>,
+}
+
+impl Unpacked {
+    /// The events the analyses fold.
+    fn events(&self) -> &[Event] {
+        self.kept.as_deref().unwrap_or(self.batch.events())
+    }
 }
 
 impl Drop for Unpacked {
@@ -692,6 +705,10 @@ fn unpack_source(st: Arc<States>, types: Types, cross: bool) -> KnowledgeSource 
         match &frame.what {
             What::Defs(defs) => info.define(defs),
             What::Pack(batch) => unpack(ctx, &st, types, cross, info, batch),
+            What::Paused(pause, at) => {
+                let track = slot_of(&st.unpackers, info.conn(), || Unpacker::new(cross));
+                st.contention.lock(&track).paused(*pause, *at);
+            }
         }
     })
 }
@@ -717,6 +734,7 @@ fn unpack(
         batch: batch.clone(),
         msgs: std::mem::take(&mut derived.msgs),
         times: gathered.then(|| std::mem::take(&mut derived.times)),
+        kept: derived.kept.take(),
     };
     let bytes = unpacked.batch.events().len() * EVENT_SIZE;
     ctx.publish(types.batches, unpacked, bytes);
@@ -821,7 +839,7 @@ fn events_source(
             });
             let mut slot = st.contention.lock(&slot);
             let input = Input {
-                events: t.batch.events(),
+                events: t.events(),
                 msgs: &t.msgs,
                 times: t.times.as_ref(),
                 waits: &[],
@@ -978,6 +996,14 @@ impl OnBoard {
     pub fn defs(&self, info: &Arc<StreamInfo>, defs: Vec<Def>) -> Result<(), Error> {
         let bytes = std::mem::size_of_val(&defs[..]);
         self.submit(info, What::Defs(defs), bytes)
+    }
+
+    /// A service paused (`pause`) or resumed the stream at `at` on its
+    /// probe's clock, as the probe answered (in stream order with its
+    /// packs): what it records meanwhile keeps matching in step and enters
+    /// no analysis.
+    pub fn paused(&self, info: &Arc<StreamInfo>, pause: bool, at: u64) -> Result<(), Error> {
+        self.submit(info, What::Paused(pause, at), 16)
     }
 
     /// Submits a copy of a stream's pack of events (in stream order with
@@ -1162,13 +1188,17 @@ impl OnBoard {
             let mut meta = info.meta();
             let first = streams[0].0.meta();
             (meta.hello_ns, meta.conn) = (first.hello_ns, first.conn);
-            partial.push_saved_rank(meta, accounting, rank_record(&info.clock()), saved);
-            for (info, _) in streams {
-                let forgotten = lock(&self.states.unpackers)
+            for (info, _) in &streams {
+                let (forgotten, abort_code) = lock(&self.states.unpackers)
                     .get(&info.conn())
-                    .map_or(0, |t| lock(t).forgotten());
+                    .map_or((0, None), |t| {
+                        let t = lock(t);
+                        (t.forgotten(), t.abort_code())
+                    });
+                accounting.abort_code = accounting.abort_code.or(abort_code);
                 partial.add_counts(forgotten, info.ignored_defs());
             }
+            partial.push_saved_rank(meta, accounting, rank_record(&info.clock()), saved);
         }
         let p2p: BTreeMap<i32, P2pMatcher> = copy_or_take(&self.states.p2p, take)
             .into_iter()

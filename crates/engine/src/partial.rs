@@ -18,7 +18,7 @@ use hark_analyses::{DynAnalysis, DynRank};
 use hark_analyses::{Error, ErrorKind};
 use hark_analyses::{Finish, Input, RankMeta, Sensitivity};
 use hark_analyses::{IdMap, Tables, Unifier};
-use hark_model::{Accounting, Clock, Program, RankClock, RankInfo};
+use hark_model::{Accounting, Clock, Ending, Program, RankClock, RankInfo};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -28,7 +28,7 @@ use std::sync::Arc;
 type Loaded = (RankPartial, Vec<Box<dyn DynRank>>);
 
 /// Bumped whenever a saved state's layout changes.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 
 /// Partial processes of a folded row named in the diagnostics; the rest
 /// are counted.
@@ -51,6 +51,12 @@ pub struct RankAccounting {
     /// See `partial`.
     #[serde(default)]
     pub partial_named: Vec<(u32, String)>,
+    /// How the stream ended, from its end-of-stream record.
+    #[serde(default)]
+    pub ended: Option<Ending>,
+    /// The error code the process passed to `MPI_Abort`, if it called it.
+    #[serde(default)]
+    pub abort_code: Option<i32>,
 }
 
 impl RankAccounting {
@@ -499,6 +505,8 @@ impl Partial {
                 },
                 partial,
                 folded: 0,
+                ended: acc.ended,
+                abort_code: acc.abort_code,
             });
             if partial {
                 p.diagnostics.push(format!(
@@ -552,6 +560,8 @@ fn folded_info(r: &RankPartial) -> RankInfo {
         },
         partial: false,
         folded: r.meta.folded,
+        ended: None,
+        abort_code: None,
     }
 }
 

@@ -16,8 +16,8 @@ use hark_analyses::clock::{Alignment, Method};
 use hark_analyses::DynAnalysis;
 use hark_analyses::Sensitivity;
 use hark_analyses::Unifier;
-use hark_model::Program;
-use hark_wire::{ClockSync, Hello};
+use hark_model::{Ending, Program};
+use hark_wire::{ClockSync, EndReason, Hello};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -271,6 +271,13 @@ pub(crate) fn rank_accounting(acc: &StreamAccounting) -> RankAccounting {
             .end
             .as_ref()
             .map(|e| (e.events_written, e.events_dropped)),
+        ended: acc.end.as_ref().map(|e| match e.reason {
+            EndReason::Finalize => Ending::Finalize,
+            EndReason::Exit => Ending::Exit,
+            EndReason::Abort => Ending::Abort,
+            EndReason::Signal => Ending::Signal,
+        }),
+        abort_code: acc.abort_code,
         ..RankAccounting::default()
     }
 }

@@ -204,6 +204,8 @@ pub struct StreamAccounting {
     pub analysed: u64,
     /// The end-of-stream record, if it arrived.
     pub end: Option<End>,
+    /// The error code the process passed to `MPI_Abort`, if it called it.
+    pub abort_code: Option<i32>,
 }
 
 /// One measured process with every knowledge source's state, fed by hand
@@ -248,9 +250,11 @@ impl Stream {
     pub fn events(&mut self, events: &[Event]) {
         self.acc.received += hark_wire::accounted(events);
         let cx = self.info.cx();
-        let derived = self.track.pack(&cx, self.info.world_rank(), events);
+        let mut derived = self.track.pack(&cx, self.info.world_rank(), events);
+        // Those recorded while paused are for matching alone.
+        let kept = derived.kept.take();
         let input = Input {
-            events,
+            events: kept.as_deref().unwrap_or(events),
             msgs: &derived.msgs,
             times: self.track.gathers_times().then_some(&derived.times),
             waits: &[],
@@ -262,6 +266,7 @@ impl Stream {
         drop(cx);
         self.info.shared.hand_match(derived);
         self.acc.analysed += hark_wire::accounted(events);
+        self.acc.abort_code = self.track.abort_code();
     }
 
     /// A sampled-out probe's totals arrived in place of a pack: counted as

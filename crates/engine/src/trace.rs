@@ -71,7 +71,7 @@ impl Selection {
             }
             let Some((key, value)) = term.split_once('=') else {
                 return Err(format!(
-                    "`{term}` is not a trace term: write ranks=A-B, window=S-E (seconds), iterations=A-B, region=NAME or all"
+                    "`{term}` is not a trace term: write ranks=A-B, window=S-E (seconds), iterations=A-B, region=NAME, auto, auto=N or all"
                 ));
             };
             match key.trim() {
@@ -110,7 +110,7 @@ impl Selection {
                 }
                 _ => {
                     return Err(format!(
-                        "`{term}` is not a trace term: write ranks=A-B, window=S-E (seconds), iterations=A-B, region=NAME or all"
+                        "`{term}` is not a trace term: write ranks=A-B, window=S-E (seconds), iterations=A-B, region=NAME, auto, auto=N or all"
                     ))
                 }
             }

@@ -305,6 +305,58 @@ pub(crate) struct Derived {
     pub ops: Parts<P2pOp>,
     pub arrivals: Vec<Arrival>,
     pub times: Times,
+    /// The pack's events without those recorded while paused, when it
+    /// held any: what the analyses fold instead of the pack.
+    pub kept: Option<Vec<Event>>,
+}
+
+/// When a stream's recording was paused, on the probe's clock: from its
+/// `PAUSE` and `RESUME` markers (`MPI_Pcontrol`, `hark_pause`) and from
+/// its answers to a service's pause and resume ([`Pauses::apply`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Pauses {
+    /// Closed spans, `[from, to)`.
+    spans: Vec<(u64, u64)>,
+    /// The span still open: paused since.
+    open: Option<u64>,
+    /// Closed spans not yet handed on in a pack's [`Times`].
+    unsaid: Vec<(u64, u64)>,
+}
+
+impl Pauses {
+    /// Paused (`true`) or resumed at `at`; a repeat is ignored. Returns
+    /// how long the span a resume closes lasted.
+    pub(crate) fn apply(&mut self, pause: bool, at: u64) -> u64 {
+        match (pause, self.open) {
+            (true, None) => self.open = Some(at),
+            (false, Some(from)) => {
+                self.open = None;
+                if at > from {
+                    self.spans.push((from, at));
+                    self.unsaid.push((from, at));
+                    return at - from;
+                }
+            }
+            _ => {}
+        }
+        0
+    }
+
+    /// Whether any pause is known (the common case is none: one check).
+    #[inline(always)]
+    fn any(&self) -> bool {
+        self.open.is_some() || !self.spans.is_empty()
+    }
+
+    /// Whether an event that started at `t` was recorded while paused.
+    fn covers(&self, t: u64) -> bool {
+        self.open.is_some_and(|from| t >= from)
+            || self
+                .spans
+                .iter()
+                .rev()
+                .any(|&(from, to)| t >= from && t < to)
+    }
 }
 
 impl Derived {
@@ -498,6 +550,34 @@ pub(crate) struct Unpacker {
     op_sizes: FxHashMap<u64, usize>,
     /// How many parts of operations the last pack yielded.
     op_parts: usize,
+    /// The error code of the stream's `MPI_Abort` (its event's tag), once
+    /// one was seen.
+    abort_code: Option<i32>,
+    /// When the stream was paused.
+    pauses: Pauses,
+    /// Paused time of spans closed and not yet handed on in a pack's
+    /// [`Times`].
+    paused_ns: u64,
+    /// Set while an event recorded during a pause is tracked: the
+    /// operations it yields keep matching in step but judge no wait.
+    neutral: bool,
+}
+
+/// Builds `kept`, the pack's events without those recorded while paused,
+/// once the first paused one (the `i`-th of `events`) is met.
+#[inline(always)]
+fn keep(kept: &mut Option<Vec<Event>>, events: &[Event], i: usize, paused: bool) {
+    match (kept.as_mut(), paused) {
+        (Some(k), false) => k.push(events[i]),
+        (None, true) => *kept = Some(events[..i].to_vec()),
+        _ => {}
+    }
+}
+
+/// The op code of `MPI_Abort`, whose event carries its error code.
+fn abort_op() -> u16 {
+    static OP: std::sync::OnceLock<u16> = std::sync::OnceLock::new();
+    *OP.get_or_init(|| op::mpi_op("MPI_Abort").unwrap_or(u16::MAX))
 }
 
 impl Unpacker {
@@ -524,6 +604,28 @@ impl Unpacker {
     /// Requests the tracker forgot, for the diagnostics.
     pub(crate) fn forgotten(&self) -> u64 {
         self.tracker.forgotten
+    }
+
+    /// The error code the process passed to `MPI_Abort`, if it called it.
+    pub(crate) fn abort_code(&self) -> Option<i32> {
+        self.abort_code
+    }
+
+    /// A service's pause (`true`) or resume reached the stream at `at`.
+    pub(crate) fn paused(&mut self, pause: bool, at: u64) {
+        self.paused_ns += self.pauses.apply(pause, at);
+    }
+
+    /// `op` as recorded: while paused (`neutral`), without its times, so
+    /// that it pairs in its channel's order but makes no wait state and
+    /// no clock-condition violation.
+    #[inline(always)]
+    fn mark(&self, mut op: P2pOp) -> P2pOp {
+        if self.neutral {
+            op.post_ns = 0;
+            op.block = None.into();
+        }
+        op
     }
 
     /// `thread`'s state, made if it is new.
@@ -597,10 +699,21 @@ impl Unpacker {
         out.arrivals.reserve(self.yielded.1);
         if !self.cross {
             // The request tracker alone: the messages.
-            for ev in events {
-                if ev.op() < op::IO_BASE {
+            for (i, ev) in events.iter().enumerate() {
+                let code = ev.op();
+                if code == op::PAUSE || code == op::RESUME {
+                    self.paused_ns += self.pauses.apply(code == op::PAUSE, ev.start.get());
+                }
+                let paused = self.pauses.any() && self.pauses.covers(ev.start.get());
+                keep(&mut out.kept, events, i, paused);
+                if code < op::IO_BASE {
                     if let Some(m) = self.tracker.step(ev) {
-                        out.msgs.push(m);
+                        if !paused {
+                            out.msgs.push(m);
+                        }
+                    }
+                    if code == abort_op() {
+                        self.abort_code = Some(ev.tag.get());
                     }
                 }
             }
@@ -612,7 +725,7 @@ impl Unpacker {
         // One decoding of each event serves the messages and matching
         // (`call` and `detail` do what `RequestTable::step` does, with one map
         // of requests).
-        for ev in events {
+        for (i, ev) in events.iter().enumerate() {
             let code = ev.op();
             let thread = ev.thread.get() as usize;
             let kind = op::kind(code);
@@ -622,6 +735,17 @@ impl Unpacker {
             ) {
                 first = first.min(ev.start.get());
                 last = last.max(ev.end.get());
+            }
+            if self.pauses.any() || code == op::PAUSE {
+                if code == op::PAUSE || code == op::RESUME {
+                    self.paused_ns += self.pauses.apply(code == op::PAUSE, ev.start.get());
+                }
+                let paused = self.pauses.covers(ev.start.get());
+                keep(&mut out.kept, events, i, paused);
+                if paused {
+                    self.paused_event(cx, me, thread, kind, ev, &mut out);
+                    continue;
+                }
             }
             match kind {
                 op::OpKind::Mpi(func) => self.call(cx, me, thread, func, ev, &mut out),
@@ -671,10 +795,43 @@ impl Unpacker {
             }
         }
         times.open = self.threads.iter().any(|t| t.top.0 > 0);
+        times.paused_ns = std::mem::take(&mut self.paused_ns);
+        times.paused = std::mem::take(&mut self.pauses.unsaid);
         self.yielded = (out.msgs.len(), out.arrivals.len());
         self.op_parts = out.ops.len();
         out.ops.remember(&mut self.op_sizes);
         out
+    }
+
+    /// An event recorded while paused: tracked for matching and requests
+    /// (its operations [`Unpacker::mark`]ed), and nothing else: no message,
+    /// no time in MPI, in no region.
+    #[cold]
+    fn paused_event(
+        &mut self,
+        cx: &StreamCx<'_>,
+        me: i32,
+        thread: usize,
+        kind: op::OpKind,
+        ev: &Event,
+        out: &mut Derived,
+    ) {
+        let t = &out.times;
+        let saved = (t.mpi_ns, t.mpi_all_ns, t.mpi_calls, out.msgs.len());
+        let top = self.threads.get(thread).map(|t| t.top);
+        self.neutral = true;
+        match kind {
+            op::OpKind::Mpi(func) => self.call(cx, me, thread, func, ev, out),
+            op::OpKind::Detail => self.detail(cx, me, thread, ev.op(), ev, out),
+            _ => {}
+        }
+        self.neutral = false;
+        let t = &mut out.times;
+        (t.mpi_ns, t.mpi_all_ns, t.mpi_calls) = (saved.0, saved.1, saved.2);
+        out.msgs.truncate(saved.3);
+        if let (Some(top), Some(t)) = (top, self.threads.get_mut(thread)) {
+            t.top = top;
+        }
     }
 
     fn call(
@@ -688,6 +845,9 @@ impl Unpacker {
     ) {
         let (enter, leave) = (cx.common(ev.start.get()), cx.common(ev.end.get()));
         let class = FUNCTIONS[func].class;
+        if class == Class::Other && ev.op() == abort_op() {
+            self.abort_code = Some(ev.tag.get());
+        }
         let t = self.thread(thread);
         t.last_call = Some((func as u16, enter, leave));
         let times = &mut out.times;
@@ -743,7 +903,7 @@ impl Unpacker {
             Class::Recv if peer >= 0 => {
                 let (path, region) = self.callpath(cx, thread);
                 self.recvs += 1;
-                let op = P2pOp {
+                let op = self.mark(P2pOp {
                     side: Side::Recv,
                     comm,
                     occ,
@@ -758,7 +918,7 @@ impl Unpacker {
                     in_call: 1,
                     path,
                     region,
-                };
+                });
                 out.op(op, &self.op_sizes);
             }
             Class::Start => {
@@ -820,7 +980,7 @@ impl Unpacker {
         (path, region): (u32, u32),
     ) -> P2pOp {
         self.sends += 1;
-        P2pOp {
+        self.mark(P2pOp {
             side: Side::Send,
             comm,
             occ,
@@ -835,7 +995,7 @@ impl Unpacker {
             in_call: 1,
             path,
             region,
-        }
+        })
     }
 
     fn detail(
@@ -878,7 +1038,7 @@ impl Unpacker {
                 _ => (posted.unwrap_or(enter), None),
             };
             let (path, region) = self.callpath(cx, thread);
-            let op = P2pOp {
+            let op = self.mark(P2pOp {
                 side: Side::Recv,
                 comm,
                 occ,
@@ -894,7 +1054,7 @@ impl Unpacker {
                 in_call: 1,
                 path,
                 region,
-            };
+            });
             if class == Class::Wait || class == Class::Test {
                 let open = &mut self.threads[thread].open;
                 if open.details_left == 0 && open.recvs.is_empty() {

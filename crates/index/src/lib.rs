@@ -28,6 +28,7 @@
 //!     hark_version: "0.1.0".into(),
 //!     owner: None,
 //!     served: false,
+//!     status: "ok".into(),
 //! }).unwrap();
 //! let found = index.list(&Filter { program: Some("lmp".into()), ..Filter::default() }).unwrap();
 //! assert_eq!(found.len(), 1);
@@ -85,6 +86,9 @@ pub struct Entry {
     /// Written by a service: a run without an owner is then the site's,
     /// listed to admins only.
     pub served: bool,
+    /// How the job ended, in a word or two (`ok`, `exit 3`, `MPI_Abort 3`,
+    /// `signal 9`); empty for a run recorded by a Hark that did not say.
+    pub status: String,
 }
 
 /// Which runs [`Index::list`] returns; `None` fields match everything.
@@ -181,7 +185,8 @@ CREATE TABLE IF NOT EXISTS runs (
     command      TEXT NOT NULL,
     hark_version TEXT NOT NULL,
     owner        INTEGER,
-    served       INTEGER NOT NULL DEFAULT 0
+    served       INTEGER NOT NULL DEFAULT 0,
+    status       TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS programs (
     run_dir  TEXT NOT NULL REFERENCES runs(run_dir) ON DELETE CASCADE,
@@ -255,7 +260,8 @@ impl Index {
     }
 
     /// Adds the columns a file written by an older Hark lacks (`owner` and
-    /// `served`: its runs are then ownerless `hark run` runs).
+    /// `served`: its runs are then ownerless `hark run` runs; `status`:
+    /// not known).
     fn migrate(&self) -> rusqlite::Result<()> {
         let mut stmt = self
             .conn
@@ -268,6 +274,10 @@ impl Index {
             (
                 "served",
                 "ALTER TABLE runs ADD COLUMN served INTEGER NOT NULL DEFAULT 0",
+            ),
+            (
+                "status",
+                "ALTER TABLE runs ADD COLUMN status TEXT NOT NULL DEFAULT ''",
             ),
         ] {
             if !columns.iter().any(|c| c == name) {
@@ -300,8 +310,8 @@ impl Index {
             .map_err(|x| self.sqlite(x))?;
         tx.execute(
             "INSERT INTO runs (run_dir, host, date, ranks, wall_ns, command, hark_version,
-                               owner, served)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                               owner, served, status)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 dir,
                 e.host,
@@ -311,7 +321,8 @@ impl Index {
                 e.command,
                 e.hark_version,
                 e.owner,
-                e.served
+                e.served,
+                e.status
             ],
         )
         .map_err(|x| self.sqlite(x))?;
@@ -330,7 +341,8 @@ impl Index {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT run_dir, host, date, ranks, wall_ns, command, hark_version, owner, served
+                "SELECT run_dir, host, date, ranks, wall_ns, command, hark_version, owner, served,
+                        status
                  FROM runs r
                  WHERE (?1 IS NULL OR EXISTS
                         (SELECT 1 FROM programs p WHERE p.run_dir = r.run_dir AND p.name = ?1))
@@ -362,6 +374,7 @@ impl Index {
                         hark_version: row.get(6)?,
                         owner: row.get(7)?,
                         served: row.get(8)?,
+                        status: row.get(9)?,
                     })
                 },
             )
@@ -452,6 +465,7 @@ mod tests {
             hark_version: "0".into(),
             owner: None,
             served: false,
+            status: "ok".into(),
         }
     }
 
@@ -568,11 +582,11 @@ mod tests {
     }
 
     #[test]
-    fn a_file_of_an_older_hark_gains_the_owner_columns() {
+    fn a_file_of_an_older_hark_gains_the_owner_and_status_columns() {
         let file = fresh("old");
         let old = Connection::open(&file).unwrap();
         old.execute_batch(&SCHEMA.replace(
-            ",\n    owner        INTEGER,\n    served       INTEGER NOT NULL DEFAULT 0",
+            ",\n    owner        INTEGER,\n    served       INTEGER NOT NULL DEFAULT 0,\n    status       TEXT NOT NULL DEFAULT ''",
             "",
         ))
         .unwrap();
@@ -585,8 +599,13 @@ mod tests {
         let index = Index::open(&file).unwrap();
         let rows = index.list(&Filter::default()).unwrap();
         assert_eq!(
-            (rows.len(), rows[0].owner, rows[0].served),
-            (1, None, false)
+            (
+                rows.len(),
+                rows[0].owner,
+                rows[0].served,
+                rows[0].status.as_str()
+            ),
+            (1, None, false, "")
         );
         std::fs::remove_file(&file).unwrap();
     }

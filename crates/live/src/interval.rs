@@ -121,6 +121,8 @@ pub fn profile(run: &Run, iv: Interval) -> Run {
             .map(|p| program(p, p.timeslices.origin_ns.saturating_sub(start), iv))
             .collect(),
         missing: run.missing.clone(),
+        exit: run.exit,
+        command_pid: run.command_pid,
     }
 }
 
@@ -165,6 +167,8 @@ fn program(p: &Program, offset: u64, iv: Interval) -> Program {
         children: Vec::new(),
         // Per interval, CPU availability is in the slices (`cpu.*`).
         cpu: Default::default(),
+        // Which slices were paused is not kept: the whole run's total.
+        paused_ns: p.paused_ns.clone(),
     }
 }
 
@@ -417,8 +421,10 @@ pub struct RankTimeline {
     /// Time inside POSIX, STDIO and MPI-IO calls.
     pub io_ns: Vec<u64>,
     /// The rest of the bin, while the rank was alive (between the first and
-    /// last slice in which it recorded anything); 0 outside.
+    /// last slice in which it recorded anything) and recording; 0 outside.
     pub useful_ns: Vec<u64>,
+    /// Time recording was paused (not measured, so not useful).
+    pub paused_ns: Vec<u64>,
 }
 
 /// The per-rank timeline of MPI, I/O and useful time over `iv`, in at most
@@ -451,6 +457,7 @@ pub fn timeline(run: &Run, iv: Interval, bins: usize) -> Timeline {
             .map(|r| {
                 let mpi = row("mpi_time_ns", r);
                 let io = row("io_time_ns", r);
+                let paused = row("paused_ns", r);
                 let calls = row("mpi_calls", r);
                 let ops = row("io_ops", r);
                 let busy = |s: usize| {
@@ -464,16 +471,19 @@ pub fn timeline(run: &Run, iv: Interval, bins: usize) -> Timeline {
                     mpi_ns: vec![0; n],
                     io_ns: vec![0; n],
                     useful_ns: vec![0; n],
+                    paused_ns: vec![0; n],
                 };
                 for s in a..b {
                     let k = (s - a) / per;
                     let m = mpi.get(s).copied().unwrap_or(0);
                     let o = io.get(s).copied().unwrap_or(0);
+                    let z = paused.get(s).copied().unwrap_or(0);
                     out.mpi_ns[k] += m;
                     out.io_ns[k] += o;
+                    out.paused_ns[k] += z;
                     let alive = first.is_some_and(|f| f <= s) && last.is_some_and(|l| s <= l);
                     if alive {
-                        out.useful_ns[k] += w.saturating_sub(m.saturating_add(o));
+                        out.useful_ns[k] += w.saturating_sub(m.saturating_add(o).saturating_add(z));
                     }
                 }
                 out

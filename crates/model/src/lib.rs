@@ -30,6 +30,41 @@ pub struct Run {
     /// Only jobs with such ranks are listed.
     #[serde(default)]
     pub missing: Vec<MissingRanks>,
+    /// How the measured command ended, when the one who ran it knows
+    /// (`hark run`; absent for a served job, whose launcher the service
+    /// does not wait for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<Exit>,
+    /// The pid of the process `hark run` started (the command's first
+    /// word): the program its last image ran is the one the user meant,
+    /// whatever shims and `env` it went through first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_pid: Option<u32>,
+}
+
+/// How the measured command (the launcher, or the program itself) ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exit {
+    /// Its exit status, when it exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// The signal that ended it, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+}
+
+/// How one process's stream ended, as its end-of-stream record says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    /// `MPI_Finalize` was called.
+    Finalize,
+    /// The process exited (`exit`, a return from `main`).
+    Exit,
+    /// It called `MPI_Abort`.
+    Abort,
+    /// A signal whose default action ends a process arrived.
+    Signal,
 }
 
 /// The ranks of one job that never reached hark.
@@ -190,6 +225,11 @@ pub struct Program {
     /// CPU availability per rank, thread and host (see [`Cpu`]).
     #[serde(default)]
     pub cpu: Cpu,
+    /// Per rank: time recording was paused (`MPI_Pcontrol(0)`,
+    /// `hark_pause`, `hark ctl pause`), in ns; empty when no rank paused.
+    /// Not measured, so out of the efficiencies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paused_ns: Vec<u64>,
 }
 
 /// How well the ranks' clocks agree on the common timeline
@@ -399,6 +439,13 @@ pub struct RankInfo {
     /// those that ended without an end-of-stream record.
     #[serde(default)]
     pub folded: u64,
+    /// How its stream ended (absent when it ended without its
+    /// end-of-stream record, or in the row of folded processes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<Ending>,
+    /// The error code it passed to `MPI_Abort`, when it called it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_code: Option<i32>,
 }
 
 /// One function's totals, each vector indexed by rank.

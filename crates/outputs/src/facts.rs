@@ -154,13 +154,58 @@ pub(crate) fn rank_short(p: &Program, index: usize) -> String {
     }
 }
 
+/// What a run measured, for the summary's first line: "2 programs, 6
+/// ranks", "1 program, 1 process", with the helper programs (see
+/// [`crate::roles`]) counted apart: ", and 24 short-lived processes of 7
+/// other programs".
+pub(crate) fn measured_phrase(run: &Run, helpers: &[usize]) -> String {
+    let plural = |n: u64, one: &str, many: &str| {
+        format!("{} {}", units::count(n), if n == 1 { one } else { many })
+    };
+    let shown: Vec<&Program> = run
+        .programs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !helpers.contains(i))
+        .map(|(_, p)| p)
+        .collect();
+    let count = |mpi: bool| -> u64 {
+        shown
+            .iter()
+            .filter(|p| crate::roles::has_mpi(p) == mpi)
+            .map(|p| p.processes())
+            .sum()
+    };
+    let (ranks, processes) = (count(true), count(false));
+    let mut s = plural(shown.len() as u64, "program", "programs");
+    if ranks > 0 || processes == 0 {
+        s.push_str(&format!(", {}", plural(ranks, "rank", "ranks")));
+    }
+    if processes > 0 {
+        let joint = if ranks > 0 { " and" } else { "," };
+        s.push_str(&format!(
+            "{joint} {}",
+            plural(processes, "process", "processes")
+        ));
+    }
+    if !helpers.is_empty() {
+        let n: u64 = helpers.iter().map(|&i| run.programs[i].processes()).sum();
+        s.push_str(&format!(
+            ", and {} of {}",
+            plural(n, "short-lived process", "short-lived processes"),
+            plural(helpers.len() as u64, "other program", "other programs")
+        ));
+    }
+    s
+}
+
 /// "N ranks", or for a program whose later processes were folded into one
 /// row, "N processes (M of them in one row: \"M other processes\")".
 pub(crate) fn ranks_phrase(p: &Program) -> String {
     let folded: u64 = p.rank_info.iter().map(|r| r.folded).sum();
     if folded == 0 {
         let n = p.ranks;
-        return format!("{n} {}", if n == 1 { "rank" } else { "ranks" });
+        return format!("{n} {}", crate::roles::unit(p, n as u64));
     }
     format!(
         "{} processes ({} of them folded into one row, \"{} other processes\", to bound memory)",

@@ -29,12 +29,14 @@
 
 pub mod diff;
 pub mod dot;
+pub mod ending;
 mod error;
 mod facts;
 pub mod hatchet;
 pub mod html;
 pub mod json;
 mod registry;
+pub mod roles;
 pub mod summary;
 pub mod trace;
 pub mod units;

@@ -26,17 +26,24 @@ const DETAIL_WIDTH: usize = 100;
 /// The summary of `run` as text, ending in a newline.
 pub fn render(run: &Run) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "{}", first_line(run));
+    let helpers = crate::roles::helper_programs(run);
+    let _ = writeln!(s, "{}", first_line(run, &helpers));
     if run.programs.is_empty() {
         let _ = writeln!(
             s,
             "No program was measured: no process loaded the probe, or none lived long enough to connect."
         );
     }
-    for p in &run.programs {
+    for (_, p) in run
+        .programs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !helpers.contains(i))
+    {
         s.push('\n');
         program(&mut s, p);
     }
+    other_processes(&mut s, run, &helpers);
     // One program's own "Events:" line already says it all; the run's
     // totals are added for several programs, none, or events of no program.
     let total = facts::accounting_line(&run.accounting);
@@ -59,25 +66,65 @@ pub fn render(run: &Run) -> String {
     s
 }
 
-/// The summary's first line: what was measured, and, when a job's
-/// launcher gave its world size and some of its ranks never connected,
-/// which ("1 of 2 ranks measured: rank 1 never reached hark").
-fn first_line(run: &Run) -> String {
-    let ranks: usize = run.programs.iter().map(|p| p.processes() as usize).sum();
+/// The summary's first line: what was measured; when a job's launcher gave
+/// its world size and some of its ranks never connected, which ("1 of 2
+/// ranks measured: rank 1 never reached hark"); and when the job failed,
+/// how.
+fn first_line(run: &Run, helpers: &[usize]) -> String {
     let mut line = format!(
-        "Hark{}{}: {} {}, {} {}",
+        "Hark{}{}: {}",
         if run.hark_version.is_empty() { "" } else { " " },
         run.hark_version,
-        run.programs.len(),
-        plural(run.programs.len(), "program", "programs"),
-        ranks,
-        plural(ranks, "rank", "ranks"),
+        facts::measured_phrase(run, helpers),
     );
     if let Some(missing) = facts::missing_line(run) {
         line.push_str("; ");
         line.push_str(&missing);
     }
+    if let Some(f) = crate::ending::job_failure(run) {
+        line.push_str(" — ");
+        line.push_str(&f);
+    }
     line
+}
+
+/// The helper programs (`crate::roles`) on one line: their names, how many
+/// processes each, how long the longest lived, their I/O.
+fn other_processes(s: &mut String, run: &Run, helpers: &[usize]) {
+    if helpers.is_empty() {
+        return;
+    }
+    let programs: Vec<&Program> = helpers.iter().map(|&i| &run.programs[i]).collect();
+    let n: u64 = programs.iter().map(|p| p.processes()).sum();
+    let names: Vec<String> = programs
+        .iter()
+        .map(|p| format!("{} ({})", p.name, p.processes()))
+        .collect();
+    let longest = programs
+        .iter()
+        .flat_map(|p| p.rank_wall_ns.iter().copied())
+        .max()
+        .unwrap_or(0);
+    let (mut read, mut written) = (0u64, 0u64);
+    for p in &programs {
+        let io = facts::io_totals(p);
+        read = read.saturating_add(io.read_bytes);
+        written = written.saturating_add(io.write_bytes);
+    }
+    s.push('\n');
+    let _ = writeln!(
+        s,
+        "== Other processes — {n} short-lived {} without MPI that started or helped the program (shims, shells, `env`, ...), the longest {}",
+        plural(n as usize, "process", "processes"),
+        duration(longest as f64)
+    );
+    s.push_str(&wrap(&names.join(", "), DETAIL_WIDTH - 3, "   "));
+    let _ = writeln!(
+        s,
+        "   I/O: read {}, written {}; each program has its chapter in report.html",
+        bytes(read),
+        bytes(written)
+    );
 }
 
 fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
@@ -120,6 +167,7 @@ fn program(s: &mut String, p: &Program) {
     }
 
     cpu_line(s, p);
+    paused(s, p);
     verdict(s, p, wall);
 
     let rows = facts::functions_by_time(p);
@@ -226,6 +274,27 @@ fn program(s: &mut String, p: &Program) {
     }
 }
 
+/// The line saying that recording was paused, if any rank was: how long,
+/// and that the numbers cover the measured time only.
+fn paused(s: &mut String, p: &Program) {
+    let n = p.paused_ns.iter().filter(|&&ns| ns > 0).count();
+    if n == 0 {
+        return;
+    }
+    let spread =
+        hark_model::Spread::of(&p.paused_ns.iter().map(|&ns| ns as f64).collect::<Vec<_>>());
+    let _ = writeln!(
+        s,
+        "   Paused: recording was paused on {n} of {} {}, {} on average, at most {} ({}); \
+         times and efficiencies cover the measured time only",
+        p.paused_ns.len(),
+        crate::roles::unit(p, p.paused_ns.len() as u64),
+        duration(spread.mean),
+        duration(spread.max),
+        facts::rank_label(p, spread.max_rank),
+    );
+}
+
 /// A table of the heaviest pairs (`what` counts messages or operations),
 /// if there are any.
 fn pairs(s: &mut String, p: &Program, pairs: Vec<facts::Pair>, title: &str, what: &str) {
@@ -296,10 +365,11 @@ fn verdict(s: &mut String, p: &Program, rank_time: u64) {
     }
     s.push('\n');
     let _ = writeln!(s, "   Findings, costliest first:");
+    let whose = crate::roles::unit(p, 1);
     for f in facts::findings(p) {
         let _ = writeln!(
             s,
-            "   {:<6}  {} — {}, {} of rank time",
+            "   {:<6}  {} — {}, {} of {whose} time",
             f.severity,
             f.title,
             duration(f.time_ns as f64),

@@ -157,7 +157,7 @@ fn a_program_without_efficiencies_gets_no_verdict_and_an_empty_digest_says_so() 
     ocean.efficiency_by_region.clear();
     let text = hark_outputs::summary::render(&run);
     expect![[r#"
-        == atmos — 2 ranks, wall time 2.380 s, no MPI
+        == atmos — 2 processes, wall time 2.380 s, no MPI
            command: ./atmos --grid C48
     "#]]
     .assert_eq(&head_of(&text, "atmos"));

@@ -1,6 +1,8 @@
 //! `MPI_Pcontrol(0|1)` and the user API's `hark_pause`/`hark_resume` pause
 //! and resume one and the same recording: either undoes the other. While
-//! paused nothing is recorded, but communicators made meanwhile are still
+//! paused only point-to-point calls and their completions are recorded
+//! (the server matches messages across the pause with them and keeps them
+//! out of every profile), but communicators made meanwhile are still
 //! described when recording resumes, and collectives still count in the
 //! sequence numbers that match their instances across ranks, even when only
 //! some ranks pause; `pause`/`resume` markers say where the gaps are
@@ -51,11 +53,14 @@ fn pcontrol_and_the_user_api_pause_and_resume_everything() {
                      MPI_Barrier [0 1] peer=- tag=0 bytes=0 extra=0
                      MPI_Pcontrol - peer=- tag=0 bytes=0 extra=-
                      pause
+                     MPI_Sendrecv_replace [0 1] peer={peer} tag=1 bytes=8 extra=-
+                     complete(recv) [0 1] peer={peer} tag=1 bytes=8 extra=0
                      resume
                      MPI_Pcontrol - peer=- tag=0 bytes=0 extra=-
                      MPI_Sendrecv_replace [0 1] peer={peer} tag=2 bytes=16 extra=-
                      complete(recv) [0 1] peer={peer} tag=2 bytes=16 extra=0
                      pause
+                     MPI_Iprobe [0 1] peer=any tag=9 bytes=0 extra=0
                      resume
                      MPI_Barrier [{me}] peer=- tag=0 bytes=0 extra=0
                      MPI_Pcontrol - peer=- tag=0 bytes=0 extra=-

@@ -547,6 +547,8 @@ pub(crate) fn run_of(mut programs: Vec<hark_model::Program>) -> Run {
         accounting,
         programs,
         missing: Vec::new(),
+        exit: None,
+        command_pid: None,
     }
 }
 

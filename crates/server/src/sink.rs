@@ -39,7 +39,7 @@ use hark_board::Board;
 use hark_engine::{Config, OnBoard, ProgramAnalysis, StreamAccounting, StreamInfo};
 use hark_model::{Accounting, ChildProcess, FileIo, Program};
 use hark_transport::{Closed, ConnId, Sink};
-use hark_wire::{ClockReference, ClockSync, Frame, Hello, PackBytes};
+use hark_wire::{Action, ClockReference, ClockSync, Frame, Hello, PackBytes};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -708,6 +708,11 @@ impl Sink for State {
             Frame::Cpus(cpus) => {
                 self.placement.cpus(conn.0, &c.info.hello().host, &cpus);
                 Ok(())
+            }
+            // The probe's answer to a service's pause or resume: when, on
+            // its clock.
+            Frame::Control(k) if matches!(k.action, Action::Pause | Action::Resume) => {
+                c.on.paused(&c.info, k.action == Action::Pause, k.seq)
             }
             // The reader has applied it to the packs after it.
             // The readers never hand on clock pings (a connection of their

@@ -22,8 +22,10 @@
 //!   wait-state finding says how much of it overlapped such waiting.
 //!
 //! The five costliest are kept, costliest first; those under 0.5 % of rank
-//! time only to make up three. Severity: high from 10 % of rank time,
-//! medium from 3 %.
+//! time only to make up three. Severity ([`severity`]): high from 10 % of
+//! rank time, medium from 3 %, but a finding worth too little time per
+//! rank to matter is low whatever its share (a run of `ls` spends a third
+//! of its 50 µs in I/O): high needs 10 ms per rank on average, medium 1 ms.
 
 use crate::analysis::{Analysis, Finish, NoState, Sensitivity, Spec};
 use crate::derived::Pattern;
@@ -45,6 +47,27 @@ static SPEC: Spec = Spec {
     sensitivities: &[Sensitivity::ProgramEnd],
     fills: &["digest"],
 };
+
+/// Time per rank, on average, a `high` finding costs at least.
+pub const HIGH_PER_RANK_NS: u64 = 10_000_000;
+
+/// Time per rank, on average, a `medium` finding costs at least.
+pub const MEDIUM_PER_RANK_NS: u64 = 1_000_000;
+
+/// The severity of a finding costing `time_ns` of `rank_time` (summed over
+/// `ranks` ranks): by its share (high from 10 %, medium from 3 %), but no
+/// higher than its time per rank is worth (see the module documentation).
+pub fn severity(time_ns: u64, rank_time: u64, ranks: usize) -> &'static str {
+    let share = pct(time_ns, rank_time);
+    let per_rank = time_ns / ranks.max(1) as u64;
+    if share >= 10.0 && per_rank >= HIGH_PER_RANK_NS {
+        "high"
+    } else if share >= 3.0 && per_rank >= MEDIUM_PER_RANK_NS {
+        "medium"
+    } else {
+        "low"
+    }
+}
 
 fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
@@ -504,8 +527,10 @@ fn io_finding(p: &Program, rank_time: u64) -> Option<Finding> {
             .iter()
             .map(|f| (f, f.ops.values().map(|t| t.time_ns).sum::<u64>()))
             .max_by_key(|(_, t)| *t);
+    // A program without MPI has processes, not ranks.
+    let whose = if p.mpi.is_empty() { "process" } else { "rank" };
     let mut detail = format!(
-        "I/O calls take {} ({} of rank time)",
+        "I/O calls take {} ({} of {whose} time)",
         duration(time),
         share(time, rank_time)
     );
@@ -564,16 +589,9 @@ fn digest(out: &mut Program) {
         .count()
         .max(first as usize);
     findings.truncate(significant.clamp(MIN_FINDINGS, MAX_FINDINGS));
+    let ranks = out.rank_wall_ns.len();
     for f in &mut findings {
-        let share = pct(f.time_ns, rank_time);
-        f.severity = if share >= 10.0 {
-            "high"
-        } else if share >= 3.0 {
-            "medium"
-        } else {
-            "low"
-        }
-        .into();
+        f.severity = severity(f.time_ns, rank_time, ranks).into();
     }
     out.digest = findings;
 }
@@ -802,6 +820,19 @@ mod tests {
         let f = wait_finding(&one, Pattern::LateSender, 20_000_000_000).unwrap();
         assert_eq!(f.title, "Late Sender in MPI_Recv");
         assert!(f.detail.starts_with("Late Sender in MPI_Recv costs 2.0 % of rank time (400.0 ms over 60 instances); rank 1"), "{}", f.detail);
+    }
+
+    #[test]
+    fn severity_weighs_the_time_per_rank_as_well_as_the_share() {
+        // `ls`: 15.58 µs of I/O in 50 µs is a third of the run, and nothing.
+        assert_eq!(severity(15_580, 50_000, 1), "low");
+        // 4 ranks of 1.3 s: 20 % is high, 5 % medium, 1 % low.
+        let rank_time = 4 * 1_300_000_000;
+        assert_eq!(severity(rank_time / 5, rank_time, 4), "high");
+        assert_eq!(severity(rank_time / 20, rank_time, 4), "medium");
+        assert_eq!(severity(rank_time / 100, rank_time, 4), "low");
+        // 20 % of a 40 ms run: 8 ms per rank is worth medium, not high.
+        assert_eq!(severity(4 * 8_000_000, 4 * 40_000_000, 4), "medium");
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! - a rank's measured window runs from the end of its `MPI_Init` to the
 //!   start of its `MPI_Finalize` (its first and last events without them);
 //!   the runtime `T` is the program's window: the earliest start to the
-//!   latest end, on the common timeline;
+//!   latest end, on the common timeline; time recording was paused is not
+//!   measured: out of a rank's window, and (what every rank paused) of `T`;
 //! - useful time `U_i` is a rank's window minus its time in MPI (I/O outside
 //!   MPI counts as useful: it is the program's own work);
 //! - waiting time `W_i` is the time the rank spent in wait states
@@ -43,7 +44,12 @@ static SPEC: Spec = Spec {
         Sensitivity::Waits,
         Sensitivity::ProgramEnd,
     ],
-    fills: &["efficiency", "efficiency_by_region", "efficiency_slices"],
+    fills: &[
+        "efficiency",
+        "efficiency_by_region",
+        "efficiency_slices",
+        "paused_ns",
+    ],
 };
 
 /// Series metrics: time in `MPI_Init` and `MPI_Finalize` (subtracted from
@@ -80,6 +86,8 @@ pub struct Rank {
     /// `MPI_Finalize` (its MPI series then has slices).
     mpi_calls: bool,
     series: Option<Series>,
+    /// Time recording was paused, in ns: not measured.
+    paused: u64,
 }
 
 fn add_part(into: &mut Part, p: &Part) {
@@ -115,6 +123,7 @@ impl Rank {
         self.whole.mpi.sat(t.mpi_ns);
         self.mpi_calls |= t.mpi_calls;
         self.open = t.open;
+        self.paused.sat(t.paused_ns);
         for &(top, inside, mpi) in &t.regions {
             if let Some(p) = self.region(top) {
                 p.inside.sat(inside);
@@ -178,6 +187,7 @@ impl RankState for Rank {
         };
         self.last = self.last.max(o.last);
         self.mpi_calls |= o.mpi_calls;
+        self.paused.sat(o.paused);
         add_part(&mut self.whole, &o.whole);
         for (name, p) in &o.regions {
             if let Some(into) = self.region(*name) {
@@ -249,15 +259,22 @@ impl Analysis for Efficiencies {
         let windows: Vec<Option<(u64, u64)>> = ranks.iter().map(|r| r.window()).collect();
         let start = windows.iter().flatten().map(|w| w.0).min().unwrap_or(0);
         let end = windows.iter().flatten().map(|w| w.1).max().unwrap_or(0);
+        // Over the measured time only: a rank's paused time is out of its
+        // window, and the time every rank was paused out of the runtime.
         let parts: Vec<Part> = ranks
             .iter()
             .zip(&windows)
             .map(|(r, w)| Part {
-                inside: w.map_or(0, |(a, b)| b - a),
+                inside: w.map_or(0, |(a, b)| b - a).saturating_sub(r.paused),
                 ..r.whole
             })
             .collect();
-        out.efficiency = Some(pop(end.saturating_sub(start), &parts));
+        let paused_by_all = ranks.iter().map(|r| r.paused).min().unwrap_or(0);
+        let runtime = end.saturating_sub(start).saturating_sub(paused_by_all);
+        out.efficiency = Some(pop(runtime, &parts));
+        if ranks.iter().any(|r| r.paused > 0) {
+            out.paused_ns = ranks.iter().map(|r| r.paused).collect();
+        }
 
         let mut names: Vec<u32> = ranks
             .iter()

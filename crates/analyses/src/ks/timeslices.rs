@@ -84,6 +84,7 @@ const IO_TIME: usize = 7;
 const P2P_TIME: usize = 8;
 const COLLECTIVE_CALLS: usize = 9;
 const COLLECTIVE_TIME: usize = 10;
+const PAUSED_TIME: usize = 11;
 const FIXED: &[&str] = &[
     "mpi_time_ns",
     "mpi_calls",
@@ -96,6 +97,7 @@ const FIXED: &[&str] = &[
     "p2p_time_ns",
     "collective_calls",
     "collective_time_ns",
+    "paused_ns",
 ];
 /// Per function: calls, time, bytes.
 const PER_FUNCTION: [&str; 3] = ["calls", "time_ns", "bytes"];
@@ -253,6 +255,14 @@ impl RankState for Rank {
         let s = self
             .series
             .get_or_insert_with(|| Series::new(cx.slice_shift(), cx.slices()));
+        // Time recording was paused (not measured: the live view and the
+        // report draw it apart from useful time).
+        for &(from, to) in input.times.map_or(&[][..], |t| &t.paused[..]) {
+            let (start, end) = (cx.since_origin(from), cx.since_origin(to));
+            let end = end.max(start);
+            s.fit(end);
+            s.add_span(PAUSED_TIME, (s.index(start), s.index(end)), start, end);
+        }
         for ev in events {
             let code = ev.op();
             let start = cx.since_origin(ev.start.get());

@@ -22,6 +22,7 @@ pub fn timed(key: &str) -> bool {
             "time_across_ranks",
             "time_histogram",
             "pid",
+            "command_pid",
             "wait_causes",
             "slices",
             "late",

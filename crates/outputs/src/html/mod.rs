@@ -89,18 +89,29 @@ pub fn render(run: &Run, options: &Options) -> String {
     h
 }
 
+/// `text` with its first letter in upper case.
+fn capitalised(text: &str) -> String {
+    let mut c = text.chars();
+    c.next()
+        .map_or_else(String::new, |f| f.to_uppercase().chain(c).collect())
+}
+
 fn header(h: &mut String, run: &Run) {
-    let ranks: usize = run.programs.iter().map(|p| p.ranks).sum();
     let lost = facts::lost(&run.accounting);
+    let helpers = crate::roles::helper_programs(run);
     let _ = writeln!(
         h,
-        "<header>\n<h1>Hark report</h1>\n<p class=\"meta\">{} program{}, {} rank{} · {}</p>",
-        run.programs.len(),
-        if run.programs.len() == 1 { "" } else { "s" },
-        ranks,
-        if ranks == 1 { "" } else { "s" },
+        "<header>\n<h1>Hark report</h1>\n<p class=\"meta\">{} · {}</p>",
+        esc(&facts::measured_phrase(run, &helpers)),
         esc(&facts::accounting_line(&run.accounting)),
     );
+    if let Some(failure) = crate::ending::job_failure(run) {
+        let _ = writeln!(
+            h,
+            "<p class=\"warn failed\"><strong>{}</strong>: the numbers below cover what ran until then.</p>",
+            esc(&capitalised(&failure))
+        );
+    }
     if lost > 0 {
         let _ = writeln!(
             h,
@@ -947,6 +958,7 @@ h4{font-size:14px;margin:10px 0 6px}
 .meta,.hint,figcaption,footer{color:var(--muted)}
 .hint{font-size:12.5px;margin:4px 0}
 .warn{background:#fff4e5;border-left:4px solid #e8912d;padding:6px 10px}
+.warn.failed{background:#fdecea;border-left-color:#b3261e}
 .none{color:var(--muted);font-style:italic}
 code{font:12.5px ui-monospace,Menlo,Consolas,monospace;background:var(--soft);padding:1px 4px;border-radius:3px;word-break:break-all}
 .toc{display:flex;flex-wrap:wrap;gap:6px 14px;font-size:13px;margin:4px 0 8px}

@@ -14,7 +14,7 @@
 mod otf2;
 mod perfetto;
 
-pub use otf2::{write_otf2, OTF2_AVAILABLE};
+pub use otf2::{write_otf2, OTF2_AVAILABLE, OTF2_MISSING};
 pub use perfetto::{encode_perfetto, write_perfetto};
 
 use hark_engine::trace::{Matched, Msg, Trace};
@@ -288,7 +288,7 @@ pub(crate) fn collective_class(func: usize) -> bool {
 }
 
 /// Bytes a collective's record says it received (`extra`), if any.
-#[cfg_attr(not(feature = "otf2"), allow(dead_code))]
+#[cfg_attr(not(hark_otf2), allow(dead_code))]
 pub(crate) fn received(e: &Event) -> u64 {
     match e.extra.get() {
         hark_wire::EXTRA_NONE => 0,

@@ -1,5 +1,6 @@
 //! An OTF2 archive, written through Debian's libotf2 (3.x) when Hark is
-//! built with the `otf2` feature; without it, [`write_otf2`] says so.
+//! built with it: found by the build script (`build.rs`), or forced by the
+//! `otf2` feature; without it, [`write_otf2`] says so and names the fix.
 //!
 //! The archive (`trace.otf2/traces.otf2`, with `traces.def` and
 //! `traces/*.evt`) holds: the system tree (machine, hosts), a location
@@ -19,8 +20,14 @@ use crate::Error;
 use hark_engine::trace::Trace;
 use std::path::{Path, PathBuf};
 
-/// Whether this build writes OTF2 (the `otf2` feature).
-pub const OTF2_AVAILABLE: bool = cfg!(feature = "otf2");
+/// Whether this build writes OTF2 (libotf2 was found at build time, or
+/// the `otf2` feature forced it).
+pub const OTF2_AVAILABLE: bool = cfg!(hark_otf2);
+
+/// Why a build cannot write OTF2, and the fix.
+pub const OTF2_MISSING: &str = "this hark was built where libotf2 was not found: install it \
+(Debian, Ubuntu: apt-get install libopen-trace-format2-dev; elsewhere put the directory of \
+libopen-trace-format2.so in LIBRARY_PATH) and build hark again";
 
 /// The archive directory [`write_otf2`] creates in its directory.
 pub const OTF2_DIR: &str = "trace.otf2";
@@ -30,11 +37,7 @@ pub const OTF2_DIR: &str = "trace.otf2";
 pub fn write_otf2(trace: &Trace, dir: &Path) -> Result<PathBuf, Error> {
     let archive = dir.join(OTF2_DIR);
     if !OTF2_AVAILABLE {
-        return Err(Error::trace(
-            &archive,
-            "this hark was built without OTF2 support: build it with `--features otf2` (needs libopen-trace-format2-dev)"
-                .into(),
-        ));
+        return Err(Error::trace(&archive, OTF2_MISSING.into()));
     }
     if archive.exists() {
         std::fs::remove_dir_all(&archive).map_err(|e| Error::io(&archive, e))?;
@@ -173,7 +176,7 @@ impl Plan {
         self.strings.len() as u32 - 1
     }
 
-    #[cfg_attr(not(feature = "otf2"), allow(dead_code))]
+    #[cfg_attr(not(hark_otf2), allow(dead_code))]
     fn comm(&self, members: &[i32]) -> Option<u32> {
         self.comms
             .iter()
@@ -182,7 +185,7 @@ impl Plan {
     }
 }
 
-#[cfg(not(feature = "otf2"))]
+#[cfg(not(hark_otf2))]
 mod imp {
     use super::*;
     pub(super) fn write(_: &Trace, _: &Timeline, _: &Plan, archive: &Path) -> Result<(), Error> {
@@ -190,7 +193,7 @@ mod imp {
     }
 }
 
-#[cfg(feature = "otf2")]
+#[cfg(hark_otf2)]
 mod imp {
     //! The FFI: the few libotf2 functions the writer calls, declared by
     //! hand from `/usr/include/otf2/*.h` (OTF2 3.0).

@@ -53,6 +53,8 @@ fn ranks(n: usize, first_world: i32, host: &str, events: u64) -> Vec<RankInfo> {
             },
             partial: false,
             folded: 0,
+            ended: Some(hark_model::Ending::Finalize),
+            abort_code: None,
         })
         .collect()
 }
@@ -758,5 +760,7 @@ pub fn two_programs() -> Run {
         accounting,
         programs,
         missing: Vec::new(),
+        exit: None,
+        command_pid: None,
     }
 }

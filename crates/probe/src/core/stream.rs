@@ -553,8 +553,21 @@ impl Stream {
     fn on_control(&self, c: hark_wire::Control) {
         use hark_wire::{Action, Control};
         match c.action {
-            Action::Pause => set_paused(true),
-            Action::Resume => set_paused(false),
+            // Said back to the server with the time, in the stream: what
+            // the probe records while paused is then known as such.
+            Action::Pause | Action::Resume => {
+                let pause = c.action == Action::Pause;
+                // In nanoseconds, as the server reads events' stamps.
+                let at = clock::now();
+                set_paused(pause);
+                let mut bytes = Vec::new();
+                Control {
+                    seq: at,
+                    ..Control::new(c.action)
+                }
+                .encode(&mut bytes);
+                self.ship.push_bytes(bytes);
+            }
             Action::Dump => {
                 // Threads that run ship their partial buffers at their next
                 // event; a thread blocked for good (in `MPI_Recv`, say)

@@ -141,8 +141,11 @@ fn before_f(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut Scratch)
         s.c.handle = f2c::message(fint(h));
     }
     if plan.kind == Kind::Abort {
+        // `MPI_ABORT(comm, errorcode, ierror)`: the tag carries the code.
         let t = crate::core::stamp();
-        super::emit(g, hark_wire::Event::new(plan.op, t, t));
+        let mut ev = hark_wire::Event::new(plan.op, t, t);
+        ev.tag.set(w.get(1).copied().map_or(0, fint));
+        super::emit(g, ev);
         super::stream::at_abort();
     }
     if plan.kind == Kind::Finalize {

@@ -108,12 +108,50 @@ fn guarded(f: impl FnOnce()) {
     }
 }
 
-/// Records `ev` through the wrapper's guard, unless recording is paused
-/// (`MPI_Pcontrol(0)` or `hark_pause`): bookkeeping calls still enter the
-/// probe while paused, to keep the registries right, but record nothing.
+/// Records `ev` through the wrapper's guard. While recording is paused
+/// (`MPI_Pcontrol(0)`, `hark_pause`, `hark ctl pause`) bookkeeping calls
+/// still enter the probe, to keep the registries right, and only what
+/// matching needs is recorded ([`emit_paused`]).
 #[inline(always)]
 fn emit(g: &Guard, ev: Event) {
     if !crate::core::paused() {
+        g.record(ev);
+    } else {
+        emit_paused(g, ev);
+    }
+}
+
+/// While paused: records the point-to-point calls and their completions,
+/// and nothing else. The server matches the n-th send of a channel with
+/// its n-th receive, so a message one rank records and its partner, paused
+/// a moment earlier or later, does not would shift every later match; the
+/// events it gets from a paused span keep the count and enter no profile
+/// (`docs/mpi.md`, "Pausing").
+#[cold]
+#[inline(never)]
+fn emit_paused(g: &Guard, ev: Event) {
+    use hark_wire::mpi::{Class, FUNCTIONS};
+    let code = ev.op();
+    let p2p = match hark_wire::op::kind(code) {
+        hark_wire::op::OpKind::Mpi(f) => matches!(
+            FUNCTIONS[f].class,
+            Class::Send
+                | Class::Recv
+                | Class::Sendrecv
+                | Class::Isend
+                | Class::Irecv
+                | Class::SendInit
+                | Class::RecvInit
+                | Class::Start
+                | Class::Probe
+                | Class::Wait
+                | Class::Test
+                | Class::RequestMisc
+        ),
+        hark_wire::op::OpKind::Detail => true,
+        _ => false,
+    };
+    if p2p {
         g.record(ev);
     }
 }
@@ -307,8 +345,11 @@ unsafe fn before_c(abi: &Abi, plan: &Plan, g: &Guard, w: &mut [usize], s: &mut S
         }
     }
     if plan.kind == Kind::Abort {
+        // `MPI_Abort(comm, errorcode)`: the tag carries the error code.
         let t = crate::core::stamp();
-        emit(g, Event::new(plan.op, t, t));
+        let mut ev = Event::new(plan.op, t, t);
+        ev.tag.set(w.get(1).copied().map_or(0, int));
+        emit(g, ev);
         stream::at_abort();
     }
     if plan.kind == Kind::Finalize {

@@ -1,0 +1,30 @@
+//! The digest is scaled to the run: `ls` spends a large share of its few
+//! microseconds in I/O, and that is no "high" finding. Severity weighs the
+//! time per rank as well as the share of rank time.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn ls_gets_no_high_or_medium_finding() {
+    let dir = scratch("short-ls");
+    let index = dir.join("runs.sqlite");
+    let (out, run_dir) = hark_run_env(
+        &dir,
+        &["-q"],
+        &["ls".into(), "-la".into(), "/".into()],
+        &[("HARK_INDEX", index.to_str().unwrap())],
+    );
+    assert_exit(&out, 0);
+    let profile = profile(&run_dir);
+    let digest = profile["programs"][0]["digest"].as_array().unwrap();
+    assert!(!digest.is_empty(), "ls does I/O: {profile:#}");
+    for f in digest {
+        let ns = f["time_ns"].as_u64().unwrap();
+        assert!(ns < 1_000_000, "ls spent {ns} ns in one finding");
+        assert_eq!(f["severity"], "low", "{f:#}");
+    }
+    let summary = std::fs::read_to_string(run_dir.join("summary.txt")).unwrap();
+    assert!(!summary.contains("high "), "{summary}");
+}
