@@ -20,11 +20,21 @@ fn ls_gets_no_high_or_medium_finding() {
     let profile = profile(&run_dir);
     let digest = profile["programs"][0]["digest"].as_array().unwrap();
     assert!(!digest.is_empty(), "ls does I/O: {profile:#}");
-    for f in digest {
+    // Waiting for a CPU is real time lost whatever the run's length (and on
+    // a loaded machine `ls` waits): only the other findings are weighed here.
+    let cpu = |f: &&serde_json::Value| {
+        f["title"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Waiting for a CPU"))
+    };
+    for f in digest.iter().filter(|f| !cpu(f)) {
         let ns = f["time_ns"].as_u64().unwrap();
         assert!(ns < 1_000_000, "ls spent {ns} ns in one finding");
         assert_eq!(f["severity"], "low", "{f:#}");
     }
     let summary = std::fs::read_to_string(run_dir.join("summary.txt")).unwrap();
-    assert!(!summary.contains("high "), "{summary}");
+    let high_other = summary
+        .lines()
+        .any(|l| l.trim_start().starts_with("high ") && !l.contains("Waiting for a CPU"));
+    assert!(!high_other, "{summary}");
 }

@@ -111,7 +111,12 @@ fn run(mpi: Mpi, align: bool) -> Option<Value> {
         eprintln!("skipped: {} is not installed", mpi.name);
         return None;
     }
-    let tag = format!("skew-{}-{align}", mpi.cc);
+    // Tests run two at a time: each run its own directory (a loaded and an
+    // unloaded run of one MPI would otherwise share one, and one's cleanup
+    // would remove the other's working directory).
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tag = format!("skew-{}-{align}-{n}", mpi.cc);
     let dir = scratch(&tag);
     let exe = compile(mpi.cc, "barrier_skew.c".as_ref(), &dir, &[]);
     // Only world rank 1 gets the skew: a shell sets it from the launcher's

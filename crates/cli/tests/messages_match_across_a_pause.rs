@@ -47,8 +47,17 @@ fn paused_apart(mpi: Mpi) {
     assert!(paused.iter().all(|&ns| ns > 0), "{}: {paused:?}", mpi.name);
     // Over time too (what the live view draws as paused, not useful).
     let slices = matrix(&p["timeslices"]["metrics"]["paused_ns"]);
-    let over_time: Vec<u64> = slices.iter().map(|r| r.iter().sum()).collect();
-    assert_eq!(over_time, paused, "{}", mpi.name);
+    // Spread over the slices it spans, a paused span loses at most 1 ns to
+    // rounding per slice.
+    for (rank, row) in slices.iter().enumerate() {
+        let over_time: u64 = row.iter().sum();
+        assert!(
+            over_time <= paused[rank] && paused[rank] - over_time <= row.len() as u64,
+            "{}: rank {rank}: {over_time} ns paused over time, {} in all",
+            mpi.name,
+            paused[rank]
+        );
+    }
     let summary = std::fs::read_to_string(run_dir.join("summary.txt")).unwrap();
     assert!(
         summary.contains("Paused: recording was paused on 2 of 2 ranks"),

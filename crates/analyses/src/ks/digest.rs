@@ -226,18 +226,22 @@ fn cpu_finding(p: &Program) -> Option<(Finding, bool)> {
         duration(wait),
         duration(runnable)
     );
-    if dominates {
-        detail.push_str(
-            ": give each rank a core of its own (fewer ranks per node, or as many slots as cores and `--bind-to core`), or, if each had one, find what else ran on the node; the MPI findings below are distorted by it.",
-        );
-    } else {
-        detail.push_str(": other work on the node took CPUs from the ranks at times.");
-    }
+    let mpi = !p.mpi.is_empty();
+    detail.push_str(match (dominates, mpi) {
+        (true, true) => ": give each rank a core of its own (fewer ranks per node, or as many slots as cores and `--bind-to core`), or, if each had one, find what else ran on the node; the MPI findings below are distorted by it.",
+        (true, false) => ": other work on the node took the CPUs; measure again on a quieter node, or give the program cores of its own.",
+        (false, true) => ": other work on the node took CPUs from the ranks at times.",
+        (false, false) => ": other work on the node took CPUs from the processes at times.",
+    });
+    // The readings cover the stream's whole span (up to its last reading
+    // at exit), a little more than the wall time the digest weighs
+    // against: a finding never costs more than the time it is weighed by.
+    let rank_time: u64 = p.rank_wall_ns.iter().sum();
     let finding = Finding {
         severity: String::new(),
         title: format!("Waiting for a CPU on {}", h.host),
         detail,
-        time_ns: wait,
+        time_ns: wait.min(rank_time),
     };
     Some((finding, dominates))
 }
