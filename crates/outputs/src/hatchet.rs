@@ -259,3 +259,91 @@ pub fn write(run: &Run, dir: &Path) -> Result<(), Error> {
     write_file(&dir.join(GRAPHFRAME), text(&graphframe(run)).as_bytes())?;
     write_file(&dir.join(METADATA), text(&metadata(run)).as_bytes())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hark_model::{PathCalls, RegionProfile, Totals};
+    use std::collections::BTreeMap;
+
+    fn program(name: &str, ranks: usize) -> Program {
+        let mut p = Program {
+            name: name.into(),
+            ranks,
+            rank_wall_ns: (0..ranks as u64).map(|r| 1000 + r).collect(),
+            ..Default::default()
+        };
+        p.regions.paths.insert(
+            "solve".into(),
+            RegionProfile {
+                calls: vec![1; ranks],
+                inclusive_ns: vec![500; ranks],
+                exclusive_ns: vec![500; ranks],
+            },
+        );
+        let send = PathCalls {
+            calls: vec![2; ranks],
+            time_ns: vec![100; ranks],
+        };
+        p.regions.mpi.insert(
+            "solve".into(),
+            BTreeMap::from([("MPI_Send".to_string(), send)]),
+        );
+        // Only the last rank writes.
+        p.io.per_rank = vec![BTreeMap::new(); ranks];
+        p.io.per_rank[ranks - 1].insert(
+            "write".into(),
+            Totals {
+                calls: 3,
+                bytes: 4096,
+                time_ns: 7,
+            },
+        );
+        p
+    }
+
+    #[test]
+    fn one_row_per_node_and_rank_with_ids_unique_across_programs() {
+        let run = Run {
+            programs: vec![program("a", 2), program("b", 3)],
+            ..Default::default()
+        };
+        let gf = graphframe(&run);
+        let graph = gf["graph"][0].as_object().unwrap();
+        // Each program: root, region, MPI function, I/O operation.
+        assert_eq!(graph.len(), 8);
+        let rows = gf["dataframe"].as_array().unwrap();
+        assert_eq!(rows.len(), 4 * 2 + 4 * 3);
+        for row in rows {
+            assert!(graph.contains_key(&row["node"].to_string()), "{row}");
+        }
+        let row = |name: &str, rank: u64| {
+            rows.iter()
+                .filter(|r| r["name"] == name && r["rank"] == rank)
+                .map(|r| {
+                    (
+                        r["calls"].clone(),
+                        r["bytes"].clone(),
+                        r["time (inc)"].clone(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        // The region's exclusive time leaves out its MPI child.
+        let solve = rows.iter().find(|r| r["name"] == "solve").unwrap();
+        assert_eq!(
+            (solve["time"].as_u64(), solve["time (inc)"].as_u64()),
+            (Some(400), Some(500))
+        );
+        // I/O nodes in both programs; a rank that did no I/O has a zero row.
+        assert_eq!(row("write", 2), vec![(json!(3), json!(4096), json!(7))]);
+        assert_eq!(row("write", 0).len(), 2);
+        assert!(row("write", 0).iter().all(|r| r.1 == json!(0)));
+        // The program's exclusive time: wall minus the region (I/O not taken out).
+        let root = rows
+            .iter()
+            .find(|r| r["name"] == "b" && r["rank"] == 2)
+            .unwrap();
+        assert_eq!(root["time"].as_u64(), Some(1002 - 500));
+    }
+}
