@@ -121,7 +121,7 @@ pub enum Command {
     #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
     /// Write a finished run in the formats other tools read: a Hatchet
-    /// literal graph (and Thicket metadata), Parquet tables, and from its
+    /// graphframe indexed by node and rank (and Thicket metadata), Parquet tables, and from its
     /// trace store (`hark run --trace`) OTF2 and Perfetto traces.
     #[command(after_help = EXPORT_EXAMPLES)]
     Export(ExportArgs),
@@ -187,7 +187,7 @@ pub enum Format {
     Otf2,
     /// Perfetto trace (from the run's trace store: `hark run --trace`).
     Perfetto,
-    /// hatchet.json (GraphFrame.from_literal) and thicket-metadata.json.
+    /// hatchet.json (GraphFrame.from_json, indexed by node and rank) and thicket-metadata.json.
     Hatchet,
     /// functions, regions, messages, one_sided and timeslices .parquet.
     Parquet,

@@ -65,7 +65,7 @@ pub fn write(run: &Run, run_dir: &Path, formats: &[Format], out: &Path) -> Resul
         match f {
             Format::Hatchet => {
                 hark_outputs::hatchet::write(run, out)?;
-                files.push(out.join(hark_outputs::hatchet::LITERAL));
+                files.push(out.join(hark_outputs::hatchet::GRAPHFRAME));
                 files.push(out.join(hark_outputs::hatchet::METADATA));
             }
             Format::Parquet => files.extend(hark_tables::write(run, out)?),

@@ -1,10 +1,12 @@
 //! `hark run --export hatchet,parquet` and `hark export`, read back by the
 //! real readers (`tests/python/check_exports.py`, in the `.venv/` that
-//! `scripts/deps.sh` creates): Hatchet loads the literal graph and its
-//! per-rank totals equal `profile.json`'s (wall time at the root, regions'
-//! inclusive time and calls, every MPI function's calls and time summed over
-//! its call paths); Thicket takes a 2-rank and a 4-rank run together, with
-//! their metadata; pyarrow reads every Parquet table back equal to
+//! `scripts/deps.sh` creates): Hatchet loads the graphframe, indexed by
+//! node and rank, and its per-rank values equal `profile.json`'s (wall time
+//! at the root, regions' inclusive time and calls, every MPI function's calls
+//! and time summed over its call paths, every I/O operation's calls, bytes
+//! and time), and `drop_index_levels` folds the ranks; Thicket takes a 2-rank
+//! and a 4-rank run together, with their metadata, and its per-rank
+//! statistics equal `profile.json`'s; pyarrow reads every Parquet table back equal to
 //! `profile.json`. The program is `tests/programs/phases.c`: nested regions,
 //! MPI inside a region and outside any; and, for the one-sided table,
 //! `tests/programs/mpi/rma_io_and_more.c`.
@@ -128,6 +130,14 @@ fn hatchet_thicket_and_pyarrow_read_what_profile_json_says() {
     assert!(
         ops.as_array().is_some_and(|m| !m.is_empty()),
         "no one-sided matrix: {ops}"
+    );
+    // Its I/O is in the profile, so the check finds I/O nodes to compare.
+    let io = &profile(&run_dir)["programs"][0]["io"]["per_rank"];
+    assert!(
+        io.as_array().is_some_and(|r| r
+            .iter()
+            .any(|m| m.as_object().is_some_and(|m| !m.is_empty()))),
+        "no I/O in the profile: {io}"
     );
     check(&py, &[&run_dir]);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -27,23 +27,31 @@ def at(v, r):
     return v[r] if r < len(v) else 0
 
 
+def load_graphframe(run_dir):
+    with open(f"{run_dir}/hatchet.json") as f:
+        return ht.GraphFrame.from_json(f.read())
+
+
 def check_hatchet(run_dir, profile):
-    gf = ht.GraphFrame.from_literal(json.load(open(f"{run_dir}/hatchet.json")))
+    gf = load_graphframe(run_dir)
     df = gf.dataframe
+    eq("dataframe index", list(df.index.names), ["node", "rank"])
     roots = gf.graph.roots
     eq("programs (roots)", [r.frame["name"] for r in roots], [p["name"] for p in profile["programs"]])
     for root, p in zip(roots, profile["programs"]):
         n = p["ranks"]
         mpi = {}  # function -> per-rank [calls, time]
+        io = {}  # operation -> per-rank [calls, bytes, time]
         for node in root.traverse():
-            row = df.loc[node]
+            rows = df.xs(node, level="node")
+            eq(f"{node} ranks (rows)", sorted(int(r) for r in rows.index), list(range(n)))
+            per = lambda m: [int(rows.loc[r, m]) for r in range(n)]
+            inc, exc, calls = per("time (inc)"), per("time"), per("calls")
             kind = node.frame["type"]
-            per = lambda m: [int(row[f"{m} rank {r}"]) for r in range(n)]
-            inc, exc, calls = per("time_ns (inc)"), per("time_ns"), per("calls")
-            eq(f"{node} time_ns (inc) total", int(row["time_ns (inc)"]), sum(inc))
-            eq(f"{node} time_ns total", int(row["time_ns"]), sum(exc))
+            eq(f"{node} name column", set(rows["name"]), {node.frame["name"]})
             for r in range(n):
-                below = sum(int(df.loc[c][f"time_ns (inc) rank {r}"]) for c in node.children)
+                below = sum(int(df.loc[(c, r), "time (inc)"]) for c in node.children
+                            if c.frame["type"] != "io")
                 if exc[r] > 0:
                     eq(f"{node} rank {r}: inclusive = exclusive + children", inc[r], exc[r] + below)
             if kind == "program":
@@ -53,6 +61,9 @@ def check_hatchet(run_dir, profile):
                 want = p["regions"]["paths"][path]
                 eq(f"region {path} inclusive", inc, [at(want["inclusive_ns"], r) for r in range(n)])
                 eq(f"region {path} calls", calls, [at(want["calls"], r) for r in range(n)])
+            elif kind == "io":
+                eq(f"I/O node {node} under its program", node.parents, [root])
+                io[node.frame["name"]] = [calls, per("bytes"), inc]
             else:
                 f = node.frame["name"]
                 acc = mpi.setdefault(f, [[0] * n, [0] * n])
@@ -64,6 +75,29 @@ def check_hatchet(run_dir, profile):
             want = p["mpi"][f]
             eq(f"{f} calls per rank, over the tree", calls, [at(want["calls"], r) for r in range(n)])
             eq(f"{f} time per rank, over the tree", time, [at(want["time_ns"], r) for r in range(n)])
+        per_rank = p["io"]["per_rank"]
+        ops = sorted({op for m in per_rank for op in m})
+        eq("I/O operations in the tree", sorted(io), ops)
+        for op, got in io.items():
+            pick = lambda k: [per_rank[r].get(op, {}).get(k, 0) if r < len(per_rank) else 0
+                              for r in range(n)]
+            eq(f"I/O {op} [calls, bytes, time] per rank", got,
+               [pick("calls"), pick("bytes"), pick("time_ns")])
+    check_per_rank_operations(gf, profile)
+
+
+def check_per_rank_operations(gf, profile):
+    """Hatchet's per-rank operations apply: dropping the rank level sums a
+    node's rows (here: mean over ranks), as for Caliper and HPCToolkit data."""
+    walls = {p["name"]: p["rank_wall_ns"] for p in profile["programs"]}
+    flat = gf.deepcopy()
+    flat.drop_index_levels(function="mean")
+    eq("index after drop_index_levels", list(flat.dataframe.index.names), ["node"])
+    for root in flat.graph.roots:
+        wall = walls[root.frame["name"]]
+        got = float(flat.dataframe.loc[root, "time (inc)"])
+        if abs(got - sum(wall) / len(wall)) > 1e-6 * max(1, max(wall)):
+            fail(f"{root}: mean wall over ranks after drop_index_levels is {got}, profile.json's is {sum(wall) / len(wall)}")
 
 
 def table(run_dir, name):
@@ -137,10 +171,28 @@ def check_parquet(run_dir, profile):
 
 
 def load_thicket(run_dir):
-    tk = th.Thicket.from_literal(json.load(open(f"{run_dir}/hatchet.json")))
+    tk = th.Thicket.thicketize_graphframe(load_graphframe(run_dir), run_dir)
     meta = json.load(open(f"{run_dir}/thicket-metadata.json"))
     tk.metadata = pd.DataFrame([meta], index=pd.Index(tk.profile, name="profile"))
     return tk
+
+
+def check_thicket_per_rank(ens, profiles):
+    """The ensemble keeps a row per node, run and rank, and Thicket's
+    statistics over them (here the mean wall time at each program's root,
+    over every rank of every run) equal profile.json's."""
+    eq("the Thicket's index", list(ens.dataframe.index.names), ["node", "profile", "rank"])
+    th.stats.mean(ens, columns=["time (inc)"])
+    stats = ens.statsframe.dataframe
+    for root in ens.graph.roots:
+        walls = [w for prof in profiles for p in prof["programs"] if p["name"] == root.frame["name"]
+                 for w in p["rank_wall_ns"][: p["ranks"]]]
+        # Ranks a run lacks are NaN rows in the ensemble: a 2-rank run beside a 4-rank one.
+        rows = ens.dataframe.xs(root, level="node")["time (inc)"].dropna()
+        eq(f"{root}: wall per run and rank in the Thicket", sorted(int(w) for w in rows), sorted(walls))
+        got = float(stats.loc[root, "time (inc)_mean"])
+        if abs(got - sum(walls) / len(walls)) > 1e-6 * max(1, max(walls)):
+            fail(f"{root}: Thicket's mean wall over runs and ranks is {got}, profile.json's is {sum(walls) / len(walls)}")
 
 
 runs = sys.argv[1:]
@@ -154,8 +206,9 @@ if len(runs) > 1:
     ranks = [sum(p["ranks"] for p in json.load(open(f"{d}/profile.json"))["programs"]) for d in runs]
     eq("ranks in the Thicket's metadata", sorted(ens.metadata["ranks"].tolist()), sorted(ranks))
     for d in runs:
-        names = {n.frame["name"] for n in ht.GraphFrame.from_literal(json.load(open(f"{d}/hatchet.json"))).graph.traverse()}
+        names = {n.frame["name"] for n in load_graphframe(d).graph.traverse()}
         seen = {n.frame["name"] for n in ens.graph.traverse()}
         if not names <= seen:
             fail(f"the Thicket's graph lacks {sorted(names - seen)} of {d}")
+    check_thicket_per_rank(ens, [json.load(open(f"{d}/profile.json")) for d in runs])
 print("OK")
