@@ -14,7 +14,7 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
         match &args.runs[..] {
             [a, b] => (std::slice::from_ref(a), std::slice::from_ref(b)),
             runs => bail!(
-                "hark diff: {} runs given without `--`: give two runs (RUN_A RUN_B), or repeated runs as `hark diff A1 A2 ... -- B1 B2 ...`",
+                "hark diff: {} run(s) given and none after a `--`: give two runs (RUN_A RUN_B), or repeated runs as `hark diff A1 A2 ... -- B1 B2 ...`",
                 runs.len()
             ),
         }
