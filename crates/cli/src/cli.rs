@@ -129,7 +129,8 @@ pub enum Command {
     /// date.
     #[command(after_help = RUNS_EXAMPLES)]
     Runs(RunsArgs),
-    /// Compare two runs: what changed, the differences that matter first.
+    /// Compare two runs (or repeated runs of each side): what changed, the
+    /// differences that matter first.
     #[command(after_help = DIFF_EXAMPLES)]
     Diff(DiffArgs),
     /// Serve a finished run's live view (the page `hark run` serves while it
@@ -178,7 +179,8 @@ Examples:
 const DIFF_EXAMPLES: &str = "\
 Examples:
   hark diff hark-app-before hark-app-after
-  hark diff run-np2 run-np4 -o diff.html";
+  hark diff run-np2 run-np4 -o diff.html
+  hark diff before-1 before-2 before-3 -- after-1 after-2 after-3";
 
 /// Formats `hark export` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -266,13 +268,15 @@ pub struct RunsArgs {
 /// Options of `hark diff`.
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The run before (a run directory or its profile.json).
-    #[arg(value_name = "RUN_A")]
-    pub run_a: PathBuf,
+    /// The run before and the run after (run directories or profile.json
+    /// files); or, with `--`, every repeated run before the `--`.
+    #[arg(value_name = "RUN", required = true)]
+    pub runs: Vec<PathBuf>,
 
-    /// The run after.
-    #[arg(value_name = "RUN_B")]
-    pub run_b: PathBuf,
+    /// The repeated runs after (`hark diff A1 A2 -- B1 B2`): a change then
+    /// matters only beyond the run-to-run spread of either side.
+    #[arg(value_name = "RUN_AFTER", last = true)]
+    pub after: Vec<PathBuf>,
 
     /// Also write the comparison as an HTML page.
     #[arg(short = 'o', long = "html", value_name = "FILE")]

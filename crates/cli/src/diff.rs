@@ -1,23 +1,45 @@
-//! `hark diff RUN_A RUN_B [-o diff.html]`: what changed between two runs,
-//! the differences that matter first (`hark_outputs::diff` compares).
+//! `hark diff RUN_A RUN_B [-o diff.html]` and
+//! `hark diff A1 A2 ... -- B1 B2 ...`: what changed between two runs (or
+//! repeated runs of either side), the differences that matter first
+//! (`hark_outputs::diff` compares).
 
 use crate::cli::DiffArgs;
 use crate::output::print_stdout;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
 
 /// Runs `hark diff`; returns the process exit status.
 pub fn diff(args: &DiffArgs) -> Result<i32> {
-    let (a, _) = crate::export::read_run(&args.run_a)?;
-    let (b, _) = crate::export::read_run(&args.run_b)?;
-    let d = hark_outputs::diff::compare(&a, &b);
-    let (na, nb) = (
-        args.run_a.display().to_string(),
-        args.run_b.display().to_string(),
-    );
+    let (before, after): (&[PathBuf], &[PathBuf]) = if args.after.is_empty() {
+        match &args.runs[..] {
+            [a, b] => (std::slice::from_ref(a), std::slice::from_ref(b)),
+            runs => bail!(
+                "hark diff: {} run(s) given and none after a `--`: give two runs (RUN_A RUN_B), or repeated runs as `hark diff A1 A2 ... -- B1 B2 ...`",
+                runs.len()
+            ),
+        }
+    } else {
+        (&args.runs, &args.after)
+    };
+    let read = |paths: &[PathBuf]| -> Result<Vec<hark_model::Run>> {
+        paths
+            .iter()
+            .map(|p| crate::export::read_run(p).map(|(run, _)| run))
+            .collect()
+    };
+    let (a, b) = (read(before)?, read(after)?);
+    let d = hark_outputs::diff::compare_repeated(&a, &b);
+    let (na, nb) = (names(before), names(after));
     if let Some(path) = &args.html {
         std::fs::write(path, hark_outputs::diff::html(&d, &na, &nb))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     print_stdout(&hark_outputs::diff::text(&d, &na, &nb))?;
     Ok(0)
+}
+
+/// The runs of one side, for the header.
+fn names(paths: &[PathBuf]) -> String {
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    names.join(", ")
 }

@@ -7,15 +7,21 @@
 //! each MPI function's time, each wait-state pattern's time, and the POP
 //! efficiencies (as the time their change costs: the change × the runtime).
 //!
-//! **Noise** is what the runs themselves show: the spread (standard
-//! deviation) of the quantity across the ranks of either run, and never less
-//! than 1 % of its size plus 10 µs (timer and scheduling jitter); for an
-//! efficiency, two percentage points. A change larger than twice its noise
-//! *matters*; changes that matter come first, costliest first, then those
-//! within the noise. Per-rank changes (which rank moved) are compared only
-//! when both runs have the same number of ranks. Counts (calls, messages,
-//! bytes) are exact, so any change in them is listed, largest relative
-//! change first.
+//! **Noise** is what the runs themselves show. Given repeated runs of a side
+//! ([`compare_repeated`]), it is the run-to-run spread: the largest range
+//! (max − min) of the quantity over the runs of either side; with one run per
+//! side it is the spread (standard deviation) across the ranks of either run.
+//! Either way it is never less than 1 % of the size plus 10 µs (timer and
+//! scheduling jitter); for an efficiency, two percentage points. A change
+//! larger than twice its noise *matters*; changes that matter come first,
+//! costliest first, then those within the noise. Per-rank changes (which
+//! rank moved) are compared only when both sides have the same number of
+//! ranks. Counts (calls, messages, bytes) are exact, so any change in them is
+//! listed, largest relative change first; when the rank counts differ they
+//! are compared per rank (doubling the ranks doubles the calls), totals shown
+//! beside them. The header gives the speed-up (wall time before / after) and,
+//! across rank counts, the parallel efficiency (speed-up × ranks before /
+//! ranks after).
 
 use crate::html::esc;
 use crate::units;
@@ -73,24 +79,68 @@ pub struct Change {
     pub matters: bool,
 }
 
-/// A count that changed (calls, messages, bytes), totals over ranks.
+/// A count that changed (calls, messages, bytes).
 #[derive(Clone, Debug)]
 pub struct CountChange {
     /// Program it belongs to.
     pub program: String,
     /// What is counted: `MPI_Send calls`, `point-to-point messages`.
     pub name: String,
-    /// Total in run A.
+    /// Total over ranks in run A (the first run of side A).
     pub a: u64,
-    /// Total in run B.
+    /// Total over ranks in run B (the first run of side B).
     pub b: u64,
+    /// Ranks of A and B: when they differ, the count changed per rank.
+    pub ranks: [usize; 2],
+}
+
+impl CountChange {
+    /// Whether the counts are compared per rank (the rank counts differ).
+    pub fn per_rank(&self) -> bool {
+        self.ranks[0] != self.ranks[1]
+    }
+
+    /// The count per rank in A and B.
+    pub fn per_rank_values(&self) -> (f64, f64) {
+        let per = |v: u64, n: usize| v as f64 / n.max(1) as f64;
+        (per(self.a, self.ranks[0]), per(self.b, self.ranks[1]))
+    }
+}
+
+/// One program's header: its ranks and wall time on either side.
+#[derive(Clone, Debug)]
+pub struct ProgramPair {
+    /// Program name.
+    pub name: String,
+    /// Ranks in A and B.
+    pub ranks: [usize; 2],
+    /// Wall time (ns) in A and B: the mean over the repeated runs.
+    pub wall_ns: [f64; 2],
+    /// Runs given on either side (1 when not repeated).
+    pub runs: [usize; 2],
+}
+
+impl ProgramPair {
+    /// Wall time before / after: above 1 the program got faster.
+    pub fn speedup(&self) -> Option<f64> {
+        (self.wall_ns[1] > 0.0).then(|| self.wall_ns[0] / self.wall_ns[1])
+    }
+
+    /// Parallel efficiency of going from A's ranks to B's: speed-up × ranks
+    /// before / ranks after (1 is perfect scaling).
+    pub fn scaling_efficiency(&self) -> Option<f64> {
+        let s = self.speedup()?;
+        (self.ranks[1] > 0).then(|| s * self.ranks[0] as f64 / self.ranks[1] as f64)
+    }
 }
 
 /// Two runs compared.
 #[derive(Clone, Debug, Default)]
 pub struct Diff {
-    /// Per program pair: name, ranks and wall time (ns) in A and B.
-    pub programs: Vec<(String, [usize; 2], [u64; 2])>,
+    /// Per program pair: name, ranks, wall time, runs per side.
+    pub programs: Vec<ProgramPair>,
+    /// Noise judged from repeated runs (both sides have more than one run).
+    pub repeated: bool,
     /// Timed changes, those that matter first, costliest first.
     pub changes: Vec<Change>,
     /// Counts that changed, largest relative change first.
@@ -116,6 +166,25 @@ fn stddev(v: &[u64], n: usize) -> f64 {
     var.sqrt()
 }
 
+/// Mean of the values that are there (`None` when none is).
+fn mean_of(v: &[Option<f64>]) -> Option<f64> {
+    let there: Vec<f64> = v.iter().flatten().copied().collect();
+    (!there.is_empty()).then(|| there.iter().sum::<f64>() / there.len() as f64)
+}
+
+/// Run-to-run spread of one side: max − min over its runs (absent: 0).
+fn range(v: &[Option<f64>]) -> f64 {
+    let x = v.iter().map(|x| x.unwrap_or(0.0));
+    let (lo, hi) = x.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
+    if lo.is_finite() {
+        hi - lo
+    } else {
+        0.0
+    }
+}
+
 /// Floor of the noise of a time: 1 % of its size plus 10 µs.
 fn floor(a: f64, b: f64) -> f64 {
     0.01 * a.abs().max(b.abs()) + 10_000.0
@@ -124,20 +193,37 @@ fn floor(a: f64, b: f64) -> f64 {
 /// Efficiency changes below this (two percentage points) are noise.
 const EFFICIENCY_NOISE: f64 = 0.02;
 
-/// A timed change from per-rank values in A and B (`None`: absent).
+/// Per-rank values of one quantity in one run (`None`: absent there).
+type PerRank<'a> = Option<(&'a [u64], usize)>;
+
+/// A timed change from per-rank values in the runs of A and of B. With
+/// repeated runs the noise is the run-to-run range, else the ranks' spread.
 fn timed(
     program: &str,
     kind: Kind,
     name: &str,
-    a: Option<(&[u64], usize)>,
-    b: Option<(&[u64], usize)>,
+    a: &[PerRank],
+    b: &[PerRank],
+    repeated: bool,
 ) -> Change {
-    let va = a.map(|(v, n)| mean(v, n));
-    let vb = b.map(|(v, n)| mean(v, n));
-    let sa = a.map_or(0.0, |(v, n)| stddev(v, n));
-    let sb = b.map_or(0.0, |(v, n)| stddev(v, n));
+    let means = |side: &[PerRank]| -> Vec<Option<f64>> {
+        side.iter().map(|r| r.map(|(v, n)| mean(v, n))).collect()
+    };
+    let (ma, mb) = (means(a), means(b));
+    let (va, vb) = (mean_of(&ma), mean_of(&mb));
+    let spread = if repeated {
+        range(&ma).max(range(&mb))
+    } else {
+        let sd = |side: &[PerRank]| {
+            side.first()
+                .copied()
+                .flatten()
+                .map_or(0.0, |(v, n)| stddev(v, n))
+        };
+        sd(a).max(sd(b))
+    };
     let (x, y) = (va.unwrap_or(0.0), vb.unwrap_or(0.0));
-    let noise = sa.max(sb).max(floor(x, y));
+    let noise = spread.max(floor(x, y));
     let delta = y - x;
     Change {
         program: program.to_string(),
@@ -151,84 +237,170 @@ fn timed(
     }
 }
 
-fn compare_programs(a: &Program, b: &Program, out: &mut Diff) {
-    let prog = a.name.as_str();
-    let (na, nb) = (a.ranks, b.ranks);
-    out.programs
-        .push((prog.to_string(), [na, nb], [a.wall_ns, b.wall_ns]));
-    let changes = &mut out.changes;
+/// The runs of one side, by program.
+type Side<'a> = [&'a Program];
 
+fn compare_programs(a: &Side, b: &Side, repeated: bool, out: &mut Diff) {
+    let (a0, b0) = (a[0], b[0]);
+    let prog = a0.name.as_str();
+    let (na, nb) = (a0.ranks, b0.ranks);
+    let wall = |s: &Side| s.iter().map(|p| p.wall_ns as f64).sum::<f64>() / s.len() as f64;
+    out.programs.push(ProgramPair {
+        name: prog.to_string(),
+        ranks: [na, nb],
+        wall_ns: [wall(a), wall(b)],
+        runs: [a.len(), b.len()],
+    });
+    for (side, s, n) in [("A", a, na), ("B", b, nb)] {
+        if s.iter().any(|p| p.ranks != n) {
+            out.notes.push(format!(
+                "{prog}: the repeated runs of side {side} have different rank counts; times are compared per rank, counts from its first run"
+            ));
+        }
+    }
+    compare_timed(prog, a, b, repeated, &mut out.changes);
+    compare_efficiency(prog, a, b, repeated, out);
+    compare_counts(prog, a0, b0, &mut out.counts);
+    let same_ranks = a.iter().chain(b).all(|p| p.ranks == na);
+    if !same_ranks {
+        out.notes.push(format!(
+            "{prog}: {na} ranks against {nb}: compared per function, region and efficiency as means per rank, counts per rank; ranks are not compared one by one"
+        ));
+        return;
+    }
+    compare_ranks(prog, a, b, repeated, &mut out.changes);
+}
+
+fn compare_timed<'a>(
+    prog: &str,
+    a: &Side<'a>,
+    b: &Side<'a>,
+    repeated: bool,
+    changes: &mut Vec<Change>,
+) {
     let paths: BTreeSet<&String> = a
-        .regions
-        .paths
-        .keys()
-        .chain(b.regions.paths.keys())
+        .iter()
+        .chain(b)
+        .flat_map(|p| p.regions.paths.keys())
         .collect();
+    let region = |s: &Side<'a>, path: &str| -> Vec<PerRank<'a>> {
+        s.iter()
+            .map(|p| {
+                p.regions
+                    .paths
+                    .get(path)
+                    .map(|x| (&x.exclusive_ns[..], p.ranks))
+            })
+            .collect()
+    };
     for path in paths {
-        let pa = a.regions.paths.get(path).map(|p| (&p.exclusive_ns[..], na));
-        let pb = b.regions.paths.get(path).map(|p| (&p.exclusive_ns[..], nb));
-        changes.push(timed(prog, Kind::Region, path, pa, pb));
+        let (pa, pb) = (region(a, path), region(b, path));
+        changes.push(timed(prog, Kind::Region, path, &pa, &pb, repeated));
     }
-    let funcs: BTreeSet<&String> = a.mpi.keys().chain(b.mpi.keys()).collect();
+    let funcs: BTreeSet<&String> = a.iter().chain(b).flat_map(|p| p.mpi.keys()).collect();
+    let func = |s: &Side<'a>, f: &str| -> Vec<PerRank<'a>> {
+        s.iter()
+            .map(|p| p.mpi.get(f).map(|x| (&x.time_ns[..], p.ranks)))
+            .collect()
+    };
     for f in funcs {
-        let fa = a.mpi.get(f).map(|p| (&p.time_ns[..], na));
-        let fb = b.mpi.get(f).map(|p| (&p.time_ns[..], nb));
-        changes.push(timed(prog, Kind::Function, f, fa, fb));
-        let calls = |p: &Program| p.mpi.get(f).map_or(0, |x| x.calls.iter().sum::<u64>());
-        let bytes = |p: &Program| p.mpi.get(f).map_or(0, |x| x.bytes.iter().sum::<u64>());
-        push_count(
-            &mut out.counts,
-            prog,
-            &format!("{f} calls"),
-            calls(a),
-            calls(b),
-        );
-        push_count(
-            &mut out.counts,
-            prog,
-            &format!("{f} bytes"),
-            bytes(a),
-            bytes(b),
-        );
+        let (fa, fb) = (func(a, f), func(b, f));
+        changes.push(timed(prog, Kind::Function, f, &fa, &fb, repeated));
     }
-    let waits: BTreeSet<&String> = a.waits.keys().chain(b.waits.keys()).collect();
+    let waits: BTreeSet<&String> = a.iter().chain(b).flat_map(|p| p.waits.keys()).collect();
+    let wait = |s: &Side<'a>, w: &str| -> Vec<PerRank<'a>> {
+        s.iter()
+            .map(|p| p.waits.get(w).map(|x| (&x.time_ns[..], p.ranks)))
+            .collect()
+    };
     for w in waits {
-        let wa = a.waits.get(w).map(|p| (&p.time_ns[..], na));
-        let wb = b.waits.get(w).map(|p| (&p.time_ns[..], nb));
-        let c = timed(prog, Kind::Wait, w, wa, wb);
+        let (wa, wb) = (wait(a, w), wait(b, w));
+        let c = timed(prog, Kind::Wait, w, &wa, &wb, repeated);
         // A pattern absent or zero in both runs says nothing.
         if c.a.unwrap_or(0.0) > 0.0 || c.b.unwrap_or(0.0) > 0.0 {
             changes.push(c);
         }
     }
-    match (&a.efficiency, &b.efficiency) {
-        (Some(ea), Some(eb)) => {
-            let runtime = (ea.runtime_ns as f64 + eb.runtime_ns as f64) / 2.0;
-            for (name, x, y) in [
-                ("parallel", ea.parallel, eb.parallel),
-                ("load_balance", ea.load_balance, eb.load_balance),
-                ("communication", ea.communication, eb.communication),
-                ("serialisation", ea.serialisation, eb.serialisation),
-                ("transfer", ea.transfer, eb.transfer),
-            ] {
-                let delta = y - x;
-                changes.push(Change {
-                    program: prog.to_string(),
-                    kind: Kind::Efficiency,
-                    name: name.to_string(),
-                    a: Some(x),
-                    b: Some(y),
-                    noise: EFFICIENCY_NOISE,
-                    // A lower efficiency costs its share of the runtime.
-                    cost_ns: -delta * runtime,
-                    matters: delta.is_finite() && delta.abs() > EFFICIENCY_NOISE,
-                });
-            }
+}
+
+fn compare_efficiency(prog: &str, a: &Side, b: &Side, repeated: bool, out: &mut Diff) {
+    let all = |s: &Side| -> Option<Vec<hark_model::Efficiency>> {
+        s.iter().map(|p| p.efficiency).collect()
+    };
+    let (ea, eb) = match (all(a), all(b)) {
+        (Some(ea), Some(eb)) => (ea, eb),
+        (None, None) => return,
+        _ => {
+            out.notes.push(format!(
+                "{prog}: only one side has efficiencies in every run (the other did not use MPI)"
+            ));
+            return;
         }
-        (None, None) => {}
-        _ => out.notes.push(format!(
-            "{prog}: only one run has efficiencies (the other did not use MPI)"
-        )),
+    };
+    let runtime = |e: &[hark_model::Efficiency]| {
+        e.iter().map(|x| x.runtime_ns as f64).sum::<f64>() / e.len() as f64
+    };
+    let runtime = (runtime(&ea) + runtime(&eb)) / 2.0;
+    type Get = fn(&hark_model::Efficiency) -> f64;
+    let names: [(&str, Get); 5] = [
+        ("parallel", |e| e.parallel),
+        ("load_balance", |e| e.load_balance),
+        ("communication", |e| e.communication),
+        ("serialisation", |e| e.serialisation),
+        ("transfer", |e| e.transfer),
+    ];
+    for (name, get) in names {
+        let va: Vec<Option<f64>> = ea.iter().map(|e| Some(get(e))).collect();
+        let vb: Vec<Option<f64>> = eb.iter().map(|e| Some(get(e))).collect();
+        let (x, y) = (mean_of(&va).unwrap_or(0.0), mean_of(&vb).unwrap_or(0.0));
+        let noise = if repeated {
+            range(&va).max(range(&vb)).max(EFFICIENCY_NOISE)
+        } else {
+            EFFICIENCY_NOISE
+        };
+        let delta = y - x;
+        let matters = if repeated {
+            delta.abs() > 2.0 * noise
+        } else {
+            delta.abs() > EFFICIENCY_NOISE
+        };
+        out.changes.push(Change {
+            program: prog.to_string(),
+            kind: Kind::Efficiency,
+            name: name.to_string(),
+            a: Some(x),
+            b: Some(y),
+            noise,
+            // A lower efficiency costs its share of the runtime.
+            cost_ns: -delta * runtime,
+            matters: delta.is_finite() && matters,
+        });
+    }
+}
+
+/// Calls, bytes, messages: exact, from the first run of either side.
+fn compare_counts(prog: &str, a: &Program, b: &Program, counts: &mut Vec<CountChange>) {
+    let ranks = [a.ranks, b.ranks];
+    let mut push = |name: String, x: u64, y: u64| {
+        let c = CountChange {
+            program: prog.to_string(),
+            name,
+            a: x,
+            b: y,
+            ranks,
+        };
+        let (px, py) = c.per_rank_values();
+        // Per rank a count may be fractional: equal within rounding is equal.
+        if (px - py).abs() > 1e-9 * px.abs().max(py.abs()) {
+            counts.push(c);
+        }
+    };
+    let funcs: BTreeSet<&String> = a.mpi.keys().chain(b.mpi.keys()).collect();
+    for f in funcs {
+        let calls = |p: &Program| p.mpi.get(f).map_or(0, |x| x.calls.iter().sum::<u64>());
+        let bytes = |p: &Program| p.mpi.get(f).map_or(0, |x| x.bytes.iter().sum::<u64>());
+        push(format!("{f} calls"), calls(a), calls(b));
+        push(format!("{f} bytes"), bytes(a), bytes(b));
     }
     // Messages and one-sided operations, totals over every pair of ranks.
     type Matrix = fn(&hark_model::P2p) -> &Vec<Vec<u64>>;
@@ -240,17 +412,14 @@ fn compare_programs(a: &Program, b: &Program, out: &mut Diff) {
     ];
     for (name, matrix) in traffic {
         let total = |p: &Program| -> u64 { matrix(&p.p2p).iter().flatten().sum() };
-        push_count(&mut out.counts, prog, name, total(a), total(b));
+        push(name.to_string(), total(a), total(b));
     }
+}
 
-    if na != nb {
-        out.notes.push(format!(
-            "{prog}: {na} ranks against {nb}: compared per function, region and efficiency as means per rank; ranks are not compared one by one"
-        ));
-        return;
-    }
-    // Which rank changed differently from the others: its change in time
-    // outside MPI against the mean change, the noise being the ranks' spread.
+/// Which rank changed differently from the others: its change in time
+/// outside MPI against the mean change. The noise is the run-to-run range of
+/// that rank with repeated runs, else the ranks' spread.
+fn compare_ranks(prog: &str, a: &Side, b: &Side, repeated: bool, changes: &mut Vec<Change>) {
     let outside = |p: &Program| -> Vec<u64> {
         (0..p.ranks)
             .map(|r| {
@@ -259,13 +428,29 @@ fn compare_programs(a: &Program, b: &Program, out: &mut Diff) {
             })
             .collect()
     };
-    let (oa, ob) = (outside(a), outside(b));
-    let mean_delta = mean(&ob, nb) - mean(&oa, na);
-    let noise = stddev(&oa, na).max(stddev(&ob, nb));
-    for r in 0..na {
-        let (x, y) = (oa[r] as f64, ob[r] as f64);
+    let n = a[0].ranks;
+    let (oa, ob): (Vec<Vec<u64>>, Vec<Vec<u64>>) = (
+        a.iter().map(|p| outside(p)).collect(),
+        b.iter().map(|p| outside(p)).collect(),
+    );
+    let at = |side: &[Vec<u64>], r: usize| -> Vec<Option<f64>> {
+        side.iter().map(|v| Some(v[r] as f64)).collect()
+    };
+    let side_mean = |side: &[Vec<u64>]| -> f64 {
+        side.iter().map(|v| mean(v, n)).sum::<f64>() / side.len() as f64
+    };
+    let mean_delta = side_mean(&ob) - side_mean(&oa);
+    let ranks_spread = stddev(&oa[0], n).max(stddev(&ob[0], n));
+    for r in 0..n {
+        let (ra, rb) = (at(&oa, r), at(&ob, r));
+        let (x, y) = (mean_of(&ra).unwrap_or(0.0), mean_of(&rb).unwrap_or(0.0));
         let own = y - x - mean_delta;
-        let noise = noise.max(floor(x, y));
+        let spread = if repeated {
+            range(&ra).max(range(&rb))
+        } else {
+            ranks_spread
+        };
+        let noise = spread.max(floor(x, y));
         changes.push(Change {
             program: prog.to_string(),
             kind: Kind::Rank,
@@ -279,28 +464,46 @@ fn compare_programs(a: &Program, b: &Program, out: &mut Diff) {
     }
 }
 
-fn push_count(out: &mut Vec<CountChange>, program: &str, name: &str, a: u64, b: u64) {
-    if a != b {
-        out.push(CountChange {
-            program: program.to_string(),
-            name: name.to_string(),
-            a,
-            b,
-        });
-    }
+/// Compares run `a` (before) with run `b` (after); the noise is the spread
+/// across ranks.
+pub fn compare(a: &Run, b: &Run) -> Diff {
+    compare_repeated(std::slice::from_ref(a), std::slice::from_ref(b))
 }
 
-/// Compares run `a` (before) with run `b` (after).
-pub fn compare(a: &Run, b: &Run) -> Diff {
-    let mut out = Diff::default();
-    for pa in &a.programs {
-        match b.programs.iter().find(|pb| pb.name == pa.name) {
-            Some(pb) => compare_programs(pa, pb, &mut out),
-            None => out.notes.push(format!("{}: only in run A", pa.name)),
+/// Compares repeated runs of the same job before (`a`) and after (`b`):
+/// values are means over each side's runs and, when either side has more
+/// than one run, a change matters only beyond the run-to-run spread. Each
+/// side needs at least one run (an empty side compares nothing).
+pub fn compare_repeated(a: &[Run], b: &[Run]) -> Diff {
+    let mut out = Diff {
+        repeated: a.len() > 1 || b.len() > 1,
+        ..Diff::default()
+    };
+    let (Some(a0), Some(b0)) = (a.first(), b.first()) else {
+        out.notes
+            .push("nothing to compare: a side has no run".into());
+        return out;
+    };
+    fn side<'r>(runs: &'r [Run], name: &str) -> Option<Vec<&'r Program>> {
+        runs.iter()
+            .map(|r| r.programs.iter().find(|p| p.name == name))
+            .collect()
+    }
+    for pa in &a0.programs {
+        if !b0.programs.iter().any(|pb| pb.name == pa.name) {
+            out.notes.push(format!("{}: only in run A", pa.name));
+            continue;
+        }
+        match (side(a, &pa.name), side(b, &pa.name)) {
+            (Some(sa), Some(sb)) => compare_programs(&sa, &sb, out.repeated, &mut out),
+            _ => out.notes.push(format!(
+                "{}: missing from some of the repeated runs; not compared",
+                pa.name
+            )),
         }
     }
-    for pb in &b.programs {
-        if !a.programs.iter().any(|pa| pa.name == pb.name) {
+    for pb in &b0.programs {
+        if !a0.programs.iter().any(|pa| pa.name == pb.name) {
             out.notes.push(format!("{}: only in run B", pb.name));
         }
     }
@@ -309,7 +512,10 @@ pub fn compare(a: &Run, b: &Run) -> Diff {
             .cmp(&x.matters)
             .then(y.cost_ns.abs().total_cmp(&x.cost_ns.abs()))
     });
-    let rel = |c: &CountChange| (c.b as f64 - c.a as f64).abs() / (c.a.max(c.b).max(1) as f64);
+    let rel = |c: &CountChange| {
+        let (x, y) = c.per_rank_values();
+        (y - x).abs() / x.max(y).max(1.0)
+    };
     out.counts.sort_by(|x, y| rel(y).total_cmp(&rel(x)));
     out
 }
@@ -356,24 +562,71 @@ fn line(c: &Change) -> String {
 /// At most this many changes within the noise are listed.
 const QUIET_SHOWN: usize = 10;
 
+/// Where the noise comes from, one sentence.
+fn noise_basis(d: &Diff) -> &'static str {
+    if d.repeated {
+        "noise: the run-to-run spread, max - min over the repeated runs of either side"
+    } else {
+        "noise judged from the spread across ranks (give repeated runs for run-to-run noise)"
+    }
+}
+
+/// A program's header line, then its speed-up and scaling lines.
+fn header(s: &mut String, p: &ProgramPair) {
+    let runs = if p.runs == [1, 1] {
+        String::new()
+    } else {
+        format!(" (means over {} and {} runs)", p.runs[0], p.runs[1])
+    };
+    let _ = writeln!(
+        s,
+        "== {}: ranks {} -> {}, wall time {} -> {}{runs}",
+        p.name,
+        p.ranks[0],
+        p.ranks[1],
+        units::duration(p.wall_ns[0]),
+        units::duration(p.wall_ns[1])
+    );
+    if let Some(x) = p.speedup() {
+        let _ = writeln!(s, "   speed-up {x:.2}x (wall time before / after)");
+    }
+    if p.ranks[0] != p.ranks[1] {
+        if let Some(e) = p.scaling_efficiency() {
+            let _ = writeln!(
+                s,
+                "   parallel efficiency {} from {} to {} ranks (speed-up x {} / {}); counts compared per rank",
+                units::fraction(e),
+                p.ranks[0],
+                p.ranks[1],
+                p.ranks[0],
+                p.ranks[1]
+            );
+        }
+    }
+}
+
+/// A count's values: per rank (totals in brackets) when the ranks differ.
+fn count_values(c: &CountChange) -> String {
+    let (a, b) = (units::count(c.a), units::count(c.b));
+    if !c.per_rank() {
+        return format!("{a:>15} -> {b:<15}");
+    }
+    let (x, y) = c.per_rank_values();
+    format!("{x:>15.1} -> {y:<15.1} per rank ({a} -> {b})")
+}
+
 /// The comparison as text for a terminal; `a` and `b` name the runs.
 pub fn text(d: &Diff, a: &str, b: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "A: {a}\nB: {b}\n");
-    for (name, ranks, wall) in &d.programs {
-        let _ = writeln!(
-            s,
-            "== {name}: ranks {} -> {}, wall time {} -> {}",
-            ranks[0],
-            ranks[1],
-            units::duration(wall[0] as f64),
-            units::duration(wall[1] as f64)
-        );
+    for p in &d.programs {
+        header(&mut s, p);
     }
     let matters: Vec<&Change> = d.changes.iter().filter(|c| c.matters).collect();
     let _ = writeln!(
         s,
-        "\nChanges that matter, costliest first (per rank; noise: spread across ranks):"
+        "\nChanges that matter, costliest first (per rank; {}):",
+        noise_basis(d)
     );
     if matters.is_empty() {
         let _ = writeln!(s, "  none: every difference is within the runs' own noise");
@@ -389,16 +642,18 @@ pub fn text(d: &Diff, a: &str, b: &str) -> String {
         }
     }
     if !d.counts.is_empty() {
-        let _ = writeln!(s, "\nCounts that changed (totals over ranks):");
+        let per_rank = d.counts.iter().any(CountChange::per_rank);
+        let _ = writeln!(
+            s,
+            "\nCounts that changed ({}):",
+            if per_rank {
+                "per rank where the rank counts differ, totals over ranks in brackets"
+            } else {
+                "totals over ranks"
+            }
+        );
         for c in &d.counts {
-            let _ = writeln!(
-                s,
-                "  {:<43} {:>15} -> {:<15} [{}]",
-                c.name,
-                units::count(c.a),
-                units::count(c.b),
-                c.program
-            );
+            let _ = writeln!(s, "  {:<43} {}  [{}]", c.name, count_values(c), c.program);
         }
     }
     for n in &d.notes {
@@ -422,19 +677,30 @@ pub fn html(d: &Diff, a: &str, b: &str) -> String {
         esc(a),
         esc(b)
     );
-    s.push_str("<table><tr><th class=l>program</th><th>ranks A</th><th>ranks B</th><th>wall A</th><th>wall B</th></tr>\n");
-    for (name, ranks, wall) in &d.programs {
+    s.push_str("<table><tr><th class=l>program</th><th>ranks A</th><th>ranks B</th><th>wall A</th><th>wall B</th><th>speed-up</th><th>parallel efficiency</th><th>runs</th></tr>\n");
+    for p in &d.programs {
+        let speedup = p.speedup().map_or("-".into(), |x| format!("{x:.2}x"));
+        let scaling = match p.scaling_efficiency() {
+            Some(e) if p.ranks[0] != p.ranks[1] => units::fraction(e),
+            _ => "-".into(),
+        };
         let _ = writeln!(
             s,
-            "<tr><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(name),
-            ranks[0],
-            ranks[1],
-            units::duration(wall[0] as f64),
-            units::duration(wall[1] as f64)
+            "<tr><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{speedup}</td><td>{scaling}</td><td>{} / {}</td></tr>",
+            esc(&p.name),
+            p.ranks[0],
+            p.ranks[1],
+            units::duration(p.wall_ns[0]),
+            units::duration(p.wall_ns[1]),
+            p.runs[0],
+            p.runs[1]
         );
     }
-    s.push_str("</table>\n<h2>Changes, those that matter first</h2>\n<p>Per rank; a change matters when it is more than twice the noise (the spread across ranks, at least 1 % + 10 µs; 2 points for efficiencies).</p>\n");
+    let _ = writeln!(
+        s,
+        "</table>\n<p>Speed-up: wall time before / after; parallel efficiency: speed-up × ranks before / ranks after.</p>\n<h2>Changes, those that matter first</h2>\n<p>Per rank; a change matters when it is more than twice the noise (at least 1 % + 10 µs; 2 points for efficiencies); {}.</p>",
+        esc(noise_basis(d))
+    );
     s.push_str("<table><tr><th class=l>what</th><th class=l>name</th><th>A</th><th>B</th><th>change</th><th>noise</th><th class=l>program</th></tr>\n");
     for c in &d.changes {
         let class = if !c.matters {
@@ -458,14 +724,19 @@ pub fn html(d: &Diff, a: &str, b: &str) -> String {
     }
     s.push_str("</table>\n");
     if !d.counts.is_empty() {
-        s.push_str("<h2>Counts that changed</h2><table><tr><th class=l>count</th><th>A</th><th>B</th><th class=l>program</th></tr>\n");
+        s.push_str("<h2>Counts that changed</h2><p>Per rank where the rank counts differ, else totals over ranks.</p><table><tr><th class=l>count</th><th>A</th><th>B</th><th>totals</th><th class=l>program</th></tr>\n");
         for c in &d.counts {
+            let (x, y, totals) = if c.per_rank() {
+                let (x, y) = c.per_rank_values();
+                let t = format!("{} -> {}", units::count(c.a), units::count(c.b));
+                (format!("{x:.1} per rank"), format!("{y:.1} per rank"), t)
+            } else {
+                (units::count(c.a), units::count(c.b), "-".into())
+            };
             let _ = writeln!(
                 s,
-                "<tr><td class=l>{}</td><td>{}</td><td>{}</td><td class=l>{}</td></tr>",
+                "<tr><td class=l>{}</td><td>{x}</td><td>{y}</td><td>{totals}</td><td class=l>{}</td></tr>",
                 esc(&c.name),
-                units::count(c.a),
-                units::count(c.b),
                 esc(&c.program)
             );
         }
@@ -506,5 +777,68 @@ mod tests {
         assert!(text(&d, "a", "b").contains("one-sided bytes"));
         // The same traffic lists nothing.
         assert!(compare(&run(100), &run(100)).counts.is_empty());
+    }
+
+    /// One program on `ranks` ranks, each making `calls` MPI_Send calls of
+    /// 8 bytes and spending `work` ns per rank in region `solve`.
+    fn job(ranks: usize, calls: u64, work: u64, wall: u64) -> Run {
+        let mut p = Program {
+            name: "app".into(),
+            ranks,
+            wall_ns: wall,
+            rank_wall_ns: vec![wall; ranks],
+            mpi_time_ns: vec![0; ranks],
+            ..Program::default()
+        };
+        let f = p.mpi.entry("MPI_Send".into()).or_default();
+        f.calls = vec![calls; ranks];
+        f.bytes = vec![8 * calls; ranks];
+        f.time_ns = vec![1000 * calls; ranks];
+        let r = p.regions.paths.entry("solve".into()).or_default();
+        r.exclusive_ns = vec![work; ranks];
+        Run {
+            programs: vec![p],
+            ..Run::default()
+        }
+    }
+
+    #[test]
+    fn across_rank_counts_counts_are_per_rank_and_the_speedup_is_given() {
+        let d = compare(
+            &job(2, 100, 4_000_000, 8_000_000),
+            &job(4, 100, 2_000_000, 5_000_000),
+        );
+        assert!(d.counts.is_empty(), "{:?}", d.counts);
+        let t = text(&d, "a", "b");
+        assert!(t.contains("speed-up 1.60x"), "{t}");
+        // 1.6 × 2 / 4.
+        assert!(t.contains("parallel efficiency 80.0 %"), "{t}");
+        assert!(t.contains("spread across ranks (give repeated runs"), "{t}");
+        // Twice the calls per rank is a change, shown per rank with totals.
+        let d = compare(&job(2, 100, 1, 1), &job(4, 200, 1, 1));
+        let t = text(&d, "a", "b");
+        let line = t.lines().find(|l| l.contains("MPI_Send calls")).unwrap();
+        assert!(line.contains("100.0") && line.contains("200.0"), "{line}");
+        assert!(line.contains("(200 -> 800)"), "{line}");
+    }
+
+    #[test]
+    fn with_repeated_runs_only_changes_beyond_their_spread_matter() {
+        // Region time 4 ms and 6 ms before, 5 ms and 7 ms after: a 1 ms
+        // change against a 2 ms run-to-run spread.
+        let a = [job(2, 1, 4_000_000, 1), job(2, 1, 6_000_000, 1)];
+        let b = [job(2, 1, 5_000_000, 1), job(2, 1, 7_000_000, 1)];
+        let d = compare_repeated(&a, &b);
+        assert!(d.repeated);
+        assert!(!d.changes.iter().any(|c| c.matters), "{:?}", d.changes);
+        // Against one run a side, the ranks agree: the same 1 ms matters.
+        let d = compare(&a[0], &b[0]);
+        assert!(d.changes.iter().any(|c| c.matters && c.name == "solve"));
+        // 20 ms more is beyond the spread.
+        let b = [job(2, 1, 25_000_000, 1), job(2, 1, 27_000_000, 1)];
+        let d = compare_repeated(&a, &b);
+        assert_eq!(d.changes[0].name, "solve");
+        assert!(d.changes[0].matters);
+        assert!(text(&d, "a", "b").contains("run-to-run spread"));
     }
 }
