@@ -22,7 +22,13 @@ fn paused_apart(mpi: Mpi) {
     let exe = compile(mpi.cc, "pause_skew.c".as_ref(), &dir, &[]);
     let mut command = launcher(mpi, 2);
     command.extend([exe.display().to_string(), "200".into()]);
-    let (out, run_dir) = hark_run(&dir, &["-q"], &command);
+    // On CLOCK_MONOTONIC every process of the host reads one clock, so the
+    // one offset the server gives a host is exact: a violation left is the
+    // pause's. Under the TSC each process calibrates its own conversion
+    // (good to some µs and 10 ppm), which a host's shared offset does not
+    // correct: MPICH's sub-µs messages then show violations of their own
+    // (`docs/analyses.md`, "Time").
+    let (out, run_dir) = hark_run_env(&dir, &["-q"], &command, &[("HARK_CLOCK", "monotonic")]);
     assert_exit(&out, 0);
     let profile = profile(&run_dir);
     let p = &profile["programs"][0];
@@ -32,7 +38,13 @@ fn paused_apart(mpi: Mpi) {
         "{}: {diagnostics}",
         mpi.name
     );
-    assert_eq!(p["clock"]["violations"], 0, "{}: {diagnostics}", mpi.name);
+    // A pause that shifted the pairs blamed the clocks for every message
+    // after it (142 and 180 of these 190). A few are left to the clocks
+    // themselves: two ranks busy-polling on two cores beside hark make the
+    // alignment's round trips long, and MPICH's messages take well under a
+    // microsecond (`docs/analyses.md`, "Time").
+    let violations = p["clock"]["violations"].as_u64().unwrap_or(u64::MAX);
+    assert!(violations <= 10, "{}: {diagnostics}", mpi.name);
     // Rank 0 recorded iterations 0-9 and 20-199, rank 1 0-10 and 20-199.
     let messages = matrix(&p["p2p"]["messages"]);
     assert_eq!(messages[0][1], 190, "{}: {messages:?}", mpi.name);
@@ -47,12 +59,13 @@ fn paused_apart(mpi: Mpi) {
     assert!(paused.iter().all(|&ns| ns > 0), "{}: {paused:?}", mpi.name);
     // Over time too (what the live view draws as paused, not useful).
     let slices = matrix(&p["timeslices"]["metrics"]["paused_ns"]);
-    // Spread over the slices it spans, a paused span loses at most 1 ns to
-    // rounding per slice.
+    // Over time a paused span is placed on the aligned timeline (its ends
+    // corrected for drift), in all it is the probe clock's difference: the
+    // two agree to the drift's parts per million and the slices' rounding.
     for (rank, row) in slices.iter().enumerate() {
         let over_time: u64 = row.iter().sum();
         assert!(
-            over_time <= paused[rank] && paused[rank] - over_time <= row.len() as u64,
+            over_time.abs_diff(paused[rank]) <= 1_000 + paused[rank] / 1_000 + row.len() as u64,
             "{}: rank {rank}: {over_time} ns paused over time, {} in all",
             mpi.name,
             paused[rank]

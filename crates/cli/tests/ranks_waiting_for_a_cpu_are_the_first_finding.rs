@@ -97,15 +97,19 @@ fn two_ranks_bound_a_core_each_wait_only_as_the_machine_makes_them() {
         return;
     };
     eprintln!("{shown}");
-    // A share this low is mostly noise: within 3 points then.
-    assert!(
-        (hark - program).abs() <= (0.1 * program).max(0.03),
-        "Hark's share does not match the program's: {shown}"
-    );
     if program < CPU_FIRST * 0.8 {
+        // A share this low is mostly what the program's own reading adds
+        // (its wall time counts time outside its CPU clock that is no
+        // waiting: page faults, MPI start-up): both low, and no finding
+        // first.
+        assert!(hark < CPU_FIRST, "Hark's share is not low: {shown}");
         assert!(!title.starts_with("Waiting for a CPU"), "{shown}");
     } else if program >= CPU_FIRST * 1.2 {
         eprintln!("the machine is loaded: the bound ranks waited too");
+        assert!(
+            (hark - program).abs() <= 0.1 * program,
+            "Hark's share is not within 10 % of the program's: {shown}"
+        );
         assert!(title.starts_with("Waiting for a CPU"), "{shown}");
     }
 }

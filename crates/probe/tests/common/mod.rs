@@ -173,6 +173,10 @@ impl Probed {
             env: vec![
                 ("HARK_ADDR".into(), collector.addr().to_string()),
                 ("LD_PRELOAD".into(), probe_lib().display().to_string()),
+                // These tests check the program's own events one by one:
+                // no CPU-availability readings among them (the readings
+                // are checked by the CLI's CPU tests).
+                ("HARK_CPU_MS".into(), "0".into()),
             ],
             collector,
             dir,
