@@ -406,10 +406,20 @@ impl Transport for Socket {
         let fd = self.fd.get();
         if fd >= 0 {
             // SAFETY: the socket is ours. shutdown tells the peer we are
-            // done even if a forked child still holds a copy; the raw close
-            // syscall bypasses the probe's own `close` wrapper.
+            // done even if a forked child still holds a copy.
             unsafe {
                 libc::shutdown(fd, libc::SHUT_WR);
+            }
+            // Bytes the service sent that nobody read (a TLS session
+            // ticket, a control frame after the last poll) would make the
+            // kernel answer the close with a reset, and the service's
+            // kernel would then drop what it had not yet read of ours: the
+            // last packs and the `End`. Read them away first.
+            let mut sink = [0u8; 4096];
+            while recv_raw(fd, &mut sink) > 0 {}
+            // SAFETY: the socket is ours; the raw close syscall bypasses
+            // the probe's own `close` wrapper.
+            unsafe {
                 libc::syscall(libc::SYS_close, fd);
             }
             self.fd.set(-1);
