@@ -10,7 +10,7 @@ use crate::error::{Context, ErrorKind, Result};
 use hark_mpi::call as mpi_call;
 use hark_mpi::Abi;
 use hark_wire::partition::{RELEASE_TAG, STREAM_TAG};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The tag of analyser 0's word to the other analysers that the run was
 /// delivered (1 byte, stream communicator).
@@ -129,42 +129,12 @@ pub(crate) fn release(abi: &Abi, comm: usize, peers: &Peers, writers: &[u32], gi
     }
 }
 
-/// Waits, polling, for one byte from `from` on `tag`, at most `timeout`.
-/// Slept, not spun: analyser 0 needs the cores for the fold.
+/// Waits for analyser 0's word that the run is delivered, at most
+/// `timeout` (`hark_mpi::call::wait_for_byte`: slept, not spun, since
+/// analyser 0 needs the cores for the fold).
 fn wait_for(abi: &Abi, comm: usize, from: i32, tag: i32, timeout: Duration) {
-    let mut byte = [0u8; 1];
-    let mut slot: usize = 0;
-    // SAFETY: `byte` and `slot` live until the request completed or was
-    // cancelled below.
-    let posted = unsafe {
-        mpi_call::irecv_bytes(
-            abi,
-            byte.as_mut_ptr(),
-            1,
-            from,
-            tag,
-            comm,
-            (&mut slot as *mut usize).cast(),
-        )
-    };
-    if !posted {
-        return;
-    }
-    let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_micros(100);
-    loop {
-        match mpi_call::test(abi, abi.handle_arg(slot)) {
-            Some(true) | None => return,
-            Some(false) if Instant::now() >= deadline => {
-                say("hark: an analyser rank heard nothing from analyser rank 0 within HARK_RELEASE_TIMEOUT_MS; it releases its writers without waiting further\n");
-                // SAFETY: the live receive request posted above.
-                unsafe { mpi_call::cancel(abi, (&mut slot as *mut usize).cast()) };
-                return;
-            }
-            Some(false) => {}
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(5));
+    if !mpi_call::wait_for_byte(abi, comm, from, tag, timeout) {
+        say("hark: an analyser rank heard nothing from analyser rank 0 within HARK_RELEASE_TIMEOUT_MS; it releases its writers without waiting further\n");
     }
 }
 

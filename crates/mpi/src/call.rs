@@ -7,6 +7,7 @@
 use crate::abi::Abi;
 use crate::resolve::Sym;
 use std::ffi::{c_int, c_void};
+use std::time::{Duration, Instant};
 
 macro_rules! pmpi {
     ($name:literal, ($($a:ident),*)) => {{
@@ -360,6 +361,48 @@ pub fn test(abi: &Abi, req: usize) -> Option<bool> {
     let mut flag: c_int = 0;
     let (rp, fp, st) = (ptr(&mut r), ptr(&mut flag), abi.status_ignore);
     (pmpi!(c"PMPI_Test", (rp, fp, st)) == Some(0)).then_some(flag != 0)
+}
+
+/// Waits, at most `timeout`, for one byte from `from` on `tag` of `comm`:
+/// a receive polled with sleeps (100 µs, doubling up to 5 ms), not spun,
+/// since the ranks waiting so leave their cores to others meanwhile.
+/// False only when the time ran out (the receive is then cancelled); true
+/// when the byte came, or when MPI refused the receive or the test (there
+/// is nothing to wait for then).
+pub fn wait_for_byte(abi: &Abi, comm: usize, from: i32, tag: i32, timeout: Duration) -> bool {
+    let mut byte = [0u8; 1];
+    let mut slot: usize = 0;
+    // SAFETY: `byte` and `slot` live until the request completed or was
+    // cancelled below.
+    let posted = unsafe {
+        irecv_bytes(
+            abi,
+            byte.as_mut_ptr(),
+            1,
+            from,
+            tag,
+            comm,
+            (&mut slot as *mut usize).cast(),
+        )
+    };
+    if !posted {
+        return true;
+    }
+    let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_micros(100);
+    loop {
+        match test(abi, abi.handle_arg(slot)) {
+            Some(true) | None => return true,
+            Some(false) if Instant::now() >= deadline => {
+                // SAFETY: the live receive request posted above.
+                unsafe { cancel(abi, (&mut slot as *mut usize).cast()) };
+                return false;
+            }
+            Some(false) => {}
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(5));
+    }
 }
 
 /// `MPI_Waitany` over the `n` request handles at `reqs`: the index of the

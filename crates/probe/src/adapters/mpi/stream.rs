@@ -484,45 +484,13 @@ fn wait_for_release() {
     if timeout.is_zero() {
         return;
     }
-    let mut byte = [0u8; 1];
-    let mut slot: usize = 0;
-    // SAFETY: `byte` and `slot` live until the request completed or was
-    // cancelled below.
-    let posted = unsafe {
-        mpi_call::irecv_bytes(
-            abi,
-            byte.as_mut_ptr(),
-            1,
-            dest,
-            RELEASE_TAG,
-            comm,
-            (&mut slot as *mut usize).cast(),
-        )
-    };
-    if !posted {
-        return;
-    }
-    let deadline = Instant::now() + timeout;
     // Slept, not spun, as in the drain: the analysers merging need the
     // cores.
-    let mut pause = Duration::from_micros(100);
-    loop {
-        match mpi_call::test(abi, abi.handle_arg(slot)) {
-            Some(true) => return,
-            Some(false) if Instant::now() < deadline => {}
-            Some(false) => {
-                crate::core::warn_once(
-                    "release",
-                    "the analyser rank did not release this rank at MPI_Finalize in time (HARK_RELEASE_TIMEOUT_MS); it finalizes without it",
-                );
-                // SAFETY: the live receive request posted above.
-                unsafe { mpi_call::cancel(abi, (&mut slot as *mut usize).cast()) };
-                return;
-            }
-            None => return,
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(5));
+    if !mpi_call::wait_for_byte(abi, comm, dest, RELEASE_TAG, timeout) {
+        crate::core::warn_once(
+            "release",
+            "the analyser rank did not release this rank at MPI_Finalize in time (HARK_RELEASE_TIMEOUT_MS); it finalizes without it",
+        );
     }
 }
 
