@@ -100,8 +100,9 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
         }
     };
     hark_analyser::clean(&dir);
-    // The run directory was written before the command's status was
-    // known: written again with it.
+    // Written here, with the command's status: the run that came back has
+    // none yet, and a run directory rank 0 or the salvage wrote is written
+    // again with it.
     run.exit = Some(crate::run::exit_of(status));
     run.command_pid = Some(command_pid);
     if let Err(e) = hark_outputs::write_all(&run, &dir, |_| true) {
@@ -132,7 +133,7 @@ pub fn run(args: &RunArgs, spec: Analysers) -> Result<i32> {
 const MODEL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The job's run, once the job ended with status `code`: the model analyser
-/// rank 0 sent back, written into `dir`; else the run directory rank 0
+/// rank 0 sent back (the caller writes it into `dir`); else the run directory rank 0
 /// wrote there itself (it could not reach this process, and `dir` is on a
 /// file system its node shares); else the keepers' partial results merged
 /// ([`salvage`]). `None`, said on stderr with why, when there is none.
@@ -146,8 +147,6 @@ fn take_run(
 ) -> Result<Option<hark_model::Run>> {
     let profile = dir.join(hark_outputs::json::FILE_NAME);
     if let Some(run) = relay.take_model(MODEL_WAIT) {
-        hark_outputs::write_all(&run, dir, |_| true)
-            .with_context(|| format!("cannot write the run directory {}", dir.display()))?;
         return Ok(Some(run));
     }
     if !profile.exists() && !salvage(args, dir, code, n)? {
