@@ -9,15 +9,7 @@ use std::time::Duration;
 /// children that ended: once the keeper was reaped (`Keeper::finish`), the
 /// analysis server's readers and board workers are in it.
 pub fn cpu() -> Duration {
-    let of = |who| {
-        // SAFETY: an all-zero rusage is valid; getrusage writes into it.
-        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: `u` is writable.
-        unsafe { libc::getrusage(who, &mut u) };
-        let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-        tv(u.ru_utime) + tv(u.ru_stime)
-    };
-    of(libc::RUSAGE_SELF) + of(libc::RUSAGE_CHILDREN)
+    hark_os::cpu_time(true)
 }
 
 /// The events the ranks of `partials` delivered.

@@ -229,11 +229,12 @@ pub fn run(args: &Options) -> Result<i32> {
     let mine = rank_share(rank - first, exchanger, keeper, notes, ended_ns)?;
     let finished = ended.elapsed();
     if args.verbose {
+        let (events, cpu) = (costs::events(&mine.programs), costs::cpu());
         say(&format!(
-            "hark: analyser rank {rank}: {} events from {} writer(s), {:.1} ms CPU (the rank and its keeper)\n",
-            costs::events(&mine.programs),
+            "hark: analyser rank {rank}: {events} events from {} writer(s), {:.1} ms CPU (the rank and its keeper); {}\n",
             writers.len(),
-            costs::cpu().as_secs_f64() * 1e3
+            cpu.as_secs_f64() * 1e3,
+            hark_os::cpu_rate(events, cpu)
         ));
     }
     let merged = merge::reduce(abi, streams, &group, mine, analyses.as_deref())?;
@@ -242,7 +243,8 @@ pub fn run(args: &Options) -> Result<i32> {
     let delivered = match merged {
         Some(share) => {
             let mut link = hark_sync::lock(&link);
-            write_merged(args, share, group.mode, &took, finished, link.as_mut())
+            let writers = first as u32;
+            write_merged(args, share, writers, (&took, finished), link.as_mut())
         }
         None => Ok(()),
     };
@@ -429,21 +431,37 @@ fn rank_share(
 
 /// Analyser rank 0: folds the merged results and sends the run to `hark
 /// run` over `link`, or writes the run directory itself when it cannot.
+///
+/// `writers`: the job's processes less the analysers; those whose stream
+/// never arrived are the run's missing ranks, as `hark run` says them
+/// without analysers.
 fn write_merged(
     args: &Options,
     share: merge::Share,
-    mode: Mode,
-    took: &[Duration],
-    finished: Duration,
+    writers: u32,
+    (took, finished): (&[Duration], Duration),
     link: Option<&mut relay::Link>,
 ) -> Result<()> {
     let analyses = (!args.analyses.is_empty()).then_some(args.analyses.as_slice());
-    let run = hark_server::fold_merged(share.programs, share.problems, analyses, false)
+    let mut run = hark_server::fold_merged(share.programs, share.problems, analyses, false)
         .context(ErrorKind::Merge, "cannot merge the analysers' results")?;
+    run.missing = hark_server::missing_writers(&run, job_name(), writers);
     if args.verbose {
-        say_merge_times(args.analysers, mode, share.ended_ns, took, finished);
+        say_merge_times(args.analysers, args.merge, share.ended_ns, took, finished);
     }
     end::deliver(args, link, &run)
+}
+
+/// The job's name as its writers' handshakes give it, where the launcher
+/// says it in every rank's environment (`HARK_JOB`'s list); empty
+/// otherwise (a run under `--analysers` is one job: the name is shown only
+/// beside another's).
+fn job_name() -> String {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    var(hark_settings::JOB.name)
+        .or_else(|| var("PMIX_NAMESPACE"))
+        .or_else(|| var("PMI_KVSNAME"))
+        .unwrap_or_default()
 }
 
 /// `hark run -v`: how long the merge of the results, and of the live

@@ -116,9 +116,7 @@ pub struct Expected {
 /// expected one (another host, a skewed clock) are kept as measured.
 pub fn applied_offset_ns(s: &ClockSync, expected: Expected) -> i64 {
     let offset = s.offset_ns();
-    if offset.abs_diff(expected.offset_ns)
-        <= (s.round_trip_ns / 2).saturating_add(expected.slack_ns)
-    {
+    if offset.abs_diff(expected.offset_ns) <= s.uncertainty_ns().saturating_add(expected.slack_ns) {
         expected.offset_ns
     } else {
         offset
@@ -126,10 +124,12 @@ pub fn applied_offset_ns(s: &ClockSync, expected: Expected) -> i64 {
 }
 
 /// How far the offset applied from `s` can be from the truth: half the
-/// round trip (Cristian's bound on the estimate), plus the distance from
-/// the estimate to the offset applied.
+/// round trip (Cristian's bound on the estimate) and the answering clock's
+/// own bound (a node's forwarder's alignment with hark), plus the distance
+/// from the estimate to the offset applied.
 pub fn measurement_bound_ns(s: &ClockSync, expected: Expected) -> u64 {
-    (s.round_trip_ns / 2).saturating_add(applied_offset_ns(s, expected).abs_diff(s.offset_ns()))
+    s.uncertainty_ns()
+        .saturating_add(applied_offset_ns(s, expected).abs_diff(s.offset_ns()))
 }
 
 fn phase_index(p: ClockPhase) -> usize {
@@ -326,6 +326,7 @@ mod tests {
             reference_ns: local_ns.saturating_add_signed(offset),
             round_trip_ns: 20_000,
             reference: ClockReference::WorldRank0,
+            relay_bound_ns: 0,
         }
     }
 
@@ -336,6 +337,7 @@ mod tests {
             reference_ns: local_ns.saturating_add_signed(offset),
             round_trip_ns,
             reference: ClockReference::Server,
+            relay_bound_ns: 0,
         }
     }
 

@@ -396,7 +396,8 @@ pub struct RunArgs {
 
     /// Also say which launcher was detected, the command run, each
     /// process as it connects and ends, and at the end how soon the report
-    /// was ready and hark's peak memory.
+    /// was ready, hark's peak memory, and hark's own CPU time with the
+    /// events it analysed per CPU-second.
     #[arg(short, long)]
     pub verbose: bool,
 

@@ -46,6 +46,7 @@ pub fn run(args: &ForwardArgs) -> Result<i32> {
     let config = hark_forward::Config {
         listen: args.listen.clone(),
         upstream,
+        tls_ca: std::env::var_os(hark_settings::TLS_CA.name).map(Into::into),
         linger: Duration::from_millis(args.linger_ms),
         connect_timeout: Duration::from_secs(3),
         // The probes' election lock beside the socket (`NAME.sock`,
@@ -59,10 +60,11 @@ pub fn run(args: &ForwardArgs) -> Result<i32> {
     let report = hark_forward::run(&config)
         .map_err(|e| anyhow::anyhow!("the forwarder of this node: {e}"))?;
     let line = format!(
-        "streams={} events={} bytes={} cpu_ms={}{}",
+        "streams={} events={} bytes={} clock_alignments={} cpu_ms={}{}",
         report.streams,
         report.events,
         report.bytes,
+        report.clock_alignments,
         report.cpu_ms.map_or("?".into(), |c| c.to_string()),
         if report.upstream_lost {
             " upstream_lost"
@@ -112,11 +114,15 @@ fn detach(args: &ForwardArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// What an upstream address starts with.
+const SCHEMES: [&str; 3] = ["unix:", "tcp:", hark_tls::SCHEME];
+
 /// The addresses in `HARK_ADDR`, without the run's secret: one, or a list
 /// separated by commas, tried in order.
 fn upstream_addresses(addr: &str) -> Vec<String> {
+    let schemed = |a: &str| SCHEMES.iter().any(|s| a.starts_with(s));
     let rest = match addr.split_once('@') {
-        Some((_, r)) if r.starts_with("unix:") || r.starts_with("tcp:") => r,
+        Some((_, r)) if schemed(r) => r,
         _ => addr,
     };
     // A comma separates two addresses only before a scheme: a Unix path
@@ -124,7 +130,7 @@ fn upstream_addresses(addr: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for part in rest.split(',') {
         match out.last_mut() {
-            Some(last) if !part.starts_with("unix:") && !part.starts_with("tcp:") => {
+            Some(last) if !schemed(part) => {
                 last.push(',');
                 last.push_str(part);
             }
@@ -150,6 +156,10 @@ mod tests {
             ["unix:/p", "tcp:10.0.0.1:7000"]
         );
         assert_eq!(upstream_addresses("tcp:h:1"), ["tcp:h:1"]);
+        assert_eq!(
+            upstream_addresses("abc@tls:hark.example:7000"),
+            ["tls:hark.example:7000"]
+        );
         assert_eq!(
             upstream_addresses("s@unix:/a,b/sock,tcp:h:1"),
             ["unix:/a,b/sock", "tcp:h:1"]

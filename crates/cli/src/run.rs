@@ -115,6 +115,7 @@ fn measure(args: &RunArgs) -> Result<i32> {
     drop(socket_dir);
     if args.verbose {
         say_ready(ready, analysed, sockets);
+        say_cpu(run.accounting.events_analysed);
     }
     if !args.quiet {
         say_summary(args, &run, &written, code);
@@ -302,6 +303,15 @@ fn say_ready(ready: Duration, analysed: Duration, sockets: u64) {
     ));
 }
 
+/// `hark run -v`'s last line: hark's own CPU time (this process only, not
+/// the command it ran) and the events it analysed per CPU-second.
+fn say_cpu(events: u64) {
+    print_stderr(&format!(
+        "hark: {}\n",
+        hark_os::cpu_rate(events, hark_os::cpu_time(false))
+    ));
+}
+
 /// The run's summary and where its directory is, on stderr.
 fn say_summary(args: &RunArgs, run: &Run, written: &Result<PathBuf>, code: i32) {
     let where_ = match written {
@@ -370,8 +380,10 @@ pub(crate) fn probe_env(args: &RunArgs, probe: &Path, addr: &str) -> Vec<(String
         ));
     }
     // Named to the launcher, so that it reaches every node.
-    if let Ok(mode) = std::env::var(hark_settings::FORWARD.name) {
-        env.push((hark_settings::FORWARD.name.to_string(), mode));
+    for setting in [hark_settings::FORWARD, hark_settings::FORWARD_STATS] {
+        if let Ok(value) = std::env::var(setting.name) {
+            env.push((setting.name.to_string(), value));
+        }
     }
     env.extend(settings_env(args));
     env

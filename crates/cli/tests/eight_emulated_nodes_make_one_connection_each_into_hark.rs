@@ -68,7 +68,8 @@ fn run_on_n1(
     cmd.current_dir(dir)
         .env("LD_PRELOAD", counter(dir, OPEN_MPI))
         .env("COUNT_DIR", &counts)
-        .env("HARK_FORWARD", forward);
+        .env("HARK_FORWARD", forward)
+        .env("HARK_FORWARD_STATS", dir.join(format!("{name}-forwarders")));
     mpi_env(&mut cmd);
     cmd.env("OMPI_MCA_btl", "self,tcp");
     let out = cmd.output_within().expect("cannot run cluster.sh");
@@ -107,19 +108,22 @@ fn eight_nodes_of_two_ranks_make_one_connection_per_node() {
 
     let (forwarded, through) = run_on_n1(&cluster, &dir, "forwarded", "auto", &ring);
     let (direct, alone) = run_on_n1(&cluster, &dir, "direct", "never", &ring);
-    // Besides the streams, every rank opens two short connections of its
-    // own for its clock ping-pongs with hark (at MPI_Init and MPI_Finalize,
-    // `docs/analyses.md`, "Time"): they do not go through the forwarders
-    // yet (`docs/cluster.md`, "The forwarder").
-    let pings = 2 * NODES * PER_NODE;
+    // Besides the streams, a rank that streams to hark itself opens two
+    // short connections of its own for its clock ping-pongs with hark (at
+    // MPI_Init and MPI_Finalize, `docs/analyses.md`, "Time"); the other
+    // nodes' ranks ping their forwarder, which aligns with hark on
+    // connections of its own (`docs/cluster.md`, "Clocks through the
+    // forwarder"), counted in its statistics.
+    let stats = forwarder_stats(&dir.join("forwarded-forwarders"), NODES - 1);
     assert_eq!(
-        through as usize,
-        (NODES - 1) + PER_NODE + pings,
-        "a forwarder per other node, n1's ranks direct, and the clock pings"
+        through,
+        ((NODES - 1) + PER_NODE + 2 * PER_NODE) as u64 + clock_alignments(&stats),
+        "a forwarder per other node, n1's ranks direct with their pings, \
+         and the forwarders' clock alignments"
     );
     assert_eq!(
         alone as usize,
-        NODES * PER_NODE + pings,
+        NODES * PER_NODE + 2 * NODES * PER_NODE,
         "one connection per rank, and the clock pings"
     );
     let hosts = |p: &serde_json::Value| {

@@ -19,7 +19,8 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 /// `hark run -v --lossless` into `<dir>/<name>` with the counter preloaded
-/// first and `HARK_FORWARD=<forward>`.
+/// first and `HARK_FORWARD=<forward>`; forwarders append their statistics
+/// to `<dir>/<name>-forwarders`.
 fn counted(
     mpi: Mpi,
     dir: &Path,
@@ -36,6 +37,7 @@ fn counted(
         .env("LD_PRELOAD", counter(dir, mpi))
         .env("COUNT_DIR", &counts)
         .env("HARK_FORWARD", forward)
+        .env("HARK_FORWARD_STATS", dir.join(format!("{name}-forwarders")))
         .args(["run", "-v", "--lossless", "--pack-size", "16K", "-o"])
         .arg(&run_dir)
         .arg("--")
@@ -44,10 +46,12 @@ fn counted(
     (cmd.output_within().unwrap(), run_dir)
 }
 
-/// The connections hark accepted, from `hark run -v`'s last line.
-/// Each rank's clock ping-pongs with hark, at `MPI_Init` and at
-/// `MPI_Finalize`, open a short connection of their own past the
-/// forwarder (`docs/cluster.md`, "The forwarder"): counted apart.
+/// Each rank that streams to hark directly pings hark's clock at
+/// `MPI_Init` and at `MPI_Finalize`, on a short connection of its own
+/// each; a rank that streams through its node's forwarder pings the
+/// forwarder instead, which aligns with hark on connections of its own
+/// (`docs/cluster.md`, "Clocks through the forwarder"), counted by
+/// [`clock_alignments`].
 const PINGS_PER_RANK: u64 = 2;
 
 fn connections(out: &Output) -> u64 {
@@ -142,11 +146,31 @@ fn through_one_forwarder(mpi: Mpi) {
         4 + 4 * PINGS_PER_RANK,
         "one connection per rank, direct, and the clock pings"
     );
+    let stats = forwarder_stats(&dir.join("forwarded-forwarders"), 1);
     assert_eq!(
         connections(&fwd_out),
-        1 + 4 * PINGS_PER_RANK,
-        "one connection for the node, and the clock pings"
+        1 + clock_alignments(&stats),
+        "one connection for the node, and the forwarder's clock alignments, none per rank"
     );
+    assert!(
+        !dir.join("direct-forwarders").exists(),
+        "a forwarder under HARK_FORWARD=never"
+    );
+    // Through the forwarder, every rank's clock is aligned by ping-pong,
+    // and each bound holds the forwarder's own on top of its round trip.
+    let forwarded_clocks = profile(&fwd_dir);
+    for (r, c) in (forwarded_clocks["programs"][0]["clock"]["ranks"].as_array())
+        .expect("clock.ranks")
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(c["method"], "ping-pong", "rank {r}: {c}");
+        for phase in ["init", "finalize"] {
+            let half = c[phase]["round_trip_ns"].as_u64().expect("round_trip_ns") / 2;
+            let bound = c[phase]["bound_ns"].as_u64().expect("bound_ns");
+            assert!(bound > half, "rank {r} {phase}: no forwarder bound in {c}");
+        }
+    }
     let direct = profile(&direct_dir);
     let forwarded = profile(&fwd_dir);
     let n = compare(&forwarded, &read_counts(&dir.join("forwarded-counts"), 4));
@@ -319,10 +343,11 @@ fn eight_ranks_on_four_emulated_nodes_make_four_connections_into_hark() {
         ],
     );
     assert_exit(&out, 0);
+    let lines = forwarder_stats(&stats, 4);
     assert_eq!(
         connections(&out),
-        4 + 8 * PINGS_PER_RANK,
-        "one connection per emulated node, and the clock pings"
+        4 + clock_alignments(&lines),
+        "one connection per emulated node, and the forwarders' clock alignments"
     );
     let p = profile(&run_dir);
     assert_eq!(p["programs"][0]["ranks"], 8);
@@ -330,23 +355,10 @@ fn eight_ranks_on_four_emulated_nodes_make_four_connections_into_hark() {
     assert_eq!(per_rank(&p, 0, "MPI_Isend", "calls"), vec![100; 8]);
     // Each forwarder says what it carried as it ends (when hark's
     // connection does): two streams each, every event written.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let lines = loop {
-        let text = std::fs::read_to_string(&stats).unwrap_or_default();
-        let lines: Vec<String> = text.lines().map(String::from).collect();
-        if lines.len() >= 4 || Instant::now() > deadline {
-            break lines;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(lines.len(), 4, "{lines:?}");
-    let field = |l: &str, k: &str| -> u64 {
-        l.split_whitespace()
-            .find_map(|f| f.strip_prefix(&format!("{k}=")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {k} in {l}"))
-    };
-    assert!(lines.iter().all(|l| field(l, "streams") == 2), "{lines:?}");
-    let events: u64 = lines.iter().map(|l| field(l, "events")).sum();
+    assert!(
+        lines.iter().all(|l| forwarder_field(l, "streams") == 2),
+        "{lines:?}"
+    );
+    let events: u64 = lines.iter().map(|l| forwarder_field(l, "events")).sum();
     assert_eq!(Some(events), p["accounting"]["events_written"].as_u64());
 }

@@ -420,37 +420,29 @@ fn each_lists_their_own_runs(dir: &Path, service: &Service) {
     }
 }
 
-/// The service on emulated node n1, a job of ann's and one of bob's on each
-/// of n1 and n2 (each through `hark run --server tls:n1:PORT`): each job is
-/// its user's, each user sees only their own two from either node, and
-/// each `hark run` prints its summary and run directory.
-#[test]
-fn across_two_emulated_nodes_each_user_sees_only_their_own_job() {
-    if !root_or_skip() {
-        return;
-    }
-    let Some(cluster) = common::cluster::Cluster::up(2) else {
-        return;
-    };
-    let uids = local_users(&USERS);
-    let dir = common::cluster::shared_scratch("tls-nodes");
-    std::fs::set_permissions(&dir, PermissionsExt::from_mode(0o755)).unwrap();
-    make_pki(&dir, &["n1", "10.77.0.1"]);
-    give_tokens(&dir, &uids);
+/// A TLS-only `hark serve` on emulated node n1 at `tls:0.0.0.0:PORT`, its
+/// certificate for `n1` and the tokens of [`USERS`] (uids `uids`) in
+/// `dir`; the service, once it listens, and its log.
+fn serve_on_n1(
+    cluster: &common::cluster::Cluster,
+    dir: &Path,
+    uids: &[u32],
+    port: u16,
+) -> (Child, PathBuf) {
+    make_pki(dir, &["n1", "10.77.0.1"]);
+    give_tokens(dir, uids);
     let log = dir.join("serve.log");
+    let listen = format!("tls:0.0.0.0:{port}");
     let mut serve = cluster.command(
         "n1",
         &[
             hark().display().to_string(),
             "serve".into(),
             "--listen".into(),
-            "tls:0.0.0.0:7400".into(),
-            "--remote".into(),
-            "--linger".into(),
-            "0.5".into(),
         ],
     );
-    let mut serve = serve
+    let serve = serve
+        .args([listen.as_str(), "--remote", "--linger", "0.5"])
         .arg("--tls-cert")
         .arg(dir.join("cert.pem"))
         .arg("--tls-key")
@@ -473,6 +465,26 @@ fn across_two_emulated_nodes_each_user_sees_only_their_own_job() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    (serve, log)
+}
+
+/// The service on emulated node n1, a job of ann's and one of bob's on each
+/// of n1 and n2 (each through `hark run --server tls:n1:PORT`): each job is
+/// its user's, each user sees only their own two from either node, and
+/// each `hark run` prints its summary and run directory.
+#[test]
+fn across_two_emulated_nodes_each_user_sees_only_their_own_job() {
+    if !root_or_skip() {
+        return;
+    }
+    let Some(cluster) = common::cluster::Cluster::up(2) else {
+        return;
+    };
+    let uids = local_users(&USERS);
+    let dir = common::cluster::shared_scratch("tls-nodes");
+    std::fs::set_permissions(&dir, PermissionsExt::from_mode(0o755)).unwrap();
+    let (mut serve, log) = serve_on_n1(&cluster, &dir, &uids, 7400);
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
     let addr = "tls:n1:7400";
     let stop = dir.join("stop");
     let wait = format!("while [ ! -e {} ]; do sleep 0.05; done", stop.display());
@@ -564,6 +576,57 @@ fn across_two_emulated_nodes_each_user_sees_only_their_own_job() {
     let log = read_log();
     assert!(log.contains(" on n1.") && log.contains(" on n2."), "{log}");
     // The cluster's teardown would end it too.
+    let _ = serve.kill();
+    let _ = serve.wait();
+}
+
+/// A TLS-only service on emulated node n1 and a job of ann's on n2: the
+/// probes of n2 find no Unix socket of the service's, so they stream
+/// through n2's forwarder (`HARK_FORWARD=auto`), whose one connection to
+/// the service is TLS, checked against `HARK_TLS_CA` (`docs/cluster.md`,
+/// "The forwarder"). The forwarder carries every process of the job, the
+/// job is ann's, and `hark run --server` prints its summary with them.
+#[test]
+fn a_node_s_forwarder_streams_to_a_tls_only_service() {
+    if !root_or_skip() {
+        return;
+    }
+    let Some(cluster) = common::cluster::Cluster::up(2) else {
+        return;
+    };
+    let uids = local_users(&USERS);
+    let dir = common::cluster::shared_scratch("tls-forwarder");
+    std::fs::set_permissions(&dir, PermissionsExt::from_mode(0o777)).unwrap();
+    let (mut serve, log) = serve_on_n1(&cluster, &dir, &uids, 7401);
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let stats = dir.join("forwarders");
+    let mut cmd = cluster.command("n2", &["runuser", "-u", USERS[0], "--"]);
+    cmd.arg(hark())
+        .args(["run", "--server", "tls:n1:7401", "--token-file"])
+        .arg(dir.join(format!("{}.token", USERS[0])))
+        .arg("--probe")
+        .arg(probe())
+        .args(["--", "sh", "-c", "/bin/true; /bin/true; exec sleep 0.2"])
+        .env("HARK_TLS_CA", dir.join("ca.pem"))
+        .env("HARK_FORWARD_STATS", &stats);
+    let out = cmd.output_within().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}\n{}", read_log());
+    assert!(
+        !err.contains("node's forwarder") && !err.contains("hark forward:"),
+        "a forwarder failed: {err}"
+    );
+    assert!(err.contains("Run directory: "), "{err}");
+    let lines = forwarder_stats(&stats, 1);
+    // The shell and its two children (a shell may also exec its last
+    // command: one stream more, of the same process).
+    assert!(
+        forwarder_field(&lines[0], "streams") >= 3,
+        "the forwarder did not carry the job's processes: {lines:?}\n{err}"
+    );
+    assert!(forwarder_field(&lines[0], "events") > 0, "{lines:?}");
+    let serve_log = read_log();
+    assert!(serve_log.contains(" on n2."), "{serve_log}");
     let _ = serve.kill();
     let _ = serve.wait();
 }

@@ -17,11 +17,14 @@
 //! It ends when no stream has been open for [`Config::linger`], or at once
 //! when `hark`'s connection ends (every probe then sees its stream end and
 //! counts what it could not deliver, as with a dead server).
+//! The node's probes align their clocks with it too ([`clock`]): it
+//! answers their pings with its own clock, aligned with `hark`'s.
 //! `docs/cluster.md`, "The forwarder", says why it exists and how probes
 //! start it.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod clock;
 mod upstream;
 
 use std::collections::HashMap;
@@ -40,8 +43,12 @@ pub use upstream::Upstream;
 pub struct Config {
     /// Where the node's probes connect: `unix:/path`.
     pub listen: String,
-    /// Where `hark` listens, tried in order (`unix:/path`, `tcp:host:port`).
+    /// Where `hark` listens, tried in order (`unix:/path`, `tcp:host:port`,
+    /// `tls:host:port`).
     pub upstream: Vec<String>,
+    /// The CA (PEM) a `tls:` upstream's certificate must chain to
+    /// (`HARK_TLS_CA`, as the probes have it).
+    pub tls_ca: Option<std::path::PathBuf>,
     /// How long to stay with no stream open before ending.
     pub linger: Duration,
     /// How long connecting upstream may take, per address.
@@ -63,6 +70,9 @@ pub struct Report {
     pub bytes: u64,
     /// Whether it ended because `hark`'s connection did.
     pub upstream_lost: bool,
+    /// Connections it made into `hark` to align its clock, which answers
+    /// the node's clock pings ([`clock`]).
+    pub clock_alignments: u64,
     /// Its CPU time (user and system, every thread), in milliseconds, as
     /// the kernel counts it (`/proc/self/stat`); `None` if unreadable.
     pub cpu_ms: Option<u64>,
@@ -83,9 +93,14 @@ impl std::error::Error for Error {}
 /// Forwards the node's streams until none has been open for the linger
 /// time, or until `hark`'s connection ends.
 pub fn run(config: &Config) -> Result<Report, Error> {
-    let (up, down) = Upstream::connect(&config.upstream, config.connect_timeout)
-        .map_err(|e| Error(format!("cannot reach hark: {e}")))?;
-    let forward = Arc::new(Forward::new(up));
+    let (up, down) = Upstream::connect(
+        &config.upstream,
+        config.connect_timeout,
+        config.tls_ca.as_deref(),
+    )
+    .map_err(|e| Error(format!("cannot reach hark: {e}")))?;
+    let clock = clock::NodeClock::new(up.at(), config.connect_timeout);
+    let forward = Arc::new(Forward::new(up, clock));
     let node = Node {
         host: host_name(),
         pid: std::process::id(),
@@ -139,6 +154,7 @@ pub fn run(config: &Config) -> Result<Report, Error> {
         events: forward.events.load(Ordering::Relaxed),
         bytes: forward.bytes.load(Ordering::Relaxed),
         upstream_lost: lost,
+        clock_alignments: forward.clock.alignments(),
         cpu_ms: cpu_ms(),
     })
 }
@@ -146,6 +162,8 @@ pub fn run(config: &Config) -> Result<Report, Error> {
 /// The forwarder's sink: every stream's frames go upstream.
 struct Forward {
     up: Mutex<Upstream>,
+    // Answers the node's clock pings.
+    clock: clock::NodeClock,
     // Hark's connection failed or ended.
     dead: AtomicBool,
     // Each stream's way back to its probe, for control frames and cuts.
@@ -168,9 +186,10 @@ struct Forward {
 const EXEC_GRACE: Duration = Duration::from_secs(2);
 
 impl Forward {
-    fn new(up: Upstream) -> Forward {
+    fn new(up: Upstream, clock: clock::NodeClock) -> Forward {
         Forward {
             up: Mutex::new(up),
+            clock,
             dead: AtomicBool::new(false),
             backs: Mutex::new(HashMap::new()),
             hellos: Mutex::new(HashMap::new()),
@@ -330,6 +349,10 @@ impl Sink for Forward {
                 self.write_mux(conn.0, &[&bytes]);
             }
         }
+    }
+
+    fn clock_pong(&self) -> Option<hark_wire::Pong> {
+        self.clock.answer()
     }
 
     fn on_lost(&self, conn: ConnId, events: u64, packs: u64) {

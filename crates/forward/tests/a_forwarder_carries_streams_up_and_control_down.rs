@@ -94,6 +94,7 @@ fn forwarder(
     let config = hark_forward::Config {
         listen: format!("unix:{}", dir.join("fwd.sock").display()),
         upstream: vec![up.to_string()],
+        tls_ca: None,
         linger: Duration::from_millis(200),
         connect_timeout: Duration::from_secs(3),
         lock_file: Some(dir.join("fwd.lock")),

@@ -130,6 +130,38 @@ pub fn ignore_signals(signals: &[i32]) {
     }
 }
 
+/// This process's CPU time so far (user and system, every thread), as
+/// `getrusage` counts it; with `children`, plus that of its children that
+/// ended and were reaped.
+pub fn cpu_time(children: bool) -> std::time::Duration {
+    let of = |who| {
+        // SAFETY: an all-zero rusage is valid; getrusage writes into it.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `u` is writable for one rusage.
+        unsafe { libc::getrusage(who, &mut u) };
+        let tv = |t: libc::timeval| {
+            std::time::Duration::new(t.tv_sec.max(0) as u64, t.tv_usec.max(0) as u32 * 1000)
+        };
+        tv(u.ru_utime) + tv(u.ru_stime)
+    };
+    match children {
+        true => of(libc::RUSAGE_SELF) + of(libc::RUSAGE_CHILDREN),
+        false => of(libc::RUSAGE_SELF),
+    }
+}
+
+/// `hark run -v`'s words for what analysing cost: `N s CPU for E events:
+/// R M events per CPU-second` (R in millions; `unmeasurable` for no CPU
+/// time at all), so that users and benchmarks read the same number.
+pub fn cpu_rate(events: u64, cpu: std::time::Duration) -> String {
+    let secs = cpu.as_secs_f64();
+    let rate = match secs > 0.0 {
+        true => format!("{:.3} M events per CPU-second", events as f64 / secs / 1e6),
+        false => "an unmeasurable M events per CPU-second (no CPU time counted)".into(),
+    };
+    format!("{secs:.3} s CPU for {events} events: {rate}")
+}
+
 /// Raises this process's soft limit of open files to its hard limit.
 pub fn raise_fd_limit() {
     let mut lim = libc::rlimit {

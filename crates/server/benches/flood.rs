@@ -565,6 +565,7 @@ fn write(addr: &str, rank: i32, size: i32, events: u64) {
         reference_ns: 0,
         round_trip_ns: 1000,
         reference: ClockReference::WorldRank0,
+        relay_bound_ns: 0,
     }
     .encode(&mut head);
     Def::encode_all(

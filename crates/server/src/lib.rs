@@ -509,6 +509,52 @@ pub fn fold_merged(
     Ok(with_problems(run_of(programs), problems))
 }
 
+/// The ranks of job `job`, of world size `size`, that are not in `seen`
+/// (world ranks that connected); `None` when none is missing.
+pub fn missing_of(
+    job: String,
+    size: u32,
+    seen: &std::collections::BTreeSet<u32>,
+) -> Option<hark_model::MissingRanks> {
+    let measured = seen.range(..size).count() as u32;
+    (size > measured).then(|| hark_model::MissingRanks {
+        job,
+        world_size: size,
+        measured,
+        ranks: (0..size)
+            .filter(|r| !seen.contains(r))
+            .take(hark_model::MAX_MISSING_LISTED)
+            .collect(),
+    })
+}
+
+/// `run.missing` for a run whose streams came over MPI (`hark run
+/// --analysers`): of the job's `writers` (its processes less the analyser
+/// ranks, which come after them), those whose stream never reached an
+/// analyser, by the world ranks of the run's programs. Several programs of
+/// an MPMD launch each number their ranks from 0 in a virtualised world:
+/// then only how many are missing is known, not which.
+pub fn missing_writers(run: &Run, job: String, writers: u32) -> Vec<hark_model::MissingRanks> {
+    let ranks: Vec<i32> = (run.programs.iter())
+        .flat_map(|p| p.rank_info.iter().map(|r| r.world_rank))
+        .filter(|&r| r >= 0)
+        .collect();
+    let seen: std::collections::BTreeSet<u32> = ranks.iter().map(|&r| r as u32).collect();
+    if seen.len() == ranks.len() {
+        return missing_of(job, writers, &seen).into_iter().collect();
+    }
+    let measured = (ranks.len() as u32).min(writers);
+    (measured < writers)
+        .then(|| hark_model::MissingRanks {
+            job,
+            world_size: writers,
+            measured,
+            ranks: Vec::new(),
+        })
+        .into_iter()
+        .collect()
+}
+
 /// A fresh secret for a run: 32 hex digits from the kernel's random source
 /// (`/dev/urandom`), for [`ServerConfig::secret`].
 pub fn new_secret() -> std::io::Result<String> {
@@ -585,6 +631,30 @@ mod tests {
                 .collect(),
             ..Program::default()
         }
+    }
+
+    #[test]
+    fn under_analysers_the_writers_whose_streams_never_came_are_missing() {
+        // Writers 0–3 (the analysers, ranks 4 and 5, are not counted); 2
+        // never arrived.
+        let run = run_of(vec![program("ring", &[0, 1, 3])]);
+        let m = missing_writers(&run, "j".into(), 4);
+        assert_eq!(
+            m,
+            [hark_model::MissingRanks {
+                job: "j".into(),
+                world_size: 4,
+                measured: 3,
+                ranks: vec![2],
+            }]
+        );
+        let all = run_of(vec![program("ring", &[0, 1, 2, 3])]);
+        assert!(missing_writers(&all, "j".into(), 4).is_empty());
+        // Two programs, each numbering its ranks from 0 (virtualised):
+        // how many are missing is known, not which.
+        let mpmd = run_of(vec![program("a", &[0, 1]), program("b", &[0])]);
+        let m = missing_writers(&mpmd, "j".into(), 4);
+        assert_eq!((m[0].measured, m[0].ranks.len()), (3, 0), "{m:?}");
     }
 
     #[test]

@@ -820,9 +820,10 @@ impl State {
     }
 
     /// The first measurement against the server of `sync`'s phase from the
-    /// job and host of `hello` (this one, if it is the first), with half its
-    /// round trip as slack: processes of one host read one clock, and
-    /// share one offset when their measurements agree with it
+    /// job and host of `hello` (this one, if it is the first), with its
+    /// uncertainty (half its round trip, and a forwarder's own bound) as
+    /// slack: processes of one host read one clock, and share one offset
+    /// when their measurements agree with it
     /// (`hark_analyses::clock::applied_offset_ns`). Only a measurement
     /// that agrees with the probe's own reading of its realtime clock at
     /// the handshake to within its half round trip and [`TRUSTED_SKEW_NS`]
@@ -838,11 +839,11 @@ impl State {
         }
         let own = (hello.realtime_ns as i64).saturating_sub(hello.clock_ns as i64);
         let plausible = sync.offset_ns().abs_diff(own)
-            <= (sync.round_trip_ns / 2).saturating_add(TRUSTED_SKEW_NS as u64);
+            <= sync.uncertainty_ns().saturating_add(TRUSTED_SKEW_NS as u64);
         plausible.then(|| {
             *hosts.entry(key).or_insert(Expected {
                 offset_ns: sync.offset_ns(),
-                slack_ns: sync.round_trip_ns / 2,
+                slack_ns: sync.uncertainty_ns(),
             })
         })
     }
@@ -873,18 +874,7 @@ impl State {
             }
         }
         jobs.into_iter()
-            .filter_map(|(job, (size, seen))| {
-                let measured = seen.range(..size).count() as u32;
-                (size > measured).then(|| hark_model::MissingRanks {
-                    job,
-                    world_size: size,
-                    measured,
-                    ranks: (0..size)
-                        .filter(|r| !seen.contains(r))
-                        .take(hark_model::MAX_MISSING_LISTED)
-                        .collect(),
-                })
-            })
+            .filter_map(|(job, (size, seen))| crate::missing_of(job, size, &seen))
             .collect()
     }
 

@@ -179,6 +179,7 @@ impl Store {
         let stored = ClockSync {
             reference_ns: sync.local_ns.saturating_add_signed(applied),
             round_trip_ns: 0,
+            relay_bound_ns: 0,
             ..sync
         };
         self.frame(conn, info, &Frame::Clock(stored));

@@ -75,6 +75,7 @@ fn clocks(rank: i32, b: &mut Vec<u8>) {
             reference_ns,
             round_trip_ns,
             reference: ClockReference::WorldRank0,
+            relay_bound_ns: 0,
         }
         .encode(b);
     }
@@ -202,6 +203,7 @@ fn a_garbage_clock_frame_closes_its_connection_with_the_reason() {
         reference_ns: u64::MAX,
         round_trip_ns: 0,
         reference: ClockReference::WorldRank0,
+        relay_bound_ns: 0,
     }
     .encode(&mut b);
     tail(1, &mut b);

@@ -150,7 +150,13 @@ impl Demux<'_> {
             }
         };
         let conn = self.next_conn();
-        let peer = Peer::forwarded(self.side.cred, self.side.fd, stream, self.cuts.clone());
+        let peer = Peer::forwarded(
+            self.side.cred,
+            self.side.fd,
+            self.side.tls(),
+            stream,
+            self.cuts.clone(),
+        );
         if let Err(why) = self.sink.on_accept(conn, &peer) {
             self.sink.on_close(conn, Closed::Broken(why));
             self.refuse_downward(stream);
@@ -231,7 +237,13 @@ impl Demux<'_> {
     /// way are dropped until its `Gone`.
     fn refuse_downward(&mut self, stream: u64) {
         self.closed.insert(stream);
-        let peer = Peer::forwarded(None, self.side.fd, stream, self.cuts.clone());
+        let peer = Peer::forwarded(
+            None,
+            self.side.fd,
+            self.side.tls(),
+            stream,
+            self.cuts.clone(),
+        );
         if let Ok(back) = peer.back() {
             back.cut();
         }

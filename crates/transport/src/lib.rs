@@ -165,4 +165,18 @@ pub trait Sink: Send + Sync {
         let _ = (conn, line, secure);
         r#"{"ok": false, "error": "this server takes no control requests"}"#.into()
     }
+
+    /// The answer to one clock ping (a connection that opened with a
+    /// `ClockPing`, `docs/wire.md`), read as late as possible before it is
+    /// written; `None` closes that connection unanswered. Called on the
+    /// connection's reader thread, before every answer. The default is this
+    /// server's `CLOCK_REALTIME`, exact by definition: the common timeline
+    /// is the server's clock. A node's forwarder answers with its own
+    /// clock aligned to `hark`'s, and that alignment's bound.
+    fn clock_pong(&self) -> Option<hark_wire::Pong> {
+        Some(hark_wire::Pong {
+            reference_ns: listen::realtime_ns(),
+            bound_ns: 0,
+        })
+    }
 }

@@ -368,6 +368,13 @@ pub(crate) struct Side {
     reply: Option<Reply>,
 }
 
+impl Side {
+    /// The connection's TLS session, on a `tls:` listener.
+    pub(crate) fn tls(&self) -> Option<Arc<tls::Session>> {
+        self.reply.as_ref().and_then(|r| r.tls.clone())
+    }
+}
+
 fn read_stream(
     conn: ConnId,
     mut stream: Box<dyn Read + Send>,
@@ -488,7 +495,7 @@ fn read_direct<R: Read>(
                 ClockSource::Monotonic => None,
             }
         }
-        First::ClockPing => return answer_clock_pings(reader, side.fd),
+        First::ClockPing => return answer_clock_pings(reader, side.fd, sink),
         First::Other(name) => {
             return Closed::Broken(format!(
                 "the stream starts with a {name} frame instead of Hello"
@@ -592,17 +599,21 @@ const MAX_CLOCK_PINGS: usize = 256;
 
 /// A connection that opened with a `ClockPing` (a probe aligning its clock
 /// with this server's, `docs/wire.md`): every ping is answered at once, on
-/// the socket, with this server's `CLOCK_REALTIME`, read as late as
-/// possible before the answer is written. Nothing reaches the sink but the
-/// close ([`Closed::Clean`] when the probe hung up after its pings).
-fn answer_clock_pings<R: Read>(reader: &mut FrameReader<R>, fd: i32) -> Closed {
+/// the socket, with the sink's clock ([`Sink::clock_pong`]: this server's
+/// `CLOCK_REALTIME`, read as late as possible before the answer is
+/// written). Nothing else reaches the sink but the close ([`Closed::Clean`]
+/// when the probe hung up after its pings).
+fn answer_clock_pings<R: Read>(reader: &mut FrameReader<R>, fd: i32, sink: &dyn Sink) -> Closed {
     if fd < 0 {
         return Closed::Broken("a clock ping where no answer can be written".into());
     }
     let mut answered = 0;
     loop {
-        let mut pong = Vec::with_capacity(16);
-        hark_wire::encode_clock_pong(realtime_ns(), &mut pong);
+        let Some(answer) = sink.clock_pong() else {
+            return Closed::Broken("this server has no clock to answer pings with".into());
+        };
+        let mut pong = Vec::with_capacity(24);
+        hark_wire::encode_clock_pong(answer, &mut pong);
         // SAFETY: `fd` is this connection's socket, open while its reader
         // runs; `pong` is valid for its length. MSG_NOSIGNAL: a probe gone
         // is EPIPE, not SIGPIPE.

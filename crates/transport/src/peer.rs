@@ -96,14 +96,20 @@ impl Peer {
     }
 
     /// Stream `stream` forwarded on the connection `fd` (whose peer's
-    /// credentials are `cred`): its way back goes through the forwarder.
-    /// Forwarders connect in plain text (`docs/cluster.md`), so a
-    /// forwarded stream has no TLS session of its own.
-    pub(crate) fn forwarded(cred: Option<Cred>, fd: RawFd, stream: u64, cuts: Arc<Cuts>) -> Peer {
+    /// credentials are `cred`, and whose TLS session is `tls` when the
+    /// forwarder reached a `tls:` listener): its way back goes through the
+    /// forwarder, inside that session.
+    pub(crate) fn forwarded(
+        cred: Option<Cred>,
+        fd: RawFd,
+        tls: Option<Arc<Session>>,
+        stream: u64,
+        cuts: Arc<Cuts>,
+    ) -> Peer {
         Peer {
             cred,
             fd,
-            tls: None,
+            tls,
             mux: Some((stream, cuts)),
         }
     }

@@ -19,13 +19,15 @@ fn realtime() -> u64 {
 }
 
 fn pong(s: &mut UnixStream) -> u64 {
-    let mut b = [0u8; HEADER_SIZE + 8];
+    let mut b = [0u8; HEADER_SIZE + 16];
     s.read_exact(&mut b).unwrap();
     assert_eq!(
         u32::from_le_bytes(b[0..4].try_into().unwrap()),
         Kind::ClockPong as u32
     );
-    assert_eq!(u32::from_le_bytes(b[4..8].try_into().unwrap()), 8);
+    assert_eq!(u32::from_le_bytes(b[4..8].try_into().unwrap()), 16);
+    // hark's own clock: exact, no bound of its own.
+    assert_eq!(u64::from_le_bytes(b[16..24].try_into().unwrap()), 0);
     u64::from_le_bytes(b[8..16].try_into().unwrap())
 }
 

@@ -239,7 +239,7 @@ fn decoded(f: &Frame<'_>) -> String {
         Frame::Mux { stream, frame } => format!("{stream} {frame:?}"),
         Frame::Gone(g) => format!("{g:?}"),
         Frame::ClockPing => "ClockPing".into(),
-        Frame::ClockPong(t) => format!("ClockPong {t}"),
+        Frame::ClockPong(p) => format!("ClockPong {} {}", p.reference_ns, p.bound_ns),
     }
 }
 

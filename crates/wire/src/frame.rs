@@ -18,7 +18,7 @@ use zerocopy::{FromBytes, IntoBytes};
 /// The first four bytes of a [`Hello`] payload.
 pub const MAGIC: [u8; 4] = *b"HARK";
 /// Version of the format this crate reads and writes.
-pub const VERSION: u16 = 8;
+pub const VERSION: u16 = 9;
 /// Size of a frame header.
 pub const HEADER_SIZE: usize = 8;
 /// Largest payload a reader accepts of any kind (a pack is about 1 MiB by
@@ -79,7 +79,7 @@ impl Kind {
             Kind::Rank | Kind::End | Kind::Clock => 4 << 10,
             Kind::Scale => 24,
             Kind::ClockPing => 0,
-            Kind::ClockPong => 8,
+            Kind::ClockPong => 16,
             Kind::Cpus => 4 + 4 * MAX_CPUS,
             Kind::Control => 4 << 10,
             Kind::Counts => 16 << 20,
@@ -359,6 +359,20 @@ pub enum ClockReference {
     WorldRank0 = 2,
 }
 
+/// The answer to a clock ping: the reference clock (`hark`'s
+/// `CLOCK_REALTIME`, ns since the epoch) when the answer was written, as
+/// the answering process reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pong {
+    /// The reference clock, in ns.
+    pub reference_ns: u64,
+    /// How far `reference_ns` may be from the reference's own reading:
+    /// 0 when `hark` answers; a node's forwarder answers with its clock
+    /// aligned to `hark`'s, and gives that alignment's bound (its half
+    /// round trip to `hark` and the drift allowed since).
+    pub bound_ns: u64,
+}
+
 /// One alignment of this process's probe clock with a reference clock
 /// ([`ClockReference`]) by a ping-pong (see `docs/wire.md`): of several
 /// rounds, the one with the smallest round trip.
@@ -375,6 +389,10 @@ pub struct ClockSync {
     pub round_trip_ns: u64,
     /// Whose clock `reference_ns` reads.
     pub reference: ClockReference,
+    /// The answering clock's own bound on its distance from the reference
+    /// ([`Pong::bound_ns`] of the best round): 0 when the reference itself
+    /// answered, a forwarder's alignment with `hark` when it answered.
+    pub relay_bound_ns: u64,
 }
 
 impl ClockSync {
@@ -385,6 +403,13 @@ impl ClockSync {
         self.reference_ns as i64 - self.local_ns as i64
     }
 
+    /// How far [`ClockSync::offset_ns`] may be from the truth: half the
+    /// round trip, plus the answering clock's own bound
+    /// ([`ClockSync::relay_bound_ns`]).
+    pub fn uncertainty_ns(&self) -> u64 {
+        (self.round_trip_ns / 2).saturating_add(self.relay_bound_ns)
+    }
+
     /// Appends this frame to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         frame(out, Kind::Clock, |w| {
@@ -392,7 +417,8 @@ impl ClockSync {
                 .u64(self.local_ns)
                 .u64(self.reference_ns)
                 .u64(self.round_trip_ns)
-                .u8(self.reference as u8);
+                .u8(self.reference as u8)
+                .u64(self.relay_bound_ns);
         })
     }
 
@@ -412,6 +438,7 @@ impl ClockSync {
                 2 => ClockReference::WorldRank0,
                 x => return Err(Error::malformed(format!("clock: unknown reference {x}"))),
             },
+            relay_bound_ns: r.u64("relay_bound_ns")?,
         };
         if sync.local_ns > i64::MAX as u64 || sync.reference_ns > i64::MAX as u64 {
             return Err(Error::malformed(format!(
@@ -425,10 +452,10 @@ impl ClockSync {
                 sync.offset_ns()
             )));
         }
-        if sync.round_trip_ns > MAX_ROUND_TRIP_NS {
+        if sync.round_trip_ns > MAX_ROUND_TRIP_NS || sync.relay_bound_ns > MAX_ROUND_TRIP_NS {
             return Err(Error::malformed(format!(
-                "clock: round trip {} ns is beyond the {MAX_ROUND_TRIP_NS}-ns limit",
-                sync.round_trip_ns
+                "clock: round trip {} ns or relay bound {} ns is beyond the {MAX_ROUND_TRIP_NS}-ns limit",
+                sync.round_trip_ns, sync.relay_bound_ns
             )));
         }
         Ok(sync)
@@ -475,9 +502,9 @@ pub enum Frame<'a> {
     /// of a connection of its own, never of a stream (`docs/wire.md`,
     /// "Clock alignment"). Empty payload.
     ClockPing,
-    /// The server's answer to a [`Frame::ClockPing`], written back at
-    /// once: its `CLOCK_REALTIME` in ns since the epoch.
-    ClockPong(u64),
+    /// The answer to a [`Frame::ClockPing`], written back at once: see
+    /// [`Pong`].
+    ClockPong(Pong),
     /// A TSC calibration over a longer time than the one in the `Hello`
     /// (same anchor, a better `mult`): [`FrameReader`] turns the ticks of
     /// the packs after it into nanoseconds with it. Only in streams whose
@@ -739,7 +766,10 @@ impl<'a> Frame<'a> {
             Kind::Control => Frame::Control(Control::decode(&mut r)?),
             Kind::Counts => Frame::Counts(Counts::decode(&mut r)?),
             Kind::ClockPing => Frame::ClockPing,
-            Kind::ClockPong => Frame::ClockPong(r.u64("server_ns")?),
+            Kind::ClockPong => Frame::ClockPong(Pong {
+                reference_ns: r.u64("reference_ns")?,
+                bound_ns: r.u64("bound_ns")?,
+            }),
             Kind::Scale => Frame::Scale(TickScale {
                 tsc0: r.u64("tsc0")?,
                 ns0: r.u64("ns0")?,
@@ -793,7 +823,7 @@ impl Frame<'_> {
             Frame::Mux { stream, frame } => crate::forward::encode_mux(*stream, frame, out),
             Frame::Gone(g) => g.encode(out),
             Frame::ClockPing => encode_clock_ping(out),
-            Frame::ClockPong(ns) => encode_clock_pong(*ns, out),
+            Frame::ClockPong(p) => encode_clock_pong(*p, out),
         }
     }
 }
@@ -803,10 +833,10 @@ pub fn encode_clock_ping(out: &mut Vec<u8>) {
     frame(out, Kind::ClockPing, |_| {});
 }
 
-/// Appends a [`Frame::ClockPong`] carrying `server_ns`.
-pub fn encode_clock_pong(server_ns: u64, out: &mut Vec<u8>) {
+/// Appends a [`Frame::ClockPong`].
+pub fn encode_clock_pong(pong: Pong, out: &mut Vec<u8>) {
     frame(out, Kind::ClockPong, |w| {
-        w.u64(server_ns);
+        w.u64(pong.reference_ns).u64(pong.bound_ns);
     });
 }
 

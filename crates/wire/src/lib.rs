@@ -47,7 +47,7 @@ pub use forward::{encode_mux, write_mux_header, Gone, GoneHow, Node, MUX_OVERHEA
 pub use frame::{
     encode_clock_ping, encode_clock_pong, encode_cpus, encode_pack, encode_ring, write_pack_header,
     ClockPhase, ClockReference, ClockSource, ClockSync, Def, End, EndReason, Flavour, Frame,
-    FrameReader, Hello, Kind, NameKind, PackBytes, RankInfo, TickScale, HEADER_SIZE, MAGIC,
+    FrameReader, Hello, Kind, NameKind, PackBytes, Pong, RankInfo, TickScale, HEADER_SIZE, MAGIC,
     MAX_CLOCK_OFFSET_NS, MAX_CPUS, MAX_PAYLOAD, MAX_ROUND_TRIP_NS, PACK_HEADER_SIZE, VERSION,
 };
 pub use proof::{hmac_sha256, same_secret, sha256, Credential, NONCE_SIZE, PROOF_PREFIX};

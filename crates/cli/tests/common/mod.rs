@@ -571,3 +571,43 @@ pub fn efficiency(profile: &serde_json::Value, p: usize) -> BTreeMap<&'static st
     );
     map
 }
+
+/// The node forwarders' statistics lines (`HARK_FORWARD_STATS`) in
+/// `path`, once there are `n` (each forwarder writes its line as it ends,
+/// when hark's connection does).
+pub fn forwarder_stats(path: &Path, n: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let lines: Vec<String> = text.lines().map(String::from).collect();
+        if lines.len() >= n || Instant::now() > deadline {
+            assert_eq!(lines.len(), n, "{lines:?}");
+            return lines;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The value of `key=` in a forwarder's statistics line.
+pub fn forwarder_field(line: &str, key: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|f| f.strip_prefix(&format!("{key}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in {line}"))
+}
+
+/// The connections the forwarders of `lines` made into hark to align
+/// their clocks: at least one each (their ranks' pings were answered),
+/// and independent of how many ranks each carries.
+pub fn clock_alignments(lines: &[String]) -> u64 {
+    assert!(
+        lines
+            .iter()
+            .all(|l| forwarder_field(l, "clock_alignments") >= 1),
+        "a forwarder never aligned its clock: {lines:?}"
+    );
+    lines
+        .iter()
+        .map(|l| forwarder_field(l, "clock_alignments"))
+        .sum()
+}

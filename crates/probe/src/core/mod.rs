@@ -245,7 +245,8 @@ pub fn streams_over_mpi() -> bool {
 }
 
 /// Measures this process's clock against the server's by a ping-pong on a
-/// connection of its own (`ship::ping`) and sends the result, when the
+/// connection of its own (`ship::ping`; with the node's forwarder, when
+/// the stream goes through one) and sends the result, when the
 /// alignment is on and the stream runs over a socket. Waits for the server
 /// only, each wait bounded by `HARK_CONNECT_TIMEOUT_MS`.
 pub fn align_with_server(phase: hark_wire::ClockPhase) {
@@ -256,7 +257,16 @@ pub fn align_with_server(phase: hark_wire::ClockPhase) {
         return;
     }
     let _in = local::Internal::enter();
-    if let Some(sync) = crate::ship::ping::measure(&s.cfg.addr, s.cfg.connect_timeout, phase) {
+    let measure = |at: &str| crate::ship::ping::measure(at, s.cfg.connect_timeout, phase);
+    // Through the node's forwarder when the stream goes through it, so
+    // that hark accepts no connection per rank; hark itself if the
+    // forwarder does not answer (gone, or it cannot reach hark's clock).
+    let sync = s
+        .forwarder
+        .get()
+        .and_then(|at| measure(at))
+        .or_else(|| measure(&s.cfg.addr));
+    if let Some(sync) = sync {
         set_clock(sync);
     }
 }

@@ -52,6 +52,9 @@ pub(crate) struct Stream {
     /// The threads' CPU readings (`cpu.rs`): taken by the shipper, and once
     /// more by `finish`, never on a program's thread while it works.
     cpu: Mutex<Sampler>,
+    /// The node's forwarder's socket, when the stream goes through it: the
+    /// clock's ping-pongs go there too (`ship::ping`), not to `hark`.
+    pub forwarder: std::sync::OnceLock<String>,
 }
 
 /// When the shipper last read the threads' CPUs, and how often it does.
@@ -120,6 +123,7 @@ fn install(cfg: Config, parent: u32, job: String) -> &'static Stream {
         parent,
         job,
         cpu: Mutex::new(Sampler::new()),
+        forwarder: std::sync::OnceLock::new(),
     }));
     IO.store(s.cfg.io, Ordering::Relaxed);
     CURRENT.store(s as *const Stream as *mut Stream, Ordering::Release);
@@ -296,6 +300,7 @@ impl Stream {
         let cfg = &self.cfg;
         let may_start = STARTING_AT_LOAD.load(Ordering::Relaxed);
         if let Some((fd, addr)) = forward::connect(cfg, may_start) {
+            let _ = self.forwarder.set(addr.clone());
             return Ok((
                 transport::tune(fd, cfg.send_timeout, cfg.socket_buffer),
                 addr,

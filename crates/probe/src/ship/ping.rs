@@ -18,19 +18,24 @@
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-use hark_wire::{ClockPhase, ClockReference, ClockSync, Kind, HEADER_SIZE};
+use hark_wire::{ClockPhase, ClockReference, ClockSync, Kind, Pong, HEADER_SIZE};
 
 use crate::core::now as clock_now;
 
 /// Rounds of ping-pong per measurement.
 pub(crate) const ROUNDS: usize = hark_wire::partition::CLOCK_ROUNDS;
 
-/// One measurement against the server at the first address of `list`
-/// (`HARK_ADDR`'s, in the order streams try them) that answers, each wait
-/// bounded by `timeout`; `None` if the server cannot be reached or does
-/// not answer in time. Pings go to `hark` itself, never through a node's
-/// forwarder, and only over `unix:` and `tcp:`: a `tls:` service is not
-/// pinged, and its streams keep the handshake's estimate.
+/// One measurement against the first address of `list` that answers (in
+/// the order streams try them), each wait bounded by `timeout`; `None` if
+/// none can be reached or answers in time. `list` is `HARK_ADDR`'s, or the
+/// node's forwarder's socket when the stream goes through it: the
+/// forwarder answers with its clock aligned to `hark`'s, and that
+/// alignment's bound ([`Pong::bound_ns`]), which the measurement carries
+/// on. Only over `unix:` and `tcp:`: a `tls:` service is not pinged, and
+/// its streams keep the handshake's estimate.
+///
+/// Of the rounds, the one whose offset is least uncertain is kept (half
+/// its round trip plus the answer's own bound).
 pub(crate) fn measure(list: &str, timeout: Duration, phase: ClockPhase) -> Option<ClockSync> {
     let plain: Vec<&str> = super::reach::split(list)
         .into_iter()
@@ -58,18 +63,20 @@ fn rounds(fd: RawFd, phase: ClockPhase) -> Option<ClockSync> {
         if !send_all(fd, &ping) {
             break;
         }
-        let Some(server_ns) = receive_pong(fd) else {
+        let Some(pong) = receive_pong(fd) else {
             break;
         };
         let round_trip = clock_now().saturating_sub(t_send);
-        if best.is_none_or(|b| round_trip < b.round_trip_ns) {
-            best = Some(ClockSync {
-                phase,
-                local_ns: t_send + round_trip / 2,
-                reference_ns: server_ns,
-                round_trip_ns: round_trip,
-                reference: ClockReference::Server,
-            });
+        let sync = ClockSync {
+            phase,
+            local_ns: t_send + round_trip / 2,
+            reference_ns: pong.reference_ns,
+            round_trip_ns: round_trip,
+            reference: ClockReference::Server,
+            relay_bound_ns: pong.bound_ns,
+        };
+        if best.is_none_or(|b| sync.uncertainty_ns() < b.uncertainty_ns()) {
+            best = Some(sync);
         }
     }
     best
@@ -82,10 +89,10 @@ fn send_all(fd: RawFd, bytes: &[u8]) -> bool {
     n == bytes.len() as isize
 }
 
-/// The server's clock from one `ClockPong`, or `None` on a timeout, a
-/// closed connection, or anything else.
-fn receive_pong(fd: RawFd) -> Option<u64> {
-    let mut buf = [0u8; HEADER_SIZE + 8];
+/// The answer of one `ClockPong`, or `None` on a timeout, a closed
+/// connection, or anything else.
+fn receive_pong(fd: RawFd) -> Option<Pong> {
+    let mut buf = [0u8; HEADER_SIZE + 16];
     let mut got = 0;
     while got < buf.len() {
         // SAFETY: the rest of `buf` is writable for its length.
@@ -102,8 +109,11 @@ fn receive_pong(fd: RawFd) -> Option<u64> {
     }
     let kind = u32::from_le_bytes(buf[0..4].try_into().ok()?);
     let len = u32::from_le_bytes(buf[4..8].try_into().ok()?);
-    (kind == Kind::ClockPong as u32 && len == 8)
-        .then(|| u64::from_le_bytes(buf[8..16].try_into().unwrap_or_default()))
+    let word = |at: usize| u64::from_le_bytes(buf[at..at + 8].try_into().unwrap_or_default());
+    (kind == Kind::ClockPong as u32 && len == 16).then(|| Pong {
+        reference_ns: word(8),
+        bound_ns: word(16),
+    })
 }
 
 fn set_receive_timeout(fd: RawFd, timeout: Duration) {

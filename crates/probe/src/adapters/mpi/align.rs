@@ -118,6 +118,7 @@ fn measure(abi: &Abi, comm: usize, rank: i32, size: i32, phase: ClockPhase) {
             reference_ns: t,
             round_trip_ns: 0,
             reference: ClockReference::WorldRank0,
+            relay_bound_ns: 0,
         });
     } else if rank > 0 {
         let mut best: Option<ClockSync> = None;
@@ -135,6 +136,7 @@ fn measure(abi: &Abi, comm: usize, rank: i32, size: i32, phase: ClockPhase) {
                     reference_ns: u64::from_le_bytes(answer),
                     round_trip_ns: round_trip,
                     reference: ClockReference::WorldRank0,
+                    relay_bound_ns: 0,
                 });
             }
         }
