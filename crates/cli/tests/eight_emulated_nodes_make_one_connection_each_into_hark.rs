@@ -115,6 +115,11 @@ fn eight_nodes_of_two_ranks_make_one_connection_per_node() {
     // connections of its own (`docs/cluster.md`, "Clocks through the
     // forwarder"), counted in its statistics.
     let stats = forwarder_stats(&dir.join("forwarded-forwarders"), NODES - 1);
+    eprintln!(
+        "{NODES} nodes × {PER_NODE} ranks: {through} connections into hark through the \
+         forwarders ({} of them the forwarders' clock alignments), {alone} without",
+        clock_alignments(&stats)
+    );
     assert_eq!(
         through,
         ((NODES - 1) + PER_NODE + 2 * PER_NODE) as u64 + clock_alignments(&stats),

@@ -241,7 +241,7 @@ pub const FORWARD_STATS: Setting = Setting {
     kind: Kind::Text,
     default: DefaultValue::Words("unset"),
     set_by: SetBy::User,
-    doc: "a file a node's forwarder appends one line to when it ends: `streams=… events=… bytes=… cpu_ms=…` (`scripts/bench-forward.sh` reads it); unset: none",
+    doc: "a file a node's forwarder appends one line to when it ends: `streams=… events=… bytes=… clock_alignments=… cpu_ms=…` (`clock_alignments`: the connections it made into hark to align the clock it answers its node's pings with; `scripts/bench-forward.sh` reads the line); `hark run` passes it to every node; unset: none",
 };
 
 /// Whether packs go through a shared-memory ring.
