@@ -584,8 +584,9 @@ fn across_two_emulated_nodes_each_user_sees_only_their_own_job() {
 /// probes of n2 find no Unix socket of the service's, so they stream
 /// through n2's forwarder (`HARK_FORWARD=auto`), whose one connection to
 /// the service is TLS, checked against `HARK_TLS_CA` (`docs/cluster.md`,
-/// "The forwarder"). The forwarder carries every process of the job, the
-/// job is ann's, and `hark run --server` prints its summary with them.
+/// "The forwarder"). The forwarder carries every process of the job, a
+/// dump asked of the service reaches them through it and comes back, and
+/// `hark run --server` prints its summary.
 #[test]
 fn a_node_s_forwarder_streams_to_a_tls_only_service() {
     if !root_or_skip() {
@@ -600,16 +601,61 @@ fn a_node_s_forwarder_streams_to_a_tls_only_service() {
     let (mut serve, log) = serve_on_n1(&cluster, &dir, &uids, 7401);
     let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
     let stats = dir.join("forwarders");
-    let mut cmd = cluster.command("n2", &["runuser", "-u", USERS[0], "--"]);
-    cmd.arg(hark())
-        .args(["run", "--server", "tls:n1:7401", "--token-file"])
-        .arg(dir.join(format!("{}.token", USERS[0])))
+    let stop = dir.join("stop");
+    // The shell, and its `sleep`s until the test says stop.
+    let wait = format!("while [ ! -e {} ]; do sleep 0.2; done", stop.display());
+    let ann = |args: &[&str]| -> Command {
+        let mut cmd = cluster.command("n2", &["runuser", "-u", USERS[0], "--"]);
+        cmd.arg(hark())
+            .args(args)
+            .arg("--token-file")
+            .arg(dir.join(format!("{}.token", USERS[0])))
+            .env("HARK_TLS_CA", dir.join("ca.pem"));
+        cmd
+    };
+    let job = ann(&["run", "--server", "tls:n1:7401"])
         .arg("--probe")
         .arg(probe())
-        .args(["--", "sh", "-c", "/bin/true; /bin/true; exec sleep 0.2"])
-        .env("HARK_TLS_CA", dir.join("ca.pem"))
-        .env("HARK_FORWARD_STATS", &stats);
-    let out = cmd.output_within().unwrap();
+        .args(["--", "sh", "-c", &wait])
+        .env("HARK_FORWARD_STATS", &stats)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ctl = |args: &[&str]| -> serde_json::Value {
+        let mut line = vec!["ctl", "--json", "--server", "tls:n1:7401"];
+        line.extend(args);
+        let out = ann(&line).output_within().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "hark {line:?}: {err}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let id = loop {
+        let jobs = ctl(&["list"])["jobs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if let Some(j) = jobs.iter().find(|j| j["open"].as_u64() > Some(0)) {
+            break j["id"].as_str().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline, "no job: {}", read_log());
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // A dump asked of the service reaches the probes through the
+    // forwarder, inside its TLS session, and their answers come back up.
+    let dump = ctl(&[&id, "dump"]);
+    let p = profile(Path::new(
+        dump["dir"].as_str().expect("the dump's directory"),
+    ));
+    assert!(
+        !p.to_string().contains("did not answer"),
+        "a probe did not hear the dump: {}",
+        p["programs"][0]["diagnostics"]
+    );
+    std::fs::write(&stop, "").unwrap();
+    let out = wait_within(job, limit(), "hark run --server through a forwarder");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}\n{}", read_log());
     assert!(
@@ -618,8 +664,7 @@ fn a_node_s_forwarder_streams_to_a_tls_only_service() {
     );
     assert!(err.contains("Run directory: "), "{err}");
     let lines = forwarder_stats(&stats, 1);
-    // The shell and its two children (a shell may also exec its last
-    // command: one stream more, of the same process).
+    // The shell and at least two of its `sleep`s.
     assert!(
         forwarder_field(&lines[0], "streams") >= 3,
         "the forwarder did not carry the job's processes: {lines:?}\n{err}"
