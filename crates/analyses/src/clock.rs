@@ -342,6 +342,25 @@ mod tests {
     }
 
     #[test]
+    fn a_forwarder_s_bound_adds_to_the_half_round_trip() {
+        // Through the node's forwarder: 10 µs round trip to it, and the
+        // forwarder's own alignment with hark good to 30 µs.
+        let mut relayed = with_server(ClockPhase::Init, 100, 1_020_000, 10_000);
+        relayed.relay_bound_ns = 30_000;
+        assert_eq!(relayed.uncertainty_ns(), 35_000);
+        // 20 µs from the handshake: within 35 µs, so the handshake's offset
+        // is as consistent with it, and applied; the bound says both.
+        let mut a = Alignment::new(1_000_000);
+        a.measured(relayed);
+        assert_eq!(a.applied_ns(&relayed), 1_000_000);
+        assert_eq!(a.bound_ns(), 35_000 + 20_000);
+        // Without the forwarder's bound the same reading is its own offset.
+        let mut direct = Alignment::new(1_000_000);
+        direct.measured(with_server(ClockPhase::Init, 100, 1_020_000, 10_000));
+        assert_eq!(direct.bound_ns(), 5_000);
+    }
+
+    #[test]
     fn a_host_shares_its_first_measurement_when_it_agrees() {
         let first = Expected {
             offset_ns: 1_000_000,

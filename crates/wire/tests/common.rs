@@ -88,6 +88,6 @@ pub fn sample_clock() -> ClockSync {
         reference_ns: 2_050_000_000,
         round_trip_ns: 30_000,
         reference: ClockReference::WorldRank0,
-        relay_bound_ns: 0,
+        relay_bound_ns: 7_000,
     }
 }
