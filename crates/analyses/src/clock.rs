@@ -21,6 +21,11 @@
 //!           = init offset + (t − t_init) × drift / (t_fin − t_init), t clamped to [t_init, t_fin], after
 //! ```
 //!
+//! A finalize offset within the noise of the init one is no drift (one
+//! offset throughout), and `t_init`, `t_fin` are the moments of the host's
+//! measurements when the host's offsets are applied ([`HostClock`]), so
+//! that the processes of one host map with one line.
+//!
 //! Events are analysed online, before the finalize measurement exists:
 //! they are mapped with the init offset (drift not corrected), and a batch
 //! analysed after the finalize frame arrived with the interpolation. Each

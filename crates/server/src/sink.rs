@@ -126,7 +126,7 @@ pub(crate) struct State {
     pub(crate) clock_references: Mutex<HashMap<String, i64>>,
     /// Per (job, host): the best measurements against the server, which
     /// the host's processes share when theirs agree.
-    pub(crate) host_clocks: Mutex<HashMap<(String, String), Arc<Mutex<HostClock>>>>,
+    pub(crate) host_clocks: Mutex<HashMap<HostKey, SharedHostClock>>,
     /// Which stream holds each (job, program, world rank), for refusing a
     /// second one.
     pub(crate) ranks: Mutex<HashMap<RankKey, Holder>>,
@@ -801,6 +801,12 @@ pub(crate) struct Holder {
 /// A rank's key: (job, program, world rank).
 pub(crate) type RankKey = (String, String, i32);
 
+/// A host's key: (job, host).
+pub(crate) type HostKey = (String, String);
+
+/// A host's best clock measurements, shared by the streams of the host.
+pub(crate) type SharedHostClock = Arc<Mutex<HostClock>>;
+
 /// A process's key: (job, host, pid).
 pub(crate) type PidKey = (String, String, u32);
 
@@ -830,7 +836,7 @@ impl State {
     /// server reads a `Hello` milliseconds late, and that delay is in it.)
     /// The host's best is the one with the smallest round trip, and every
     /// stream of the host reads it as it is now (`HostClock`).
-    fn host_clock(&self, hello: &Hello, sync: ClockSync) -> Arc<Mutex<HostClock>> {
+    fn host_clock(&self, hello: &Hello, sync: ClockSync) -> SharedHostClock {
         let key = (hello.job.clone(), hello.host.clone());
         let host = hark_sync::lock(&self.host_clocks)
             .entry(key)
