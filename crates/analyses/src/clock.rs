@@ -329,9 +329,22 @@ impl Alignment {
     }
 
     /// The bound on the error of the offset applied from `s` (see
-    /// [`measurement_bound_ns`]).
+    /// [`measurement_bound_ns`]). When it is the host's best measurement's
+    /// offset, that measurement bounds it too (one host, one clock): half
+    /// its round trip, if smaller, so that one process's long round trip
+    /// on a loaded host does not widen what its host's best one shows.
     pub fn measurement_bound_ns(&self, s: &ClockSync) -> u64 {
-        measurement_bound_ns(s, self.expected(s))
+        let e = self.expected(s);
+        let own = measurement_bound_ns(s, e);
+        let host = self.host.and_then(|h| h.best(s.phase));
+        if s.reference == ClockReference::Server
+            && host == Some(e)
+            && applied_offset_ns(s, e) == e.offset_ns
+        {
+            own.min(e.slack_ns)
+        } else {
+            own
+        }
     }
 
     /// How far this stream's mapped timestamps can be from the reference's
@@ -446,7 +459,13 @@ mod tests {
         a.measured(with_server(ClockPhase::Init, 100, 1_008_000, 10_000));
         let a = a.with_host(host);
         assert_eq!(a.mapping().common(0), 1_000_000);
-        assert_eq!(a.bound_ns(), 5_000 + 8_000);
+        // Its own bound would be 5 + 8 µs; the host's best bounds it to 5.
+        assert_eq!(a.bound_ns(), 5_000);
+        // A longer round trip of its own, 200 µs: still the host's 5 µs.
+        let mut c = Alignment::new(1_300_000);
+        c.measured(with_server(ClockPhase::Init, 100, 1_090_000, 200_000));
+        assert_eq!(c.with_host(host).mapping().common(0), 1_000_000);
+        assert_eq!(c.with_host(host).bound_ns(), 5_000);
         // 50 ms from it (a skewed clock): its own.
         let mut b = Alignment::new(1_300_000);
         b.measured(with_server(ClockPhase::Init, 100, 51_000_000, 10_000));
