@@ -434,7 +434,7 @@ mod tests {
         }
     }
 
-    /// A host whose best measurement of `phase` is `m`.
+    /// A host offered the measurements `m`, in order.
     fn host_of(m: &[ClockSync]) -> HostClock {
         let mut host = HostClock::default();
         for s in m {
