@@ -21,6 +21,11 @@
 //!           = init offset + (t − t_init) × drift / (t_fin − t_init), t clamped to [t_init, t_fin], after
 //! ```
 //!
+//! A finalize offset within the noise of the init one is no drift (one
+//! offset throughout), and `t_init`, `t_fin` are the moments of the host's
+//! measurements when the host's offsets are applied ([`HostClock`]), so
+//! that the processes of one host map with one line.
+//!
 //! Events are analysed online, before the finalize measurement exists:
 //! they are mapped with the init offset (drift not corrected), and a batch
 //! analysed after the finalize frame arrived with the interpolation. Each
@@ -97,6 +102,55 @@ pub struct Expected {
     pub offset_ns: i64,
     /// How far `offset_ns` may be from the truth, in ns.
     pub slack_ns: u64,
+    /// When the measurement that set it was taken, on the probe clock
+    /// (its `local_ns`), if it was one of the host's: a stream that applies
+    /// the host's offset interpolates from the host's moment, so that every
+    /// process of the host maps its clock with one line.
+    pub local_ns: Option<u64>,
+}
+
+impl Expected {
+    /// An expectation without slack or moment (zero, or a handshake).
+    pub fn exact(offset_ns: i64) -> Expected {
+        Expected {
+            offset_ns,
+            slack_ns: 0,
+            local_ns: None,
+        }
+    }
+}
+
+/// The best measurement against the server of each phase on one host of a
+/// job: the one with the smallest round trip, whose estimate is the
+/// tightest. The processes of one host read one clock, so all of them
+/// apply the host's offsets when theirs agree (see [`applied_offset_ns`]);
+/// the server keeps one per host and every stream of the host reads it as
+/// it is now ([`Alignment::with_host`]), so that a better measurement
+/// arriving later moves all of them at once and they never disagree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostClock {
+    best: [Option<Expected>; 2],
+}
+
+impl HostClock {
+    /// A measurement of the host's clock: kept if its round trip is
+    /// shorter than the best one of its phase so far.
+    pub fn offer(&mut self, s: &ClockSync) {
+        let e = Expected {
+            offset_ns: s.offset_ns(),
+            slack_ns: s.uncertainty_ns(),
+            local_ns: Some(s.local_ns),
+        };
+        let best = &mut self.best[phase_index(s.phase)];
+        if best.is_none_or(|b| e.slack_ns < b.slack_ns) {
+            *best = Some(e);
+        }
+    }
+
+    /// The host's best measurement of `phase`, if any.
+    pub fn best(&self, phase: ClockPhase) -> Option<Expected> {
+        self.best[phase_index(phase)]
+    }
 }
 
 /// The offset a measurement gives: Cristian's estimate, or the *expected*
@@ -105,9 +159,14 @@ pub struct Expected {
 /// round trip of the estimate, so the expected one is then as consistent
 /// with the measurement.
 ///
-/// Against world rank 0 the expected offset is 0. Against the server it
-/// is the first measurement of the same job on the same host (`shared`,
-/// with half its round trip as slack), else the stream's handshake. On one
+/// At `MPI_Finalize` the expected offset is the one applied at `MPI_Init`
+/// (with that measurement's bound as slack): a drift the two measurements
+/// cannot tell from their noise is none, so a short run is not bent by the
+/// difference of two noisy estimates (microseconds over milliseconds).
+/// Otherwise, against world rank 0 the expected offset is 0; against the
+/// server it is the best measurement of the same job on the same host
+/// ([`HostClock`], with half its round trip as slack), else the stream's
+/// handshake. On one
 /// host the processes read one clock (`CLOCK_MONOTONIC`, or the TSC
 /// calibrated against it), so one offset is the truth for all of them,
 /// and independent estimates differ only by the ping-pong's noise
@@ -115,12 +174,18 @@ pub struct Expected {
 /// before their sends). Offsets that the measurement can tell from the
 /// expected one (another host, a skewed clock) are kept as measured.
 pub fn applied_offset_ns(s: &ClockSync, expected: Expected) -> i64 {
-    let offset = s.offset_ns();
-    if offset.abs_diff(expected.offset_ns) <= s.uncertainty_ns().saturating_add(expected.slack_ns) {
+    if agrees(s, expected) {
         expected.offset_ns
     } else {
-        offset
+        s.offset_ns()
     }
+}
+
+/// Whether measurement `s` cannot be told from `expected`: within half its
+/// round trip plus the expectation's slack.
+fn agrees(s: &ClockSync, expected: Expected) -> bool {
+    s.offset_ns().abs_diff(expected.offset_ns)
+        <= s.uncertainty_ns().saturating_add(expected.slack_ns)
 }
 
 /// How far the offset applied from `s` can be from the truth: half the
@@ -159,9 +224,9 @@ pub struct Alignment {
     reference_ns: Option<i64>,
     init: Option<ClockSync>,
     finalize: Option<ClockSync>,
-    /// Per phase (init, finalize): the first server measurement of the
-    /// same job on the same host, when the server keeps one.
-    shared: [Option<Expected>; 2],
+    /// The best server measurements of the same job on the same host, as
+    /// the server keeps them now, if it does.
+    host: Option<HostClock>,
 }
 
 impl Alignment {
@@ -172,7 +237,7 @@ impl Alignment {
             reference_ns: None,
             init: None,
             finalize: None,
-            shared: [None, None],
+            host: None,
         }
     }
 
@@ -192,24 +257,42 @@ impl Alignment {
         self.reference_ns = Some(reference_ns);
     }
 
-    /// A measurement arrived, with the first of its phase on the same host
-    /// (see [`applied_offset_ns`]); the last one of each phase holds.
-    pub fn measured_sharing(&mut self, sync: ClockSync, shared: Option<Expected>) {
-        self.shared[phase_index(sync.phase)] = shared;
-        self.measured(sync);
+    /// This alignment with its host's best measurements as they are now
+    /// (see [`HostClock`]).
+    pub fn with_host(mut self, host: HostClock) -> Alignment {
+        self.host = Some(host);
+        self
     }
 
     /// What measurement `s` is compared with (see [`applied_offset_ns`]).
     pub fn expected(&self, s: &ClockSync) -> Expected {
-        let exact = |offset_ns| Expected {
-            offset_ns,
-            slack_ns: 0,
-        };
-        match s.reference {
-            ClockReference::WorldRank0 => exact(0),
-            ClockReference::Server => {
-                self.shared[phase_index(s.phase)].unwrap_or(exact(self.handshake_ns))
+        if let (ClockPhase::Finalize, Some(i)) = (s.phase, self.init) {
+            let at_init = Expected {
+                local_ns: Some(self.moment(&i)),
+                offset_ns: self.applied_ns(&i),
+                slack_ns: self.measurement_bound_ns(&i),
+            };
+            if i.reference == s.reference && agrees(s, at_init) {
+                return at_init;
             }
+        }
+        match s.reference {
+            ClockReference::WorldRank0 => Expected::exact(0),
+            ClockReference::Server => self
+                .host
+                .and_then(|h| h.best(s.phase))
+                .unwrap_or(Expected::exact(self.handshake_ns)),
+        }
+    }
+
+    /// When the offset applied from `s` holds, on the probe clock: the
+    /// moment of the host's measurement when the host's offset is applied
+    /// (so that the processes of one host interpolate alike), else `s`'s.
+    fn moment(&self, s: &ClockSync) -> u64 {
+        let e = self.expected(s);
+        match e.local_ns {
+            Some(at) if applied_offset_ns(s, e) == e.offset_ns => at,
+            _ => s.local_ns,
         }
     }
 
@@ -248,9 +331,22 @@ impl Alignment {
     }
 
     /// The bound on the error of the offset applied from `s` (see
-    /// [`measurement_bound_ns`]).
+    /// [`measurement_bound_ns`]). When it is the host's best measurement's
+    /// offset, that measurement bounds it too (one host, one clock): half
+    /// its round trip, if smaller, so that one process's long round trip
+    /// on a loaded host does not widen what its host's best one shows.
     pub fn measurement_bound_ns(&self, s: &ClockSync) -> u64 {
-        measurement_bound_ns(s, self.expected(s))
+        let e = self.expected(s);
+        let own = measurement_bound_ns(s, e);
+        let host = self.host.and_then(|h| h.best(s.phase));
+        if s.reference == ClockReference::Server
+            && host == Some(e)
+            && applied_offset_ns(s, e) == e.offset_ns
+        {
+            own.min(e.slack_ns)
+        } else {
+            own
+        }
     }
 
     /// How far this stream's mapped timestamps can be from the reference's
@@ -303,11 +399,12 @@ impl Alignment {
         };
         let mut m = Mapping::constant(base_ns);
         if let (Some(i), Some(f)) = (self.init, self.finalize) {
-            if f.local_ns > i.local_ns {
-                let span = f.local_ns - i.local_ns;
-                m.from_ns = i.local_ns;
-                m.until_ns = f.local_ns;
-                m.drift_per_ns = (self.applied_ns(&f) - self.applied_ns(&i)) as f64 / span as f64;
+            let drift = self.applied_ns(&f) - self.applied_ns(&i);
+            let (from, until) = (self.moment(&i), self.moment(&f));
+            if drift != 0 && until > from {
+                m.from_ns = from;
+                m.until_ns = until;
+                m.drift_per_ns = drift as f64 / (until - from) as f64;
             }
         }
         let believed = base_ns.abs_diff(self.handshake_ns) <= MAX_DISAGREEMENT_NS;
@@ -341,6 +438,15 @@ mod tests {
         }
     }
 
+    /// A host offered the measurements `m`, in order.
+    fn host_of(m: &[ClockSync]) -> HostClock {
+        let mut host = HostClock::default();
+        for s in m {
+            host.offer(s);
+        }
+        host
+    }
+
     #[test]
     fn a_forwarder_s_bound_adds_to_the_half_round_trip() {
         // Through the node's forwarder: 10 µs round trip to it, and the
@@ -361,26 +467,86 @@ mod tests {
     }
 
     #[test]
-    fn a_host_shares_its_first_measurement_when_it_agrees() {
-        let first = Expected {
-            offset_ns: 1_000_000,
-            slack_ns: 5_000,
-        };
+    fn a_host_shares_its_best_measurement_when_it_agrees() {
+        // The first measurement (round trip 30 µs), then a better one
+        // (10 µs): the better one is the host's.
+        let host = host_of(&[
+            with_server(ClockPhase::Init, 50, 1_012_000, 30_000),
+            with_server(ClockPhase::Init, 90, 1_000_000, 10_000),
+            with_server(ClockPhase::Init, 95, 1_020_000, 20_000),
+        ]);
+        assert_eq!(host.best(ClockPhase::Init).unwrap().offset_ns, 1_000_000);
+        assert_eq!(host.best(ClockPhase::Finalize), None);
+        // 8 µs from the host's: within 5 + 5 µs, the host's offset.
         let mut a = Alignment::new(1_300_000);
-        // 8 µs from the host's first: within 5 + 5 µs, the host's offset.
-        a.measured_sharing(
-            with_server(ClockPhase::Init, 100, 1_008_000, 10_000),
-            Some(first),
-        );
+        a.measured(with_server(ClockPhase::Init, 100, 1_008_000, 10_000));
+        let a = a.with_host(host);
         assert_eq!(a.mapping().common(0), 1_000_000);
-        assert_eq!(a.bound_ns(), 5_000 + 8_000);
-        // 50 ms from it (a skewed clock): its own.
-        a.measured_sharing(
-            with_server(ClockPhase::Init, 100, 51_000_000, 10_000),
-            Some(first),
-        );
-        assert_eq!(a.mapping().common(0), 51_000_000);
+        // Its own bound would be 5 + 8 µs; the host's best bounds it to 5.
         assert_eq!(a.bound_ns(), 5_000);
+        // A longer round trip of its own, 200 µs: still the host's 5 µs.
+        let mut c = Alignment::new(1_300_000);
+        c.measured(with_server(ClockPhase::Init, 100, 1_090_000, 200_000));
+        assert_eq!(c.with_host(host).mapping().common(0), 1_000_000);
+        assert_eq!(c.with_host(host).bound_ns(), 5_000);
+        // 50 ms from it (a skewed clock): its own.
+        let mut b = Alignment::new(1_300_000);
+        b.measured(with_server(ClockPhase::Init, 100, 51_000_000, 10_000));
+        let b = b.with_host(host);
+        assert_eq!(b.mapping().common(0), 51_000_000);
+        assert_eq!(b.bound_ns(), 5_000);
+    }
+
+    #[test]
+    fn processes_of_one_host_map_their_clock_with_one_line() {
+        // The pause program's case: two ranks measured at different
+        // moments, each finalize estimate a few µs from the init one by
+        // noise alone. Each used to interpolate over its own moments, so
+        // that at one instant their offsets differed by a µs, more than a
+        // message takes: receives completed before their sends.
+        let host = host_of(&[
+            with_server(ClockPhase::Init, 1_000_000, 5_000_000, 20_000),
+            with_server(ClockPhase::Init, 4_800_000, 5_003_000, 40_000),
+            with_server(ClockPhase::Finalize, 9_000_000, 4_996_000, 14_000),
+            with_server(ClockPhase::Finalize, 9_800_000, 4_994_000, 38_000),
+        ]);
+        let rank = |init: ClockSync, fin: ClockSync| {
+            let mut a = Alignment::new(5_100_000);
+            a.measured(init);
+            a.measured(fin);
+            a.with_host(host)
+        };
+        let r0 = rank(
+            with_server(ClockPhase::Init, 1_000_000, 5_000_000, 20_000),
+            with_server(ClockPhase::Finalize, 9_000_000, 4_996_000, 14_000),
+        );
+        let r1 = rank(
+            with_server(ClockPhase::Init, 4_800_000, 5_003_000, 40_000),
+            with_server(ClockPhase::Finalize, 9_800_000, 4_994_000, 38_000),
+        );
+        // A drift within the measurements' noise is none: one offset.
+        for t in [0, 2_000_000, 5_000_000, 9_500_000, 20_000_000] {
+            assert_eq!(r0.mapping().common(t), t + 5_000_000);
+            assert_eq!(r1.mapping().common(t), t + 5_000_000);
+        }
+        assert!(r0.mapping().is_offset() && r1.mapping().is_offset());
+        // A drift beyond the noise (a long run): both interpolate between
+        // the host's measurements, at the host's moments, alike.
+        let host = host_of(&[
+            with_server(ClockPhase::Init, 1_000_000, 5_000_000, 20_000),
+            with_server(ClockPhase::Finalize, 9_000_000, 5_200_000, 14_000),
+        ]);
+        let rank = |init_at: u64, fin_at: u64| {
+            let mut a = Alignment::new(5_100_000);
+            a.measured(with_server(ClockPhase::Init, init_at, 5_004_000, 30_000));
+            a.measured(with_server(ClockPhase::Finalize, fin_at, 5_195_000, 30_000));
+            a.with_host(host)
+        };
+        let (r0, r1) = (rank(1_200_000, 9_100_000), rank(4_800_000, 9_800_000));
+        for t in [0, 2_000_000, 5_000_000, 9_500_000] {
+            assert_eq!(r0.mapping().common(t), r1.mapping().common(t), "at {t}");
+        }
+        assert_eq!(r0.mapping().common(5_000_000), 5_000_000 + 5_100_000);
     }
 
     #[test]
@@ -427,17 +593,24 @@ mod tests {
         a.measured(sync(ClockPhase::Init, 1_000_000, -40_000));
         // Online, before finalize: the init offset, everywhere.
         assert_eq!(a.mapping().common(3_000_000), 3_000_000 - 40_000);
-        a.measured(sync(ClockPhase::Finalize, 3_000_000, -20_000));
+        // 40 µs from the init offset: more than the two half round trips
+        // (10 + 10 µs), a drift.
+        a.measured(sync(ClockPhase::Finalize, 3_000_000, 0));
         let m = a.mapping();
         assert_eq!(m.common(1_000_000), 1_000_000 - 40_000);
-        assert_eq!(m.common(2_000_000), 2_000_000 - 30_000);
-        assert_eq!(m.common(2_500_000), 2_500_000 - 25_000);
-        assert_eq!(m.common(3_000_000), 3_000_000 - 20_000);
+        assert_eq!(m.common(2_000_000), 2_000_000 - 20_000);
+        assert_eq!(m.common(2_500_000), 2_500_000 - 10_000);
+        assert_eq!(m.common(3_000_000), 3_000_000);
         // Before init and after finalize the nearest measurement holds.
         assert_eq!(m.common(500_000), 500_000 - 40_000);
-        assert_eq!(m.common(9_000_000), 9_000_000 - 20_000);
+        assert_eq!(m.common(9_000_000), 9_000_000);
         // The drift on top of the finalize measurement's half round trip.
-        assert_eq!(a.residual_ns(), 20_000 + 10_000);
+        assert_eq!(a.residual_ns(), 40_000 + 10_000);
+        // Within the noise of the init offset: no drift, one offset.
+        a.measured(sync(ClockPhase::Finalize, 3_000_000, -25_000));
+        assert!(a.mapping().is_offset());
+        assert_eq!(a.mapping().common(3_000_000), 3_000_000 - 40_000);
+        assert_eq!(a.residual_ns(), 10_000 + 15_000);
     }
 
     #[test]

@@ -26,8 +26,7 @@ fn paused_apart(mpi: Mpi) {
     // one offset the server gives a host is exact: a violation left is the
     // pause's. Under the TSC each process calibrates its own conversion
     // (good to some µs and 10 ppm), which a host's shared offset does not
-    // correct: MPICH's sub-µs messages then show violations of their own
-    // (`docs/analyses.md`, "Time").
+    // correct (`docs/analyses.md`, "Known limits of the shared offset").
     let (out, run_dir) = hark_run_env(&dir, &["-q"], &command, &[("HARK_CLOCK", "monotonic")]);
     assert_exit(&out, 0);
     let profile = profile(&run_dir);
@@ -39,20 +38,14 @@ fn paused_apart(mpi: Mpi) {
         mpi.name
     );
     // A pause that shifted the pairs blamed the clocks for every message
-    // after it (142 and 180 of these 190). A few are left to the clocks
-    // themselves: two ranks busy-polling on two cores beside hark make the
-    // alignment's round trips long, and MPICH's messages take well under a
-    // microsecond (`docs/analyses.md`, "Time").
-    // Not checked for now: since the merges of 2026-12-01 about half the
-    // runs of this program show clock-condition violations (72 to 135 of
-    // 190 messages, both MPIs, on CLOCK_MONOTONIC, both ranks on one
-    // identical offset), cause not found (docs/analyses.md, "Known limits
-    // of the shared offset"). Said here so that a run shows it.
+    // after it (142 and 180 of these 190). And with both ranks on one
+    // offset at both ends, each rank used to interpolate the two (a few µs
+    // apart by noise) over its own measurement moments, so that mid-run
+    // their clocks differed by a µs, more than a message takes: 72 to 135
+    // violations in about half the runs (docs/analyses.md, "Time"). On
+    // one host, one clock: none.
     let violations = p["clock"]["violations"].as_u64().unwrap_or(u64::MAX);
-    eprintln!(
-        "note: {}: {violations} clock-condition violations",
-        mpi.name
-    );
+    assert_eq!(violations, 0, "{}: {}", mpi.name, p["clock"]);
     // Rank 0 recorded iterations 0-9 and 20-199, rank 1 0-10 and 20-199.
     let messages = matrix(&p["p2p"]["messages"]);
     assert_eq!(messages[0][1], 190, "{}: {messages:?}", mpi.name);

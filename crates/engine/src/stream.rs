@@ -5,7 +5,7 @@
 
 use crate::program::Shared;
 use crate::unpack::Unpacker;
-use hark_analyses::clock::Alignment;
+use hark_analyses::clock::{Alignment, HostClock};
 use hark_analyses::{DynRank, Input, RankMeta, StreamCx, Translation};
 use hark_wire::{ClockSync, Def, End, Event, Hello, RankInfo};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +26,9 @@ pub struct StreamInfo {
     row: u64,
     hello: Hello,
     clock: Mutex<Alignment>,
+    /// Its host's best clock measurements (kept by the server, shared by
+    /// the streams of the host), once it measured against the server.
+    host_clock: std::sync::OnceLock<Arc<Mutex<HostClock>>>,
     origin_ns: u64,
     slice_shift: u32,
     slices: usize,
@@ -43,6 +46,7 @@ impl StreamInfo {
             row: conn,
             hello,
             clock: Mutex::new(Alignment::new(offset_ns)),
+            host_clock: std::sync::OnceLock::new(),
             origin_ns: shared.origin_ns,
             slice_shift: shared.config.slice_shift,
             slices: shared.config.slices,
@@ -126,9 +130,14 @@ impl StreamInfo {
         self.clock().mapping().common(probe_ns)
     }
 
-    /// What is known of this stream's clock.
+    /// What is known of this stream's clock, with its host's best
+    /// measurements as they are now.
     pub fn clock(&self) -> Alignment {
-        *hark_sync::lock(&self.clock)
+        let own = *hark_sync::lock(&self.clock);
+        match self.host_clock.get() {
+            Some(host) => own.with_host(*hark_sync::lock(host)),
+            None => own,
+        }
     }
 
     /// A clock alignment arrived (`Clock` frame).
@@ -136,11 +145,14 @@ impl StreamInfo {
         hark_sync::lock(&self.clock).measured(sync);
     }
 
-    /// A clock alignment against the server arrived, with the first of
-    /// its phase from the same job and host (see
+    /// A clock alignment against the server arrived, with the best
+    /// measurements of the same job and host, which it may share (see
     /// [`hark_analyses::clock::applied_offset_ns`]).
-    pub fn align_sharing(&self, sync: ClockSync, shared: Option<hark_analyses::clock::Expected>) {
-        hark_sync::lock(&self.clock).measured_sharing(sync, shared);
+    pub fn align_sharing(&self, sync: ClockSync, host: Option<Arc<Mutex<HostClock>>>) {
+        if let Some(host) = host {
+            let _ = self.host_clock.set(host);
+        }
+        hark_sync::lock(&self.clock).measured(sync);
     }
 
     /// World rank 0's handshake offset, the reference every aligned stream

@@ -33,7 +33,7 @@
 //! drops and counts what it cannot send: memory stays bounded and the loss
 //! is reported, never hidden.
 
-use hark_analyses::clock::Expected;
+use hark_analyses::clock::HostClock;
 use hark_analyses::DynAnalysis;
 use hark_board::Board;
 use hark_engine::{Config, OnBoard, ProgramAnalysis, StreamAccounting, StreamInfo};
@@ -124,9 +124,9 @@ pub(crate) struct State {
     /// Per job: world rank 0's handshake offset, the clock reference of
     /// every stream of the job that aligned itself with rank 0.
     pub(crate) clock_references: Mutex<HashMap<String, i64>>,
-    /// Per (job, host, clock phase): the first measurement against the
-    /// server, which the host's other processes share when theirs agree.
-    pub(crate) host_clocks: Mutex<HashMap<(String, String, u8), Expected>>,
+    /// Per (job, host): the best measurements against the server, which
+    /// the host's processes share when theirs agree.
+    pub(crate) host_clocks: Mutex<HashMap<HostKey, SharedHostClock>>,
     /// Which stream holds each (job, program, world rank), for refusing a
     /// second one.
     pub(crate) ranks: Mutex<HashMap<RankKey, Holder>>,
@@ -688,8 +688,8 @@ impl Sink for State {
             Frame::Clock(sync) => {
                 match sync.reference {
                     ClockReference::Server => {
-                        let shared = self.host_clock(c.info.hello(), sync);
-                        c.info.align_sharing(sync, shared);
+                        let host = self.host_clock(c.info.hello(), sync);
+                        c.info.align_sharing(sync, Some(host));
                     }
                     ClockReference::WorldRank0 => c.info.align(sync),
                 }
@@ -801,6 +801,12 @@ pub(crate) struct Holder {
 /// A rank's key: (job, program, world rank).
 pub(crate) type RankKey = (String, String, i32);
 
+/// A host's key: (job, host).
+pub(crate) type HostKey = (String, String);
+
+/// A host's best clock measurements, shared by the streams of the host.
+pub(crate) type SharedHostClock = Arc<Mutex<HostClock>>;
+
 /// A process's key: (job, host, pid).
 pub(crate) type PidKey = (String, String, u32);
 
@@ -819,33 +825,31 @@ impl State {
         self.set_clock_reference(&rank0.hello().job, rank0.clock().handshake_ns());
     }
 
-    /// The first measurement against the server of `sync`'s phase from the
-    /// job and host of `hello` (this one, if it is the first), with its
-    /// uncertainty (half its round trip, and a forwarder's own bound) as
-    /// slack: processes of one host read one clock, and share one offset
-    /// when their measurements agree with it
+    /// The best measurements against the server from the job and host of
+    /// `hello`, `sync` offered to them (its uncertainty: half its round
+    /// trip, and a forwarder's own bound): processes of one host read one
+    /// clock, and share one offset when their measurements agree with it
     /// (`hark_analyses::clock::applied_offset_ns`). Only a measurement
     /// that agrees with the probe's own reading of its realtime clock at
     /// the handshake to within its half round trip and [`TRUSTED_SKEW_NS`]
-    /// becomes the host's: a process whose clock is off its host's (a
-    /// test's skew) keeps its own. (Not the handshake offset: on a loaded
-    /// node the server reads a `Hello` milliseconds late, and that delay
-    /// is in it.) `None` while the host has none.
-    fn host_clock(&self, hello: &Hello, sync: ClockSync) -> Option<Expected> {
-        let key = (hello.job.clone(), hello.host.clone(), sync.phase as u8);
-        let mut hosts = hark_sync::lock(&self.host_clocks);
-        if let Some(e) = hosts.get(&key) {
-            return Some(*e);
-        }
+    /// is offered: a process whose clock is off its host's (a test's skew)
+    /// keeps its own. (Not the handshake offset: on a loaded node the
+    /// server reads a `Hello` milliseconds late, and that delay is in it.)
+    /// The host's best is the one with the smallest round trip, and every
+    /// stream of the host reads it as it is now (`HostClock`).
+    fn host_clock(&self, hello: &Hello, sync: ClockSync) -> SharedHostClock {
+        let key = (hello.job.clone(), hello.host.clone());
+        let host = hark_sync::lock(&self.host_clocks)
+            .entry(key)
+            .or_default()
+            .clone();
         let own = (hello.realtime_ns as i64).saturating_sub(hello.clock_ns as i64);
         let plausible = sync.offset_ns().abs_diff(own)
             <= sync.uncertainty_ns().saturating_add(TRUSTED_SKEW_NS as u64);
-        plausible.then(|| {
-            *hosts.entry(key).or_insert(Expected {
-                offset_ns: sync.offset_ns(),
-                slack_ns: sync.uncertainty_ns(),
-            })
-        })
+        if plausible {
+            hark_sync::lock(&host).offer(&sync);
+        }
+        host
     }
 
     /// Per job whose handshakes gave a world size (the launcher's), the

@@ -17,6 +17,7 @@
 //! stream declares a scale of one nanosecond per tick from the skew
 //! ([`MONOTONIC_SKEWED`]), and [`stamp`] still reads `CLOCK_MONOTONIC`.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 
 use hark_wire::{ClockSource, TickScale};
@@ -147,9 +148,10 @@ fn rdtsc() -> u64 {
 
 /// Chooses the clock and calibrates the TSC. `wanted` is `HARK_CLOCK`
 /// (`tsc`, `monotonic`, or empty for the best available); `skew_ns` is
-/// `HARK_TEST_CLOCK_SKEW_NS` (0 outside tests).
-pub(crate) fn init(wanted: &str, skew_ns: i64) {
-    calibrate(wanted);
+/// `HARK_TEST_CLOCK_SKEW_NS` (0 outside tests); `host`: the host's
+/// calibration file ([`host_file`]), if the host's processes share one.
+pub(crate) fn init(wanted: &str, skew_ns: i64, host: Option<&Path>) {
+    calibrate(wanted, host);
     if skew_ns == 0 {
         return;
     }
@@ -255,9 +257,13 @@ pub(crate) fn refine_due() -> Option<TickScale> {
     refine()
 }
 
-fn calibrate(wanted: &str) {
+fn calibrate(wanted: &str, host: Option<&Path>) {
     if wanted == "monotonic" || !cfg!(target_arch = "x86_64") || !tsc_is_usable() {
         CLOCK.mode.store(MONOTONIC, Relaxed);
+        return;
+    }
+    if let Some(cal) = host.and_then(adoptable) {
+        set(cal);
         return;
     }
     let (t0, n0) = pair();
@@ -270,10 +276,107 @@ fn calibrate(wanted: &str) {
         return;
     }
     let mult = (((n1 - n0) as u128) << 32) / (t1 - t0) as u128;
-    CLOCK.tsc0.store(t0, Relaxed);
-    CLOCK.ns0.store(n0, Relaxed);
-    CLOCK.mult.store(mult as u64, Relaxed);
+    let own = TickScale {
+        tsc0: t0,
+        ns0: n0,
+        mult: mult as u64,
+    };
+    set(own);
+    // Published for the host's later processes; of two that calibrated at
+    // once, the one whose file stayed is adopted by both.
+    if let Some(path) = host {
+        publish(path, &own);
+        if let Some(cal) = adoptable(path) {
+            set(cal);
+        }
+    }
+}
+
+/// Uses `cal` for the TSC.
+fn set(cal: TickScale) {
+    CLOCK.tsc0.store(cal.tsc0, Relaxed);
+    CLOCK.ns0.store(cal.ns0, Relaxed);
+    CLOCK.mult.store(cal.mult, Relaxed);
     CLOCK.mode.store(TSC, Relaxed);
+}
+
+/// Where the processes of this host (its `/dev/shm`), user and boot share
+/// one TSC calibration: each process calibrating its own (good to some µs
+/// and 10 ppm) made two ranks of one host read two clocks, which one
+/// offset per host cannot correct (`docs/analyses.md`, "Known limits of
+/// the shared offset"). One small file per user and boot, in memory.
+pub(crate) fn host_file() -> Option<PathBuf> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let boot = boot.trim();
+    if boot.is_empty() || !boot.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return None;
+    }
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    Some(PathBuf::from(format!("/dev/shm/hark-tsc-{uid}-{boot}")))
+}
+
+/// The published file's first bytes (then `tsc0`, `ns0`, `mult`, little
+/// endian).
+const MAGIC: &[u8; 8] = b"HARKTSC1";
+
+/// How far a published calibration may be from `CLOCK_MONOTONIC` now and
+/// still be adopted: what matters is that the host's processes convert
+/// alike (the ping-pong measures the offset to hark's clock), but one far
+/// off is another clock (a time namespace sharing `/dev/shm`) or a stale
+/// rate, and is calibrated anew.
+const ADOPT_WITHIN_NS: u64 = 100_000;
+
+/// The calibration published at `path`, if it is this user's, well formed,
+/// and agrees with `CLOCK_MONOTONIC` now to within [`ADOPT_WITHIN_NS`].
+fn adoptable(path: &Path) -> Option<TickScale> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let mut file = std::fs::File::open(path).ok()?;
+    // SAFETY: getuid has no preconditions.
+    if file.metadata().ok()?.uid() != unsafe { libc::getuid() } {
+        return None;
+    }
+    let mut bytes = [0u8; 32];
+    file.read_exact(&mut bytes).ok()?;
+    if &bytes[..8] != MAGIC {
+        return None;
+    }
+    let word = |i: usize| u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().unwrap());
+    let cal = TickScale {
+        tsc0: word(1),
+        ns0: word(2),
+        mult: word(3),
+    };
+    let (t, n) = pair();
+    let plausible = t > cal.tsc0 && cal.mult > 0 && cal.ns(t).abs_diff(n) <= ADOPT_WITHIN_NS;
+    plausible.then_some(cal)
+}
+
+/// Publishes `cal` at `path` whole (written aside, then renamed), readable
+/// by this user only; a failure leaves the host's processes calibrating
+/// their own, as before.
+fn publish(path: &Path, cal: &TickScale) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let aside = path.with_extension(format!("{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&aside)
+        .and_then(|mut f| {
+            let mut bytes = Vec::with_capacity(32);
+            bytes.extend_from_slice(MAGIC);
+            for w in [cal.tsc0, cal.ns0, cal.mult] {
+                bytes.extend_from_slice(&w.to_le_bytes());
+            }
+            f.write_all(&bytes)
+        });
+    if written.is_err() || std::fs::rename(&aside, path).is_err() {
+        let _ = std::fs::remove_file(&aside);
+    }
 }
 
 fn tsc_is_usable() -> bool {
@@ -318,7 +421,7 @@ mod tests {
     #[test]
     fn the_calibrated_clock_follows_clock_monotonic() {
         let _one = hark_sync::lock(&SERIAL);
-        init("", 0);
+        init("", 0, None);
         let a = together();
         std::thread::sleep(std::time::Duration::from_millis(50));
         let b = together();
@@ -332,7 +435,7 @@ mod tests {
     #[test]
     fn a_refined_rate_keeps_the_anchor_and_follows_clock_monotonic_closer() {
         let _one = hark_sync::lock(&SERIAL);
-        init("", 0);
+        init("", 0, None);
         let Some(first) = (match source() {
             ClockSource::Tsc(t) => Some(t),
             ClockSource::Monotonic => None,
@@ -359,7 +462,7 @@ mod tests {
     #[test]
     fn the_rate_is_refined_as_the_process_ages_and_not_more_often() {
         let _one = hark_sync::lock(&SERIAL);
-        init("", 0);
+        init("", 0, None);
         if !matches!(source(), ClockSource::Tsc(_)) {
             eprintln!("skipped: no usable TSC here");
             return;
@@ -371,5 +474,44 @@ mod tests {
         // Next when the age has doubled.
         assert_eq!(refine_due(), None);
         assert!(NEXT_REFINE_NS.load(Relaxed) >= 2_000_000_000);
+    }
+
+    #[test]
+    fn a_later_process_of_the_host_adopts_the_first_ones_calibration() {
+        let _one = hark_sync::lock(&SERIAL);
+        let dir = std::env::temp_dir().join(format!("hark-tsc-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("host");
+        init("", 0, Some(&file));
+        let ClockSource::Tsc(first) = source() else {
+            eprintln!("skipped: no usable TSC here");
+            std::fs::remove_dir_all(&dir).unwrap();
+            return;
+        };
+        assert_eq!(adoptable(&file), Some(first), "published");
+        // Another process: its own calibration would differ (other
+        // moments, other rate); it converts with the first one's.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        init("", 0, Some(&file));
+        assert_eq!(source(), ClockSource::Tsc(first));
+        // One far from CLOCK_MONOTONIC (another clock, a stale rate) is
+        // calibrated anew, and the new one published.
+        publish(
+            &file,
+            &TickScale {
+                ns0: first.ns0 + 10 * ADOPT_WITHIN_NS,
+                ..first
+            },
+        );
+        init("", 0, Some(&file));
+        let ClockSource::Tsc(anew) = source() else {
+            panic!("the TSC was usable")
+        };
+        assert_ne!(anew.ns0, first.ns0 + 10 * ADOPT_WITHIN_NS);
+        assert_eq!(adoptable(&file), Some(anew));
+        // Garbage is not adopted.
+        std::fs::write(&file, b"HARKTSC1 short").unwrap();
+        assert_eq!(adoptable(&file), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

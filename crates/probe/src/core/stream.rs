@@ -159,7 +159,7 @@ pub(crate) fn init() {
     for (name, warning) in &cfg.warnings {
         warn_once(name, warning);
     }
-    clock::init(&cfg.clock, cfg.clock_skew_ns);
+    clock::init(&cfg.clock, cfg.clock_skew_ns, clock::host_file().as_deref());
     let ancestry = rank_ancestry();
     // Started (with `exec`) under the process the launcher started for
     // this rank, and under its name: that process holds the rank, and this
