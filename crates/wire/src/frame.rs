@@ -18,7 +18,7 @@ use zerocopy::{FromBytes, IntoBytes};
 /// The first four bytes of a [`Hello`] payload.
 pub const MAGIC: [u8; 4] = *b"HARK";
 /// Version of the format this crate reads and writes.
-pub const VERSION: u16 = 8;
+pub const VERSION: u16 = 9;
 /// Size of a frame header.
 pub const HEADER_SIZE: usize = 8;
 /// Largest payload a reader accepts of any kind (a pack is about 1 MiB by
@@ -265,6 +265,9 @@ pub enum NameKind {
     Counter = 2,
     /// An iteration or phase mark.
     Mark = 3,
+    /// An OpenMP construct (a parallel region: its outlined function's
+    /// symbol and address), named by the probe's OpenMP adapter.
+    Construct = 4,
 }
 
 /// A definition: gives an id in this stream its meaning.
@@ -656,6 +659,7 @@ impl Def {
                         1 => NameKind::Region,
                         2 => NameKind::Counter,
                         3 => NameKind::Mark,
+                        4 => NameKind::Construct,
                         k => {
                             return Err(Error::malformed(format!(
                                 "definition: unknown name kind {k}"
