@@ -38,6 +38,8 @@ static SPEC: Spec = Spec {
 
 /// Threads kept per rank; the rest are summed into the last.
 const MAX_THREADS: usize = 256;
+/// Region instances a rank keeps waiting for their join or their tasks.
+const MAX_PENDING: usize = 4096;
 /// Constructs kept per rank; the rest are not listed.
 const MAX_REGIONS: usize = 256;
 
@@ -79,6 +81,13 @@ pub struct Rank {
     init_end: Option<u64>,
     fin_start: Option<u64>,
     omp_events: u64,
+    /// Region instances whose end (join) is waited for: the implicit tasks
+    /// that ended before it, (thread, end, whether it was thread 0 of its
+    /// team) (threads' packs arrive in any order).
+    waiting_join: BTreeMap<u64, Vec<(u16, u64, bool)>>,
+    /// Region instances joined: when, and how many of their implicit tasks
+    /// are still to come.
+    joined: BTreeMap<u64, (u64, u64)>,
 }
 
 impl Rank {
@@ -112,7 +121,7 @@ impl Rank {
                     io_ns: t.io,
                     ..ThreadTimes::default()
                 };
-                if i == 0 || t.forked > 0 {
+                if t.forked > 0 || (i == 0 && t.tasks == 0) {
                     tt.omp_management_ns = t.forked.saturating_sub(t.own_tasks);
                     tt.useful_ns = window
                         .saturating_sub(waits)
@@ -211,6 +220,8 @@ impl RankState for Rank {
         self.init_end = self.init_end.or(o.init_end);
         self.fin_start = self.fin_start.or(o.fin_start);
         self.omp_events.sat(o.omp_events);
+        // Instances are numbered per process: another's unresolved ones
+        // are not this one's, and are dropped.
     }
 }
 
@@ -222,6 +233,7 @@ impl Rank {
         match ev.op() {
             op::OMP_PARALLEL => {
                 self.thread(ev.thread.get()).forked.sat(d);
+                self.join(ev.extra.get(), ev.end.get(), team);
                 if let Some(r) = region(&mut self.regions, construct) {
                     r.calls += 1;
                     r.time.sat(d);
@@ -236,6 +248,7 @@ impl Rank {
                 if num == 0 {
                     t.own_tasks.sat(d);
                 }
+                self.task_ended(ev.extra.get(), ev.thread.get(), ev.end.get(), num == 0);
                 if let Some(r) = region(&mut self.regions, construct) {
                     r.threads = r.threads.max(team);
                 }
@@ -251,6 +264,51 @@ impl Rank {
                 t.locks += 1;
             }
             _ => {}
+        }
+    }
+}
+
+impl Rank {
+    /// Region `instance` of `team` threads was joined at `at`: the threads
+    /// whose implicit tasks ended before waited for that until then.
+    fn join(&mut self, instance: u64, at: u64, team: u64) {
+        let ended = self.waiting_join.remove(&instance).unwrap_or_default();
+        let left = team.saturating_sub(ended.len() as u64);
+        for (thread, end, first) in ended {
+            self.until_join(thread, end, at, first);
+        }
+        if left > 0 && self.joined.len() < MAX_PENDING {
+            self.joined.insert(instance, (at, left));
+        }
+    }
+
+    /// Thread `thread`'s implicit task of region `instance` ended at `end`.
+    fn task_ended(&mut self, instance: u64, thread: u16, end: u64, first: bool) {
+        if let Some((at, left)) = self.joined.get_mut(&instance) {
+            let at = *at;
+            *left -= 1;
+            if *left == 0 {
+                self.joined.remove(&instance);
+            }
+            self.until_join(thread, end, at, first);
+        } else if self.waiting_join.len() < MAX_PENDING {
+            self.waiting_join
+                .entry(instance)
+                .or_default()
+                .push((thread, end, first));
+        }
+    }
+
+    /// From its release at the end barrier to the join, a thread still
+    /// waits for the region to end (as in TALP, where the join moves the
+    /// team's threads out of the region).
+    fn until_join(&mut self, thread: u16, end: u64, at: u64, first: bool) {
+        let extra = at.saturating_sub(end);
+        let t = self.thread(thread);
+        t.barrier.sat(extra);
+        t.in_team.sat(extra);
+        if first {
+            t.own_tasks.sat(extra);
         }
     }
 }

@@ -23,7 +23,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_long, c_uint, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use hark_wire::{op, Event, NameKind, EXTRA_NONE};
@@ -40,6 +40,8 @@ struct Team {
     data: *mut c_void,
     instance: u64,
     construct: u32,
+    /// The team's actual size, as its threads see it.
+    size: AtomicI32,
 }
 
 /// Parallel regions this process forked so far: the next one's instance.
@@ -75,10 +77,11 @@ fn level() -> i32 {
         .map_or(0, |f| unsafe { f() })
 }
 
-/// The construct name id of the region whose outlined function is `f`:
-/// its symbol (`main._omp_fn.0`), or its object file and offset, which
+/// The construct name id of the code address `f` (a region's outlined
+/// function, or where OMPT says it was forked): its symbol
+/// (`main._omp_fn.0`, `main+0x4a`), or its object file and offset, which
 /// are the same in every rank whatever the load address.
-fn construct(f: usize) -> u32 {
+pub(super) fn construct(f: usize) -> u32 {
     let mut known = hark_sync::lock(&CONSTRUCTS);
     if let Some(&(_, id)) = known.iter().find(|(a, _)| *a == f) {
         return id;
@@ -102,7 +105,12 @@ fn symbol(f: usize) -> String {
         (!p.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy())
     };
     if let Some(s) = cstr(info.dli_sname) {
-        return s.into_owned();
+        let off = f.saturating_sub(info.dli_saddr as usize);
+        return if off == 0 {
+            s.into_owned()
+        } else {
+            format!("{s}+{off:#x}")
+        };
     }
     let file = cstr(info.dli_fname).unwrap_or_default();
     let base = file.rsplit('/').next().unwrap_or("").to_string();
@@ -119,6 +127,7 @@ fn team(func: Outlined, data: *mut c_void) -> Option<Box<Team>> {
         data,
         instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
         construct,
+        size: AtomicI32::new(0),
     }))
 }
 
@@ -168,6 +177,7 @@ unsafe extern "C" fn task(arg: *mut c_void) {
     // SAFETY: the program's outlined function with its own data.
     unsafe { (team.func)(team.data) };
     let (thread, size) = (thread_num(), team_size());
+    team.size.store(size, Ordering::Relaxed);
     let t1 = timed_barrier(op::OMP_SYNC_IMPLICIT, instance, thread);
     implicit_task(t0, t1, instance, construct, thread, size);
     CURRENT.set(outer);
@@ -209,9 +219,7 @@ pub unsafe extern "C" fn GOMP_parallel(
     // SAFETY: as above, with our trampoline and the team it reads, which
     // outlives the call.
     unsafe { f(task, arg.cast(), num_threads, flags) };
-    // The team size as the region had it is gone now; the request (or
-    // the default) is what the implicit tasks carry exactly.
-    parallel_done(&team, t0, lvl, num_threads as i32);
+    parallel_done(&team, t0, lvl, team.size.load(Ordering::Relaxed));
 }
 
 /// `GOMP_parallel_start` (gcc before 4.9): forks a team; the caller runs
@@ -240,7 +248,7 @@ pub unsafe extern "C" fn GOMP_parallel_start(
     // SAFETY: as above; the team is kept until `GOMP_parallel_end`.
     unsafe { f(task, arg.cast(), num_threads) };
     let instance = team.instance;
-    let packed = (lvl as u64) << 32 | num_threads as u64;
+
     // The caller now runs its share: its implicit task starts here.
     let mine = core::stamp();
     let outer = CURRENT.replace(instance);
@@ -248,7 +256,7 @@ pub unsafe extern "C" fn GOMP_parallel_start(
         o.borrow_mut().push(Some(Open {
             team,
             t0,
-            packed,
+            level: lvl,
             mine,
             outer,
         }))
@@ -260,8 +268,8 @@ struct Open {
     team: Box<Team>,
     /// Fork time.
     t0: u64,
-    /// Nesting level (high half) and requested team size (low half).
-    packed: u64,
+    /// Nesting level.
+    level: i32,
     /// When the forking thread's own share started.
     mine: u64,
     /// The region instance the forking thread was in before.
@@ -285,7 +293,7 @@ pub unsafe extern "C" fn GOMP_parallel_end() {
     if let Some(Open {
         team,
         t0,
-        packed,
+        level,
         mine,
         outer,
     }) = open
@@ -299,12 +307,7 @@ pub unsafe extern "C" fn GOMP_parallel_end() {
         CURRENT.set(outer);
         // SAFETY: no arguments; the region is the caller's own.
         unsafe { f() };
-        parallel_done(
-            &team,
-            t0,
-            (packed >> 32) as i32,
-            (packed & 0xffff_ffff) as i32,
-        );
+        parallel_done(&team, t0, level, size);
         return;
     }
     // SAFETY: as above.

@@ -10,6 +10,7 @@
 mod exec;
 mod gomp;
 mod ns;
+mod ompt;
 mod pending;
 mod posix;
 mod signal;
