@@ -20,6 +20,8 @@
 //! No wrapper holds the probe's guard while the real function runs: the
 //! threads libgomp starts on the first fork must not be adopted as the
 //! library's own (`threads.rs`).
+// The wrappers carry libgomp's own names.
+#![allow(non_snake_case)]
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_long, c_uint, c_void};
@@ -99,9 +101,9 @@ fn symbol(f: usize) -> String {
     if unsafe { libc::dladdr(f as *const c_void, &mut info) } == 0 {
         return format!("{f:#x}");
     }
-    // SAFETY: dladdr's strings are NUL-terminated and live as long as the
-    // object stays loaded; they are copied at once.
     let cstr = |p: *const std::ffi::c_char| {
+        // SAFETY: dladdr's strings are NUL-terminated and live as long as
+        // the object stays loaded; they are copied at once.
         (!p.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy())
     };
     if let Some(s) = cstr(info.dli_sname) {
