@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 pub struct OpenMp {
     /// Per construct, most time first.
     pub regions: Vec<OmpRegion>,
+    /// The hybrid model's OpenMP efficiencies, with or without MPI (with
+    /// MPI also in `efficiency.openmp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<OmpEfficiency>,
 }
 
 /// One OpenMP construct over all ranks.

@@ -439,7 +439,11 @@ fn efficiency(cx: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
         .map(|&(m, n)| per_cpu(m, n))
         .fold(f64::INFINITY, f64::min);
     let non_mpi_app = elapsed - per_cpu(mpi, cpus);
-    let e = out.efficiency.get_or_insert_with(Default::default);
+    out.openmp.efficiency = Some(omp);
+    // Without MPI there are no MPI efficiencies to add these to.
+    let Some(e) = out.efficiency.as_mut() else {
+        return;
+    };
     e.openmp = Some(omp);
     if min_proc.is_finite() && min_node.is_finite() {
         e.mpi_load_balance_in = Some(ratio(elapsed - min_node, elapsed - min_proc));

@@ -3,7 +3,9 @@
 //! wrapped so that the same events come out as from an OMPT runtime
 //! (`op::OMP_*`, `docs/wire.md`, "OpenMP").
 //!
-//! - `GOMP_parallel` (and `GOMP_parallel_start`/`_end` of old code) runs
+//! - `GOMP_parallel`, the combined `GOMP_parallel_loop_*` and
+//!   `GOMP_parallel_sections` (and `GOMP_parallel_start`/`_end` of old
+//!   code) run
 //!   the region's outlined function through [`task`], so that every thread
 //!   of the team records its implicit task, its number in the team and
 //!   the team's size. The region's end barrier is inside libgomp, out of
@@ -152,6 +154,7 @@ fn parallel_done(team: &Team, t0: u64, level: i32, size: i32) {
 /// `instance` and `thread`; returns when it ended.
 fn timed_barrier(kind: i32, instance: u64, thread: i32) -> u64 {
     let t0 = core::stamp();
+    core::reserve();
     if let Some(f) = real!(c"GOMP_barrier": unsafe extern "C" fn()) {
         // SAFETY: called where the program's own barrier would be.
         unsafe { f() };
@@ -211,17 +214,112 @@ pub unsafe extern "C" fn GOMP_parallel(
     let Some(f) = real!(c"GOMP_parallel": F) else {
         return;
     };
+    // SAFETY: the caller's arguments, or our trampoline and its team.
+    fork(func, data, |func, data| unsafe {
+        f(func, data, num_threads, flags)
+    })
+}
+
+/// Runs `call` (a real `GOMP_parallel*` function) with the outlined
+/// function and its data: wrapped in [`task`] and its team when recording
+/// is on, as they are otherwise; then records the region.
+fn fork(func: Outlined, data: *mut c_void, call: impl FnOnce(Outlined, *mut c_void)) {
     let Some(mut team) = team(func, data) else {
-        // SAFETY: the caller's arguments, passed on.
-        return unsafe { f(func, data, num_threads, flags) };
+        return call(func, data);
     };
     let lvl = level() + 1;
     let t0 = core::stamp();
     let arg: *mut Team = &mut *team;
-    // SAFETY: as above, with our trampoline and the team it reads, which
-    // outlives the call.
-    unsafe { f(task, arg.cast(), num_threads, flags) };
+    // The team outlives the call, which joins every thread that reads it.
+    call(task, arg.cast());
     parallel_done(&team, t0, lvl, team.size.load(Ordering::Relaxed));
+}
+
+/// Combined `parallel` + loop constructs with a schedule libgomp sets up
+/// before forking (`#pragma omp parallel for schedule(dynamic)`).
+macro_rules! parallel_loop {
+    ($($name:ident = $sym:literal;)*) => {$(
+        /// Forks a team running a loop.
+        ///
+        /// # Safety
+        /// As libgomp's.
+        #[cfg_attr(not(test), no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $name(
+            func: Outlined,
+            data: *mut c_void,
+            num_threads: c_uint,
+            start: c_long,
+            end: c_long,
+            incr: c_long,
+            chunk: c_long,
+            flags: c_uint,
+        ) {
+            type F = unsafe extern "C" fn(Outlined, *mut c_void, c_uint, c_long, c_long, c_long, c_long, c_uint);
+            let Some(f) = real!($sym: F) else {
+                return;
+            };
+            // SAFETY: the caller's arguments, or our trampoline and its team.
+            fork(func, data, |func, data| unsafe {
+                f(func, data, num_threads, start, end, incr, chunk, flags)
+            })
+        }
+    )*};
+}
+
+parallel_loop! {
+    GOMP_parallel_loop_static = c"GOMP_parallel_loop_static";
+    GOMP_parallel_loop_dynamic = c"GOMP_parallel_loop_dynamic";
+    GOMP_parallel_loop_guided = c"GOMP_parallel_loop_guided";
+    GOMP_parallel_loop_nonmonotonic_dynamic = c"GOMP_parallel_loop_nonmonotonic_dynamic";
+    GOMP_parallel_loop_nonmonotonic_guided = c"GOMP_parallel_loop_nonmonotonic_guided";
+}
+
+/// `GOMP_parallel_loop_runtime`: a combined loop with `OMP_SCHEDULE`'s
+/// schedule.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_parallel_loop_runtime(
+    func: Outlined,
+    data: *mut c_void,
+    num_threads: c_uint,
+    start: c_long,
+    end: c_long,
+    incr: c_long,
+    flags: c_uint,
+) {
+    type F = unsafe extern "C" fn(Outlined, *mut c_void, c_uint, c_long, c_long, c_long, c_uint);
+    let Some(f) = real!(c"GOMP_parallel_loop_runtime": F) else {
+        return;
+    };
+    // SAFETY: the caller's arguments, or our trampoline and its team.
+    fork(func, data, |func, data| unsafe {
+        f(func, data, num_threads, start, end, incr, flags)
+    })
+}
+
+/// `GOMP_parallel_sections`: a combined `parallel sections`.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_parallel_sections(
+    func: Outlined,
+    data: *mut c_void,
+    num_threads: c_uint,
+    count: c_uint,
+    flags: c_uint,
+) {
+    type F = unsafe extern "C" fn(Outlined, *mut c_void, c_uint, c_uint, c_uint);
+    let Some(f) = real!(c"GOMP_parallel_sections": F) else {
+        return;
+    };
+    // SAFETY: the caller's arguments, or our trampoline and its team.
+    fork(func, data, |func, data| unsafe {
+        f(func, data, num_threads, count, flags)
+    })
 }
 
 /// `GOMP_parallel_start` (gcc before 4.9): forks a team; the caller runs
@@ -329,6 +427,7 @@ fn wait<R>(op: u16, tag: i32, call: impl FnOnce() -> R) -> R {
         return call();
     }
     let t0 = core::stamp();
+    core::reserve();
     let r = call();
     let t1 = core::stamp();
     if let Some(g) = core::enter() {

@@ -334,6 +334,7 @@ unsafe extern "C" fn sync_region_wait(
             end_task(core::stamp());
         } else {
             let _ = WAIT.try_with(|w| w.set(core::stamp()));
+            core::reserve();
         }
         return;
     }
@@ -362,6 +363,7 @@ unsafe extern "C" fn mutex_acquire(
     _codeptr: *const c_void,
 ) {
     let _ = ACQUIRE.try_with(|a| a.set(core::stamp()));
+    core::reserve();
 }
 
 unsafe extern "C" fn mutex_acquired(kind: c_int, _wait_id: u64, _codeptr: *const c_void) {
