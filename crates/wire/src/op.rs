@@ -128,9 +128,12 @@ pub const OMP_BASE: u16 = 0x800;
 /// `obj` the construct's name id (`NameKind::Construct`), `tag` the team
 /// size, `bytes` the nesting level (1 for the outermost).
 pub const OMP_PARALLEL: u16 = OMP_BASE;
-/// One thread's implicit task of a parallel region, from its start to its
-/// release from the region's end barrier: `obj` the construct, `tag` the
-/// team size. Barrier and lock waits inside it come as their own events.
+/// One thread's implicit task of a parallel region, from its start to the
+/// start (OMPT) or the end (libgomp, where the probe times the end-barrier
+/// wait itself, as an `OMP_BARRIER`) of its wait at the region's end: `obj`
+/// the construct, `tag` the team size. Barrier and lock waits inside it
+/// come as their own events; the wait from its end to the region's join
+/// (`OMP_PARALLEL`'s `end`, same `extra`) is the analysis's to add.
 pub const OMP_IMPLICIT_TASK: u16 = OMP_BASE + 1;
 /// Waiting at a barrier: `tag` what kind ([`OMP_SYNC_IMPLICIT`], ...).
 pub const OMP_BARRIER: u16 = OMP_BASE + 2;
