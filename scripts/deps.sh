@@ -8,6 +8,7 @@ packages=(
     openmpi-bin libopenmpi-dev
     mpich libmpich-dev
     gfortran
+    clang libomp-dev         # LLVM's OpenMP runtime (OMPT) for the OpenMP tests
     graphviz                 # dot, for the topology graph in report.html
     lammps lammps-examples   # a real MPI application and its inputs
     hpcc                     # the HPC Challenge benchmark, another real one

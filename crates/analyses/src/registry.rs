@@ -25,6 +25,7 @@ pub fn all() -> Vec<Arc<dyn DynAnalysis>> {
         Arc::new(ks::waits::WaitStates),
         Arc::new(ks::cpu::CpuAvailability),
         Arc::new(ks::efficiency::Efficiencies),
+        Arc::new(ks::openmp::OpenMpTimes),
         Arc::new(ks::density::Density),
         Arc::new(ks::digest::Digest),
     ]

@@ -87,6 +87,7 @@ fn other_name_slot(kind: NameKind) -> usize {
         NameKind::Region => 2,
         NameKind::Counter => 3,
         NameKind::Mark => 4,
+        NameKind::Construct => 5,
     }
 }
 
@@ -95,6 +96,7 @@ fn kind_plural(kind: NameKind) -> &'static str {
         NameKind::Region => "regions",
         NameKind::Counter => "counters",
         NameKind::Mark => "marks",
+        NameKind::Construct => "OpenMP constructs",
     }
 }
 
@@ -125,10 +127,10 @@ pub struct Unifier {
     /// The "other" id of each kind once its cap is reached, and how many
     /// definitions were folded into it: files, communicators, then names
     /// by [`NameKind`] (region, counter, mark).
-    other: [Option<u32>; 5],
-    folded: [u64; 5],
+    other: [Option<u32>; 6],
+    folded: [u64; 6],
     /// Records of each kind with their own id, in the same order.
-    kept: [usize; 5],
+    kept: [usize; 6],
     /// Member sets with a [`FOLDED`] id.
     groups: usize,
     /// Tables rebuilt from tables already capped are not capped again.
@@ -149,7 +151,7 @@ pub struct Tables {
     pub paths: Vec<String>,
     /// Definitions folded into each kind's "other" entry (files,
     /// communicators, regions, counters, marks).
-    pub folded: [u64; 5],
+    pub folded: [u64; 6],
 }
 
 /// Renumbers global ids from one set of tables to another (see
@@ -271,6 +273,7 @@ fn name_kind(byte: u8) -> NameKind {
     match byte {
         2 => NameKind::Counter,
         3 => NameKind::Mark,
+        4 => NameKind::Construct,
         _ => NameKind::Region,
     }
 }
@@ -429,7 +432,7 @@ impl Unifier {
         };
         canonical.absorb(&t);
         let mut again = self.tables();
-        again.folded = [0; 5];
+        again.folded = [0; 6];
         let ids = canonical.absorb(&again);
         (canonical, ids)
     }
@@ -487,7 +490,12 @@ impl Unifier {
                 self.folded[OTHER_COMM], self.groups,
             ));
         }
-        for kind in [NameKind::Region, NameKind::Counter, NameKind::Mark] {
+        for kind in [
+            NameKind::Region,
+            NameKind::Counter,
+            NameKind::Mark,
+            NameKind::Construct,
+        ] {
             let plural = kind_plural(kind);
             say(
                 &mut out,

@@ -167,6 +167,9 @@ fn program(p: &Program, offset: u64, iv: Interval) -> Program {
         children: Vec::new(),
         // Per interval, CPU availability is in the slices (`cpu.*`).
         cpu: Default::default(),
+        // Per thread and per region: the whole run's, not per interval.
+        threads: Vec::new(),
+        openmp: Default::default(),
         // Which slices were paused is not kept: the whole run's total.
         paused_ns: p.paused_ns.clone(),
     }

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 mod cpu;
+mod openmp;
 pub use cpu::{Cpu, CpuHost, CpuRank, CpuTimes};
+pub use openmp::{OmpEfficiency, OmpRegion, OpenMp, ThreadTimes};
 
 /// A whole run: every program measured into one report.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -225,6 +227,13 @@ pub struct Program {
     /// CPU availability per rank, thread and host (see [`Cpu`]).
     #[serde(default)]
     pub cpu: Cpu,
+    /// Per rank, per thread (in the order the probe first saw them, 0 the
+    /// main thread): where its time went; empty without OpenMP.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<Vec<ThreadTimes>>,
+    /// OpenMP parallel regions (see [`OpenMp`]).
+    #[serde(default)]
+    pub openmp: OpenMp,
     /// Per rank: time recording was paused (`MPI_Pcontrol(0)`,
     /// `hark_pause`, `hark ctl pause`), in ns; empty when no rank paused.
     /// Not measured, so out of the efficiencies.
@@ -360,6 +369,15 @@ pub struct Efficiency {
     /// The runtime with no time spent moving data (only waiting and
     /// computing), in ns.
     pub ideal_runtime_ns: u64,
+    /// The hybrid model's OpenMP efficiencies (with OpenMP only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openmp: Option<OmpEfficiency>,
+    /// MPI load balance within nodes (hybrid model, with OpenMP only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi_load_balance_in: Option<f64>,
+    /// MPI load balance across nodes (hybrid model, with OpenMP only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi_load_balance_out: Option<f64>,
 }
 
 /// One finding of the job digest.

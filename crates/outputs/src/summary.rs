@@ -167,6 +167,7 @@ fn program(s: &mut String, p: &Program) {
     }
 
     cpu_line(s, p);
+    openmp_line(s, p);
     paused(s, p);
     verdict(s, p, wall);
 
@@ -332,6 +333,30 @@ fn cpu_line(s: &mut String, p: &Program) {
             if p.cpu.wait_measured { "" } else { " (estimated)" }
         );
     }
+}
+
+/// One line on OpenMP (nothing without it): threads, the hybrid model's
+/// OpenMP efficiencies, and where the threads' time was lost.
+fn openmp_line(s: &mut String, p: &Program) {
+    let Some(e) = p.openmp.efficiency else {
+        return;
+    };
+    let threads: usize = p.threads.iter().map(Vec::len).sum();
+    let sum = |f: fn(&hark_model::ThreadTimes) -> u64| -> f64 {
+        p.threads.iter().flatten().map(f).sum::<u64>() as f64
+    };
+    let _ = writeln!(
+        s,
+        "   OpenMP: {threads} {}; parallel efficiency {:.1} % (load balance {:.1} %, scheduling {:.1} %, serialisation {:.1} %); threads waited {} at barriers, {} for locks and idled {} out of parallel regions",
+        plural(threads, "thread", "threads"),
+        100.0 * e.parallel,
+        100.0 * e.load_balance,
+        100.0 * e.scheduling,
+        100.0 * e.serialisation,
+        duration(sum(|t| t.omp_barrier_ns)),
+        duration(sum(|t| t.omp_lock_ns)),
+        duration(sum(|t| t.omp_idle_ns)),
+    );
 }
 
 /// The efficiencies (of the whole program, then of its longest top-level

@@ -265,6 +265,9 @@ pub enum NameKind {
     Counter = 2,
     /// An iteration or phase mark.
     Mark = 3,
+    /// An OpenMP construct (a parallel region: its outlined function's
+    /// symbol and address), named by the probe's OpenMP adapter.
+    Construct = 4,
 }
 
 /// A definition: gives an id in this stream its meaning.
@@ -683,6 +686,7 @@ impl Def {
                         1 => NameKind::Region,
                         2 => NameKind::Counter,
                         3 => NameKind::Mark,
+                        4 => NameKind::Construct,
                         k => {
                             return Err(Error::malformed(format!(
                                 "definition: unknown name kind {k}"

@@ -11,6 +11,7 @@
 //! | `0x500..0x600`   | POSIX and STDIO I/O, listed in [`IO_NAMES`]             |
 //! | `0x600..0x700`   | the user API                                            |
 //! | `0x700..0x800`   | samples the probe takes off the hot path (CPU use)      |
+//! | `0x800..0x900`   | OpenMP: regions, implicit tasks, barriers, locks        |
 //!
 //! Codes are never renumbered: new ones are appended, and the wire version
 //! changes when a meaning does.
@@ -117,6 +118,61 @@ pub const SAMPLE_BASE: u16 = 0x700;
 /// number in the order the probe first read it (0 is the main thread).
 pub const CPU_TASK: u16 = SAMPLE_BASE;
 
+/// First OpenMP op code. Every OpenMP event carries the thread's number in
+/// its team (`omp_get_thread_num`) in `peer` and the region instance (a
+/// per-process sequence number of parallel regions, `EXTRA_NONE` outside
+/// one) in `extra`; both runtimes' adapters (libgomp's `GOMP_*` entry
+/// points, LLVM libomp's OMPT callbacks) give the same shapes.
+pub const OMP_BASE: u16 = 0x800;
+/// A parallel region, on the thread that forked it, from fork to join:
+/// `obj` the construct's name id (`NameKind::Construct`), `tag` the team
+/// size, `bytes` the nesting level (1 for the outermost).
+pub const OMP_PARALLEL: u16 = OMP_BASE;
+/// One thread's implicit task of a parallel region, from its start to the
+/// start (OMPT) or the end (libgomp, where the probe times the end-barrier
+/// wait itself, as an `OMP_BARRIER`) of its wait at the region's end: `obj`
+/// the construct, `tag` the team size. Barrier and lock waits inside it
+/// come as their own events; the wait from its end to the region's join
+/// (`OMP_PARALLEL`'s `end`, same `extra`) is the analysis's to add.
+pub const OMP_IMPLICIT_TASK: u16 = OMP_BASE + 1;
+/// Waiting at a barrier: `tag` what kind ([`OMP_SYNC_IMPLICIT`], ...).
+pub const OMP_BARRIER: u16 = OMP_BASE + 2;
+/// Waiting to acquire a lock, a critical section or an ordered section:
+/// `tag` what kind ([`OMP_MUTEX_CRITICAL`], ...), `obj` a name id for a
+/// named critical section (0 otherwise).
+pub const OMP_LOCK_WAIT: u16 = OMP_BASE + 3;
+/// A worksharing construct's begin (`start == end`): `tag` what kind
+/// ([`OMP_WORK_LOOP`], ...).
+pub const OMP_WORK: u16 = OMP_BASE + 4;
+/// An explicit task was created (`start == end`).
+pub const OMP_TASK_CREATE: u16 = OMP_BASE + 5;
+/// Last OpenMP op code this version knows.
+pub const OMP_LAST: u16 = OMP_TASK_CREATE;
+
+/// [`OMP_BARRIER`] `tag`: the implicit barrier at the end of a parallel
+/// region (or of a worksharing construct without `nowait`).
+pub const OMP_SYNC_IMPLICIT: i32 = 0;
+/// [`OMP_BARRIER`] `tag`: an explicit `barrier`.
+pub const OMP_SYNC_EXPLICIT: i32 = 1;
+/// [`OMP_BARRIER`] `tag`: `taskwait`.
+pub const OMP_SYNC_TASKWAIT: i32 = 2;
+/// [`OMP_BARRIER`] `tag`: the end of a `taskgroup`.
+pub const OMP_SYNC_TASKGROUP: i32 = 3;
+/// [`OMP_LOCK_WAIT`] `tag`: a `critical` section.
+pub const OMP_MUTEX_CRITICAL: i32 = 0;
+/// [`OMP_LOCK_WAIT`] `tag`: an `omp_lock_t`.
+pub const OMP_MUTEX_LOCK: i32 = 1;
+/// [`OMP_LOCK_WAIT`] `tag`: an `ordered` section.
+pub const OMP_MUTEX_ORDERED: i32 = 2;
+/// [`OMP_WORK`] `tag`: a loop.
+pub const OMP_WORK_LOOP: i32 = 0;
+/// [`OMP_WORK`] `tag`: `single` (this thread executes it).
+pub const OMP_WORK_SINGLE: i32 = 1;
+/// [`OMP_WORK`] `tag`: `master`/`masked`.
+pub const OMP_WORK_MASKED: i32 = 2;
+/// [`OMP_WORK`] `tag`: `sections`.
+pub const OMP_WORK_SECTIONS: i32 = 3;
+
 /// What family an op belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpKind {
@@ -130,6 +186,8 @@ pub enum OpKind {
     User,
     /// A sample the probe took off the hot path (`SAMPLE_BASE..`).
     Sample,
+    /// An OpenMP event (`OMP_BASE..`).
+    OpenMp,
     /// A code this version does not know.
     Unknown,
 }
@@ -147,6 +205,7 @@ pub fn kind(op: u16) -> OpKind {
         }
         REGION_BEGIN..=RESUME => OpKind::User,
         CPU_TASK => OpKind::Sample,
+        OMP_BASE..=OMP_LAST => OpKind::OpenMp,
         _ => OpKind::Unknown,
     }
 }
@@ -179,6 +238,14 @@ pub fn name(op: u16) -> &'static str {
             _ => "resume",
         },
         OpKind::Sample => "cpu",
+        OpKind::OpenMp => match op {
+            OMP_PARALLEL => "omp_parallel",
+            OMP_IMPLICIT_TASK => "omp_implicit_task",
+            OMP_BARRIER => "omp_barrier",
+            OMP_LOCK_WAIT => "omp_lock_wait",
+            OMP_WORK => "omp_work",
+            _ => "omp_task_create",
+        },
         OpKind::Unknown => "unknown",
     }
 }

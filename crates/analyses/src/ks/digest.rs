@@ -403,7 +403,11 @@ fn transfer_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Find
     // `MPI_Init` and `MPI_Finalize` are outside every rank's window.
     let counted =
         |f: &str| by_name(f).is_none_or(|(_, f)| !matches!(f.class, Class::Init | Class::Finalize));
-    let waiting: u64 = p.waits.values().flat_map(|w| w.time_ns.iter()).sum();
+    // OpenMP waits (`omp_*`) are not in MPI.
+    let waiting: u64 = (p.waits.iter())
+        .filter(|(k, _)| !k.starts_with("omp_"))
+        .flat_map(|(_, w)| w.time_ns.iter())
+        .sum();
     let mpi: u64 = (p.mpi.iter())
         .filter(|(f, _)| counted(f))
         .flat_map(|(_, f)| f.time_ns.iter())

@@ -241,6 +241,7 @@ fn pop(t: u64, parts: &[Part]) -> Efficiency {
         mean_useful_ns: mean_useful.round() as u64,
         max_useful_ns: max_useful,
         ideal_runtime_ns: ideal,
+        ..Efficiency::default()
     }
 }
 

@@ -7,6 +7,7 @@ pub(crate) mod digest;
 pub(crate) mod efficiency;
 pub(crate) mod io;
 pub(crate) mod mpi_profile;
+pub(crate) mod openmp;
 pub(crate) mod p2p;
 pub(crate) mod regions;
 pub(crate) mod summary;

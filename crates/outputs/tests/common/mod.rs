@@ -445,6 +445,7 @@ pub fn efficiency(mean_useful: u64, max_useful: u64, runtime: u64, ideal: u64) -
         mean_useful_ns: mean_useful,
         max_useful_ns: max_useful,
         ideal_runtime_ns: ideal,
+        ..Efficiency::default()
     }
 }
 

@@ -8,7 +8,9 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod exec;
+mod gomp;
 mod ns;
+mod ompt;
 mod pending;
 mod posix;
 mod signal;

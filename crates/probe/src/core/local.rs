@@ -319,6 +319,33 @@ fn register(stream: &'static Stream) -> *const Slot {
     slot
 }
 
+/// Ships this thread's buffer now if its next event would have to (it is
+/// full, or the shipper asked for it), so that the cost falls where the
+/// caller chooses: inside a wait it times (an OpenMP barrier), not after
+/// it, where it would pass for the program's own time.
+pub(crate) fn reserve() {
+    with_local(|l| {
+        let slot = l.slot.get();
+        if slot.is_null() {
+            return;
+        }
+        // SAFETY: slots are leaked, so a non-null slot pointer stays valid.
+        let s = unsafe { &*slot };
+        if s.len.load(Ordering::Relaxed) >= s.cap.load(Ordering::Relaxed) {
+            reserve_slow(s);
+        }
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn reserve_slow(s: &Slot) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut own = hark_sync::lock(&s.own);
+        settle(s, &mut own);
+    }));
+}
+
 /// Ships the slot's buffer (full or not), or counts its scratch as
 /// dropped, and starts a new buffer with `ev`.
 fn refill(s: &Slot, mut ev: Event) {

@@ -134,6 +134,13 @@ pub fn record(ev: Event) {
     local::record(ev)
 }
 
+/// Ships this thread's buffer now if its next event would have to, so
+/// that a wrapper timing a wait pays for it inside the wait.
+#[inline(always)]
+pub fn reserve() {
+    local::reserve()
+}
+
 /// Queues a definition; it reaches the stream before any event recorded
 /// after this call returns.
 pub fn define(def: Def) {

@@ -1,0 +1,238 @@
+//! OpenMP per thread: a hybrid program with known per-thread imbalance
+//! (`tests/programs/omp_imbalance.c`: thread `t` works `t + 1` units, waits
+//! at a barrier, works `(n − t) / 2` units more and meets the others at the
+//! region's end), which times its own work and both barrier waits with
+//! `CLOCK_MONOTONIC`. Built with gcc (libgomp, whose `GOMP_*` entry points
+//! the probe wraps), gfortran (`omp_imbalance.f90`, libgomp) and clang
+//! (LLVM libomp, through OMPT), with and without MPI, at np 1 and 2 with 2 and 3
+//! threads on Open MPI and MPICH: every thread's `useful_ns` and
+//! `omp_barrier_ns` must be within max(5 %, 1 ms) of what it measured, and
+//! the OpenMP load balance within 0.02 of the one computed from the
+//! program's own work and barrier times (with Hark's MPI, I/O and idle
+//! times, which the program does not measure). Compared with what
+//! happened, not with what was built, so it holds on a loaded machine.
+
+mod common;
+
+use common::*;
+
+/// Long enough that 5 % of a thread's time exceeds a scheduler time slice:
+/// a thread preempted between its last instruction of work and the
+/// runtime's barrier looks busy to the one and waiting to the other.
+const UNIT_MS: &str = "40";
+const ROUNDS: &str = "3";
+
+/// What one thread said of itself: (rank, thread, work ns, barrier ns).
+fn measured(stdout: &str) -> Vec<(usize, i64, f64, f64)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("thread "))
+        .map(|l| {
+            let v: Vec<&str> = l.split_whitespace().collect();
+            (
+                v[0].parse().unwrap(),
+                v[1].parse().unwrap(),
+                v[2].parse().unwrap(),
+                v[3].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn close(hark: f64, own: f64) -> bool {
+    (hark - own).abs() <= (0.05 * own).max(1e6)
+}
+
+/// Runs `command` under Hark with `threads` OpenMP threads and checks
+/// every thread of every one of `np` ranks.
+fn check(dir: &std::path::Path, command: Vec<String>, np: usize, threads: usize) {
+    let n = threads.to_string();
+    let (out, run_dir) = hark_run_env(dir, &[], &command, &[("OMP_NUM_THREADS", &n)]);
+    assert_exit(&out, 0);
+    let profile = profile(&run_dir);
+    assert_eq!(lost(&profile), 0, "events lost");
+    let p = &profile["programs"][0];
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let own = measured(&stdout);
+    assert_eq!(own.len(), np * threads, "the program's output:\n{stdout}");
+    let report = format!(
+        "{} on {np} rank(s) × {threads} threads\nprogram:\n{stdout}\nhark threads: {}\nefficiency: {}",
+        command.join(" "),
+        p["threads"],
+        p["efficiency"]
+    );
+    let (mut u, mut l, mut other, mut idle) = (0.0, 0.0, 0.0, 0.0);
+    for &(rank, t, work, barrier) in &own {
+        let hark = p["threads"][rank]
+            .as_array()
+            .and_then(|ts| ts.iter().find(|x| x["omp_thread"] == t))
+            .unwrap_or_else(|| panic!("no thread {t} of rank {rank}: {report}"));
+        let f = |k: &str| hark[k].as_u64().unwrap() as f64;
+        assert!(
+            close(f("useful_ns"), work),
+            "rank {rank} thread {t}: useful {} against {work}: {report}",
+            f("useful_ns")
+        );
+        assert!(
+            close(f("omp_barrier_ns"), barrier),
+            "rank {rank} thread {t}: barrier {} against {barrier}: {report}",
+            f("omp_barrier_ns")
+        );
+        u += work;
+        l += barrier;
+        other += f("mpi_ns") + f("io_ns");
+        idle += f("omp_idle_ns");
+    }
+    let lb = (u + other + idle) / (u + other + idle + l);
+    let hark_lb = p["openmp"]["efficiency"]["load_balance"].as_f64().unwrap();
+    // With MPI, the same efficiencies join the MPI ones.
+    if !p["efficiency"].is_null() {
+        assert_eq!(
+            p["efficiency"]["openmp"], p["openmp"]["efficiency"],
+            "{report}"
+        );
+        assert!(p["efficiency"]["mpi_load_balance_in"].is_f64(), "{report}");
+    }
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(summary.contains("OpenMP: "), "no OpenMP line: {summary}");
+    assert!(
+        (hark_lb - lb).abs() <= 0.02,
+        "OpenMP load balance {hark_lb}, the program's {lb}: {report}"
+    );
+    let region = &p["openmp"]["regions"][0];
+    assert_eq!(region["calls"].as_u64(), Some(np as u64 * 3), "{report}");
+    assert_eq!(region["threads"].as_u64(), Some(threads as u64), "{report}");
+    for pattern in ["omp_barrier", "omp_idle", "omp_lock", "omp_management"] {
+        assert!(p["waits"][pattern].is_object(), "no {pattern}: {report}");
+    }
+}
+
+/// Which compiler builds the program.
+#[derive(Clone, Copy, PartialEq)]
+enum Lang {
+    /// The C program with the MPI wrapper's gcc (libgomp).
+    Gcc,
+    /// The C program with clang (LLVM libomp, OMPT).
+    Clang,
+    /// The Fortran program with the MPI wrapper's gfortran (libgomp).
+    Fortran,
+}
+
+/// The MPI C program built with clang: the MPI wrapper's own flags, with
+/// clang as the compiler.
+fn compile_clang(mpi: Mpi, dir: &std::path::Path) -> std::path::PathBuf {
+    let flags = |what: &str| -> Vec<String> {
+        let out = std::process::Command::new(mpi.cc)
+            .arg(what)
+            .output()
+            .unwrap_or_else(|e| panic!("{} {what}: {e}", mpi.cc));
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .skip(1)
+            .map(String::from)
+            .collect()
+    };
+    // Open MPI's wrapper shows its command with --showme, MPICH's with -show.
+    let show = if mpi.run.contains("openmpi") {
+        "--showme"
+    } else {
+        "-show"
+    };
+    let mut args = flags(show);
+    args.extend(["-fopenmp", "-DWITH_MPI"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    compile("clang", "omp_imbalance.c".as_ref(), dir, &args)
+}
+
+/// The program built as `lang` says, run on `np` ranks of `threads`
+/// threads each.
+fn with_mpi(mpi: Mpi, lang: Lang, np: usize, threads: usize) {
+    let compiler = if lang == Lang::Fortran {
+        mpi.fc
+    } else {
+        mpi.cc
+    };
+    if !have(compiler) || !have(mpi.run) || (lang == Lang::Clang && !have("clang")) {
+        eprintln!("skipped: {} or clang is not installed", mpi.name);
+        return;
+    }
+    let dir = scratch(&format!("omp-{compiler}"));
+    let exe = match lang {
+        Lang::Gcc => compile(
+            compiler,
+            "omp_imbalance.c".as_ref(),
+            &dir,
+            &["-fopenmp", "-DWITH_MPI"],
+        ),
+        Lang::Clang => compile_clang(mpi, &dir),
+        Lang::Fortran => compile(compiler, "omp_imbalance.f90".as_ref(), &dir, &["-fopenmp"]),
+    };
+    let mut command = launcher(mpi, np);
+    if mpi.run.contains("openmpi") {
+        // Open MPI passes on only the variables it is told to, and binds
+        // each rank to one core at np ≤ 2.
+        command.extend(["-x", "OMP_NUM_THREADS", "--bind-to", "none"].map(String::from));
+    }
+    command.extend([exe.display().to_string(), UNIT_MS.into(), ROUNDS.into()]);
+    check(&dir, command, np, threads);
+}
+
+#[test]
+fn gcc_without_mpi_three_threads() {
+    let dir = scratch("omp-gcc");
+    let exe = compile("gcc", "omp_imbalance.c".as_ref(), &dir, &["-fopenmp"]);
+    let command = vec![exe.display().to_string(), UNIT_MS.into(), ROUNDS.into()];
+    check(&dir, command, 1, 3);
+}
+
+#[test]
+fn gcc_open_mpi_one_rank_three_threads() {
+    with_mpi(OPEN_MPI, Lang::Gcc, 1, 3);
+}
+
+#[test]
+fn gcc_open_mpi_two_ranks_two_threads() {
+    with_mpi(OPEN_MPI, Lang::Gcc, 2, 2);
+}
+
+#[test]
+fn gcc_mpich_one_rank_two_threads() {
+    with_mpi(MPICH, Lang::Gcc, 1, 2);
+}
+
+#[test]
+fn gcc_mpich_two_ranks_three_threads() {
+    with_mpi(MPICH, Lang::Gcc, 2, 3);
+}
+
+#[test]
+fn gfortran_open_mpi_two_ranks_three_threads() {
+    with_mpi(OPEN_MPI, Lang::Fortran, 2, 3);
+}
+
+#[test]
+fn gfortran_mpich_one_rank_two_threads() {
+    with_mpi(MPICH, Lang::Fortran, 1, 2);
+}
+
+#[test]
+fn clang_without_mpi_three_threads() {
+    if !have("clang") {
+        eprintln!("skipped: clang is not installed");
+        return;
+    }
+    let dir = scratch("omp-clang");
+    let exe = compile("clang", "omp_imbalance.c".as_ref(), &dir, &["-fopenmp"]);
+    let command = vec![exe.display().to_string(), UNIT_MS.into(), ROUNDS.into()];
+    check(&dir, command, 1, 3);
+}
+
+#[test]
+fn clang_open_mpi_two_ranks_two_threads() {
+    with_mpi(OPEN_MPI, Lang::Clang, 2, 2);
+}
+
+#[test]
+fn clang_mpich_one_rank_three_threads() {
+    with_mpi(MPICH, Lang::Clang, 1, 3);
+}

@@ -1,0 +1,656 @@
+//! GCC's OpenMP runtime, libgomp, which has no OMPT: its `GOMP_*` entry
+//! points, which gcc and gfortran compile OpenMP constructs into, are
+//! wrapped so that the same events come out as from an OMPT runtime
+//! (`op::OMP_*`, `docs/wire.md`, "OpenMP").
+//!
+//! - `GOMP_parallel`, the combined `GOMP_parallel_loop_*` and
+//!   `GOMP_parallel_sections` (and `GOMP_parallel_start`/`_end` of old
+//!   code) run
+//!   the region's outlined function through [`task`], so that every thread
+//!   of the team records its implicit task, its number in the team and
+//!   the team's size. The region's end barrier is inside libgomp, out of
+//!   reach; so each thread, once its share of the work is done, waits at
+//!   one barrier of its own (the real `GOMP_barrier`), timed: that wait is
+//!   its end-barrier wait, and libgomp's own barrier then finds every
+//!   thread there already.
+//! - `GOMP_barrier`, `GOMP_loop_end` (the barrier at the end of a loop),
+//!   `GOMP_taskwait` are barrier waits; `GOMP_critical_start`,
+//!   `GOMP_critical_name_start` and `GOMP_ordered_start` lock waits; loop
+//!   starts, `GOMP_single_start` and `GOMP_task` are marks.
+//!
+//! A program without OpenMP never calls any of these, so it pays nothing.
+//! No wrapper holds the probe's guard while the real function runs: the
+//! threads libgomp starts on the first fork must not be adopted as the
+//! library's own (`threads.rs`).
+// The wrappers carry libgomp's own names.
+#![allow(non_snake_case)]
+
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_int, c_long, c_uint, c_void};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use hark_wire::{op, Event, NameKind, EXTRA_NONE};
+
+use super::real;
+use crate::core;
+
+type Outlined = unsafe extern "C" fn(*mut c_void);
+
+/// What the threads of one team share: the program's outlined function
+/// and what the events of its region carry.
+struct Team {
+    func: Outlined,
+    data: *mut c_void,
+    instance: u64,
+    construct: u32,
+    /// The team's actual size, as its threads see it.
+    size: AtomicI32,
+}
+
+/// Parallel regions this process forked so far: the next one's instance.
+static INSTANCES: AtomicU64 = AtomicU64::new(0);
+
+/// Construct names already defined: (outlined function address, name id).
+static CONSTRUCTS: Mutex<Vec<(usize, u32)>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// Regions this thread opened with `GOMP_parallel_start`, innermost
+    /// last: whether each was wrapped, and its team and start.
+    static OPEN: RefCell<Vec<Option<Open>>> = const { RefCell::new(Vec::new()) };
+    /// The region instance this thread's innermost implicit task belongs
+    /// to (`EXTRA_NONE` outside any the probe saw).
+    static CURRENT: Cell<u64> = const { Cell::new(EXTRA_NONE) };
+}
+
+fn thread_num() -> i32 {
+    real!(c"omp_get_thread_num": unsafe extern "C" fn() -> c_int)
+        // SAFETY: a libgomp function without arguments or preconditions.
+        .map_or(0, |f| unsafe { f() })
+}
+
+fn team_size() -> i32 {
+    real!(c"omp_get_num_threads": unsafe extern "C" fn() -> c_int)
+        // SAFETY: as above.
+        .map_or(1, |f| unsafe { f() })
+}
+
+fn level() -> i32 {
+    real!(c"omp_get_level": unsafe extern "C" fn() -> c_int)
+        // SAFETY: as above.
+        .map_or(0, |f| unsafe { f() })
+}
+
+/// The construct name id of the code address `f` (a region's outlined
+/// function, or where OMPT says it was forked): its symbol
+/// (`main._omp_fn.0`, `main+0x4a`), or its object file and offset, which
+/// are the same in every rank whatever the load address.
+pub(super) fn construct(f: usize) -> u32 {
+    let mut known = hark_sync::lock(&CONSTRUCTS);
+    if let Some(&(_, id)) = known.iter().find(|(a, _)| *a == f) {
+        return id;
+    }
+    let id = core::name_id(NameKind::Construct, &symbol(f));
+    known.push((f, id));
+    id
+}
+
+/// `symbol` or `file+0xoffset` for the code address `f`.
+fn symbol(f: usize) -> String {
+    // SAFETY: an all-zero Dl_info is a valid value to be filled in.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the address and fills `info`.
+    if unsafe { libc::dladdr(f as *const c_void, &mut info) } == 0 {
+        return format!("{f:#x}");
+    }
+    let cstr = |p: *const std::ffi::c_char| {
+        // SAFETY: dladdr's strings are NUL-terminated and live as long as
+        // the object stays loaded; they are copied at once.
+        (!p.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy())
+    };
+    if let Some(s) = cstr(info.dli_sname) {
+        let off = f.saturating_sub(info.dli_saddr as usize);
+        return if off == 0 {
+            s.into_owned()
+        } else {
+            format!("{s}+{off:#x}")
+        };
+    }
+    let file = cstr(info.dli_fname).unwrap_or_default();
+    let base = file.rsplit('/').next().unwrap_or("").to_string();
+    format!("{base}+{:#x}", f.saturating_sub(info.dli_fbase as usize))
+}
+
+/// A team for `func` and `data`, if recording is on (`None`: run the
+/// region as it is, unwrapped).
+fn team(func: Outlined, data: *mut c_void) -> Option<Box<Team>> {
+    let _g = core::enter()?;
+    let construct = std::panic::catch_unwind(|| construct(func as usize)).unwrap_or(0);
+    Some(Box::new(Team {
+        func,
+        data,
+        instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
+        construct,
+        size: AtomicI32::new(0),
+    }))
+}
+
+/// Records the region forked at `t0`, joined now.
+fn parallel_done(team: &Team, t0: u64, level: i32, size: i32) {
+    let t1 = core::stamp();
+    let Some(g) = core::enter() else {
+        return;
+    };
+    let mut ev = Event::new(op::OMP_PARALLEL, t0, t1);
+    ev.obj.set(team.construct);
+    ev.extra.set(team.instance);
+    ev.tag.set(size);
+    ev.peer.set(thread_num());
+    ev.bytes.set(level.max(1) as u64);
+    g.record(ev);
+}
+
+/// The real `GOMP_barrier`, timed, as a barrier wait of kind `kind` with
+/// `instance` and `thread`; returns when it ended.
+fn timed_barrier(kind: i32, instance: u64, thread: i32) -> u64 {
+    let t0 = core::stamp();
+    core::reserve();
+    if let Some(f) = real!(c"GOMP_barrier": unsafe extern "C" fn()) {
+        // SAFETY: called where the program's own barrier would be.
+        unsafe { f() };
+    }
+    let t1 = core::stamp();
+    if let Some(g) = core::enter() {
+        let mut ev = Event::new(op::OMP_BARRIER, t0, t1);
+        ev.tag.set(kind);
+        ev.peer.set(thread);
+        ev.extra.set(instance);
+        g.record(ev);
+    }
+    t1
+}
+
+/// What every thread of a wrapped team runs in place of the outlined
+/// function: the function, then the end barrier, timed.
+unsafe extern "C" fn task(arg: *mut c_void) {
+    // SAFETY: `arg` is the team `GOMP_parallel` passed, alive until every
+    // thread of the team has left this function (libgomp joins them).
+    let team = unsafe { &*arg.cast::<Team>() };
+    let (instance, construct) = (team.instance, team.construct);
+    let outer = CURRENT.replace(instance);
+    let t0 = core::stamp();
+    // SAFETY: the program's outlined function with its own data.
+    unsafe { (team.func)(team.data) };
+    let (thread, size) = (thread_num(), team_size());
+    team.size.store(size, Ordering::Relaxed);
+    let t1 = timed_barrier(op::OMP_SYNC_IMPLICIT, instance, thread);
+    implicit_task(t0, t1, instance, construct, thread, size);
+    CURRENT.set(outer);
+}
+
+fn implicit_task(t0: u64, t1: u64, instance: u64, construct: u32, thread: i32, size: i32) {
+    if let Some(g) = core::enter() {
+        let mut ev = Event::new(op::OMP_IMPLICIT_TASK, t0, t1);
+        ev.obj.set(construct);
+        ev.extra.set(instance);
+        ev.peer.set(thread);
+        ev.tag.set(size);
+        g.record(ev);
+    }
+}
+
+/// `GOMP_parallel`: forks a team running `func(data)` and joins it.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_parallel(
+    func: Outlined,
+    data: *mut c_void,
+    num_threads: c_uint,
+    flags: c_uint,
+) {
+    type F = unsafe extern "C" fn(Outlined, *mut c_void, c_uint, c_uint);
+    let Some(f) = real!(c"GOMP_parallel": F) else {
+        return;
+    };
+    // SAFETY: the caller's arguments, or our trampoline and its team.
+    fork(func, data, |func, data| unsafe {
+        f(func, data, num_threads, flags)
+    })
+}
+
+/// Runs `call` (a real `GOMP_parallel*` function) with the outlined
+/// function and its data: wrapped in [`task`] and its team when recording
+/// is on, as they are otherwise; then records the region.
+fn fork(func: Outlined, data: *mut c_void, call: impl FnOnce(Outlined, *mut c_void)) {
+    let Some(mut team) = team(func, data) else {
+        return call(func, data);
+    };
+    let lvl = level() + 1;
+    let t0 = core::stamp();
+    let arg: *mut Team = &mut *team;
+    // The team outlives the call, which joins every thread that reads it.
+    call(task, arg.cast());
+    parallel_done(&team, t0, lvl, team.size.load(Ordering::Relaxed));
+}
+
+/// Combined `parallel` + loop constructs with a schedule libgomp sets up
+/// before forking (`#pragma omp parallel for schedule(dynamic)`).
+macro_rules! parallel_loop {
+    ($($name:ident = $sym:literal;)*) => {$(
+        /// Forks a team running a loop.
+        ///
+        /// # Safety
+        /// As libgomp's.
+        #[cfg_attr(not(test), no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $name(
+            func: Outlined,
+            data: *mut c_void,
+            num_threads: c_uint,
+            start: c_long,
+            end: c_long,
+            incr: c_long,
+            chunk: c_long,
+            flags: c_uint,
+        ) {
+            type F = unsafe extern "C" fn(Outlined, *mut c_void, c_uint, c_long, c_long, c_long, c_long, c_uint);
+            let Some(f) = real!($sym: F) else {
+                return;
+            };
+            // SAFETY: the caller's arguments, or our trampoline and its team.
+            fork(func, data, |func, data| unsafe {
+                f(func, data, num_threads, start, end, incr, chunk, flags)
+            })
+        }
+    )*};
+}
+
+parallel_loop! {
+    GOMP_parallel_loop_static = c"GOMP_parallel_loop_static";
+    GOMP_parallel_loop_dynamic = c"GOMP_parallel_loop_dynamic";
+    GOMP_parallel_loop_guided = c"GOMP_parallel_loop_guided";
+    GOMP_parallel_loop_nonmonotonic_dynamic = c"GOMP_parallel_loop_nonmonotonic_dynamic";
+    GOMP_parallel_loop_nonmonotonic_guided = c"GOMP_parallel_loop_nonmonotonic_guided";
+}
+
+/// `GOMP_parallel_loop_runtime`: a combined loop with `OMP_SCHEDULE`'s
+/// schedule.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_parallel_loop_runtime(
+    func: Outlined,
+    data: *mut c_void,
+    num_threads: c_uint,
+    start: c_long,
+    end: c_long,
+    incr: c_long,
+    flags: c_uint,
+) {
+    type F = unsafe extern "C" fn(Outlined, *mut c_void, c_uint, c_long, c_long, c_long, c_uint);
+    let Some(f) = real!(c"GOMP_parallel_loop_runtime": F) else {
+        return;
+    };
+    // SAFETY: the caller's arguments, or our trampoline and its team.
+    fork(func, data, |func, data| unsafe {
+        f(func, data, num_threads, start, end, incr, flags)
+    })
+}
+
+/// `GOMP_parallel_sections`: a combined `parallel sections`.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_parallel_sections(
+    func: Outlined,
+    data: *mut c_void,
+    num_threads: c_uint,
+    count: c_uint,
+    flags: c_uint,
+) {
+    type F = unsafe extern "C" fn(Outlined, *mut c_void, c_uint, c_uint, c_uint);
+    let Some(f) = real!(c"GOMP_parallel_sections": F) else {
+        return;
+    };
+    // SAFETY: the caller's arguments, or our trampoline and its team.
+    fork(func, data, |func, data| unsafe {
+        f(func, data, num_threads, count, flags)
+    })
+}
+
+/// `GOMP_parallel_start` (gcc before 4.9): forks a team; the caller runs
+/// its own share and then calls `GOMP_parallel_end`.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_parallel_start(
+    func: Outlined,
+    data: *mut c_void,
+    num_threads: c_uint,
+) {
+    type F = unsafe extern "C" fn(Outlined, *mut c_void, c_uint);
+    let Some(f) = real!(c"GOMP_parallel_start": F) else {
+        return;
+    };
+    let Some(mut team) = team(func, data) else {
+        let _ = OPEN.try_with(|o| o.borrow_mut().push(None));
+        // SAFETY: the caller's arguments, passed on.
+        return unsafe { f(func, data, num_threads) };
+    };
+    let lvl = level() + 1;
+    let t0 = core::stamp();
+    let arg: *mut Team = &mut *team;
+    // SAFETY: as above; the team is kept until `GOMP_parallel_end`.
+    unsafe { f(task, arg.cast(), num_threads) };
+    let instance = team.instance;
+
+    // The caller now runs its share: its implicit task starts here.
+    let mine = core::stamp();
+    let outer = CURRENT.replace(instance);
+    let _ = OPEN.try_with(|o| {
+        o.borrow_mut().push(Some(Open {
+            team,
+            t0,
+            level: lvl,
+            mine,
+            outer,
+        }))
+    });
+}
+
+/// A region opened by `GOMP_parallel_start`, until `GOMP_parallel_end`.
+struct Open {
+    team: Box<Team>,
+    /// Fork time.
+    t0: u64,
+    /// Nesting level.
+    level: i32,
+    /// When the forking thread's own share started.
+    mine: u64,
+    /// The region instance the forking thread was in before.
+    outer: u64,
+}
+
+/// `GOMP_parallel_end`: joins the team `GOMP_parallel_start` forked.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_parallel_end() {
+    let Some(f) = real!(c"GOMP_parallel_end": unsafe extern "C" fn()) else {
+        return;
+    };
+    let open = OPEN
+        .try_with(|o| o.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .flatten();
+    if let Some(Open {
+        team,
+        t0,
+        level,
+        mine,
+        outer,
+    }) = open
+    {
+        // The forking thread ran the outlined function itself, not through
+        // `task`: its share ends here, and it meets the others at the same
+        // extra barrier they wait at.
+        let (thread, size) = (thread_num(), team_size());
+        let t1 = timed_barrier(op::OMP_SYNC_IMPLICIT, team.instance, thread);
+        implicit_task(mine, t1, team.instance, team.construct, thread, size);
+        CURRENT.set(outer);
+        // SAFETY: no arguments; the region is the caller's own.
+        unsafe { f() };
+        parallel_done(&team, t0, level, size);
+        return;
+    }
+    // SAFETY: as above.
+    unsafe { f() }
+}
+
+/// The region instance of the innermost region this thread runs in, as
+/// far as the probe knows (`EXTRA_NONE`: it does not).
+fn instance_here() -> u64 {
+    CURRENT.get()
+}
+
+/// Times `call` as an OpenMP wait of kind `op`/`tag`.
+#[inline(always)]
+fn wait<R>(op: u16, tag: i32, call: impl FnOnce() -> R) -> R {
+    if !core_recording() {
+        return call();
+    }
+    let t0 = core::stamp();
+    core::reserve();
+    let r = call();
+    let t1 = core::stamp();
+    if let Some(g) = core::enter() {
+        let mut ev = Event::new(op, t0, t1);
+        ev.tag.set(tag);
+        ev.peer.set(thread_num());
+        ev.extra.set(instance_here());
+        g.record(ev);
+    }
+    r
+}
+
+/// Records a mark of kind `op`/`tag` now.
+#[inline(always)]
+fn mark(op: u16, tag: i32) {
+    if let Some(g) = core::enter() {
+        let t = core::stamp();
+        let mut ev = Event::new(op, t, t);
+        ev.tag.set(tag);
+        ev.peer.set(thread_num());
+        ev.extra.set(instance_here());
+        g.record(ev);
+    }
+}
+
+/// Whether this thread would record now (recording on, not inside).
+#[inline(always)]
+fn core_recording() -> bool {
+    core::enter().is_some()
+}
+
+/// `GOMP_barrier`: an explicit barrier (or a worksharing construct's end).
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_barrier() {
+    let Some(f) = real!(c"GOMP_barrier": unsafe extern "C" fn()) else {
+        return;
+    };
+    // SAFETY: no arguments.
+    wait(op::OMP_BARRIER, op::OMP_SYNC_EXPLICIT, || unsafe { f() })
+}
+
+/// `GOMP_loop_end`: the barrier at the end of a loop.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_loop_end() {
+    let Some(f) = real!(c"GOMP_loop_end": unsafe extern "C" fn()) else {
+        return;
+    };
+    // SAFETY: no arguments.
+    wait(op::OMP_BARRIER, op::OMP_SYNC_IMPLICIT, || unsafe { f() })
+}
+
+/// `GOMP_taskwait`.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_taskwait() {
+    let Some(f) = real!(c"GOMP_taskwait": unsafe extern "C" fn()) else {
+        return;
+    };
+    // SAFETY: no arguments.
+    wait(op::OMP_BARRIER, op::OMP_SYNC_TASKWAIT, || unsafe { f() })
+}
+
+/// `GOMP_critical_start`: waits for the unnamed critical section.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_critical_start() {
+    let Some(f) = real!(c"GOMP_critical_start": unsafe extern "C" fn()) else {
+        return;
+    };
+    // SAFETY: no arguments.
+    wait(op::OMP_LOCK_WAIT, op::OMP_MUTEX_CRITICAL, || unsafe { f() })
+}
+
+/// `GOMP_critical_name_start`: waits for a named critical section.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_critical_name_start(pptr: *mut *mut c_void) {
+    let Some(f) = real!(c"GOMP_critical_name_start": unsafe extern "C" fn(*mut *mut c_void)) else {
+        return;
+    };
+    // SAFETY: the caller's argument, passed on.
+    wait(op::OMP_LOCK_WAIT, op::OMP_MUTEX_CRITICAL, || unsafe {
+        f(pptr)
+    })
+}
+
+/// `GOMP_ordered_start`: waits for this iteration's turn.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_ordered_start() {
+    let Some(f) = real!(c"GOMP_ordered_start": unsafe extern "C" fn()) else {
+        return;
+    };
+    // SAFETY: no arguments.
+    wait(op::OMP_LOCK_WAIT, op::OMP_MUTEX_ORDERED, || unsafe { f() })
+}
+
+/// `GOMP_single_start`: true on the one thread that runs the `single`.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_single_start() -> bool {
+    let Some(f) = real!(c"GOMP_single_start": unsafe extern "C" fn() -> bool) else {
+        return false;
+    };
+    // SAFETY: no arguments.
+    let mine = unsafe { f() };
+    if mine {
+        mark(op::OMP_WORK, op::OMP_WORK_SINGLE);
+    }
+    mine
+}
+
+/// `GOMP_task`: creates an explicit task.
+///
+/// # Safety
+/// As libgomp's (gcc 9 and later: ten arguments).
+#[cfg_attr(not(test), no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn GOMP_task(
+    func: Outlined,
+    data: *mut c_void,
+    cpyfn: *mut c_void,
+    arg_size: c_long,
+    arg_align: c_long,
+    if_clause: bool,
+    flags: c_uint,
+    depend: *mut *mut c_void,
+    priority: c_int,
+    detach: *mut c_void,
+) {
+    type F = unsafe extern "C" fn(
+        Outlined,
+        *mut c_void,
+        *mut c_void,
+        c_long,
+        c_long,
+        bool,
+        c_uint,
+        *mut *mut c_void,
+        c_int,
+        *mut c_void,
+    );
+    let Some(f) = real!(c"GOMP_task": F) else {
+        return;
+    };
+    mark(op::OMP_TASK_CREATE, 0);
+    // SAFETY: the caller's arguments, passed on.
+    unsafe {
+        f(
+            func, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach,
+        )
+    }
+}
+
+/// Loop starts: `GOMP_loop_{static,dynamic,guided}_start` and their
+/// `nonmonotonic` forms take a chunk size, `GOMP_loop_runtime_start` none.
+macro_rules! loop_start {
+    ($($name:ident = $sym:literal;)*) => {$(
+        /// Starts a loop; true while this thread got iterations.
+        ///
+        /// # Safety
+        /// As libgomp's.
+        #[cfg_attr(not(test), no_mangle)]
+        pub unsafe extern "C" fn $name(
+            start: c_long,
+            end: c_long,
+            incr: c_long,
+            chunk: c_long,
+            istart: *mut c_long,
+            iend: *mut c_long,
+        ) -> bool {
+            type F = unsafe extern "C" fn(c_long, c_long, c_long, c_long, *mut c_long, *mut c_long) -> bool;
+            let Some(f) = real!($sym: F) else {
+                return false;
+            };
+            mark(op::OMP_WORK, op::OMP_WORK_LOOP);
+            // SAFETY: the caller's arguments, passed on.
+            unsafe { f(start, end, incr, chunk, istart, iend) }
+        }
+    )*};
+}
+
+loop_start! {
+    GOMP_loop_static_start = c"GOMP_loop_static_start";
+    GOMP_loop_dynamic_start = c"GOMP_loop_dynamic_start";
+    GOMP_loop_guided_start = c"GOMP_loop_guided_start";
+    GOMP_loop_nonmonotonic_dynamic_start = c"GOMP_loop_nonmonotonic_dynamic_start";
+    GOMP_loop_nonmonotonic_guided_start = c"GOMP_loop_nonmonotonic_guided_start";
+}
+
+/// `GOMP_loop_runtime_start`: a loop with the schedule `OMP_SCHEDULE` says.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_loop_runtime_start(
+    start: c_long,
+    end: c_long,
+    incr: c_long,
+    istart: *mut c_long,
+    iend: *mut c_long,
+) -> bool {
+    type F = unsafe extern "C" fn(c_long, c_long, c_long, *mut c_long, *mut c_long) -> bool;
+    let Some(f) = real!(c"GOMP_loop_runtime_start": F) else {
+        return false;
+    };
+    mark(op::OMP_WORK, op::OMP_WORK_LOOP);
+    // SAFETY: the caller's arguments, passed on.
+    unsafe { f(start, end, incr, istart, iend) }
+}

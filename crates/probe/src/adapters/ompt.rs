@@ -1,0 +1,432 @@
+//! OpenMP through OMPT, the tool interface of LLVM's `libomp` (and the
+//! vendor runtimes built on it): `libhark.so` exports `ompt_start_tool`,
+//! which the runtime looks up when it starts, and registers callbacks that
+//! record the same events as the libgomp wrappers (`gomp.rs`, `op::OMP_*`).
+//!
+//! - `parallel_begin`/`_end` on the forking thread: the region, its team
+//!   size and its construct (the caller's return address, as symbol and
+//!   offset); the region instance travels in the parallel's `ompt_data_t`.
+//! - `implicit_task` begin starts a thread's implicit task; its end is the
+//!   end of the thread's wait at the region's end barrier (the
+//!   `sync_region_wait` of kind implicit), where libgomp's adapter ends it
+//!   too; a team without that barrier ends it at the callback's end.
+//! - `sync_region_wait`: barrier, `taskwait` and `taskgroup` waits;
+//!   `mutex_acquire`→`mutex_acquired`: lock, critical and ordered waits;
+//!   `work`, `masked`, `task_create`: marks.
+//!
+//! Only the subset of `omp-tools.h` used here is defined. A runtime
+//! without OMPT (libgomp) never calls `ompt_start_tool`.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hark_wire::{op, Event, EXTRA_NONE};
+
+use crate::core;
+
+/// `ompt_data_t`: a word the tool keeps per parallel region or task.
+#[repr(C)]
+pub union OmptData {
+    value: u64,
+    ptr: *mut c_void,
+}
+
+type Lookup = unsafe extern "C" fn(*const c_char) -> *mut c_void;
+type Initialize = unsafe extern "C" fn(Lookup, c_int, *mut OmptData) -> c_int;
+type Finalize = unsafe extern "C" fn(*mut OmptData);
+type SetCallback = unsafe extern "C" fn(c_int, *const c_void) -> c_int;
+
+/// `ompt_start_tool_result_t`.
+#[repr(C)]
+pub struct StartToolResult {
+    initialize: Initialize,
+    finalize: Finalize,
+    tool_data: OmptData,
+}
+
+// Callback ids and enumerators of `omp-tools.h` (OpenMP 5.1).
+const CB_PARALLEL_BEGIN: c_int = 3;
+const CB_PARALLEL_END: c_int = 4;
+const CB_TASK_CREATE: c_int = 5;
+const CB_IMPLICIT_TASK: c_int = 7;
+const CB_SYNC_REGION_WAIT: c_int = 16;
+const CB_WORK: c_int = 20;
+const CB_MASKED: c_int = 21;
+const CB_MUTEX_ACQUIRE: c_int = 26;
+const CB_MUTEX_ACQUIRED: c_int = 27;
+const SCOPE_BEGIN: c_int = 1;
+const SCOPE_END: c_int = 2;
+const TASK_INITIAL: c_int = 1;
+const TASK_IMPLICIT: c_int = 2;
+
+/// The tool's one result, handed to the runtime (which never writes it
+/// but through `tool_data`, which the probe does not use).
+struct Result(std::cell::UnsafeCell<StartToolResult>);
+// SAFETY: the runtime reads it once, at start; nothing else touches it.
+unsafe impl Sync for Result {}
+
+static RESULT: Result = Result(std::cell::UnsafeCell::new(StartToolResult {
+    initialize,
+    finalize,
+    tool_data: OmptData { value: 0 },
+}));
+
+/// Parallel regions forked so far in this process (`op::OMP_*` `extra`).
+static INSTANCES: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Regions this thread forked and has not joined, innermost last.
+    static FORKED: RefCell<Vec<Forked>> = const { RefCell::new(Vec::new()) };
+    /// This thread's open implicit tasks, innermost last.
+    static TASKS: RefCell<Vec<Task>> = const { RefCell::new(Vec::new()) };
+    /// When this thread started to wait for a mutex.
+    static ACQUIRE: Cell<u64> = const { Cell::new(0) };
+    /// When this thread started its current sync-region wait.
+    static WAIT: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A region this thread forked.
+#[derive(Clone, Copy)]
+struct Forked {
+    instance: u64,
+    t0: u64,
+    construct: u32,
+    /// The team's actual size, once its thread 0 started.
+    size: u32,
+    /// Where the program forked it (the master's end barrier has it too).
+    codeptr: usize,
+}
+
+/// An implicit task of this thread.
+#[derive(Clone, Copy)]
+struct Task {
+    instance: u64,
+    t0: u64,
+    num: i32,
+    size: i32,
+    construct: u32,
+    /// Recorded already, at the start of its wait at the region's end.
+    ended: bool,
+}
+
+/// Called by an OMPT runtime when it starts: Hark's tool.
+///
+/// # Safety
+/// As the OpenMP specification's `ompt_start_tool`.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn ompt_start_tool(
+    _omp_version: c_uint,
+    _runtime_version: *const c_char,
+) -> *mut StartToolResult {
+    if std::env::var_os("HARK_NO_OMPT").is_some() {
+        return std::ptr::null_mut();
+    }
+    RESULT.0.get()
+}
+
+unsafe extern "C" fn initialize(lookup: Lookup, _device: c_int, _data: *mut OmptData) -> c_int {
+    // SAFETY: the runtime's lookup function with a NUL-terminated name.
+    let set = unsafe { lookup(c"ompt_set_callback".as_ptr()) };
+    if set.is_null() {
+        return 0;
+    }
+    // SAFETY: the entry point the runtime returned under that name.
+    let set: SetCallback = unsafe { std::mem::transmute::<*mut c_void, SetCallback>(set) };
+    let callbacks: [(c_int, *const c_void); 9] = [
+        (CB_PARALLEL_BEGIN, parallel_begin as *const c_void),
+        (CB_PARALLEL_END, parallel_end as *const c_void),
+        (CB_TASK_CREATE, task_create as *const c_void),
+        (CB_IMPLICIT_TASK, implicit_task as *const c_void),
+        (CB_SYNC_REGION_WAIT, sync_region_wait as *const c_void),
+        (CB_WORK, work as *const c_void),
+        (CB_MASKED, masked as *const c_void),
+        (CB_MUTEX_ACQUIRE, mutex_acquire as *const c_void),
+        (CB_MUTEX_ACQUIRED, mutex_acquired as *const c_void),
+    ];
+    for (which, cb) in callbacks {
+        // SAFETY: a callback id with a function of the type the
+        // specification gives for it.
+        unsafe { set(which, cb) };
+    }
+    // Non-zero: keep the tool active.
+    1
+}
+
+unsafe extern "C" fn finalize(_data: *mut OmptData) {}
+
+/// The innermost open implicit task of this thread, if any.
+fn current_task() -> Option<Task> {
+    TASKS
+        .try_with(|t| t.borrow().last().copied())
+        .ok()
+        .flatten()
+}
+
+/// Records `ev` with this thread's team number and region instance.
+fn record(mut ev: Event) {
+    let Some(g) = core::enter() else {
+        return;
+    };
+    let (instance, num) = current_task().map_or((EXTRA_NONE, 0), |t| (t.instance, t.num));
+    ev.extra.set(instance);
+    ev.peer.set(num);
+    g.record(ev);
+}
+
+unsafe extern "C" fn parallel_begin(
+    _task: *mut OmptData,
+    _frame: *const c_void,
+    parallel: *mut OmptData,
+    requested: c_uint,
+    _flags: c_int,
+    codeptr: *const c_void,
+) {
+    let instance = INSTANCES.fetch_add(1, Ordering::Relaxed) & 0xffff_ffff;
+    let construct = match core::enter() {
+        Some(_g) => {
+            std::panic::catch_unwind(|| super::gomp::construct(codeptr as usize)).unwrap_or(0)
+        }
+        None => 0,
+    };
+    if !parallel.is_null() {
+        // SAFETY: the runtime's word for this region: every thread of the
+        // team reads instance and construct from it.
+        unsafe { (*parallel).value = instance << 32 | construct as u64 };
+    }
+    let forked = Forked {
+        instance,
+        t0: core::stamp(),
+        construct,
+        size: requested,
+        codeptr: codeptr as usize,
+    };
+    let _ = FORKED.try_with(|f| f.borrow_mut().push(forked));
+}
+
+unsafe extern "C" fn parallel_end(
+    _parallel: *mut OmptData,
+    _task: *mut OmptData,
+    _flags: c_int,
+    _codeptr: *const c_void,
+) {
+    let t1 = core::stamp();
+    let Ok(Some(f)) = FORKED.try_with(|f| f.borrow_mut().pop()) else {
+        return;
+    };
+    let level = FORKED
+        .try_with(|f| f.borrow().len() as u64 + 1)
+        .unwrap_or(1);
+    let Some(g) = core::enter() else {
+        return;
+    };
+    let mut ev = Event::new(op::OMP_PARALLEL, f.t0, t1);
+    ev.obj.set(f.construct);
+    ev.tag.set(f.size as i32);
+    ev.bytes.set(level);
+    ev.extra.set(f.instance);
+    ev.peer.set(current_task().map_or(0, |t| t.num));
+    g.record(ev);
+}
+
+unsafe extern "C" fn implicit_task(
+    endpoint: c_int,
+    parallel: *mut OmptData,
+    _task: *mut OmptData,
+    actual: c_uint,
+    index: c_uint,
+    flags: c_int,
+) {
+    if flags & TASK_INITIAL != 0 || flags & TASK_IMPLICIT == 0 {
+        return;
+    }
+    if endpoint == SCOPE_BEGIN {
+        let word = if parallel.is_null() {
+            EXTRA_NONE
+        } else {
+            // SAFETY: the runtime's word for this region, set at its begin.
+            unsafe { (*parallel).value }
+        };
+        let (instance, construct) = (word >> 32, word as u32);
+        if index == 0 {
+            let _ = FORKED.try_with(|f| {
+                if let Some(f) = f.borrow_mut().last_mut().filter(|f| f.instance == instance) {
+                    f.size = actual;
+                }
+            });
+        }
+        let task = Task {
+            instance,
+            t0: core::stamp(),
+            num: index as i32,
+            size: actual as i32,
+            construct,
+            ended: false,
+        };
+        let _ = TASKS.try_with(|t| t.borrow_mut().push(task));
+    } else if endpoint == SCOPE_END {
+        let t1 = core::stamp();
+        if let Ok(Some(task)) = TASKS.try_with(|t| t.borrow_mut().pop()) {
+            if !task.ended {
+                record_task(&task, t1);
+            }
+        }
+    }
+}
+
+/// Records `task` as ended at `t1`.
+fn record_task(task: &Task, t1: u64) {
+    let Some(g) = core::enter() else {
+        return;
+    };
+    let mut ev = Event::new(op::OMP_IMPLICIT_TASK, task.t0, t1);
+    ev.obj.set(task.construct);
+    ev.extra.set(task.instance);
+    ev.peer.set(task.num);
+    ev.tag.set(task.size);
+    g.record(ev);
+}
+
+/// Whether a barrier wait of `kind` at `codeptr` is the one at the end of
+/// this thread's region. LLVM reports it late on a team's other threads
+/// (when they are woken for the next region), so its start ends the
+/// implicit task and its end is not used: the analysis counts the wait up
+/// to the region's join, as with libgomp.
+fn is_region_end(kind: c_int, codeptr: *const c_void) -> bool {
+    match kind {
+        // implicit at a parallel's end (OpenMP 5.1)
+        9 => true,
+        // implicit: a worksharing construct's end has its own code address
+        2 => {
+            codeptr.is_null()
+                || FORKED
+                    .try_with(|f| f.borrow().last().map(|f| f.codeptr) == Some(codeptr as usize))
+                    .unwrap_or(false)
+        }
+        _ => false,
+    }
+}
+
+/// Ends this thread's innermost implicit task at `t1` (its end-barrier
+/// wait starts).
+fn end_task(t1: u64) {
+    let task = TASKS.try_with(|t| {
+        let mut t = t.borrow_mut();
+        let task = t.last_mut().filter(|x| !x.ended)?;
+        task.ended = true;
+        Some(*task)
+    });
+    if let Ok(Some(task)) = task {
+        record_task(&task, t1);
+    }
+}
+
+unsafe extern "C" fn sync_region_wait(
+    kind: c_int,
+    endpoint: c_int,
+    _parallel: *mut OmptData,
+    _task: *mut OmptData,
+    codeptr: *const c_void,
+) {
+    let end = is_region_end(kind, codeptr);
+    if endpoint == SCOPE_BEGIN {
+        if end {
+            end_task(core::stamp());
+        } else {
+            let _ = WAIT.try_with(|w| w.set(core::stamp()));
+            core::reserve();
+        }
+        return;
+    }
+    if end {
+        return;
+    }
+    let t1 = core::stamp();
+    let t0 = WAIT.try_with(|w| w.get()).unwrap_or(t1);
+    let tag = match kind {
+        2 | 8 => op::OMP_SYNC_IMPLICIT,
+        1 | 3 | 4 => op::OMP_SYNC_EXPLICIT,
+        5 => op::OMP_SYNC_TASKWAIT,
+        6 => op::OMP_SYNC_TASKGROUP,
+        _ => return,
+    };
+    let mut ev = Event::new(op::OMP_BARRIER, t0.min(t1), t1);
+    ev.tag.set(tag);
+    record(ev);
+}
+
+unsafe extern "C" fn mutex_acquire(
+    _kind: c_int,
+    _hint: c_uint,
+    _impl: c_uint,
+    _wait_id: u64,
+    _codeptr: *const c_void,
+) {
+    let _ = ACQUIRE.try_with(|a| a.set(core::stamp()));
+    core::reserve();
+}
+
+unsafe extern "C" fn mutex_acquired(kind: c_int, _wait_id: u64, _codeptr: *const c_void) {
+    let tag = match kind {
+        5 => op::OMP_MUTEX_CRITICAL,
+        1..=4 => op::OMP_MUTEX_LOCK,
+        7 => op::OMP_MUTEX_ORDERED,
+        _ => return,
+    };
+    let t1 = core::stamp();
+    let t0 = ACQUIRE.try_with(|a| a.get()).unwrap_or(t1);
+    let mut ev = Event::new(op::OMP_LOCK_WAIT, t0.min(t1), t1);
+    ev.tag.set(tag);
+    record(ev);
+}
+
+unsafe extern "C" fn work(
+    kind: c_int,
+    endpoint: c_int,
+    _parallel: *mut OmptData,
+    _task: *mut OmptData,
+    _count: u64,
+    _codeptr: *const c_void,
+) {
+    let tag = match kind {
+        1 | 7 => op::OMP_WORK_LOOP,
+        2 => op::OMP_WORK_SECTIONS,
+        3 => op::OMP_WORK_SINGLE,
+        _ => return,
+    };
+    if endpoint == SCOPE_BEGIN {
+        let t = core::stamp();
+        let mut ev = Event::new(op::OMP_WORK, t, t);
+        ev.tag.set(tag);
+        record(ev);
+    }
+}
+
+unsafe extern "C" fn masked(
+    endpoint: c_int,
+    _parallel: *mut OmptData,
+    _task: *mut OmptData,
+    _codeptr: *const c_void,
+) {
+    if endpoint == SCOPE_BEGIN {
+        let t = core::stamp();
+        let mut ev = Event::new(op::OMP_WORK, t, t);
+        ev.tag.set(op::OMP_WORK_MASKED);
+        record(ev);
+    }
+}
+
+unsafe extern "C" fn task_create(
+    _task: *mut OmptData,
+    _frame: *const c_void,
+    _new_task: *mut OmptData,
+    flags: c_int,
+    _deps: c_int,
+    _codeptr: *const c_void,
+) {
+    // Explicit tasks only (flag ompt_task_explicit = 4).
+    if flags & 4 != 0 {
+        let t = core::stamp();
+        record(Event::new(op::OMP_TASK_CREATE, t, t));
+    }
+}
