@@ -28,6 +28,7 @@
 pub mod codec;
 mod control;
 mod counts;
+pub mod counters;
 mod error;
 mod event;
 mod forward;

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use hark_wire::{Def, EndReason, Hello};
 
 use super::config::{self, Config, Shm};
+use super::counters;
 use super::cpu::Sampler;
 use super::local::{self, Internal, Slot};
 use super::park::{self, Shipper};
@@ -52,6 +53,11 @@ pub(crate) struct Stream {
     /// The threads' CPU readings (`cpu.rs`): taken by the shipper, and once
     /// more by `finish`, never on a program's thread while it works.
     cpu: Mutex<Sampler>,
+    /// The performance counters' group of the thread that started the
+    /// stream (`counters.rs`), once opened.
+    counters: std::sync::OnceLock<counters::Group>,
+    /// The shipper's readings of it.
+    slicer: Mutex<counters::Slicer>,
 }
 
 /// When the shipper last read the threads' CPUs, and how often it does.
@@ -120,6 +126,8 @@ fn install(cfg: Config, parent: u32, job: String) -> &'static Stream {
         parent,
         job,
         cpu: Mutex::new(Sampler::new()),
+        counters: std::sync::OnceLock::new(),
+        slicer: Mutex::new(counters::Slicer::new()),
     }));
     IO.store(s.cfg.io, Ordering::Relaxed);
     CURRENT.store(s as *const Stream as *mut Stream, Ordering::Release);
@@ -359,6 +367,19 @@ impl Stream {
         if self.cfg.cpu_every.is_some() {
             hark_sync::lock(&self.cpu).open(clock::stamp());
         }
+        let mut slicer = hark_sync::lock(&self.slicer);
+        if let Some(g) = slicer.open(&self.cfg.counters, clock::stamp()) {
+            let _ = self.counters.set(g);
+        }
+    }
+
+    /// At a region's begin or end on a program's thread: the counters'
+    /// reading (`counters::at_region`); the counts of a region that ended
+    /// go to `out`.
+    pub(crate) fn region_counters(&self, at: (bool, u32, u64), out: &mut Vec<hark_wire::Event>) {
+        if let Some(main) = self.counters.get() {
+            counters::at_region(main, &self.cfg.counters, at, out);
+        }
     }
 
     /// On the shipping thread as it starts: when it reads the CPUs.
@@ -394,6 +415,15 @@ impl Stream {
             if !self.ship.push_events(&[ev]) {
                 s.unread();
             }
+        }
+        drop(s);
+        let Ok(mut c) = self.slicer.try_lock() else {
+            return;
+        };
+        let mut out = Vec::new();
+        c.sample(self.counters.get(), clock::stamp(), &mut out);
+        if !out.is_empty() && !self.ship.push_events(&out) {
+            c.unread();
         }
     }
 
