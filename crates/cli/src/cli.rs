@@ -385,6 +385,14 @@ pub struct RunArgs {
     #[arg(long = "no-io")]
     pub no_io: bool,
 
+    /// Performance counters to read per thread and region, as `perf list`
+    /// names them, comma-separated (HARK_COUNTERS): `default` (the six
+    /// software counters and cycles, instructions, cache-references,
+    /// cache-misses, branch-misses where the processor's PMU is exposed),
+    /// `none`, or names such as `page-faults,instructions`.
+    #[arg(long, value_name = "LIST", value_parser = counter_list)]
+    pub counters: Option<String>,
+
     /// The probe library to preload (default: libhark.so next to hark).
     #[arg(long, value_name = "PATH", env = "HARK_PROBE")]
     pub probe: Option<PathBuf>,
@@ -609,4 +617,18 @@ mod tests {
             assert!(help.contains("Examples:"), "{sub}: {help}");
         }
     }
+}
+
+/// A `--counters` list whose every name Hark knows.
+fn counter_list(list: &str) -> Result<String, String> {
+    let (_, unknown) = hark_wire::counters::parse_list(list);
+    if unknown.is_empty() {
+        return Ok(list.to_string());
+    }
+    let known: Vec<&str> = hark_wire::counters::EVENTS.iter().map(|e| e.name).collect();
+    Err(format!(
+        "unknown counter {}; the counters are `default`, `none` and: {}",
+        unknown.join(", "),
+        known.join(", ")
+    ))
 }

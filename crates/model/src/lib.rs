@@ -13,7 +13,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod counters;
 mod cpu;
+pub use counters::{CounterInfo, Counts};
 pub use cpu::{Cpu, CpuHost, CpuRank, CpuTimes};
 
 /// A whole run: every program measured into one report.
@@ -225,6 +227,14 @@ pub struct Program {
     /// CPU availability per rank, thread and host (see [`Cpu`]).
     #[serde(default)]
     pub cpu: Cpu,
+    /// Per rank: performance counts by counter name (`perf list` names,
+    /// scaled for multiplexing), over the whole run; empty when the probe
+    /// read none (`docs/profile-json.md`, "counters").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<Counts>,
+    /// Per thread counts, refusals and multiplexing (see [`CounterInfo`]).
+    #[serde(default, skip_serializing_if = "CounterInfo::is_empty")]
+    pub counter_info: CounterInfo,
     /// Per rank: time recording was paused (`MPI_Pcontrol(0)`,
     /// `hark_pause`, `hark ctl pause`), in ns; empty when no rank paused.
     /// Not measured, so out of the efficiencies.
@@ -601,6 +611,10 @@ pub struct RegionProfile {
     pub inclusive_ns: Vec<u64>,
     /// Exclusive time (minus nested regions) per rank, in ns.
     pub exclusive_ns: Vec<u64>,
+    /// Performance counts inside the region (inclusive of nested
+    /// regions), by counter name, per rank; empty without counters.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, Vec<u64>>,
 }
 
 /// Statistics of a counter's values.

@@ -367,6 +367,12 @@ impl Stream {
         if self.cfg.cpu_every.is_some() {
             hark_sync::lock(&self.cpu).open(clock::stamp());
         }
+    }
+
+    /// On the program's thread that starts the stream, after the probe's
+    /// own threads started (`inherit` counts only threads started later,
+    /// so theirs stay out of the program's counts): opens the counters.
+    fn open_counters(&self) {
         let mut slicer = hark_sync::lock(&self.slicer);
         if let Some(g) = slicer.open(&self.cfg.counters, clock::stamp()) {
             let _ = self.counters.set(g);
@@ -472,6 +478,7 @@ impl Stream {
         }
         self.phase.store(RUNNING, Ordering::Release);
         signals::start_helper();
+        self.open_counters();
         true
     }
 
