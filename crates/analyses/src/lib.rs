@@ -56,8 +56,8 @@ pub use analysis::{Analysis, Finish, Input, NoState, RankMeta, RankState, Sensit
 pub use derived::{Msg, Pattern, Times, Wait, MAX_REGION_DEPTH};
 pub use dynamic::{DynAnalysis, DynRank};
 pub use error::{Error, ErrorKind};
-pub use stream::StreamCx;
 pub use ks::counters::refusal;
+pub use stream::StreamCx;
 pub use unify::{CommDef, IdMap, TableEntries, Tables, Translation, Unifier, FOLDED, UNDEFINED};
 
 /// Helpers the engine (`hark-engine`) shares with the knowledge sources on

@@ -547,6 +547,20 @@ fn parse_buffers(v: &str) -> Result<u32, String> {
     v.trim().parse().map_err(|e| format!("`{v}`: {e}"))
 }
 
+/// A `--counters` list whose every name Hark knows.
+fn counter_list(list: &str) -> Result<String, String> {
+    let (_, unknown) = hark_wire::counters::parse_list(list);
+    if unknown.is_empty() {
+        return Ok(list.to_string());
+    }
+    let known: Vec<&str> = hark_wire::counters::EVENTS.iter().map(|e| e.name).collect();
+    Err(format!(
+        "unknown counter {}; the counters are `default`, `none` and: {}",
+        unknown.join(", "),
+        known.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -617,18 +631,4 @@ mod tests {
             assert!(help.contains("Examples:"), "{sub}: {help}");
         }
     }
-}
-
-/// A `--counters` list whose every name Hark knows.
-fn counter_list(list: &str) -> Result<String, String> {
-    let (_, unknown) = hark_wire::counters::parse_list(list);
-    if unknown.is_empty() {
-        return Ok(list.to_string());
-    }
-    let known: Vec<&str> = hark_wire::counters::EVENTS.iter().map(|e| e.name).collect();
-    Err(format!(
-        "unknown counter {}; the counters are `default`, `none` and: {}",
-        unknown.join(", "),
-        known.join(", ")
-    ))
 }

@@ -36,7 +36,12 @@ fn run(tag: &str, hark_args: &[&str], env: &[(&str, &str)]) -> Option<(String, V
         return None;
     }
     let dir = scratch(tag);
-    let exe = compile(OPEN_MPI.cc, "counted_regions.c".as_ref(), &dir, &[&include()]);
+    let exe = compile(
+        OPEN_MPI.cc,
+        "counted_regions.c".as_ref(),
+        &dir,
+        &[&include()],
+    );
     let mut command = launcher(OPEN_MPI, 2);
     command.extend([
         exe.display().to_string(),
@@ -71,7 +76,12 @@ fn own(stdout: &str, what: &str) -> Vec<(u64, u64)> {
 fn region_counts(p: &Value, region: &str, counter: &str) -> Vec<u64> {
     p["regions"]["paths"][region]["counters"][counter]
         .as_array()
-        .unwrap_or_else(|| panic!("no counts of {counter} in region {region}: {}", p["regions"]))
+        .unwrap_or_else(|| {
+            panic!(
+                "no counts of {counter} in region {region}: {}",
+                p["regions"]
+            )
+        })
         .iter()
         .map(|v| v.as_u64().unwrap())
         .collect()
@@ -83,7 +93,10 @@ fn region_page_faults_and_switches_match_the_program_s_own_counts() {
         return;
     };
     let p = &profile["programs"][0];
-    let shown = format!("{text}\ncounters: {}\ninfo: {}", p["counters"], p["counter_info"]);
+    let shown = format!(
+        "{text}\ncounters: {}\ninfo: {}",
+        p["counters"], p["counter_info"]
+    );
     let faults = region_counts(p, "touch", "page-faults");
     let switches = region_counts(p, "sleep", "context-switches");
     let touched = own(&stdout, "touch");
@@ -113,7 +126,10 @@ fn region_page_faults_and_switches_match_the_program_s_own_counts() {
         // The whole rank counted at least what its regions did.
         let total = p["counters"][r]["page-faults"].as_u64().unwrap_or(0);
         assert!(total >= faults[r], "rank {r}: total {total}\n{shown}");
-        assert!(p["counters"][r]["task-clock"].as_u64().unwrap_or(0) > 0, "{shown}");
+        assert!(
+            p["counters"][r]["task-clock"].as_u64().unwrap_or(0) > 0,
+            "{shown}"
+        );
     }
     let slices = &p["timeslices"]["metrics"]["counters.page-faults"];
     let in_slices: u64 = slices
@@ -175,7 +191,10 @@ fn a_refused_perf_event_open_is_said_in_one_line_and_the_run_is_whole() {
     );
     assert!(p.get("counters").is_none(), "no counts\n{shown}");
     // The rest of the run is whole: regions, MPI.
-    assert_eq!(p["regions"]["paths"]["touch"]["calls"], serde_json::json!([1, 1]));
+    assert_eq!(
+        p["regions"]["paths"]["touch"]["calls"],
+        serde_json::json!([1, 1])
+    );
     assert!(p["mpi"]["MPI_Barrier"].is_object(), "{shown}");
 }
 

@@ -295,7 +295,11 @@ impl<'p> Slices<'p> {
         }
         let mut out = vec![hark_model::Counts::new(); self.p.ranks];
         for name in names {
-            for (r, v) in self.get(&format!("counters.{name}")).into_iter().enumerate() {
+            for (r, v) in self
+                .get(&format!("counters.{name}"))
+                .into_iter()
+                .enumerate()
+            {
                 if let Some(c) = out.get_mut(r) {
                     c.insert(name.clone(), v);
                 }

@@ -123,7 +123,10 @@ mod tests {
         assert_eq!(k.len(), DEFAULT.len());
         assert!(u.is_empty());
         let (k, u) = parse_list("page-faults, cycles,page-faults,frobs");
-        assert_eq!(k, [number("page-faults").unwrap(), number("cycles").unwrap()]);
+        assert_eq!(
+            k,
+            [number("page-faults").unwrap(), number("cycles").unwrap()]
+        );
         assert_eq!(u, ["frobs"]);
         assert!(parse_list("none").0.is_empty());
         assert_eq!(name(3), "page-faults");

@@ -27,8 +27,8 @@
 
 pub mod codec;
 mod control;
-mod counts;
 pub mod counters;
+mod counts;
 mod error;
 mod event;
 mod forward;

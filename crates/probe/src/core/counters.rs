@@ -368,7 +368,14 @@ impl Slicer {
         let before = self.last.replace((stamp, now));
         self.undo = Some(before);
         if let (Some((from, b)), Some(g)) = (before, group) {
-            events(&g.members, op::COUNTER_SLICE, (from, stamp), 0, (&b, &now), out);
+            events(
+                &g.members,
+                op::COUNTER_SLICE,
+                (from, stamp),
+                0,
+                (&b, &now),
+                out,
+            );
         }
     }
 
@@ -424,7 +431,11 @@ pub(crate) fn at_region(
             r.tried = true;
             r.own = open(chosen, false).group;
         }
-        let g = if main_thread { Some(main) } else { r.own.as_ref() };
+        let g = if main_thread {
+            Some(main)
+        } else {
+            r.own.as_ref()
+        };
         let Some(g) = g else {
             return;
         };
@@ -443,7 +454,14 @@ pub(crate) fn at_region(
         let (_, from, before) = r.open[at];
         r.open.truncate(at);
         let span = (from, t);
-        events(&g.members, op::COUNTER_REGION, span, name, (&before, &now), out);
+        events(
+            &g.members,
+            op::COUNTER_REGION,
+            span,
+            name,
+            (&before, &now),
+            out,
+        );
     });
 }
 
@@ -477,7 +495,14 @@ mod tests {
         std::hint::black_box(&v);
         let now = g.read().expect("a reading");
         let mut out = Vec::new();
-        events(&g.members, op::COUNTER_SLICE, (1, 2), 0, (&before, &now), &mut out);
+        events(
+            &g.members,
+            op::COUNTER_SLICE,
+            (1, 2),
+            0,
+            (&before, &now),
+            &mut out,
+        );
         assert_eq!(out.len(), 2);
         let faults = out.iter().find(|e| e.tag.get() == 3).expect("page-faults");
         assert!(faults.bytes.get() >= 64, "{before:?} {now:?}");
