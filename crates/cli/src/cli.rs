@@ -133,6 +133,12 @@ pub enum Command {
     /// differences that matter first.
     #[command(after_help = DIFF_EXAMPLES)]
     Diff(DiffArgs),
+    /// The POP table of a scaling series: runs of one program at different
+    /// rank counts (global efficiency = parallel efficiency ×
+    /// computational scalability; instruction, IPC and frequency scaling
+    /// where the runs counted cycles and instructions).
+    #[command(after_help = SCALING_EXAMPLES)]
+    Scaling(ScalingArgs),
     /// Serve a finished run's live view (the page `hark run` serves while it
     /// runs) until interrupted.
     #[command(after_help = crate::open::EXAMPLES)]
@@ -175,6 +181,20 @@ Examples:
   hark runs
   hark runs --program lmp --since 2026-11-01
   hark runs --add old-runs/hark-app-20260101-120000";
+
+/// `hark scaling`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct ScalingArgs {
+    /// Two or more runs (run directories or profile.json files) of one
+    /// program at different rank counts; the one with the fewest ranks is
+    /// the reference.
+    #[arg(value_name = "RUN", required = true, num_args = 2..)]
+    pub runs: Vec<PathBuf>,
+}
+
+const SCALING_EXAMPLES: &str = "\
+Examples:
+  hark scaling run-np1 run-np2 run-np4";
 
 const DIFF_EXAMPLES: &str = "\
 Examples:
