@@ -30,7 +30,11 @@ fn include() -> String {
 }
 
 /// `hark run` of the program on 2 ranks; its output, profile and stdout.
-fn run(tag: &str, hark_args: &[&str], env: &[(&str, &str)]) -> Option<(String, Value, String)> {
+fn run(
+    tag: &str,
+    hark_args: &[&str],
+    env: &[(&str, &str)],
+) -> Option<(String, Value, String, String)> {
     if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
         eprintln!("skipped: Open MPI is not installed");
         return None;
@@ -56,7 +60,8 @@ fn run(tag: &str, hark_args: &[&str], env: &[(&str, &str)]) -> Option<(String, V
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    Some((text, profile(&run_dir), stdout))
+    let report = std::fs::read_to_string(run_dir.join("report.html")).unwrap_or_default();
+    Some((text, profile(&run_dir), stdout, report))
 }
 
 /// The program's own counts: `(what, rank) → (asked, measured)`.
@@ -89,7 +94,7 @@ fn region_counts(p: &Value, region: &str, counter: &str) -> Vec<u64> {
 
 #[test]
 fn region_page_faults_and_switches_match_the_program_s_own_counts() {
-    let Some((text, profile, stdout)) = run("counters-regions", &[], &[]) else {
+    let Some((text, profile, stdout, report)) = run("counters-regions", &[], &[]) else {
         return;
     };
     let p = &profile["programs"][0];
@@ -143,6 +148,12 @@ fn region_page_faults_and_switches_match_the_program_s_own_counts() {
         .sum();
     assert_eq!(in_slices, totals, "the slices hold every fault\n{shown}");
 
+    // The report has the table.
+    assert!(
+        report.contains("<th>Counter</th>") && report.contains("<td>page-faults</td>"),
+        "no counters table in report.html"
+    );
+
     // Here or not, hardware counters: counted, or refused in one line.
     let refused = &p["counter_info"]["refused"];
     match refused.get("instructions") {
@@ -171,7 +182,7 @@ fn a_refused_perf_event_open_is_said_in_one_line_and_the_run_is_whole() {
     if !test_hooks_or_skip() {
         return;
     }
-    let Some((text, profile, _)) = run(
+    let Some((text, profile, _, _)) = run(
         "counters-refused",
         &[],
         &[("HARK_TEST_COUNTERS_ERRNO", "13")],
@@ -200,7 +211,7 @@ fn a_refused_perf_event_open_is_said_in_one_line_and_the_run_is_whole() {
 
 #[test]
 fn a_chosen_list_is_read_and_an_unknown_name_is_refused_before_the_run() {
-    let Some((text, profile, _)) = run("counters-chosen", &["--counters", "page-faults"], &[])
+    let Some((text, profile, _, _)) = run("counters-chosen", &["--counters", "page-faults"], &[])
     else {
         return;
     };

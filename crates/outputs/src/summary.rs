@@ -323,41 +323,19 @@ fn pairs(s: &mut String, p: &Program, pairs: Vec<facts::Pair>, title: &str, what
 /// The performance counters: total over the ranks, and the least and
 /// most of one rank; then the counters that could not be had, and why.
 fn counters(s: &mut String, p: &Program) {
-    let mut names: Vec<&str> = p
-        .counters
-        .iter()
-        .flat_map(|c| c.keys().map(String::as_str))
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    if !names.is_empty() {
+    let rows = facts::counter_rows(p);
+    if !rows.is_empty() {
         s.push('\n');
         let mut t = Table::new(&["Counter", "total", "rank min", "rank max", "multiplexed"]);
-        for name in names {
-            let per_rank: Vec<u64> = p
-                .counters
-                .iter()
-                .map(|c| c.get(name).copied().unwrap_or(0))
-                .collect();
-            let shown = |v: u64| {
-                if name.ends_with("-clock") {
-                    duration(v as f64)
-                } else {
-                    count(v)
-                }
-            };
-            let mux = p
-                .counter_info
-                .multiplexed
-                .get(name)
-                .map_or(String::new(), |m| {
-                    format!("counted {:.0} % of the time, scaled", 100.0 * m)
-                });
+        for c in &rows {
+            let mux = c.multiplexed.map_or(String::new(), |m| {
+                format!("counted {:.0} % of the time, scaled", 100.0 * m)
+            });
             t.row(vec![
-                name.to_string(),
-                shown(facts::total(per_rank.iter().copied())),
-                shown(per_rank.iter().copied().min().unwrap_or(0)),
-                shown(per_rank.iter().copied().max().unwrap_or(0)),
+                c.name.to_string(),
+                c.shown(c.total),
+                c.shown(c.min),
+                c.shown(c.max),
                 mux,
             ]);
         }
