@@ -492,53 +492,6 @@ fn rank_list(ranks: &[u32], total: usize) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use hark_model::{MissingRanks, Run};
-
-    fn missing(job: &str, size: u32, ranks: &[u32]) -> MissingRanks {
-        MissingRanks {
-            job: job.into(),
-            world_size: size,
-            measured: size - ranks.len() as u32,
-            ranks: ranks.to_vec(),
-        }
-    }
-
-    #[test]
-    fn the_ranks_that_never_reached_hark_are_named() {
-        let mut run = Run::default();
-        assert_eq!(missing_line(&run), None);
-        run.missing = vec![missing("j", 2, &[1])];
-        assert_eq!(
-            missing_line(&run).unwrap(),
-            "1 of 2 ranks measured: rank 1 never reached hark"
-        );
-        run.missing = vec![missing("j", 16, &[1, 2, 4, 5, 6, 7, 9])];
-        assert_eq!(
-            missing_line(&run).unwrap(),
-            "9 of 16 ranks measured: ranks 1, 2, 4–7 and 9 never reached hark"
-        );
-        run.missing = vec![missing("a", 2, &[0]), missing("b", 3, &[2])];
-        assert_eq!(
-            missing_line(&run).unwrap(),
-            "job a: 1 of 2 ranks measured: rank 0 never reached hark; \
-             job b: 2 of 3 ranks measured: rank 2 never reached hark"
-        );
-        let many: Vec<u32> = (0..40).map(|r| 2 * r).collect();
-        let line = missing_line(&Run {
-            missing: vec![missing("j", 80, &many)],
-            ..Run::default()
-        })
-        .unwrap();
-        assert!(
-            line.ends_with("12, 14 and 32 more never reached hark"),
-            "{line}"
-        );
-    }
-}
-
 /// One performance counter of a program: its name, its total over the
 /// ranks, the least and most of one rank, and the smallest share of time
 /// it counted when the kernel multiplexed it.
@@ -587,4 +540,51 @@ pub(crate) fn counter_rows(p: &Program) -> Vec<CounterRow<'_>> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hark_model::{MissingRanks, Run};
+
+    fn missing(job: &str, size: u32, ranks: &[u32]) -> MissingRanks {
+        MissingRanks {
+            job: job.into(),
+            world_size: size,
+            measured: size - ranks.len() as u32,
+            ranks: ranks.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_ranks_that_never_reached_hark_are_named() {
+        let mut run = Run::default();
+        assert_eq!(missing_line(&run), None);
+        run.missing = vec![missing("j", 2, &[1])];
+        assert_eq!(
+            missing_line(&run).unwrap(),
+            "1 of 2 ranks measured: rank 1 never reached hark"
+        );
+        run.missing = vec![missing("j", 16, &[1, 2, 4, 5, 6, 7, 9])];
+        assert_eq!(
+            missing_line(&run).unwrap(),
+            "9 of 16 ranks measured: ranks 1, 2, 4–7 and 9 never reached hark"
+        );
+        run.missing = vec![missing("a", 2, &[0]), missing("b", 3, &[2])];
+        assert_eq!(
+            missing_line(&run).unwrap(),
+            "job a: 1 of 2 ranks measured: rank 0 never reached hark; \
+             job b: 2 of 3 ranks measured: rank 2 never reached hark"
+        );
+        let many: Vec<u32> = (0..40).map(|r| 2 * r).collect();
+        let line = missing_line(&Run {
+            missing: vec![missing("j", 80, &many)],
+            ..Run::default()
+        })
+        .unwrap();
+        assert!(
+            line.ends_with("12, 14 and 32 more never reached hark"),
+            "{line}"
+        );
+    }
 }

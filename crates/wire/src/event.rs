@@ -148,21 +148,6 @@ pub fn accounted(events: &[Event]) -> u64 {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::op;
-
-    #[test]
-    fn shipper_samples_count_in_no_total_and_region_counters_do() {
-        let ev = |code| Event::new(code, 1, 2);
-        assert_eq!(accounted(&[ev(op::CPU_TASK), ev(op::COUNTER_SLICE)]), 0);
-        assert_eq!(accounted(&[ev(op::COUNTER_REFUSED)]), 0);
-        let region = [ev(op::COUNTER_REGION), ev(op::REGION_BEGIN)];
-        assert_eq!(accounted(&region), 2);
-    }
-}
-
 impl std::fmt::Debug for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Event")
@@ -176,5 +161,20 @@ impl std::fmt::Debug for Event {
             .field("bytes", &self.bytes.get())
             .field("extra", &self.extra.get())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op;
+
+    #[test]
+    fn shipper_samples_count_in_no_total_and_region_counters_do() {
+        let ev = |code| Event::new(code, 1, 2);
+        assert_eq!(accounted(&[ev(op::CPU_TASK), ev(op::COUNTER_SLICE)]), 0);
+        assert_eq!(accounted(&[ev(op::COUNTER_REFUSED)]), 0);
+        let region = [ev(op::COUNTER_REGION), ev(op::REGION_BEGIN)];
+        assert_eq!(accounted(&region), 2);
     }
 }
