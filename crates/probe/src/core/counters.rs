@@ -295,8 +295,9 @@ pub(crate) fn events(
 impl Drop for Group {
     fn drop(&mut self) {
         for &fd in &self.fds {
-            // SAFETY: the descriptors are this group's own.
-            unsafe { libc::close(fd) };
+            // SAFETY: the descriptors are this group's own; the raw system
+            // call bypasses the probe's own `close` wrapper.
+            unsafe { libc::syscall(libc::SYS_close, fd) };
         }
     }
 }
@@ -391,6 +392,8 @@ impl Slicer {
 /// threads other than the main one, the thread's own group.
 struct Regions {
     pid: u32,
+    /// Whether this is the process's main thread (read once per thread).
+    main_thread: bool,
     own: Option<Group>,
     tried: bool,
     open: Vec<(u32, u64, Reading)>,
@@ -398,7 +401,7 @@ struct Regions {
 
 thread_local! {
     static REGIONS: RefCell<Regions> = const {
-        RefCell::new(Regions { pid: 0, own: None, tried: false, open: Vec::new() })
+        RefCell::new(Regions { pid: 0, main_thread: false, own: None, tried: false, open: Vec::new() })
     };
 }
 
@@ -406,27 +409,27 @@ thread_local! {
 /// this thread's group (`main` on the main thread, else the thread's own,
 /// opened at its first region with `chosen`); at an end, the counts since
 /// the matching begin go to `out`. Does nothing without counters.
+/// `pid` is the stream's process: a thread state of another (a forked
+/// child's copy of its parent's) starts over.
 pub(crate) fn at_region(
-    main: &Group,
-    chosen: &[u16],
+    (main, chosen, pid): (&Group, &[u16], u32),
     (begin, name, t): (bool, u32, u64),
     out: &mut Vec<Event>,
 ) {
     let _ = REGIONS.try_with(|r| {
         let mut r = r.borrow_mut();
         let r = &mut *r;
-        let pid = std::process::id();
         if r.pid != pid {
-            // A fresh thread, or a forked child's copy of its parent's.
             *r = Regions {
                 pid,
+                // SAFETY: gettid has no preconditions.
+                main_thread: unsafe { libc::gettid() } as u32 == pid,
                 own: None,
                 tried: false,
                 open: Vec::new(),
             };
         }
-        // SAFETY: gettid has no preconditions.
-        let main_thread = unsafe { libc::gettid() } as u32 == pid;
+        let main_thread = r.main_thread;
         if !main_thread && !r.tried {
             r.tried = true;
             r.own = open(chosen, false).group;

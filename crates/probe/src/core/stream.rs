@@ -384,7 +384,7 @@ impl Stream {
     /// go to `out`.
     pub(crate) fn region_counters(&self, at: (bool, u32, u64), out: &mut Vec<hark_wire::Event>) {
         if let Some(main) = self.counters.get() {
-            counters::at_region(main, &self.cfg.counters, at, out);
+            counters::at_region((main, &self.cfg.counters, self.pid), at, out);
         }
     }
 
