@@ -56,6 +56,7 @@ pub use analysis::{Analysis, Finish, Input, NoState, RankMeta, RankState, Sensit
 pub use derived::{Msg, Pattern, Times, Wait, MAX_REGION_DEPTH};
 pub use dynamic::{DynAnalysis, DynRank};
 pub use error::{Error, ErrorKind};
+pub use ks::counters::refusal;
 pub use stream::StreamCx;
 pub use unify::{CommDef, IdMap, TableEntries, Tables, Translation, Unifier, FOLDED, UNDEFINED};
 

@@ -24,6 +24,7 @@ pub fn all() -> Vec<Arc<dyn DynAnalysis>> {
         Arc::new(ks::timeslices::TimeSlices),
         Arc::new(ks::waits::WaitStates),
         Arc::new(ks::cpu::CpuAvailability),
+        Arc::new(ks::counters::Counters),
         Arc::new(ks::efficiency::Efficiencies),
         Arc::new(ks::openmp::OpenMpTimes),
         Arc::new(ks::density::Density),

@@ -133,6 +133,12 @@ pub enum Command {
     /// differences that matter first.
     #[command(after_help = DIFF_EXAMPLES)]
     Diff(DiffArgs),
+    /// The POP table of a scaling series: runs of one program at different
+    /// rank counts (global efficiency = parallel efficiency ×
+    /// computational scalability; instruction, IPC and frequency scaling
+    /// where the runs counted cycles and instructions).
+    #[command(after_help = SCALING_EXAMPLES)]
+    Scaling(ScalingArgs),
     /// Serve a finished run's live view (the page `hark run` serves while it
     /// runs) until interrupted.
     #[command(after_help = crate::open::EXAMPLES)]
@@ -175,6 +181,20 @@ Examples:
   hark runs
   hark runs --program lmp --since 2026-11-01
   hark runs --add old-runs/hark-app-20260101-120000";
+
+/// `hark scaling`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct ScalingArgs {
+    /// Two or more runs (run directories or profile.json files) of one
+    /// program at different rank counts; the one with the fewest ranks is
+    /// the reference.
+    #[arg(value_name = "RUN", required = true, num_args = 2..)]
+    pub runs: Vec<PathBuf>,
+}
+
+const SCALING_EXAMPLES: &str = "\
+Examples:
+  hark scaling run-np1 run-np2 run-np4";
 
 const DIFF_EXAMPLES: &str = "\
 Examples:
@@ -385,6 +405,14 @@ pub struct RunArgs {
     #[arg(long = "no-io")]
     pub no_io: bool,
 
+    /// Performance counters to read per thread and region, as `perf list`
+    /// names them, comma-separated (HARK_COUNTERS): `default` (the six
+    /// software counters and cycles, instructions, cache-references,
+    /// cache-misses, branch-misses where the processor's PMU is exposed),
+    /// `none`, or names such as `page-faults,instructions`.
+    #[arg(long, value_name = "LIST", value_parser = counter_list)]
+    pub counters: Option<String>,
+
     /// The probe library to preload (default: libhark.so next to hark).
     #[arg(long, value_name = "PATH", env = "HARK_PROBE")]
     pub probe: Option<PathBuf>,
@@ -538,6 +566,20 @@ fn parse_trace_cap(v: &str) -> Result<u64, String> {
 fn parse_buffers(v: &str) -> Result<u32, String> {
     crate::settings::check(&hark_settings::BUFFERS, v)?;
     v.trim().parse().map_err(|e| format!("`{v}`: {e}"))
+}
+
+/// A `--counters` list whose every name Hark knows.
+fn counter_list(list: &str) -> Result<String, String> {
+    let (_, unknown) = hark_wire::counters::parse_list(list);
+    if unknown.is_empty() {
+        return Ok(list.to_string());
+    }
+    let known: Vec<&str> = hark_wire::counters::EVENTS.iter().map(|e| e.name).collect();
+    Err(format!(
+        "unknown counter {}; the counters are `default`, `none` and: {}",
+        unknown.join(", "),
+        known.join(", ")
+    ))
 }
 
 #[cfg(test)]

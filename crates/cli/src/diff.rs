@@ -3,7 +3,7 @@
 //! repeated runs of either side), the differences that matter first
 //! (`hark_outputs::diff` compares).
 
-use crate::cli::DiffArgs;
+use crate::cli::{DiffArgs, ScalingArgs};
 use crate::output::print_stdout;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -35,6 +35,18 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     print_stdout(&hark_outputs::diff::text(&d, &na, &nb))?;
+    Ok(0)
+}
+
+/// Runs `hark scaling`: the POP table of a scaling series
+/// (`hark_outputs::scaling`); returns the process exit status.
+pub fn scaling(args: &ScalingArgs) -> Result<i32> {
+    let runs = args
+        .runs
+        .iter()
+        .map(|p| crate::export::read_run(p).map(|(run, _)| (p.display().to_string(), run)))
+        .collect::<Result<Vec<_>>>()?;
+    print_stdout(&hark_outputs::scaling::text(&runs))?;
     Ok(0)
 }
 

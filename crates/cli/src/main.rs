@@ -52,6 +52,7 @@ fn main() {
         cli::Command::Export(args) => export::export(args),
         cli::Command::Runs(args) => runs::runs(args),
         cli::Command::Diff(args) => diff::diff(args),
+        cli::Command::Scaling(args) => diff::scaling(args),
         cli::Command::Open(args) => open::open(args),
         cli::Command::Query(args) => query::query(args),
         cli::Command::Top(args) => top::top(args),

@@ -404,6 +404,9 @@ fn settings_env(args: &RunArgs) -> Vec<(String, String)> {
     if args.no_io {
         env.push((hark_settings::IO.name.into(), "0".into()));
     }
+    if let Some(list) = &args.counters {
+        env.push((hark_settings::COUNTERS.name.into(), list.clone()));
+    }
     env
 }
 

@@ -81,6 +81,7 @@ fn hatchet_thicket_and_pyarrow_read_what_profile_json_says() {
             "one_sided.parquet",
             "regions.parquet",
             "timeslices.parquet",
+            "counters.parquet",
         ] {
             assert!(run_dir.join(f).exists(), "--export wrote no {f}");
         }

@@ -107,7 +107,8 @@ fn sums(t: &TimeSlices, metric: &str, (a, b): (usize, usize)) -> Option<Vec<u64>
 /// and per file; regions' calls and inclusive time; wait states and
 /// efficiencies per slice. What the slices do not hold is left empty: the
 /// minimum and maximum call durations and histograms, collectives per
-/// function, exclusive region time, counters, density maps, the digest and
+/// function, exclusive region time, user counters, region performance
+/// counts, density maps, the digest and
 /// the whole-program efficiency. The interval is widened to whole slices;
 /// each program's first diagnostic says which interval was covered.
 pub fn profile(run: &Run, iv: Interval) -> Run {
@@ -170,6 +171,8 @@ fn program(p: &Program, offset: u64, iv: Interval) -> Program {
         // Per thread and per region: the whole run's, not per interval.
         threads: Vec::new(),
         openmp: Default::default(),
+        counters: s.counters(),
+        counter_info: Default::default(),
         // Which slices were paused is not kept: the whole run's total.
         paused_ns: p.paused_ns.clone(),
     }
@@ -284,6 +287,30 @@ impl<'p> Slices<'p> {
         Io { files, per_rank }
     }
 
+    /// Per rank: the performance counts in the covered slices
+    /// (`counters.<name>`), for the counters the whole run has.
+    fn counters(&self) -> Vec<hark_model::Counts> {
+        let mut names: Vec<&String> = self.p.counters.iter().flat_map(|c| c.keys()).collect();
+        names.sort_unstable();
+        names.dedup();
+        if names.is_empty() {
+            return Vec::new();
+        }
+        let mut out = vec![hark_model::Counts::new(); self.p.ranks];
+        for name in names {
+            for (r, v) in self
+                .get(&format!("counters.{name}"))
+                .into_iter()
+                .enumerate()
+            {
+                if let Some(c) = out.get_mut(r) {
+                    c.insert(name.clone(), v);
+                }
+            }
+        }
+        out
+    }
+
     /// Per region path: calls and inclusive time.
     fn region_paths(&self) -> BTreeMap<String, RegionProfile> {
         self.p
@@ -297,6 +324,8 @@ impl<'p> Slices<'p> {
                         calls: self.get(&format!("region:{path}.calls")),
                         inclusive_ns: self.get(&format!("region:{path}.inclusive_ns")),
                         exclusive_ns: Vec::new(),
+                        // Region counts are not in the slices.
+                        counters: BTreeMap::new(),
                     },
                 )
             })

@@ -13,8 +13,10 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod counters;
 mod cpu;
 mod openmp;
+pub use counters::{CounterInfo, Counts};
 pub use cpu::{Cpu, CpuHost, CpuRank, CpuTimes};
 pub use openmp::{OmpEfficiency, OmpRegion, OpenMp, ThreadTimes};
 
@@ -234,6 +236,14 @@ pub struct Program {
     /// OpenMP parallel regions (see [`OpenMp`]).
     #[serde(default)]
     pub openmp: OpenMp,
+    /// Per rank: performance counts by counter name (`perf list` names,
+    /// scaled for multiplexing), over the whole run; empty when the probe
+    /// read none (`docs/profile-json.md`, "counters").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<Counts>,
+    /// Per thread counts, refusals and multiplexing (see [`CounterInfo`]).
+    #[serde(default, skip_serializing_if = "CounterInfo::is_empty")]
+    pub counter_info: CounterInfo,
     /// Per rank: time recording was paused (`MPI_Pcontrol(0)`,
     /// `hark_pause`, `hark ctl pause`), in ns; empty when no rank paused.
     /// Not measured, so out of the efficiencies.
@@ -619,6 +629,10 @@ pub struct RegionProfile {
     pub inclusive_ns: Vec<u64>,
     /// Exclusive time (minus nested regions) per rank, in ns.
     pub exclusive_ns: Vec<u64>,
+    /// Performance counts inside the region (inclusive of nested
+    /// regions), by counter name, per rank; empty without counters.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, Vec<u64>>,
 }
 
 /// Statistics of a counter's values.

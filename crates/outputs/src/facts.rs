@@ -492,6 +492,56 @@ fn rank_list(ranks: &[u32], total: usize) -> String {
     }
 }
 
+/// One performance counter of a program: its name, its total over the
+/// ranks, the least and most of one rank, and the smallest share of time
+/// it counted when the kernel multiplexed it.
+pub(crate) struct CounterRow<'p> {
+    pub name: &'p str,
+    pub total: u64,
+    pub min: u64,
+    pub max: u64,
+    pub multiplexed: Option<f64>,
+}
+
+impl CounterRow<'_> {
+    /// `v` as this counter's unit reads: clocks in time, the rest counted.
+    pub fn shown(&self, v: u64) -> String {
+        if self.name.ends_with("-clock") {
+            units::duration(v as f64)
+        } else {
+            units::count(v)
+        }
+    }
+}
+
+/// Every performance counter of `p`, by name.
+pub(crate) fn counter_rows(p: &Program) -> Vec<CounterRow<'_>> {
+    let mut names: Vec<&str> = p
+        .counters
+        .iter()
+        .flat_map(|c| c.keys().map(String::as_str))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| {
+            let per_rank: Vec<u64> = p
+                .counters
+                .iter()
+                .map(|c| c.get(name).copied().unwrap_or(0))
+                .collect();
+            CounterRow {
+                name,
+                total: total(per_rank.iter().copied()),
+                min: per_rank.iter().copied().min().unwrap_or(0),
+                max: per_rank.iter().copied().max().unwrap_or(0),
+                multiplexed: p.counter_info.multiplexed.get(name).copied(),
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

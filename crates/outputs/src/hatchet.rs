@@ -279,6 +279,7 @@ mod tests {
                 calls: vec![1; ranks],
                 inclusive_ns: vec![500; ranks],
                 exclusive_ns: vec![500; ranks],
+                counters: BTreeMap::new(),
             },
         );
         let send = PathCalls {

@@ -37,6 +37,7 @@ pub mod html;
 pub mod json;
 mod registry;
 pub mod roles;
+pub mod scaling;
 pub mod summary;
 pub mod trace;
 pub mod units;

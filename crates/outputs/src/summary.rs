@@ -168,6 +168,7 @@ fn program(s: &mut String, p: &Program) {
 
     cpu_line(s, p);
     openmp_line(s, p);
+    counters(s, p);
     paused(s, p);
     verdict(s, p, wall);
 
@@ -320,6 +321,32 @@ fn pairs(s: &mut String, p: &Program, pairs: Vec<facts::Pair>, title: &str, what
 
 /// One line per host on whether the ranks had their CPUs (nothing when no
 /// probe read them).
+/// The performance counters: total over the ranks, and the least and
+/// most of one rank; then the counters that could not be had, and why.
+fn counters(s: &mut String, p: &Program) {
+    let rows = facts::counter_rows(p);
+    if !rows.is_empty() {
+        s.push('\n');
+        let mut t = Table::new(&["Counter", "total", "rank min", "rank max", "multiplexed"]);
+        for c in &rows {
+            let mux = c.multiplexed.map_or(String::new(), |m| {
+                format!("counted {:.0} % of the time, scaled", 100.0 * m)
+            });
+            t.row(vec![
+                c.name.to_string(),
+                c.shown(c.total),
+                c.shown(c.min),
+                c.shown(c.max),
+                mux,
+            ]);
+        }
+        t.write(s);
+    }
+    if let Some(line) = p.counter_info.refused_line() {
+        let _ = writeln!(s, "   {line}");
+    }
+}
+
 fn cpu_line(s: &mut String, p: &Program) {
     for h in &p.cpu.hosts {
         let _ = writeln!(

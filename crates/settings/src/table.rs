@@ -127,6 +127,15 @@ pub const TEST_CLOCK_SKEW_NS: Setting = Setting {
     doc: "read only by a probe built with its `test-hooks` feature (`scripts/test.sh`), ignored otherwise: this process's probe clock (every event timestamp, the alignment's readings) and its handshake's realtime reading read this many ns late, as if its host's clocks were off; the handshake's own probe-clock reference is not skewed, so only the clock alignment (a ping-pong with the server) can see it. Costs nothing on the hot path: it is folded into the clock's calibration (`crates/probe/src/core/clock.rs`)",
 };
 
+/// A refusal every counter gets, for the tests.
+pub const TEST_COUNTERS_ERRNO: Setting = Setting {
+    name: "HARK_TEST_COUNTERS_ERRNO",
+    kind: Kind::Signed,
+    default: DefaultValue::Number(0),
+    set_by: SetBy::Tests,
+    doc: "read only by a probe built with its `test-hooks` feature, ignored otherwise: every performance counter's `perf_event_open` fails with this `errno` (13 is `EACCES`, as under a high `perf_event_paranoid`), to test the refusal path",
+};
+
 /// The analyser ranks of an MPMD job.
 pub const MPI_ANALYSERS: Setting = Setting {
     name: "HARK_MPI_ANALYSERS",
@@ -277,6 +286,15 @@ pub const CPU_MS: Setting = Setting {
     doc: "how often the shipping thread reads each thread's time on a CPU, time waiting for one, context switches and migrations from `/proc/self/task` (and once more at the end); `0`: never",
 };
 
+/// Which performance counters the probe reads.
+pub const COUNTERS: Setting = Setting {
+    name: "HARK_COUNTERS",
+    kind: Kind::Text,
+    default: DefaultValue::Words("default"),
+    set_by: SetBy::User,
+    doc: "comma-separated performance counters, as `perf list` names them (`page-faults`, `instructions`, ...), read per thread with `perf_event_open` at region ends and every `HARK_CPU_MS`; `default`: the six software counters and cycles, instructions, cache-references, cache-misses, branch-misses; `none`: no counters (`docs/probe.md`, \"Counters\")",
+};
+
 /// Whether analyser ranks exchange cross-rank entries as they go.
 pub const EXCHANGE: Setting = Setting {
     name: "HARK_EXCHANGE",
@@ -315,10 +333,12 @@ pub const ALL: &[&Setting] = &[
     &JOB,
     &RANK_HOLDER,
     &SKIP,
+    &COUNTERS,
     &CLOCK,
     &CLOCK_SYNC,
     &VIRTUALISE,
     &TEST_CLOCK_SKEW_NS,
+    &TEST_COUNTERS_ERRNO,
     &MPI_ANALYSERS,
     &MPI_MAP,
     &TEST_NODES,

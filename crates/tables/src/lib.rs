@@ -8,6 +8,7 @@
 //! | `messages.parquet`     | program × sending rank × receiving rank (pairs that exchanged anything) |
 //! | `one_sided.parquet`    | program × origin rank × target rank (pairs with any one-sided operation) |
 //! | `timeslices.parquet`   | program × rank × time slice × metric (non-zero values) |
+//! | `counters.parquet`     | program × rank × scope (rank, thread, region path) × performance counter |
 //!
 //! Every table is a function of [`hark_model::Run`] ([`tables`]); [`write()`]
 //! writes them into a directory. The columns are listed in `docs/export.md`.
@@ -297,6 +298,52 @@ fn timeslices(run: &Run) -> RecordBatch {
     t.batch()
 }
 
+/// Performance counts: per rank (`scope` "rank"), per thread ("thread",
+/// `thread` its number) and per region call path ("region", `path`).
+fn counters(run: &Run) -> RecordBatch {
+    let mut t = Table::new(&[
+        ("program", Utf8),
+        ("rank", UInt32),
+        ("scope", Utf8),
+        ("thread", UInt32),
+        ("path", Utf8),
+        ("counter", Utf8),
+        ("count", UInt64),
+    ]);
+    let mut row =
+        |p: &Program, r: usize, (scope, thread, path): (&str, usize, &str), c: &str, v| {
+            t.s(0, &p.name);
+            t.u32(1, r);
+            t.s(2, scope);
+            t.u32(3, thread);
+            t.s(4, path);
+            t.s(5, c);
+            t.u64(6, v);
+        };
+    for p in &run.programs {
+        for (r, counts) in p.counters.iter().enumerate() {
+            for (c, &v) in counts {
+                row(p, r, ("rank", 0, ""), c, v);
+            }
+        }
+        for (r, threads) in p.counter_info.threads.iter().enumerate() {
+            for (i, counts) in threads.iter().enumerate() {
+                for (c, &v) in counts {
+                    row(p, r, ("thread", i, ""), c, v);
+                }
+            }
+        }
+        for (path, x) in &p.regions.paths {
+            for (c, per_rank) in &x.counters {
+                for (r, &v) in per_rank.iter().enumerate() {
+                    row(p, r, ("region", 0, path), c, v);
+                }
+            }
+        }
+    }
+    t.batch()
+}
+
 /// Every table of `run`, with its file name.
 pub fn tables(run: &Run) -> Vec<(&'static str, RecordBatch)> {
     vec![
@@ -305,6 +352,7 @@ pub fn tables(run: &Run) -> Vec<(&'static str, RecordBatch)> {
         ("messages.parquet", messages(run)),
         ("one_sided.parquet", one_sided(run)),
         ("timeslices.parquet", timeslices(run)),
+        ("counters.parquet", counters(run)),
     ]
 }
 

@@ -129,13 +129,21 @@ impl Event {
 
 /// How many of a pack's `events` count in a stream's accounting (events
 /// written, received, dropped, analysed): all of them, unless the pack
-/// holds samples (`op::SAMPLE_BASE..`, the probe's CPU readings), which
-/// travel in packs of their own and count in none, since how many there
-/// are depends on how long the program ran, not on what it did.
+/// holds the shipping thread's samples (`op::SAMPLE_BASE..`, its CPU and
+/// counter readings), which travel in packs of their own and count in
+/// none, since how many there are depends on how long the program ran,
+/// not on what it did. Region counters (`op::COUNTER_REGION`) are samples
+/// too, but recorded by a program's thread among its events: they count,
+/// and a pack may start with one.
 #[inline]
 pub fn accounted(events: &[Event]) -> u64 {
     match events.first() {
-        Some(e) if crate::op::kind(e.op()) == crate::op::OpKind::Sample => 0,
+        Some(e)
+            if crate::op::kind(e.op()) == crate::op::OpKind::Sample
+                && e.op() != crate::op::COUNTER_REGION =>
+        {
+            0
+        }
         _ => events.len() as u64,
     }
 }
@@ -153,5 +161,20 @@ impl std::fmt::Debug for Event {
             .field("bytes", &self.bytes.get())
             .field("extra", &self.extra.get())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op;
+
+    #[test]
+    fn shipper_samples_count_in_no_total_and_region_counters_do() {
+        let ev = |code| Event::new(code, 1, 2);
+        assert_eq!(accounted(&[ev(op::CPU_TASK), ev(op::COUNTER_SLICE)]), 0);
+        assert_eq!(accounted(&[ev(op::COUNTER_REFUSED)]), 0);
+        let region = [ev(op::COUNTER_REGION), ev(op::REGION_BEGIN)];
+        assert_eq!(accounted(&region), 2);
     }
 }

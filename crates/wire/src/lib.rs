@@ -27,6 +27,7 @@
 
 pub mod codec;
 mod control;
+pub mod counters;
 mod counts;
 mod error;
 mod event;

@@ -117,6 +117,24 @@ pub const SAMPLE_BASE: u16 = 0x700;
 /// switches, `peer` its migrations between CPUs, `thread` the thread's
 /// number in the order the probe first read it (0 is the main thread).
 pub const CPU_TASK: u16 = SAMPLE_BASE;
+/// One performance counter of a thread over `[start, end]` (the previous
+/// reading and this one), read by the shipping thread: `tag` the counter's
+/// number in [`crate::counters::EVENTS`], `bytes` its count scaled for
+/// multiplexing (`count × enabled / running`), `extra` the count before
+/// scaling, `peer` the share of the
+/// time it was enabled that it was counting, in thousandths (1000 when
+/// not multiplexed), `thread` the thread's number (0 is the main thread).
+pub const COUNTER_SLICE: u16 = SAMPLE_BASE + 1;
+/// One performance counter over one user region, recorded on the region's
+/// thread right after its `REGION_END`: `start`/`end` the region's begin
+/// and end, `obj`
+/// the region's name id, the rest as [`COUNTER_SLICE`]. Counts are
+/// inclusive (nested regions are in them).
+pub const COUNTER_REGION: u16 = SAMPLE_BASE + 2;
+/// A counter the probe could not open, once per process at start: `tag`
+/// its number in [`crate::counters::EVENTS`], `peer` the `errno` that
+/// `perf_event_open` gave.
+pub const COUNTER_REFUSED: u16 = SAMPLE_BASE + 3;
 
 /// First OpenMP op code. Every OpenMP event carries the thread's number in
 /// its team (`omp_get_thread_num`) in `peer` and the region instance (a
@@ -204,7 +222,7 @@ pub fn kind(op: u16) -> OpKind {
             OpKind::Io((op - IO_BASE) as usize)
         }
         REGION_BEGIN..=RESUME => OpKind::User,
-        CPU_TASK => OpKind::Sample,
+        CPU_TASK..=COUNTER_REFUSED => OpKind::Sample,
         OMP_BASE..=OMP_LAST => OpKind::OpenMp,
         _ => OpKind::Unknown,
     }
@@ -237,7 +255,12 @@ pub fn name(op: u16) -> &'static str {
             PAUSE => "pause",
             _ => "resume",
         },
-        OpKind::Sample => "cpu",
+        OpKind::Sample => match op {
+            CPU_TASK => "cpu",
+            COUNTER_SLICE => "counters",
+            COUNTER_REGION => "counters(region)",
+            _ => "counter refused",
+        },
         OpKind::OpenMp => match op {
             OMP_PARALLEL => "omp_parallel",
             OMP_IMPLICIT_TASK => "omp_implicit_task",

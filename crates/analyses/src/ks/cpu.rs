@@ -82,7 +82,7 @@ fn waited(ev: &Event) -> (u64, bool) {
 
 /// Adds `v` to `metric` over `[a, b)` (ns since the origin), each slice
 /// getting its share of the wall time.
-fn spread(s: &mut Series, metric: usize, a: u64, b: u64, v: u64) {
+pub(crate) fn spread(s: &mut Series, metric: usize, a: u64, b: u64, v: u64) {
     if v == 0 {
         return;
     }

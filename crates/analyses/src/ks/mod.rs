@@ -1,6 +1,7 @@
 //! The knowledge sources, one file each. `template.rs` is the one to copy.
 
 pub(crate) mod collectives;
+pub(crate) mod counters;
 pub(crate) mod cpu;
 pub(crate) mod density;
 pub(crate) mod digest;

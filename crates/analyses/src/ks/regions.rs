@@ -19,6 +19,11 @@
 //! draws. It lives here because the region stacks do.
 //!
 //! Counters keep count, min, max and mean of their values over all ranks.
+//!
+//! Performance counts of a region (`op::COUNTER_REGION`, which the probe
+//! records right after the region's `REGION_END` on the same thread) go to
+//! the call path that end closed: inclusive counts per path and rank
+//! (`regions.paths[path].counters`).
 
 use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::fx::FxHashMap;
@@ -80,6 +85,11 @@ pub struct Rank {
     mpi: FxHashMap<(u32, u16), (u64, u64)>,
     /// Per path: calls (metric `2 * path`) and inclusive time (`2 * path + 1`).
     series: Option<Series>,
+    /// Per thread: the path its last `REGION_END` closed ([`ROOT`] for
+    /// none), which the performance counts after it belong to.
+    closed: Vec<u32>,
+    /// Performance counts per (path, counter number), inclusive.
+    perf: FxHashMap<(u32, u16), u64>,
     unbalanced: u64,
     unmatched: u64,
     undefined: u64,
@@ -135,6 +145,13 @@ impl Rank {
             self.unmatched += 1;
             return;
         };
+        let f = &stack[at];
+        let closed = if f.folded { ROOT } else { f.path };
+        if self.closed.len() <= thread {
+            self.closed.resize(thread + 1, ROOT);
+        }
+        self.closed[thread] = closed;
+        let stack = &mut self.stacks[thread];
         // Close the frames above the matching one too: their ends are lost.
         while stack.len() > at {
             let f = stack.pop().expect("stack holds at least `at + 1` frames");
@@ -185,6 +202,15 @@ impl RankState for Rank {
                     c.1.sat(ev.duration());
                     continue;
                 }
+            }
+            if code == op::COUNTER_REGION {
+                let thread = ev.thread.get() as usize;
+                let path = self.closed.get(thread).copied().unwrap_or(ROOT);
+                if path != ROOT {
+                    let key = (path, ev.tag.get().clamp(0, u16::MAX as i32) as u16);
+                    self.perf.entry(key).or_default().sat(ev.bytes.get());
+                }
+                continue;
             }
             if !(op::REGION_BEGIN..=op::COUNTER).contains(&code) || code == op::MARK {
                 continue;
@@ -246,6 +272,11 @@ impl RankState for Rank {
         for (name, v) in &o.counters {
             self.counters.entry(*name).or_default().merge(v);
         }
+        for (&(path, counter), &v) in &o.perf {
+            if let Some(&p) = to.get(path as usize) {
+                self.perf.entry((p, counter)).or_default().sat(v);
+            }
+        }
         if let Some(os) = &o.series {
             let s = self.series.get_or_insert_with(|| os.empty_like());
             s.absorb(os, |m| 2 * to.get(m / 2).map_or(0, |&p| p as usize) + m % 2);
@@ -293,10 +324,21 @@ impl Analysis for Regions {
                         calls: vec![0; n],
                         inclusive_ns: vec![0; n],
                         exclusive_ns: vec![0; n],
+                        counters: BTreeMap::new(),
                     });
                 into.calls[r] += p.calls;
                 into.inclusive_ns[r].sat(p.inclusive);
                 into.exclusive_ns[r].sat(p.exclusive);
+            }
+            for (&(path, counter), &v) in &rank.perf {
+                let Some(into) = out.regions.paths.get_mut(&path_name(rank, path, cx)) else {
+                    continue;
+                };
+                let row = into
+                    .counters
+                    .entry(hark_wire::counters::name(counter).to_string())
+                    .or_insert_with(|| vec![0; n]);
+                row[r].sat(v);
             }
             for (&(path, func), &(calls, time)) in &rank.mpi {
                 let Some(f) = FUNCTIONS.get(func as usize) else {

@@ -30,6 +30,9 @@ pub fn timed(key: &str) -> bool {
             "hark_version",
             // Switches, migrations and shares follow the scheduler.
             "cpu",
+            // Performance counts follow the run (page faults, switches).
+            "counters",
+            "counter_info",
         ]
         .contains(&key)
 }

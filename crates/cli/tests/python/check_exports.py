@@ -169,6 +169,25 @@ def check_parquet(run_dir, profile):
                         want[(p["name"], metric, r, i)] = v
     eq("timeslices.parquet values", got, want)
 
+    want = set()
+    for p in profile["programs"]:
+        for r, counts in enumerate(p.get("counters", [])):
+            for c, v in counts.items():
+                want.add((p["name"], r, "rank", 0, "", c, v))
+        for r, threads in enumerate(p.get("counter_info", {}).get("threads", [])):
+            for i, counts in enumerate(threads):
+                for c, v in counts.items():
+                    want.add((p["name"], r, "thread", i, "", c, v))
+        for path, x in p["regions"]["paths"].items():
+            for c, per_rank in x.get("counters", {}).items():
+                for r, v in enumerate(per_rank):
+                    want.add((p["name"], r, "region", 0, path, c, v))
+    rows = table(run_dir, "counters")
+    got = {(x["program"], x["rank"], x["scope"], x["thread"], x["path"], x["counter"], x["count"])
+           for x in rows}
+    eq("counters.parquet rows", len(rows), len(want))
+    eq("counters.parquet", got, want)
+
 
 def load_thicket(run_dir):
     tk = th.Thicket.thicketize_graphframe(load_graphframe(run_dir), run_dir)

@@ -259,10 +259,34 @@ fn overview(h: &mut String, p: &Program) {
             if p.cpu.wait_measured { "" } else { " (estimated from context switches)" }
         );
     }
+    counters(h, p);
     if p.ranks > 0 && p.ranks <= 64 && p.rank_wall_ns.len() == p.ranks {
         h.push_str("<figure>");
         h.push_str(&svg::rank_bars(&p.rank_wall_ns, &p.mpi_time_ns, &duration));
         h.push_str("<figcaption>Each rank's wall time, the part inside MPI coloured.</figcaption></figure>\n");
+    }
+}
+
+/// The performance counters: total, least and most of one rank; then
+/// the counters that could not be had, and why.
+fn counters(h: &mut String, p: &Program) {
+    let rows = facts::counter_rows(p);
+    if !rows.is_empty() {
+        h.push_str("<table class=\"sortable\"><thead><tr><th>Counter</th><th>Total</th><th>Rank min</th><th>Rank max</th><th>Multiplexed</th></tr></thead><tbody>\n");
+        for c in &rows {
+            let _ = write!(h, "<tr><td>{}</td>", esc(c.name));
+            num(h, c.total as f64, &c.shown(c.total));
+            num(h, c.min as f64, &c.shown(c.min));
+            num(h, c.max as f64, &c.shown(c.max));
+            let mux = c.multiplexed.map_or(String::new(), |m| {
+                format!("counted {:.0} % of the time, scaled", 100.0 * m)
+            });
+            let _ = writeln!(h, "<td>{}</td></tr>", esc(&mux));
+        }
+        h.push_str("</tbody></table>\n");
+    }
+    if let Some(line) = p.counter_info.refused_line() {
+        let _ = writeln!(h, "<p>{}</p>", esc(&line));
     }
 }
 

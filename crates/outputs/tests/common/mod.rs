@@ -339,6 +339,7 @@ fn ocean_regions(n: usize) -> Regions {
             calls: vec![1000; n],
             inclusive_ns: per_rank(n, |r| 1900 * MS - r as u64 * 20 * MS),
             exclusive_ns: per_rank(n, |_| 40 * MS),
+            counters: BTreeMap::new(),
         },
     );
     paths.insert(
@@ -347,6 +348,7 @@ fn ocean_regions(n: usize) -> Regions {
             calls: vec![1000; n],
             inclusive_ns: per_rank(n, |r| [362, 232, 257, 312][r] * MS),
             exclusive_ns: per_rank(n, |r| [362, 232, 257, 312][r] * MS),
+            counters: BTreeMap::new(),
         },
     );
     paths.insert(
@@ -355,6 +357,7 @@ fn ocean_regions(n: usize) -> Regions {
             calls: vec![1000; n],
             inclusive_ns: per_rank(n, |r| 1498 * MS - r as u64 * 20 * MS),
             exclusive_ns: per_rank(n, |r| 1498 * MS - r as u64 * 20 * MS),
+            counters: BTreeMap::new(),
         },
     );
     let mut counters = BTreeMap::new();

@@ -54,11 +54,20 @@ fn user(op: u16, kind: NameKind, name: &[u8], value: Option<i64>) {
     let _ = std::panic::catch_unwind(|| {
         let t = core::stamp();
         let mut ev = Event::new(op, t, t);
-        ev.obj.set(name_id(kind, name));
+        let id = name_id(kind, name);
+        ev.obj.set(id);
         if let Some(v) = value {
             ev.bytes.set(v as u64);
         }
         g.record(ev);
+        if matches!(op, op::REGION_BEGIN | op::REGION_END) {
+            // After the event: its own recording is not in the counts.
+            let mut counts = Vec::new();
+            core::region_counters((op == op::REGION_BEGIN, id, t), &mut counts);
+            for c in counts {
+                g.record(c);
+            }
+        }
     });
 }
 

@@ -104,6 +104,9 @@ pub(crate) struct Config {
     /// `HARK_CPU_MS`: how often the shipper reads the threads' CPU
     /// availability; `None` never.
     pub cpu_every: Option<Duration>,
+    /// `HARK_COUNTERS`: the performance counters read (numbers in
+    /// `hark_wire::counters::EVENTS`); empty for none.
+    pub counters: Vec<u16>,
     /// `HARK_SOCKET_BUFFER`: the kernel send buffer asked for, in bytes;
     /// default the pack size (at least 256 KiB).
     pub socket_buffer: usize,
@@ -181,6 +184,19 @@ impl Config {
         let drain_timeout = ms(number(&settings::DRAIN_TIMEOUT_MS));
         let flush_every = Some(ms(number(&settings::FLUSH_MS))).filter(|d| !d.is_zero());
         let cpu_every = Some(ms(number(&settings::CPU_MS))).filter(|d| !d.is_zero());
+        let (counters, unknown) = hark_wire::counters::parse_list(
+            &text(&settings::COUNTERS).unwrap_or_else(|| "default".into()),
+        );
+        if !unknown.is_empty() {
+            keep(
+                &settings::COUNTERS,
+                Some(format!(
+                    "HARK_COUNTERS names counters Hark does not know: {}; they are not read \
+                     (the known ones are those of `perf list`'s software and hardware events, e.g. page-faults, instructions)",
+                    unknown.join(", ")
+                )),
+            );
+        }
         let socket_buffer = settings::SOCKET_BUFFER
             .number_or(text(&settings::SOCKET_BUFFER).as_deref(), pack_size as u64);
         keep(&settings::SOCKET_BUFFER, socket_buffer.warning);
@@ -227,6 +243,7 @@ impl Config {
             drain_timeout,
             flush_every,
             cpu_every,
+            counters,
             socket_buffer: (socket_buffer.value.min(usize::MAX as u64) as usize).max(256 << 10),
             shm: match shm.value {
                 None => Shm::Auto,

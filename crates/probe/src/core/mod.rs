@@ -24,6 +24,7 @@
 
 mod clock;
 pub(crate) mod config;
+pub(crate) mod counters;
 mod cpu;
 mod defs;
 mod local;
@@ -126,6 +127,15 @@ pub fn stamp() -> u64 {
 
 /// Clock readings around a call (one mode check for both [`stamp`]s).
 pub(crate) use clock::Span;
+
+/// At a region's begin or end (`begin`, its name id, its stamp): reads
+/// the performance counters of the calling thread; the counts of a region
+/// that ended go to `out` (`counters.rs`).
+pub(crate) fn region_counters(at: (bool, u32, u64), out: &mut Vec<Event>) {
+    if let Some(s) = stream::current() {
+        s.region_counters(at, out);
+    }
+}
 
 /// Appends one event to this thread's buffer (sets its `thread` field).
 /// No lock, no allocation, no system call on the common path.

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use hark_wire::{Def, EndReason, Hello};
 
 use super::config::{self, Config, Shm};
+use super::counters;
 use super::cpu::Sampler;
 use super::local::{self, Internal, Slot};
 use super::park::{self, Shipper};
@@ -55,6 +56,11 @@ pub(crate) struct Stream {
     /// The node's forwarder's socket, when the stream goes through it: the
     /// clock's ping-pongs go there too (`ship::ping`), not to `hark`.
     pub forwarder: std::sync::OnceLock<String>,
+    /// The performance counters' group of the thread that started the
+    /// stream (`counters.rs`), once opened.
+    counters: std::sync::OnceLock<counters::Group>,
+    /// The shipper's readings of it.
+    slicer: Mutex<counters::Slicer>,
 }
 
 /// When the shipper last read the threads' CPUs, and how often it does.
@@ -124,6 +130,8 @@ fn install(cfg: Config, parent: u32, job: String) -> &'static Stream {
         job,
         cpu: Mutex::new(Sampler::new()),
         forwarder: std::sync::OnceLock::new(),
+        counters: std::sync::OnceLock::new(),
+        slicer: Mutex::new(counters::Slicer::new()),
     }));
     IO.store(s.cfg.io, Ordering::Relaxed);
     CURRENT.store(s as *const Stream as *mut Stream, Ordering::Release);
@@ -366,6 +374,25 @@ impl Stream {
         }
     }
 
+    /// On the program's thread that starts the stream, after the probe's
+    /// own threads started (`inherit` counts only threads started later,
+    /// so theirs stay out of the program's counts): opens the counters.
+    fn open_counters(&self) {
+        let mut slicer = hark_sync::lock(&self.slicer);
+        if let Some(g) = slicer.open(&self.cfg.counters, clock::stamp()) {
+            let _ = self.counters.set(g);
+        }
+    }
+
+    /// At a region's begin or end on a program's thread: the counters'
+    /// reading (`counters::at_region`); the counts of a region that ended
+    /// go to `out`.
+    pub(crate) fn region_counters(&self, at: (bool, u32, u64), out: &mut Vec<hark_wire::Event>) {
+        if let Some(main) = self.counters.get() {
+            counters::at_region((main, &self.cfg.counters, self.pid), at, out);
+        }
+    }
+
     /// On the shipping thread as it starts: when it reads the CPUs.
     fn start_cpu_readings(&self) -> CpuTimer {
         let every = self.cfg.cpu_every;
@@ -399,6 +426,15 @@ impl Stream {
             if !self.ship.push_events(&[ev]) {
                 s.unread();
             }
+        }
+        drop(s);
+        let Ok(mut c) = self.slicer.try_lock() else {
+            return;
+        };
+        let mut out = Vec::new();
+        c.sample(self.counters.get(), clock::stamp(), &mut out);
+        if !out.is_empty() && !self.ship.push_events(&out) {
+            c.unread();
         }
     }
 
@@ -447,6 +483,7 @@ impl Stream {
         }
         self.phase.store(RUNNING, Ordering::Release);
         signals::start_helper();
+        self.open_counters();
         true
     }
 

@@ -1,0 +1,92 @@
+//! `hark scaling` of runs of one program at 1 and 2 ranks
+//! (`tests/programs/counted_regions.c`): the POP table, with its
+//! computational scalability equal to the useful time of the reference over
+//! the run's (summed over the ranks from each `profile.json`), the global
+//! efficiency equal to the parallel efficiency × computational
+//! scalability, and, where the runs have no cycles and instructions (this
+//! VM has no PMU), one line that says why the hardware scalings are
+//! missing. The arithmetic of the hardware scalings is tested on recorded
+//! values in `hark_outputs::scaling`.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn useful_ns(profile: &Value) -> f64 {
+    let p = &profile["programs"][0];
+    let wall = p["rank_wall_ns"].as_array().unwrap();
+    let mpi = p["mpi_time_ns"].as_array().unwrap();
+    wall.iter()
+        .zip(mpi)
+        .map(|(w, m)| w.as_u64().unwrap().saturating_sub(m.as_u64().unwrap()) as f64)
+        .sum()
+}
+
+/// The percentages of a row of the table, by its label.
+fn row(table: &str, label: &str) -> Vec<f64> {
+    let line = table
+        .lines()
+        .find(|l| l.trim_start().starts_with(label))
+        .unwrap_or_else(|| panic!("no row {label}:\n{table}"));
+    line[line.find(label).unwrap() + label.len()..]
+        .split('%')
+        .filter_map(|c| c.trim().parse().ok())
+        .collect()
+}
+
+#[test]
+fn a_series_at_one_and_two_ranks_gives_the_pop_table() {
+    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return;
+    }
+    let dir = scratch("scaling");
+    let include = format!("-I{}/../../include", env!("CARGO_MANIFEST_DIR"));
+    let exe = compile(OPEN_MPI.cc, "counted_regions.c".as_ref(), &dir, &[&include]);
+    let mut runs: Vec<PathBuf> = Vec::new();
+    for np in [1, 2] {
+        let mut command = launcher(OPEN_MPI, np);
+        command.extend([exe.display().to_string(), "4000".into(), "10".into()]);
+        let (out, run_dir) = hark_run(&dir, &["-q"], &command);
+        assert_exit(&out, 0);
+        let to = dir.join(format!("np{np}"));
+        std::fs::rename(&run_dir, &to).unwrap();
+        runs.push(to);
+    }
+    // Given in the wrong order: the one with the fewest ranks is the reference.
+    let out = std::process::Command::new(hark())
+        .arg("scaling")
+        .args(runs.iter().rev())
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(table.contains("(1 ranks)"), "{table}");
+
+    let profiles: Vec<Value> = runs.iter().map(|r| profile(r)).collect();
+    let want = useful_ns(&profiles[0]) / useful_ns(&profiles[1]);
+    let cs = row(&table, "Computational scalability");
+    assert_eq!(cs.len(), 2, "{table}");
+    assert!((cs[0] - 100.0).abs() < 0.05, "{table}");
+    assert!((cs[1] - 100.0 * want).abs() < 0.06, "want {want}\n{table}");
+    let pe = row(&table, "Parallel efficiency");
+    let ge = row(&table, "Global efficiency");
+    assert!((ge[1] - pe[1] * cs[1] / 100.0).abs() < 0.2, "{table}");
+
+    let has_ipc = profiles.iter().all(|p| {
+        p["programs"][0]["counters"][0]["instructions"]
+            .as_u64()
+            .is_some()
+            && p["programs"][0]["counters"][0]["cycles"].as_u64().is_some()
+    });
+    if has_ipc {
+        assert_eq!(row(&table, "IPC scaling").len(), 2, "{table}");
+    } else {
+        assert!(
+            table.contains("need the cycles and instructions counters in every run"),
+            "{table}"
+        );
+    }
+}
