@@ -11,7 +11,7 @@ mod common;
 #[path = "common/live.rs"]
 mod live;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 fn calls(profile: &serde_json::Value, function: &str) -> u64 {
