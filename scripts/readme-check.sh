@@ -127,7 +127,7 @@ newest() { ls -dt hark-"$1"-* 2>/dev/null | head -1; }
 # view's address.
 serve_lmp() {
     [ -n "$url" ] && return 0
-    hark open --http 127.0.0.1:0 "$lmp_run" </dev/null 2>"$scratch/open.err" &
+    hark open --http 127.0.0.1:0 "$lmp_run" </dev/null >"$scratch/open.out" 2>"$scratch/open.err" &
     open_pid=$!
     for _ in $(seq 100); do
         url="$(grep -o 'http://[^ ]*' "$scratch/open.err" | head -1 || true)"
@@ -173,7 +173,8 @@ while IFS= read -r cmd; do
     case "$cmd" in
         "hark open "*)
             # A server: it must print its address, then it is stopped.
-            (eval "$real") </dev/null 2>"$scratch/open2.err" &
+            # `exec`, so that the pid is hark's own and the kill below reaches it.
+            eval "exec $real" </dev/null >"$scratch/open2.out" 2>"$scratch/open2.err" &
             pid=$!
             for _ in $(seq 100); do grep -q 'http://' "$scratch/open2.err" && break; sleep 0.1; done
             grep -q 'http://' "$scratch/open2.err" || status=1
@@ -183,7 +184,7 @@ while IFS= read -r cmd; do
         "hark serve "*)
             mkdir -p "$scratch/hark"
             real="${real% &}"
-            eval "$real" </dev/null 2>"$scratch/serve.err" &
+            eval "exec $real" </dev/null >"$scratch/serve.out" 2>"$scratch/serve.err" &
             serve_pid=$!
             for _ in $(seq 100); do [ -S "$scratch/hark/hark.sock" ] && break; sleep 0.1; done
             [ -S "$scratch/hark/hark.sock" ] || status=1
