@@ -64,3 +64,25 @@ fn a_non_blocking_mpi_io_call_counts_the_bytes_it_asked_for_once() {
     assert_eq!(p.timeslices.metrics["io_bytes"][0].iter().sum::<u64>(), 512);
     assert!(p.p2p.by_function.is_empty(), "not a message");
 }
+
+#[test]
+fn a_rank_that_only_opened_a_file_is_counted_among_its_users() {
+    // Rank 0 opens and closes /dev/null, rank 1 also writes nothing to it.
+    let rank = |r: i32| {
+        Proc::mpi("app", r, 2)
+            .defs(vec![file(3, "/dev/null")])
+            .pack(vec![
+                ev(io::OPEN, 0, 5).obj(3).peer(4),
+                ev(io::CLOSE, 5, 6).obj(3).peer(4),
+            ])
+            .end()
+    };
+    let p = run(&[rank(0), rank(1)]).remove(0);
+    let f = &p.io.files[0];
+    assert_eq!(f.path, "/dev/null");
+    assert_eq!(
+        (f.read_bytes.clone(), f.write_bytes.clone()),
+        (vec![0, 0], vec![0, 0])
+    );
+    assert_eq!(f.calls, vec![2, 2], "opens and closes are the ranks' calls");
+}

@@ -11,7 +11,7 @@ mod common;
 #[path = "common/live.rs"]
 mod live;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 fn calls(profile: &serde_json::Value, function: &str) -> u64 {
@@ -260,23 +260,7 @@ fn the_run_directory_answers_the_same_queries(run_dir: &std::path::Path) {
 /// rather than hangs.
 fn hark_open_serves_the_finished_run(run_dir: &std::path::Path) {
     // `hark open` serves the finished run.
-    let mut open = Command::new(common::hark())
-        .args(["open", "--http", "127.0.0.1:0"])
-        .arg(run_dir)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(open.stderr.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+    let (mut open, url) = live::open(run_dir);
     let runs: serde_json::Value =
         serde_json::from_str(&hark_live::client::get(&format!("{url}api/runs")).unwrap()).unwrap();
     let _ = open.kill();

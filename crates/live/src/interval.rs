@@ -282,6 +282,7 @@ impl<'p> Slices<'p> {
                     ops: BTreeMap::new(),
                     read_bytes: self.get(&format!("file:{}.read_bytes", f.path)),
                     write_bytes: self.get(&format!("file:{}.write_bytes", f.path)),
+                    calls: self.get(&format!("file:{}.ops", f.path)),
                 })
                 .collect();
         Io { files, per_rank }

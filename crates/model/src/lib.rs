@@ -595,6 +595,11 @@ pub struct FileIo {
     pub read_bytes: Vec<u64>,
     /// Bytes written per rank.
     pub write_bytes: Vec<u64>,
+    /// Calls per rank on the file, opens and closes included: a rank that
+    /// opened the file and moved no byte still counts as using it. Empty
+    /// in profiles written before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<u64>,
 }
 
 /// User regions and counters.

@@ -369,6 +369,22 @@ pub(crate) fn efficiencies(e: &Efficiency) -> [(&'static str, usize, f64); 5] {
     ]
 }
 
+/// Where a time axis ends for `used` slices of `slice_ns` with data out of
+/// `capacity`: at the program's wall time `wall_ns` when that falls after
+/// the last slice with data began and within the capacity (the program may
+/// end quietly), else at the last slice with data. Never at the capacity
+/// of the slices for its own sake.
+pub(crate) fn slices_end(used: usize, capacity: usize, slice_ns: u64, wall_ns: u64) -> u64 {
+    let full = (used as u64).saturating_mul(slice_ns);
+    let last_start = full.saturating_sub(slice_ns);
+    let room = (capacity.max(used) as u64).saturating_mul(slice_ns);
+    if wall_ns > last_start && wall_ns <= room {
+        wall_ns
+    } else {
+        full
+    }
+}
+
 /// The program's top-level regions that have efficiencies, longest
 /// runtime first (ties by name).
 pub(crate) fn regions_by_runtime(p: &Program) -> Vec<(&str, &Efficiency)> {

@@ -96,6 +96,7 @@ fn check(run: &Run) -> Result<(), String> {
         for f in &p.io.files {
             fits("io.files read_bytes", f.read_bytes.len())?;
             fits("io.files write_bytes", f.write_bytes.len())?;
+            fits("io.files calls", f.calls.len())?;
         }
         for (r, prof) in &p.regions.paths {
             for v in [&prof.calls, &prof.inclusive_ns, &prof.exclusive_ns] {

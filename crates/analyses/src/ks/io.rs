@@ -192,11 +192,13 @@ impl Analysis for IoProfile {
                     path,
                     read_bytes: vec![0; n],
                     write_bytes: vec![0; n],
+                    calls: vec![0; n],
                     ..FileIo::default()
                 });
                 let name = op::name(code);
                 let total = f.ops.entry(name.to_string()).or_default();
                 add(total, t);
+                f.calls[r] += t.calls;
                 match direction(code) {
                     Dir::Read => f.read_bytes[r].sat(t.bytes),
                     Dir::Write => f.write_bytes[r].sat(t.bytes),

@@ -139,6 +139,27 @@ impl Job {
     }
 }
 
+/// `hark open` of the finished run in `run_dir` on a free port: the server
+/// and its address, `http://127.0.0.1:PORT/`.
+pub fn open(run_dir: &Path) -> (Child, String) {
+    let mut open = Command::new(common::hark())
+        .args(["open", "--http", "127.0.0.1:0"])
+        .arg(run_dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(open.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    (open, url)
+}
+
 fn terminate(pid: u32) {
     let _ = Command::new("kill")
         .args(["-TERM", &pid.to_string()])

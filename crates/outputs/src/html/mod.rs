@@ -21,7 +21,7 @@ mod why;
 use crate::facts::{self, cell};
 use crate::units::{bytes, count, duration, percent};
 use crate::{dot, Error, Output};
-use hark_model::{DensityMap, Program, Run, Spread};
+use hark_model::{DensityMap, Program, Run, Spread, Totals};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -645,13 +645,13 @@ fn density_maps(h: &mut String, p: &Program) {
     maps.sort_by(|a, b| density_order(a.0, a.1, b.0, b.1));
     let _ = write!(
         h,
-        "<h4>Density maps</h4><p class=\"hint\">Each metric on a grid of ranks (rank r at row r / columns, column r mod columns). Times first, ordered by the time imbalance costs (max − mean), then the other metrics by max / mean.</p>\n<div class=\"figures smalls\">"
+        "<h4>One map per metric</h4><p class=\"hint\">Each metric on a grid of ranks (rank r at row r / columns, column r mod columns). Times first, ordered by the time imbalance costs (max − mean), then the other metrics by max / mean.</p>\n<div class=\"figures smalls\">"
     );
     for (name, map) in maps.iter().take(MAX_DENSITY_MAPS) {
         let fmt = metric_format(name);
         let _ = write!(
             h,
-            "<figure>{}<figcaption><b>{}</b><br>max/mean {:.2} · max {} ({})</figcaption></figure>",
+            "<figure>{}<figcaption><b>{}</b><br><span class=\"nw\">max/mean {:.2}</span> · <span class=\"nw\">max {}</span> <span class=\"nw\">({})</span></figcaption></figure>",
             svg::density_grid(name, &map.values, map.columns, &|v| fmt(v as f64)),
             esc(name),
             map.imbalance,
@@ -729,52 +729,122 @@ fn members(m: &[i32]) -> String {
     }
 }
 
+/// Communicators listed by name in a grouped row of the collectives table;
+/// the rest are counted.
+const GROUP_NAMES: usize = 4;
+
+/// A row of the collectives table: one function on every communicator of
+/// one size.
+struct CollectiveRow<'a> {
+    size: usize,
+    function: &'a str,
+    comms: Vec<&'a [i32]>,
+    totals: Totals,
+}
+
+/// The collectives table: one row per function and communicator size,
+/// communicators of one size calling one function summed together (hpcc
+/// splits the world into dozens of row and column communicators that would
+/// otherwise repeat one row dozens of times).
 fn collectives(h: &mut String, p: &Program) {
     if p.collectives.iter().all(|c| c.functions.is_empty()) {
         h.push_str("<p class=\"none\">No collective operations were recorded.</p>\n");
         return;
     }
-    h.push_str("<table class=\"sortable\"><thead><tr><th>Communicator</th><th>Size</th><th>Function</th><th>Calls</th><th>Bytes</th><th>Time</th></tr></thead><tbody>\n");
+    // (size, function) → communicators and totals, in order of first use.
+    let mut groups: Vec<CollectiveRow<'_>> = Vec::new();
     for c in &p.collectives {
         for (name, t) in &c.functions {
-            let _ = write!(h, "<tr><td>{}</td>", esc(&members(&c.members)));
-            num(h, c.members.len() as f64, &c.members.len().to_string());
-            let _ = write!(h, "<td>{}</td>", esc(name));
-            num(h, t.calls as f64, &count(t.calls));
-            num(h, t.bytes as f64, &bytes(t.bytes));
-            num(h, t.time_ns as f64, &duration(t.time_ns as f64));
-            h.push_str("</tr>\n");
+            let key = (c.members.len(), name.as_str());
+            let k = match groups.iter().position(|g| (g.size, g.function) == key) {
+                Some(k) => k,
+                None => {
+                    groups.push(CollectiveRow {
+                        size: key.0,
+                        function: key.1,
+                        comms: Vec::new(),
+                        totals: Totals::default(),
+                    });
+                    groups.len() - 1
+                }
+            };
+            let g = &mut groups[k];
+            g.comms.push(&c.members);
+            g.totals.calls = g.totals.calls.saturating_add(t.calls);
+            g.totals.bytes = g.totals.bytes.saturating_add(t.bytes);
+            g.totals.time_ns = g.totals.time_ns.saturating_add(t.time_ns);
         }
+    }
+    h.push_str("<table class=\"sortable\"><thead><tr><th>Communicator</th><th>Size</th><th>Function</th><th>Calls</th><th>Bytes</th><th>Time</th></tr></thead><tbody>\n");
+    for g in &groups {
+        let (size, name, t) = (g.size, g.function, &g.totals);
+        let who = match g.comms.as_slice() {
+            [one] => members(one),
+            many => {
+                let named: Vec<String> =
+                    many.iter().take(GROUP_NAMES).map(|m| members(m)).collect();
+                let more = if many.len() > GROUP_NAMES {
+                    "; …"
+                } else {
+                    ""
+                };
+                format!("{} communicators ({}{more})", many.len(), named.join("; "))
+            }
+        };
+        let _ = write!(h, "<tr><td>{}</td>", esc(&who));
+        num(h, size as f64, &size.to_string());
+        let _ = write!(h, "<td>{}</td>", esc(name));
+        num(h, t.calls as f64, &count(t.calls));
+        num(h, t.bytes as f64, &bytes(t.bytes));
+        num(h, t.time_ns as f64, &duration(t.time_ns as f64));
+        h.push_str("</tr>\n");
     }
     h.push_str("</tbody></table>\n");
 }
 
 fn over_time(h: &mut String, p: &Program) {
     let ts = &p.timeslices;
-    if ts.metrics.is_empty() || ts.slice_ns == 0 {
-        h.push_str("<p class=\"none\">No time slices were recorded.</p>\n");
-        return;
-    }
-    let slices = ts
+    // Slices where no rank recorded anything past the last busy one are
+    // capacity, not time.
+    let used = ts
+        .metrics
+        .values()
+        .flatten()
+        .filter_map(|row| row.iter().rposition(|&v| v > 0))
+        .max()
+        .map_or(0, |k| k + 1);
+    let capacity = ts
         .metrics
         .values()
         .flatten()
         .map(Vec::len)
         .max()
         .unwrap_or(0);
+    if ts.metrics.is_empty() || ts.slice_ns == 0 || used == 0 {
+        h.push_str("<p class=\"none\">No time slices were recorded.</p>\n");
+        return;
+    }
+    let axis = svg::TimeAxis {
+        slice_ns: ts.slice_ns,
+        end_ns: facts::slices_end(used, capacity, ts.slice_ns, p.wall_ns),
+    };
     let _ = write!(
         h,
         "<p class=\"hint\">{} slices of {} each. The line is the mean over ranks, the band spans the lowest to the highest rank.</p>\n<div class=\"figures\">",
-        slices,
+        used,
         duration(ts.slice_ns as f64)
     );
-    let end = duration((slices as u64 * ts.slice_ns) as f64);
+    let cut = |rows: &[Vec<u64>]| -> Vec<Vec<u64>> {
+        rows.iter()
+            .map(|r| r[..used.min(r.len())].to_vec())
+            .collect()
+    };
     // Whole-program metrics (`mpi_time_ns`, `p2p_bytes`) are shown; the
     // per-function ones (`MPI_Send.time_ns`) fold away, there can be dozens.
     let (overall, per_function): (Vec<_>, Vec<_>) =
         ts.metrics.iter().partition(|(name, _)| !name.contains('.'));
     for (name, per_rank) in overall {
-        h.push_str(&time_chart(name, per_rank, ts.slice_ns, &end));
+        h.push_str(&time_chart(name, &cut(per_rank), &axis));
     }
     h.push_str("</div>\n");
     if !per_function.is_empty() {
@@ -784,16 +854,18 @@ fn over_time(h: &mut String, p: &Program) {
             per_function.len()
         );
         for (name, per_rank) in per_function {
-            h.push_str(&time_chart(name, per_rank, ts.slice_ns, &end));
+            h.push_str(&time_chart(name, &cut(per_rank), &axis));
         }
         h.push_str("</div></details>\n");
     }
 }
 
-/// One metric over time as a chart in a figure.
-fn time_chart(name: &str, per_rank: &[Vec<u64>], slice_ns: u64, end: &str) -> String {
-    let slice = slice_ns as f64;
-    let (series, fmt, title): (Vec<Vec<f64>>, Format, String) = if name.ends_with("time_ns") {
+/// One metric over time as a chart in a figure, titled by what it means;
+/// its model name is in the tooltip.
+fn time_chart(name: &str, per_rank: &[Vec<u64>], axis: &svg::TimeAxis) -> String {
+    let slice = axis.slice_ns as f64;
+    let what = metric_title(name);
+    let (series, fmt, title): (Vec<Vec<f64>>, Format, String) = if name.ends_with("_ns") {
         // Time in a slice reads best as the share of the slice.
         (
             per_rank
@@ -801,25 +873,78 @@ fn time_chart(name: &str, per_rank: &[Vec<u64>], slice_ns: u64, end: &str) -> St
                 .map(|r| r.iter().map(|&v| 100.0 * v as f64 / slice).collect())
                 .collect(),
             Box::new(|v| format!("{v:.0} %")),
-            format!("{name} (% of each slice)"),
+            format!("{what}, % of each slice"),
         )
     } else if name.ends_with("bytes") {
         (
             to_f64(per_rank),
             Box::new(|v| bytes(v as u64)),
-            format!("{name} (per slice)"),
+            format!("{what} per slice"),
         )
     } else {
         (
             to_f64(per_rank),
             Box::new(|v| count(v.round() as u64)),
-            format!("{name} (per slice)"),
+            format!("{what} per slice"),
         )
     };
     format!(
-        "<figure>{}</figure>",
-        svg::spread_chart(&title, &series, end, &*fmt)
+        "<figure title=\"{}\">{}</figure>",
+        esc(name),
+        svg::spread_chart(&title, &series, axis, &duration(axis.end_ns as f64), &*fmt)
     )
+}
+
+/// What a time-slice metric of the model (`docs/profile-json.md`) means,
+/// in words: `collective_time_ns` is "Time in collectives",
+/// `MPI_Send.calls` is "MPI_Send calls".
+pub(crate) fn metric_title(name: &str) -> String {
+    let fixed = match name {
+        "mpi_time_ns" => "Time in MPI",
+        "mpi_calls" => "MPI calls",
+        "p2p_messages" => "Point-to-point messages",
+        "p2p_bytes" => "Point-to-point bytes sent",
+        "p2p_time_ns" => "Time in point-to-point",
+        "collective_calls" => "Collective calls",
+        "collective_bytes" => "Collective bytes sent",
+        "collective_time_ns" => "Time in collectives",
+        "io_ops" => "I/O operations",
+        "io_bytes" => "I/O bytes",
+        "io_time_ns" => "Time in I/O",
+        "paused_ns" => "Time paused",
+        "cpu.on_cpu_ns" => "Time on a CPU",
+        "cpu.runnable_wait_ns" => "Time waiting for a CPU",
+        _ => "",
+    };
+    if !fixed.is_empty() {
+        return fixed.to_string();
+    }
+    let Some((subject, measure)) = name.rsplit_once('.') else {
+        return name.replace('_', " ");
+    };
+    let (kind, subject) = match subject.split_once(':') {
+        Some((kind, rest)) => (kind, rest),
+        None => ("", subject),
+    };
+    let subject = match kind {
+        "file" => format!("file {subject}"),
+        "comm" => format!("communicator {subject}"),
+        "region" => format!("region {subject}"),
+        "counter" => format!("counter {subject}"),
+        "p2p_to" => format!("to rank {subject}"),
+        _ => subject.to_string(),
+    };
+    match measure {
+        "time_ns" | "inclusive_ns" => format!("Time in {subject}"),
+        "read_bytes" => format!("Bytes read from {subject}"),
+        "write_bytes" => format!("Bytes written to {subject}"),
+        "ops" => format!("Operations on {subject}"),
+        "calls" if kind == "region" => format!("Entries into {subject}"),
+        _ if kind == "p2p_to" => format!("{} sent {subject}", capitalised(measure)),
+        // A function's name is shown as it is spelled.
+        _ if kind.is_empty() => format!("{subject} {}", measure.replace('_', " ")),
+        _ => format!("{} {}", capitalised(&subject), measure.replace('_', " ")),
+    }
 }
 
 fn to_f64(m: &[Vec<u64>]) -> Vec<Vec<f64>> {
@@ -847,8 +972,10 @@ fn io(h: &mut String, p: &Program) {
     for f in &p.io.files {
         let ranks = (0..facts::ranks(p))
             .filter(|&r| {
-                f.read_bytes.get(r).copied().unwrap_or(0) > 0
-                    || f.write_bytes.get(r).copied().unwrap_or(0) > 0
+                // Opening a file uses it, even if no byte moves.
+                [&f.calls, &f.read_bytes, &f.write_bytes]
+                    .iter()
+                    .any(|per_rank| per_rank.get(r).is_some_and(|&v| v > 0))
             })
             .count();
         let read = facts::total(f.read_bytes.iter().copied());
@@ -1004,7 +1131,8 @@ tbody tr:hover{background:#f0f4f9}
 .figures,.cols{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
 figure{margin:6px 0}
 figcaption{font-size:12px;max-width:520px}
-.smalls figcaption{max-width:170px;word-break:break-all}
+.smalls figcaption{max-width:170px}.smalls figcaption b{overflow-wrap:anywhere}
+.nw{white-space:nowrap}
 details{margin:8px 0}summary{cursor:pointer;color:var(--accent);font-weight:600}
 svg{display:block;max-width:100%;height:auto}
 svg text{font-family:system-ui,Helvetica,Arial,sans-serif}
@@ -1019,7 +1147,9 @@ svg .grid{stroke:#e3e7ec;stroke-width:1}svg .track{fill:var(--soft)}
 svg .good,td.good{fill:#3a9a5b;color:#1f6b3a}svg .fair,td.fair{fill:#e8912d;color:#9a5a0c}svg .poor,td.poor{fill:#c8453b;color:#b3261e}
 svg .e-par,svg .e-lb,svg .e-comm,svg .e-ser,svg .e-tr{fill:none;stroke-width:1.8}
 svg .e-par{stroke:#1d2733;stroke-width:2.4}svg .e-lb{stroke:#21918c}svg .e-comm{stroke:#3b528b}
-svg .e-ser{stroke:#e8912d;stroke-dasharray:5 3}svg .e-tr{stroke:#b3261e;stroke-dasharray:2 2}
+svg .e-ser{stroke:#e8912d}svg .e-tr{stroke:#b3261e}
+svg path.raw{stroke-width:1;stroke-opacity:.3}
+.panels{display:flex;flex-wrap:wrap;gap:8px 14px}
 .verdict{margin:6px 0 10px}
 table.eff td.n{font-weight:600}
 ol.digest{margin:6px 0 10px;padding-left:0;list-style:none;max-width:980px}

@@ -3,7 +3,7 @@
 //! circular graph. Everything is computed here; the page needs no script to
 //! show them.
 
-use super::esc;
+use super::{capitalised, esc};
 use std::fmt::Write as _;
 
 /// A sequential colour scale (viridis, five stops) for `t` in 0..=1.
@@ -321,6 +321,7 @@ pub(crate) fn density_grid(
 pub(crate) fn spread_chart(
     title: &str,
     series: &[Vec<f64>],
+    axis: &TimeAxis,
     x_end_label: &str,
     fmt: &dyn Fn(f64) -> String,
 ) -> String {
@@ -340,7 +341,7 @@ pub(crate) fn spread_chart(
         }
     }
     let max = hi.iter().copied().fold(0.0, f64::max);
-    let x = |k: usize| left + pw * (k as f64 + 0.5) / slices.max(1) as f64;
+    let x = |k: usize| axis.x(k, left, pw);
     let y = |v: f64| top + ph - if max > 0.0 { ph * v / max } else { 0.0 };
     let mut s = String::new();
     let _ = write!(
@@ -350,7 +351,8 @@ pub(crate) fn spread_chart(
     );
     let _ = write!(
         s,
-        r##"<line x1="{left}" y1="{b}" x2="{r}" y2="{b}" class="axisline"/><line x1="{left}" y1="{top}" x2="{left}" y2="{b}" class="axisline"/><text x="{lx}" y="{ty}" class="tick" text-anchor="end">{maxl}</text><text x="{lx}" y="{b}" class="tick" text-anchor="end">{zero}</text><text x="{left}" y="{xl}" class="tick">0 s</text><text x="{r}" y="{xl}" class="tick" text-anchor="end">{xe}</text>"##,
+        r##"<line x1="{left}" y1="{b}" x2="{r}" y2="{b}" class="axisline"/><line x1="{left}" y1="{top}" x2="{left}" y2="{b}" class="axisline"/><text x="{lx}" y="{ty}" class="tick" text-anchor="end">{maxl}</text><text x="{lx}" y="{b}" class="tick" text-anchor="end">{zero}</text><text x="{left}" y="{xl}" class="tick">0 s</text><text x="{r}" y="{xl}" class="tick xend" text-anchor="end" data-ns="{e}">{xe}</text>"##,
+        e = axis.end_ns,
         b = top + ph,
         r = left + pw,
         lx = left - 4.0,
@@ -501,79 +503,146 @@ pub(crate) struct Line<'a> {
     pub values: Vec<Option<f64>>,
 }
 
-/// Lines over time on a 0 to 100 % scale (values are fractions of 1), one
-/// per series, with a legend.
-pub(crate) fn lines_chart(title: &str, lines: &[Line<'_>], x_end_label: &str) -> String {
+/// The values of `line` averaged over a centred window of `width` slices;
+/// a slice without a value stays without one, so gaps stay gaps.
+fn smoothed(values: &[Option<f64>], width: usize) -> Vec<Option<f64>> {
+    let half = width / 2;
+    (0..values.len())
+        .map(|k| {
+            values[k].filter(|v| v.is_finite())?;
+            let window = &values[k.saturating_sub(half)..(k + half + 1).min(values.len())];
+            let known: Vec<f64> = window
+                .iter()
+                .flatten()
+                .copied()
+                .filter(|v| v.is_finite())
+                .collect();
+            Some(known.iter().sum::<f64>() / known.len() as f64)
+        })
+        .collect()
+}
+
+/// An SVG path through `values`; consecutive values join, a missing one
+/// starts a new stroke.
+fn path_through(
+    values: &[Option<f64>],
+    x: &dyn Fn(usize) -> f64,
+    y: &dyn Fn(f64) -> f64,
+) -> String {
+    let mut d = String::new();
+    let mut pen_down = false;
+    for (k, v) in values.iter().enumerate() {
+        match v {
+            Some(v) if v.is_finite() => {
+                let _ = write!(
+                    d,
+                    "{}{:.1},{:.1}",
+                    if pen_down { "L" } else { "M" },
+                    x(k),
+                    y(*v)
+                );
+                pen_down = true;
+            }
+            _ => pen_down = false,
+        }
+    }
+    d
+}
+
+/// Where a time axis ends and how wide its slices are, so that points sit
+/// at their time and the axis stops at the run's end, not at the capacity
+/// of the slices.
+pub(crate) struct TimeAxis {
+    pub slice_ns: u64,
+    pub end_ns: u64,
+}
+
+impl TimeAxis {
+    /// The x of slice `k`'s centre on a plot from `left` `width` wide.
+    fn x(&self, k: usize, left: f64, width: f64) -> f64 {
+        let t = (k as f64 + 0.5) * self.slice_ns as f64 / self.end_ns.max(1) as f64;
+        left + width * t.min(1.0)
+    }
+}
+
+/// Small multiples of lines over time on a 0 to 100 % scale (values are
+/// fractions of 1): a panel per line, each with its name, mean and its own
+/// axes, the slices drawn faintly and a moving average over them boldly.
+/// Five lines on one chart cross too often to be read.
+pub(crate) fn line_panels(
+    title: &str,
+    lines: &[Line<'_>],
+    axis: &TimeAxis,
+    end_label: &str,
+) -> String {
     let slices = lines.iter().map(|l| l.values.len()).max().unwrap_or(0);
-    let (w, h) = (720.0, 240.0);
-    let (left, right, top, bottom) = (46.0, 12.0, 44.0, 26.0);
+    // About twenty windows over the run: short dips stay visible.
+    let width = (slices / 20) | 1;
+    let (w, h) = (300.0, 140.0);
+    let (left, right, top, bottom) = (38.0, 10.0, 24.0, 20.0);
     let (pw, ph) = (w - left - right, h - top - bottom);
-    let x = |k: usize| left + pw * (k as f64 + 0.5) / slices.max(1) as f64;
+    let x = |k: usize| axis.x(k, left, pw);
     let y = |v: f64| top + ph * (1.0 - v.clamp(0.0, 1.0));
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg class="chart" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{t}"><title>{t}</title><text x="{left}" y="15" class="charttitle">{t}</text>"#,
+        r#"<div class="panels" role="group" aria-label="{t}">"#,
         t = esc(title)
     );
-    for v in [0.0, 0.5, 1.0] {
-        let _ = write!(
-            s,
-            r#"<line x1="{left}" y1="{yv:.1}" x2="{r}" y2="{yv:.1}" class="{c}"/><text x="{lx}" y="{ty:.1}" class="tick" text-anchor="end">{p:.0} %</text>"#,
-            yv = y(v),
-            r = left + pw,
-            c = if v == 0.0 { "axisline" } else { "grid" },
-            lx = left - 4.0,
-            ty = y(v) + 3.5,
-            p = 100.0 * v
-        );
-    }
-    let _ = write!(
-        s,
-        r#"<text x="{left}" y="{xl}" class="tick">0 s</text><text x="{r}" y="{xl}" class="tick" text-anchor="end">{xe}</text>"#,
-        r = left + pw,
-        xl = h - 8.0,
-        xe = esc(x_end_label)
-    );
-    let mut lx = left;
     for line in lines {
+        let known: Vec<f64> = line
+            .values
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|v| v.is_finite())
+            .collect();
+        let mean = if known.is_empty() {
+            "-".to_string()
+        } else {
+            format!(
+                "{:.1} %",
+                100.0 * known.iter().sum::<f64>() / known.len() as f64
+            )
+        };
         let _ = write!(
             s,
-            r#"<line x1="{lx:.1}" y1="28" x2="{:.1}" y2="28" class="{}"/><text x="{:.1}" y="32" class="tick">{}</text>"#,
-            lx + 18.0,
-            esc(line.class),
-            lx + 22.0,
-            esc(line.name)
+            r#"<svg class="chart panel" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{n}"><title>{n}</title><text x="{left}" y="14" class="charttitle">{n}<tspan class="tick" dx="8">mean over slices {mean}</tspan></text>"#,
+            n = esc(&capitalised(line.name)),
         );
-        lx += 34.0 + 6.0 * line.name.chars().count() as f64;
-        // Consecutive values join; a missing one starts a new stroke.
-        let mut d = String::new();
-        let mut pen_down = false;
-        for (k, v) in line.values.iter().enumerate() {
-            match v {
-                Some(v) if v.is_finite() => {
-                    let _ = write!(
-                        d,
-                        "{}{:.1},{:.1}",
-                        if pen_down { "L" } else { "M" },
-                        x(k),
-                        y(*v)
-                    );
-                    pen_down = true;
-                }
-                _ => pen_down = false,
-            }
-        }
-        if !d.is_empty() {
+        for v in [0.0, 0.5, 1.0] {
             let _ = write!(
                 s,
-                r#"<path d="{d}" class="{}"><title>{}</title></path>"#,
-                esc(line.class),
-                esc(line.name)
+                r#"<line x1="{left}" y1="{yv:.1}" x2="{r}" y2="{yv:.1}" class="{c}"/><text x="{lx}" y="{ty:.1}" class="tick" text-anchor="end">{p:.0} %</text>"#,
+                yv = y(v),
+                r = left + pw,
+                c = if v == 0.0 { "axisline" } else { "grid" },
+                lx = left - 4.0,
+                ty = y(v) + 3.5,
+                p = 100.0 * v
             );
         }
+        let _ = write!(
+            s,
+            r#"<text x="{left}" y="{xl}" class="tick">0 s</text><text x="{r}" y="{xl}" class="tick xend" text-anchor="end" data-ns="{e}">{xe}</text>"#,
+            r = left + pw,
+            xl = h - 6.0,
+            e = axis.end_ns,
+            xe = esc(end_label)
+        );
+        let raw = path_through(&line.values, &x, &y);
+        if !raw.is_empty() {
+            let _ = write!(
+                s,
+                r#"<path d="{raw}" class="{c} raw"><title>{n}, per slice</title></path><path d="{smooth}" class="{c}"><title>{n}, moving average over {width} slices</title></path>"#,
+                c = esc(line.class),
+                n = esc(line.name),
+                smooth = path_through(&smoothed(&line.values, width), &x, &y),
+            );
+        }
+        s.push_str("</svg>");
     }
-    s.push_str("</svg>");
+    s.push_str("</div>");
     s
 }
 

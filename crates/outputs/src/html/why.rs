@@ -354,12 +354,18 @@ fn who_waits(h: &mut String, p: &Program, patterns: &[(&str, &WaitPattern)]) {
 /// The efficiencies per time slice as lines; a slice no rank was inside
 /// leaves a gap.
 fn over_time(h: &mut String, p: &Program) {
-    let slices = &p.efficiency_slices;
     let slice_ns = p.timeslices.slice_ns;
+    // Slices past the program's end are capacity, not time: cut them.
+    let used = p
+        .efficiency_slices
+        .iter()
+        .rposition(|e| e.runtime_ns > 0)
+        .map_or(0, |k| k + 1);
+    let slices = &p.efficiency_slices[..used];
     if slices.is_empty() || slice_ns == 0 {
         return;
     }
-    // One line per efficiency, in the order they nest.
+    // One panel per efficiency, in the order they nest.
     const CLASSES: [&str; 5] = ["e-par", "e-lb", "e-comm", "e-ser", "e-tr"];
     let names = facts::efficiencies(&Efficiency::default()).map(|(name, _, _)| name);
     let lines: Vec<svg::Line<'_>> = (0..CLASSES.len())
@@ -372,12 +378,20 @@ fn over_time(h: &mut String, p: &Program) {
                 .collect(),
         })
         .collect();
-    let end = duration((slices.len() as u64).saturating_mul(slice_ns) as f64);
+    let axis = svg::TimeAxis {
+        slice_ns,
+        end_ns: facts::slices_end(used, p.efficiency_slices.len(), slice_ns, p.wall_ns),
+    };
     let _ = writeln!(
         h,
-        "<h4>Efficiencies over time</h4><figure>{}<figcaption>{} slices of {} from the program's first connection; a gap is a slice no rank was running in.</figcaption></figure>",
-        svg::lines_chart(&format!("{}: efficiencies per slice", p.name), &lines, &end),
-        slices.len(),
+        "<h4>Efficiencies over time</h4><figure>{}<figcaption>{} slices of {} from the program's first connection to its end, one panel per efficiency: the faint line is each slice, the bold one their moving average; a gap is a slice no rank was running in.</figcaption></figure>",
+        svg::line_panels(
+            &format!("{}: efficiencies per slice", p.name),
+            &lines,
+            &axis,
+            &duration(axis.end_ns as f64)
+        ),
+        used,
         duration(slice_ns as f64)
     );
 }
