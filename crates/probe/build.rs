@@ -340,9 +340,10 @@ fn c_wrapper(s: &mut String, i: usize, f: &Function) {
     write!(
         s,
         r#"
-#[cfg_attr(not(test), no_mangle)]
+crate::callsite_shim!({name} => hark_c_{name}; ({params}) -> c_int);
+
 #[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
-pub unsafe extern "C" fn {name}({params}) -> c_int {{
+unsafe extern "C" fn hark_c_{name}({params}) -> c_int {{
 {subst}    type F = unsafe extern "C" fn({types}) -> c_int;
     static REAL: Sym = Sym::new(c"P{name}");
     let p = REAL.get();
@@ -361,6 +362,7 @@ pub unsafe extern "C" fn {name}({params}) -> c_int {{
         // SAFETY: as above.
         return unsafe {{ real({args}) }};
     }};
+    g.at_callsite();
     let mut w = [{args}];
     let mut s = Scratch::new();
     before({i}, abi, &g, &mut w, &mut s);
@@ -414,9 +416,10 @@ fn fortran_wrapper(s: &mut String, i: usize, f: &Function, sym: &str, n: usize, 
     write!(
         s,
         r#"
-#[cfg_attr(not(test), no_mangle)]
+crate::callsite_shim!({sym} => hark_f_{sym}; ({params}));
+
 #[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
-pub unsafe extern "C" fn {sym}({params}) {{
+unsafe extern "C" fn hark_f_{sym}({params}) {{
 {subst}    type F = unsafe extern "C" fn({types});
     static REAL: Real = Real::next(c"{sym}");
     let p = REAL.get();
@@ -429,13 +432,15 @@ pub unsafe extern "C" fn {sym}({params}) {{
     // plus hidden string lengths; forwarding the words forwards the call.
     let real = unsafe {{ std::mem::transmute::<*mut c_void, F>(p) }};
     if !abi::fortran_records({f08}) {{
+        // The C wrapper inside records, with this call's caller as its site.
         // SAFETY: as above.
-        return unsafe {{ real({args}) }};
+        return crate::core::callsite::hold(|| unsafe {{ real({args}) }});
     }}
     let Some(g) = crate::core::{enter}() else {{
         // SAFETY: as above.
         return {unentered};
     }};
+    g.at_callsite();
     let mut w = w;
     let mut s = fortran::Scratch::new();
     fortran::before({i}, &g, &mut w, &mut s);

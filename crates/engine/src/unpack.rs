@@ -889,7 +889,7 @@ impl Unpacker {
                     tag,
                     ..Posted::of_call(class, func, ev)
                 };
-                self.tracker.post(ev.extra.get(), posted);
+                self.tracker.post(ev.extra(), posted);
             }
             _ => {}
         }
@@ -936,7 +936,7 @@ impl Unpacker {
                 }
             }
             Class::RequestMisc if FUNCTIONS[func].name == "MPI_Request_free" => {
-                self.tracker.pending.remove(&ev.extra.get());
+                self.tracker.pending.remove(&ev.extra());
             }
             Class::Wait | Class::Test => {
                 let open = &mut self.threads[thread].open;
@@ -1009,7 +1009,7 @@ impl Unpacker {
     ) {
         // Persistent requests stay posted until freed (the next Start sets
         // their time again); others are done once completed or cancelled.
-        let posted = self.tracker.complete(ev.extra.get());
+        let posted = self.tracker.complete(ev.extra());
         let last = self.threads.get(thread).and_then(|t| t.last_call);
         out.msgs
             .extend(Msg::of_completion(code, posted, last.map(|l| l.0), ev));

@@ -22,6 +22,7 @@
 //! before init and after `finish` (it then does nothing), and never panics
 //! into the caller.
 
+pub(crate) mod callsite;
 mod clock;
 pub(crate) mod config;
 mod cpu;
@@ -47,17 +48,27 @@ use hark_wire::{op, ClockSync, Def, EndReason, Event, NameKind, RankInfo};
 /// `Sync`).
 pub struct Guard {
     local: *const local::Local,
+    /// The call site its events carry ([`Guard::at_callsite`]), 0 for none.
+    site: std::cell::Cell<u16>,
 }
 
 impl Guard {
     /// Appends one event to this thread's buffer (sets its `thread` field),
     /// like [`record`] but without looking the thread up again.
     #[inline(always)]
-    pub fn record(&self, ev: Event) {
+    pub fn record(&self, mut ev: Event) {
+        ev.set_callsite(self.site.get());
         // SAFETY: `local` is this thread's `Local` (a guard stays on its
         // thread), a `const` thread-local without destructor: valid for as
         // long as the thread runs, so for as long as the guard lives.
         local::record_in(unsafe { &*self.local }, ev)
+    }
+
+    /// Marks the events recorded through this guard from now on with the
+    /// call site of the wrapped call being made ([`callsite::here`]).
+    #[inline(always)]
+    pub(crate) fn at_callsite(&self) {
+        self.site.set(callsite::here());
     }
 }
 
@@ -100,7 +111,10 @@ pub fn enter_always() -> Option<Guard> {
 #[inline(always)]
 fn enter_inner() -> Option<Guard> {
     // Already inside: `local::enter` leaves the flag set, as it was.
-    local::enter().map(|local| Guard { local })
+    local::enter().map(|local| Guard {
+        local,
+        site: std::cell::Cell::new(0),
+    })
 }
 
 /// Whether this thread is inside the probe now: within a wrapped call
@@ -130,7 +144,8 @@ pub(crate) use clock::Span;
 /// Appends one event to this thread's buffer (sets its `thread` field).
 /// No lock, no allocation, no system call on the common path.
 #[inline(always)]
-pub fn record(ev: Event) {
+pub fn record(mut ev: Event) {
+    ev.set_callsite(0);
     local::record(ev)
 }
 

@@ -122,6 +122,7 @@ fn install(cfg: Config, parent: u32, job: String) -> &'static Stream {
         cpu: Mutex::new(Sampler::new()),
     }));
     IO.store(s.cfg.io, Ordering::Relaxed);
+    super::callsite::set_depth(s.cfg.callsite_depth);
     CURRENT.store(s as *const Stream as *mut Stream, Ordering::Release);
     ACTIVE.store(true, Ordering::Relaxed);
     RECORDING.store(!PAUSED.load(Ordering::Relaxed), Ordering::Relaxed);
