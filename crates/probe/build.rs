@@ -344,6 +344,8 @@ crate::callsite_shim!({name} => hark_c_{name}; ({params}) -> c_int);
 
 #[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
 unsafe extern "C" fn hark_c_{name}({params}) -> c_int {{
+    // First, before anything here can call another wrapped function.
+    let ret = crate::core::callsite::ret();
 {subst}    type F = unsafe extern "C" fn({types}) -> c_int;
     static REAL: Sym = Sym::new(c"P{name}");
     let p = REAL.get();
@@ -362,7 +364,7 @@ unsafe extern "C" fn hark_c_{name}({params}) -> c_int {{
         // SAFETY: as above.
         return unsafe {{ real({args}) }};
     }};
-    g.at_callsite();
+    g.at_callsite(ret);
     let mut w = [{args}];
     let mut s = Scratch::new();
     before({i}, abi, &g, &mut w, &mut s);
@@ -420,6 +422,8 @@ crate::callsite_shim!({sym} => hark_f_{sym}; ({params}));
 
 #[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
 unsafe extern "C" fn hark_f_{sym}({params}) {{
+    // First, before anything here can call another wrapped function.
+    let ret = crate::core::callsite::ret();
 {subst}    type F = unsafe extern "C" fn({types});
     static REAL: Real = Real::next(c"{sym}");
     let p = REAL.get();
@@ -434,13 +438,13 @@ unsafe extern "C" fn hark_f_{sym}({params}) {{
     if !abi::fortran_records({f08}) {{
         // The C wrapper inside records, with this call's caller as its site.
         // SAFETY: as above.
-        return crate::core::callsite::hold(|| unsafe {{ real({args}) }});
+        return crate::core::callsite::hold(ret, || unsafe {{ real({args}) }});
     }}
     let Some(g) = crate::core::{enter}() else {{
         // SAFETY: as above.
         return {unentered};
     }};
-    g.at_callsite();
+    g.at_callsite(ret);
     let mut w = w;
     let mut s = fortran::Scratch::new();
     fortran::before({i}, &g, &mut w, &mut s);

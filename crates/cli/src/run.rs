@@ -392,6 +392,9 @@ fn settings_env(args: &RunArgs) -> Vec<(String, String)> {
     if args.no_io {
         env.push((hark_settings::IO.name.into(), "0".into()));
     }
+    if let Some(n) = args.callsite_depth {
+        env.push((hark_settings::CALLSITE_DEPTH.name.into(), n.to_string()));
+    }
     env
 }
 

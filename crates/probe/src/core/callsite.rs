@@ -61,12 +61,18 @@ pub(crate) fn set_depth(depth: u32) {
     );
 }
 
-/// The call site of the wrapped call being made on this thread, as an id
-/// (0 when unknown). Call it once the probe is entered, before the real
-/// function runs (which may call other wrapped functions).
+/// The return address the last shim on this thread stored (or the one a
+/// forwarding Fortran wrapper holds): a wrapper reads it first thing, before
+/// anything it does can pass through another shim. 0 when unknown.
 #[inline(always)]
-pub(crate) fn here() -> u16 {
-    let ret = tls::ret();
+pub(crate) fn ret() -> u64 {
+    tls::ret()
+}
+
+/// The call site of return address `ret` ([`ret`]) as an id, 0 when
+/// unknown. Call it once the probe is entered.
+#[inline(always)]
+pub(crate) fn here(ret: u64) -> u16 {
     if ret == 0 {
         return 0;
     }
@@ -295,8 +301,7 @@ unsafe fn gnu_build_id(addr: u64, size: u64) -> Option<String> {
 /// (MPICH's, which calls the C `MPI_*`), the C wrapper inside takes the
 /// Fortran wrapper's caller as its call site: run `f` so.
 #[inline(always)]
-pub(crate) fn hold<R>(f: impl FnOnce() -> R) -> R {
-    let ret = tls::ret();
+pub(crate) fn hold<R>(ret: u64, f: impl FnOnce() -> R) -> R {
     tls::set_outer(ret);
     let r = f();
     tls::set_outer(0);

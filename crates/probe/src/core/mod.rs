@@ -65,10 +65,11 @@ impl Guard {
     }
 
     /// Marks the events recorded through this guard from now on with the
-    /// call site of the wrapped call being made ([`callsite::here`]).
+    /// call site of return address `ret` ([`callsite::ret`], read when the
+    /// wrapper was entered).
     #[inline(always)]
-    pub(crate) fn at_callsite(&self) {
-        self.site.set(callsite::here());
+    pub(crate) fn at_callsite(&self, ret: u64) {
+        self.site.set(callsite::here(ret));
     }
 }
 
