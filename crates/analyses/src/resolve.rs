@@ -37,9 +37,13 @@ struct Image {
     lines: Option<Mutex<addr2line::Loader>>,
 }
 
-/// Objects read so far, by path and build id: a report reads each once.
+/// An object's path and build id.
+type ObjectKey = (String, String);
+
+/// Objects read so far, by path and build id: a report reads each once
+/// (`None`: missing, unreadable or another build).
 pub struct Resolver {
-    images: Mutex<HashMap<(String, String), Option<Arc<Image>>>>,
+    images: Mutex<HashMap<ObjectKey, Option<Arc<Image>>>>,
 }
 
 impl Resolver {

@@ -427,7 +427,7 @@ mod tests {
     fn the_executable_is_among_the_objects_with_its_build_id() {
         let objs = objects();
         let exe = std::fs::read_link("/proc/self/exe").unwrap();
-        let here = an_address_keeps_its_id_and_another_gets_a_new_one as usize as u64;
+        let here = an_address_keeps_its_id_and_another_gets_a_new_one as *const () as u64;
         let found = objs.iter().find_map(|o| match o {
             Def::Object {
                 path, start, size, ..
