@@ -30,7 +30,7 @@ pub struct Place {
 
 /// One object's symbols and line tables.
 struct Image {
-    /// Text symbols, by start address: (address, size, name).
+    /// Text symbols, by start address: (address, size, mangled name).
     symbols: Vec<(u64, u64, String)>,
     /// DWARF lines and functions, when the object or its debug file has
     /// them (the loader caches what it parsed, so it is not shared).
@@ -108,11 +108,9 @@ impl Image {
             .symbols()
             .chain(file.dynamic_symbols())
             .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
-            .filter_map(|s| {
-                let name = s.name().ok()?;
-                let name = addr2line::demangle_auto(name.into(), None).into_owned();
-                Some((s.address(), s.size(), name))
-            })
+            // Demangled when found ([`Image::symbol`]): a C++ library has
+            // tens of thousands of symbols, and a report needs a few.
+            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
             .collect();
         symbols.sort_by_key(|s| (s.0, std::cmp::Reverse(s.1)));
         symbols.dedup_by_key(|s| s.0);
@@ -136,7 +134,8 @@ impl Image {
         } else {
             self.symbols.get(i + 1).map_or(u64::MAX, |s| s.0)
         };
-        (pc < end).then(|| (name.clone(), pc - addr))
+        let name = addr2line::demangle_auto(name.as_str().into(), None);
+        (pc < end).then(|| (name.into_owned(), pc - addr))
     }
 
     /// File, line and function of `pc` from the line tables.
