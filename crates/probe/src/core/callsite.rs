@@ -53,6 +53,24 @@ static TABLE: Mutex<Table> = Mutex::new(Table {
     stacks: BTreeMap::new(),
 });
 
+thread_local! {
+    static FORK_GUARD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Table>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Held across `fork` (before the definitions' lock, which a new call site
+/// takes inside this one), so that the child never inherits the table
+/// locked by a thread that does not exist in it.
+pub(crate) fn lock_for_fork() {
+    let g = hark_sync::lock(&TABLE);
+    let _ = FORK_GUARD.try_with(|f| *f.borrow_mut() = Some(g));
+}
+
+/// Releases the lock taken by [`lock_for_fork`], in parent and child.
+pub(crate) fn unlock_after_fork() {
+    let _ = FORK_GUARD.try_with(|f| f.borrow_mut().take());
+}
+
 /// Sets the number of frames a call site records (from the settings).
 pub(crate) fn set_depth(depth: u32) {
     DEPTH.store(
@@ -154,11 +172,13 @@ fn unwind(ret: u64, depth: usize) -> Vec<u64> {
     extern "C" {
         fn backtrace(buffer: *mut *mut libc::c_void, size: libc::c_int) -> libc::c_int;
     }
-    // The probe's own frames (wrapper, this module) come first: a few
-    // dozen at most.
-    let mut buf = [std::ptr::null_mut::<libc::c_void>(); 128];
-    // SAFETY: `buf` has room for the number of entries given.
-    let n = unsafe { backtrace(buf.as_mut_ptr(), buf.len() as libc::c_int) }.max(0) as usize;
+    // The probe's own frames (wrapper, this module) come first, a few:
+    // unwinding costs per frame, so no more than `depth` past them.
+    const OWN: usize = 16;
+    let mut buf = [std::ptr::null_mut::<libc::c_void>(); OWN + 64];
+    let want = (depth + OWN).min(buf.len());
+    // SAFETY: `buf` has room for the `want` entries asked for.
+    let n = unsafe { backtrace(buf.as_mut_ptr(), want as libc::c_int) }.max(0) as usize;
     let addrs: Vec<u64> = buf[..n].iter().map(|&p| p as u64).collect();
     match addrs.iter().position(|&a| a == ret) {
         Some(at) => addrs[at..].iter().take(depth).copied().collect(),

@@ -753,17 +753,21 @@ pub(crate) fn finish(reason: EndReason) {
 }
 
 extern "C" fn before_fork() {
+    // The call-site table first: it takes the definitions' lock inside.
+    super::callsite::lock_for_fork();
     defs::lock_for_fork();
 }
 
 extern "C" fn after_fork_parent() {
     defs::unlock_after_fork();
+    super::callsite::unlock_after_fork();
 }
 
 // The child has one thread, this one; everything of the parent's stream
 // (its socket, locks, shipper) is left untouched.
 extern "C" fn after_fork_child() {
     defs::unlock_after_fork();
+    super::callsite::unlock_after_fork();
     let _ = std::panic::catch_unwind(|| {
         local::forget_slot();
         let Some(old) = current() else {
