@@ -218,6 +218,17 @@ fn unentered(i: usize, f: &Function, args: &str) -> String {
     }
 }
 
+/// The statement that gives the call's events their call site. Not for
+/// `MPI_Init*`: defining a call site starts the stream, which over MPI
+/// (`hark run --analysers`) must wait until MPI is initialised.
+fn at_callsite(f: &Function) -> &'static str {
+    if kind(f) == "Kind::Init" {
+        "    let _ = ret;\n"
+    } else {
+        "    g.at_callsite(ret);\n"
+    }
+}
+
 fn words(n: usize) -> (String, String, String) {
     let params = (0..n).map(|j| format!("a{j}: usize")).collect::<Vec<_>>();
     let args = (0..n).map(|j| format!("a{j}")).collect::<Vec<_>>();
@@ -364,8 +375,7 @@ unsafe extern "C" fn hark_c_{name}({params}) -> c_int {{
         // SAFETY: as above.
         return unsafe {{ real({args}) }};
     }};
-    g.at_callsite(ret);
-    let mut w = [{args}];
+{site}    let mut w = [{args}];
     let mut s = Scratch::new();
     before({i}, abi, &g, &mut w, &mut s);
     let span = crate::core::Span::start();
@@ -379,6 +389,7 @@ unsafe extern "C" fn hark_c_{name}({params}) -> c_int {{
         name = f.name,
         unentered = unentered(i, f, &args),
         subst = substitute(f, "c"),
+        site = at_callsite(f),
     )
     .unwrap();
 }
@@ -444,8 +455,7 @@ unsafe extern "C" fn hark_f_{sym}({params}) {{
         // SAFETY: as above.
         return {unentered};
     }};
-    g.at_callsite(ret);
-    let mut w = w;
+{site}    let mut w = w;
     let mut s = fortran::Scratch::new();
     fortran::before({i}, &g, &mut w, &mut s);
     let span = crate::core::Span::start();
@@ -458,6 +468,7 @@ unsafe extern "C" fn hark_f_{sym}({params}) {{
         name = f.name,
         unentered = unentered(i, f, &args),
         subst = substitute(f, "f"),
+        site = at_callsite(f),
     )
     .unwrap();
 }

@@ -197,15 +197,17 @@ fn define(t: &mut Table, frames: Vec<u64>) -> Option<u16> {
     let id = t.next;
     t.next += 1;
     let outside = |t: &Table, a: u64| !t.objects.iter().any(|&(s, e)| (s..e).contains(&a));
+    let mut defs = Vec::new();
     if frames.iter().any(|&a| outside(t, a)) {
-        send_objects(t);
+        new_objects(t, &mut defs);
     }
-    super::define(Def::Callsite { id, frames });
+    defs.push(Def::Callsite { id, frames });
+    super::define_if_running(defs);
     Some(id as u16)
 }
 
-/// Sends every mapped object not sent before.
-fn send_objects(t: &mut Table) {
+/// Adds to `defs` every mapped object not sent before.
+fn new_objects(t: &mut Table, defs: &mut Vec<Def>) {
     for obj in objects() {
         let Def::Object { start, size, .. } = obj else {
             continue;
@@ -214,7 +216,7 @@ fn send_objects(t: &mut Table) {
             continue;
         }
         t.objects.push((start, start + size));
-        super::define(obj);
+        defs.push(obj);
     }
 }
 

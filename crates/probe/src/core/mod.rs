@@ -157,6 +157,14 @@ pub fn define(def: Def) {
     let _ = std::panic::catch_unwind(|| defs::define(def));
 }
 
+/// As [`define`] for several definitions in one frame, but never starts
+/// the stream: queued if it is running, logged (and sent when it starts)
+/// if not.
+pub(crate) fn define_if_running(defs: Vec<Def>) {
+    let _in = local::Internal::enter();
+    let _ = std::panic::catch_unwind(|| defs::define_if_running(defs));
+}
+
 /// A fresh id for a communicator, file or name (never 0).
 pub fn next_id() -> u32 {
     defs::next_id()
