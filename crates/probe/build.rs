@@ -218,6 +218,17 @@ fn unentered(i: usize, f: &Function, args: &str) -> String {
     }
 }
 
+/// The statement that gives the call's events their call site. Not for
+/// `MPI_Init*`: defining a call site starts the stream, which over MPI
+/// (`hark run --analysers`) must wait until MPI is initialised.
+fn at_callsite(f: &Function) -> &'static str {
+    if kind(f) == "Kind::Init" {
+        "    let _ = ret;\n"
+    } else {
+        "    g.at_callsite(ret);\n"
+    }
+}
+
 fn words(n: usize) -> (String, String, String) {
     let params = (0..n).map(|j| format!("a{j}: usize")).collect::<Vec<_>>();
     let args = (0..n).map(|j| format!("a{j}")).collect::<Vec<_>>();
@@ -340,9 +351,12 @@ fn c_wrapper(s: &mut String, i: usize, f: &Function) {
     write!(
         s,
         r#"
-#[cfg_attr(not(test), no_mangle)]
+crate::callsite_shim!({name} => hark_c_{name}; ({params}) -> c_int);
+
 #[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
-pub unsafe extern "C" fn {name}({params}) -> c_int {{
+unsafe extern "C" fn hark_c_{name}({params}) -> c_int {{
+    // First, before anything here can call another wrapped function.
+    let ret = crate::core::callsite::ret();
 {subst}    type F = unsafe extern "C" fn({types}) -> c_int;
     static REAL: Sym = Sym::new(c"P{name}");
     let p = REAL.get();
@@ -361,7 +375,7 @@ pub unsafe extern "C" fn {name}({params}) -> c_int {{
         // SAFETY: as above.
         return unsafe {{ real({args}) }};
     }};
-    let mut w = [{args}];
+{site}    let mut w = [{args}];
     let mut s = Scratch::new();
     before({i}, abi, &g, &mut w, &mut s);
     let span = crate::core::Span::start();
@@ -375,6 +389,7 @@ pub unsafe extern "C" fn {name}({params}) -> c_int {{
         name = f.name,
         unentered = unentered(i, f, &args),
         subst = substitute(f, "c"),
+        site = at_callsite(f),
     )
     .unwrap();
 }
@@ -414,9 +429,12 @@ fn fortran_wrapper(s: &mut String, i: usize, f: &Function, sym: &str, n: usize, 
     write!(
         s,
         r#"
-#[cfg_attr(not(test), no_mangle)]
+crate::callsite_shim!({sym} => hark_f_{sym}; ({params}));
+
 #[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
-pub unsafe extern "C" fn {sym}({params}) {{
+unsafe extern "C" fn hark_f_{sym}({params}) {{
+    // First, before anything here can call another wrapped function.
+    let ret = crate::core::callsite::ret();
 {subst}    type F = unsafe extern "C" fn({types});
     static REAL: Real = Real::next(c"{sym}");
     let p = REAL.get();
@@ -429,14 +447,15 @@ pub unsafe extern "C" fn {sym}({params}) {{
     // plus hidden string lengths; forwarding the words forwards the call.
     let real = unsafe {{ std::mem::transmute::<*mut c_void, F>(p) }};
     if !abi::fortran_records({f08}) {{
+        // The C wrapper inside records, with this call's caller as its site.
         // SAFETY: as above.
-        return unsafe {{ real({args}) }};
+        return crate::core::callsite::hold(ret, || unsafe {{ real({args}) }});
     }}
     let Some(g) = crate::core::{enter}() else {{
         // SAFETY: as above.
         return {unentered};
     }};
-    let mut w = w;
+{site}    let mut w = w;
     let mut s = fortran::Scratch::new();
     fortran::before({i}, &g, &mut w, &mut s);
     let span = crate::core::Span::start();
@@ -449,6 +468,7 @@ pub unsafe extern "C" fn {sym}({params}) {{
         name = f.name,
         unentered = unentered(i, f, &args),
         subst = substitute(f, "f"),
+        site = at_callsite(f),
     )
     .unwrap();
 }

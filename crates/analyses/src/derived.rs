@@ -115,6 +115,11 @@ pub struct Wait {
     pub late: i32,
     /// The region call path the late rank was in when it arrived.
     pub late_path: u32,
+    /// Call site of the call that waited (a call path id of the program's
+    /// tables, `UNDEFINED` when unknown).
+    pub site: u32,
+    /// Call site of the late rank's call (the send, the last arrival).
+    pub late_site: u32,
 }
 
 impl Wait {
@@ -124,6 +129,8 @@ impl Wait {
         self.region = ids.name(self.region);
         self.path = ids.path(self.path);
         self.late_path = ids.path(self.late_path);
+        self.site = ids.path(self.site);
+        self.late_site = ids.path(self.late_site);
     }
 }
 

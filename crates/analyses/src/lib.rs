@@ -46,6 +46,7 @@ mod fx;
 mod hist;
 mod ks;
 pub mod registry;
+pub mod resolve;
 mod sat;
 mod slices;
 mod stream;

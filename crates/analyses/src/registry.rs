@@ -23,6 +23,7 @@ pub fn all() -> Vec<Arc<dyn DynAnalysis>> {
         Arc::new(ks::template::Marks),
         Arc::new(ks::timeslices::TimeSlices),
         Arc::new(ks::waits::WaitStates),
+        Arc::new(ks::callsites::Callsites),
         Arc::new(ks::cpu::CpuAvailability),
         Arc::new(ks::counters::Counters),
         Arc::new(ks::efficiency::Efficiencies),

@@ -105,6 +105,15 @@ impl<'a> StreamCx<'a> {
             .as_ref()
             .map_or(UNDEFINED, |t| t.file(local))
     }
+    /// The global id of local call site `local` (an event's
+    /// [`callsite`](hark_wire::Event::callsite)): a call path of the
+    /// program's tables, [`crate::UNDEFINED`] if unknown.
+    #[inline]
+    pub fn site(&self, local: u16) -> u32 {
+        self.translation
+            .as_ref()
+            .map_or(UNDEFINED, |t| t.site(local))
+    }
     /// The global id of local name `local` ([`crate::UNDEFINED`] if not defined).
     #[inline]
     pub fn name(&self, local: u32) -> u32 {

@@ -626,8 +626,73 @@ pub struct Translation {
     names: Vec<u32>,
     /// How many communicators with these members this stream defined so far.
     occurrences: FxHashMap<u64, u32>,
+    /// The objects mapped into the process, as it defined them.
+    objects: Vec<MappedObject>,
+    /// Per local call-site id, its global id: the call path of its key
+    /// ([`callsite_key`]) in the program's tables.
+    sites: Vec<u32>,
     /// Definitions ignored because their id was out of range.
     pub ignored: u64,
+}
+
+/// One object mapped into a measured process ([`Def::Object`]).
+#[derive(Clone, Debug)]
+struct MappedObject {
+    path: String,
+    build_id: String,
+    bias: u64,
+    start: u64,
+    end: u64,
+}
+
+/// What call paths that stand for call sites start with: no region name
+/// holds it, so the two never meet in the tables.
+pub const CALLSITE_PREFIX: &str = "\u{1}site\n";
+
+/// One frame of a call site, as its key holds it: the object's path, its
+/// build id (empty without one) and the return address relative to the
+/// object's load bias (the address in the file; absolute when no object
+/// holds it, with an empty path).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteFrame {
+    /// Path of the object.
+    pub object: String,
+    /// Its GNU build id in hex, or empty.
+    pub build_id: String,
+    /// The return address, less the object's load bias.
+    pub offset: u64,
+}
+
+/// The key of a call site in the program's call-path table: the same text
+/// for the same place in the same binary on every rank, whatever its load
+/// address.
+pub fn callsite_key(frames: &[SiteFrame]) -> String {
+    let mut key = CALLSITE_PREFIX.to_string();
+    for (i, f) in frames.iter().enumerate() {
+        if i > 0 {
+            key.push('\n');
+        }
+        key.push_str(&format!("{}\t{}\t{:x}", f.object, f.build_id, f.offset));
+    }
+    key
+}
+
+/// The frames of a call-site key; `None` for any other call path.
+pub fn callsite_frames(key: &str) -> Option<Vec<SiteFrame>> {
+    let rest = key.strip_prefix(CALLSITE_PREFIX)?;
+    rest.split('\n')
+        .map(|line| {
+            let mut parts = line.rsplitn(3, '\t');
+            let offset = u64::from_str_radix(parts.next()?, 16).ok()?;
+            let build_id = parts.next()?.to_string();
+            let object = parts.next()?.to_string();
+            Some(SiteFrame {
+                object,
+                build_id,
+                offset,
+            })
+        })
+        .collect()
 }
 
 /// The folded ones of `comms` (a table's, its first at id `first`), by id.
@@ -693,11 +758,64 @@ impl Translation {
                     let global = unifier.intern_name(*kind, name);
                     put(&mut self.names, *id, global)
                 }
+                Def::Object {
+                    path,
+                    build_id,
+                    bias,
+                    start,
+                    size,
+                } => {
+                    self.objects.push(MappedObject {
+                        path: path.clone(),
+                        build_id: build_id.clone(),
+                        bias: *bias,
+                        start: *start,
+                        end: start.saturating_add(*size),
+                    });
+                    true
+                }
+                Def::Callsite { id, frames } => {
+                    let frames: Vec<SiteFrame> = frames.iter().map(|&a| self.frame(a)).collect();
+                    let global = unifier.intern_path(&callsite_key(&frames));
+                    *id <= u16::MAX as u32 && put(&mut self.sites, *id, global)
+                }
             };
             if !ok {
                 self.ignored += 1;
             }
         }
+    }
+
+    /// Where absolute address `addr` of this process lies: in the latest
+    /// object defined over it (a range reused after `dlclose`), or nowhere.
+    fn frame(&self, addr: u64) -> SiteFrame {
+        match self
+            .objects
+            .iter()
+            .rev()
+            .find(|o| (o.start..o.end).contains(&addr))
+        {
+            Some(o) => SiteFrame {
+                object: o.path.clone(),
+                build_id: o.build_id.clone(),
+                offset: addr.wrapping_sub(o.bias),
+            },
+            None => SiteFrame {
+                object: String::new(),
+                build_id: String::new(),
+                offset: addr,
+            },
+        }
+    }
+
+    /// The global id (a call path) of local call site `local`, or
+    /// [`UNDEFINED`] (0, or never defined).
+    #[inline]
+    pub fn site(&self, local: u16) -> u32 {
+        if local == 0 {
+            return UNDEFINED;
+        }
+        get(&self.sites, local as u32)
     }
 
     /// The global id of local communicator `local`, or [`UNDEFINED`].

@@ -413,6 +413,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", value_parser = counter_list)]
     pub counters: Option<String>,
 
+    /// Frames of the caller's stack each MPI call records as its call site
+    /// (HARK_CALLSITE_DEPTH): 1, the default, is the line that called the
+    /// MPI function; more name the callers of a program's own wrappers
+    /// (each frame costs an unwind: see BENCHMARKS.md). 1 to 64.
+    #[arg(long = "callsite-depth", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub callsite_depth: Option<u32>,
+
     /// The probe library to preload (default: libhark.so next to hark).
     #[arg(long, value_name = "PATH", env = "HARK_PROBE")]
     pub probe: Option<PathBuf>,

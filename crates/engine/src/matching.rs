@@ -116,7 +116,7 @@ impl Unmatched {
 
 /// An operation as its channel's queue holds it: without what the queue,
 /// the channel and the matcher's key already say (side, communicator,
-/// sender, receiver, tag), 56 bytes instead of 72.
+/// sender, receiver, tag), 56 bytes instead of 80.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 struct Held {
     seq: u64,
@@ -126,6 +126,7 @@ struct Held {
     in_call: u32,
     path: u32,
     region: u32,
+    site: u32,
     func: u16,
 }
 
@@ -140,6 +141,7 @@ impl From<&P2pOp> for Held {
             in_call: o.in_call,
             path: o.path,
             region: o.region,
+            site: o.site,
             func: o.func,
         }
     }
@@ -149,6 +151,7 @@ impl Held {
     fn remap(&mut self, ids: &IdMap) {
         self.region = ids.name(self.region);
         self.path = ids.path(self.path);
+        self.site = ids.path(self.site);
     }
 }
 
@@ -505,6 +508,8 @@ impl P2pMatcher {
                     region: s.region,
                     late: dst,
                     late_path: r.path,
+                    site: s.site,
+                    late_site: r.site,
                 });
             }
         }
@@ -527,6 +532,8 @@ impl P2pMatcher {
                 region: r.region,
                 late: src,
                 late_path: s.path,
+                site: r.site,
+                late_site: s.site,
             })
         });
         // A later pair can be out of order with this one only if one of
@@ -1210,6 +1217,8 @@ fn judge_instance(arrivals: &mut [Arrival], out: &mut Vec<Wait>) {
         region: w.region,
         late: late.rank,
         late_path: late.path,
+        site: w.site,
+        late_site: late.site,
     };
     match pattern {
         Pattern::WaitNxN | Pattern::WaitBarrier => {

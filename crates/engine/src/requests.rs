@@ -150,7 +150,7 @@ impl RequestTable {
     /// seen posted, its time now the start's.
     #[inline(always)]
     pub(crate) fn start(&mut self, ev: &Event) -> Option<&mut Posted> {
-        let p = self.pending.get_mut(&ev.extra.get())?;
+        let p = self.pending.get_mut(&ev.extra())?;
         p.time_ns = ev.duration();
         Some(p)
     }
@@ -180,7 +180,7 @@ impl RequestTable {
         let func = match op::kind(code) {
             op::OpKind::Mpi(func) => func,
             op::OpKind::Detail => {
-                let posted = self.complete(ev.extra.get());
+                let posted = self.complete(ev.extra());
                 let last = self.last_call.get(ev.thread.get() as usize).copied();
                 return Msg::of_completion(code, posted, last, ev);
             }
@@ -195,7 +195,7 @@ impl RequestTable {
             Class::Send | Class::Sendrecv => Msg::of_call(true, func, ev),
             Class::Recv => Msg::of_call(false, func, ev),
             class @ (Class::Isend | Class::Irecv | Class::SendInit | Class::RecvInit) => {
-                self.post(ev.extra.get(), Posted::of_call(class, func, ev));
+                self.post(ev.extra(), Posted::of_call(class, func, ev));
                 None
             }
             Class::Start => {
@@ -203,7 +203,7 @@ impl RequestTable {
                 None
             }
             Class::RequestMisc if FUNCTIONS[func].name == "MPI_Request_free" => {
-                self.pending.remove(&ev.extra.get());
+                self.pending.remove(&ev.extra());
                 None
             }
             _ => None,

@@ -78,6 +78,10 @@ pub(crate) struct P2pOp {
     /// (receives), and its top-level region (global name id).
     pub path: u32,
     pub region: u32,
+    /// Call site of the call (a call path id of the program's tables,
+    /// `UNDEFINED` when unknown): the posting call for sends, the call
+    /// that waited for receives.
+    pub site: u32,
 }
 
 /// Enter and leave of the call that blocked for an operation, if one did
@@ -114,8 +118,9 @@ impl From<Option<(u64, u64)>> for Blocked {
     }
 }
 
-// The size the matcher's bound and the in-flight count were sized with.
-const _: () = assert!(std::mem::size_of::<P2pOp>() <= 72);
+// The size the matcher's bound and the in-flight count were sized with
+// (72 bytes before call sites; the call site took it to 80).
+const _: () = assert!(std::mem::size_of::<P2pOp>() <= 80);
 
 /// A rank entering a blocking collective.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -137,6 +142,8 @@ pub(crate) struct Arrival {
     pub region: u32,
     /// Members of the communicator: arrivals that complete an instance.
     pub size: u32,
+    /// Call site of the collective call, as [`P2pOp::site`].
+    pub site: u32,
 }
 
 impl P2pOp {
@@ -147,6 +154,7 @@ impl P2pOp {
         self.comm = ids.comm_at(comm, occurrence);
         self.region = ids.name(self.region);
         self.path = ids.path(self.path);
+        self.site = ids.path(self.site);
     }
 
     /// Its communicator and occurrence, for [`IdMap::resolve`].
@@ -161,6 +169,7 @@ impl Arrival {
         self.comm = ids.comm_at(comm, occurrence);
         self.region = ids.name(self.region);
         self.path = ids.path(self.path);
+        self.site = ids.path(self.site);
     }
 
     /// Its communicator and occurrence, for [`IdMap::resolve`].
@@ -877,6 +886,7 @@ impl Unpacker {
         }
         let (peer, tag, local) = (ev.peer.get(), ev.tag.get(), ev.obj.get());
         let (comm, occ) = (cx.comm(local), cx.comm_occurrence(local));
+        let site = cx.site(ev.callsite());
         match class {
             Class::Send | Class::Sendrecv => out.msgs.extend(Msg::of_call(true, func, ev)),
             Class::Recv => out.msgs.extend(Msg::of_call(false, func, ev)),
@@ -889,7 +899,7 @@ impl Unpacker {
                     tag,
                     ..Posted::of_call(class, func, ev)
                 };
-                self.tracker.post(ev.extra.get(), posted);
+                self.tracker.post(ev.extra(), posted);
             }
             _ => {}
         }
@@ -897,7 +907,7 @@ impl Unpacker {
             Class::Send | Class::Isend | Class::Sendrecv if peer >= 0 => {
                 let block = (class == Class::Send).then_some((enter, leave));
                 let path = self.callpath(cx, thread);
-                let op = self.send((comm, occ), me, peer, tag, enter, block, func, path);
+                let op = self.send((comm, occ), me, peer, tag, enter, block, func, path, site);
                 out.op(op, &self.op_sizes);
             }
             Class::Recv if peer >= 0 => {
@@ -918,6 +928,7 @@ impl Unpacker {
                     in_call: 1,
                     path,
                     region,
+                    site,
                 });
                 out.op(op, &self.op_sizes);
             }
@@ -931,12 +942,12 @@ impl Unpacker {
                     let p = *p;
                     let path = self.callpath(cx, thread);
                     let comm = (p.comm, p.occ);
-                    let op = self.send(comm, me, p.peer, p.tag, enter, None, func, path);
+                    let op = self.send(comm, me, p.peer, p.tag, enter, None, func, path, site);
                     out.op(op, &self.op_sizes);
                 }
             }
             Class::RequestMisc if FUNCTIONS[func].name == "MPI_Request_free" => {
-                self.tracker.pending.remove(&ev.extra.get());
+                self.tracker.pending.remove(&ev.extra());
             }
             Class::Wait | Class::Test => {
                 let open = &mut self.threads[thread].open;
@@ -960,6 +971,7 @@ impl Unpacker {
                     path,
                     region,
                     size,
+                    site,
                 };
                 out.arrivals.push(a);
             }
@@ -978,6 +990,7 @@ impl Unpacker {
         block: Option<(u64, u64)>,
         func: usize,
         (path, region): (u32, u32),
+        site: u32,
     ) -> P2pOp {
         self.sends += 1;
         self.mark(P2pOp {
@@ -995,6 +1008,7 @@ impl Unpacker {
             in_call: 1,
             path,
             region,
+            site,
         })
     }
 
@@ -1009,7 +1023,7 @@ impl Unpacker {
     ) {
         // Persistent requests stay posted until freed (the next Start sets
         // their time again); others are done once completed or cancelled.
-        let posted = self.tracker.complete(ev.extra.get());
+        let posted = self.tracker.complete(ev.extra());
         let last = self.threads.get(thread).and_then(|t| t.last_call);
         out.msgs
             .extend(Msg::of_completion(code, posted, last.map(|l| l.0), ev));
@@ -1054,6 +1068,8 @@ impl Unpacker {
                 in_call: 1,
                 path,
                 region,
+                // The detail carries the call site of the call it follows.
+                site: cx.site(ev.callsite()),
             });
             if class == Class::Wait || class == Class::Test {
                 let open = &mut self.threads[thread].open;

@@ -163,6 +163,8 @@ fn program(p: &Program, offset: u64, iv: Interval) -> Program {
         efficiency_by_region: BTreeMap::new(),
         efficiency_slices: s.cut(&p.efficiency_slices).to_vec(),
         digest: Vec::new(),
+        // Call sites are not in the time slices: the whole run's only.
+        callsites: Vec::new(),
         diagnostics: s.diagnostics(offset, iv),
         clock: p.clock.clone(),
         children: Vec::new(),

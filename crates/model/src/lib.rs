@@ -215,6 +215,10 @@ pub struct Program {
     /// first (at most five).
     #[serde(default)]
     pub digest: Vec<Finding>,
+    /// MPI and I/O call sites: where in the program the calls were made,
+    /// costliest first (time plus waits).
+    #[serde(default)]
+    pub callsites: Vec<Callsite>,
     /// What the analyses noticed but could not use (unknown op codes,
     /// unbalanced regions, ...), one sentence each.
     #[serde(default)]
@@ -334,6 +338,63 @@ pub struct WaitPattern {
     /// Per rank: the waiting it caused by being late, and in how many
     /// instances it was the late one.
     pub late: Vec<WaitCell>,
+}
+
+/// One call site: an MPI or I/O function called from one place of the
+/// program, over all ranks.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Callsite {
+    /// The MPI or I/O function called (`MPI_Send`, `write`).
+    pub function: String,
+    /// Source file of the call, as the debug information names it; `None`
+    /// without line information (never a guess).
+    pub file: Option<String>,
+    /// Line of the call in `file`; `None` likewise.
+    pub line: Option<u32>,
+    /// The program's function the call was made in (demangled), with the
+    /// offset of the return address in it when no line is known
+    /// (`compute+0x4f`); `None` when the object has no symbol there.
+    pub symbol: Option<String>,
+    /// Path of the object (executable or library) the call was made from,
+    /// empty when no mapped object held the address.
+    pub object: String,
+    /// The callers further out, innermost first, each `file:line
+    /// (symbol)` or `symbol` or `object+0xoffset` (only with
+    /// `--callsite-depth` above 1).
+    #[serde(default)]
+    pub callers: Vec<String>,
+    /// Calls, over all ranks.
+    pub calls: u64,
+    /// Bytes the calls moved, over all ranks.
+    pub bytes: u64,
+    /// Time inside the calls, in ns, over all ranks.
+    pub time_ns: u64,
+    /// Wait states found in these calls, by pattern (`late_sender`, ...),
+    /// on the waiting side.
+    #[serde(default)]
+    pub waits: BTreeMap<String, WaitCell>,
+    /// Wait states that other ranks spent waiting for calls made here (the
+    /// late side), by pattern.
+    #[serde(default)]
+    pub caused: BTreeMap<String, WaitCell>,
+}
+
+impl Callsite {
+    /// Where the call was made, in a few words: `file:line`, else the
+    /// symbol, else the object's file name.
+    pub fn place(&self) -> String {
+        match (&self.file, self.line, &self.symbol) {
+            (Some(f), Some(l), _) => format!("{}:{l}", f.rsplit('/').next().unwrap_or(f)),
+            (_, _, Some(s)) => s.clone(),
+            _ => self
+                .object
+                .rsplit('/')
+                .next()
+                .filter(|o| !o.is_empty())
+                .unwrap_or("?")
+                .to_string(),
+        }
+    }
 }
 
 /// Waiting time and instances.

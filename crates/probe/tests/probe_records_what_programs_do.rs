@@ -41,7 +41,7 @@ fn posix_calls_arrive_with_exact_bytes_offsets_and_errors() {
     assert_eq!(count_on(s, io::LSEEK, f), 1);
     assert_eq!(count_on(s, io::CLOSE, f), 2);
     let pw = s.events_of(io::PWRITE).next().unwrap();
-    assert_eq!(pw.extra.get(), 10000, "pwrite offset");
+    assert_eq!(pw.extra(), 10000, "pwrite offset");
     // The failed open and read carry their errno.
     let bad = s.file_id("/nonexistent/hark/x").unwrap();
     let failed_open = s.events_of(io::OPEN).find(|e| e.obj.get() == bad).unwrap();
@@ -171,7 +171,7 @@ fn stdio_calls_arrive_with_exact_bytes_and_formatted_output_counted() {
         assert_eq!(count_on(s, io::FFLUSH, f), 1, "{flags:?}");
         assert_eq!(count_on(s, io::FSEEK, f), 1, "{flags:?}");
         let tell = s.events_of(io::FTELL).next().unwrap();
-        assert_eq!(tell.extra.get(), 94, "{flags:?}");
+        assert_eq!(tell.extra(), 94, "{flags:?}");
         assert_eq!(bytes_on(s, io::FREAD, f), 94, "{flags:?}");
         assert_eq!(bytes_on(s, io::FGETS, f), 82, "{flags:?}");
         assert_eq!(count_on(s, io::FSCANF, f), 1, "{flags:?}");

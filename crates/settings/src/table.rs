@@ -55,6 +55,15 @@ pub const LOSSLESS: Setting = Setting {
     doc: "`1`: when no buffer is free, wait for the shipper instead of dropping (`hark run --lossless`)",
 };
 
+/// Frames of the caller's stack each MPI and I/O call records.
+pub const CALLSITE_DEPTH: Setting = Setting {
+    name: "HARK_CALLSITE_DEPTH",
+    kind: Kind::Count { min: 1, max: 64 },
+    default: DefaultValue::Number(1),
+    set_by: SetBy::User,
+    doc: "return addresses each MPI and I/O call records as its call site (`hark run --callsite-depth`): 1 is the caller of the MPI or I/O function, read from the stack for free; more unwind the caller's stack (`backtrace`), for calls made through a program's own wrappers",
+};
+
 /// Record POSIX and STDIO calls.
 pub const IO: Setting = Setting {
     name: "HARK_IO",
@@ -330,6 +339,7 @@ pub const ALL: &[&Setting] = &[
     &BUFFERS,
     &LOSSLESS,
     &IO,
+    &CALLSITE_DEPTH,
     &JOB,
     &RANK_HOLDER,
     &SKIP,

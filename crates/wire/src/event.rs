@@ -23,6 +23,11 @@ pub const PEER_ROOT: i32 = -4;
 pub const TAG_ANY: i32 = -1;
 /// `extra` when it carries nothing.
 pub const EXTRA_NONE: u64 = u64::MAX;
+/// Bits of the `extra` word that hold its value; the 16 above them hold the
+/// event's call site ([`Event::callsite`]).
+pub const EXTRA_BITS: u32 = 48;
+/// The value bits of the `extra` word.
+pub const EXTRA_MASK: u64 = (1 << EXTRA_BITS) - 1;
 
 /// One event: a call, or a detail of the call just before it.
 ///
@@ -37,6 +42,9 @@ pub const EXTRA_NONE: u64 = u64::MAX;
 /// | I/O                | file id   | file descriptor    | -        | bytes        | offset            |
 /// | user region/mark   | name id   | -                  | -        | -            | -                 |
 /// | user counter       | name id   | -                  | -        | value (i64)  | -                 |
+///
+/// `extra` is two fields: its low 48 bits the value above ([`Event::extra`]),
+/// its top 16 bits the call site ([`Event::callsite`]), 0 when none.
 ///
 /// MPI refinements (the probe's MPI adapter, `docs/mpi.md`, says more):
 /// - A message is counted once, where it is complete: a blocking call's own
@@ -115,6 +123,31 @@ impl Event {
         })
     }
 
+    /// The `extra` field's value without its call site: [`EXTRA_NONE`] when
+    /// it carries nothing. Values are 48 bits wide (request ids, receive
+    /// bytes and file offsets below 256 TiB).
+    #[inline(always)]
+    pub fn extra(&self) -> u64 {
+        match self.extra.get() & EXTRA_MASK {
+            EXTRA_MASK => EXTRA_NONE,
+            v => v,
+        }
+    }
+
+    /// Id of the call site the event was recorded at (a [`crate::Def::Callsite`]
+    /// of its stream), 0 when unknown: the top 16 bits of `extra`.
+    #[inline(always)]
+    pub fn callsite(&self) -> u16 {
+        (self.extra.get() >> EXTRA_BITS) as u16
+    }
+
+    /// Puts call site `site` into the top bits of `extra`, keeping its value.
+    #[inline(always)]
+    pub fn set_callsite(&mut self, site: u16) {
+        let v = self.extra.get() & EXTRA_MASK;
+        self.extra.set(v | (site as u64) << EXTRA_BITS);
+    }
+
     /// The event's `op` field.
     #[inline(always)]
     pub fn op(&self) -> u16 {
@@ -159,7 +192,8 @@ impl std::fmt::Debug for Event {
             .field("peer", &self.peer.get())
             .field("tag", &self.tag.get())
             .field("bytes", &self.bytes.get())
-            .field("extra", &self.extra.get())
+            .field("extra", &self.extra())
+            .field("callsite", &self.callsite())
             .finish()
     }
 }

@@ -19,6 +19,9 @@ use zerocopy::{FromBytes, IntoBytes};
 pub const MAGIC: [u8; 4] = *b"HARK";
 /// Version of the format this crate reads and writes.
 pub const VERSION: u16 = 9;
+/// Most frames a [`Def::Callsite`] may hold (`HARK_CALLSITE_DEPTH` is
+/// capped there).
+pub const MAX_CALLSITE_DEPTH: u32 = 64;
 /// Size of a frame header.
 pub const HEADER_SIZE: usize = 8;
 /// Largest payload a reader accepts of any kind (a pack is about 1 MiB by
@@ -298,6 +301,31 @@ pub enum Def {
         kind: NameKind,
         /// The name.
         name: String,
+    },
+    /// A call site: the return addresses a call was made from, innermost
+    /// first (one unless `HARK_CALLSITE_DEPTH` asks for more), absolute in
+    /// the process's address space. Resolved in `hark`, through the
+    /// process's [`Def::Object`]s.
+    Callsite {
+        /// Id carried in the high bits of events' `extra` ([`crate::Event::callsite`]).
+        id: u32,
+        /// Return addresses, the caller of the wrapped function first.
+        frames: Vec<u64>,
+    },
+    /// An object mapped into the process (the executable, a shared
+    /// library), as `dl_iterate_phdr` reports it: sent before any call site
+    /// inside it.
+    Object {
+        /// Path of the file (`/proc/self/exe` resolved for the executable).
+        path: String,
+        /// The GNU build id, hex; empty when the object has none.
+        build_id: String,
+        /// Load bias: the object's addresses are file addresses plus this.
+        bias: u64,
+        /// Lowest address of its loaded segments.
+        start: u64,
+        /// Bytes from `start` to the end of its last loaded segment.
+        size: u64,
     },
 }
 
@@ -662,6 +690,26 @@ impl Def {
                     Def::Name { id, kind, name } => {
                         w.u8(3).u32(*id).u8(*kind as u8).str(name);
                     }
+                    Def::Callsite { id, frames } => {
+                        w.u8(4).u32(*id).u32(frames.len() as u32);
+                        for f in frames {
+                            w.u64(*f);
+                        }
+                    }
+                    Def::Object {
+                        path,
+                        build_id,
+                        bias,
+                        start,
+                        size,
+                    } => {
+                        w.u8(5)
+                            .str(path)
+                            .str(build_id)
+                            .u64(*bias)
+                            .u64(*start)
+                            .u64(*size);
+                    }
                 }
             }
         })
@@ -699,6 +747,26 @@ impl Def {
                         name: r.str("name")?,
                     }
                 }
+                4 => {
+                    let id = r.u32("call site id")?;
+                    let n = r.u32("call site depth")?;
+                    if n > MAX_CALLSITE_DEPTH {
+                        return Err(Error::malformed(format!(
+                            "call site {id}: {n} frames, more than {MAX_CALLSITE_DEPTH}"
+                        )));
+                    }
+                    let frames = (0..n)
+                        .map(|_| r.u64("call site frame"))
+                        .collect::<Result<_, _>>()?;
+                    Def::Callsite { id, frames }
+                }
+                5 => Def::Object {
+                    path: r.str("object path")?,
+                    build_id: r.str("object build id")?,
+                    bias: r.u64("object bias")?,
+                    start: r.u64("object start")?,
+                    size: r.u64("object size")?,
+                },
                 k => return Err(Error::malformed(format!("unknown definition kind {k}"))),
             });
         }

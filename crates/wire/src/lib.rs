@@ -42,13 +42,15 @@ pub use control::{Action, Control, CONTROL_SIZE, REFUSED_TOKEN};
 pub use counts::{Count, Counts, COUNTS_FIXED_SIZE, COUNT_SIZE};
 pub use error::{Error, ErrorKind};
 pub use event::{
-    accounted, Event, EVENT_SIZE, EXTRA_NONE, PEER_ANY, PEER_NONE, PEER_NULL, PEER_ROOT, TAG_ANY,
+    accounted, Event, EVENT_SIZE, EXTRA_BITS, EXTRA_MASK, EXTRA_NONE, PEER_ANY, PEER_NONE,
+    PEER_NULL, PEER_ROOT, TAG_ANY,
 };
 pub use forward::{encode_mux, write_mux_header, Gone, GoneHow, Node, MUX_OVERHEAD};
 pub use frame::{
     encode_clock_ping, encode_clock_pong, encode_cpus, encode_pack, encode_ring, write_pack_header,
     ClockPhase, ClockReference, ClockSource, ClockSync, Def, End, EndReason, Flavour, Frame,
     FrameReader, Hello, Kind, NameKind, PackBytes, Pong, RankInfo, TickScale, HEADER_SIZE, MAGIC,
-    MAX_CLOCK_OFFSET_NS, MAX_CPUS, MAX_PAYLOAD, MAX_ROUND_TRIP_NS, PACK_HEADER_SIZE, VERSION,
+    MAX_CALLSITE_DEPTH, MAX_CLOCK_OFFSET_NS, MAX_CPUS, MAX_PAYLOAD, MAX_ROUND_TRIP_NS,
+    PACK_HEADER_SIZE, VERSION,
 };
 pub use proof::{hmac_sha256, same_secret, sha256, Credential, NONCE_SIZE, PROOF_PREFIX};

@@ -58,7 +58,7 @@ fn every_frame_round_trips() {
             assert_eq!((send.start.get(), send.end.get()), (1009, 1024));
             assert_eq!(send.duration(), 15);
             assert_eq!(events[1].start.get(), 1039);
-            assert_eq!(events[1].extra.get(), EXTRA_NONE);
+            assert_eq!(events[1].extra(), EXTRA_NONE);
             assert_eq!(op::kind(events[1].op()), op::OpKind::User);
         }
         f => panic!("expected pack, got {f:?}"),

@@ -62,7 +62,7 @@ pub struct Rank {
 /// did not run; otherwise the time it did not run is split in the ratio
 /// of involuntary to all switches.
 fn waited(ev: &Event) -> (u64, bool) {
-    let wait = ev.extra.get();
+    let wait = ev.extra();
     if wait != EXTRA_NONE {
         return (wait, false);
     }

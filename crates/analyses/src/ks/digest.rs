@@ -129,10 +129,16 @@ fn wait_finding(p: &Program, pattern: Pattern, rank_time: u64) -> Option<Finding
         return None;
     }
     let (func, cell) = top(w.by_function.iter(), |c| c.time_ns)?;
+    // Where in the program, when call sites are known: the waiting call's
+    // costliest site for this pattern, and the late side's.
+    let at = site_of(p, pattern, Some(func), false)
+        .map(|s| format!(" at `{}`", s.place()))
+        .unwrap_or_default();
+    let late_site = site_of(p, pattern, None, true);
     // The function's own numbers when the pattern happens in others too:
     // the pattern's total is not the function's.
     let (title, mut detail) = if cell.time_ns >= time {
-        let title = format!("{} in {func}", pattern.title());
+        let title = format!("{}{at} in {func}", pattern.title());
         let detail = format!(
             "{title} costs {} of rank time ({} over {} instances)",
             share(time, rank_time),
@@ -151,7 +157,7 @@ fn wait_finding(p: &Program, pattern: Pattern, rank_time: u64) -> Option<Finding
             duration(cell.time_ns),
             count(cell.instances)
         );
-        (format!("{}, most in {func}", pattern.title()), detail)
+        (format!("{}, most{at} in {func}", pattern.title()), detail)
     };
     let late = w
         .late
@@ -164,6 +170,13 @@ fn wait_finding(p: &Program, pattern: Pattern, rank_time: u64) -> Option<Finding
         detail.push_str(&format!(
             "; rank {late} is the late one in {share:.0} % of the instances"
         ));
+        if let Some(site) = late_site {
+            detail.push_str(&format!(
+                ", late from `{}` ({})",
+                site.place(),
+                site.function
+            ));
+        }
         if let Some((path, _)) = top(w.cause_callpaths.iter(), |c| c.time_ns) {
             detail.push_str(&format!(", arriving from {}", region(path)));
             if !path.is_empty() {
@@ -180,6 +193,8 @@ fn wait_finding(p: &Program, pattern: Pattern, rank_time: u64) -> Option<Finding
                     }
                 }
                 look = format!("look at the balance of `{path}`");
+            } else if let Some(site) = late_site {
+                look = format!("look at what rank {late} does before `{}`", site.place());
             } else {
                 look = format!("look at what rank {late} does before {func}");
             }
@@ -192,6 +207,26 @@ fn wait_finding(p: &Program, pattern: Pattern, rank_time: u64) -> Option<Finding
         detail: format!("{detail}: {look}."),
         time_ns: time,
     })
+}
+
+/// The call site with the most time in `pattern`: on the waiting side
+/// (in function `func` if given), or on the late side (`late`).
+fn site_of<'a>(
+    p: &'a Program,
+    pattern: Pattern,
+    func: Option<&str>,
+    late: bool,
+) -> Option<&'a hark_model::Callsite> {
+    p.callsites
+        .iter()
+        .filter(|c| func.is_none_or(|f| c.function == f))
+        .filter_map(|c| {
+            let map = if late { &c.caused } else { &c.waits };
+            Some((c, map.get(pattern.key())?.time_ns))
+        })
+        .filter(|(_, t)| *t > 0)
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.place().cmp(&a.0.place())))
+        .map(|(c, _)| c)
 }
 
 /// A host whose processes waited at least this share of their runnable

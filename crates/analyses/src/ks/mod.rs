@@ -1,5 +1,6 @@
 //! The knowledge sources, one file each. `template.rs` is the one to copy.
 
+pub(crate) mod callsites;
 pub(crate) mod collectives;
 pub(crate) mod counters;
 pub(crate) mod cpu;

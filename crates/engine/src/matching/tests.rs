@@ -18,6 +18,7 @@ fn op(side: Side, seq: u64) -> P2pOp {
         in_call: 1,
         path: 0,
         region: 0,
+        site: 0,
     }
 }
 
@@ -73,6 +74,7 @@ fn arrival(rank: i32, seq: i64) -> Arrival {
         path: 0,
         region: 0,
         size: 2,
+        site: 0,
     }
 }
 

@@ -324,6 +324,38 @@ fn mpi_profile(h: &mut String, p: &Program) {
         h.push_str("</tr>\n");
     }
     h.push_str("</tbody></table></div>\n");
+    callsites(h, p);
+}
+
+/// Call sites: where in the program the MPI calls were made, costliest
+/// first, with the waiting in them and the waiting they caused.
+fn callsites(h: &mut String, p: &Program) {
+    if p.callsites.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<h4 id=\"callsites\">Call sites</h4>\n<p class=\"hint\">Where the program called each MPI function (file and line from its debug information; the function and offset without it). Waiting: wait states in these calls; caused: what other ranks waited for these calls.</p>\n\
+         <div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>Place</th><th>Function</th><th>In</th><th>Calls</th><th>Bytes</th><th>Time</th><th>Waiting</th><th>Caused</th></tr></thead><tbody>\n",
+    );
+    for c in &p.callsites {
+        let waited: u64 = c.waits.values().map(|w| w.time_ns).sum();
+        let caused: u64 = c.caused.values().map(|w| w.time_ns).sum();
+        let _ = write!(
+            h,
+            "<tr><td title=\"{}\">{}</td><td>{}</td><td>{}</td>",
+            esc(&c.object),
+            esc(&c.place()),
+            esc(&c.function),
+            esc(c.symbol.as_deref().unwrap_or(""))
+        );
+        num(h, c.calls as f64, &count(c.calls));
+        num(h, c.bytes as f64, &bytes(c.bytes));
+        num(h, c.time_ns as f64, &duration(c.time_ns as f64));
+        num(h, waited as f64, &duration(waited as f64));
+        num(h, caused as f64, &duration(caused as f64));
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</tbody></table></div>\n");
 }
 
 /// Cells for the smallest value (with its rank), optionally the mean, and

@@ -290,7 +290,7 @@ pub(crate) fn collective_class(func: usize) -> bool {
 /// Bytes a collective's record says it received (`extra`), if any.
 #[cfg_attr(not(hark_otf2), allow(dead_code))]
 pub(crate) fn received(e: &Event) -> u64 {
-    match e.extra.get() {
+    match e.extra() {
         hark_wire::EXTRA_NONE => 0,
         x => x,
     }

@@ -82,6 +82,8 @@ pub(crate) struct Config {
     pub lossless: bool,
     /// `HARK_IO=0`: do not record POSIX and STDIO calls.
     pub io: bool,
+    /// Frames per call site (`HARK_CALLSITE_DEPTH`).
+    pub callsite_depth: u32,
     /// `HARK_CLOCK`: `tsc`, `monotonic`, or empty for the best available.
     pub clock: String,
     /// `HARK_CLOCK_SYNC=0`: do not align clocks with world rank 0 at
@@ -177,6 +179,7 @@ impl Config {
         let ms = |v: u64| Duration::from_millis(v);
         let pack_size = number(&settings::PACK_SIZE) as usize;
         let buffers = number(&settings::BUFFERS) as usize;
+        let callsite_depth = number(&settings::CALLSITE_DEPTH) as u32;
         let connect_timeout = ms(number(&settings::CONNECT_TIMEOUT_MS));
         // 0 would mean "wait forever" to the kernel, which is what this
         // setting exists to prevent: a lossless program blocked for good.
@@ -235,6 +238,7 @@ impl Config {
             buffers,
             lossless,
             io,
+            callsite_depth,
             clock: clock.value.unwrap_or_default().to_string(),
             clock_sync,
             clock_skew_ns: skew,

@@ -51,6 +51,24 @@ pub(crate) fn define(def: Def) {
     push(&mut t, stream, def);
 }
 
+/// Queues `defs` on the stream, in one frame, only if it is running, and
+/// logs them: a
+/// definition made from inside a wrapped call before the stream started
+/// must not start it there (over MPI the stream starts at a point every
+/// rank reaches alike); the stream sends the log when it starts.
+pub(crate) fn define_if_running(defs: Vec<Def>) {
+    let mut t = table();
+    if let Some(s) = stream::current().filter(|s| s.is_running()) {
+        // One frame for them all: over MPI each frame is a message.
+        let mut bytes = Vec::new();
+        Def::encode_all(&defs, &mut bytes);
+        s.ship.push_bytes(bytes);
+    }
+    for def in defs {
+        push(&mut t, None, def);
+    }
+}
+
 fn push(t: &mut Table, stream: Option<&'static stream::Stream>, def: Def) {
     if let Some(s) = stream {
         let mut bytes = Vec::new();

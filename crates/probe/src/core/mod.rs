@@ -22,6 +22,7 @@
 //! before init and after `finish` (it then does nothing), and never panics
 //! into the caller.
 
+pub(crate) mod callsite;
 mod clock;
 pub(crate) mod config;
 pub(crate) mod counters;
@@ -48,17 +49,28 @@ use hark_wire::{op, ClockSync, Def, EndReason, Event, NameKind, RankInfo};
 /// `Sync`).
 pub struct Guard {
     local: *const local::Local,
+    /// The call site its events carry ([`Guard::at_callsite`]), 0 for none.
+    site: std::cell::Cell<u16>,
 }
 
 impl Guard {
     /// Appends one event to this thread's buffer (sets its `thread` field),
     /// like [`record`] but without looking the thread up again.
     #[inline(always)]
-    pub fn record(&self, ev: Event) {
+    pub fn record(&self, mut ev: Event) {
+        ev.set_callsite(self.site.get());
         // SAFETY: `local` is this thread's `Local` (a guard stays on its
         // thread), a `const` thread-local without destructor: valid for as
         // long as the thread runs, so for as long as the guard lives.
         local::record_in(unsafe { &*self.local }, ev)
+    }
+
+    /// Marks the events recorded through this guard from now on with the
+    /// call site of return address `ret` ([`callsite::ret`], read when the
+    /// wrapper was entered).
+    #[inline(always)]
+    pub(crate) fn at_callsite(&self, ret: u64) {
+        self.site.set(callsite::here(ret));
     }
 }
 
@@ -101,7 +113,10 @@ pub fn enter_always() -> Option<Guard> {
 #[inline(always)]
 fn enter_inner() -> Option<Guard> {
     // Already inside: `local::enter` leaves the flag set, as it was.
-    local::enter().map(|local| Guard { local })
+    local::enter().map(|local| Guard {
+        local,
+        site: std::cell::Cell::new(0),
+    })
 }
 
 /// Whether this thread is inside the probe now: within a wrapped call
@@ -140,7 +155,8 @@ pub(crate) fn region_counters(at: (bool, u32, u64), out: &mut Vec<Event>) {
 /// Appends one event to this thread's buffer (sets its `thread` field).
 /// No lock, no allocation, no system call on the common path.
 #[inline(always)]
-pub fn record(ev: Event) {
+pub fn record(mut ev: Event) {
+    ev.set_callsite(0);
     local::record(ev)
 }
 
@@ -156,6 +172,14 @@ pub fn reserve() {
 pub fn define(def: Def) {
     let _in = local::Internal::enter();
     let _ = std::panic::catch_unwind(|| defs::define(def));
+}
+
+/// As [`define`] for several definitions in one frame, but never starts
+/// the stream: queued if it is running, logged (and sent when it starts)
+/// if not.
+pub(crate) fn define_if_running(defs: Vec<Def>) {
+    let _in = local::Internal::enter();
+    let _ = std::panic::catch_unwind(|| defs::define_if_running(defs));
 }
 
 /// A fresh id for a communicator, file or name (never 0).

@@ -134,6 +134,7 @@ fn install(cfg: Config, parent: u32, job: String) -> &'static Stream {
         slicer: Mutex::new(counters::Slicer::new()),
     }));
     IO.store(s.cfg.io, Ordering::Relaxed);
+    super::callsite::set_depth(s.cfg.callsite_depth);
     CURRENT.store(s as *const Stream as *mut Stream, Ordering::Release);
     ACTIVE.store(true, Ordering::Relaxed);
     RECORDING.store(!PAUSED.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -794,17 +795,21 @@ pub(crate) fn finish(reason: EndReason) {
 }
 
 extern "C" fn before_fork() {
+    // The call-site table first: it takes the definitions' lock inside.
+    super::callsite::lock_for_fork();
     defs::lock_for_fork();
 }
 
 extern "C" fn after_fork_parent() {
     defs::unlock_after_fork();
+    super::callsite::unlock_after_fork();
 }
 
 // The child has one thread, this one; everything of the parent's stream
 // (its socket, locks, shipper) is left untouched.
 extern "C" fn after_fork_child() {
     defs::unlock_after_fork();
+    super::callsite::unlock_after_fork();
     let _ = std::panic::catch_unwind(|| {
         local::forget_slot();
         let Some(old) = current() else {

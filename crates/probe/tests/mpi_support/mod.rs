@@ -384,7 +384,7 @@ pub fn render_with(s: &Stream, keep: impl Fn(&Event) -> bool) -> Vec<String> {
                 .cloned()
                 .unwrap_or_else(|| format!("#{obj}"))
         };
-        let extra = match e.extra.get() {
+        let extra = match e.extra() {
             EXTRA_NONE => "-".to_string(),
             x => x.to_string(),
         };
@@ -408,7 +408,7 @@ pub fn render(s: &Stream) -> Vec<String> {
     render_with(s, |e| {
         let name = op::name(e.op());
         let idle_test = name.starts_with("MPI_Test") && e.bytes.get() == 0;
-        let idle_probe = matches!(name, "MPI_Iprobe" | "MPI_Improbe") && e.extra.get() == 0;
+        let idle_probe = matches!(name, "MPI_Iprobe" | "MPI_Improbe") && e.extra() == 0;
         !(idle_test || idle_probe)
     })
 }

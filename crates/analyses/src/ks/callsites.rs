@@ -1,0 +1,269 @@
+//! Call sites: calls, bytes, time and wait states per place in the program
+//! an MPI or I/O function was called from (mpiP's call-site view).
+//!
+//! Each event carries its call site ([`hark_wire::Event::callsite`]), which
+//! the stream's definitions turn into a key of the program's call-path
+//! table: object, build id and offset of each frame (`unify.rs`,
+//! [`crate::unify::callsite_key`]), the same on every rank and analyser.
+//! The per-rank state sums by (call site, function); the waits it is fed
+//! add to the waiting call's site, and to the late call's site as what it
+//! caused. `finish` names each site's function, file and line
+//! ([`crate::resolve`]), once per object.
+
+use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
+use crate::derived::Pattern;
+use crate::ks::io::{direction, Dir};
+use crate::ks::mpi_profile::{completion_bytes, own_bytes};
+use crate::resolve::Resolver;
+use crate::sat::Sat;
+use crate::stream::StreamCx;
+use crate::unify::{callsite_frames, IdMap, SiteFrame, UNDEFINED};
+use hark_model::{Callsite, Program, WaitCell};
+use hark_wire::op;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// See the module documentation.
+pub struct Callsites;
+
+static SPEC: Spec = Spec {
+    name: "callsites",
+    description: "Calls, bytes, time and wait states per MPI and I/O call site (function, file and line of the call).",
+    sensitivities: &[Sensitivity::Events, Sensitivity::Waits, Sensitivity::ProgramEnd],
+    fills: &["callsites"],
+};
+
+/// Distinct (call site, function) pairs one rank keeps; the rest are
+/// counted in `dropped` and said in the diagnostics.
+const MAX_SITES: usize = 4096;
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+struct Totals {
+    calls: u64,
+    bytes: u64,
+    time: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+struct Cell {
+    time: u64,
+    instances: u64,
+}
+
+/// Per rank: totals per (call site, op code), waits per (call site,
+/// pattern) on either side.
+#[derive(Default, Serialize, Deserialize)]
+pub struct Rank {
+    sites: BTreeMap<(u32, u16), Totals>,
+    waits: BTreeMap<(u32, Pattern), Cell>,
+    caused: BTreeMap<(u32, Pattern), Cell>,
+    /// The op code of each site's calls, for the late side of waits.
+    ops: BTreeMap<u32, u16>,
+    dropped: u64,
+}
+
+impl Rank {
+    fn add(&mut self, site: u32, code: u16, time: u64, bytes: u64) {
+        let full = self.sites.len() >= MAX_SITES;
+        match self.sites.get_mut(&(site, code)) {
+            Some(t) => {
+                t.calls += 1;
+                t.time.sat(time);
+                t.bytes.sat(bytes);
+            }
+            None if full => self.dropped += 1,
+            None => {
+                self.sites.insert(
+                    (site, code),
+                    Totals {
+                        calls: 1,
+                        bytes,
+                        time,
+                    },
+                );
+                self.ops.insert(site, code);
+            }
+        }
+    }
+}
+
+/// The bytes a call moved, as the MPI and I/O profiles count them.
+fn bytes_of(code: u16, ev: &hark_wire::Event) -> u64 {
+    match op::kind(code) {
+        op::OpKind::Mpi(i) if own_bytes(i) => ev.bytes.get(),
+        op::OpKind::Io(_) if direction(code) != Dir::Other => ev.bytes.get(),
+        _ => 0,
+    }
+}
+
+impl RankState for Rank {
+    fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        for ev in input.events {
+            let code = ev.op();
+            if !matches!(op::kind(code), op::OpKind::Mpi(_) | op::OpKind::Io(_)) {
+                continue;
+            }
+            let site = cx.site(ev.callsite());
+            if site == UNDEFINED {
+                continue;
+            }
+            self.add(site, code, ev.duration(), bytes_of(code, ev));
+        }
+        // Received bytes of non-blocking receives go to the site of the
+        // call that posted them, as in the MPI profile: the message knows
+        // the posting function only, so they go to that function's sites
+        // on this rank when there is exactly one.
+        for m in input.msgs.iter().filter(|m| completion_bytes(m.func)) {
+            let code = op::MPI_BASE + m.func as u16;
+            let mut of_func = self.sites.iter_mut().filter(|((_, c), _)| *c == code);
+            if let (Some((_, t)), None) = (of_func.next(), of_func.next()) {
+                t.bytes.sat(m.bytes);
+            }
+        }
+        for w in input.waits {
+            if w.site != UNDEFINED {
+                let c = self.waits.entry((w.site, w.pattern)).or_default();
+                c.time.sat(w.time_ns);
+                c.instances += 1;
+            }
+            if w.late_site != UNDEFINED {
+                let c = self.caused.entry((w.late_site, w.pattern)).or_default();
+                c.time.sat(w.time_ns);
+                c.instances += 1;
+            }
+        }
+    }
+
+    fn remap(&mut self, ids: &IdMap) {
+        let path = |id: u32| ids.path(id);
+        self.sites = std::mem::take(&mut self.sites)
+            .into_iter()
+            .map(|((s, c), t)| ((path(s), c), t))
+            .collect();
+        for map in [&mut self.waits, &mut self.caused] {
+            *map = std::mem::take(map)
+                .into_iter()
+                .map(|((s, p), c)| ((path(s), p), c))
+                .collect();
+        }
+        self.ops = std::mem::take(&mut self.ops)
+            .into_iter()
+            .map(|(s, c)| (path(s), c))
+            .collect();
+    }
+
+    fn absorbs(&self, _: &Rank) -> bool {
+        true
+    }
+
+    fn absorb(&mut self, o: &Rank) {
+        for (k, t) in &o.sites {
+            let e = self.sites.entry(*k).or_default();
+            e.calls += t.calls;
+            e.bytes.sat(t.bytes);
+            e.time.sat(t.time);
+        }
+        for (mine, theirs) in [(&mut self.waits, &o.waits), (&mut self.caused, &o.caused)] {
+            for (k, c) in theirs {
+                let e = mine.entry(*k).or_default();
+                e.time.sat(c.time);
+                e.instances += c.instances;
+            }
+        }
+        self.ops.extend(o.ops.iter());
+        self.dropped += o.dropped;
+    }
+}
+
+/// A frame named for `callers`: `file:line (symbol)`, the symbol, or
+/// `object+0xoffset`.
+fn describe(f: &SiteFrame) -> String {
+    let p = Resolver::get().place(&f.object, &f.build_id, f.offset);
+    match (p.file, p.line, p.symbol) {
+        (Some(file), Some(line), Some(s)) => format!("{file}:{line} ({s})"),
+        (Some(file), Some(line), None) => format!("{file}:{line}"),
+        (_, _, Some(s)) => s,
+        _ => format!("{}+{:#x}", f.object, f.offset),
+    }
+}
+
+impl Analysis for Callsites {
+    type Rank = Rank;
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+    fn new_rank(&self) -> Rank {
+        Rank::default()
+    }
+    fn finish(&self, cx: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
+        let mut all = Rank::default();
+        for r in ranks {
+            all.absorb(r);
+        }
+        let mut sites: BTreeMap<(u32, u16), Callsite> = BTreeMap::new();
+        let mut named: BTreeMap<u32, Option<Callsite>> = BTreeMap::new();
+        let mut name = |site: u32| -> Option<Callsite> {
+            named
+                .entry(site)
+                .or_insert_with(|| {
+                    let frames = callsite_frames(cx.unifier.path(site)?)?;
+                    let first = frames.first()?;
+                    let p = Resolver::get().place(&first.object, &first.build_id, first.offset);
+                    Some(Callsite {
+                        file: p.file,
+                        line: p.line,
+                        symbol: p
+                            .symbol
+                            .or_else(|| Some(format!("{}+{:#x}", first.object, first.offset))),
+                        object: first.object.clone(),
+                        callers: frames[1..].iter().map(describe).collect(),
+                        ..Callsite::default()
+                    })
+                })
+                .clone()
+        };
+        for (&(site, code), t) in &all.sites {
+            let Some(mut c) = name(site) else { continue };
+            c.function = op::name(code).to_string();
+            c.calls = t.calls;
+            c.bytes = t.bytes;
+            c.time_ns = t.time;
+            sites.insert((site, code), c);
+        }
+        // Waits belong to the site's (only) function; a site seen only
+        // through another rank's waits gets its entry here.
+        let code_of = |site: u32| all.ops.get(&site).copied();
+        for (caused, map) in [(false, &all.waits), (true, &all.caused)] {
+            for (&(site, pattern), cell) in map {
+                let Some(code) = code_of(site) else { continue };
+                let Some(c) = sites.get_mut(&(site, code)) else {
+                    continue;
+                };
+                let into = if caused { &mut c.caused } else { &mut c.waits };
+                let e = into.entry(pattern.key().to_string()).or_insert(WaitCell {
+                    time_ns: 0,
+                    instances: 0,
+                });
+                e.time_ns.sat(cell.time);
+                e.instances += cell.instances;
+            }
+        }
+        let mut list: Vec<Callsite> = sites.into_values().collect();
+        let cost = |c: &Callsite| {
+            c.time_ns
+                .saturating_add(c.caused.values().map(|w| w.time_ns).sum())
+        };
+        list.sort_by(|a, b| {
+            cost(b)
+                .cmp(&cost(a))
+                .then_with(|| a.place().cmp(&b.place()))
+        });
+        out.callsites = list;
+        if all.dropped > 0 {
+            out.diagnostics.push(format!(
+                "call sites: {} call(s) at sites past the first {MAX_SITES} per rank are in the profiles but in no call site",
+                all.dropped
+            ));
+        }
+    }
+}
