@@ -40,6 +40,8 @@ impl Browser {
                 "--remote-debugging-port=0",
             ])
             .arg(format!("--user-data-dir={}", profile.display()))
+            // Chromium leaves org.chromium.Chromium.* directories in $TMPDIR.
+            .env("TMPDIR", scratch)
             .arg(format!("--window-size={width},{height}"))
             .arg("about:blank")
             .stdin(Stdio::null())

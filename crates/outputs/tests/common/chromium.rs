@@ -47,6 +47,8 @@ pub fn visit(browser: &str, page: &Path, scratch: &Path, extra: &[String]) -> Vi
         "--v=0",
     ])
     .arg(format!("--user-data-dir={}", profile.display()))
+    // Chromium leaves org.chromium.Chromium.* directories in $TMPDIR.
+    .env("TMPDIR", scratch)
     .args(extra)
     .arg(format!("file://{}", page.display()))
     .stdin(Stdio::null())

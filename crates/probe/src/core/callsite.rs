@@ -331,7 +331,7 @@ pub(crate) fn hold<R>(ret: u64, f: impl FnOnce() -> R) -> R {
 }
 
 /// Defines the exported function `$name` as a shim that stores its return
-/// address for [`here`] and jumps to `$inner`, which has the C prototype
+/// address for `callsite::here` and jumps to `$inner`, which has the C prototype
 /// `$name` is called with. x86-64 Linux only; elsewhere `$name` calls
 /// `$inner` and call sites are unknown (0).
 #[macro_export]
