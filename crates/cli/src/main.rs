@@ -45,6 +45,9 @@ mod top;
 mod trace;
 
 fn main() {
+    // Call sites are named from the objects on this host's disk, in every
+    // process of hark's that finishes analyses (an analyser rank too).
+    hark_analyses::names::install(hark_server::resolve::Resolver::get());
     let cli = cli::Cli::parse_args();
     let result = match &cli.command {
         cli::Command::Run(args) => run::run(args),

@@ -108,7 +108,7 @@ fn check(dir: &std::path::Path, command: Vec<String>, np: usize, threads: usize)
 }
 
 /// Which compiler builds the program.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Lang {
     /// The C program with the MPI wrapper's gcc (libgomp).
     Gcc,
@@ -156,7 +156,8 @@ fn with_mpi(mpi: Mpi, lang: Lang, np: usize, threads: usize) {
         eprintln!("skipped: {} or clang is not installed", mpi.name);
         return;
     }
-    let dir = scratch(&format!("omp-{compiler}"));
+    // One directory per case: cases with one compiler run side by side.
+    let dir = scratch(&format!("omp-{compiler}-{lang:?}-{np}x{threads}"));
     let exe = match lang {
         Lang::Gcc => compile(
             compiler,

@@ -327,7 +327,13 @@ fn counters(s: &mut String, p: &Program) {
     let rows = facts::counter_rows(p);
     if !rows.is_empty() {
         s.push('\n');
-        let mut t = Table::new(&["Counter", "total", "rank min", "rank max", "multiplexed"]);
+        // Processes without MPI are not ranks.
+        let (min, max) = if p.mpi.is_empty() {
+            ("process min", "process max")
+        } else {
+            ("rank min", "rank max")
+        };
+        let mut t = Table::new(&["Counter", "total", min, max, "multiplexed"]);
         for c in &rows {
             let mux = c.multiplexed.map_or(String::new(), |m| {
                 format!("counted {:.0} % of the time, scaled", 100.0 * m)

@@ -59,6 +59,7 @@
 mod error;
 mod exchange;
 mod place;
+pub mod resolve;
 mod service;
 mod sink;
 pub mod trace;
@@ -203,6 +204,8 @@ impl Server {
     /// connections on a background thread. Fails if the address cannot be
     /// bound or an analysis name is unknown.
     pub fn start(config: ServerConfig) -> Result<Server, Error> {
+        // Call sites are named from the objects on this host's disk.
+        hark_analyses::names::install(resolve::Resolver::get());
         let analyses = select_analyses(config.analyses.as_deref())?;
         let trace = config.trace.clone().map(trace::Store::new).transpose()?;
         let mut listener = hark_transport::Listener::bind(&config.addr)

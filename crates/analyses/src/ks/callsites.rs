@@ -14,7 +14,6 @@ use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::derived::Pattern;
 use crate::ks::io::{direction, Dir};
 use crate::ks::mpi_profile::{completion_bytes, own_bytes};
-use crate::resolve::Resolver;
 use crate::sat::Sat;
 use crate::stream::StreamCx;
 use crate::unify::{callsite_frames, IdMap, SiteFrame, UNDEFINED};
@@ -178,7 +177,7 @@ impl RankState for Rank {
 /// A frame named for `callers`: `file:line (symbol)`, the symbol, or
 /// `object+0xoffset`.
 fn describe(f: &SiteFrame) -> String {
-    let p = Resolver::get().place(&f.object, &f.build_id, f.offset);
+    let p = crate::names::place(&f.object, &f.build_id, f.offset);
     match (p.file, p.line, p.symbol) {
         (Some(file), Some(line), Some(s)) => format!("{file}:{line} ({s})"),
         (Some(file), Some(line), None) => format!("{file}:{line}"),
@@ -208,7 +207,7 @@ impl Analysis for Callsites {
                 .or_insert_with(|| {
                     let frames = callsite_frames(cx.unifier.path(site)?)?;
                     let first = frames.first()?;
-                    let p = Resolver::get().place(&first.object, &first.build_id, first.offset);
+                    let p = crate::names::place(&first.object, &first.build_id, first.offset);
                     Some(Callsite {
                         file: p.file,
                         line: p.line,

@@ -14,19 +14,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use hark_analyses::names::{Names, Place};
 use object::{Object, ObjectSymbol, SymbolKind};
-
-/// Where a return address is, as far as the object tells.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Place {
-    /// Source file, with line information only.
-    pub file: Option<String>,
-    /// Source line, with line information only.
-    pub line: Option<u32>,
-    /// The enclosing function, demangled (with `+0x..` when no line is
-    /// known), from the symbol table or the debug information.
-    pub symbol: Option<String>,
-}
 
 /// One object's symbols and line tables.
 struct Image {
@@ -176,6 +165,12 @@ fn debug_file(build_id: &str) -> Option<PathBuf> {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Names for Resolver {
+    fn place(&self, path: &str, build_id: &str, offset: u64) -> Place {
+        Resolver::place(self, path, build_id, offset)
+    }
 }
 
 #[cfg(test)]
