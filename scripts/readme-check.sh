@@ -78,6 +78,7 @@ SKIPPED=(
     "HARK_TLS_CA=|needs a site's TLS service, CA and token (tested by two_users_stream_over_tls_and_each_sees_only_their_own_job)"
     "hark run --analysers 2 -- mpirun -np 64|64 ranks and 2 analysers (tested on 4 by analysers_merge_by_tree_or_by_gather_into_the_same_profile)"
     "hark run --analysers 1 -- mpiexec.mpich -n 8 ./app : -n 4 ./other|./other stands for a second program of yours, and 13 processes are out of reach here (MPMD under analysers is tested by no_virtualise_keeps_one_world_for_mpmd_programs_with_analysers)"
+    "hark scaling run-np1 run-np2 run-np4|run-np1, run-np2 and run-np4 stand for three runs of your program at 1, 2 and 4 ranks (tested on runs at 1 and 2 ranks by hark_scaling_prints_the_pop_table_of_a_series)"
     "hark run --analysers 2 -- srun|needs a Slurm cluster (tested on emulated nodes by emulated_nodes_run_mpi_under_every_launcher)"
 )
 
