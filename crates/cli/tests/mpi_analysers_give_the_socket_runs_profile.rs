@@ -14,7 +14,6 @@ use serde_json::Value;
 use std::path::Path;
 
 #[test]
-#[ignore = "regression of 2026-12-01, cause not found: in about 1 run in 3 under load, one writer's matching is lost under --analysers (\"N sends and M receives found no partner\", \"12 arrivals at collectives belong to instances that never completed\"); see docs/analysers.md, Known problems"]
 fn mpi_analysers_give_the_socket_runs_profile() {
     probe();
     let mpi = OPEN_MPI;
@@ -31,7 +30,13 @@ fn mpi_analysers_give_the_socket_runs_profile() {
     command.extend([ring.display().to_string(), "40".into()]);
     let socket = run(&dir, "ring-socket", &[], &command);
     for n in ["1", "2", "3"] {
-        let over_mpi = run(&dir, &format!("ring-{n}"), &["--analysers", n], &command);
+        // Lossless: a lossy MPI stream may drop packs on a loaded machine.
+        let over_mpi = run(
+            &dir,
+            &format!("ring-{n}"),
+            &["--analysers", n, "--lossless"],
+            &command,
+        );
         assert_same(
             &socket,
             &over_mpi,
@@ -56,7 +61,12 @@ fn mpi_analysers_give_the_socket_runs_profile() {
     ]);
     let socket = run(&dir, "waits-socket", &[], &command);
     for n in ["1", "2", "3"] {
-        let over_mpi = run(&dir, &format!("waits-{n}"), &["--analysers", n], &command);
+        let over_mpi = run(
+            &dir,
+            &format!("waits-{n}"),
+            &["--analysers", n, "--lossless"],
+            &command,
+        );
         assert_eq!(
             instances(&over_mpi),
             instances(&socket),
@@ -104,7 +114,13 @@ fn mpich_analysers_give_the_socket_runs_profile() {
     command.extend([ring.display().to_string(), "40".into()]);
     let socket = run(&dir, "ring-socket", &[], &command);
     for n in ["1", "2"] {
-        let over_mpi = run(&dir, &format!("ring-{n}"), &["--analysers", n], &command);
+        // Lossless: a lossy MPI stream may drop packs on a loaded machine.
+        let over_mpi = run(
+            &dir,
+            &format!("ring-{n}"),
+            &["--analysers", n, "--lossless"],
+            &command,
+        );
         assert_same(
             &socket,
             &over_mpi,
