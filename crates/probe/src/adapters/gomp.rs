@@ -459,56 +459,36 @@ fn core_recording() -> bool {
     core::enter().is_some()
 }
 
-/// `GOMP_barrier`: an explicit barrier (or a worksharing construct's end).
-///
-/// # Safety
-/// As libgomp's.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GOMP_barrier() {
-    let Some(f) = real!(c"GOMP_barrier": unsafe extern "C" fn()) else {
-        return;
-    };
-    // SAFETY: no arguments.
-    wait(op::OMP_BARRIER, op::OMP_SYNC_EXPLICIT, || unsafe { f() })
+/// Entry points without arguments that only wait: each is timed as one
+/// `op` event of kind `tag` (`wait`).
+macro_rules! waits {
+    ($($(#[$doc:meta])* $name:ident = $sym:literal => $op:ident, $tag:ident;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As libgomp's.
+        #[cfg_attr(not(test), no_mangle)]
+        pub unsafe extern "C" fn $name() {
+            let Some(f) = real!($sym: unsafe extern "C" fn()) else {
+                return;
+            };
+            // SAFETY: no arguments.
+            wait(op::$op, op::$tag, || unsafe { f() })
+        }
+    )*};
 }
 
-/// `GOMP_loop_end`: the barrier at the end of a loop.
-///
-/// # Safety
-/// As libgomp's.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GOMP_loop_end() {
-    let Some(f) = real!(c"GOMP_loop_end": unsafe extern "C" fn()) else {
-        return;
-    };
-    // SAFETY: no arguments.
-    wait(op::OMP_BARRIER, op::OMP_SYNC_IMPLICIT, || unsafe { f() })
-}
-
-/// `GOMP_taskwait`.
-///
-/// # Safety
-/// As libgomp's.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GOMP_taskwait() {
-    let Some(f) = real!(c"GOMP_taskwait": unsafe extern "C" fn()) else {
-        return;
-    };
-    // SAFETY: no arguments.
-    wait(op::OMP_BARRIER, op::OMP_SYNC_TASKWAIT, || unsafe { f() })
-}
-
-/// `GOMP_critical_start`: waits for the unnamed critical section.
-///
-/// # Safety
-/// As libgomp's.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GOMP_critical_start() {
-    let Some(f) = real!(c"GOMP_critical_start": unsafe extern "C" fn()) else {
-        return;
-    };
-    // SAFETY: no arguments.
-    wait(op::OMP_LOCK_WAIT, op::OMP_MUTEX_CRITICAL, || unsafe { f() })
+waits! {
+    /// `GOMP_barrier`: an explicit barrier (or a worksharing construct's end).
+    GOMP_barrier = c"GOMP_barrier" => OMP_BARRIER, OMP_SYNC_EXPLICIT;
+    /// `GOMP_loop_end`: the barrier at the end of a loop.
+    GOMP_loop_end = c"GOMP_loop_end" => OMP_BARRIER, OMP_SYNC_IMPLICIT;
+    /// `GOMP_taskwait`.
+    GOMP_taskwait = c"GOMP_taskwait" => OMP_BARRIER, OMP_SYNC_TASKWAIT;
+    /// `GOMP_critical_start`: waits for the unnamed critical section.
+    GOMP_critical_start = c"GOMP_critical_start" => OMP_LOCK_WAIT, OMP_MUTEX_CRITICAL;
+    /// `GOMP_ordered_start`: waits for this iteration's turn.
+    GOMP_ordered_start = c"GOMP_ordered_start" => OMP_LOCK_WAIT, OMP_MUTEX_ORDERED;
 }
 
 /// `GOMP_critical_name_start`: waits for a named critical section.
@@ -524,19 +504,6 @@ pub unsafe extern "C" fn GOMP_critical_name_start(pptr: *mut *mut c_void) {
     wait(op::OMP_LOCK_WAIT, op::OMP_MUTEX_CRITICAL, || unsafe {
         f(pptr)
     })
-}
-
-/// `GOMP_ordered_start`: waits for this iteration's turn.
-///
-/// # Safety
-/// As libgomp's.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GOMP_ordered_start() {
-    let Some(f) = real!(c"GOMP_ordered_start": unsafe extern "C" fn()) else {
-        return;
-    };
-    // SAFETY: no arguments.
-    wait(op::OMP_LOCK_WAIT, op::OMP_MUTEX_ORDERED, || unsafe { f() })
 }
 
 /// `GOMP_single_start`: true on the one thread that runs the `single`.
