@@ -393,6 +393,9 @@ ReturnToService=2
 # Take the CPUs below as given: the nodes share the host's few cores.
 SlurmdParameters=config_overrides
 KillWait=2
+# The nodes share a loaded machine's few cores: Slurm's 10 s default for an
+# answer between its daemons and srun is too short under the test suite.
+MessageTimeout=60
 MinJobAge=2
 NodeName=n[1-$n] CPUs=4 State=UNKNOWN
 PartitionName=nodes Nodes=ALL Default=YES MaxTime=INFINITE State=UP

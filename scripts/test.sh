@@ -20,4 +20,29 @@ cargo build --workspace --all-targets --features "$features"
 # 300 unless set): a hang fails its test with a snapshot of its processes
 # instead of stalling the suite. Passing tests remove their scratch
 # directories; failing ones keep them (/tmp/hark-e2e-*).
-cargo test --workspace --no-fail-fast --features "$features" -- --test-threads=2
+# The output is long and CI may show only its end: a failing run ends by
+# printing each failing test's output again, its last lines (where the
+# panic is), so that the reason is in the end that is shown.
+log=$(mktemp -t hark-test-XXXXXX.log)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace --no-fail-fast --features "$features" -- --test-threads=2 2>&1 |
+    tee "$log" || status=$?
+if [ "$status" -ne 0 ]; then
+    echo
+    echo "=== scripts/test.sh: the failing tests' output again (last 40 lines each) ==="
+    awk '
+        /^---- .* stdout ----$/ { flush(); name = $2; n = 0; next }
+        /^failures:$/ || /^test result:/ { flush(); next }
+        name != "" { line[n++] = $0 }
+        function flush(  i) {
+            if (name == "") return
+            print "--- " name " (" n " lines) ---"
+            for (i = (n > 40 ? n - 40 : 0); i < n; i++) print line[i]
+            name = ""
+        }
+        END { flush() }
+    ' "$log"
+    grep -E "^error: [0-9]+ targets? failed|^    \`-p " "$log" || true
+fi
+exit "$status"
