@@ -384,7 +384,7 @@ mod tests {
     fn facts(flavour: &str) -> std::collections::HashMap<String, String> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let src = root.join("tests/programs/mpi/abi_facts.c");
-        let dir = std::env::temp_dir().join(format!("hark-abi-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("hark-abi-{flavour}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let exe = dir.join(format!("abi_facts-{flavour}"));
         let cc = std::process::Command::new(format!("mpicc.{flavour}"))
@@ -404,6 +404,7 @@ mod tests {
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
             .output()
             .expect("run abi_facts");
+        let _ = std::fs::remove_dir_all(&dir);
         assert!(
             out.status.success(),
             "{}",

@@ -5,6 +5,8 @@
 //! builds both with). The recorded streams are whole and hold the MPI calls.
 
 mod mpi_support;
+#[path = "../../../tests/support/remove_at_exit.rs"]
+mod remove_at_exit;
 use hark_wire::op;
 use mpi_support::*;
 use std::path::Path;
@@ -21,6 +23,7 @@ fn run_in(dir: &Path, exe: &str, args: &[&str], probe: bool) -> Job {
 fn scratch(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("hark-app-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
+    remove_at_exit::remove_at_exit(&d);
     d
 }
 

@@ -1,6 +1,8 @@
 //! The server end to end over a real Unix socket: streams written by hand
 //! with the wire encoding, as probes would, several at once.
 
+#[path = "../../../tests/support/remove_at_exit.rs"]
+mod remove_at_exit;
 use hark_server::{Server, ServerConfig};
 use hark_wire::{
     encode_pack, op, ClockSource, Def, End, EndReason, Event, Flavour, Hello, RankInfo,
@@ -13,6 +15,7 @@ use std::time::Duration;
 fn socket(name: &str) -> (PathBuf, String) {
     let dir = std::env::temp_dir().join(format!("hark-server-test-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    remove_at_exit::remove_at_exit(&dir);
     let path = dir.join("sock");
     let addr = format!("unix:{}", path.display());
     (path, addr)

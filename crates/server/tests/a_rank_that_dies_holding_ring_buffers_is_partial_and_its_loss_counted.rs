@@ -3,6 +3,8 @@
 //! published, marks the rank partial, names the events it lost, and the
 //! rank beside it, on a plain socket, is whole.
 
+#[path = "../../../tests/support/remove_at_exit.rs"]
+mod remove_at_exit;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
@@ -79,6 +81,7 @@ fn events(rank: i32, n: u64) -> Vec<Event> {
 fn a_ring_writer_that_dies_mid_pack_is_partial_and_its_lost_events_are_named() {
     let dir = std::env::temp_dir().join(format!("hark-server-ring-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    remove_at_exit::remove_at_exit(&dir);
     let path = dir.join("sock");
     let server = Server::start(ServerConfig {
         addr: format!("unix:{}", path.display()),

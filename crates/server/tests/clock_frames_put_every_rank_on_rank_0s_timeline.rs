@@ -5,6 +5,8 @@
 //! method, the measurements and the residual error. A garbage clock frame
 //! closes its connection with the reason and corrupts nothing.
 
+#[path = "../../../tests/support/remove_at_exit.rs"]
+mod remove_at_exit;
 use hark_server::{Server, ServerConfig};
 use hark_wire::{
     encode_pack, op, ClockPhase, ClockReference, ClockSource, ClockSync, End, EndReason, Event,
@@ -101,6 +103,7 @@ fn tail(rank: i32, b: &mut Vec<u8>) {
 fn server(name: &str) -> (std::path::PathBuf, Server) {
     let dir = std::env::temp_dir().join(format!("hark-clock-test-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    remove_at_exit::remove_at_exit(&dir);
     let path = dir.join("sock");
     let server = Server::start(ServerConfig {
         addr: format!("unix:{}", path.display()),

@@ -1,5 +1,7 @@
 //! What the reader makes of well-formed, cut and malformed streams.
 
+#[path = "../../../tests/support/remove_at_exit.rs"]
+mod remove_at_exit;
 use std::io::Write;
 use std::time::Duration;
 
@@ -56,6 +58,7 @@ fn pack(n: usize) -> Vec<u8> {
 fn collector(tag: &str) -> (Collector, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!("hark-transport-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    remove_at_exit::remove_at_exit(&dir);
     let path = dir.join("sock");
     (
         serve_collect(&format!("unix:{}", path.display())).unwrap(),

@@ -12,6 +12,9 @@
 //! ```
 #![allow(dead_code)]
 
+#[path = "../../../../tests/support/remove_at_exit.rs"]
+mod remove_at_exit;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -57,6 +60,7 @@ pub fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("hark-probe-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
+    remove_at_exit::remove_at_exit(&d);
     d
 }
 
@@ -77,6 +81,7 @@ pub fn compile_many(sources: &[&str], compiler: &[&str], flags: &[&str]) -> Path
     let stem = last.file_stem().unwrap().to_string_lossy().into_owned();
     let out_dir = std::env::temp_dir().join(format!("hark-probe-bin-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).unwrap();
+    remove_at_exit::remove_at_exit(&out_dir);
     // Tests of one binary run in parallel and may build the same source:
     // every build gets its own file, never overwriting one being run.
     static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

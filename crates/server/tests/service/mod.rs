@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test file uses a part
 
+#[path = "../../../../tests/support/remove_at_exit.rs"]
+mod remove_at_exit;
 use hark_server::{Service, ServiceConfig, ServiceRun, Viewer};
 use hark_wire::{op, ClockSource, End, EndReason, Event, Hello, RankInfo};
 use std::io::Write;
@@ -47,6 +49,7 @@ pub fn start(name: &str, write: bool, tweak: impl FnOnce(&mut ServiceConfig)) ->
     let dir = std::env::temp_dir().join(format!("hark-svc-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    remove_at_exit::remove_at_exit(&dir);
     let path = dir.join("sock");
     let mut config = ServiceConfig {
         listen: format!("unix:{}", path.display()),
