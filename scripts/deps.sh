@@ -12,6 +12,7 @@ packages=(
     graphviz                 # dot, for the topology graph in report.html
     lammps lammps-examples   # a real MPI application and its inputs
     hpcc                     # the HPC Challenge benchmark, another real one
+    libopenblas0-openmp      # OpenBLAS's OpenMP build, for hpcc as a hybrid code (not the system BLAS, below)
     nwchem-openmpi           # NWChem: Global Arrays over MPI one-sided calls
     scalapack-mpi-test       # ScaLAPACK's test programs, built for MPICH too
     quantum-espresso quantum-espresso-data   # pw.x (Fortran through mpif.h) and its pseudopotentials
@@ -42,4 +43,16 @@ fi
 echo "deps.sh: installing ${missing[*]}" >&2
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# OpenBLAS's OpenMP build makes itself the system BLAS and LAPACK: every
+# program linked to them would then start OpenMP threads. It is for one
+# test, which names it with LD_LIBRARY_PATH: the system keeps another.
+for name in libblas.so.3-x86_64-linux-gnu liblapack.so.3-x86_64-linux-gnu; do
+    now=$(update-alternatives --query "$name" 2>/dev/null | awk '/^Value:/ {print $2}')
+    case "$now" in
+    *openblas-openmp*)
+        other=$(update-alternatives --list "$name" | grep -v openblas-openmp | head -1 || true)
+        [ -n "$other" ] && $sudo update-alternatives --quiet --set "$name" "$other"
+        ;;
+    esac
+done
 "$(dirname "$0")/venv.sh"

@@ -84,15 +84,16 @@ fn lammps_melt_on_two_ranks_matches_an_independent_count() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn hpcc_on_two_ranks_matches_an_independent_count() {
+/// hpcc's shipped example on a 1 x 2 grid with N = 200 (seconds, not
+/// minutes) in a scratch directory named `tag`; `None` (and a line saying
+/// why) when hpcc or Open MPI is missing.
+fn hpcc_input(tag: &str) -> Option<Scratch> {
     let example = Path::new("/usr/share/doc/hpcc/examples/_hpccinf.txt");
     if !have("hpcc") || !example.exists() || !have(OPEN_MPI.cc) {
         eprintln!("skipped: needs hpcc and Open MPI (scripts/deps.sh installs them)");
-        return;
+        return None;
     }
-    let dir = scratch("hpcc");
-    // The shipped example on a 1 x 2 grid with N = 200: seconds, not minutes.
+    let dir = scratch(tag);
     let input = std::fs::read_to_string(example)
         .unwrap()
         .replace("1000         Ns", "200          Ns")
@@ -103,6 +104,46 @@ fn hpcc_on_two_ranks_matches_an_independent_count() {
         "hpccinf.txt changed shape"
     );
     std::fs::write(dir.join("hpccinf.txt"), input).unwrap();
+    Some(dir)
+}
+
+/// hpcc's verdicts, from the summary lines ("5 tests completed and passed
+/// residual checks."): PTRANS prints a CPU row, with its PASSED, only when
+/// the CPU time it measured is above zero, so counting PASSED counts
+/// timings too.
+fn hpcc_verdicts(results: &str) -> Vec<String> {
+    results
+        .lines()
+        .filter(|l| l.contains("tests completed and") || l.contains("tests skipped"))
+        .map(|l| l.trim().trim_end_matches(['.', ',']).to_string())
+        .collect()
+}
+
+/// hpcc finished in `dir` and passed the checks it passed without Hark
+/// (`bare`).
+fn hpcc_passed(dir: &Path, bare: &str) {
+    let results = std::fs::read_to_string(dir.join("hpccoutf.txt")).unwrap();
+    assert!(
+        results.contains("End of HPC Challenge tests."),
+        "hpcc did not finish"
+    );
+    let checks = hpcc_verdicts(&results);
+    assert_eq!(checks, hpcc_verdicts(bare));
+    assert!(checks.len() >= 4, "hpcc printed no summary of its checks");
+    assert!(
+        checks
+            .iter()
+            .all(|l| !l.contains("failed") || l.starts_with("0 ")),
+        "hpcc reports a failed check: {checks:?}"
+    );
+    assert!(!results.contains("FAILED"), "hpcc reports a failed check");
+}
+
+#[test]
+fn hpcc_on_two_ranks_matches_an_independent_count() {
+    let Some(dir) = hpcc_input("hpcc") else {
+        return;
+    };
     let command = {
         let mut c = launcher(OPEN_MPI, 2);
         c.push("hpcc".into());
@@ -116,36 +157,75 @@ fn hpcc_on_two_ranks_matches_an_independent_count() {
     let (out, run_dir) = counted_run(&dir, &command);
     assert_exit(&out, 0);
     assert_eq!(out.stdout, bare.stdout, "hpcc's output changed");
-    let results = std::fs::read_to_string(dir.join("hpccoutf.txt")).unwrap();
-    assert!(
-        results.contains("End of HPC Challenge tests."),
-        "hpcc did not finish"
-    );
-    // Both runs pass the same checks. The verdicts come from the summary
-    // lines ("5 tests completed and passed residual checks."): PTRANS prints
-    // a CPU row, with its PASSED, only when the CPU time it measured is
-    // above zero, so counting PASSED counts timings too.
-    let verdicts = |s: &str| -> Vec<String> {
-        s.lines()
-            .filter(|l| l.contains("tests completed and") || l.contains("tests skipped"))
-            .map(|l| l.trim().trim_end_matches(['.', ',']).to_string())
-            .collect()
-    };
-    let checks = verdicts(&results);
-    assert_eq!(checks, verdicts(&bare_results));
-    assert!(checks.len() >= 4, "hpcc printed no summary of its checks");
-    assert!(
-        checks
-            .iter()
-            .all(|l| !l.contains("failed") || l.starts_with("0 ")),
-        "hpcc reports a failed check: {checks:?}"
-    );
-    assert!(!results.contains("FAILED"), "hpcc reports a failed check");
+    hpcc_passed(&dir, &bare_results);
 
     let profile = profile(&run_dir);
     let n = compare(&profile, &read_counts(&dir.join("counts"), 2));
     eprintln!("hpcc: {n} MPI functions agree with the independent count");
-    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Where Debian's `libopenblas0-openmp` puts OpenBLAS's OpenMP build
+/// (`scripts/deps.sh` keeps it from being the system BLAS).
+const OPENBLAS_OPENMP: &str = "/usr/lib/x86_64-linux-gnu/openblas-openmp";
+
+/// hpcc as a hybrid code: its BLAS is OpenBLAS's OpenMP build (gcc's
+/// libgomp) with `OMP_NUM_THREADS=2`, at np 2. The BLAS's parallel regions
+/// and second threads appear in the profile, MPI calls and bytes still
+/// equal the independent count, and hpcc's checks pass as without Hark.
+#[test]
+fn hpcc_on_openblas_s_openmp_build_shows_its_threads_and_matches_an_independent_count() {
+    if !Path::new(OPENBLAS_OPENMP).join("libblas.so.3").exists() {
+        eprintln!("skipped: needs libopenblas0-openmp (scripts/deps.sh installs it)");
+        return;
+    }
+    let Some(dir) = hpcc_input("hpcc-openmp") else {
+        return;
+    };
+    let command = {
+        let mut c = launcher(OPEN_MPI, 2);
+        c.extend(["-x".into(), "OMP_NUM_THREADS=2".into(), "-x".into()]);
+        c.push(format!("LD_LIBRARY_PATH={OPENBLAS_OPENMP}"));
+        c.push("hpcc".into());
+        c
+    };
+    let bare = bare_run(&dir, &command);
+    assert!(
+        bare.status.success(),
+        "hpcc on OpenBLAS-OpenMP fails without hark"
+    );
+    let bare_results = std::fs::read_to_string(dir.join("hpccoutf.txt")).unwrap();
+    std::fs::remove_file(dir.join("hpccoutf.txt")).unwrap();
+
+    let (out, run_dir) = counted_run(&dir, &command);
+    assert_exit(&out, 0);
+    hpcc_passed(&dir, &bare_results);
+    let profile = profile(&run_dir);
+    let n = compare(&profile, &read_counts(&dir.join("counts"), 2));
+
+    let p = &profile["programs"][0];
+    let shown = format!("threads: {}\nopenmp: {}", p["threads"], p["openmp"]);
+    // The BLAS's parallel regions, in its library, with teams of two.
+    let regions = p["openmp"]["regions"].as_array().expect(&shown);
+    assert!(
+        regions.iter().any(|r| r["kind"] == "parallel"
+            && r["threads"] == 2
+            && r["calls"].as_u64().unwrap_or(0) > 0
+            && r["name"].as_str().unwrap_or("").contains("openblas")),
+        "no parallel region of OpenBLAS with 2 threads: {shown}"
+    );
+    // Every rank has its BLAS thread beside its main one; the main thread
+    // holds the MPI time, the BLAS thread none.
+    let ranks = p["threads"].as_array().expect(&shown);
+    assert_eq!(ranks.len(), 2, "{shown}");
+    for threads in ranks {
+        let threads = threads.as_array().expect(&shown);
+        assert_eq!(threads.len(), 2, "{shown}");
+        assert!(threads[0]["mpi_ns"].as_u64().unwrap_or(0) > 0, "{shown}");
+        assert_eq!(threads[1]["mpi_ns"], 0, "{shown}");
+    }
+    eprintln!(
+        "hpcc on OpenBLAS-OpenMP: {n} MPI functions agree with the independent count; {shown}"
+    );
 }
 
 /// NWChem's SCF of water ([`NWCHEM_WATER`]): besides the calls and bytes
