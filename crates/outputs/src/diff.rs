@@ -4,8 +4,10 @@
 //! Programs are paired by name. For each pair, every timed quantity is
 //! compared as a **mean per rank** (so runs with different rank counts
 //! compare too): the program's wall time, each region's exclusive time,
-//! each MPI function's time, each wait-state pattern's time, and the POP
-//! efficiencies (as the time their change costs: the change × the runtime).
+//! each MPI function's time, each wait-state pattern's time, each
+//! performance counter (a count per rank, its noise at least 1 % plus one;
+//! the `*-clock` ones are time), and the POP efficiencies (as the time
+//! their change costs: the change × the runtime).
 //!
 //! **Noise** is what the runs themselves show. Given repeated runs of a side
 //! ([`compare_repeated`]), it is the run-to-run spread: the largest range
@@ -43,6 +45,8 @@ pub enum Kind {
     Efficiency,
     /// One rank's time outside MPI, against the other ranks' change.
     Rank,
+    /// A performance counter (`perf list` name), as a mean per rank.
+    Counter,
 }
 
 impl Kind {
@@ -53,6 +57,7 @@ impl Kind {
             Kind::Wait => "wait state",
             Kind::Efficiency => "efficiency",
             Kind::Rank => "rank",
+            Kind::Counter => "counter",
         }
     }
 }
@@ -66,7 +71,8 @@ pub struct Change {
     pub kind: Kind,
     /// Its name: a call path, `MPI_Send`, `late_sender`, `parallel`, `rank 3`.
     pub name: String,
-    /// Value in run A and run B: ns per rank, or a fraction for efficiencies.
+    /// Value in run A and run B: ns per rank, a fraction for efficiencies,
+    /// a count per rank for counters (ns for the `*-clock` ones).
     /// `None` where the run does not have it.
     pub a: Option<f64>,
     /// See `a`.
@@ -206,6 +212,18 @@ fn timed(
     b: &[PerRank],
     repeated: bool,
 ) -> Change {
+    measured(program, kind, name, (a, b), repeated, floor)
+}
+
+/// [`timed`] with the noise never below `least(a, b)`.
+fn measured(
+    program: &str,
+    kind: Kind,
+    name: &str,
+    (a, b): (&[PerRank], &[PerRank]),
+    repeated: bool,
+    least: fn(f64, f64) -> f64,
+) -> Change {
     let means = |side: &[PerRank]| -> Vec<Option<f64>> {
         side.iter().map(|r| r.map(|(v, n)| mean(v, n))).collect()
     };
@@ -223,7 +241,7 @@ fn timed(
         sd(a).max(sd(b))
     };
     let (x, y) = (va.unwrap_or(0.0), vb.unwrap_or(0.0));
-    let noise = spread.max(floor(x, y));
+    let noise = spread.max(least(x, y));
     let delta = y - x;
     Change {
         program: program.to_string(),
@@ -259,6 +277,7 @@ fn compare_programs(a: &Side, b: &Side, repeated: bool, out: &mut Diff) {
         }
     }
     compare_timed(prog, a, b, repeated, &mut out.changes);
+    compare_counters(prog, a, b, repeated, &mut out.changes);
     compare_efficiency(prog, a, b, repeated, out);
     compare_counts(prog, a0, b0, &mut out.counts);
     let same_ranks = a.iter().chain(b).all(|p| p.ranks == na);
@@ -320,6 +339,49 @@ fn compare_timed<'a>(
         if c.a.unwrap_or(0.0) > 0.0 || c.b.unwrap_or(0.0) > 0.0 {
             changes.push(c);
         }
+    }
+}
+
+/// Performance counters, as means per rank (doubling the ranks does not
+/// read as doubled work) judged against their noise like times: measured,
+/// not exact (page faults, switches and clocks move from run to run). Only
+/// the `*-clock` counters are time, and only they cost time; a change in
+/// any other counter that matters sorts after the time changes that do.
+fn compare_counters(prog: &str, a: &Side, b: &Side, repeated: bool, changes: &mut Vec<Change>) {
+    let names: BTreeSet<&String> = a
+        .iter()
+        .chain(b)
+        .flat_map(|p| p.counters.iter().flat_map(|c| c.keys()))
+        .collect();
+    for name in names {
+        let values = |s: &Side| -> Vec<Option<Vec<u64>>> {
+            s.iter()
+                .map(|p| {
+                    let has = p.counters.iter().any(|c| c.contains_key(name));
+                    has.then(|| {
+                        let at = |r: usize| p.counters.get(r).and_then(|c| c.get(name));
+                        (0..p.ranks).map(|r| at(r).copied().unwrap_or(0)).collect()
+                    })
+                })
+                .collect()
+        };
+        let (va, vb) = (values(a), values(b));
+        fn per_rank(v: &[Option<Vec<u64>>]) -> Vec<PerRank<'_>> {
+            v.iter()
+                .map(|x| x.as_deref().map(|v| (v, v.len())))
+                .collect()
+        }
+        let sides = (&per_rank(&va)[..], &per_rank(&vb)[..]);
+        let c = if name.ends_with("-clock") {
+            measured(prog, Kind::Counter, name, sides, repeated, floor)
+        } else {
+            // A count's noise is at least 1 % of it plus one; it costs no
+            // time of its own.
+            let least = |x: f64, y: f64| 0.01 * x.abs().max(y.abs()) + 1.0;
+            let c = measured(prog, Kind::Counter, name, sides, repeated, least);
+            Change { cost_ns: 0.0, ..c }
+        };
+        changes.push(c);
     }
 }
 
@@ -520,10 +582,16 @@ pub fn compare_repeated(a: &[Run], b: &[Run]) -> Diff {
     out
 }
 
-fn value(kind: Kind, v: Option<f64>) -> String {
+/// Whether `c` is a count, not a time or a fraction.
+fn counted(c: &Change) -> bool {
+    c.kind == Kind::Counter && !c.name.ends_with("-clock")
+}
+
+fn value(c: &Change, v: Option<f64>) -> String {
     match v {
         None => "-".to_string(),
-        Some(v) if kind == Kind::Efficiency => units::fraction(v),
+        Some(v) if c.kind == Kind::Efficiency => units::fraction(v),
+        Some(v) if counted(c) => units::count(v.round() as u64),
         Some(v) => units::duration(v),
     }
 }
@@ -533,6 +601,8 @@ fn delta(c: &Change) -> String {
     let sign = if d >= 0.0 { "+" } else { "-" };
     if c.kind == Kind::Efficiency {
         format!("{sign}{:.1} pt", 100.0 * d.abs())
+    } else if counted(c) {
+        format!("{sign}{}", units::count(d.abs().round() as u64))
     } else {
         format!("{sign}{}", units::duration(d.abs()))
     }
@@ -541,6 +611,8 @@ fn delta(c: &Change) -> String {
 fn noise(c: &Change) -> String {
     if c.kind == Kind::Efficiency {
         format!("{:.1} pt", 100.0 * c.noise)
+    } else if counted(c) {
+        units::count(c.noise.round() as u64)
     } else {
         units::duration(c.noise)
     }
@@ -552,8 +624,8 @@ fn line(c: &Change) -> String {
         "  {:<10} {:<32} {:>11} -> {:<11} {:>12}  (noise {})",
         c.kind.label(),
         c.name,
-        value(c.kind, c.a),
-        value(c.kind, c.b),
+        value(c, c.a),
+        value(c, c.b),
         delta(c),
         noise(c)
     )
@@ -705,7 +777,9 @@ pub fn html(d: &Diff, a: &str, b: &str) -> String {
     for c in &d.changes {
         let class = if !c.matters {
             "quiet"
-        } else if c.cost_ns > 0.0 {
+        } else if c.cost_ns > 0.0 || (counted(c) && c.b > c.a) {
+            // More of a counted event per rank (faults, switches,
+            // instructions) is more work for the same job.
             "worse"
         } else {
             "better"
@@ -715,8 +789,8 @@ pub fn html(d: &Diff, a: &str, b: &str) -> String {
             "<tr class={class}><td class=l>{}</td><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=l>{}</td></tr>",
             c.kind.label(),
             esc(&c.name),
-            value(c.kind, c.a),
-            value(c.kind, c.b),
+            value(c, c.a),
+            value(c, c.b),
             delta(c),
             noise(c),
             esc(&c.program)
@@ -820,6 +894,61 @@ mod tests {
         let line = t.lines().find(|l| l.contains("MPI_Send calls")).unwrap();
         assert!(line.contains("100.0") && line.contains("200.0"), "{line}");
         assert!(line.contains("(200 -> 800)"), "{line}");
+    }
+
+    /// [`job`] on `ranks` ranks whose every rank counted `faults` page
+    /// faults and `clock` ns of task clock.
+    fn counted_job(ranks: usize, faults: u64, clock: u64) -> Run {
+        let mut r = job(ranks, 1, 1, 1);
+        let counts: hark_model::Counts = [
+            ("page-faults".to_string(), faults),
+            ("task-clock".to_string(), clock),
+        ]
+        .into();
+        r.programs[0].counters = vec![counts; ranks];
+        r
+    }
+
+    #[test]
+    fn counters_compare_per_rank_and_against_their_noise() {
+        // Twice the ranks, the same faults per rank: no change, though the
+        // total doubled.
+        let d = compare(
+            &counted_job(2, 1000, 5_000_000),
+            &counted_job(4, 1000, 5_000_000),
+        );
+        let counters: Vec<&Change> = d
+            .changes
+            .iter()
+            .filter(|c| c.kind == Kind::Counter)
+            .collect();
+        assert_eq!(counters.len(), 2, "{counters:?}");
+        assert!(counters.iter().all(|c| !c.matters), "{counters:?}");
+        // Faults per rank up by half: it matters and reads as a count; the
+        // task clock up 1 ms per rank is time, and costs it.
+        let d = compare(
+            &counted_job(2, 1000, 5_000_000),
+            &counted_job(2, 1500, 6_000_000),
+        );
+        let faults = d.changes.iter().find(|c| c.name == "page-faults").unwrap();
+        assert!(faults.matters && faults.cost_ns == 0.0, "{faults:?}");
+        let clock = d.changes.iter().find(|c| c.name == "task-clock").unwrap();
+        assert!(clock.matters && clock.cost_ns == 1_000_000.0, "{clock:?}");
+        let t = text(&d, "a", "b");
+        let line = t.lines().find(|l| l.contains("page-faults")).unwrap();
+        assert!(
+            line.contains("1,000") && line.contains("1,500") && line.contains("+500"),
+            "{line}"
+        );
+        let line = t.lines().find(|l| l.contains("task-clock")).unwrap();
+        assert!(line.contains("ms"), "{line}");
+        // Repeated runs: a change within the run-to-run spread of the
+        // faults does not matter.
+        let a = [counted_job(2, 1000, 1), counted_job(2, 1400, 1)];
+        let b = [counted_job(2, 1100, 1), counted_job(2, 1500, 1)];
+        let d = compare_repeated(&a, &b);
+        let faults = d.changes.iter().find(|c| c.name == "page-faults").unwrap();
+        assert!(!faults.matters, "{faults:?}");
     }
 
     #[test]
