@@ -6,7 +6,9 @@
 //! scalability, and, where the runs have no cycles and instructions (this
 //! VM has no PMU), one line that says why the hardware scalings are
 //! missing. The arithmetic of the hardware scalings is tested on recorded
-//! values in `hark_outputs::scaling`.
+//! values in `hark_outputs::scaling`. Then LAMMPS at 1, 2 and 4 ranks,
+//! and the same LAMMPS job three times a side through `hark diff`: nothing
+//! beyond its run-to-run noise, counters included.
 
 mod common;
 
@@ -89,4 +91,90 @@ fn a_series_at_one_and_two_ranks_gives_the_pop_table() {
             "{table}"
         );
     }
+}
+
+/// LAMMPS (Debian's `lmp`, the melt example) in `dir` at `np` ranks, its
+/// run directory renamed `name`.
+fn lammps(dir: &std::path::Path, np: usize, name: &str) -> PathBuf {
+    let mut command = launcher(OPEN_MPI, np);
+    command
+        .extend(["--bind-to", "none", "lmp", "-in", "in.melt", "-log", "none"].map(String::from));
+    let (out, run_dir) = hark_run(dir, &["-q"], &command);
+    assert_exit(&out, 0);
+    let to = dir.join(name);
+    std::fs::rename(&run_dir, &to).unwrap();
+    to
+}
+
+/// A program nobody here wrote as a series: LAMMPS at 1, 2 and 4 ranks
+/// gives the POP table with computational scalability from the runs' useful
+/// time; and the same job (np 2) run three times and three times again
+/// shows no change that matters beyond its run-to-run noise, counters
+/// included, measured over the repeated runs. The counts (calls, bytes)
+/// of a deterministic program do not change at all.
+#[test]
+fn lammps_at_1_2_4_ranks_gives_the_pop_table_and_the_same_job_twice_changes_nothing_that_matters() {
+    let input = std::path::Path::new("/usr/share/lammps/examples/melt/in.melt");
+    if !have("lmp") || !input.exists() || !have(OPEN_MPI.run) {
+        eprintln!("skipped: LAMMPS (lmp, lammps-examples) or Open MPI is not installed");
+        return;
+    }
+    let dir = scratch("scaling-lammps");
+    std::fs::copy(input, dir.join("in.melt")).unwrap();
+    let series: Vec<PathBuf> = [1, 2, 4]
+        .into_iter()
+        .map(|np| lammps(&dir, np, &format!("np{np}")))
+        .collect();
+    let out = std::process::Command::new(hark())
+        .arg("scaling")
+        .args(&series)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprintln!("{table}");
+    let profiles: Vec<Value> = series.iter().map(|r| profile(r)).collect();
+    let cs = row(&table, "Computational scalability");
+    assert_eq!(cs.len(), 3, "{table}");
+    for (i, p) in profiles.iter().enumerate() {
+        let want = useful_ns(&profiles[0]) / useful_ns(p);
+        assert!(
+            (cs[i] - 100.0 * want).abs() < 0.06,
+            "run {i}: want {want}\n{table}"
+        );
+    }
+    let (pe, ge) = (
+        row(&table, "Parallel efficiency"),
+        row(&table, "Global efficiency"),
+    );
+    for i in 0..3 {
+        assert!((ge[i] - pe[i] * cs[i] / 100.0).abs() < 0.2, "{table}");
+    }
+
+    // The same job, three runs a side.
+    let page = dir.join("diff.html");
+    let mut diff = std::process::Command::new(hark());
+    diff.arg("diff").arg("-o").arg(&page);
+    diff.arg(&series[1]);
+    diff.args((2..=3).map(|k| lammps(&dir, 2, &format!("a{k}"))));
+    diff.arg("--");
+    diff.args((1..=3).map(|k| lammps(&dir, 2, &format!("b{k}"))));
+    let out = diff.output().unwrap();
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprintln!("{text}");
+    assert!(text.contains("noise: the run-to-run spread"), "{text}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(">counter<") && html.contains("page-faults"),
+        "the counters are compared: {html}"
+    );
+    assert!(
+        text.contains("none: every difference is within the runs' own noise"),
+        "the same job changed beyond its run-to-run noise:\n{text}"
+    );
+    assert!(
+        !text.contains("Counts that changed"),
+        "LAMMPS's calls and bytes are the same in every run:\n{text}"
+    );
 }

@@ -158,9 +158,26 @@ fn table(s: &mut String, name: &str, series: &[(&str, Point, Option<String>)]) {
         .map(|(_, p, _)| (p.clone(), scaled(reference, p)))
         .collect();
     let pct = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{:.1} %", 100.0 * x));
+    // Columns are named by their ranks (run paths are long: they are
+    // listed above the table), numbered where two runs have as many.
+    let label = |k: usize, p: &Point| {
+        let same = series.iter().filter(|x| x.1.ranks == p.ranks).count();
+        let ranks = match p.ranks {
+            1 => "1 rank".to_string(),
+            n => format!("{n} ranks"),
+        };
+        match same {
+            1 => ranks,
+            _ => format!("{ranks} #{}", k + 1),
+        }
+    };
+    for (k, (n, p, _)) in series.iter().enumerate() {
+        let _ = writeln!(s, "   {}: {n}", label(k, p));
+    }
+    let _ = writeln!(s);
     let mut header = format!("{:<30}", "");
-    for (n, p, _) in series {
-        header.push_str(&format!("{:>16}", format!("{} r ({n})", p.ranks)));
+    for (k, (_, p, _)) in series.iter().enumerate() {
+        header.push_str(&format!("{:>16}", label(k, p)));
     }
     let _ = writeln!(s, "   {}", header.trim_end());
     let mut line = |label: &str, cell: &dyn Fn(&Point, &Scaled) -> String| {
