@@ -182,3 +182,68 @@ fn without_debug_information_no_line_is_given() {
     check_without_lines(OPEN_MPI, "callsites.c");
     check_without_lines(MPICH, "callsites.f90");
 }
+
+/// An NPB-style kernel (`tests/programs/cg_style.f90`: CG with its halo
+/// exchange and dot products in subroutines of a module), built as such
+/// codes are, `-g -O2`: every `MPI_Irecv`, `MPI_Isend` and `MPI_Allreduce`
+/// call site is on a line of the source that calls that function, and the
+/// sites of each function add up to its calls. (`MPI_Waitall`, the last
+/// statement of its subroutine, gets whatever line gfortran's `-O2` line
+/// table gives that call: the `subroutine` line here.)
+#[test]
+fn an_npb_style_fortran_kernel_at_o2_names_the_lines_that_call() {
+    let mpi = OPEN_MPI;
+    if !have(mpi.fc) || !have(mpi.run) {
+        eprintln!("skipped: {} ({}) is not installed", mpi.name, mpi.fc);
+        return;
+    }
+    let dir = scratch("callsites-cg-style");
+    let exe = compile(mpi.fc, Path::new("cg_style.f90"), &dir, &["-g", "-O2"]);
+    let iterations = 200;
+    let mut command = launcher(mpi, 2);
+    command.extend([
+        exe.display().to_string(),
+        "500".into(),
+        iterations.to_string(),
+    ]);
+    let (out, run_dir) = hark_run(&dir, &[], &command);
+    assert_exit(&out, 0);
+    let p = profile(&run_dir);
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/cg_style.f90"),
+    )
+    .unwrap();
+    let sites = p["programs"][0]["callsites"].as_array().expect("callsites");
+    for function in ["MPI_Irecv", "MPI_Isend", "MPI_Allreduce"] {
+        let calling: Vec<u64> = source
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.contains(&format!("call {function}(")))
+            .map(|(i, _)| i as u64 + 1)
+            .collect();
+        let of: Vec<&Value> = sites.iter().filter(|s| s["function"] == function).collect();
+        assert!(!of.is_empty(), "no call site of {function}: {sites:?}");
+        for s in &of {
+            let line = s["line"].as_u64().unwrap_or(0);
+            assert!(
+                calling.contains(&line),
+                "{function} at line {line}, which does not call it (lines {calling:?}): {s}"
+            );
+        }
+        let calls: u64 = of.iter().map(|s| s["calls"].as_u64().unwrap()).sum();
+        let profiled: u64 = p["programs"][0]["mpi"][function]["calls"]
+            .as_array()
+            .map_or(0, |c| c.iter().filter_map(Value::as_u64).sum());
+        assert_eq!(
+            calls, profiled,
+            "{function}: call sites against the profile"
+        );
+    }
+    // Each rank sends one halo value a neighbour per iteration.
+    let isends: u64 = sites
+        .iter()
+        .filter(|s| s["function"] == "MPI_Isend")
+        .map(|s| s["calls"].as_u64().unwrap())
+        .sum();
+    assert_eq!(isends, 2 * iterations);
+}
