@@ -5,7 +5,10 @@
 //! count (`tests/programs/count_mpi.c`), a count past 32 bits is counted in
 //! full, and the partitioned receive whose sender starts late is a Late
 //! Sender in `MPI_Wait`. The same program built against Open MPI 4.1 (MPI
-//! 3.1: the MPI 4.0 part compiled out) runs unchanged.
+//! 3.1: the MPI 4.0 part compiled out) runs unchanged. From Fortran
+//! (`use mpi_f08`, `tests/programs/mpi4_f08.f90`): the partitioned,
+//! persistent-collective and `MPI_Isendrecv` calls counted as the program
+//! makes them.
 
 mod common;
 #[path = "common/independent_count.rs"]
@@ -104,4 +107,55 @@ fn the_same_program_on_open_mpi_4_1_runs_unchanged() {
     assert!(profile["programs"][0]["mpi"]["MPI_Send"].is_object());
     let diagnostics = profile["programs"][0]["diagnostics"].to_string();
     assert!(!diagnostics.contains("MPI 4.0"), "{diagnostics}");
+}
+
+/// The Fortran program's calls per rank, as it makes them (5 rounds; 4
+/// partitions of 256 doubles on rank 0's send and rank 1's receive).
+const F08_CALLS: [(&str, [u64; 2]); 9] = [
+    ("MPI_Psend_init", [1, 0]),
+    ("MPI_Precv_init", [0, 1]),
+    ("MPI_Pready", [20, 0]),
+    ("MPI_Parrived", [0, 5]),
+    ("MPI_Allreduce_init", [1, 1]),
+    ("MPI_Start", [10, 10]),
+    ("MPI_Wait", [15, 15]),
+    ("MPI_Isendrecv", [5, 5]),
+    ("MPI_Request_free", [2, 2]),
+];
+
+#[test]
+fn mpi_4_calls_from_fortran_on_mpich_are_counted_as_made() {
+    let mpi = MPICH;
+    if !have(mpi.fc) || !have(mpi.run) {
+        eprintln!("skipped: needs {} ({} and {})", mpi.name, mpi.fc, mpi.run);
+        return;
+    }
+    let dir = scratch("mpi4-f08");
+    let exe = compile(mpi.fc, "mpi4_f08.f90".as_ref(), &dir, &[]);
+    let mut command = launcher(mpi, 2);
+    command.push(exe.to_string_lossy().into_owned());
+    let (out, run_dir) = hark_run(&dir, &[], &command);
+    assert_exit(&out, 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("mpi4_f08: done"));
+    let profile = profile(&run_dir);
+    for (f, calls) in F08_CALLS {
+        assert_eq!(per_rank(&profile, 0, f, "calls"), calls.to_vec(), "{f}");
+    }
+    // Each start of the partitioned request is one message of 4 × 256
+    // doubles, counted at the send when called and at the receive when
+    // its request completes.
+    let message = 4 * 256 * 8;
+    assert_eq!(
+        per_rank(&profile, 0, "MPI_Psend_init", "bytes"),
+        vec![5 * message, 0]
+    );
+    assert_eq!(
+        per_rank(&profile, 0, "MPI_Precv_init", "bytes"),
+        vec![0, 5 * message]
+    );
+    let diagnostics = profile["programs"][0]["diagnostics"].to_string();
+    assert!(
+        diagnostics.contains("MPI_Allreduce_init") && diagnostics.contains("MPI_Isendrecv"),
+        "the diagnostics do not say what is timed only: {diagnostics}"
+    );
 }
