@@ -28,8 +28,9 @@
 //! Every reader clears the shim's word, so a wrapper reached without a
 //! shim (a call from inside the probe) finds 0, never an older caller.
 //! An address inside the C library or the probe itself is no
-//! place in the program (a library reaching a wrapped function through
-//! its own symbol table): it is recorded as unknown ([`foreign`]).
+//! place in the program (the C library reaching a wrapped function through
+//! the dynamic linker, the probe calling its own wrappers): it is recorded
+//! as unknown ([`foreign`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
@@ -209,14 +210,17 @@ fn unwind(ret: u64, depth: usize) -> Vec<u64> {
 /// the caller is then no place in the program.
 #[cold]
 fn foreign(ret: u64) -> bool {
-    let Some(base) = base_of(ret) else {
-        return false;
-    };
-    // A function of each: this library's, and one of the C library's the
-    // probe never wraps.
-    let own = foreign as *const () as u64;
-    let libc = libc::__errno_location as *const () as u64;
-    [own, libc].into_iter().any(|a| base_of(a) == Some(base))
+    // The load addresses of this library and of the C library, found once
+    // (`dladdr` walks every object) from a function of each: this one, and
+    // one of the C library's the probe never wraps.
+    static BASES: std::sync::OnceLock<[Option<u64>; 2]> = std::sync::OnceLock::new();
+    let bases = BASES.get_or_init(|| {
+        [
+            base_of(foreign as *const () as u64),
+            base_of(libc::__errno_location as *const () as u64),
+        ]
+    });
+    base_of(ret).is_some_and(|b| bases.contains(&Some(b)))
 }
 
 /// The load address of the object holding `addr` (`dladdr`).
