@@ -1,5 +1,6 @@
 //! I/O call sites: a C program built with `-g` (`tests/programs/io_sites.c`)
-//! writes from two `write` and two `fwrite` lines, known bytes from each.
+//! writes from two `write` and two `fwrite` lines and one `fprintf` line,
+//! known bytes from each.
 //! `programs[0].callsites` attributes each line its calls and bytes
 //! exactly; glibc's `fwrite` reaching `write` inside adds no `write` site,
 //! and no site lies outside the program's executable (never in the C
@@ -43,7 +44,7 @@ fn io_call_sites_name_their_lines() {
     // What the program wrote, measured by the file system.
     let size = |name: &str| std::fs::metadata(dir.join(name)).unwrap().len();
     assert_eq!(size("sites.bin"), 3 * 1000 + 5 * 4096);
-    assert_eq!(size("sites.txt"), 7 * 300 + 2 * 500);
+    assert_eq!(size("sites.txt"), 7 * 300 + 2 * 500 + 4 * 7);
 
     let p = profile(&run_dir);
     let sites = p["programs"][0]["callsites"].as_array().unwrap().clone();
@@ -83,6 +84,8 @@ fn io_call_sites_name_their_lines() {
         expected.sort();
         assert_eq!(of(function), expected, "{function} by line: {what}");
     }
+    // Through the variadic entry point: 4 lines of 7 bytes.
+    assert_eq!(of("fprintf"), [(line_of("FPRINTF"), (4, 4 * 7))], "{what}");
     for function in ["open", "close", "fopen", "fclose"] {
         assert_eq!(of(function).len(), 1, "one {function} line: {what}");
     }

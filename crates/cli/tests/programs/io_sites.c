@@ -1,5 +1,6 @@
-/* Two `write` and two `fwrite` call sites on different lines, each moving
- * a known number of bytes, for the I/O call sites
+/* Two `write` and two `fwrite` call sites on different lines, and one
+ * `fprintf` (a variadic entry point), each moving a known number of bytes,
+ * for the I/O call sites
  * (io_call_sites_name_their_lines.rs reads the markers). Writes into the
  * directory given as its argument. */
 #include <fcntl.h>
@@ -26,6 +27,7 @@ int main(int argc, char **argv) {
         return 1;
     for (int i = 0; i < 7; i++) fwrite(buf, 1, 300, f); /* FWRITE_A */
     for (int i = 0; i < 2; i++) fwrite(buf, 10, 50, f); /* FWRITE_B */
+    for (int i = 0; i < 4; i++) fprintf(f, "%06d\n", i); /* FPRINTF */
     fclose(f);
     return 0;
 }
