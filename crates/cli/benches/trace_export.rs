@@ -51,10 +51,11 @@ fn main() {
         let (read, read_cpu) = (t.elapsed().as_secs_f64(), cpu_s() - c);
         let events: usize = trace.streams.iter().map(|s| s.events.len()).sum();
         let (t, c) = (Instant::now(), cpu_s());
-        let perfetto = hark_outputs::trace::write_perfetto(&trace, &out).unwrap();
+        let perfetto =
+            hark_outputs::trace::write_perfetto(&trace, &Default::default(), &out).unwrap();
         let (perfetto_s, perfetto_cpu) = (t.elapsed().as_secs_f64(), cpu_s() - c);
         let (t, c) = (Instant::now(), cpu_s());
-        let otf2 = hark_outputs::trace::write_otf2(&trace, &out);
+        let otf2 = hark_outputs::trace::write_otf2(&trace, &Default::default(), &out);
         let (otf2_s, otf2_cpu) = (t.elapsed().as_secs_f64(), cpu_s() - c);
         let per = |b: u64| b as f64 / events.max(1) as f64;
         println!(

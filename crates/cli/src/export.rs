@@ -88,15 +88,29 @@ pub fn write_traces(store: &Path, out: &Path, formats: &[Format]) -> Result<Vec<
     }
     let trace = hark_server::trace::read(store)
         .map_err(|e| anyhow::anyhow!("cannot read the trace store {}: {e}", store.display()))?;
+    let sources = sources_of(&trace);
     let mut written = Vec::new();
     for f in formats {
         written.push(match f {
-            Format::Otf2 => hark_outputs::trace::write_otf2(&trace, out)?,
-            Format::Perfetto => hark_outputs::trace::write_perfetto(&trace, out)?,
+            Format::Otf2 => hark_outputs::trace::write_otf2(&trace, &sources, out)?,
+            Format::Perfetto => hark_outputs::trace::write_perfetto(&trace, &sources, out)?,
             Format::Hatchet | Format::Parquet => continue,
         });
     }
     Ok(written)
+}
+
+/// The file and line of every call site of `trace` the objects' debug
+/// information names, as the profile's call sites are named.
+fn sources_of(trace: &hark_engine::trace::Trace) -> hark_outputs::trace::Sources {
+    let resolver = hark_server::resolve::Resolver::get();
+    hark_outputs::trace::Sources::of(trace, |path, build_id, offset| {
+        let place = resolver.place(path, build_id, offset);
+        Some(hark_outputs::trace::Source {
+            file: place.file?,
+            line: place.line?,
+        })
+    })
 }
 
 /// Reads the `profile.json` of a run directory (or the file itself).

@@ -19,38 +19,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn python() -> PathBuf {
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    assert!(
-        venv.exists(),
-        "{} is missing: run scripts/deps.sh, which makes it",
-        venv.display()
-    );
-    venv
-}
-
-fn read_with(script: &str, file: &Path) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/programs")
-        .join(script);
-    let out = Command::new(python())
-        .arg(&script)
-        .arg(file)
-        .output_within()
-        .expect("cannot run python");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{} failed on {}: {}{}",
-        script.display(),
-        file.display(),
-        stdout,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // The reader's JSON is its last line (perfetto may print before it).
-    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
-}
-
 /// LAMMPS's melt at np 4 under `hark run <args>`; its run directory.
 /// The run directory, in the scratch directory that goes with it.
 fn lammps(tag: &str, args: &[&str]) -> (Scratch, PathBuf) {

@@ -3,8 +3,9 @@
 //!
 //! Per program: ranks, wall time, share of time in MPI; the POP
 //! efficiencies and the job digest's findings (MPI programs); the functions
-//! that took the most time with their spread across ranks, the heaviest
-//! communication pairs, I/O totals; then the run's accounting line. Plain
+//! that took the most time with their spread across ranks, the call sites
+//! that took the most time with their waits, the heaviest communication
+//! pairs, I/O totals; then the run's accounting line. Plain
 //! text, fixed-width columns, no colour (it goes to files and pipes too).
 
 use crate::facts::{self, FunctionRow};
@@ -20,6 +21,7 @@ const TOP_PAIRS: usize = 5;
 const TOP_FILES: usize = 5;
 const TOP_DIAGNOSTICS: usize = 3;
 const TOP_REGIONS: usize = 5;
+const TOP_SITES: usize = 5;
 /// Width a finding's sentence is wrapped to, indent included.
 const DETAIL_WIDTH: usize = 100;
 
@@ -177,6 +179,7 @@ fn program(s: &mut String, p: &Program) {
         s.push('\n');
         functions(s, p, &rows, mpi);
     }
+    callsites(s, p);
 
     pairs(
         s,
@@ -480,6 +483,37 @@ fn functions(s: &mut String, p: &Program, rows: &[FunctionRow<'_>], mpi_total: u
             s,
             "   ... and {} more functions (see report.html)",
             rows.len() - TOP_FUNCTIONS
+        );
+    }
+}
+
+/// The call sites that took the most time: place, function, calls, bytes,
+/// time, and the wait states found in their calls (report.html has all).
+fn callsites(s: &mut String, p: &Program) {
+    if p.callsites.is_empty() {
+        return;
+    }
+    let mut sites: Vec<_> = p.callsites.iter().collect();
+    sites.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.place().cmp(&b.place())));
+    s.push('\n');
+    let mut t = Table::new(&["Call site", "function", "calls", "bytes", "time", "waiting"]);
+    for c in sites.iter().take(TOP_SITES) {
+        let waited: u64 = c.waits.values().map(|w| w.time_ns).sum();
+        t.row(vec![
+            c.place(),
+            c.function.clone(),
+            count(c.calls),
+            bytes(c.bytes),
+            duration(c.time_ns as f64),
+            duration(waited as f64),
+        ]);
+    }
+    t.write(s);
+    if sites.len() > TOP_SITES {
+        let _ = writeln!(
+            s,
+            "   ... and {} more call sites (see report.html)",
+            sites.len() - TOP_SITES
         );
     }
 }

@@ -123,6 +123,25 @@ fn each_chapter_opens_with_its_efficiencies_and_digest() {
 }
 
 #[test]
+fn a_finding_links_to_the_call_site_it_names() {
+    let page = page(&common::two_programs());
+    let atmos = between(&page, "<h2>2. atmos</h2>", "<nav class=\"toc\">");
+    // The finding names `atmos.f90:120`; the call-site table of the second
+    // chapter has it as its first row.
+    assert!(
+        atmos.contains("<a href=\"#p1-site-0\"><code>atmos.f90:120</code></a>"),
+        "{atmos}"
+    );
+    let row = between(&page, "<tr id=\"p1-site-0\">", "</tr>");
+    assert!(row.contains(">atmos.f90:120<"), "{row}");
+    assert!(row.contains(">MPI_Recv<"), "{row}");
+    // Each anchor is on the page once.
+    for i in 0..3 {
+        assert_eq!(page.matches(&format!("id=\"p1-site-{i}\"")).count(), 1);
+    }
+}
+
+#[test]
 fn the_why_section_is_in_the_table_of_contents_and_holds_every_picture() {
     let page = page(&common::two_programs());
     for k in 0..2 {

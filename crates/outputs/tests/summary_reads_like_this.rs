@@ -70,7 +70,7 @@ fn summary_of_a_two_program_run() {
                Findings, costliest first:
                low     Late Sender in MPI_Recv — 90.00 ms, 1.9 % of rank time
                        Late Sender in MPI_Recv costs 1.9 % of rank time; rank 1 waits for rank 0 in all 400
-                       instances.
+                       instances, at `atmos.f90:120`.
 
                MPI function  calls     bytes       time   % MPI        min/rank  mean/rank        max/rank
                MPI_Init          2       0 B  236.00 ms  40.7 %  118.00 ms (r4)  118.00 ms  118.00 ms (r4)
@@ -79,6 +79,11 @@ fn summary_of_a_two_program_run() {
                MPI_Reduce      200  1.56 KiB   27.00 ms   4.7 %    5.00 ms (r4)   13.50 ms   22.00 ms (r5)
                MPI_Put         300  1.17 MiB    9.00 ms   1.6 %       0 ns (r5)    4.50 ms    9.00 ms (r4)
                MPI_Finalize      2       0 B    4.00 ms   0.7 %    2.00 ms (r4)    2.00 ms    2.00 ms (r4)
+
+               Call site      function  calls     bytes       time   waiting
+               atmos.f90:120  MPI_Recv  1,000  62.5 KiB  170.00 ms  90.00 ms
+               atmos.f90:98   MPI_Send  1,000  62.5 KiB  134.00 ms      0 ns
+               io.f90:57         write     40  2.50 KiB   12.00 ms      0 ns
 
                Heaviest pairs  messages     bytes
                4 -> 5               500  31.2 MiB
@@ -159,6 +164,11 @@ fn a_program_without_efficiencies_gets_no_verdict_and_an_empty_digest_says_so() 
     expect![[r#"
         == atmos — 2 processes, wall time 2.380 s, no MPI
            command: ./atmos --grid C48
+
+           Call site      function  calls     bytes       time   waiting
+           atmos.f90:120  MPI_Recv  1,000  62.5 KiB  170.00 ms  90.00 ms
+           atmos.f90:98   MPI_Send  1,000  62.5 KiB  134.00 ms      0 ns
+           io.f90:57         write     40  2.50 KiB   12.00 ms      0 ns
     "#]]
     .assert_eq(&head_of(&text, "atmos"));
     expect![[r#"

@@ -611,3 +611,38 @@ pub fn clock_alignments(lines: &[String]) -> u64 {
         .map(|l| forwarder_field(l, "clock_alignments"))
         .sum()
 }
+
+/// The checkout's `.venv/` Python, which has the trace readers' packages
+/// (`scripts/deps.sh` makes it).
+pub fn venv_python() -> PathBuf {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    assert!(
+        venv.exists(),
+        "{} is missing: run scripts/deps.sh, which makes it",
+        venv.display()
+    );
+    venv
+}
+
+/// What the reader `tests/programs/<script>` prints as JSON for `file`.
+pub fn read_with(script: &str, file: &Path) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(script);
+    let out = Command::new(venv_python())
+        .arg(&script)
+        .arg(file)
+        .output_within()
+        .expect("cannot run python");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{} failed on {}: {}{}",
+        script.display(),
+        file.display(),
+        stdout,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The reader's JSON is its last line (perfetto may print before it).
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
+}

@@ -171,7 +171,7 @@ fn chapter(h: &mut String, k: usize, p: &Program, options: &Options) {
         k + 1,
         esc(&p.name)
     );
-    why::verdict(h, p);
+    why::verdict(h, k, p);
     h.push_str("<nav class=\"toc\">");
     for (id, title) in SECTIONS {
         let _ = write!(h, "<a href=\"#p{k}-{id}\">{title}</a>");
@@ -182,7 +182,7 @@ fn chapter(h: &mut String, k: usize, p: &Program, options: &Options) {
         match id {
             "overview" => overview(h, p),
             "why" => why::why(h, p),
-            "mpi" => mpi_profile(h, p),
+            "mpi" => mpi_profile(h, k, p),
             "p2p" => p2p(h, p),
             "topology" => topology(h, p, options),
             "density" => density(h, p),
@@ -295,7 +295,7 @@ fn num(h: &mut String, v: f64, text: &str) {
     let _ = write!(h, "<td class=\"n\" data-v=\"{v}\">{}</td>", esc(text));
 }
 
-fn mpi_profile(h: &mut String, p: &Program) {
+fn mpi_profile(h: &mut String, k: usize, p: &Program) {
     let rows = facts::functions_by_time(p);
     if rows.is_empty() {
         h.push_str("<p class=\"none\">No MPI calls were recorded.</p>\n");
@@ -324,25 +324,33 @@ fn mpi_profile(h: &mut String, p: &Program) {
         h.push_str("</tr>\n");
     }
     h.push_str("</tbody></table></div>\n");
-    callsites(h, p);
+    callsites(h, k, p);
 }
 
 /// Call sites: where in the program the MPI calls were made, costliest
 /// first, with the waiting in them and the waiting they caused.
-fn callsites(h: &mut String, p: &Program) {
+/// The anchor of call site `i` of chapter `k`, which the digest's
+/// findings link to.
+pub(super) fn site_anchor(k: usize, i: usize) -> String {
+    format!("p{k}-site-{i}")
+}
+
+fn callsites(h: &mut String, k: usize, p: &Program) {
     if p.callsites.is_empty() {
         return;
     }
-    h.push_str(
-        "<h4 id=\"callsites\">Call sites</h4>\n<p class=\"hint\">Where the program called each MPI function (file and line from its debug information; the function and offset without it). Waiting: wait states in these calls; caused: what other ranks waited for these calls.</p>\n\
+    let _ = write!(
+        h,
+        "<h4 id=\"p{k}-callsites\">Call sites</h4>\n<p class=\"hint\">Where the program called each MPI and I/O function (file and line from its debug information; the function and offset without it). Waiting: wait states in these calls; caused: what other ranks waited for these calls.</p>\n\
          <div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>Place</th><th>Function</th><th>In</th><th>Calls</th><th>Bytes</th><th>Time</th><th>Waiting</th><th>Caused</th></tr></thead><tbody>\n",
     );
-    for c in &p.callsites {
+    for (i, c) in p.callsites.iter().enumerate() {
         let waited: u64 = c.waits.values().map(|w| w.time_ns).sum();
         let caused: u64 = c.caused.values().map(|w| w.time_ns).sum();
         let _ = write!(
             h,
-            "<tr><td title=\"{}\">{}</td><td>{}</td><td>{}</td>",
+            "<tr id=\"{}\"><td title=\"{}\">{}</td><td>{}</td><td>{}</td>",
+            site_anchor(k, i),
             esc(&c.object),
             esc(&c.place()),
             esc(&c.function),

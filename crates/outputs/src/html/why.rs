@@ -56,9 +56,9 @@ fn callpath(path: &str) -> &str {
     }
 }
 
-/// The efficiencies table and the digest that open a chapter; nothing for
-/// a program that has neither.
-pub(super) fn verdict(h: &mut String, p: &Program) {
+/// The efficiencies table and the digest that open chapter `k`; nothing
+/// for a program that has neither.
+pub(super) fn verdict(h: &mut String, k: usize, p: &Program) {
     let (_, rank_time) = facts::mpi_and_wall(p);
     if p.efficiency.is_none() && p.digest.is_empty() {
         return;
@@ -93,7 +93,7 @@ pub(super) fn verdict(h: &mut String, p: &Program) {
                 esc(&f.title),
                 duration(f.time_ns as f64),
                 percent(f.time_ns as f64, rank_time as f64),
-                code_spans(&esc(&f.detail))
+                site_links(&code_spans(&esc(&f.detail)), k, p)
             );
         }
         h.push_str("</ol>\n");
@@ -119,6 +119,43 @@ fn efficiency_row(h: &mut String, label: &str, e: &Efficiency) {
         "<td class=\"n\">{}</td></tr>",
         duration(e.runtime_ns as f64)
     );
+}
+
+/// `html` with each `<code>` span that names a call site's place
+/// (`file.c:42`) made a link to that site's row of the call-site table,
+/// the costliest site of that place when several share it.
+fn site_links(html: &str, k: usize, p: &Program) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(at) = rest.find("<code>") {
+        let inner = &rest[at + "<code>".len()..];
+        let Some(end) = inner.find("</code>") else {
+            break;
+        };
+        out.push_str(&rest[..at]);
+        let text = &inner[..end];
+        let site = p
+            .callsites
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| esc(&c.place()) == text)
+            .max_by_key(|(i, c)| (c.time_ns, std::cmp::Reverse(*i)));
+        match site {
+            Some((i, _)) => {
+                let _ = write!(
+                    out,
+                    "<a href=\"#{}\"><code>{text}</code></a>",
+                    super::site_anchor(k, i)
+                );
+            }
+            None => {
+                let _ = write!(out, "<code>{text}</code>");
+            }
+        }
+        rest = &inner[end + "</code>".len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Escaped text with each pair of backticks made a `<code>` span, as the

@@ -10,6 +10,10 @@
 //! and both see the same [`Timeline`]: per stream and thread, the calls
 //! (MPI, I/O) and user regions as properly nested slices, and the messages
 //! matched send to receive. `docs/trace.md` says what each file holds.
+//!
+//! Where a call was made from travels as its source location ([`Sources`]),
+//! when the caller names the trace's call sites: an OTF2 attribute on the
+//! call's Enter, debug annotations on the Perfetto slice.
 
 mod otf2;
 mod perfetto;
@@ -19,7 +23,7 @@ pub use perfetto::{encode_perfetto, write_perfetto};
 
 use hark_engine::trace::{Matched, Msg, Trace};
 use hark_wire::mpi::{Class, FUNCTIONS};
-use hark_wire::{op, Event};
+use hark_wire::{op, Def, Event};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -60,6 +64,79 @@ pub struct Lane {
     pub slices: Vec<Slice>,
     /// Enter (`true`) and leave steps, in time order, properly nested.
     pub steps: Vec<(u64, bool, usize)>,
+}
+
+/// A source location: file and line.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Source {
+    /// Source file, as the debug information names it.
+    pub file: String,
+    /// Line in it.
+    pub line: u32,
+}
+
+/// The source location of each call site of a trace's streams, by
+/// (stream, call-site id): what the exports attach to the calls made there.
+/// Empty when nothing names them ([`Sources::default`]).
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
+    of: HashMap<(usize, u16), Source>,
+}
+
+impl Sources {
+    /// Names every call site `trace`'s streams define with `place`, which
+    /// is given a frame as the object's path, its build id and the return
+    /// address less the object's load bias (as the call-site analysis keys
+    /// them), and gives the file and line if it knows them.
+    pub fn of(trace: &Trace, place: impl Fn(&str, &str, u64) -> Option<Source>) -> Sources {
+        let mut sources = Sources::default();
+        for (si, s) in trace.streams.iter().enumerate() {
+            // Objects as defined so far: a call site lies in one sent
+            // before it; the latest holding the address wins.
+            let mut objects: Vec<(&str, &str, u64, u64, u64)> = Vec::new();
+            for d in &s.defs {
+                match d {
+                    Def::Object {
+                        path,
+                        build_id,
+                        bias,
+                        start,
+                        size,
+                    } => objects.push((path, build_id, *bias, *start, start.saturating_add(*size))),
+                    Def::Callsite { id, frames } => {
+                        let (Ok(id), Some(&ret)) = (u16::try_from(*id), frames.first()) else {
+                            continue;
+                        };
+                        let object = objects.iter().rev().find(|o| (o.3..o.4).contains(&ret));
+                        let Some(&(path, build_id, bias, _, _)) = object else {
+                            continue;
+                        };
+                        if let Some(src) = place(path, build_id, ret.wrapping_sub(bias)) {
+                            sources.of.insert((si, id), src);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        sources
+    }
+
+    /// Where event `e` of stream `stream` was called from, if known.
+    pub fn of_event(&self, stream: usize, e: &Event) -> Option<&Source> {
+        match e.callsite() {
+            0 => None,
+            id => self.of.get(&(stream, id)),
+        }
+    }
+
+    /// The distinct locations, sorted.
+    pub fn distinct(&self) -> Vec<&Source> {
+        let mut all: Vec<&Source> = self.of.values().collect();
+        all.sort();
+        all.dedup();
+        all
+    }
 }
 
 /// Where an event landed: (lane, slice), or nowhere.

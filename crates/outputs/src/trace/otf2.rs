@@ -14,8 +14,12 @@
 //! aligned clock in ns; the clock properties give the trace's start.
 //! I/O calls are regions with the `FILE_IO` role: OTF2's I/O records
 //! (`IoOperationBegin`, ...) need handles Hark does not record.
+//!
+//! A call whose source location is known ([`Sources`]) carries it on its
+//! `Enter` as the attribute `source`, of type `SOURCE_CODE_LOCATION`: one
+//! `SourceCodeLocation` definition (file, line) per distinct place.
 
-use super::{collective_class, SliceKind, Timeline};
+use super::{collective_class, SliceKind, Source, Sources, Timeline};
 use crate::Error;
 use hark_engine::trace::Trace;
 use std::path::{Path, PathBuf};
@@ -33,8 +37,9 @@ libopen-trace-format2.so in LIBRARY_PATH) and build hark again";
 pub const OTF2_DIR: &str = "trace.otf2";
 
 /// Writes `trace` as the OTF2 archive `dir/trace.otf2/traces.otf2` (any
-/// earlier archive there is replaced); returns the anchor file's path.
-pub fn write_otf2(trace: &Trace, dir: &Path) -> Result<PathBuf, Error> {
+/// earlier archive there is replaced), calls with their `sources`; returns
+/// the anchor file's path.
+pub fn write_otf2(trace: &Trace, sources: &Sources, dir: &Path) -> Result<PathBuf, Error> {
     let archive = dir.join(OTF2_DIR);
     if !OTF2_AVAILABLE {
         return Err(Error::trace(&archive, OTF2_MISSING.into()));
@@ -43,8 +48,8 @@ pub fn write_otf2(trace: &Trace, dir: &Path) -> Result<PathBuf, Error> {
         std::fs::remove_dir_all(&archive).map_err(|e| Error::io(&archive, e))?;
     }
     let timeline = Timeline::of(trace);
-    let plan = Plan::of(trace, &timeline);
-    imp::write(trace, &timeline, &plan, &archive)?;
+    let plan = Plan::of(trace, &timeline, sources);
+    imp::write(trace, &timeline, &plan, sources, &archive)?;
     Ok(archive.join("traces.otf2"))
 }
 
@@ -58,6 +63,14 @@ struct Plan {
     world: usize,
     /// Distinct communicators by member list.
     comms: Vec<Vec<i32>>,
+    /// Source code locations: (file's string, line), at their id.
+    sources: Vec<(u32, u32)>,
+    /// The id of each source code location.
+    #[cfg_attr(not(hark_otf2), allow(dead_code))]
+    source_of: std::collections::HashMap<Source, u32>,
+    /// The string naming the attribute calls carry it in.
+    #[cfg_attr(not(hark_otf2), allow(dead_code))]
+    source_attribute: u32,
 }
 
 const ROLE_FUNCTION: u8 = 1;
@@ -133,14 +146,26 @@ fn collective_op(name: &str) -> Option<u8> {
 }
 
 impl Plan {
-    fn of(trace: &Trace, timeline: &Timeline) -> Plan {
+    fn of(trace: &Trace, timeline: &Timeline, sources: &Sources) -> Plan {
         let mut p = Plan {
             strings: vec![String::new()],
             regions: Vec::new(),
             region_of: Default::default(),
             world: 0,
             comms: Vec::new(),
+            sources: Vec::new(),
+            source_of: Default::default(),
+            source_attribute: 0,
         };
+        let distinct = sources.distinct();
+        if !distinct.is_empty() {
+            p.source_attribute = p.string("source");
+        }
+        for src in distinct {
+            let file = p.string(&src.file);
+            p.source_of.insert(src.clone(), p.sources.len() as u32);
+            p.sources.push((file, src.line));
+        }
         for lane in &timeline.lanes {
             for s in &lane.slices {
                 let key = (s.kind, s.name.clone());
@@ -188,7 +213,13 @@ impl Plan {
 #[cfg(not(hark_otf2))]
 mod imp {
     use super::*;
-    pub(super) fn write(_: &Trace, _: &Timeline, _: &Plan, archive: &Path) -> Result<(), Error> {
+    pub(super) fn write(
+        _: &Trace,
+        _: &Timeline,
+        _: &Plan,
+        _: &Sources,
+        archive: &Path,
+    ) -> Result<(), Error> {
         Err(Error::trace(archive, "built without OTF2".into()))
     }
 }
@@ -207,7 +238,13 @@ mod imp {
     type EvtWriter = c_void;
     type GlobalDefWriter = c_void;
     type DefWriter = c_void;
+    type AttributeList = c_void;
     type Code = i32;
+
+    /// `OTF2_TYPE_SOURCE_CODE_LOCATION`.
+    const TYPE_SOURCE_CODE_LOCATION: u8 = 20;
+    /// The one attribute's id.
+    const SOURCE_ATTRIBUTE: u32 = 0;
 
     #[repr(C)]
     struct FlushCallbacks {
@@ -308,6 +345,26 @@ mod imp {
             group: u32,
             parent: u32,
             flags: u32,
+        ) -> Code;
+        fn OTF2_GlobalDefWriter_WriteAttribute(
+            w: *mut GlobalDefWriter,
+            id: u32,
+            name: u32,
+            description: u32,
+            kind: u8,
+        ) -> Code;
+        fn OTF2_GlobalDefWriter_WriteSourceCodeLocation(
+            w: *mut GlobalDefWriter,
+            id: u32,
+            file: u32,
+            line: u32,
+        ) -> Code;
+        fn OTF2_AttributeList_New() -> *mut AttributeList;
+        fn OTF2_AttributeList_Delete(list: *mut AttributeList) -> Code;
+        fn OTF2_AttributeList_AddSourceCodeLocationRef(
+            list: *mut AttributeList,
+            attribute: u32,
+            location: u32,
         ) -> Code;
         fn OTF2_EvtWriter_Enter(w: *mut EvtWriter, a: *mut c_void, t: u64, region: u32) -> Code;
         fn OTF2_EvtWriter_Leave(w: *mut EvtWriter, a: *mut c_void, t: u64, region: u32) -> Code;
@@ -410,6 +467,7 @@ mod imp {
         trace: &Trace,
         timeline: &Timeline,
         plan: &Plan,
+        sources: &Sources,
         archive: &Path,
     ) -> Result<(), Error> {
         // Declared before the archive, so that it outlives it: libotf2 keeps
@@ -419,7 +477,7 @@ mod imp {
             post: None,
         };
         let open = open_archive(archive, &callbacks)?;
-        let written = write_events(&open, trace, timeline, plan, archive)?;
+        let written = write_events(&open, trace, timeline, plan, sources, archive)?;
         let names = Names::of(trace, timeline, plan);
         // SAFETY: `open.0` is a live archive whose event files are closed.
         unsafe {
@@ -502,6 +560,7 @@ mod imp {
         trace: &Trace,
         timeline: &Timeline,
         plan: &Plan,
+        sources: &Sources,
         archive: &Path,
     ) -> Result<Written, Error> {
         let mut written = Written {
@@ -524,6 +583,16 @@ mod imp {
         // it); user regions by name.
         let mut call_regions: HashMap<SliceKind, u32> = Default::default();
         let mut sides: Vec<Side> = Vec::new();
+        // One attribute list for every Enter with a source: libotf2 empties
+        // it when it writes the event.
+        // SAFETY: no argument; the result is checked for null.
+        let attrs = Attrs(unsafe { OTF2_AttributeList_New() });
+        if attrs.0.is_null() {
+            return Err(Error::trace(
+                archive,
+                "libotf2 gave no attribute list".into(),
+            ));
+        }
         for (li, lane) in timeline.lanes.iter().enumerate() {
             let regions = lane_regions(lane, plan, &mut call_regions);
             let loc = location(plan, trace, lane.stream, lane.thread);
@@ -540,6 +609,7 @@ mod imp {
                 archive,
                 n: 0,
                 last_ts: 0,
+                attrs: attrs.0,
             };
             let lane_at = LaneAt {
                 timeline,
@@ -548,6 +618,8 @@ mod imp {
                 stream: &trace.streams[lane.stream],
                 comms: &comms[lane.stream],
                 regions: &regions,
+                sources,
+                plan,
             };
             // SAFETY: `w` is the writer just got, closed only below.
             unsafe { out.steps(&lane_at, &mut sides, &mut written)? };
@@ -606,6 +678,16 @@ mod imp {
             .collect()
     }
 
+    /// An attribute list, deleted when dropped.
+    struct Attrs(*mut AttributeList);
+
+    impl Drop for Attrs {
+        fn drop(&mut self) {
+            // SAFETY: a list from OTF2_AttributeList_New, deleted once.
+            unsafe { OTF2_AttributeList_Delete(self.0) };
+        }
+    }
+
     /// A message side a call completed: (time, event index, message).
     type Side = (u64, usize, hark_engine::trace::Msg);
 
@@ -617,11 +699,19 @@ mod imp {
         stream: &'a hark_engine::trace::TraceStream,
         comms: &'a Comms<'a>,
         regions: &'a [u32],
+        sources: &'a Sources,
+        plan: &'a Plan,
     }
 
     impl LaneAt<'_> {
         fn comm_of(&self, local: u32) -> Option<(&[i32], Option<u32>)> {
             self.comms.get(&local).copied()
+        }
+
+        /// The source code location id of where event `e` was called.
+        fn source_of(&self, e: &hark_wire::Event) -> Option<u32> {
+            let src = self.sources.of_event(self.lane.stream, e)?;
+            self.plan.source_of.get(src).copied()
         }
     }
 
@@ -632,6 +722,8 @@ mod imp {
         archive: &'a Path,
         n: u64,
         last_ts: u64,
+        /// The attribute list an Enter with a source is written with.
+        attrs: *mut AttributeList,
     }
 
     impl LaneWriter<'_> {
@@ -661,7 +753,11 @@ mod imp {
                 // SAFETY: per the caller.
                 unsafe {
                     if enter {
-                        self.enter(ts, region, is_coll && comm.is_some())?;
+                        let source = match slice.kind {
+                            SliceKind::Region => None,
+                            _ => at.source_of(e),
+                        };
+                        self.enter(ts, region, source, is_coll && comm.is_some())?;
                     } else {
                         self.messages(at, k, ts, sides)?;
                         if let (true, Some(c), Some(members)) = (is_coll, comm, comm_members) {
@@ -687,10 +783,31 @@ mod imp {
         ///
         /// # Safety
         /// `self.w` is a live event writer.
-        unsafe fn enter(&mut self, ts: u64, region: u32, coll: bool) -> Result<(), Error> {
-            // SAFETY: per the caller.
+        unsafe fn enter(
+            &mut self,
+            ts: u64,
+            region: u32,
+            source: Option<u32>,
+            coll: bool,
+        ) -> Result<(), Error> {
+            // SAFETY: per the caller; `self.attrs` is a live list.
             unsafe {
-                self.write("Enter", OTF2_EvtWriter_Enter(self.w, null(), ts, region))?;
+                let attrs = match source {
+                    Some(loc) => {
+                        check(
+                            self.archive,
+                            "adding a source code location",
+                            OTF2_AttributeList_AddSourceCodeLocationRef(
+                                self.attrs,
+                                SOURCE_ATTRIBUTE,
+                                loc,
+                            ),
+                        )?;
+                        self.attrs
+                    }
+                    None => null(),
+                };
+                self.write("Enter", OTF2_EvtWriter_Enter(self.w, attrs, ts, region))?;
                 if coll {
                     self.write(
                         "MpiCollectiveBegin",
@@ -960,6 +1077,26 @@ mod imp {
                     archive,
                     "String",
                     OTF2_GlobalDefWriter_WriteString(g, i as u32, s.as_ptr()),
+                )?;
+            }
+            if !plan.sources.is_empty() {
+                check(
+                    archive,
+                    "Attribute",
+                    OTF2_GlobalDefWriter_WriteAttribute(
+                        g,
+                        SOURCE_ATTRIBUTE,
+                        plan.source_attribute,
+                        plan.source_attribute,
+                        TYPE_SOURCE_CODE_LOCATION,
+                    ),
+                )?;
+            }
+            for (i, &(file, line)) in plan.sources.iter().enumerate() {
+                check(
+                    archive,
+                    "SourceCodeLocation",
+                    OTF2_GlobalDefWriter_WriteSourceCodeLocation(g, i as u32, file, line),
                 )?;
             }
             for (i, &(name, role, paradigm)) in plan.regions.iter().enumerate() {

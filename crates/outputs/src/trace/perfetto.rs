@@ -5,12 +5,14 @@
 //! under it, slices for MPI calls, I/O calls and user regions
 //! (`TrackEvent` begin/end, category `mpi`, `io` or `region`), a flow from
 //! each matched send's slice to its receive's (`flow_ids` /
-//! `terminating_flow_ids`), and counter tracks: each rank's MPI bytes sent
+//! `terminating_flow_ids`), the call's source location as debug
+//! annotations `source_file` and `source_line` ([`Sources`]), and counter
+//! tracks: each rank's MPI bytes sent
 //! so far, and every user counter. Field numbers are those of Perfetto's
 //! `protos/perfetto/trace/` (checked against its Python package in the
 //! tests).
 
-use super::{SliceKind, Timeline};
+use super::{SliceKind, Sources, Timeline};
 use crate::Error;
 use hark_engine::trace::Trace;
 use hark_wire::op;
@@ -101,21 +103,32 @@ impl Packets {
     }
 }
 
-/// Writes `trace` as `dir/trace.perfetto-trace`; returns its path.
-pub fn write_perfetto(trace: &Trace, dir: &Path) -> Result<std::path::PathBuf, Error> {
+/// Writes `trace` as `dir/trace.perfetto-trace`, calls with their
+/// `sources`; returns its path.
+pub fn write_perfetto(
+    trace: &Trace,
+    sources: &Sources,
+    dir: &Path,
+) -> Result<std::path::PathBuf, Error> {
     let path = dir.join(PERFETTO_FILE);
     let file = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-    encode_perfetto(trace, &mut out).map_err(|e| Error::io(&path, e))?;
+    encode_perfetto(trace, sources, &mut out).map_err(|e| Error::io(&path, e))?;
     out.flush().map_err(|e| Error::io(&path, e))?;
     Ok(path)
 }
 
-/// Encodes `trace` as a Perfetto trace into `out`.
-pub fn encode_perfetto(trace: &Trace, out: &mut impl Write) -> std::io::Result<()> {
+/// Encodes `trace` as a Perfetto trace into `out`, calls with their
+/// `sources`.
+pub fn encode_perfetto(
+    trace: &Trace,
+    sources: &Sources,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
     let timeline = Timeline::of(trace);
     let mut enc = Encoder {
         trace,
+        sources,
         timeline: &timeline,
         out,
         packets: Packets {
@@ -140,6 +153,7 @@ pub fn encode_perfetto(trace: &Trace, out: &mut impl Write) -> std::io::Result<(
 /// buffers reused from one packet to the next.
 struct Encoder<'a> {
     trace: &'a Trace,
+    sources: &'a Sources,
     timeline: &'a Timeline,
     out: &'a mut dyn Write,
     packets: Packets,
@@ -268,6 +282,15 @@ impl Encoder<'_> {
                     let e = &s.events[slice.event];
                     if !matches!(slice.kind, SliceKind::Region) && e.bytes.get() > 0 {
                         self.arg.clear().str(10, "bytes").uint(3, e.bytes.get());
+                        self.ev.msg(4, &self.arg);
+                    }
+                    if let Some(src) = self.sources.of_event(lane.stream, e) {
+                        self.arg.clear().str(10, "source_file").str(6, &src.file);
+                        self.ev.msg(4, &self.arg);
+                        self.arg
+                            .clear()
+                            .str(10, "source_line")
+                            .uint(3, src.line as u64);
                         self.ev.msg(4, &self.arg);
                     }
                     for id in flows(&ids.out, li, k) {

@@ -586,10 +586,49 @@ fn atmos_why(mut p: Program) -> Program {
     p.digest = vec![finding(
         "low",
         "Late Sender in MPI_Recv",
-        "Late Sender in MPI_Recv costs 1.9 % of rank time; rank 1 waits for rank 0 in all 400 instances.",
+        "Late Sender in MPI_Recv costs 1.9 % of rank time; rank 1 waits for rank 0 in all 400 instances, at `atmos.f90:120`.",
         90,
     )];
+    p.callsites = vec![
+        callsite("MPI_Recv", "src/atmos.f90", 120, 1000, 170, Some(90)),
+        callsite("write", "src/io.f90", 57, 40, 12, None),
+        callsite("MPI_Send", "src/atmos.f90", 98, 1000, 134, None),
+    ];
     p
+}
+
+/// A call site of the atmosphere at `file:line`; `waited_ms` of Late
+/// Sender in its calls.
+fn callsite(
+    function: &str,
+    file: &str,
+    line: u32,
+    calls: u64,
+    time_ms: u64,
+    waited_ms: Option<u64>,
+) -> Callsite {
+    let mut waits = BTreeMap::new();
+    if let Some(ms) = waited_ms {
+        waits.insert(
+            "late_sender".to_string(),
+            WaitCell {
+                time_ns: ms * MS,
+                instances: calls,
+            },
+        );
+    }
+    Callsite {
+        function: function.into(),
+        file: Some(file.into()),
+        line: Some(line),
+        symbol: Some("atmos_step".into()),
+        object: "/scratch/run42/atmos".into(),
+        calls,
+        bytes: calls * 64,
+        time_ns: time_ms * MS,
+        waits,
+        ..Callsite::default()
+    }
 }
 
 fn atmos() -> Program {

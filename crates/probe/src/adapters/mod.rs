@@ -46,6 +46,31 @@ macro_rules! real {
 }
 pub(crate) use real;
 
+/// Defines the exported I/O function `$name` as a call-site shim
+/// ([`crate::callsite_shim!`]) in front of the wrapper `$name::entered`,
+/// whose events carry the caller's call site ([`core::callsite::IoCall`]).
+/// The body sees the items of the module it is written in.
+macro_rules! entry {
+    ($(#[$m:meta])* fn $name:ident($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? $body:block) => {
+        $crate::callsite_shim!($name => $name::entered; ($($a: $t),*) $(-> $r)?);
+
+        #[allow(non_snake_case)]
+        pub(crate) mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            /// The wrapper behind the entry point of the same name.
+            $(#[$m])*
+            #[allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
+            pub(crate) unsafe extern "C" fn entered($($a: $t),*) $(-> $r)? {
+                let _site = $crate::core::callsite::IoCall::begin();
+                $body
+            }
+        }
+    };
+}
+pub(crate) use entry;
+
 #[inline(always)]
 pub(crate) fn errno() -> c_int {
     // SAFETY: __errno_location returns this thread's errno slot.
@@ -80,6 +105,7 @@ pub(crate) fn io<R: Copy>(
     if !core::io_enabled() {
         return call();
     }
+    g.at_callsite(core::callsite::io_ret());
     // errno is cleared so that the call's own errno can be told apart, and
     // put back as it was if the call did not set it. Its address is this
     // thread's for the whole call: looked up once.

@@ -204,6 +204,7 @@ pub(crate) fn output<R: Copy>(
     if !core::io_enabled() || f.is_null() {
         return call();
     }
+    g.at_callsite(core::callsite::io_ret());
     // SAFETY: __errno_location returns this thread's errno slot, valid
     // for its life.
     let errno = unsafe { libc::__errno_location() };
@@ -315,7 +316,7 @@ pub(crate) fn flush_at_exit() {
         }
         // SAFETY: as above; `fflush` is the wrapper, which records.
         unsafe {
-            super::stdio::fflush(f);
+            super::stdio::fflush::entered(f);
             funlockfile(f);
         }
     }

@@ -41,17 +41,18 @@ fn opened(path: *const c_char, fd: c_int, err: c_int, ev: &mut hark_wire::Event)
 
 macro_rules! open_like {
     ($($name:ident = $sym:literal;)*) => {$(
-        /// Wraps the function of the same name.
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
-            let Some(f) = real!($sym: unsafe extern "C" fn(*const c_char, c_int, c_uint) -> c_int) else {
-                return missing();
-            };
-            // SAFETY: forwarding the caller's arguments.
-            io(io::OPEN, || unsafe { f(path, flags, mode) }, |ev, fd, err| opened(path, fd, err, ev))
+        super::entry! {
+            /// Wraps the function of the same name.
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+                let Some(f) = real!($sym: unsafe extern "C" fn(*const c_char, c_int, c_uint) -> c_int) else {
+                    return missing();
+                };
+                // SAFETY: forwarding the caller's arguments.
+                io(io::OPEN, || unsafe { f(path, flags, mode) }, |ev, fd, err| opened(path, fd, err, ev))
+            }
         }
     )*};
 }
@@ -65,17 +66,18 @@ open_like! {
 
 macro_rules! openat_like {
     ($($name:ident = $sym:literal;)*) => {$(
-        /// Wraps the function of the same name.
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(dir: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
-            let Some(f) = real!($sym: unsafe extern "C" fn(c_int, *const c_char, c_int, c_uint) -> c_int) else {
-                return missing();
-            };
-            // SAFETY: forwarding the caller's arguments.
-            io(io::OPEN, || unsafe { f(dir, path, flags, mode) }, |ev, fd, err| opened(path, fd, err, ev))
+        super::entry! {
+            /// Wraps the function of the same name.
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(dir: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+                let Some(f) = real!($sym: unsafe extern "C" fn(c_int, *const c_char, c_int, c_uint) -> c_int) else {
+                    return missing();
+                };
+                // SAFETY: forwarding the caller's arguments.
+                io(io::OPEN, || unsafe { f(dir, path, flags, mode) }, |ev, fd, err| opened(path, fd, err, ev))
+            }
         }
     )*};
 }
@@ -89,17 +91,18 @@ openat_like! {
 
 macro_rules! creat_like {
     ($($name:ident = $sym:literal;)*) => {$(
-        /// Wraps the function of the same name.
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(path: *const c_char, mode: c_uint) -> c_int {
-            let Some(f) = real!($sym: unsafe extern "C" fn(*const c_char, c_uint) -> c_int) else {
-                return missing();
-            };
-            // SAFETY: forwarding the caller's arguments.
-            io(io::OPEN, || unsafe { f(path, mode) }, |ev, fd, err| opened(path, fd, err, ev))
+        super::entry! {
+            /// Wraps the function of the same name.
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(path: *const c_char, mode: c_uint) -> c_int {
+                let Some(f) = real!($sym: unsafe extern "C" fn(*const c_char, c_uint) -> c_int) else {
+                    return missing();
+                };
+                // SAFETY: forwarding the caller's arguments.
+                io(io::OPEN, || unsafe { f(path, mode) }, |ev, fd, err| opened(path, fd, err, ev))
+            }
         }
     )*};
 }
@@ -109,49 +112,51 @@ creat_like! {
     creat64 = c"creat64";
 }
 
-/// Wraps `close`. The probe's own socket is never closed by the program
-/// (programs that close every descriptor they did not open would otherwise
-/// cut the stream): that call reports success and does nothing.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    if core::is_probe_fd(fd) {
-        return 0;
+super::entry! {
+    /// Wraps `close`. The probe's own socket is never closed by the program
+    /// (programs that close every descriptor they did not open would otherwise
+    /// cut the stream): that call reports success and does nothing.
+    ///
+    /// # Safety
+    /// As the C function.
+    fn close(fd: c_int) -> c_int {
+        if core::is_probe_fd(fd) {
+            return 0;
+        }
+        let Some(f) = real!(c"close": unsafe extern "C" fn(c_int) -> c_int) else {
+            return missing();
+        };
+        // SAFETY: forwarding the caller's argument.
+        io(
+            io::CLOSE,
+            || unsafe { f(fd) },
+            |ev, r, err| {
+                on_fd(ev, fd, r != 0, err);
+                if r == 0 {
+                    core::set_fd_file(fd, 0);
+                }
+            },
+        )
     }
-    let Some(f) = real!(c"close": unsafe extern "C" fn(c_int) -> c_int) else {
-        return missing();
-    };
-    // SAFETY: forwarding the caller's argument.
-    io(
-        io::CLOSE,
-        || unsafe { f(fd) },
-        |ev, r, err| {
-            on_fd(ev, fd, r != 0, err);
-            if r == 0 {
-                core::set_fd_file(fd, 0);
-            }
-        },
-    )
 }
 
 macro_rules! rw_like {
     ($($name:ident = $sym:literal, $op:expr, $ptr:ty $(, $chk:ident)?;)*) => {$(
-        /// Wraps the function of the same name.
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(fd: c_int, buf: $ptr, n: size_t $(, $chk: size_t)?) -> ssize_t {
-            let Some(f) = real!($sym: unsafe extern "C" fn(c_int, $ptr, size_t $(, rw_like!(@ty $chk))?) -> ssize_t) else {
-                return missing();
-            };
-            // SAFETY: forwarding the caller's arguments.
-            io($op, || unsafe { f(fd, buf, n $(, $chk)?) }, |ev, r, err| {
-                on_fd(ev, fd, r < 0, err);
-                ev.bytes.set(r.max(0) as u64);
-            })
+        super::entry! {
+            /// Wraps the function of the same name.
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(fd: c_int, buf: $ptr, n: size_t $(, $chk: size_t)?) -> ssize_t {
+                let Some(f) = real!($sym: unsafe extern "C" fn(c_int, $ptr, size_t $(, rw_like!(@ty $chk))?) -> ssize_t) else {
+                    return missing();
+                };
+                // SAFETY: forwarding the caller's arguments.
+                io($op, || unsafe { f(fd, buf, n $(, $chk)?) }, |ev, r, err| {
+                    on_fd(ev, fd, r < 0, err);
+                    ev.bytes.set(r.max(0) as u64);
+                })
+            }
         }
     )*};
     (@ty $chk:ident) => { size_t };
@@ -165,21 +170,22 @@ rw_like! {
 
 macro_rules! prw_like {
     ($($name:ident = $sym:literal, $op:expr, $ptr:ty, $off:ty $(, $chk:ident)?;)*) => {$(
-        /// Wraps the function of the same name.
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(fd: c_int, buf: $ptr, n: size_t, off: $off $(, $chk: size_t)?) -> ssize_t {
-            let Some(f) = real!($sym: unsafe extern "C" fn(c_int, $ptr, size_t, $off $(, prw_like!(@ty $chk))?) -> ssize_t) else {
-                return missing();
-            };
-            // SAFETY: forwarding the caller's arguments.
-            io($op, || unsafe { f(fd, buf, n, off $(, $chk)?) }, |ev, r, err| {
-                on_fd(ev, fd, r < 0, err);
-                ev.bytes.set(r.max(0) as u64);
-                ev.extra.set(off as u64);
-            })
+        super::entry! {
+            /// Wraps the function of the same name.
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(fd: c_int, buf: $ptr, n: size_t, off: $off $(, $chk: size_t)?) -> ssize_t {
+                let Some(f) = real!($sym: unsafe extern "C" fn(c_int, $ptr, size_t, $off $(, prw_like!(@ty $chk))?) -> ssize_t) else {
+                    return missing();
+                };
+                // SAFETY: forwarding the caller's arguments.
+                io($op, || unsafe { f(fd, buf, n, off $(, $chk)?) }, |ev, r, err| {
+                    on_fd(ev, fd, r < 0, err);
+                    ev.bytes.set(r.max(0) as u64);
+                    ev.extra.set(off as u64);
+                })
+            }
         }
     )*};
     (@ty $chk:ident) => { size_t };
@@ -196,20 +202,21 @@ prw_like! {
 
 macro_rules! rwv_like {
     ($($name:ident = $sym:literal, $op:expr;)*) => {$(
-        /// Wraps the function of the same name.
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-            let Some(f) = real!($sym: unsafe extern "C" fn(c_int, *const iovec, c_int) -> ssize_t) else {
-                return missing();
-            };
-            // SAFETY: forwarding the caller's arguments.
-            io($op, || unsafe { f(fd, iov, cnt) }, |ev, r, err| {
-                on_fd(ev, fd, r < 0, err);
-                ev.bytes.set(r.max(0) as u64);
-            })
+        super::entry! {
+            /// Wraps the function of the same name.
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
+                let Some(f) = real!($sym: unsafe extern "C" fn(c_int, *const iovec, c_int) -> ssize_t) else {
+                    return missing();
+                };
+                // SAFETY: forwarding the caller's arguments.
+                io($op, || unsafe { f(fd, iov, cnt) }, |ev, r, err| {
+                    on_fd(ev, fd, r < 0, err);
+                    ev.bytes.set(r.max(0) as u64);
+                })
+            }
         }
     )*};
 }
@@ -221,23 +228,24 @@ rwv_like! {
 
 macro_rules! seek_like {
     ($($name:ident = $sym:literal, $off:ty;)*) => {$(
-        /// Wraps the function of the same name; `extra` is the offset it
-        /// returned.
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(fd: c_int, off: $off, whence: c_int) -> $off {
-            let Some(f) = real!($sym: unsafe extern "C" fn(c_int, $off, c_int) -> $off) else {
-                return missing();
-            };
-            // SAFETY: forwarding the caller's arguments.
-            io(io::LSEEK, || unsafe { f(fd, off, whence) }, |ev, r, err| {
-                on_fd(ev, fd, r < 0, err);
-                if r >= 0 {
-                    ev.extra.set(r as u64);
-                }
-            })
+        super::entry! {
+            /// Wraps the function of the same name; `extra` is the offset it
+            /// returned.
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(fd: c_int, off: $off, whence: c_int) -> $off {
+                let Some(f) = real!($sym: unsafe extern "C" fn(c_int, $off, c_int) -> $off) else {
+                    return missing();
+                };
+                // SAFETY: forwarding the caller's arguments.
+                io(io::LSEEK, || unsafe { f(fd, off, whence) }, |ev, r, err| {
+                    on_fd(ev, fd, r < 0, err);
+                    if r >= 0 {
+                        ev.extra.set(r as u64);
+                    }
+                })
+            }
         }
     )*};
 }
@@ -249,17 +257,18 @@ seek_like! {
 
 macro_rules! sync_like {
     ($($name:ident = $sym:literal, $op:expr;)*) => {$(
-        /// Wraps the function of the same name.
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(fd: c_int) -> c_int {
-            let Some(f) = real!($sym: unsafe extern "C" fn(c_int) -> c_int) else {
-                return missing();
-            };
-            // SAFETY: forwarding the caller's argument.
-            io($op, || unsafe { f(fd) }, |ev, r, err| on_fd(ev, fd, r != 0, err))
+        super::entry! {
+            /// Wraps the function of the same name.
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(fd: c_int) -> c_int {
+                let Some(f) = real!($sym: unsafe extern "C" fn(c_int) -> c_int) else {
+                    return missing();
+                };
+                // SAFETY: forwarding the caller's argument.
+                io($op, || unsafe { f(fd) }, |ev, r, err| on_fd(ev, fd, r != 0, err))
+            }
         }
     )*};
 }

@@ -54,17 +54,18 @@ fn opened(path: *const c_char, f: *mut FILE, err: c_int, ev: &mut Event) {
 
 macro_rules! fopen_like {
     ($($name:ident = $sym:literal;)*) => {$(
-        /// Wraps the function of the same name.
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(path: *const c_char, mode: *const c_char) -> *mut FILE {
-            let Some(f) = real!($sym: unsafe extern "C" fn(*const c_char, *const c_char) -> *mut FILE) else {
-                return std::ptr::null_mut();
-            };
-            // SAFETY: forwarding the caller's arguments.
-            io(io::FOPEN, || unsafe { f(path, mode) }, |ev, r, err| opened(path, r, err, ev))
+        super::entry! {
+            /// Wraps the function of the same name.
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(path: *const c_char, mode: *const c_char) -> *mut FILE {
+                let Some(f) = real!($sym: unsafe extern "C" fn(*const c_char, *const c_char) -> *mut FILE) else {
+                    return std::ptr::null_mut();
+                };
+                // SAFETY: forwarding the caller's arguments.
+                io(io::FOPEN, || unsafe { f(path, mode) }, |ev, r, err| opened(path, r, err, ev))
+            }
         }
     )*};
 }
@@ -74,82 +75,85 @@ fopen_like! {
     fopen64 = c"fopen64";
 }
 
-/// Wraps `fdopen`: the stream inherits the descriptor's file id.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn fdopen(fd: c_int, mode: *const c_char) -> *mut FILE {
-    let Some(f) = real!(c"fdopen": unsafe extern "C" fn(c_int, *const c_char) -> *mut FILE) else {
-        return std::ptr::null_mut();
-    };
-    // SAFETY: forwarding the caller's arguments.
-    io(
-        io::FDOPEN,
-        || unsafe { f(fd, mode) },
-        |ev, r, err| on_fd(ev, fd, r.is_null(), err),
-    )
+super::entry! {
+    /// Wraps `fdopen`: the stream inherits the descriptor's file id.
+    ///
+    /// # Safety
+    /// As the C function.
+    fn fdopen(fd: c_int, mode: *const c_char) -> *mut FILE {
+        let Some(f) = real!(c"fdopen": unsafe extern "C" fn(c_int, *const c_char) -> *mut FILE) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: forwarding the caller's arguments.
+        io(
+            io::FDOPEN,
+            || unsafe { f(fd, mode) },
+            |ev, r, err| on_fd(ev, fd, r.is_null(), err),
+        )
+    }
 }
 
-/// Wraps `fclose`.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn fclose(stream: *mut FILE) -> c_int {
-    let Some(f) = real!(c"fclose": unsafe extern "C" fn(*mut FILE) -> c_int) else {
-        return missing();
-    };
-    // The descriptor and the buffer are gone after the call: read first.
-    let fd = if core::io_enabled() {
-        fd_of(stream)
-    } else {
-        -1
-    };
-    let recording = core::enter().is_some() && core::io_enabled();
-    let uncounted = if recording {
-        pending::uncounted_now(stream)
-    } else {
-        0
-    };
-    // SAFETY: forwarding the caller's argument.
-    let r = io(
-        io::FCLOSE,
-        || unsafe { f(stream) },
-        |ev, r, err| {
-            if fd >= 0 {
-                on_fd(ev, fd, r != 0, err);
-                core::set_fd_file(fd, 0);
-            } else if r != 0 {
-                ev.tag.set(err);
+super::entry! {
+    /// Wraps `fclose`.
+    ///
+    /// # Safety
+    /// As the C function.
+    fn fclose(stream: *mut FILE) -> c_int {
+        let Some(f) = real!(c"fclose": unsafe extern "C" fn(*mut FILE) -> c_int) else {
+            return missing();
+        };
+        // The descriptor and the buffer are gone after the call: read first.
+        let fd = if core::io_enabled() {
+            fd_of(stream)
+        } else {
+            -1
+        };
+        let recording = core::enter().is_some() && core::io_enabled();
+        let uncounted = if recording {
+            pending::uncounted_now(stream)
+        } else {
+            0
+        };
+        // SAFETY: forwarding the caller's argument.
+        let r = io(
+            io::FCLOSE,
+            || unsafe { f(stream) },
+            |ev, r, err| {
+                if fd >= 0 {
+                    on_fd(ev, fd, r != 0, err);
+                    core::set_fd_file(fd, 0);
+                } else if r != 0 {
+                    ev.tag.set(err);
+                }
+            },
+        );
+        // What the buffer held that no call counted went out with the close.
+        if uncounted > 0 && r == 0 {
+            if let Some(g) = core::enter() {
+                pending::record_flushed(&g, fd, uncounted, core::stamp());
             }
-        },
-    );
-    // What the buffer held that no call counted went out with the close.
-    if uncounted > 0 && r == 0 {
-        if let Some(g) = core::enter() {
-            pending::record_flushed(&g, fd, uncounted, core::stamp());
         }
+        r
     }
-    r
 }
 
 macro_rules! frw_like {
     ($($name:ident = $sym:literal, $op:expr, $ptr:ty;)*) => {$(
-        /// Wraps the function of the same name; `bytes` is items × size.
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(p: $ptr, size: size_t, n: size_t, stream: *mut FILE) -> size_t {
-            let Some(f) = real!($sym: unsafe extern "C" fn($ptr, size_t, size_t, *mut FILE) -> size_t) else {
-                return 0;
-            };
-            // SAFETY: forwarding the caller's arguments.
-            io($op, || unsafe { f(p, size, n, stream) }, |ev, r, err| {
-                on_file(ev, stream, r < n, err);
-                ev.bytes.set((r as u64).wrapping_mul(size as u64));
-            })
+        super::entry! {
+            /// Wraps the function of the same name; `bytes` is items × size.
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(p: $ptr, size: size_t, n: size_t, stream: *mut FILE) -> size_t {
+                let Some(f) = real!($sym: unsafe extern "C" fn($ptr, size_t, size_t, *mut FILE) -> size_t) else {
+                    return 0;
+                };
+                // SAFETY: forwarding the caller's arguments.
+                io($op, || unsafe { f(p, size, n, stream) }, |ev, r, err| {
+                    on_file(ev, stream, r < n, err);
+                    ev.bytes.set((r as u64).wrapping_mul(size as u64));
+                })
+            }
         }
     )*};
 }
@@ -160,26 +164,27 @@ frw_like! {
 
 macro_rules! fwrite_like {
     ($($name:ident = $sym:literal, $lock:expr;)*) => {$(
-        /// Wraps the function of the same name; `bytes` is items × size,
-        /// and what it wrote out that no call counted (`pending`).
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(p: *const c_void, size: size_t, n: size_t, stream: *mut FILE) -> size_t {
-            let Some(f) = real!($sym: unsafe extern "C" fn(*const c_void, size_t, size_t, *mut FILE) -> size_t) else {
-                return 0;
-            };
-            pending::output(
-                io::FWRITE,
-                stream,
-                $lock,
-                Record::Always,
-                // SAFETY: forwarding the caller's arguments.
-                || unsafe { f(p, size, n, stream) },
-                |r, _| counted((r as u64).wrapping_mul(size as u64)),
-                |ev, r, err| on_file(ev, stream, r < n, err),
-            )
+        super::entry! {
+            /// Wraps the function of the same name; `bytes` is items × size,
+            /// and what it wrote out that no call counted (`pending`).
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(p: *const c_void, size: size_t, n: size_t, stream: *mut FILE) -> size_t {
+                let Some(f) = real!($sym: unsafe extern "C" fn(*const c_void, size_t, size_t, *mut FILE) -> size_t) else {
+                    return 0;
+                };
+                pending::output(
+                    io::FWRITE,
+                    stream,
+                    $lock,
+                    Record::Always,
+                    // SAFETY: forwarding the caller's arguments.
+                    || unsafe { f(p, size, n, stream) },
+                    |r, _| counted((r as u64).wrapping_mul(size as u64)),
+                    |ev, r, err| on_file(ev, stream, r < n, err),
+                )
+            }
         }
     )*};
 }
@@ -202,18 +207,19 @@ const NOTHING: Accepted = Accepted { counted: 0, all: 0 };
 
 macro_rules! putc_like {
     ($($name:ident = $sym:literal, $lock:expr;)*) => {$(
-        /// Wraps the function of the same name: recorded (as `fwrite`)
-        /// only when it writes out bytes no call counted (`pending`).
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(c: c_int, stream: *mut FILE) -> c_int {
-            let Some(f) = real!($sym: unsafe extern "C" fn(c_int, *mut FILE) -> c_int) else {
-                return libc::EOF;
-            };
-            // SAFETY: forwarding the caller's arguments.
-            put_char(stream, $lock, || unsafe { f(c, stream) })
+        super::entry! {
+            /// Wraps the function of the same name: recorded (as `fwrite`)
+            /// only when it writes out bytes no call counted (`pending`).
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(c: c_int, stream: *mut FILE) -> c_int {
+                let Some(f) = real!($sym: unsafe extern "C" fn(c_int, *mut FILE) -> c_int) else {
+                    return libc::EOF;
+                };
+                // SAFETY: forwarding the caller's arguments.
+                put_char(stream, $lock, || unsafe { f(c, stream) })
+            }
         }
     )*};
 }
@@ -225,59 +231,62 @@ putc_like! {
     putc_unlocked = c"putc_unlocked", false;
 }
 
-/// Wraps `putchar`, as `putc` on stdout.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn putchar(c: c_int) -> c_int {
-    let Some(f) = real!(c"putchar": unsafe extern "C" fn(c_int) -> c_int) else {
-        return libc::EOF;
-    };
-    // SAFETY: forwarding the caller's argument.
-    put_char(stdout(), true, || unsafe { f(c) })
+super::entry! {
+    /// Wraps `putchar`, as `putc` on stdout.
+    ///
+    /// # Safety
+    /// As the C function.
+    fn putchar(c: c_int) -> c_int {
+        let Some(f) = real!(c"putchar": unsafe extern "C" fn(c_int) -> c_int) else {
+            return libc::EOF;
+        };
+        // SAFETY: forwarding the caller's argument.
+        put_char(stdout(), true, || unsafe { f(c) })
+    }
 }
 
-/// Wraps `putchar_unlocked`, as `putc_unlocked` on stdout.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn putchar_unlocked(c: c_int) -> c_int {
-    let Some(f) = real!(c"putchar_unlocked": unsafe extern "C" fn(c_int) -> c_int) else {
-        return libc::EOF;
-    };
-    // SAFETY: forwarding the caller's argument.
-    put_char(stdout(), false, || unsafe { f(c) })
+super::entry! {
+    /// Wraps `putchar_unlocked`, as `putc_unlocked` on stdout.
+    ///
+    /// # Safety
+    /// As the C function.
+    fn putchar_unlocked(c: c_int) -> c_int {
+        let Some(f) = real!(c"putchar_unlocked": unsafe extern "C" fn(c_int) -> c_int) else {
+            return libc::EOF;
+        };
+        // SAFETY: forwarding the caller's argument.
+        put_char(stdout(), false, || unsafe { f(c) })
+    }
 }
 
-/// Wraps `__overflow`, which the inline `putc_unlocked` calls when the
-/// buffer is full: it writes the buffer out, then takes the character
-/// (none for `EOF`).
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn __overflow(stream: *mut FILE, c: c_int) -> c_int {
-    let Some(f) = real!(c"__overflow": unsafe extern "C" fn(*mut FILE, c_int) -> c_int) else {
-        return libc::EOF;
-    };
-    let takes = c != libc::EOF;
-    // Called from inside an unlocked character call: the caller holds the
-    // stream or needs no lock.
-    pending::output(
-        io::FWRITE,
-        stream,
-        false,
-        Record::Delivering,
-        // SAFETY: forwarding the caller's arguments.
-        || unsafe { f(stream, c) },
-        |r, _| Accepted {
-            counted: 0,
-            all: u64::from(takes && r != libc::EOF),
-        },
-        |ev, r, err| on_file(ev, stream, r == libc::EOF, err),
-    )
+super::entry! {
+    /// Wraps `__overflow`, which the inline `putc_unlocked` calls when the
+    /// buffer is full: it writes the buffer out, then takes the character
+    /// (none for `EOF`).
+    ///
+    /// # Safety
+    /// As the C function.
+    fn __overflow(stream: *mut FILE, c: c_int) -> c_int {
+        let Some(f) = real!(c"__overflow": unsafe extern "C" fn(*mut FILE, c_int) -> c_int) else {
+            return libc::EOF;
+        };
+        let takes = c != libc::EOF;
+        // Called from inside an unlocked character call: the caller holds the
+        // stream or needs no lock.
+        pending::output(
+            io::FWRITE,
+            stream,
+            false,
+            Record::Delivering,
+            // SAFETY: forwarding the caller's arguments.
+            || unsafe { f(stream, c) },
+            |r, _| Accepted {
+                counted: 0,
+                all: u64::from(takes && r != libc::EOF),
+            },
+            |ev, r, err| on_file(ev, stream, r == libc::EOF, err),
+        )
+    }
 }
 
 /// A one-character output call: not counted, recorded only when it
@@ -300,42 +309,44 @@ fn put_char(stream: *mut FILE, lock: bool, call: impl FnOnce() -> c_int) -> c_in
     )
 }
 
-/// Wraps `fflush`; `fflush(NULL)` has no descriptor (`peer` -1, `obj` 0).
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn fflush(stream: *mut FILE) -> c_int {
-    let Some(f) = real!(c"fflush": unsafe extern "C" fn(*mut FILE) -> c_int) else {
-        return missing();
-    };
-    flush(
-        stream,
-        true,
-        // SAFETY: forwarding the caller's argument.
-        || unsafe { f(stream) },
-        // SAFETY: `s` is one of glibc's standard streams.
-        |s| unsafe { fflush(s) },
-    )
+super::entry! {
+    /// Wraps `fflush`; `fflush(NULL)` has no descriptor (`peer` -1, `obj` 0).
+    ///
+    /// # Safety
+    /// As the C function.
+    fn fflush(stream: *mut FILE) -> c_int {
+        let Some(f) = real!(c"fflush": unsafe extern "C" fn(*mut FILE) -> c_int) else {
+            return missing();
+        };
+        flush(
+            stream,
+            true,
+            // SAFETY: forwarding the caller's argument.
+            || unsafe { f(stream) },
+            // SAFETY: `s` is one of glibc's standard streams.
+            |s| unsafe { entered(s) },
+        )
+    }
 }
 
-/// Wraps `fflush_unlocked`.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn fflush_unlocked(stream: *mut FILE) -> c_int {
-    let Some(f) = real!(c"fflush_unlocked": unsafe extern "C" fn(*mut FILE) -> c_int) else {
-        return missing();
-    };
-    flush(
-        stream,
-        false,
-        // SAFETY: forwarding the caller's argument.
-        || unsafe { f(stream) },
-        // SAFETY: `s` is one of glibc's standard streams.
-        |s| unsafe { fflush_unlocked(s) },
-    )
+super::entry! {
+    /// Wraps `fflush_unlocked`.
+    ///
+    /// # Safety
+    /// As the C function.
+    fn fflush_unlocked(stream: *mut FILE) -> c_int {
+        let Some(f) = real!(c"fflush_unlocked": unsafe extern "C" fn(*mut FILE) -> c_int) else {
+            return missing();
+        };
+        flush(
+            stream,
+            false,
+            // SAFETY: forwarding the caller's argument.
+            || unsafe { f(stream) },
+            // SAFETY: `s` is one of glibc's standard streams.
+            |s| unsafe { entered(s) },
+        )
+    }
 }
 
 /// A flush of `stream`, carrying what it writes out that no call counted;
@@ -369,29 +380,30 @@ fn flush(
 
 macro_rules! fseek_like {
     ($($name:ident = $sym:literal, $off:ty;)*) => {$(
-        /// Wraps the function of the same name; `extra` is the offset asked for.
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(stream: *mut FILE, off: $off, whence: c_int) -> c_int {
-            let Some(f) = real!($sym: unsafe extern "C" fn(*mut FILE, $off, c_int) -> c_int) else {
-                return missing();
-            };
-            // A seek writes the buffer out.
-            pending::output(
-                io::FSEEK,
-                stream,
-                true,
-                Record::Always,
-                // SAFETY: forwarding the caller's arguments.
-                || unsafe { f(stream, off, whence) },
-                |_, _| NOTHING,
-                |ev, r, err| {
-                    on_file(ev, stream, r != 0, err);
-                    ev.extra.set(off as u64);
-                },
-            )
+        super::entry! {
+            /// Wraps the function of the same name; `extra` is the offset asked for.
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(stream: *mut FILE, off: $off, whence: c_int) -> c_int {
+                let Some(f) = real!($sym: unsafe extern "C" fn(*mut FILE, $off, c_int) -> c_int) else {
+                    return missing();
+                };
+                // A seek writes the buffer out.
+                pending::output(
+                    io::FSEEK,
+                    stream,
+                    true,
+                    Record::Always,
+                    // SAFETY: forwarding the caller's arguments.
+                    || unsafe { f(stream, off, whence) },
+                    |_, _| NOTHING,
+                    |ev, r, err| {
+                        on_file(ev, stream, r != 0, err);
+                        ev.extra.set(off as u64);
+                    },
+                )
+            }
         }
     )*};
 }
@@ -404,22 +416,23 @@ fseek_like! {
 
 macro_rules! ftell_like {
     ($($name:ident = $sym:literal, $off:ty;)*) => {$(
-        /// Wraps the function of the same name; `extra` is the position.
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(stream: *mut FILE) -> $off {
-            let Some(f) = real!($sym: unsafe extern "C" fn(*mut FILE) -> $off) else {
-                return missing();
-            };
-            // SAFETY: forwarding the caller's argument.
-            io(io::FTELL, || unsafe { f(stream) }, |ev, r, err| {
-                on_file(ev, stream, r < 0, err);
-                if r >= 0 {
-                    ev.extra.set(r as u64);
-                }
-            })
+        super::entry! {
+            /// Wraps the function of the same name; `extra` is the position.
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(stream: *mut FILE) -> $off {
+                let Some(f) = real!($sym: unsafe extern "C" fn(*mut FILE) -> $off) else {
+                    return missing();
+                };
+                // SAFETY: forwarding the caller's argument.
+                io(io::FTELL, || unsafe { f(stream) }, |ev, r, err| {
+                    on_file(ev, stream, r < 0, err);
+                    if r >= 0 {
+                        ev.extra.set(r as u64);
+                    }
+                })
+            }
         }
     )*};
 }
@@ -440,26 +453,27 @@ fn c_len(s: *const c_char) -> u64 {
 
 macro_rules! fputs_like {
     ($($name:ident = $sym:literal, $lock:expr;)*) => {$(
-        /// Wraps the function of the same name; `bytes` is the string's
-        /// length, and what it wrote out that no call counted.
-        ///
-        /// # Safety
-        /// As the C function.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(s: *const c_char, stream: *mut FILE) -> c_int {
-            let Some(f) = real!($sym: unsafe extern "C" fn(*const c_char, *mut FILE) -> c_int) else {
-                return missing();
-            };
-            pending::output(
-                io::FPUTS,
-                stream,
-                $lock,
-                Record::Always,
-                // SAFETY: forwarding the caller's arguments.
-                || unsafe { f(s, stream) },
-                |r, _| counted(if r >= 0 { c_len(s) } else { 0 }),
-                |ev, r, err| on_file(ev, stream, r < 0, err),
-            )
+        super::entry! {
+            /// Wraps the function of the same name; `bytes` is the string's
+            /// length, and what it wrote out that no call counted.
+            ///
+            /// # Safety
+            /// As the C function.
+            fn $name(s: *const c_char, stream: *mut FILE) -> c_int {
+                let Some(f) = real!($sym: unsafe extern "C" fn(*const c_char, *mut FILE) -> c_int) else {
+                    return missing();
+                };
+                pending::output(
+                    io::FPUTS,
+                    stream,
+                    $lock,
+                    Record::Always,
+                    // SAFETY: forwarding the caller's arguments.
+                    || unsafe { f(s, stream) },
+                    |r, _| counted(if r >= 0 { c_len(s) } else { 0 }),
+                    |ev, r, err| on_file(ev, stream, r < 0, err),
+                )
+            }
         }
     )*};
 }
@@ -469,47 +483,49 @@ fputs_like! {
     fputs_unlocked = c"fputs_unlocked", false;
 }
 
-/// Wraps `puts` (recorded as `fputs` on stdout); `bytes` counts the newline.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn puts(s: *const c_char) -> c_int {
-    let Some(f) = real!(c"puts": unsafe extern "C" fn(*const c_char) -> c_int) else {
-        return missing();
-    };
-    pending::output(
-        io::FPUTS,
-        stdout(),
-        true,
-        Record::Always,
-        // SAFETY: forwarding the caller's argument.
-        || unsafe { f(s) },
-        |r, _| counted(if r >= 0 { c_len(s) + 1 } else { 0 }),
-        |ev, r, err| on_fd(ev, 1, r < 0, err),
-    )
+super::entry! {
+    /// Wraps `puts` (recorded as `fputs` on stdout); `bytes` counts the newline.
+    ///
+    /// # Safety
+    /// As the C function.
+    fn puts(s: *const c_char) -> c_int {
+        let Some(f) = real!(c"puts": unsafe extern "C" fn(*const c_char) -> c_int) else {
+            return missing();
+        };
+        pending::output(
+            io::FPUTS,
+            stdout(),
+            true,
+            Record::Always,
+            // SAFETY: forwarding the caller's argument.
+            || unsafe { f(s) },
+            |r, _| counted(if r >= 0 { c_len(s) + 1 } else { 0 }),
+            |ev, r, err| on_fd(ev, 1, r < 0, err),
+        )
+    }
 }
 
-/// Wraps `fgets`; `bytes` is the length of what it read.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn fgets(s: *mut c_char, n: c_int, stream: *mut FILE) -> *mut c_char {
-    let Some(f) =
-        real!(c"fgets": unsafe extern "C" fn(*mut c_char, c_int, *mut FILE) -> *mut c_char)
-    else {
-        return std::ptr::null_mut();
-    };
-    // SAFETY: forwarding the caller's arguments.
-    io(
-        io::FGETS,
-        || unsafe { f(s, n, stream) },
-        |ev, r, err| {
-            on_file(ev, stream, false, err);
-            ev.bytes.set(c_len(r));
-        },
-    )
+super::entry! {
+    /// Wraps `fgets`; `bytes` is the length of what it read.
+    ///
+    /// # Safety
+    /// As the C function.
+    fn fgets(s: *mut c_char, n: c_int, stream: *mut FILE) -> *mut c_char {
+        let Some(f) =
+            real!(c"fgets": unsafe extern "C" fn(*mut c_char, c_int, *mut FILE) -> *mut c_char)
+        else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: forwarding the caller's arguments.
+        io(
+            io::FGETS,
+            || unsafe { f(s, n, stream) },
+            |ev, r, err| {
+                on_file(ev, stream, false, err);
+                ev.bytes.set(c_len(r));
+            },
+        )
+    }
 }
 
 /// The `va_list` argument of the `v*` functions, passed on untouched.
@@ -598,67 +614,73 @@ pub(crate) fn vfscanf_impl(stream: *mut FILE, fmt: *const c_char, ap: VaList) ->
     )
 }
 
-/// Wraps `vfprintf`.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn vfprintf(stream: *mut FILE, fmt: *const c_char, ap: VaList) -> c_int {
-    vfprintf_impl(io::FPRINTF, stream, fmt, ap)
+super::entry! {
+    /// Wraps `vfprintf`.
+    ///
+    /// # Safety
+    /// As the C function.
+    fn vfprintf(stream: *mut FILE, fmt: *const c_char, ap: VaList) -> c_int {
+        vfprintf_impl(io::FPRINTF, stream, fmt, ap)
+    }
 }
 
-/// Wraps `vprintf`.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn vprintf(fmt: *const c_char, ap: VaList) -> c_int {
-    vfprintf_impl(io::FPRINTF, stdout(), fmt, ap)
+super::entry! {
+    /// Wraps `vprintf`.
+    ///
+    /// # Safety
+    /// As the C function.
+    fn vprintf(fmt: *const c_char, ap: VaList) -> c_int {
+        vfprintf_impl(io::FPRINTF, stdout(), fmt, ap)
+    }
 }
 
-/// Wraps `__vfprintf_chk`.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn __vfprintf_chk(
+super::entry! {
+    /// Wraps `__vfprintf_chk`.
+    ///
+    /// # Safety
+    /// As the C function.
+    fn __vfprintf_chk(
     stream: *mut FILE,
     flag: c_int,
     fmt: *const c_char,
     ap: VaList,
-) -> c_int {
-    vfprintf_chk_impl(stream, flag, fmt, ap)
+) -> c_int     {
+        vfprintf_chk_impl(stream, flag, fmt, ap)
+    }
 }
 
-/// Wraps `__vprintf_chk`.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn __vprintf_chk(flag: c_int, fmt: *const c_char, ap: VaList) -> c_int {
-    vfprintf_chk_impl(stdout(), flag, fmt, ap)
+super::entry! {
+    /// Wraps `__vprintf_chk`.
+    ///
+    /// # Safety
+    /// As the C function.
+    fn __vprintf_chk(flag: c_int, fmt: *const c_char, ap: VaList) -> c_int {
+        vfprintf_chk_impl(stdout(), flag, fmt, ap)
+    }
 }
 
-/// Wraps `vdprintf`.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn vdprintf(fd: c_int, fmt: *const c_char, ap: VaList) -> c_int {
-    vdprintf_impl(fd, fmt, ap)
+super::entry! {
+    /// Wraps `vdprintf`.
+    ///
+    /// # Safety
+    /// As the C function.
+    fn vdprintf(fd: c_int, fmt: *const c_char, ap: VaList) -> c_int {
+        vdprintf_impl(fd, fmt, ap)
+    }
 }
 
-/// Wraps `__isoc99_vfscanf`.
-///
-/// # Safety
-/// As the C function.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn __isoc99_vfscanf(
+super::entry! {
+    /// Wraps `__isoc99_vfscanf`.
+    ///
+    /// # Safety
+    /// As the C function.
+    fn __isoc99_vfscanf(
     stream: *mut FILE,
     fmt: *const c_char,
     ap: VaList,
-) -> c_int {
-    vfscanf_impl(stream, fmt, ap)
+) -> c_int     {
+        vfscanf_impl(stream, fmt, ap)
+    }
 }
 
 /// glibc's `stdout` stream.

@@ -15,11 +15,16 @@
 //! their Rust side reads the arguments from it into an `argv` and calls
 //! the probe's own `execv`, `execve` or `execvp` (which close the stream
 //! before the exec), as glibc's versions call `execve` internally.
+//!
+//! Each entry point stores its caller's return address as a call-site shim
+//! does; the Rust side takes it ([`IoCall`]) first thing.
 
 use std::ffi::{c_char, c_int};
 
 use hark_wire::op::io;
 use libc::FILE;
+
+use crate::core::callsite::IoCall;
 
 use super::stdio::{stdout, vdprintf_impl, vfprintf_chk_impl, vfprintf_impl, vfscanf_impl, VaList};
 
@@ -36,6 +41,11 @@ macro_rules! variadic {
         #[cfg_attr(not(test), no_mangle)]
         pub unsafe extern "C" fn $name() {
             core::arch::naked_asm!(
+                // The caller's return address for its call site, as
+                // `callsite_shim!` stores it (r10 and r11 carry nothing).
+                "mov r11, qword ptr [rsp]",
+                "mov r10, qword ptr [rip + hark_probe_ret@GOTTPOFF]",
+                "mov qword ptr fs:[r10], r11",
                 "push rbp",
                 "mov rbp, rsp",
                 // 176 bytes of register save area, 24 of va_list, 8 of
@@ -92,11 +102,15 @@ variadic! {
 type Argv = *const *const c_char;
 
 extern "C" fn execl_va(path: *const c_char, arg0: *const c_char, ap: VaList) -> c_int {
+    // No I/O event: the address is only taken, not to stay behind.
+    drop(IoCall::begin());
     // SAFETY: `ap` is the va_list of the caller's arguments after `arg0`.
     unsafe { with_argv(arg0, ap, false, |argv, _| super::exec::execv(path, argv)) }
 }
 
 extern "C" fn execle_va(path: *const c_char, arg0: *const c_char, ap: VaList) -> c_int {
+    // No I/O event: the address is only taken, not to stay behind.
+    drop(IoCall::begin());
     // SAFETY: as above; `execle`'s environment follows the NULL.
     unsafe {
         with_argv(arg0, ap, true, |argv, envp| {
@@ -106,6 +120,8 @@ extern "C" fn execle_va(path: *const c_char, arg0: *const c_char, ap: VaList) ->
 }
 
 extern "C" fn execlp_va(file: *const c_char, arg0: *const c_char, ap: VaList) -> c_int {
+    // No I/O event: the address is only taken, not to stay behind.
+    drop(IoCall::begin());
     // SAFETY: as above.
     unsafe { with_argv(arg0, ap, false, |argv, _| super::exec::execvp(file, argv)) }
 }
@@ -199,30 +215,37 @@ unsafe fn with_argv(
 }
 
 extern "C" fn fprintf_va(f: *mut FILE, fmt: *const c_char, ap: VaList) -> c_int {
+    let _site = IoCall::begin();
     vfprintf_impl(io::FPRINTF, f, fmt, ap)
 }
 
 extern "C" fn printf_va(fmt: *const c_char, ap: VaList) -> c_int {
+    let _site = IoCall::begin();
     vfprintf_impl(io::FPRINTF, stdout(), fmt, ap)
 }
 
 extern "C" fn fprintf_chk_va(f: *mut FILE, flag: c_int, fmt: *const c_char, ap: VaList) -> c_int {
+    let _site = IoCall::begin();
     vfprintf_chk_impl(f, flag, fmt, ap)
 }
 
 extern "C" fn printf_chk_va(flag: c_int, fmt: *const c_char, ap: VaList) -> c_int {
+    let _site = IoCall::begin();
     vfprintf_chk_impl(stdout(), flag, fmt, ap)
 }
 
 extern "C" fn dprintf_va(fd: c_int, fmt: *const c_char, ap: VaList) -> c_int {
+    let _site = IoCall::begin();
     vdprintf_impl(fd, fmt, ap)
 }
 
 extern "C" fn fscanf_va(f: *mut FILE, fmt: *const c_char, ap: VaList) -> c_int {
+    let _site = IoCall::begin();
     vfscanf_impl(f, fmt, ap)
 }
 
 extern "C" fn scanf_va(fmt: *const c_char, ap: VaList) -> c_int {
+    let _site = IoCall::begin();
     vfscanf_impl(stdin(), fmt, ap)
 }
 

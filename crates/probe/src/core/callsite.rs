@@ -21,6 +21,16 @@
 //! MPICH's Fortran bindings call the C `MPI_*` functions: a Fortran wrapper
 //! that forwards keeps its own caller as the call site of the C wrapper
 //! inside it ([`hold`]).
+//!
+//! The POSIX and STDIO wrappers that record are entered through the same
+//! shim; the wrapper moves the address into a word of its own for the
+//! length of the call ([`IoCall`]), where the recording helpers read it.
+//! Every reader clears the shim's word, so a wrapper reached without a
+//! shim (a call from inside the probe) finds 0, never an older caller.
+//! An address inside the C library or the probe itself is no
+//! place in the program (the C library reaching a wrapped function through
+//! the dynamic linker, the probe calling its own wrappers): it is recorded
+//! as unknown ([`foreign`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
@@ -142,8 +152,13 @@ fn new_site(ret: u64) -> u16 {
         }
         i = (i + 1) & (SLOTS - 1);
     }
-    let Some(id) = define(&mut t, vec![ret]) else {
-        return 0;
+    let id = if foreign(ret) {
+        0
+    } else {
+        match define(&mut t, vec![ret]) {
+            Some(id) => id,
+            None => return 0,
+        }
     };
     IDS[i].store(id, Ordering::Relaxed);
     KEYS[i].store(ret, Ordering::Release);
@@ -154,6 +169,9 @@ fn new_site(ret: u64) -> u16 {
 #[cold]
 #[inline(never)]
 fn stack(ret: u64) -> u16 {
+    if foreign(ret) {
+        return 0;
+    }
     let depth = DEPTH.load(Ordering::Relaxed) as usize;
     let frames = unwind(ret, depth);
     let mut t = hark_sync::lock(&TABLE);
@@ -186,6 +204,32 @@ fn unwind(ret: u64, depth: usize) -> Vec<u64> {
         // the caller alone is still right.
         None => vec![ret],
     }
+}
+
+/// Whether return address `ret` lies in the C library or this library:
+/// the caller is then no place in the program.
+#[cold]
+fn foreign(ret: u64) -> bool {
+    // The load addresses of this library and of the C library, found once
+    // (`dladdr` walks every object) from a function of each: this one, and
+    // one of the C library's the probe never wraps.
+    static BASES: std::sync::OnceLock<[Option<u64>; 2]> = std::sync::OnceLock::new();
+    let bases = BASES.get_or_init(|| {
+        [
+            base_of(foreign as *const () as u64),
+            base_of(libc::__errno_location as *const () as u64),
+        ]
+    });
+    base_of(ret).is_some_and(|b| bases.contains(&Some(b)))
+}
+
+/// The load address of the object holding `addr` (`dladdr`).
+fn base_of(addr: u64) -> Option<u64> {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: `info` is writable; dladdr only reads `addr` as a number.
+    let ok = unsafe { libc::dladdr(addr as *const libc::c_void, info.as_mut_ptr()) };
+    // SAFETY: filled by a successful dladdr.
+    (ok != 0).then(|| unsafe { info.assume_init() }.dli_fbase as u64)
 }
 
 /// Gives `frames` the next id and sends it, after the objects holding its
@@ -346,7 +390,7 @@ macro_rules! callsite_shim {
         #[cfg_attr(not(test), no_mangle)]
         #[allow(non_snake_case)]
         pub unsafe extern "C" fn $name() {
-            core::arch::naked_asm!(
+            ::core::arch::naked_asm!(
                 // r10 and r11 carry no argument (and keep `al` of variadics).
                 "mov r11, qword ptr [rsp]",
                 "mov r10, qword ptr [rip + hark_probe_ret@GOTTPOFF]",
@@ -369,26 +413,59 @@ macro_rules! callsite_shim {
     };
 }
 
-/// The thread-local words: the last shim's return address, and the one a
-/// forwarding Fortran wrapper holds ([`hold`]).
+/// The call site of the POSIX or STDIO call a wrapper is serving on this
+/// thread, for as long as this lives: made first thing in the wrapper
+/// entered through a shim, from the address the shim stored.
+pub(crate) struct IoCall {
+    outer: u64,
+}
+
+impl IoCall {
+    /// Takes the shim's address for this call (0 if no shim stored one:
+    /// the wrapper was called from inside the probe).
+    #[inline(always)]
+    pub(crate) fn begin() -> IoCall {
+        IoCall {
+            outer: tls::begin_io(),
+        }
+    }
+}
+
+impl Drop for IoCall {
+    #[inline(always)]
+    fn drop(&mut self) {
+        tls::end_io(self.outer);
+    }
+}
+
+/// The return address of the POSIX or STDIO call being served
+/// ([`IoCall`]), 0 when unknown.
+#[inline(always)]
+pub(crate) fn io_ret() -> u64 {
+    tls::io_ret()
+}
+
+/// The thread-local words: the last shim's return address, the one a
+/// forwarding Fortran wrapper holds ([`hold`]), and the I/O call's
+/// ([`IoCall`]).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod tls {
-    // 16 bytes of initial-exec thread-local storage, as in `local.rs`.
+    // 24 bytes of initial-exec thread-local storage, as in `local.rs`.
     std::arch::global_asm!(
         ".pushsection .tbss,\"awT\",@nobits",
         ".p2align 3",
         ".globl hark_probe_ret",
         ".hidden hark_probe_ret",
         ".type hark_probe_ret,@tls_object",
-        ".size hark_probe_ret,16",
+        ".size hark_probe_ret,24",
         "hark_probe_ret:",
-        ".zero 16",
+        ".zero 24",
         ".popsection",
     );
 
     #[inline(always)]
-    fn words() -> *mut [u64; 2] {
-        let p: *mut [u64; 2];
+    fn words() -> *mut [u64; 3] {
+        let p: *mut [u64; 3];
         // SAFETY: the thread pointer plus the symbol's TLS offset from the
         // GOT, valid for as long as the thread runs.
         unsafe {
@@ -402,16 +479,41 @@ mod tls {
         p
     }
 
-    /// The held Fortran caller if any, else the last shim's return address.
+    /// The held Fortran caller if any, else the last shim's return address
+    /// (cleared: read once).
     #[inline(always)]
     pub(super) fn ret() -> u64 {
         // SAFETY: this thread's words, written only by this thread.
-        let w = unsafe { &*words() };
+        let w = unsafe { &mut *words() };
+        let last = std::mem::take(&mut w[0]);
         if w[1] != 0 {
             w[1]
         } else {
-            w[0]
+            last
         }
+    }
+
+    /// Moves the shim's address into the I/O call's word; returns what
+    /// that word held (a call the probe makes inside another).
+    #[inline(always)]
+    pub(super) fn begin_io() -> u64 {
+        // SAFETY: as above.
+        let w = unsafe { &mut *words() };
+        let outer = w[2];
+        w[2] = std::mem::take(&mut w[0]);
+        outer
+    }
+
+    #[inline(always)]
+    pub(super) fn end_io(outer: u64) {
+        // SAFETY: as above.
+        unsafe { (*words())[2] = outer }
+    }
+
+    #[inline(always)]
+    pub(super) fn io_ret() -> u64 {
+        // SAFETY: as above.
+        unsafe { (*words())[2] }
     }
 
     #[inline(always)]
@@ -429,6 +531,16 @@ mod tls {
     }
     #[inline(always)]
     pub(super) fn set_outer(_: u64) {}
+    #[inline(always)]
+    pub(super) fn begin_io() -> u64 {
+        0
+    }
+    #[inline(always)]
+    pub(super) fn end_io(_: u64) {}
+    #[inline(always)]
+    pub(super) fn io_ret() -> u64 {
+        0
+    }
 }
 
 #[cfg(test)]
@@ -443,6 +555,16 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(site(0x1234_5678), a);
         assert_eq!(site(0x1234_5679), b);
+    }
+
+    #[test]
+    fn an_address_in_the_c_library_is_no_call_site() {
+        let in_libc = libc::strlen as *const () as u64 + 1;
+        assert!(foreign(in_libc));
+        assert_eq!(site(in_libc), 0);
+        // The test binary is the probe here: its own addresses are foreign.
+        let in_probe = an_address_keeps_its_id_and_another_gets_a_new_one as *const () as u64;
+        assert!(foreign(in_probe));
     }
 
     #[test]
