@@ -18,23 +18,6 @@ use common::*;
 const UNIT_MS: &str = "40";
 const ROUNDS: &str = "3";
 
-/// What one thread said of itself: (rank, thread, work ns, barrier ns).
-fn measured(stdout: &str) -> Vec<(usize, i64, u64, u64)> {
-    stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("thread "))
-        .map(|l| {
-            let v: Vec<&str> = l.split_whitespace().collect();
-            (
-                v[0].parse().unwrap(),
-                v[1].parse().unwrap(),
-                v[2].parse().unwrap(),
-                v[3].parse().unwrap(),
-            )
-        })
-        .collect()
-}
-
 /// "thread 2", or "thread 2 of rank 1" with several ranks, as the digest
 /// names a thread.
 fn named(np: usize, rank: usize, t: i64) -> String {
@@ -52,7 +35,7 @@ fn check(dir: &std::path::Path, command: Vec<String>, np: usize, threads: usize)
     let profile = profile(&run_dir);
     let p = &profile["programs"][0];
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let own = measured(&stdout);
+    let own = omp_imbalance_threads(&stdout);
     assert_eq!(own.len(), np * threads, "the program's output:\n{stdout}");
     let report = format!(
         "{} on {np} rank(s) × {threads} threads\nprogram:\n{stdout}\ndigest: {:#}\nregions: {}",

@@ -262,6 +262,16 @@ const MEASURE: &str = r##"<script>
 })();
 </script></body>"##;
 
+/// Whether two measured boxes (`left`, `top`, `right`, `bottom`) do not
+/// overlap: side by side or one below the other.
+fn apart(a: &Value, b: &Value) -> bool {
+    let f = |p: &Value, k: &str| p[k].as_f64().unwrap();
+    f(a, "right") <= f(b, "left") + 0.5
+        || f(b, "right") <= f(a, "left") + 0.5
+        || f(a, "bottom") <= f(b, "top") + 0.5
+        || f(b, "bottom") <= f(a, "top") + 0.5
+}
+
 #[test]
 fn numbers_stay_whole_axes_end_with_the_program_and_panels_fit() {
     let Some(browser) = chromium() else {
@@ -325,11 +335,7 @@ fn numbers_stay_whole_axes_end_with_the_program_and_panels_fit() {
     let f = |p: &Value, k: &str| p[k].as_f64().unwrap();
     for (i, a) in panels.iter().enumerate() {
         for b in &panels[i + 1..] {
-            let apart = f(a, "right") <= f(b, "left") + 0.5
-                || f(b, "right") <= f(a, "left") + 0.5
-                || f(a, "bottom") <= f(b, "top") + 0.5
-                || f(b, "bottom") <= f(a, "top") + 0.5;
-            assert!(apart, "panels overlap: {a} {b}");
+            assert!(apart(a, b), "panels overlap: {a} {b}");
         }
     }
     assert!(panels[0]["title"].as_str().unwrap().starts_with("Parallel"));
@@ -353,11 +359,7 @@ fn numbers_stay_whole_axes_end_with_the_program_and_panels_fit() {
         assert_eq!(a["bars"], 8, "{a}");
         assert!(f(a, "right") <= width + 0.5, "a chart beyond the page: {a}");
         for b in &charts[i + 1..] {
-            let apart = f(a, "right") <= f(b, "left") + 0.5
-                || f(b, "right") <= f(a, "left") + 0.5
-                || f(a, "bottom") <= f(b, "top") + 0.5
-                || f(b, "bottom") <= f(a, "top") + 0.5;
-            assert!(apart, "thread charts overlap: {a} {b}");
+            assert!(apart(a, b), "thread charts overlap: {a} {b}");
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
