@@ -72,8 +72,12 @@ fn thread_bars(rank: usize, threads: &[ThreadTimes]) -> String {
         s,
         r#"<svg class="tbars" viewBox="0 0 {w:.0} {h:.0}" width="{w:.0}" height="{h:.0}" role="img" aria-label="Rank {rank}: time per thread"><title>Rank {rank}: where each thread's time went</title>"#
     );
-    for (i, t) in threads.iter().enumerate() {
-        let y = 3.0 + bh * i as f64;
+    // By number in the team (the probe lists threads as it first saw
+    // them), threads never in one last.
+    let mut order: Vec<(usize, &ThreadTimes)> = threads.iter().enumerate().collect();
+    order.sort_by_key(|&(i, t)| (t.omp_thread < 0, t.omp_thread, i));
+    for (row, &(i, t)) in order.iter().enumerate() {
+        let y = 3.0 + bh * row as f64;
         let name = label(i, t);
         let _ = write!(
             s,

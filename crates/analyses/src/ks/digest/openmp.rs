@@ -33,6 +33,16 @@ fn thread_time(p: &Program, what: impl Fn(&ThreadTimes) -> u64) -> u64 {
     p.threads.iter().flatten().map(what).sum()
 }
 
+/// Whose time the shares are of: a program without MPI has processes,
+/// not ranks (as the I/O finding says).
+fn whose(p: &Program) -> &'static str {
+    if p.mpi.is_empty() {
+        "process"
+    } else {
+        "rank"
+    }
+}
+
 /// "thread 3", or "thread 3 of rank 1" in a program of several ranks.
 fn thread_name(p: &Program, rank: usize, index: usize) -> String {
     let num = (p.threads.get(rank))
@@ -76,9 +86,10 @@ fn barrier(p: &Program, rank_time: u64) -> Option<Finding> {
     }
     let balance = p.openmp.efficiency.map(|e| e.load_balance);
     let mut detail = format!(
-        "Threads wait {} at OpenMP barriers and for their region's join ({} of rank time",
+        "Threads wait {} at OpenMP barriers and for their region's join ({} of {} time",
         duration(all),
-        share(time, rank_time)
+        share(time, rank_time),
+        whose(p)
     );
     if let Some(b) = balance {
         detail.push_str(&format!("; OpenMP load balance {:.1} %", 100.0 * b));
@@ -152,9 +163,10 @@ fn idle(p: &Program, rank_time: u64) -> Option<Finding> {
     }
     let all = thread_time(p, |t| t.omp_idle_ns);
     let mut detail = format!(
-        "Worker threads idle {} out of parallel regions while the master thread runs serial code ({} of rank time",
+        "Worker threads idle {} out of parallel regions while the master thread runs serial code ({} of {} time",
         duration(all),
-        share(time, rank_time)
+        share(time, rank_time),
+        whose(p)
     );
     if let Some(e) = p.openmp.efficiency {
         detail.push_str(&format!(
@@ -192,9 +204,10 @@ fn lock(p: &Program, rank_time: u64) -> Option<Finding> {
     }
     let all = thread_time(p, |t| t.omp_lock_ns);
     let mut detail = format!(
-        "Threads wait {} to enter critical sections or for locks ({} of rank time)",
+        "Threads wait {} to enter critical sections or for locks ({} of {} time)",
         duration(all),
-        share(time, rank_time)
+        share(time, rank_time),
+        whose(p)
     );
     // The costliest kind of wait in the costliest construct.
     let top = (p.openmp.regions.iter())
@@ -243,9 +256,10 @@ fn management(p: &Program, rank_time: u64) -> Option<Finding> {
     let all = thread_time(p, |t| t.omp_management_ns);
     let calls: u64 = p.openmp.regions.iter().map(|r| r.calls).sum();
     let mut detail = format!(
-        "Forking and joining parallel regions takes {} ({} of rank time) over {} region{}",
+        "Forking and joining parallel regions takes {} ({} of {} time) over {} fork{}",
         duration(all),
         share(time, rank_time),
+        whose(p),
         hark_model::count(calls),
         if calls == 1 { "" } else { "s" },
     );
@@ -356,12 +370,12 @@ mod tests {
         assert_eq!(b.severity, "high");
         assert_eq!(
             b.detail,
-            "Threads wait 6.00 s at OpenMP barriers and for their region's join (15.0 % of rank time; OpenMP load balance 84.0 %), 100 % of it in `main._omp_fn.0` (10 calls, 4 threads): thread 0 is the slowest (it waits 0 ns there) and thread 1 the fastest (it waits 3.00 s): the threads of `main._omp_fn.0` get unequal work; look at how its loops divide it (`schedule(dynamic)` or `guided` for iterations of unequal cost) and at work only some threads do."
+            "Threads wait 6.00 s at OpenMP barriers and for their region's join (15.0 % of process time; OpenMP load balance 84.0 %), 100 % of it in `main._omp_fn.0` (10 calls, 4 threads): thread 0 is the slowest (it waits 0 ns there) and thread 1 the fastest (it waits 3.00 s): the threads of `main._omp_fn.0` get unequal work; look at how its loops divide it (`schedule(dynamic)` or `guided` for iterations of unequal cost) and at work only some threads do."
         );
         assert!(
             p.digest[1]
                 .detail
-                .contains("(6.0 % of rank time; OpenMP serialisation efficiency 93.0 %)"),
+                .contains("(6.0 % of process time; OpenMP serialisation efficiency 93.0 %)"),
             "{}",
             p.digest[1].detail
         );
