@@ -22,23 +22,6 @@ use common::*;
 const UNIT_MS: &str = "40";
 const ROUNDS: &str = "3";
 
-/// What one thread said of itself: (rank, thread, work ns, barrier ns).
-fn measured(stdout: &str) -> Vec<(usize, i64, f64, f64)> {
-    stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("thread "))
-        .map(|l| {
-            let v: Vec<&str> = l.split_whitespace().collect();
-            (
-                v[0].parse().unwrap(),
-                v[1].parse().unwrap(),
-                v[2].parse().unwrap(),
-                v[3].parse().unwrap(),
-            )
-        })
-        .collect()
-}
-
 fn close(hark: f64, own: f64) -> bool {
     (hark - own).abs() <= (0.05 * own).max(1e6)
 }
@@ -53,7 +36,9 @@ fn check(dir: &std::path::Path, command: Vec<String>, np: usize, threads: usize)
     assert_eq!(lost(&profile), 0, "events lost");
     let p = &profile["programs"][0];
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let own = measured(&stdout);
+    let own: Vec<(usize, i64, f64, f64)> = (omp_imbalance_threads(&stdout).into_iter())
+        .map(|(r, t, work, barrier)| (r, t, work as f64, barrier as f64))
+        .collect();
     assert_eq!(own.len(), np * threads, "the program's output:\n{stdout}");
     let report = format!(
         "{} on {np} rank(s) × {threads} threads\nprogram:\n{stdout}\nhark threads: {}\nefficiency: {}",

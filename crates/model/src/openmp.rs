@@ -29,6 +29,21 @@ pub struct OmpRegion {
     pub threads: u64,
     /// Fork to join on the forking thread, summed over calls, in ns.
     pub time_ns: u64,
+    /// Per rank, per thread (indexed as `threads`): its barrier waits in
+    /// this construct (up to the join), in ns; a thread that waits least
+    /// is the one the others wait for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub barrier_ns: Vec<Vec<u64>>,
+    /// Waits to enter critical sections in this construct, over all
+    /// threads and ranks, in ns.
+    #[serde(default)]
+    pub critical_ns: u64,
+    /// Waits for OpenMP locks (`omp_set_lock`) in this construct, in ns.
+    #[serde(default)]
+    pub lock_ns: u64,
+    /// Waits to enter ordered sections in this construct, in ns.
+    #[serde(default)]
+    pub ordered_ns: u64,
 }
 
 /// Where one thread's time went over its rank's measured window, in ns.

@@ -369,6 +369,52 @@ pub(crate) fn efficiencies(e: &Efficiency) -> [(&'static str, usize, f64); 5] {
     ]
 }
 
+/// The program's efficiency tree, `(name, depth, value)` in the order
+/// the factors nest: the five POP efficiencies ([`efficiencies`]) with, in
+/// the hybrid model (`docs/analyses.md`, "OpenMP"), MPI load balance split
+/// within and across nodes under load balance; then OpenMP parallel
+/// efficiency = load balance × scheduling × serialisation. Without MPI only
+/// the OpenMP rows, without OpenMP only the five.
+pub(crate) fn efficiency_tree(p: &Program) -> Vec<(&'static str, usize, f64)> {
+    let mut rows = Vec::new();
+    if let Some(e) = &p.efficiency {
+        for row in efficiencies(e) {
+            rows.push(row);
+            if row.0 == "load balance" {
+                if let Some(v) = e.mpi_load_balance_in {
+                    rows.push(("within nodes", 2, v));
+                }
+                if let Some(v) = e.mpi_load_balance_out {
+                    rows.push(("across nodes", 2, v));
+                }
+            }
+        }
+    }
+    if let Some(o) = p.openmp.efficiency {
+        rows.extend([
+            ("OpenMP parallel", 0, o.parallel),
+            ("OpenMP load balance", 1, o.load_balance),
+            ("OpenMP scheduling", 1, o.scheduling),
+            ("OpenMP serialisation", 1, o.serialisation),
+        ]);
+    }
+    rows
+}
+
+/// The OpenMP time categories of [`ThreadTimes`], in the order the
+/// per-thread bars stack them: name, CSS class, value.
+pub(crate) fn thread_parts(t: &hark_model::ThreadTimes) -> [(&'static str, &'static str, u64); 7] {
+    [
+        ("useful", "t-useful", t.useful_ns),
+        ("barrier", "t-barrier", t.omp_barrier_ns),
+        ("idle", "t-idle", t.omp_idle_ns),
+        ("lock", "t-lock", t.omp_lock_ns),
+        ("fork/join", "t-mgmt", t.omp_management_ns),
+        ("MPI", "t-mpi", t.mpi_ns),
+        ("I/O", "t-io", t.io_ns),
+    ]
+}
+
 /// Where a time axis ends for `used` slices of `slice_ns` with data out of
 /// `capacity`: at the program's wall time `wall_ns` when that falls after
 /// the last slice with data began and within the capacity (the program may

@@ -371,28 +371,43 @@ fn cpu_line(s: &mut String, p: &Program) {
     }
 }
 
-/// One line on OpenMP (nothing without it): threads, the hybrid model's
-/// OpenMP efficiencies, and where the threads' time was lost.
+/// One line on OpenMP (nothing without it): threads and where their time
+/// was lost (the efficiencies are in the tree below, [`efficiency_tree`]).
 fn openmp_line(s: &mut String, p: &Program) {
-    let Some(e) = p.openmp.efficiency else {
+    if p.openmp.efficiency.is_none() {
         return;
-    };
+    }
     let threads: usize = p.threads.iter().map(Vec::len).sum();
     let sum = |f: fn(&hark_model::ThreadTimes) -> u64| -> f64 {
         p.threads.iter().flatten().map(f).sum::<u64>() as f64
     };
     let _ = writeln!(
         s,
-        "   OpenMP: {threads} {}; parallel efficiency {:.1} % (load balance {:.1} %, scheduling {:.1} %, serialisation {:.1} %); threads waited {} at barriers, {} for locks and idled {} out of parallel regions",
+        "   OpenMP: {threads} {}; threads waited {} at barriers, {} for locks, {} in fork and join, and idled {} out of parallel regions",
         plural(threads, "thread", "threads"),
-        100.0 * e.parallel,
-        100.0 * e.load_balance,
-        100.0 * e.scheduling,
-        100.0 * e.serialisation,
         duration(sum(|t| t.omp_barrier_ns)),
         duration(sum(|t| t.omp_lock_ns)),
+        duration(sum(|t| t.omp_management_ns)),
         duration(sum(|t| t.omp_idle_ns)),
     );
+}
+
+/// With OpenMP, the whole program's efficiency tree of the hybrid model
+/// (`facts::efficiency_tree`), one factor a line, indented under what it
+/// is a factor of.
+fn efficiency_tree(s: &mut String, p: &Program) {
+    if p.openmp.efficiency.is_none() {
+        return;
+    }
+    s.push('\n');
+    let _ = writeln!(
+        s,
+        "   Efficiencies, hybrid model (parallel = load balance × communication; OpenMP parallel = load balance × scheduling × serialisation):"
+    );
+    for (name, depth, v) in facts::efficiency_tree(p) {
+        let label = format!("{}{name}", "  ".repeat(depth));
+        let _ = writeln!(s, "     {label:<32} {:>7}", fraction(v));
+    }
 }
 
 /// The efficiencies (of the whole program, then of its longest top-level
@@ -418,6 +433,7 @@ fn verdict(s: &mut String, p: &Program, rank_time: u64) {
             );
         }
     }
+    efficiency_tree(s, p);
     if p.digest.is_empty() {
         if p.efficiency.is_some() {
             let _ = writeln!(s, "   Findings: none");

@@ -6,12 +6,17 @@
 //! density map's caption; no two headings of a chapter share a name;
 //! charts are titled in words, not by the model's metric names; a file
 //! only opened counts its ranks; communicators of one size calling one
-//! collective are one row.
+//! collective are one row; the OpenMP section's per-thread bars keep
+//! their labels inside their charts, side by side without overlapping and
+//! within the page, and the efficiency bars' longest hybrid names end
+//! before their bars.
 
 mod common;
 
 use common::chromium::{chromium, visit};
-use hark_model::{CommCollectives, Efficiency, FileIo, Run, Totals};
+use hark_model::{
+    CommCollectives, Efficiency, FileIo, OmpEfficiency, OmpRegion, Run, ThreadTimes, Totals,
+};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -92,6 +97,45 @@ fn tripping_run() -> Run {
     // Numbers as wide as a long run's.
     let waitall = p.mpi.get_mut("MPI_Waitall").unwrap();
     waitall.calls = vec![12_345_678_901; 4];
+    // OpenMP: 8 threads a rank, one never in a team, a long construct name
+    // and the hybrid efficiencies.
+    p.threads = (0..4)
+        .map(|r| {
+            (0..8)
+                .map(|t| ThreadTimes {
+                    omp_thread: if t == 7 { -1 } else { t },
+                    useful_ns: (900 + 40 * t as u64 + 10 * r) * MS,
+                    omp_barrier_ns: (300 - 40 * t as u64) * MS,
+                    omp_idle_ns: if t == 0 { 0 } else { 120 * MS },
+                    omp_lock_ns: 7 * MS,
+                    omp_management_ns: if t == 0 { 15 * MS } else { 0 },
+                    mpi_ns: 200 * MS,
+                    io_ns: 3 * MS,
+                })
+                .collect()
+        })
+        .collect();
+    let omp = OmpEfficiency {
+        parallel: 0.61,
+        load_balance: 0.78,
+        scheduling: 0.99,
+        serialisation: 0.79,
+    };
+    p.openmp.efficiency = Some(omp);
+    let e = p.efficiency.as_mut().unwrap();
+    e.openmp = Some(omp);
+    e.mpi_load_balance_in = Some(0.97);
+    e.mpi_load_balance_out = Some(0.88);
+    p.openmp.regions = vec![OmpRegion {
+        name: "__ocean_dynamics_mod_MOD_compute_barotropic_residuals._omp_fn.12".into(),
+        kind: "parallel".into(),
+        calls: 12_345_678,
+        threads: 7,
+        time_ns: 2_300 * MS,
+        barrier_ns: vec![vec![300 * MS; 8]; 4],
+        critical_ns: 28 * MS,
+        ..OmpRegion::default()
+    }];
     run
 }
 
@@ -156,7 +200,7 @@ fn a_file_only_opened_counts_its_ranks_and_communicators_of_one_size_are_one_row
 /// efficiencies and whether each chart title fits its chart.
 const MEASURE: &str = r##"<script>
 (function () {
-  const out = { split: [], axes: [], panels: [], cut: [] };
+  const out = { split: [], axes: [], panels: [], cut: [], threads: [], outside: [], overlaps: [], width: document.documentElement.clientWidth };
   const number = /\d[\d.,]*(?:[ \u00a0](?:%|[µa-zA-Z]{1,3}\b))?/g;
   const lines = (range) => new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top))).size;
   for (const el of document.querySelectorAll("td, .smalls figcaption")) {
@@ -187,12 +231,46 @@ const MEASURE: &str = r##"<script>
     const end = Number(t.getAttribute("x")) + t.getComputedTextLength();
     if (end > box.width + 0.5) out.cut.push(t.textContent);
   }
+  // OpenMP: every text of the per-thread bars inside its chart; the
+  // efficiency bars' names end before the bars begin.
+  const inside = (s) => {
+    const box = s.viewBox.baseVal;
+    for (const t of s.querySelectorAll("text")) {
+      const len = t.getComputedTextLength(), x = Number(t.getAttribute("x"));
+      const a = t.getAttribute("text-anchor") || "start";
+      const start = a === "end" ? x - len : a === "middle" ? x - len / 2 : x;
+      if (start < -0.5 || start + len > box.width + 0.5) out.outside.push(t.textContent);
+    }
+  };
+  for (const f of document.querySelectorAll("#p0 figure.threads")) {
+    const r = f.getBoundingClientRect();
+    out.threads.push({ left: r.left, top: r.top, right: r.right, bottom: r.bottom, bars: f.querySelectorAll("g.thread").length });
+    inside(f.querySelector("svg"));
+  }
+  for (const s of document.querySelectorAll("#p0 svg.effbars")) {
+    inside(s);
+    const bar0 = Number(s.querySelector("rect.track").getAttribute("x"));
+    for (const t of s.querySelectorAll("text.axis")) {
+      const x = Number(t.getAttribute("x"));
+      if (x < bar0 && x + t.getComputedTextLength() > bar0 - 2) out.overlaps.push(t.textContent);
+    }
+  }
   const pre = document.createElement("pre");
   pre.id = "layout";
   pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
 })();
 </script></body>"##;
+
+/// Whether two measured boxes (`left`, `top`, `right`, `bottom`) do not
+/// overlap: side by side or one below the other.
+fn apart(a: &Value, b: &Value) -> bool {
+    let f = |p: &Value, k: &str| p[k].as_f64().unwrap();
+    f(a, "right") <= f(b, "left") + 0.5
+        || f(b, "right") <= f(a, "left") + 0.5
+        || f(a, "bottom") <= f(b, "top") + 0.5
+        || f(b, "bottom") <= f(a, "top") + 0.5
+}
 
 #[test]
 fn numbers_stay_whole_axes_end_with_the_program_and_panels_fit() {
@@ -257,13 +335,32 @@ fn numbers_stay_whole_axes_end_with_the_program_and_panels_fit() {
     let f = |p: &Value, k: &str| p[k].as_f64().unwrap();
     for (i, a) in panels.iter().enumerate() {
         for b in &panels[i + 1..] {
-            let apart = f(a, "right") <= f(b, "left") + 0.5
-                || f(b, "right") <= f(a, "left") + 0.5
-                || f(a, "bottom") <= f(b, "top") + 0.5
-                || f(b, "bottom") <= f(a, "top") + 0.5;
-            assert!(apart, "panels overlap: {a} {b}");
+            assert!(apart(a, b), "panels overlap: {a} {b}");
         }
     }
     assert!(panels[0]["title"].as_str().unwrap().starts_with("Parallel"));
+
+    // The OpenMP section: a chart per rank with a bar per thread, every
+    // label inside its chart, charts apart and within the page.
+    assert_eq!(
+        m["outside"],
+        Value::Array(vec![]),
+        "labels outside their chart"
+    );
+    assert_eq!(
+        m["overlaps"],
+        Value::Array(vec![]),
+        "efficiency names over their bars"
+    );
+    let charts = m["threads"].as_array().unwrap();
+    assert_eq!(charts.len(), 4, "{charts:?}");
+    let width = m["width"].as_f64().unwrap();
+    for (i, a) in charts.iter().enumerate() {
+        assert_eq!(a["bars"], 8, "{a}");
+        assert!(f(a, "right") <= width + 0.5, "a chart beyond the page: {a}");
+        for b in &charts[i + 1..] {
+            assert!(apart(a, b), "thread charts overlap: {a} {b}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -275,11 +275,88 @@ fn a_program_without_mpi_has_no_verdict_and_no_why() {
     let page = page(&run);
     let atmos = &page[page.find("<h2>2. atmos</h2>").unwrap()..];
     assert!(atmos.starts_with("<h2>2. atmos</h2>\n<nav class=\"toc\">"));
-    let why = between(atmos, "<h3 id=\"p1-why\">Why</h3>", "<h3 id=\"p1-mpi\">");
+    let why = between(atmos, "<h3 id=\"p1-why\">Why</h3>", "<h3 id=\"p1-openmp\">");
     assert!(why.contains(
-        "No efficiencies or wait states were computed for this program (they need MPI)."
+        "No efficiencies or wait states were computed for this program (they need MPI or OpenMP)."
     ));
     assert!(!why.contains("<svg"));
+    let omp = between(
+        atmos,
+        "<h3 id=\"p1-openmp\">OpenMP</h3>",
+        "<h3 id=\"p1-mpi\">",
+    );
+    assert!(omp.contains("No OpenMP"), "{omp}");
+}
+
+#[test]
+fn an_openmp_program_shows_each_thread_its_regions_and_the_hybrid_tree() {
+    use hark_model::{OmpEfficiency, OmpRegion, ThreadTimes};
+    let mut run = common::two_programs();
+    let p = &mut run.programs[0];
+    let thread = |n: i32, useful: u64, barrier: u64, idle: u64| ThreadTimes {
+        omp_thread: n,
+        useful_ns: useful,
+        omp_barrier_ns: barrier,
+        omp_idle_ns: idle,
+        mpi_ns: 100,
+        ..ThreadTimes::default()
+    };
+    p.threads = (0..p.ranks)
+        .map(|_| vec![thread(0, 900, 0, 0), thread(1, 500, 300, 100)])
+        .collect();
+    let omp = OmpEfficiency {
+        parallel: 0.5,
+        load_balance: 0.7,
+        scheduling: 0.9,
+        serialisation: 0.75,
+    };
+    p.openmp.efficiency = Some(omp);
+    let e = p.efficiency.as_mut().unwrap();
+    e.openmp = Some(omp);
+    e.mpi_load_balance_in = Some(0.95);
+    e.mpi_load_balance_out = Some(0.85);
+    p.openmp.regions = vec![OmpRegion {
+        name: "solve._omp_fn.<3>".into(),
+        kind: "parallel".into(),
+        calls: 12,
+        threads: 2,
+        time_ns: 5000,
+        ..OmpRegion::default()
+    }];
+    let ranks = p.ranks;
+    let page = page(&run);
+    let omp_html = between(
+        &page,
+        "<h3 id=\"p0-openmp\">OpenMP</h3>",
+        "<h3 id=\"p0-mpi\">",
+    );
+    for r in 0..ranks {
+        for t in 0..2 {
+            assert!(
+                omp_html.contains(&format!("data-rank=\"{r}\" data-thread=\"{t}\"")),
+                "rank {r} thread {t}: {omp_html}"
+            );
+        }
+    }
+    // Thread 1's bar has its barrier and idle parts; thread 0's none.
+    assert_eq!(
+        omp_html.matches("class=\"t-barrier\"><title>").count(),
+        ranks
+    );
+    assert_eq!(omp_html.matches("class=\"t-idle\"><title>").count(), ranks);
+    assert!(omp_html.contains("<td class=\"path\">solve._omp_fn.&lt;3&gt;</td>"));
+    // The verdict's hybrid table and the Why bars carry the tree.
+    assert!(page.contains("<th>MPI load balance within nodes</th>"));
+    assert!(page.contains("<td class=\"n fair\">70.0 %</td>"));
+    let why = between(&page, "<h3 id=\"p0-why\">Why</h3>", "<h3 id=\"p0-openmp\">");
+    for name in [
+        "within nodes",
+        "across nodes",
+        "OpenMP parallel",
+        "OpenMP serialisation",
+    ] {
+        assert!(why.contains(&format!(">{name}</text>")), "{name}");
+    }
 }
 
 #[test]

@@ -19,7 +19,12 @@
 //!   for a CPU the longest. When they waited at least
 //!   [`CPU_FIRST`] of their runnable time it comes first whatever its cost,
 //!   since every MPI finding below is then distorted by it, and each
-//!   wait-state finding says how much of it overlapped such waiting.
+//!   wait-state finding says how much of it overlapped such waiting;
+//! - OpenMP ([`openmp`]): threads waiting at barriers (with the construct
+//!   whose threads wait most, its slowest and fastest thread), idle while
+//!   the master runs alone, waiting for critical sections and locks, and
+//!   the runtime's fork and join, each its thread time over its rank's
+//!   threads.
 //!
 //! The five costliest are kept, costliest first; those under 0.5 % of rank
 //! time only to make up three. Severity ([`severity`]): high from 10 % of
@@ -32,6 +37,8 @@ use crate::derived::Pattern;
 use hark_model::{count, Finding, Program};
 use hark_wire::mpi::{by_name, Class};
 
+mod openmp;
+
 /// See the module documentation.
 pub struct Digest;
 
@@ -43,7 +50,7 @@ pub const MIN_FINDINGS: usize = 3;
 
 static SPEC: Spec = Spec {
     name: "digest",
-    description: "The job digest: the costliest wait states, imbalance, transfer and I/O findings, one sentence each; runs last.",
+    description: "The job digest: the costliest wait states, imbalance, transfer, I/O and OpenMP findings, one sentence each; runs last.",
     sensitivities: &[Sensitivity::ProgramEnd],
     fills: &["digest"],
 };
@@ -618,6 +625,7 @@ fn digest(out: &mut Program) {
         .chain(polling_finding(out, &polled, rank_time))
         .chain(transfer_finding(out, &polled, rank_time))
         .chain(io_finding(out, rank_time))
+        .chain(openmp::findings(out, rank_time))
         .chain(cpu.as_ref().filter(|c| !c.1).map(|c| c.0.clone()))
         .collect();
     findings.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.title.cmp(&b.title)));

@@ -68,6 +68,52 @@ struct Region {
     calls: u64,
     threads: u64,
     time: u64,
+    /// Per thread (the rank's index), its barrier waits in this construct.
+    #[serde(default)]
+    barrier: Vec<u64>,
+    /// Lock waits in this construct: critical, lock, ordered.
+    #[serde(default)]
+    locks: [u64; 3],
+}
+
+impl Region {
+    fn wait(&mut self, thread: u16, what: Wait, ns: u64) {
+        match what {
+            Wait::Barrier => {
+                let t = (thread as usize).min(MAX_THREADS - 1);
+                if self.barrier.len() <= t {
+                    self.barrier.resize(t + 1, 0);
+                }
+                self.barrier[t].sat(ns);
+            }
+            Wait::Lock(kind) => self.locks[kind.min(2) as usize].sat(ns),
+        }
+    }
+
+    fn absorb(&mut self, o: &Region) {
+        self.calls.sat(o.calls);
+        self.time.sat(o.time);
+        self.threads = self.threads.max(o.threads);
+        if self.barrier.len() < o.barrier.len() {
+            self.barrier.resize(o.barrier.len(), 0);
+        }
+        for (a, b) in self.barrier.iter_mut().zip(&o.barrier) {
+            a.sat(*b);
+        }
+        for (a, b) in self.locks.iter_mut().zip(o.locks) {
+            a.sat(b);
+        }
+    }
+}
+
+/// A wait inside a region instance, put in its construct once the
+/// instance's construct is known (a thread's waits arrive before its
+/// implicit task, which names the construct).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+enum Wait {
+    Barrier,
+    /// By the lock-wait event's kind: 0 critical, 1 lock, 2 ordered.
+    Lock(u8),
 }
 
 /// One rank's OpenMP state.
@@ -85,9 +131,16 @@ pub struct Rank {
     /// that ended before it, (thread, end, whether it was thread 0 of its
     /// team) (threads' packs arrive in any order).
     waiting_join: BTreeMap<u64, Vec<(u16, u64, bool)>>,
-    /// Region instances joined: when, and how many of their implicit tasks
-    /// are still to come.
-    joined: BTreeMap<u64, (u64, u64)>,
+    /// Region instances joined: when, how many of their implicit tasks
+    /// are still to come, and their construct.
+    joined: BTreeMap<u64, (u64, u64, u32)>,
+    /// The construct of recent region instances (the oldest forgotten
+    /// past [`MAX_PENDING`]).
+    #[serde(default)]
+    constructs: BTreeMap<u64, u32>,
+    /// Waits in region instances whose construct is not known yet.
+    #[serde(default)]
+    unplaced: BTreeMap<u64, Vec<(u16, Wait, u64)>>,
 }
 
 impl Rank {
@@ -175,6 +228,12 @@ impl RankState for Rank {
             .into_iter()
             .map(|(name, r)| (ids.name(name), r))
             .collect();
+        for c in self.constructs.values_mut() {
+            *c = ids.name(*c);
+        }
+        for j in self.joined.values_mut() {
+            j.2 = ids.name(j.2);
+        }
     }
 
     fn absorbs(&self, _: &Rank) -> bool {
@@ -207,10 +266,7 @@ impl RankState for Rank {
             }
         }
         for (name, r) in &o.regions {
-            let m = self.regions.entry(*name).or_default();
-            m.calls.sat(r.calls);
-            m.time.sat(r.time);
-            m.threads = m.threads.max(r.threads);
+            self.regions.entry(*name).or_default().absorb(r);
         }
         self.first = match (self.first, o.first) {
             (Some(x), Some(y)) => Some(x.min(y)),
@@ -233,7 +289,8 @@ impl Rank {
         match ev.op() {
             op::OMP_PARALLEL => {
                 self.thread(ev.thread.get()).forked.sat(d);
-                self.join(ev.extra.get(), ev.end.get(), team);
+                self.placed(ev.extra.get(), construct);
+                self.join(ev.extra.get(), ev.end.get(), team, construct);
                 if let Some(r) = region(&mut self.regions, construct) {
                     r.calls += 1;
                     r.time.sat(d);
@@ -248,6 +305,7 @@ impl Rank {
                 if num == 0 {
                     t.own_tasks.sat(d);
                 }
+                self.placed(ev.extra.get(), construct);
                 self.task_ended(ev.extra.get(), ev.thread.get(), ev.end.get(), num == 0);
                 if let Some(r) = region(&mut self.regions, construct) {
                     r.threads = r.threads.max(team);
@@ -257,11 +315,14 @@ impl Rank {
                 let t = self.thread(ev.thread.get());
                 t.barrier.sat(d);
                 t.barriers += 1;
+                self.wait_in(ev.extra.get(), ev.thread.get(), Wait::Barrier, d);
             }
             op::OMP_LOCK_WAIT => {
                 let t = self.thread(ev.thread.get());
                 t.lock.sat(d);
                 t.locks += 1;
+                let kind = Wait::Lock(ev.tag.get().clamp(0, 2) as u8);
+                self.wait_in(ev.extra.get(), ev.thread.get(), kind, d);
             }
             _ => {}
         }
@@ -269,28 +330,62 @@ impl Rank {
 }
 
 impl Rank {
+    /// Region `instance` is of `construct`: its waits seen so far go to it.
+    fn placed(&mut self, instance: u64, construct: u32) {
+        if instance == hark_wire::EXTRA_NONE || construct == UNDEFINED {
+            return;
+        }
+        if self.constructs.insert(instance, construct).is_none()
+            && self.constructs.len() > MAX_PENDING
+        {
+            self.constructs.pop_first();
+        }
+        if let Some(waits) = self.unplaced.remove(&instance) {
+            if let Some(r) = region(&mut self.regions, construct) {
+                for (thread, what, ns) in waits {
+                    r.wait(thread, what, ns);
+                }
+            }
+        }
+    }
+
+    /// Thread `thread` waited `ns` in region `instance`: in its construct
+    /// if known, else until it is.
+    fn wait_in(&mut self, instance: u64, thread: u16, what: Wait, ns: u64) {
+        if instance == hark_wire::EXTRA_NONE || ns == 0 {
+            return;
+        }
+        if let Some(&construct) = self.constructs.get(&instance) {
+            if let Some(r) = region(&mut self.regions, construct) {
+                r.wait(thread, what, ns);
+            }
+        } else if self.unplaced.contains_key(&instance) || self.unplaced.len() < MAX_PENDING {
+            (self.unplaced.entry(instance).or_default()).push((thread, what, ns));
+        }
+    }
+
     /// Region `instance` of `team` threads was joined at `at`: the threads
     /// whose implicit tasks ended before waited for that until then.
-    fn join(&mut self, instance: u64, at: u64, team: u64) {
+    fn join(&mut self, instance: u64, at: u64, team: u64, construct: u32) {
         let ended = self.waiting_join.remove(&instance).unwrap_or_default();
         let left = team.saturating_sub(ended.len() as u64);
         for (thread, end, first) in ended {
-            self.until_join(thread, end, at, first);
+            self.until_join(thread, end, at, first, construct);
         }
         if left > 0 && self.joined.len() < MAX_PENDING {
-            self.joined.insert(instance, (at, left));
+            self.joined.insert(instance, (at, left, construct));
         }
     }
 
     /// Thread `thread`'s implicit task of region `instance` ended at `end`.
     fn task_ended(&mut self, instance: u64, thread: u16, end: u64, first: bool) {
-        if let Some((at, left)) = self.joined.get_mut(&instance) {
-            let at = *at;
+        if let Some((at, left, construct)) = self.joined.get_mut(&instance) {
+            let (at, construct) = (*at, *construct);
             *left -= 1;
             if *left == 0 {
                 self.joined.remove(&instance);
             }
-            self.until_join(thread, end, at, first);
+            self.until_join(thread, end, at, first, construct);
         } else if self.waiting_join.len() < MAX_PENDING {
             self.waiting_join
                 .entry(instance)
@@ -302,13 +397,18 @@ impl Rank {
     /// From its release at the end barrier to the join, a thread still
     /// waits for the region to end (as in TALP, where the join moves the
     /// team's threads out of the region).
-    fn until_join(&mut self, thread: u16, end: u64, at: u64, first: bool) {
+    fn until_join(&mut self, thread: u16, end: u64, at: u64, first: bool, construct: u32) {
         let extra = at.saturating_sub(end);
         let t = self.thread(thread);
         t.barrier.sat(extra);
         t.in_team.sat(extra);
         if first {
             t.own_tasks.sat(extra);
+        }
+        if extra > 0 {
+            if let Some(r) = region(&mut self.regions, construct) {
+                r.wait(thread, Wait::Barrier, extra);
+            }
         }
     }
 }
@@ -343,22 +443,29 @@ impl Analysis for OpenMpTimes {
 
 /// The constructs over all ranks, most time first.
 fn regions(cx: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
-    let mut all: BTreeMap<u32, Region> = BTreeMap::new();
-    for r in ranks {
+    let mut all: BTreeMap<u32, (Region, Vec<Vec<u64>>)> = BTreeMap::new();
+    for (k, r) in ranks.iter().enumerate() {
         for (name, g) in &r.regions {
-            let m = all.entry(*name).or_default();
-            m.calls.sat(g.calls);
-            m.time.sat(g.time);
-            m.threads = m.threads.max(g.threads);
+            let (m, barrier) = all.entry(*name).or_default();
+            m.absorb(&Region {
+                barrier: Vec::new(),
+                ..g.clone()
+            });
+            barrier.resize(ranks.len(), Vec::new());
+            barrier[k] = g.barrier.clone();
         }
     }
     let mut list: Vec<OmpRegion> = (all.into_iter())
-        .map(|(name, g)| OmpRegion {
+        .map(|(name, (g, barrier_ns))| OmpRegion {
             name: cx.unifier.name(name).unwrap_or("?").to_string(),
             kind: "parallel".into(),
             calls: g.calls,
             threads: g.threads,
             time_ns: g.time,
+            barrier_ns,
+            critical_ns: g.locks[0],
+            lock_ns: g.locks[1],
+            ordered_ns: g.locks[2],
         })
         .collect();
     list.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.name.cmp(&b.name)));
@@ -485,5 +592,25 @@ mod tests {
         // Worker: 55 in the team less 25 waiting; idle the other 45.
         assert_eq!(t[1].useful_ns, 30);
         assert_eq!(t[1].omp_idle_ns, 45);
+    }
+
+    #[test]
+    fn waits_go_to_their_construct_whenever_it_becomes_known() {
+        let mut rank = Rank::default();
+        // A thread's waits arrive before its implicit task names the
+        // construct (3) of region instance 7.
+        rank.wait_in(7, 1, Wait::Barrier, 30);
+        rank.wait_in(7, 2, Wait::Lock(0), 5);
+        rank.wait_in(hark_wire::EXTRA_NONE, 1, Wait::Barrier, 1000);
+        assert!(rank.regions.is_empty());
+        rank.placed(7, 3);
+        rank.wait_in(7, 1, Wait::Barrier, 10);
+        // Joined at 100; thread 2's task ended at 90: 10 more at the join.
+        rank.join(7, 100, 1, 3);
+        rank.task_ended(7, 2, 90, false);
+        let r = &rank.regions[&3];
+        assert_eq!(r.barrier, [0, 40, 10]);
+        assert_eq!(r.locks, [5, 0, 0]);
+        assert!(rank.unplaced.is_empty());
     }
 }

@@ -1,4 +1,4 @@
-//! A job watched while it runs: `hark run` of `live_phases.c` in the background,
+//! A job watched while it runs: `hark run` of `live_phases.c` (or any command) in the background,
 //! its live view's URL read off its stderr. Included by path by the live
 //! tests (next to `common`).
 #![allow(dead_code)]
@@ -38,6 +38,12 @@ pub fn start_with(dir: &Path, p2p_s: u32, total_s: u32, hark_args: &[&str]) -> J
         p2p_s.to_string(),
         total_s.to_string(),
     ]);
+    start_argv(dir, &argv, hark_args, &[])
+}
+
+/// `hark run` of any command `argv` in `dir`, with `env` set for it.
+pub fn start_argv(dir: &Path, argv: &[String], hark_args: &[&str], env: &[(&str, &str)]) -> Job {
+    common::probe();
     let run_dir = dir.join("run");
     let stdout = dir.join("stdout");
     let mut cmd = Command::new(common::hark());
@@ -47,7 +53,8 @@ pub fn start_with(dir: &Path, p2p_s: u32, total_s: u32, hark_args: &[&str]) -> J
         .args(["--http", "127.0.0.1:0"])
         .args(hark_args)
         .arg("--")
-        .args(&argv)
+        .args(argv)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&stdout).unwrap())
         .stderr(Stdio::piped());

@@ -457,6 +457,24 @@ pub fn matrix(v: &serde_json::Value) -> Vec<Vec<u64>> {
         .unwrap_or_default()
 }
 
+/// What each thread of `tests/programs/omp_imbalance.c` said of itself
+/// on stdout: (rank, thread, work ns, barrier ns).
+pub fn omp_imbalance_threads(stdout: &str) -> Vec<(usize, i64, u64, u64)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("thread "))
+        .map(|l| {
+            let v: Vec<&str> = l.split_whitespace().collect();
+            (
+                v[0].parse().unwrap(),
+                v[1].parse().unwrap(),
+                v[2].parse().unwrap(),
+                v[3].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// Lost events of the whole run: written − analysed.
 pub fn lost(profile: &serde_json::Value) -> u64 {
     let a = &profile["accounting"];

@@ -3,7 +3,8 @@
 //! Each chapter opens with the program's POP efficiencies and the job
 //! digest, then holds an overview (ranks, wall time, MPI share, events), why
 //! it is slow (efficiency bars, the wait-state tree, who made whom wait,
-//! efficiencies over time: `why.rs`), the MPI profile as a table sortable by any column, the point-to-point
+//! efficiencies over time: `why.rs`), OpenMP (per-thread time bars and the
+//! parallel regions: `openmp.rs`), the MPI profile as a table sortable by any column, the point-to-point
 //! and one-sided matrices as heatmaps, the topology as a graph (laid out by Graphviz's
 //! `dot` when it is installed, drawn on a circle by Hark otherwise), a
 //! density map of per-rank metrics, collectives, metrics over time, I/O,
@@ -15,6 +16,7 @@
 //! through [`esc`]. When its script has run to the end the page marks
 //! `<body data-ready="1">`, which the browser test checks.
 
+mod openmp;
 mod svg;
 mod why;
 
@@ -149,9 +151,10 @@ fn header(h: &mut String, run: &Run) {
 }
 
 /// The sections of a chapter, in order: anchor suffix and heading.
-const SECTIONS: [(&str, &str); 12] = [
+const SECTIONS: [(&str, &str); 13] = [
     ("overview", "Overview"),
     ("why", "Why"),
+    ("openmp", "OpenMP"),
     ("mpi", "MPI profile"),
     ("p2p", "Point-to-point and one-sided"),
     ("topology", "Topology"),
@@ -182,6 +185,7 @@ fn chapter(h: &mut String, k: usize, p: &Program, options: &Options) {
         match id {
             "overview" => overview(h, p),
             "why" => why::why(h, p),
+            "openmp" => openmp::openmp(h, p),
             "mpi" => mpi_profile(h, k, p),
             "p2p" => p2p(h, p),
             "topology" => topology(h, p, options),
@@ -1210,6 +1214,12 @@ ul.tree li>.trow{margin-left:1.1em}
 svg .edge{fill:none;stroke-opacity:.85}svg circle.edge{stroke:#3b528b}
 svg .node{fill:#dbe8f6;stroke:#2f5d8a;stroke-width:1.5}
 svg .nodelabel{font-size:11px;fill:#1d2733}
+.legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;color:var(--muted);margin:4px 0}
+.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:-1px}
+svg .t-useful,.legend .t-useful{fill:#3a9a5b;background:#3a9a5b}svg .t-barrier,.legend .t-barrier{fill:#c8453b;background:#c8453b}
+svg .t-idle,.legend .t-idle{fill:#c9d3df;background:#c9d3df}svg .t-lock,.legend .t-lock{fill:#a463f2;background:#a463f2}
+svg .t-mgmt,.legend .t-mgmt{fill:#e8912d;background:#e8912d}svg .t-mpi,.legend .t-mpi{fill:var(--mpi);background:var(--mpi)}
+svg .t-io,.legend .t-io{fill:#6cc5b0;background:#6cc5b0}
 footer{border-top:1px solid var(--line);margin-top:30px;padding-top:10px;padding-bottom:30px;font-size:12px}
 "#;
 

@@ -440,7 +440,7 @@ pub(crate) fn grade(v: f64) -> &'static str {
 /// each name indented by its depth in the tree of factors.
 pub(crate) fn efficiency_bars(title: &str, rows: &[(&str, usize, f64)]) -> String {
     let bh = 22.0;
-    let (left, width, top) = (150.0, 360.0, 18.0);
+    let (left, width, top) = (170.0, 360.0, 18.0);
     let (w, h) = (left + width + 64.0, top + bh * rows.len() as f64 + 22.0);
     let mut s = String::new();
     let _ = write!(

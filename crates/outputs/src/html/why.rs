@@ -60,7 +60,7 @@ fn callpath(path: &str) -> &str {
 /// for a program that has neither.
 pub(super) fn verdict(h: &mut String, k: usize, p: &Program) {
     let (_, rank_time) = facts::mpi_and_wall(p);
-    if p.efficiency.is_none() && p.digest.is_empty() {
+    if p.efficiency.is_none() && p.digest.is_empty() && p.openmp.efficiency.is_none() {
         return;
     }
     h.push_str("<div class=\"verdict\">\n");
@@ -76,6 +76,7 @@ pub(super) fn verdict(h: &mut String, k: usize, p: &Program) {
         }
         h.push_str("</tbody></table>\n");
     }
+    hybrid_table(h, p);
     if p.digest.is_empty() {
         h.push_str("<p class=\"none\">No findings: the digest is empty.</p>\n");
     } else {
@@ -99,6 +100,32 @@ pub(super) fn verdict(h: &mut String, k: usize, p: &Program) {
         h.push_str("</ol>\n");
     }
     h.push_str("</div>\n");
+}
+
+/// With OpenMP, the hybrid model's efficiencies of the whole program
+/// that the table above does not hold (`facts::efficiency_tree`).
+fn hybrid_table(h: &mut String, p: &Program) {
+    let names = facts::efficiencies(&Efficiency::default()).map(|(name, _, _)| name);
+    let rows: Vec<_> = (facts::efficiency_tree(p).into_iter())
+        .filter(|(name, _, _)| !names.contains(name))
+        .collect();
+    if p.openmp.efficiency.is_none() || rows.is_empty() {
+        return;
+    }
+    h.push_str("<table class=\"eff hybrid\"><thead><tr><th>Hybrid model</th>");
+    for (name, _, _) in &rows {
+        let name = match *name {
+            "within nodes" => "MPI load balance within nodes",
+            "across nodes" => "MPI load balance across nodes",
+            n => n,
+        };
+        let _ = write!(h, "<th>{}</th>", esc(name));
+    }
+    h.push_str("</tr></thead><tbody><tr><td>whole program</td>");
+    for &(_, _, v) in &rows {
+        let _ = write!(h, "<td class=\"n {}\">{}</td>", svg::grade(v), fraction(v));
+    }
+    h.push_str("</tr></tbody></table>\n");
 }
 
 fn capitalised(name: &str) -> String {
@@ -181,23 +208,33 @@ pub(super) fn why(h: &mut String, p: &Program) {
     let patterns = patterns(p);
     let waited = |w: &WaitPattern| w.time_ns.iter().sum::<u64>();
     let any_wait = patterns.iter().any(|(_, w)| waited(w) > 0);
-    if p.efficiency.is_none() && !any_wait {
-        h.push_str("<p class=\"none\">No efficiencies or wait states were computed for this program (they need MPI).</p>\n");
+    let tree = facts::efficiency_tree(p);
+    if tree.is_empty() && !any_wait {
+        h.push_str("<p class=\"none\">No efficiencies or wait states were computed for this program (they need MPI or OpenMP).</p>\n");
         return;
     }
     let (_, rank_time) = facts::mpi_and_wall(p);
+    // The hybrid model's factors, when there are any.
+    let hybrid = if p.openmp.efficiency.is_some() {
+        " OpenMP parallel efficiency = OpenMP load balance × scheduling × serialisation, over all threads' time; MPI load balance splits into within and across nodes (docs/analyses.md, \"OpenMP\")."
+    } else {
+        ""
+    };
+    let bars = svg::efficiency_bars(&format!("{}: efficiencies", p.name), &tree);
     if let Some(e) = &p.efficiency {
         let _ = writeln!(
             h,
-            "<div class=\"figures\"><figure>{}<figcaption>Parallel efficiency = load balance × communication efficiency; communication = serialisation × transfer. Useful time (outside MPI): mean rank {}, busiest rank {}; runtime {}, ideal runtime (no time moving data) {}. Green from 80 %, orange from 60 %, red below.</figcaption></figure></div>",
-            svg::efficiency_bars(
-                &format!("{}: efficiencies", p.name),
-                &facts::efficiencies(e)
-            ),
+            "<div class=\"figures\"><figure>{bars}<figcaption>Parallel efficiency = load balance × communication efficiency; communication = serialisation × transfer.{hybrid} Useful time (outside MPI): mean rank {}, busiest rank {}; runtime {}, ideal runtime (no time moving data) {}. Green from 80 %, orange from 60 %, red below.</figcaption></figure></div>",
             duration(e.mean_useful_ns as f64),
             duration(e.max_useful_ns as f64),
             duration(e.runtime_ns as f64),
             duration(e.ideal_runtime_ns as f64),
+        );
+    } else if !tree.is_empty() {
+        let _ = writeln!(
+            h,
+            "<div class=\"figures\"><figure>{bars}<figcaption>{} Green from 80 %, orange from 60 %, red below.</figcaption></figure></div>",
+            hybrid.trim_start()
         );
     }
     if !any_wait {
