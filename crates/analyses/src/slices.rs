@@ -201,14 +201,23 @@ impl Series {
 
     /// Adds the duration `[start, end)`, which lies in slices `a..=b`, to
     /// the slices it covers.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add_span(&mut self, metric: usize, (a, b): (usize, usize), start: u64, end: u64) {
+        // Nearly every call lies in one slice (calls are microseconds,
+        // slices a millisecond or more): inlined without the spreading,
+        // whose call would cost more than the addition.
+        if a == b {
+            self.add(metric, a, end - start);
+        } else {
+            self.spread(metric, (a, b), start, end);
+        }
+    }
+
+    /// [`Series::add_span`] over more than one slice.
+    #[inline(never)]
+    fn spread(&mut self, metric: usize, (a, b): (usize, usize), start: u64, end: u64) {
         let shift = self.shift;
         let slot = self.slot(metric);
-        if a == b {
-            slot[a].sat(end - start);
-            return;
-        }
         slot[a].sat(((a as u64 + 1) << shift) - start);
         for s in &mut slot[a + 1..b] {
             s.sat(1 << shift);
