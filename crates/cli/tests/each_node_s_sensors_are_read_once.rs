@@ -8,9 +8,14 @@
 //! sampler that exits hands over: two processes of one program without
 //! MPI (`tests/programs/spin_for.c`), the first ending while the second
 //! runs on, sample one after the other and the readings go on to the end.
+//! On two emulated nodes (`common::cluster`, root only) with two ranks
+//! each, each node has its own series from its own ranks' sampler, and
+//! the node that streams to `hark` on the other sent bytes over its
+//! network while the other received them.
 
 mod common;
 
+use common::cluster::{shared_scratch, Cluster};
 use common::*;
 use serde_json::Value;
 
@@ -223,4 +228,79 @@ fn another_process_samples_when_the_sampler_exits() {
         "the readings stopped with the first sampler: {shown}"
     );
     assert!(second.1 >= 5, "{shown}");
+}
+
+#[test]
+fn each_of_two_emulated_nodes_has_its_own_sampler_and_series() {
+    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return;
+    }
+    let Some(cluster) = Cluster::up(2) else {
+        return;
+    };
+    probe();
+    let dir = shared_scratch("sensors-nodes");
+    let exe = compile(OPEN_MPI.cc, "cpu_busy.c".as_ref(), &dir, &[]);
+    let run_dir = dir.join("run");
+    let mut line = vec![hark().display().to_string()];
+    line.extend(["run", "--no-http", "--sensors-ms", "200", "-o"].map(String::from));
+    line.extend([run_dir.display().to_string(), "--".into()]);
+    line.extend([OPEN_MPI.run, "--oversubscribe", "--host", "n1:2,n2:2"].map(String::from));
+    line.extend(["--map-by", "node", "--mca", "btl", "self,tcp", "--mca"].map(String::from));
+    line.extend([
+        "plm_rsh_agent".into(),
+        cluster.rsh_agent().display().to_string(),
+    ]);
+    line.extend(["-np", "4"].map(String::from));
+    line.extend([exe.display().to_string(), "2000".into()]);
+    let mut cmd = cluster.command("n1", &line);
+    cmd.current_dir(&*dir);
+    mpi_env(&mut cmd);
+    cmd.env("OMPI_MCA_btl", "self,tcp");
+    let out = cmd.output_within().expect("cannot run cluster.sh");
+    assert_exit(&out, 0);
+    let profile = profile(&run_dir);
+    let p = &profile["programs"][0];
+    let hosts: Vec<&str> = p["rank_info"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["host"].as_str().unwrap())
+        .collect();
+    let nodes = p["nodes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no nodes: {p}"));
+    let shown = serde_json::to_string_pretty(&p["nodes"]).unwrap();
+    let mut names: Vec<&str> = nodes.iter().map(|n| n["host"].as_str().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["n1", "n2"], "{shown}");
+    for node in nodes {
+        let host = node["host"].as_str().unwrap();
+        let samplers = one_at_a_time(node);
+        assert!(!samplers.is_empty(), "{shown}");
+        for s in &samplers {
+            assert_eq!(
+                hosts[s.0 as usize], host,
+                "a rank of another node sampled: {shown}"
+            );
+        }
+        let span = samplers.last().unwrap().3 - samplers[0].2;
+        let readings = node["readings"].as_u64().unwrap();
+        assert!(
+            readings >= 3 && readings <= span / 200_000_000 + samplers.len() as u64,
+            "{host}: {readings} readings over {span} ns: {shown}"
+        );
+        assert!(node["memory"]["total_bytes"].as_u64() > Some(0), "{shown}");
+    }
+    // n2's ranks stream to hark on n1 over TCP: n2 sends, n1 receives.
+    let on = |h: &str| nodes.iter().find(|n| n["host"] == h).unwrap();
+    assert!(
+        on("n2")["network"]["out_bytes"].as_u64() > Some(0),
+        "{shown}"
+    );
+    assert!(
+        on("n1")["network"]["in_bytes"].as_u64() > Some(0),
+        "{shown}"
+    );
 }
