@@ -168,9 +168,20 @@ fn four_ranks_on_one_node_give_one_sampler_and_the_node_s_figures() {
 
     let stdout = String::from_utf8_lossy(&out.stdout);
     let summary = std::fs::read_to_string(run_dir.join("summary.txt")).unwrap_or_default();
+    let line = format!("Node {} ({readings} readings): CPU ", hostname());
     assert!(
-        stdout.contains(&format!("Node {}", hostname())) || summary.contains("Node "),
-        "no node line:\n{stdout}"
+        stdout.contains(&line) || summary.contains(&line),
+        "no node line `{line}`:\n{stdout}\n{summary}"
+    );
+    // The report shows the node's line and its panels over time.
+    let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    assert!(
+        html.contains(&format!("<p>{line}")),
+        "no node line in the report"
+    );
+    assert!(
+        html.contains(&format!("aria-label=\"node {}\"", hostname())),
+        "no node panels in the report"
     );
 }
 
