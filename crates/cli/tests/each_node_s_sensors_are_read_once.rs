@@ -7,7 +7,9 @@
 //! of at least the spinning ranks. `--sensors-ms 0` reads nothing. A
 //! sampler that exits hands over: two processes of one program without
 //! MPI (`tests/programs/spin_for.c`), the first ending while the second
-//! runs on, sample one after the other and the readings go on to the end.
+//! runs on, sample one after the other and the readings go on to the end;
+//! so do they when the first forks a child that outlives it (a child never
+//! samples, and must not keep the name through the socket it inherited).
 //! On two emulated nodes (`common::cluster`, root only) with two ranks
 //! each, each node has its own series from its own ranks' sampler, and
 //! the node that streams to `hark` on the other sent bytes over its
@@ -313,5 +315,42 @@ fn each_of_two_emulated_nodes_has_its_own_sampler_and_series() {
     assert!(
         on("n1")["network"]["in_bytes"].as_u64() > Some(0),
         "{shown}"
+    );
+}
+
+#[test]
+fn a_sampler_that_forks_and_exits_leaves_the_name_to_the_next_process() {
+    let dir = scratch("sensors-fork");
+    let exe = compile("cc", "spin_for.c".as_ref(), &dir, &[]);
+    let e = exe.display();
+    // The first process samples, forks a child that runs on 2.5 s and
+    // exits at 1 s; the second, started at 0.5 s, must take over then:
+    // the child, which never samples, must not keep the name through the
+    // socket it inherited.
+    let script = format!("{e} 1000 fork 2500 & sleep 0.5; {e} 3000; wait");
+    let command = ["sh".to_string(), "-c".to_string(), script];
+    let (out, run_dir) = hark_run_env(
+        &dir,
+        &["--sensors-ms", "200"],
+        &command,
+        &[("HARK_SKIP", "sh,dash,bash,sleep")],
+    );
+    assert_exit(&out, 0);
+    let profile = profile(&run_dir);
+    let p = &profile["programs"][0];
+    assert_eq!(p["ranks"], 2, "{}", p["rank_info"]);
+    assert_eq!(
+        p["children"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        p["children"]
+    );
+    let node = &p["nodes"][0];
+    let shown = serde_json::to_string_pretty(node).unwrap();
+    let samplers = one_at_a_time(node);
+    assert_eq!(samplers.len(), 2, "{shown}");
+    assert!(
+        samplers[1].3 >= samplers[0].3 + 1_500_000_000,
+        "the readings stopped with the first sampler: {shown}"
     );
 }

@@ -15,9 +15,10 @@
 //! and frees it when its process exits, so exactly one process samples
 //! and another takes over at its next tick; nothing is left behind (a lock
 //! file in `/dev/shm` would be). `/proc/net/dev` is per network namespace
-//! too, so the name's scope is the figures' scope. A forked child closes
-//! its inherited copy at once ([`forget_after_fork`]): sharing it, it would
-//! sample beside its parent and keep the name after the parent exits.
+//! too, so the name's scope is the figures' scope. A child process never
+//! samples (its stream is analysed apart from the ranks), and a forked one
+//! closes its inherited copy at once ([`forget_after_fork`]): holding it,
+//! it would keep the name after its parent exits.
 //!
 //! As for `cpu.rs`, every file is opened on a program's thread when the
 //! stream starts and moved to a high descriptor; the shipper only `pread`s.

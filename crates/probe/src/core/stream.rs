@@ -391,7 +391,11 @@ impl Stream {
         if self.cfg.cpu_every.is_some() {
             hark_sync::lock(&self.cpu).open(clock::stamp());
         }
-        if self.cfg.sensors_every.is_some() {
+        // A child's stream is analysed apart from its program's ranks
+        // (`docs/analyses.md`): its readings would not reach the nodes,
+        // and while it held the name no rank could sample. Children never
+        // sample.
+        if self.cfg.sensors_every.is_some() && self.parent == 0 {
             hark_sync::lock(&self.sensors).open(&self.job);
         }
     }
