@@ -25,6 +25,7 @@ pub fn all() -> Vec<Arc<dyn DynAnalysis>> {
         Arc::new(ks::waits::WaitStates),
         Arc::new(ks::callsites::Callsites),
         Arc::new(ks::cpu::CpuAvailability),
+        Arc::new(ks::sensors::NodeSensors),
         Arc::new(ks::counters::Counters),
         Arc::new(ks::efficiency::Efficiencies),
         Arc::new(ks::openmp::OpenMpTimes),

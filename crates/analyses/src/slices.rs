@@ -291,6 +291,17 @@ pub(crate) fn at_width<'a>(
     (1u64 << shift, rows)
 }
 
+/// `from` absorbed into `into` metric for metric ([`Series::absorb`]),
+/// either of them possibly absent: a rank's series when its partial
+/// results merge.
+pub(crate) fn absorb_series(into: &mut Option<Series>, from: &Option<Series>) {
+    match (into.as_mut(), from) {
+        (Some(a), Some(b)) => a.absorb(b, |m| m),
+        (None, Some(b)) => *into = Some(b.clone()),
+        _ => {}
+    }
+}
+
 /// The sum over ranks of every rank's series, per metric, at the model's
 /// width (see [`at_width`]); rows are cut to the model's number of slices.
 pub(crate) fn publish_series<'a>(

@@ -413,6 +413,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", value_parser = counter_list)]
     pub counters: Option<String>,
 
+    /// How often one process per node reads the node's CPU, memory,
+    /// network, disk and load, in ms (HARK_SENSORS_MS); 0 never. Default
+    /// 1000.
+    #[arg(long = "sensors-ms", value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
+    pub sensors_ms: Option<u64>,
+
     /// Frames of the caller's stack each MPI call records as its call site
     /// (HARK_CALLSITE_DEPTH): 1, the default, is the line that called the
     /// MPI function; more name the callers of a program's own wrappers

@@ -407,6 +407,9 @@ fn settings_env(args: &RunArgs) -> Vec<(String, String)> {
     if let Some(list) = &args.counters {
         env.push((hark_settings::COUNTERS.name.into(), list.clone()));
     }
+    if let Some(ms) = args.sensors_ms {
+        env.push((hark_settings::SENSORS_MS.name.into(), ms.to_string()));
+    }
     if let Some(n) = args.callsite_depth {
         env.push((hark_settings::CALLSITE_DEPTH.name.into(), n.to_string()));
     }

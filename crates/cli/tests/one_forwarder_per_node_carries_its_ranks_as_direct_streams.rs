@@ -347,6 +347,8 @@ fn eight_ranks_on_four_emulated_nodes_make_four_connections_into_hark() {
             // CPU readings travel in packs of their own that count in no
             // event total; the forwarders' counts would include them.
             ("HARK_CPU_MS", "0"),
+            // Node-sensor readings travel the same way.
+            ("HARK_SENSORS_MS", "0"),
         ],
     );
     assert_exit(&out, 0);

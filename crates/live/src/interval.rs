@@ -170,6 +170,8 @@ fn program(p: &Program, offset: u64, iv: Interval) -> Program {
         children: Vec::new(),
         // Per interval, CPU availability is in the slices (`cpu.*`).
         cpu: Default::default(),
+        // Per interval, the node sensors are in the slices (`node.*`) too.
+        nodes: Vec::new(),
         // Per thread and per region: the whole run's, not per interval.
         threads: Vec::new(),
         openmp: Default::default(),

@@ -15,9 +15,11 @@ use std::collections::BTreeMap;
 
 mod counters;
 mod cpu;
+mod nodes;
 mod openmp;
 pub use counters::{CounterInfo, Counts};
 pub use cpu::{Cpu, CpuHost, CpuRank, CpuTimes};
+pub use nodes::{Node, NodeCpu, NodeLoad, NodeMemory, NodeSampler, NodeTraffic};
 pub use openmp::{OmpEfficiency, OmpRegion, OpenMp, ThreadTimes};
 
 /// A whole run: every program measured into one report.
@@ -233,6 +235,11 @@ pub struct Program {
     /// CPU availability per rank, thread and host (see [`Cpu`]).
     #[serde(default)]
     pub cpu: Cpu,
+    /// Per node, in order of the node's first rank: the node's own
+    /// figures, read by one process per node (see [`Node`]); empty when
+    /// none was read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<Node>,
     /// Per rank, per thread (in the order the probe first saw them, 0 the
     /// main thread): where its time went; empty without OpenMP.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -604,6 +604,52 @@ pub(crate) fn counter_rows(p: &Program) -> Vec<CounterRow<'_>> {
         .collect()
 }
 
+/// A node's figures over the run in words, one part per group (CPU,
+/// memory, network, InfiniBand, disk, load): means, with the highest
+/// reading.
+pub fn node_figures(n: &hark_model::Node) -> Vec<String> {
+    use crate::units::{bytes, fraction};
+    let mut parts = Vec::new();
+    if let Some(c) = &n.cpu {
+        parts.push(format!(
+            "CPU {} busy (max {}; user {}, system {}, iowait {}, steal {})",
+            fraction(1.0 - c.idle - c.iowait),
+            fraction(c.busy_max),
+            fraction(c.user),
+            fraction(c.system),
+            fraction(c.iowait),
+            fraction(c.steal)
+        ));
+    }
+    if let Some(m) = &n.memory {
+        parts.push(format!(
+            "memory {} of {} used (max {})",
+            bytes(m.used_bytes_mean as u64),
+            bytes(m.total_bytes),
+            bytes(m.used_bytes_max)
+        ));
+    }
+    for (what, t, i, o) in [
+        ("network", &n.network, "in", "out"),
+        ("InfiniBand", &n.infiniband, "in", "out"),
+        ("disk", &n.disk, "read", "written"),
+    ] {
+        if let Some(t) = t {
+            parts.push(format!(
+                "{what} {i} {}/s {o} {}/s (max {}/s, {}/s)",
+                bytes(t.in_bytes_per_s_mean as u64),
+                bytes(t.out_bytes_per_s_mean as u64),
+                bytes(t.in_bytes_per_s_max as u64),
+                bytes(t.out_bytes_per_s_max as u64)
+            ));
+        }
+    }
+    if let Some(l) = &n.load {
+        parts.push(format!("load {:.2} (max {:.2})", l.load1_mean, l.load1_max));
+    }
+    parts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

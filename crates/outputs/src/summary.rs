@@ -169,6 +169,7 @@ fn program(s: &mut String, p: &Program) {
     }
 
     cpu_line(s, p);
+    node_lines(s, p);
     openmp_line(s, p);
     counters(s, p);
     paused(s, p);
@@ -367,6 +368,21 @@ fn cpu_line(s: &mut String, p: &Program) {
             h.cpus_used,
             100.0 * h.wait_share,
             if p.cpu.wait_measured { "" } else { " (estimated)" }
+        );
+    }
+}
+
+/// One line per node whose sensors were read: its CPU by kind, memory,
+/// traffic and load over the run (means, with the highest reading).
+fn node_lines(s: &mut String, p: &Program) {
+    for n in &p.nodes {
+        let _ = writeln!(
+            s,
+            "   Node {} ({} {}): {}",
+            n.host,
+            n.readings,
+            plural(n.readings as usize, "reading", "readings"),
+            facts::node_figures(n).join(", ")
         );
     }
 }

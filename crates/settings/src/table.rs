@@ -295,6 +295,18 @@ pub const CPU_MS: Setting = Setting {
     doc: "how often the shipping thread reads each thread's time on a CPU, time waiting for one, context switches and migrations from `/proc/self/task` (and once more at the end); `0`: never",
 };
 
+/// How often one process per node reads the node's sensors.
+pub const SENSORS_MS: Setting = Setting {
+    name: "HARK_SENSORS_MS",
+    kind: Kind::Millis {
+        min: 0,
+        max: HOUR_MS,
+    },
+    default: DefaultValue::Number(1000),
+    set_by: SetBy::User,
+    doc: "how often one process per node and job reads the node's CPU time by kind, memory, network, InfiniBand, disk and load from `/proc` and `/sys` (`docs/probe.md`, \"Node sensors\"); `0`: never",
+};
+
 /// Which performance counters the probe reads.
 pub const COUNTERS: Setting = Setting {
     name: "HARK_COUNTERS",
@@ -363,6 +375,7 @@ pub const ALL: &[&Setting] = &[
     &FORWARD_STATS,
     &FLUSH_MS,
     &CPU_MS,
+    &SENSORS_MS,
     &EXCHANGE,
     &EXCHANGE_STATS,
     &ANALYSER_MERGE,

@@ -208,6 +208,7 @@ mod tests {
         let ev = |code| Event::new(code, 1, 2);
         assert_eq!(accounted(&[ev(op::CPU_TASK), ev(op::COUNTER_SLICE)]), 0);
         assert_eq!(accounted(&[ev(op::COUNTER_REFUSED)]), 0);
+        assert_eq!(accounted(&[ev(op::SENSOR_CPU), ev(op::SENSOR_LOAD)]), 0);
         let region = [ev(op::COUNTER_REGION), ev(op::REGION_BEGIN)];
         assert_eq!(accounted(&region), 2);
     }

@@ -11,6 +11,7 @@
 //! | `0x500..0x600`   | POSIX and STDIO I/O, listed in [`IO_NAMES`]             |
 //! | `0x600..0x700`   | the user API                                            |
 //! | `0x700..0x800`   | samples the probe takes off the hot path (CPU use)      |
+//! | `0x740..0x760`   | of which: node sensors, one sampler per node            |
 //! | `0x800..0x900`   | OpenMP: regions, implicit tasks, barriers, locks        |
 //!
 //! Codes are never renumbered: new ones are appended, and the wire version
@@ -136,6 +137,42 @@ pub const COUNTER_REGION: u16 = SAMPLE_BASE + 2;
 /// `perf_event_open` gave.
 pub const COUNTER_REFUSED: u16 = SAMPLE_BASE + 3;
 
+/// First node-sensor op code (`SAMPLE_BASE + 0x40 ..= SAMPLE_BASE + 0x5f`;
+/// `SAMPLE_BASE + 4 .. SAMPLE_BASE + 0x40` is kept for counters). One
+/// process per node and job reads the node's figures
+/// (`crates/probe/src/core/sensors.rs`); each reading is one event per
+/// figure group, all with the same `[start, end]`: the previous reading of
+/// this process and this one. Counts are what changed over it; gauges
+/// (memory, load) are the values at `end`.
+pub const SENSOR_BASE: u16 = SAMPLE_BASE + 0x40;
+/// The node's CPU time from `/proc/stat`'s `cpu` line, in clock ticks
+/// over `[start, end]`: `bytes` user (with nice), `extra` system (with irq
+/// and softirq), `obj` idle, `peer` iowait, `tag` steal.
+pub const SENSOR_CPU: u16 = SENSOR_BASE;
+/// The node's memory at `end` from `/proc/meminfo`: `bytes` `MemTotal`,
+/// `extra` `MemAvailable`, both in bytes.
+pub const SENSOR_MEM: u16 = SENSOR_BASE + 1;
+/// The node's network over `[start, end]`, summed over every interface of
+/// `/proc/net/dev` but `lo`: `bytes` bytes received, `extra` bytes sent,
+/// `obj` packets received, `tag` packets sent (at most `i32::MAX`).
+pub const SENSOR_NET: u16 = SENSOR_BASE + 2;
+/// The node's InfiniBand ports over `[start, end]`, summed over
+/// `/sys/class/infiniband/*/ports/*/counters`: fields as [`SENSOR_NET`]
+/// (`port_rcv_data` and `port_xmit_data` are in 4-byte words; these are
+/// bytes).
+pub const SENSOR_IB: u16 = SENSOR_BASE + 3;
+/// The node's block I/O over `[start, end]`, summed over whole disks of
+/// `/proc/diskstats` (those of `/sys/block` with a `device`): `bytes`
+/// bytes read, `extra` bytes written, `obj` reads and `tag` writes
+/// completed.
+pub const SENSOR_DISK: u16 = SENSOR_BASE + 4;
+/// The node's load at `end` from `/proc/loadavg`: `bytes`, `extra`, `obj`
+/// the 1, 5 and 15 minute load averages in thousandths, `peer` the
+/// runnable and `tag` all scheduling entities.
+pub const SENSOR_LOAD: u16 = SENSOR_BASE + 5;
+/// Last node-sensor op code this version knows.
+pub const SENSOR_LAST: u16 = SENSOR_LOAD;
+
 /// First OpenMP op code. Every OpenMP event carries the thread's number in
 /// its team (`omp_get_thread_num`) in `peer` and the region instance (a
 /// per-process sequence number of parallel regions, `EXTRA_NONE` outside
@@ -222,7 +259,7 @@ pub fn kind(op: u16) -> OpKind {
             OpKind::Io((op - IO_BASE) as usize)
         }
         REGION_BEGIN..=RESUME => OpKind::User,
-        CPU_TASK..=COUNTER_REFUSED => OpKind::Sample,
+        CPU_TASK..=COUNTER_REFUSED | SENSOR_BASE..=SENSOR_LAST => OpKind::Sample,
         OMP_BASE..=OMP_LAST => OpKind::OpenMp,
         _ => OpKind::Unknown,
     }
@@ -259,7 +296,13 @@ pub fn name(op: u16) -> &'static str {
             CPU_TASK => "cpu",
             COUNTER_SLICE => "counters",
             COUNTER_REGION => "counters(region)",
-            _ => "counter refused",
+            COUNTER_REFUSED => "counter refused",
+            SENSOR_CPU => "node cpu",
+            SENSOR_MEM => "node memory",
+            SENSOR_NET => "node network",
+            SENSOR_IB => "node infiniband",
+            SENSOR_DISK => "node disk",
+            _ => "node load",
         },
         OpKind::OpenMp => match op {
             OMP_PARALLEL => "omp_parallel",

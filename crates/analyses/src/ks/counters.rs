@@ -10,7 +10,7 @@
 
 use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::ks::cpu::spread;
-use crate::slices::{publish, Series};
+use crate::slices::{absorb_series, publish, Series};
 use crate::stream::StreamCx;
 use crate::unify::IdMap;
 use hark_model::{CounterInfo, Counts, Program};
@@ -102,11 +102,7 @@ impl RankState for Rank {
             *m = (*m).min(v);
         }
         self.readings += o.readings;
-        match (&mut self.series, &o.series) {
-            (Some(a), Some(b)) => a.absorb(b, |m| m),
-            (None, Some(b)) => self.series = Some(b.clone()),
-            _ => {}
-        }
+        absorb_series(&mut self.series, &o.series);
     }
 }
 

@@ -11,7 +11,7 @@
 
 use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::derived::Pattern;
-use crate::slices::{at_width, publish, Series};
+use crate::slices::{absorb_series, at_width, publish, Series};
 use crate::stream::StreamCx;
 use crate::unify::IdMap;
 use hark_model::{Cpu, CpuHost, CpuRank, CpuTimes, Program};
@@ -164,11 +164,7 @@ impl RankState for Rank {
         }
         self.estimated += o.estimated;
         self.readings += o.readings;
-        match (&mut self.series, &o.series) {
-            (Some(a), Some(b)) => a.absorb(b, |m| m),
-            (None, Some(b)) => self.series = Some(b.clone()),
-            _ => {}
-        }
+        absorb_series(&mut self.series, &o.series);
     }
 }
 

@@ -12,6 +12,7 @@ pub(crate) mod mpi_profile;
 pub(crate) mod openmp;
 pub(crate) mod p2p;
 pub(crate) mod regions;
+pub(crate) mod sensors;
 pub(crate) mod summary;
 pub(crate) mod template;
 pub(crate) mod timeslices;

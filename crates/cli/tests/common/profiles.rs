@@ -33,6 +33,8 @@ pub fn timed(key: &str) -> bool {
             // Performance counts follow the run (page faults, switches).
             "counters",
             "counter_info",
+            // The node's figures follow the machine and the run's length.
+            "nodes",
         ]
         .contains(&key)
 }

@@ -263,11 +263,102 @@ fn overview(h: &mut String, p: &Program) {
             if p.cpu.wait_measured { "" } else { " (estimated from context switches)" }
         );
     }
+    nodes(h, p);
     counters(h, p);
     if p.ranks > 0 && p.ranks <= 64 && p.rank_wall_ns.len() == p.ranks {
         h.push_str("<figure>");
         h.push_str(&svg::rank_bars(&p.rank_wall_ns, &p.mpi_time_ns, &duration));
         h.push_str("<figcaption>Each rank's wall time, the part inside MPI coloured.</figcaption></figure>\n");
+    }
+}
+
+/// Per node whose sensors were read: a line of its figures over the run
+/// and its CPU busy and memory used share per time slice, from the
+/// `node.*` series of its ranks summed.
+fn nodes(h: &mut String, p: &Program) {
+    let ts = &p.timeslices;
+    for n in &p.nodes {
+        let _ = writeln!(
+            h,
+            "<p>Node {} ({} readings): {}.</p>",
+            esc(&n.host),
+            n.readings,
+            esc(&facts::node_figures(n).join(", "))
+        );
+        // The node's series: its ranks' rows summed.
+        let of_node = |name: &str| -> Vec<u64> {
+            let mut sum: Vec<u64> = Vec::new();
+            let Some(rows) = ts.metrics.get(name) else {
+                return sum;
+            };
+            for (r, row) in rows.iter().enumerate() {
+                if p.rank_info.get(r).is_some_and(|i| i.host == n.host) {
+                    if sum.len() < row.len() {
+                        sum.resize(row.len(), 0);
+                    }
+                    for (a, b) in sum.iter_mut().zip(row) {
+                        *a = a.saturating_add(*b);
+                    }
+                }
+            }
+            sum
+        };
+        let kinds: Vec<Vec<u64>> = ["user", "system", "idle", "iowait", "steal"]
+            .iter()
+            .map(|k| of_node(&format!("node.cpu.{k}_ticks")))
+            .collect();
+        let (readings, used) = (of_node("node.readings"), of_node("node.memory.used_bytes"));
+        let slices = kinds
+            .iter()
+            .map(Vec::len)
+            .max()
+            .unwrap_or(0)
+            .max(readings.len());
+        if slices == 0 || ts.slice_ns == 0 {
+            continue;
+        }
+        let at = |v: &Vec<u64>, k: usize| v.get(k).copied().unwrap_or(0) as f64;
+        let busy = (0..slices)
+            .map(|k| {
+                let all: f64 = kinds.iter().map(|v| at(v, k)).sum();
+                (all > 0.0).then(|| 1.0 - (at(&kinds[2], k) + at(&kinds[3], k)) / all)
+            })
+            .collect();
+        let total = n.memory.as_ref().map_or(0, |m| m.total_bytes) as f64;
+        let memory = (0..slices)
+            .map(|k| {
+                (at(&readings, k) > 0.0 && total > 0.0)
+                    .then(|| at(&used, k) / at(&readings, k) / total)
+            })
+            .collect();
+        let lines = [
+            svg::Line {
+                name: "CPU busy",
+                class: "e-par",
+                values: busy,
+            },
+            svg::Line {
+                name: "memory used",
+                class: "e-lb",
+                values: memory,
+            },
+        ];
+        let axis = svg::TimeAxis {
+            slice_ns: ts.slice_ns,
+            end_ns: facts::slices_end(slices, slices, ts.slice_ns, p.wall_ns),
+        };
+        let _ = writeln!(
+            h,
+            "<figure>{}<figcaption>Node {}: the share of its CPUs' time that was busy and of its memory that was used, per slice of {}.</figcaption></figure>",
+            svg::line_panels(
+                &format!("node {}", n.host),
+                &lines,
+                &axis,
+                &duration(axis.end_ns as f64)
+            ),
+            esc(&n.host),
+            duration(ts.slice_ns as f64)
+        );
     }
 }
 

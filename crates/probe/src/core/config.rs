@@ -106,6 +106,9 @@ pub(crate) struct Config {
     /// `HARK_CPU_MS`: how often the shipper reads the threads' CPU
     /// availability; `None` never.
     pub cpu_every: Option<Duration>,
+    /// `HARK_SENSORS_MS`: how often the node's sensors are read (by one
+    /// process per node); `None` never.
+    pub sensors_every: Option<Duration>,
     /// `HARK_COUNTERS`: the performance counters read (numbers in
     /// `hark_wire::counters::EVENTS`); empty for none.
     pub counters: Vec<u16>,
@@ -187,6 +190,7 @@ impl Config {
         let drain_timeout = ms(number(&settings::DRAIN_TIMEOUT_MS));
         let flush_every = Some(ms(number(&settings::FLUSH_MS))).filter(|d| !d.is_zero());
         let cpu_every = Some(ms(number(&settings::CPU_MS))).filter(|d| !d.is_zero());
+        let sensors_every = Some(ms(number(&settings::SENSORS_MS))).filter(|d| !d.is_zero());
         let (counters, unknown) = hark_wire::counters::parse_list(
             &text(&settings::COUNTERS).unwrap_or_else(|| "default".into()),
         );
@@ -247,6 +251,7 @@ impl Config {
             drain_timeout,
             flush_every,
             cpu_every,
+            sensors_every,
             counters,
             socket_buffer: (socket_buffer.value.min(usize::MAX as u64) as usize).max(256 << 10),
             shm: match shm.value {

@@ -103,7 +103,7 @@ impl Sampler {
 
 /// Opens `path` read-only, bypassing the probe's own wrappers, at a high
 /// descriptor number; -1 if it cannot.
-fn open_high(path: &str) -> RawFd {
+pub(super) fn open_high(path: &str) -> RawFd {
     let Ok(c) = std::ffi::CString::new(path) else {
         return -1;
     };
@@ -124,7 +124,7 @@ fn open_high(path: &str) -> RawFd {
 }
 
 /// The whole of the file open at `fd`, read from its start.
-fn pread_all(fd: RawFd, buf: &mut [u8]) -> Option<&str> {
+pub(super) fn pread_all(fd: RawFd, buf: &mut [u8]) -> Option<&str> {
     if fd < 0 {
         return None;
     }

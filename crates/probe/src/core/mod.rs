@@ -30,6 +30,7 @@ mod cpu;
 mod defs;
 mod local;
 mod park;
+mod sensors;
 mod signals;
 mod stream;
 

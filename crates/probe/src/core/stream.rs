@@ -20,6 +20,7 @@ use super::counters;
 use super::cpu::Sampler;
 use super::local::{self, Internal, Slot};
 use super::park::{self, Shipper};
+use super::sensors::{self, Sensors};
 use super::{clock, defs, signals, warn_once};
 use crate::ship::{control, forward, reach, shm, transport, Ship};
 
@@ -53,6 +54,9 @@ pub(crate) struct Stream {
     /// The threads' CPU readings (`cpu.rs`): taken by the shipper, and once
     /// more by `finish`, never on a program's thread while it works.
     cpu: Mutex<Sampler>,
+    /// The node's sensors (`sensors.rs`), read by the shipper when this
+    /// process is its node's sampler.
+    sensors: Mutex<Sensors>,
     /// The node's forwarder's socket, when the stream goes through it: the
     /// clock's ping-pongs go there too (`ship::ping`), not to `hark`.
     pub forwarder: std::sync::OnceLock<String>,
@@ -63,10 +67,23 @@ pub(crate) struct Stream {
     slicer: Mutex<counters::Slicer>,
 }
 
-/// When the shipper last read the threads' CPUs, and how often it does.
+/// When the shipper last read the threads' CPUs and the node's sensors,
+/// and how often it does.
 struct CpuTimer {
     every: Option<std::time::Duration>,
     last: std::cell::Cell<std::time::Instant>,
+    sensors_every: Option<std::time::Duration>,
+    sensors_last: std::cell::Cell<std::time::Instant>,
+}
+
+impl CpuTimer {
+    /// The shipper's tick: `tick`, or more often if the readings need it.
+    fn tick(&self, tick: std::time::Duration) -> std::time::Duration {
+        [self.every, self.sensors_every]
+            .into_iter()
+            .flatten()
+            .fold(tick, std::time::Duration::min)
+    }
 }
 
 static CURRENT: AtomicPtr<Stream> = AtomicPtr::new(std::ptr::null_mut());
@@ -129,6 +146,7 @@ fn install(cfg: Config, parent: u32, job: String) -> &'static Stream {
         parent,
         job,
         cpu: Mutex::new(Sampler::new()),
+        sensors: Mutex::new(Sensors::new()),
         forwarder: std::sync::OnceLock::new(),
         counters: std::sync::OnceLock::new(),
         slicer: Mutex::new(counters::Slicer::new()),
@@ -287,7 +305,7 @@ impl Stream {
                 lost(e)
             };
             let cpu = this.start_cpu_readings();
-            let tick = cpu.every.map_or(tick, |c| c.min(tick));
+            let tick = cpu.tick(tick);
             transport = ship.run(sock, &lost, Some(tick), &|| {
                 look(false);
                 this.ship_refined_clock();
@@ -355,7 +373,7 @@ impl Stream {
             };
             let tick = flush_every.unwrap_or(control::POLL);
             let cpu = this.start_cpu_readings();
-            let tick = cpu.every.map_or(tick, |c| c.min(tick));
+            let tick = cpu.tick(tick);
             transport = ship.run(t, &lost, Some(tick), &|| {
                 this.ship_refined_clock();
                 this.ship_cpu_readings(&cpu);
@@ -372,6 +390,13 @@ impl Stream {
     fn open_cpu_files(&self) {
         if self.cfg.cpu_every.is_some() {
             hark_sync::lock(&self.cpu).open(clock::stamp());
+        }
+        // A child's stream is analysed apart from its program's ranks
+        // (`docs/analyses.md`): its readings would not reach the nodes,
+        // and while it held the name no rank could sample. Children never
+        // sample.
+        if self.cfg.sensors_every.is_some() && self.parent == 0 {
+            hark_sync::lock(&self.sensors).open(&self.job);
         }
     }
 
@@ -400,6 +425,8 @@ impl Stream {
         CpuTimer {
             every,
             last: std::cell::Cell::new(std::time::Instant::now()),
+            sensors_every: self.cfg.sensors_every,
+            sensors_last: std::cell::Cell::new(std::time::Instant::now()),
         }
     }
 
@@ -409,6 +436,25 @@ impl Stream {
         if t.every.is_some_and(|e| t.last.get().elapsed() >= e) {
             t.last.set(std::time::Instant::now());
             self.read_cpus();
+        }
+        if t.sensors_every
+            .is_some_and(|e| t.sensors_last.get().elapsed() >= e)
+        {
+            t.sensors_last.set(std::time::Instant::now());
+            self.read_sensors();
+        }
+    }
+
+    /// Reads the node's sensors if this process is its node's sampler
+    /// (`sensors.rs`) and queues them; a reading that finds no free
+    /// buffer is taken back, and the next one covers its time.
+    fn read_sensors(&self) {
+        let Ok(mut s) = self.sensors.try_lock() else {
+            return;
+        };
+        let out = s.tick(clock::stamp());
+        if !out.is_empty() && !self.ship.push_events(&out) {
+            s.unread();
         }
     }
 
@@ -810,6 +856,7 @@ extern "C" fn after_fork_parent() {
 extern "C" fn after_fork_child() {
     defs::unlock_after_fork();
     super::callsite::unlock_after_fork();
+    sensors::forget_after_fork();
     let _ = std::panic::catch_unwind(|| {
         local::forget_slot();
         let Some(old) = current() else {

@@ -182,6 +182,8 @@ impl Probed {
                 // no CPU-availability readings among them (the readings
                 // are checked by the CLI's CPU tests).
                 ("HARK_CPU_MS".into(), "0".into()),
+                // Nor node-sensor readings.
+                ("HARK_SENSORS_MS".into(), "0".into()),
                 // Nor counter readings after each region's end.
                 ("HARK_COUNTERS".into(), "none".into()),
             ],
