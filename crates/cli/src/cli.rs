@@ -420,6 +420,18 @@ pub struct RunArgs {
     #[arg(long = "callsite-depth", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub callsite_depth: Option<u32>,
 
+    /// A filter file of the compiler-instrumented functions
+    /// (`-finstrument-functions`) to leave out (HARK_FILTER), in Score-P's
+    /// syntax: `SCOREP_REGION_NAMES_BEGIN`, `EXCLUDE`/`INCLUDE` globs,
+    /// `SCOREP_REGION_NAMES_END`. `hark estimate` writes one.
+    #[arg(long, value_name = "FILE")]
+    pub filter: Option<PathBuf>,
+
+    /// When to stop recording a short, often-called instrumented function
+    /// (HARK_THROTTLE): `CALLS,MICROSECONDS` (default 100000,10), or `off`.
+    #[arg(long, value_name = "CALLS,US")]
+    pub throttle: Option<String>,
+
     /// The probe library to preload (default: libhark.so next to hark).
     #[arg(long, value_name = "PATH", env = "HARK_PROBE")]
     pub probe: Option<PathBuf>,

@@ -8,6 +8,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod exec;
+mod functions;
 mod gomp;
 mod ns;
 mod ompt;

@@ -1,0 +1,173 @@
+//! A C++ program built with `g++ -finstrument-functions -g`
+//! (`tests/programs/instrumented.cpp`) counts its own calls: its
+//! functions are regions of the profile with those counts, a filter file
+//! leaves out what it names, and the default throttling turns off the hot
+//! tiny function after 100,000 calls and says so.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Builds the program into `dir`.
+fn program(dir: &Path) -> String {
+    compile(
+        "g++",
+        Path::new("instrumented.cpp"),
+        dir,
+        &["-finstrument-functions", "-g"],
+    )
+    .display()
+    .to_string()
+}
+
+/// The counts the program printed: `calls: outer=1 middle=200 ...`.
+fn printed(stdout: &[u8]) -> BTreeMap<String, u64> {
+    let text = String::from_utf8_lossy(stdout);
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("calls: "))
+        .unwrap_or_else(|| panic!("no counts in {text}"));
+    line.split(' ')
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap();
+            (k.to_string(), v.parse().unwrap())
+        })
+        .collect()
+}
+
+/// Calls per function over every call path ending in it (rank 0), by the
+/// function's name up to its parameters (`tiny(int)` is `tiny`).
+fn calls(profile: &Value) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    let paths = profile["programs"][0]["regions"]["paths"]
+        .as_object()
+        .expect("regions in the profile");
+    for (path, r) in paths {
+        let leaf = path.rsplit('/').next().unwrap();
+        let name = leaf.split('(').next().unwrap().to_string();
+        *out.entry(name).or_default() += r["calls"][0].as_u64().unwrap();
+    }
+    out
+}
+
+/// `hark run ARGS -- instrumented ITERATIONS`: its output, profile and
+/// summary.
+fn run(dir: &Path, args: &[&str], iterations: u32) -> (std::process::Output, Value, String) {
+    let exe = program(dir);
+    let (out, run_dir) = hark_run(dir, args, &[exe, iterations.to_string()]);
+    assert_exit(&out, 0);
+    let p = profile(&run_dir);
+    assert_eq!(lost(&p), 0);
+    let summary = std::fs::read_to_string(run_dir.join("summary.txt")).unwrap();
+    (out, p, summary)
+}
+
+#[test]
+fn every_call_of_every_instrumented_function_is_a_region_call() {
+    if !have("g++") {
+        eprintln!("skipped: no g++");
+        return;
+    }
+    let dir = scratch("instrumented-counts");
+    let (out, p, _) = run(&dir, &["--throttle", "off"], 150);
+    let want = printed(&out.stdout);
+    let got = calls(&p);
+    for f in ["outer", "middle", "tiny"] {
+        assert_eq!(
+            got.get(f),
+            want.get(f),
+            "{f}: profile {got:?}, program {want:?}"
+        );
+    }
+    assert_eq!(
+        want["tiny"], 150_000,
+        "the hot function passes the throttle's 100,000"
+    );
+    let paths = p["programs"][0]["regions"]["paths"].as_object().unwrap();
+    assert!(
+        paths.contains_key("main/outer(int)/middle(int)/tiny(int)"),
+        "functions nest as their calls do, named demangled: {:?}",
+        paths.keys().collect::<Vec<_>>()
+    );
+    let diagnostics = p["programs"][0]["diagnostics"].to_string();
+    assert!(!diagnostics.contains("throttled"), "{diagnostics}");
+}
+
+#[test]
+fn a_filter_file_leaves_out_the_functions_it_names() {
+    if !have("g++") {
+        eprintln!("skipped: no g++");
+        return;
+    }
+    let dir = scratch("instrumented-filter");
+    let filter = dir.join("filter.txt");
+    std::fs::write(
+        &filter,
+        "# the hot one, by its demangled name, and one more by its mangled one\n\
+         SCOREP_REGION_NAMES_BEGIN\n  EXCLUDE tiny*\n  EXCLUDE MANGLED _Z5outeri\nSCOREP_REGION_NAMES_END\n",
+    )
+    .unwrap();
+    let (out, p, _) = run(
+        &dir,
+        &["--throttle", "off", "--filter", filter.to_str().unwrap()],
+        50,
+    );
+    let want = printed(&out.stdout);
+    let got = calls(&p);
+    assert_eq!(got.get("tiny"), None, "{got:?}");
+    assert_eq!(got.get("outer"), None, "{got:?}");
+    assert_eq!(got.get("middle"), want.get("middle"), "{got:?}");
+    assert_eq!(got.get("main"), Some(&1), "{got:?}");
+}
+
+#[test]
+fn a_bad_filter_file_is_refused_with_its_line_before_the_program_starts() {
+    let dir = scratch("instrumented-bad-filter");
+    let filter = dir.join("filter.txt");
+    std::fs::write(
+        &filter,
+        "SCOREP_REGION_NAMES_BEGIN\n  tiny\nSCOREP_REGION_NAMES_END\n",
+    )
+    .unwrap();
+    let marker = dir.join("started");
+    let command = vec!["touch".to_string(), marker.display().to_string()];
+    let (out, _) = hark_run(&dir, &["--filter", filter.to_str().unwrap()], &command);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:2: pattern `tiny` before any EXCLUDE or INCLUDE",
+            filter.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!marker.exists(), "the program ran");
+}
+
+#[test]
+fn the_hot_tiny_function_is_throttled_after_100000_calls_and_named() {
+    if !have("g++") {
+        eprintln!("skipped: no g++");
+        return;
+    }
+    let dir = scratch("instrumented-throttle");
+    let (out, p, summary) = run(&dir, &[], 150);
+    let want = printed(&out.stdout);
+    let got = calls(&p);
+    // The exit that finds 100,001 calls turns it off; it is still recorded.
+    assert_eq!(got.get("tiny"), Some(&100_001), "{got:?}");
+    assert_eq!(got.get("middle"), want.get("middle"), "{got:?}");
+    let diagnostics = p["programs"][0]["diagnostics"].to_string();
+    assert!(
+        diagnostics.contains("tiny(int) was throttled in 1 process(es) after 100001 calls"),
+        "{diagnostics}"
+    );
+    assert!(
+        !diagnostics.contains("middle(int) was throttled"),
+        "{diagnostics}"
+    );
+    assert!(summary.contains("tiny(int) was throttled"), "{summary}");
+}
