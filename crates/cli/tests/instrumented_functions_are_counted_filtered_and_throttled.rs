@@ -171,3 +171,85 @@ fn the_hot_tiny_function_is_throttled_after_100000_calls_and_named() {
     );
     assert!(summary.contains("tiny(int) was throttled"), "{summary}");
 }
+
+/// The number in column `col` of the line of `hark estimate`'s output
+/// that starts with `row`.
+fn column(text: &str, row: &str, col: usize) -> f64 {
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(row))
+        .unwrap_or_else(|| panic!("no `{row}` in {text}"));
+    let rest = line.trim_start().strip_prefix(row).unwrap();
+    rest.split_whitespace().nth(col).unwrap().parse().unwrap()
+}
+
+#[test]
+fn hark_estimate_of_a_run_predicts_a_four_times_longer_one_and_suggests_a_filter() {
+    if !have("g++") {
+        eprintln!("skipped: no g++");
+        return;
+    }
+    let dir = scratch("instrumented-estimate");
+    let exe = program(&dir);
+    let mut runs = Vec::new();
+    for (name, iterations) in [("short", 100), ("long", 400)] {
+        let out_dir = dir.join(name);
+        let out = hark_run_command(
+            &dir,
+            &out_dir,
+            &["--throttle", "off"],
+            &[exe.clone(), iterations.to_string()],
+        )
+        .output()
+        .unwrap();
+        assert_exit(&out, 0);
+        runs.push(out_dir);
+    }
+    let short = profile(&runs[0]);
+    let long = profile(&runs[1]);
+    let seconds = short["programs"][0]["wall_ns"].as_u64().unwrap() as f64 / 1e9;
+    let out = std::process::Command::new(hark())
+        .arg("estimate")
+        .arg(&runs[0])
+        .args(["--seconds", &(4.0 * seconds).to_string()])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let predicted = column(&text, "as measured", 0);
+    let measured = long["accounting"]["events_written"].as_u64().unwrap() as f64;
+    let error = (predicted - measured).abs() / measured;
+    assert!(
+        error < 0.2,
+        "predicted {predicted} events, the 4x run wrote {measured} ({:.1} % off)\n{text}",
+        100.0 * error
+    );
+    // The hot tiny function is nearly all of the events: the filter takes them.
+    let filtered = column(&text, "with the filter", 0);
+    assert!(filtered < 0.05 * predicted, "{text}");
+    assert!(text.contains("tiny(int)"), "{text}");
+
+    // The filter it wrote leaves out the tiny function in a run.
+    let filter = runs[0].join("filter.txt");
+    let again = dir.join("filtered");
+    let out = hark_run_command(
+        &dir,
+        &again,
+        &["--throttle", "off", "--filter", filter.to_str().unwrap()],
+        &[exe, "100".to_string()],
+    )
+    .output()
+    .unwrap();
+    assert_exit(&out, 0);
+    let got = calls(&profile(&again));
+    assert_eq!(got.get("tiny"), None, "{got:?}");
+    assert_eq!(got.get("middle"), Some(&100), "{got:?}");
+    let events = profile(&again)["accounting"]["events_written"]
+        .as_u64()
+        .unwrap() as f64;
+    let short_filtered = column(&text, "with the filter", 0) / 4.0;
+    assert!(
+        (events - short_filtered).abs() / events < 0.2,
+        "the filtered run wrote {events} events, the estimate said {short_filtered} at its length\n{text}"
+    );
+}
