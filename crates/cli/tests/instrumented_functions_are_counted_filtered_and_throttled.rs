@@ -253,3 +253,35 @@ fn hark_estimate_of_a_run_predicts_a_four_times_longer_one_and_suggests_a_filter
         "the filtered run wrote {events} events, the estimate said {short_filtered} at its length\n{text}"
     );
 }
+
+#[test]
+fn an_instrumented_mpi_program_s_main_ends_at_finalize_and_holds_its_mpi_calls() {
+    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
+        eprintln!("skipped: no Open MPI");
+        return;
+    }
+    let dir = scratch("instrumented-mpi");
+    let exe = compile(
+        OPEN_MPI.cc,
+        Path::new("ring.c"),
+        &dir,
+        &["-finstrument-functions", "-g"],
+    );
+    let mut command = launcher(OPEN_MPI, 2);
+    command.push(exe.display().to_string());
+    let (out, run_dir) = hark_run(&dir, &[], &command);
+    assert_exit(&out, 0);
+    let p = profile(&run_dir);
+    let program = &p["programs"][0];
+    let main = &program["regions"]["paths"]["main"];
+    assert_eq!(main["calls"], serde_json::json!([1, 1]), "{program:#}");
+    // Still open when MPI_Finalize ended the stream: ended there, timed.
+    for r in 0..2 {
+        assert!(main["inclusive_ns"][r].as_u64().unwrap() > 0, "{main}");
+    }
+    let sends = &program["regions"]["mpi"]["main"]["MPI_Isend"]["calls"];
+    assert_eq!(sends, &serde_json::json!([100, 100]), "{program:#}");
+    assert_eq!(sends, &program["mpi"]["MPI_Isend"]["calls"], "{program:#}");
+    let diagnostics = program["diagnostics"].to_string();
+    assert!(!diagnostics.contains("still open"), "{diagnostics}");
+}

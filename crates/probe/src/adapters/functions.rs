@@ -20,7 +20,9 @@
 //!
 //! A thread keeps the entries it recorded on a small stack, so that an
 //! exit is recorded only when its entry was: calls past [`DEPTH`] levels,
-//! and the exits of functions turned off meanwhile, are not.
+//! and the exits of functions turned off meanwhile, are not. The functions
+//! still open on the thread that ends the stream (`MPI_Finalize`, exit)
+//! end there ([`close_open`]); other threads' open ones stay open.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -89,7 +91,11 @@ pub extern "C" fn __cyg_profile_func_enter(func: *mut c_void, _site: *mut c_void
     }
     let t = core::stamp();
     let pushed = STACK.try_with(|s| {
-        let mut s = s.borrow_mut();
+        // Never borrowed twice (the guard keeps this thread out), but a
+        // panic here would abort the program: give up instead.
+        let Ok(mut s) = s.try_borrow_mut() else {
+            return false;
+        };
         if s.frames.len() >= DEPTH {
             s.deeper += 1;
             return false;
@@ -117,7 +123,9 @@ pub extern "C" fn __cyg_profile_func_exit(func: *mut c_void, _site: *mut c_void)
         return;
     }
     let begun = STACK.try_with(|s| {
-        let mut s = s.borrow_mut();
+        let Ok(mut s) = s.try_borrow_mut() else {
+            return None;
+        };
         if s.deeper > 0 {
             s.deeper -= 1;
             return None;
@@ -142,6 +150,25 @@ pub extern "C" fn __cyg_profile_func_exit(func: *mut c_void, _site: *mut c_void)
     let time = TIME[slot].fetch_add(t.saturating_sub(begin), Ordering::Relaxed);
     if calls > THROTTLE_CALLS.load(Ordering::Relaxed) {
         throttle(&g, slot, id, calls, time, t);
+    }
+}
+
+/// Before the stream ends (`MPI_Finalize`, exit): the functions still
+/// open on this thread (`main` at least, in an MPI program) end now, so
+/// that their time is counted up to the end of the measurement.
+pub(crate) fn close_open(g: &core::Guard) {
+    let open = STACK
+        .try_with(|s| {
+            s.try_borrow_mut()
+                .map(|mut s| std::mem::take(&mut s.frames))
+                .unwrap_or_default()
+        })
+        .unwrap_or_default();
+    let t = core::stamp();
+    for &(slot, _) in open.iter().rev() {
+        let mut ev = Event::new(op::FUNCTION_EXIT, t, t);
+        ev.obj.set(IDS[slot as usize].load(Ordering::Relaxed));
+        g.record(ev);
     }
 }
 
