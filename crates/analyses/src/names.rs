@@ -22,6 +22,17 @@ pub struct Place {
 pub trait Names: Send + Sync {
     /// Where the address is; [`Place::default`] when nothing is known.
     fn place(&self, path: &str, build_id: &str, offset: u64) -> Place;
+
+    /// The demangled name of the function whose entry is `offset`; by
+    /// default the function [`Names::place`] finds there.
+    fn function(&self, path: &str, build_id: &str, offset: u64) -> Option<String> {
+        // `place` takes a return address, the byte after a call.
+        let symbol = self.place(path, build_id, offset + 1).symbol?;
+        Some(match symbol.rsplit_once('+') {
+            Some((name, off)) if off.starts_with("0x") => name.to_string(),
+            _ => symbol,
+        })
+    }
 }
 
 static NAMES: OnceLock<&'static dyn Names> = OnceLock::new();
@@ -37,4 +48,11 @@ pub fn place(path: &str, build_id: &str, offset: u64) -> Place {
     NAMES
         .get()
         .map_or_else(Place::default, |n| n.place(path, build_id, offset))
+}
+
+/// The name of the function whose entry is `offset` in the object at
+/// `path`, by the installed names; `None` when none are installed or they
+/// know nothing of it.
+pub fn function(path: &str, build_id: &str, offset: u64) -> Option<String> {
+    NAMES.get()?.function(path, build_id, offset)
 }

@@ -114,6 +114,14 @@ impl<'a> StreamCx<'a> {
             .as_ref()
             .map_or(UNDEFINED, |t| t.site(local))
     }
+    /// The global name id of local function `local` (an instrumented
+    /// function's `obj`; [`crate::UNDEFINED`] if not defined).
+    #[inline]
+    pub fn function(&self, local: u32) -> u32 {
+        self.translation
+            .as_ref()
+            .map_or(UNDEFINED, |t| t.function(local))
+    }
     /// The global id of local name `local` ([`crate::UNDEFINED`] if not defined).
     #[inline]
     pub fn name(&self, local: u32) -> u32 {

@@ -88,6 +88,8 @@ fn other_name_slot(kind: NameKind) -> usize {
         NameKind::Counter => 3,
         NameKind::Mark => 4,
         NameKind::Construct => 5,
+        // Functions share the regions' cap: both are nodes of call paths.
+        NameKind::Function => 2,
     }
 }
 
@@ -97,6 +99,7 @@ fn kind_plural(kind: NameKind) -> &'static str {
         NameKind::Counter => "counters",
         NameKind::Mark => "marks",
         NameKind::Construct => "OpenMP constructs",
+        NameKind::Function => "functions",
     }
 }
 
@@ -274,6 +277,7 @@ fn name_kind(byte: u8) -> NameKind {
         2 => NameKind::Counter,
         3 => NameKind::Mark,
         4 => NameKind::Construct,
+        5 => NameKind::Function,
         _ => NameKind::Region,
     }
 }
@@ -631,6 +635,9 @@ pub struct Translation {
     /// Per local call-site id, its global id: the call path of its key
     /// ([`callsite_key`]) in the program's tables.
     sites: Vec<u32>,
+    /// Per local function id, the global id of its name
+    /// ([`NameKind::Function`]).
+    functions: Vec<u32>,
     /// Definitions ignored because their id was out of range.
     pub ignored: u64,
 }
@@ -693,6 +700,16 @@ pub fn callsite_frames(key: &str) -> Option<Vec<SiteFrame>> {
             })
         })
         .collect()
+}
+
+/// The name of the function whose entry is `f`: the installed names'
+/// ([`crate::names::function`]), else its address in its object, which
+/// is the same on every rank running the same binary.
+fn function_name(f: &SiteFrame) -> String {
+    crate::names::function(&f.object, &f.build_id, f.offset).unwrap_or_else(|| {
+        let object = f.object.rsplit('/').next().unwrap_or("");
+        format!("{object}+{:#x}", f.offset)
+    })
 }
 
 /// The folded ones of `comms` (a table's, its first at id `first`), by id.
@@ -779,6 +796,11 @@ impl Translation {
                     let global = unifier.intern_path(&callsite_key(&frames));
                     *id <= u16::MAX as u32 && put(&mut self.sites, *id, global)
                 }
+                Def::Function { id, addr } => {
+                    let name = function_name(&self.frame(*addr));
+                    let global = unifier.intern_name(NameKind::Function, &name);
+                    put(&mut self.functions, *id, global)
+                }
             };
             if !ok {
                 self.ignored += 1;
@@ -822,6 +844,12 @@ impl Translation {
     #[inline]
     pub fn comm(&self, local: u32) -> u32 {
         get(&self.comms, local)
+    }
+
+    /// The global name id of local function `local`, or [`UNDEFINED`].
+    #[inline]
+    pub fn function(&self, local: u32) -> u32 {
+        get(&self.functions, local)
     }
     /// Which communicator with its members local communicator `local` is
     /// (0 for the first): the same on every member and every server. Past

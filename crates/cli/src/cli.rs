@@ -120,6 +120,12 @@ pub enum Command {
     /// again from its profile.json, and print the summary.
     #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
+    /// Estimate the events, bytes per second and added time per process of
+    /// measuring a program at another scale, from a short run's profile,
+    /// with and without a suggested filter of instrumented functions,
+    /// which it writes (RUN_DIR/filter.txt).
+    #[command(after_help = ESTIMATE_EXAMPLES)]
+    Estimate(EstimateArgs),
     /// Write a finished run in the formats other tools read: a Hatchet
     /// graphframe indexed by node and rank (and Thicket metadata), Parquet tables, and from its
     /// trace store (`hark run --trace`) OTF2 and Perfetto traces.
@@ -356,6 +362,36 @@ Examples:
   hark report hark-app-20260101-120000
   hark report hark-app-20260101-120000/profile.json --no-html";
 
+const ESTIMATE_EXAMPLES: &str = "\
+Examples:
+  hark estimate hark-app-20260101-120000 --ranks 1024 --seconds 3600
+  hark run --filter hark-app-20260101-120000/filter.txt -- ./app";
+
+/// Options of `hark estimate`.
+#[derive(Debug, Args)]
+pub struct EstimateArgs {
+    /// A run directory, or its profile.json.
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
+
+    /// Processes of the run to estimate (default: the run's).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub ranks: Option<u64>,
+
+    /// Seconds of the run to estimate (default: the run's wall time).
+    #[arg(long, value_name = "S")]
+    pub seconds: Option<f64>,
+
+    /// Time the probe adds per event, in ns (default 30: BENCHMARKS.md's
+    /// bound for a region's events at one rank).
+    #[arg(long = "event-ns", value_name = "NS", default_value_t = 30.0)]
+    pub event_ns: f64,
+
+    /// Where to write the suggested filter (default RUN_DIR/filter.txt).
+    #[arg(long = "filter-out", value_name = "FILE")]
+    pub filter_out: Option<PathBuf>,
+}
+
 /// Options of `hark run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -425,6 +461,18 @@ pub struct RunArgs {
     /// (each frame costs an unwind: see BENCHMARKS.md). 1 to 64.
     #[arg(long = "callsite-depth", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub callsite_depth: Option<u32>,
+
+    /// A filter file of the compiler-instrumented functions
+    /// (`-finstrument-functions`) to leave out (HARK_FILTER), in Score-P's
+    /// syntax: `SCOREP_REGION_NAMES_BEGIN`, `EXCLUDE`/`INCLUDE` globs,
+    /// `SCOREP_REGION_NAMES_END`. `hark estimate` writes one.
+    #[arg(long, value_name = "FILE")]
+    pub filter: Option<PathBuf>,
+
+    /// When to stop recording a short, often-called instrumented function
+    /// (HARK_THROTTLE): `CALLS,MICROSECONDS` (default 100000,10), or `off`.
+    #[arg(long, value_name = "CALLS,US")]
+    pub throttle: Option<String>,
 
     /// The probe library to preload (default: libhark.so next to hark).
     #[arg(long, value_name = "PATH", env = "HARK_PROBE")]

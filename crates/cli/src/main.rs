@@ -21,6 +21,7 @@ mod analysers;
 mod cli;
 mod ctl;
 mod diff;
+mod estimate;
 mod export;
 mod forward;
 mod live;
@@ -52,6 +53,7 @@ fn main() {
     let result = match &cli.command {
         cli::Command::Run(args) => run::run(args),
         cli::Command::Report(args) => report::report(args),
+        cli::Command::Estimate(args) => estimate::estimate(args),
         cli::Command::Export(args) => export::export(args),
         cli::Command::Runs(args) => runs::runs(args),
         cli::Command::Diff(args) => diff::diff(args),

@@ -413,6 +413,17 @@ fn settings_env(args: &RunArgs) -> Vec<(String, String)> {
     if let Some(n) = args.callsite_depth {
         env.push((hark_settings::CALLSITE_DEPTH.name.into(), n.to_string()));
     }
+    if let Some(file) = &args.filter {
+        // Absolute: ranks may start in another directory.
+        let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
+        env.push((
+            hark_settings::FILTER.name.into(),
+            file.display().to_string(),
+        ));
+    }
+    if let Some(t) = &args.throttle {
+        env.push((hark_settings::THROTTLE.name.into(), t.clone()));
+    }
     env
 }
 

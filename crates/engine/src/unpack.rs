@@ -759,13 +759,30 @@ impl Unpacker {
             match kind {
                 op::OpKind::Mpi(func) => self.call(cx, me, thread, func, ev, &mut out),
                 op::OpKind::Detail => self.detail(cx, me, thread, code, ev, &mut out),
-                op::OpKind::User if code == op::REGION_BEGIN || code == op::REGION_END => {
-                    let name = cx.name(ev.obj.get());
+                // An instrumented function is a region of its thread.
+                op::OpKind::User
+                    if matches!(
+                        code,
+                        op::REGION_BEGIN | op::REGION_END | op::FUNCTION_ENTER | op::FUNCTION_EXIT
+                    ) =>
+                {
+                    let function = code == op::FUNCTION_ENTER || code == op::FUNCTION_EXIT;
+                    let name = if function {
+                        cx.function(ev.obj.get())
+                    } else {
+                        cx.name(ev.obj.get())
+                    };
+                    let begin = code == op::REGION_BEGIN || code == op::FUNCTION_ENTER;
                     let start = cx.common(ev.start.get());
                     let t = self.thread(thread);
-                    t.top(code, name, start, &mut out.times);
+                    let as_region = if begin {
+                        op::REGION_BEGIN
+                    } else {
+                        op::REGION_END
+                    };
+                    t.top(as_region, name, start, &mut out.times);
                     let (stack, known) = (&mut t.stack, &mut t.known);
-                    let changed = if code == op::REGION_BEGIN {
+                    let changed = if begin {
                         let room = stack.len() < MAX_STACK;
                         if room {
                             known.enter(stack.len(), name);

@@ -14,7 +14,9 @@
 //!   fails when the two differ.
 //!
 //! Beside the table, [`cpu_list`]: the kernel's CPU lists, which the probe
-//! and the server both read.
+//! and the server both read; [`Filter`] and [`Throttle`]: what the probe
+//! records of compiler-instrumented functions, which the probe and
+//! `hark run` both read.
 //!
 //! ```
 //! use hark_settings::{BUFFERS, PACK_SIZE};
@@ -34,10 +36,12 @@
 #![deny(missing_docs)]
 
 mod cpus;
+mod functions;
 mod kind;
 mod table;
 
 pub use cpus::cpu_list;
+pub use functions::{glob, Filter, Throttle};
 pub use kind::{parse_size, show_size, Kind};
 pub use table::*;
 
@@ -106,6 +110,13 @@ impl Setting {
     /// the text, the setting and the valid values:
     /// ``"`0` is not a valid HARK_BUFFERS: it must be a whole number from 2 to 4096"``.
     pub fn check(&self, text: &str) -> Result<(), String> {
+        // Two texts the probe parses itself: the same parsers check them.
+        if self.name == FILTER.name && !text.is_empty() {
+            return Filter::read(text).map(|_| ());
+        }
+        if self.name == THROTTLE.name {
+            return Throttle::parse(text).map(|_| ());
+        }
         if self.kind.accepts(text) {
             return Ok(());
         }

@@ -64,6 +64,24 @@ pub const CALLSITE_DEPTH: Setting = Setting {
     doc: "return addresses each MPI and I/O call records as its call site (`hark run --callsite-depth`): 1 is the caller of the MPI or I/O function, read from the stack for free; more unwind the caller's stack (`backtrace`), for calls made through a program's own wrappers",
 };
 
+/// Which instrumented functions to leave out.
+pub const FILTER: Setting = Setting {
+    name: "HARK_FILTER",
+    kind: Kind::Text,
+    default: DefaultValue::Words("unset"),
+    set_by: SetBy::User,
+    doc: "a filter file of the functions a compiler instrumented (`-finstrument-functions`) to leave out (`hark run --filter`), in Score-P's region-name syntax (`SCOREP_REGION_NAMES_BEGIN`, `EXCLUDE`/`INCLUDE` [`MANGLED`] globs, `SCOREP_REGION_NAMES_END`; the last matching rule decides). Names are the symbols of the executable (read once at start) and of libraries (`dladdr`); `hark run` refuses a bad file with its line before the program starts",
+};
+
+/// When to stop recording a short, often-called instrumented function.
+pub const THROTTLE: Setting = Setting {
+    name: "HARK_THROTTLE",
+    kind: Kind::Text,
+    default: DefaultValue::Words("100000,10"),
+    set_by: SetBy::User,
+    doc: "`CALLS,MICROSECONDS`: an instrumented function called more than CALLS times at under MICROSECONDS per call on average is no longer recorded (TAU's rule; its entry and exit then cost one table look-up, and the summary lists it); `off` records every call",
+};
+
 /// Record POSIX and STDIO calls.
 pub const IO: Setting = Setting {
     name: "HARK_IO",
@@ -352,6 +370,8 @@ pub const ALL: &[&Setting] = &[
     &LOSSLESS,
     &IO,
     &CALLSITE_DEPTH,
+    &FILTER,
+    &THROTTLE,
     &JOB,
     &RANK_HOLDER,
     &SKIP,

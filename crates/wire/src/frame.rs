@@ -271,6 +271,10 @@ pub enum NameKind {
     /// An OpenMP construct (a parallel region: its outlined function's
     /// symbol and address), named by the probe's OpenMP adapter.
     Construct = 4,
+    /// A function the compiler instrumented, named by `hark` from its
+    /// address ([`Def::Function`]); never sent by the probe in a
+    /// [`Def::Name`], but a name of its own kind in the server's tables.
+    Function = 5,
 }
 
 /// A definition: gives an id in this stream its meaning.
@@ -326,6 +330,16 @@ pub enum Def {
         start: u64,
         /// Bytes from `start` to the end of its last loaded segment.
         size: u64,
+    },
+    /// A function the compiler instrumented (`__cyg_profile_func_enter`),
+    /// by its entry address, absolute in the process's address space:
+    /// sent before the first event that carries its id, after the
+    /// [`Def::Object`]s that hold it. Named in `hark`, as call sites are.
+    Function {
+        /// Id used in function events' `obj`.
+        id: u32,
+        /// The function's entry address.
+        addr: u64,
     },
 }
 
@@ -710,6 +724,9 @@ impl Def {
                             .u64(*start)
                             .u64(*size);
                     }
+                    Def::Function { id, addr } => {
+                        w.u8(6).u32(*id).u64(*addr);
+                    }
                 }
             }
         })
@@ -735,6 +752,7 @@ impl Def {
                         2 => NameKind::Counter,
                         3 => NameKind::Mark,
                         4 => NameKind::Construct,
+                        5 => NameKind::Function,
                         k => {
                             return Err(Error::malformed(format!(
                                 "definition: unknown name kind {k}"
@@ -766,6 +784,10 @@ impl Def {
                     bias: r.u64("object bias")?,
                     start: r.u64("object start")?,
                     size: r.u64("object size")?,
+                },
+                6 => Def::Function {
+                    id: r.u32("function id")?,
+                    addr: r.u64("function address")?,
                 },
                 k => return Err(Error::malformed(format!("unknown definition kind {k}"))),
             });

@@ -9,7 +9,7 @@
 //! | `1..0x400`       | MPI function `op - 1` of [`crate::mpi::FUNCTIONS`]      |
 //! | `0x400..0x500`   | details that follow a call (a completed request)        |
 //! | `0x500..0x600`   | POSIX and STDIO I/O, listed in [`IO_NAMES`]             |
-//! | `0x600..0x700`   | the user API                                            |
+//! | `0x600..0x700`   | the user API and compiler-instrumented functions        |
 //! | `0x700..0x800`   | samples the probe takes off the hot path (CPU use)      |
 //! | `0x740..0x760`   | of which: node sensors, one sampler per node            |
 //! | `0x800..0x900`   | OpenMP: regions, implicit tasks, barriers, locks        |
@@ -107,6 +107,16 @@ pub const COUNTER: u16 = USER_BASE + 3;
 pub const PAUSE: u16 = USER_BASE + 4;
 /// Recording resumed at `start`.
 pub const RESUME: u16 = USER_BASE + 5;
+/// Enter a function the compiler instrumented (`-finstrument-functions`,
+/// `__cyg_profile_func_enter`) at `start`: `obj` is its function id (a
+/// [`crate::Def::Function`]). Nests with user regions on its thread.
+pub const FUNCTION_ENTER: u16 = USER_BASE + 6;
+/// Leave an instrumented function at `start`; `obj` as in [`FUNCTION_ENTER`].
+pub const FUNCTION_EXIT: u16 = USER_BASE + 7;
+/// The probe stopped recording an instrumented function (throttling,
+/// `HARK_THROTTLE`) at `start`: `obj` its function id, `bytes` its calls
+/// and `extra` its inclusive time in ns, on every thread, until then.
+pub const FUNCTION_THROTTLED: u16 = USER_BASE + 8;
 
 /// First sample op code: readings the probe's shipping thread takes, never
 /// a program's call.
@@ -258,7 +268,7 @@ pub fn kind(op: u16) -> OpKind {
         IO_BASE..0x600 if ((op - IO_BASE) as usize) < IO_NAMES.len() => {
             OpKind::Io((op - IO_BASE) as usize)
         }
-        REGION_BEGIN..=RESUME => OpKind::User,
+        REGION_BEGIN..=FUNCTION_THROTTLED => OpKind::User,
         CPU_TASK..=COUNTER_REFUSED | SENSOR_BASE..=SENSOR_LAST => OpKind::Sample,
         OMP_BASE..=OMP_LAST => OpKind::OpenMp,
         _ => OpKind::Unknown,
@@ -290,7 +300,10 @@ pub fn name(op: u16) -> &'static str {
             MARK => "mark",
             COUNTER => "counter",
             PAUSE => "pause",
-            _ => "resume",
+            RESUME => "resume",
+            FUNCTION_ENTER => "function_enter",
+            FUNCTION_EXIT => "function_exit",
+            _ => "function_throttled",
         },
         OpKind::Sample => match op {
             CPU_TASK => "cpu",

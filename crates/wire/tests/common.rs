@@ -26,6 +26,10 @@ pub fn sample_stream() -> Vec<u8> {
                 kind: NameKind::Region,
                 name: "solve".into(),
             },
+            Def::Function {
+                id: 1,
+                addr: 0x5555_0000_1234,
+            },
         ],
         &mut s,
     );

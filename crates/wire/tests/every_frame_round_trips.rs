@@ -13,7 +13,14 @@ fn every_frame_round_trips() {
     }
     match r.next_frame().unwrap() {
         Some(Frame::Defs(d)) => {
-            assert_eq!(d.len(), 4);
+            assert_eq!(d.len(), 5);
+            assert_eq!(
+                d[4],
+                Def::Function {
+                    id: 1,
+                    addr: 0x5555_0000_1234
+                }
+            );
             assert_eq!(
                 d[1],
                 Def::Comm {

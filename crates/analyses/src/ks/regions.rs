@@ -18,6 +18,12 @@
 //! (`regions.mpi`), the call tree with MPI leaves that the Hatchet export
 //! draws. It lives here because the region stacks do.
 //!
+//! Functions the compiler instrumented (`op::FUNCTION_ENTER`/`EXIT`) are
+//! regions too, named by their function (resolved from its address when
+//! it was defined): they nest with user regions on one stack per thread.
+//! A function the probe throttled (`op::FUNCTION_THROTTLED`) is named in
+//! the diagnostics with its calls and time per call until then.
+//!
 //! Counters keep count, min, max and mean of their values over all ranks.
 //!
 //! Performance counts of a region (`op::COUNTER_REGION`, which the probe
@@ -90,6 +96,9 @@ pub struct Rank {
     closed: Vec<u32>,
     /// Performance counts per (path, counter number), inclusive.
     perf: FxHashMap<(u32, u16), u64>,
+    /// Throttled functions: calls and inclusive ns until then, and the
+    /// processes that throttled them.
+    throttled: FxHashMap<u32, (u64, u64, u32)>,
     unbalanced: u64,
     unmatched: u64,
     undefined: u64,
@@ -181,6 +190,28 @@ impl Rank {
     }
 }
 
+impl Rank {
+    /// An instrumented function's entry, exit or throttling.
+    fn function(&mut self, cx: &StreamCx<'_>, ev: &hark_wire::Event) {
+        let name = cx.function(ev.obj.get());
+        if name == UNDEFINED {
+            self.undefined += 1;
+            return;
+        }
+        let thread = ev.thread.get() as usize;
+        match ev.op() {
+            op::FUNCTION_ENTER => self.begin(thread, name, ev.start.get()),
+            op::FUNCTION_EXIT => self.end(cx, thread, name, ev.start.get()),
+            _ => {
+                let t = self.throttled.entry(name).or_default();
+                t.0 += ev.bytes.get();
+                t.1.sat(ev.extra.get() & hark_wire::EXTRA_MASK);
+                t.2 += 1;
+            }
+        }
+    }
+}
+
 impl RankState for Rank {
     fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
         let events = input.events;
@@ -210,6 +241,10 @@ impl RankState for Rank {
                     let key = (path, ev.tag.get().clamp(0, u16::MAX as i32) as u16);
                     self.perf.entry(key).or_default().sat(ev.bytes.get());
                 }
+                continue;
+            }
+            if (op::FUNCTION_ENTER..=op::FUNCTION_THROTTLED).contains(&code) {
+                self.function(cx, ev);
                 continue;
             }
             if !(op::REGION_BEGIN..=op::COUNTER).contains(&code) || code == op::MARK {
@@ -248,6 +283,10 @@ impl RankState for Rank {
             .into_iter()
             .map(|(name, v)| (ids.name(name), v))
             .collect();
+        self.throttled = std::mem::take(&mut self.throttled)
+            .into_iter()
+            .map(|(name, v)| (ids.name(name), v))
+            .collect();
     }
     /// A process with a region still open (cut by a crash) keeps its row.
     fn absorbs(&self, o: &Rank) -> bool {
@@ -281,6 +320,12 @@ impl RankState for Rank {
             let s = self.series.get_or_insert_with(|| os.empty_like());
             s.absorb(os, |m| 2 * to.get(m / 2).map_or(0, |&p| p as usize) + m % 2);
         }
+        for (name, &(calls, ns, n)) in &o.throttled {
+            let t = self.throttled.entry(*name).or_default();
+            t.0 += calls;
+            t.1.sat(ns);
+            t.2 += n;
+        }
         self.unbalanced += o.unbalanced;
         self.unmatched += o.unmatched;
         self.undefined += o.undefined;
@@ -312,6 +357,7 @@ impl Analysis for Regions {
     fn finish(&self, cx: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
         let n = cx.len();
         let mut counters: BTreeMap<u32, Values> = BTreeMap::new();
+        let mut throttled: BTreeMap<u32, (u64, u64, u32)> = BTreeMap::new();
         let (mut unbalanced, mut unmatched, mut undefined, mut open) = (0, 0, 0, 0);
         for (r, rank) in ranks.iter().copied().enumerate() {
             for (id, p) in rank.paths.iter().enumerate() {
@@ -360,6 +406,12 @@ impl Analysis for Regions {
             for (&name, c) in &rank.counters {
                 counters.entry(name).or_default().merge(c);
             }
+            for (&name, &(calls, ns, k)) in &rank.throttled {
+                let t = throttled.entry(name).or_default();
+                t.0 += calls;
+                t.1.sat(ns);
+                t.2 += k;
+            }
             unbalanced += rank.unbalanced;
             unmatched += rank.unmatched;
             undefined += rank.undefined;
@@ -382,6 +434,13 @@ impl Analysis for Regions {
         for (name, c) in counters {
             let name = cx.unifier.name(name).unwrap_or("?").to_string();
             out.regions.counters.insert(name, c.stats());
+        }
+        for (name, (calls, ns, processes)) in throttled {
+            let name = cx.unifier.name(name).unwrap_or("?");
+            let per_call = ns as f64 / calls.max(1) as f64 / 1000.0;
+            out.diagnostics.push(format!(
+                "functions: {name} was throttled in {processes} process(es) after {calls} calls of {per_call:.2} µs on average; its later calls are not recorded (HARK_THROTTLE, or exclude it with a filter file)"
+            ));
         }
         for (count, what) in [
             (

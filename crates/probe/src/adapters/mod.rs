@@ -8,6 +8,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod exec;
+mod functions;
 mod gomp;
 mod ns;
 mod ompt;
@@ -30,6 +31,15 @@ use crate::core;
 /// that no call counted is written out, recorded (`pending`).
 pub(crate) fn flush_at_exit() {
     let _ = std::panic::catch_unwind(pending::flush_at_exit);
+    if let Some(g) = core::enter() {
+        let _ = std::panic::catch_unwind(|| functions::close_open(&g));
+    }
+}
+
+/// Before `MPI_Finalize` ends the stream: the instrumented functions still
+/// open on this thread end (`functions`).
+pub(crate) fn close_open_functions(g: &core::Guard) {
+    let _ = std::panic::catch_unwind(|| functions::close_open(g));
 }
 
 /// The real function `$name` of type `$ty`, as an `Option` (None if the

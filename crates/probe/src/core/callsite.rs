@@ -250,6 +250,18 @@ fn define(t: &mut Table, frames: Vec<u64>) -> Option<u16> {
     Some(id as u16)
 }
 
+/// Sends instrumented function `id` at entry address `addr`, after the
+/// objects mapped since the last sent if `addr` lies outside them all.
+pub(crate) fn define_function(id: u32, addr: u64) {
+    let mut t = hark_sync::lock(&TABLE);
+    let mut defs = Vec::new();
+    if !t.objects.iter().any(|&(s, e)| (s..e).contains(&addr)) {
+        new_objects(&mut t, &mut defs);
+    }
+    defs.push(Def::Function { id, addr });
+    super::define_if_running(defs);
+}
+
 /// Adds to `defs` every mapped object not sent before.
 fn new_objects(t: &mut Table, defs: &mut Vec<Def>) {
     for obj in objects() {

@@ -83,6 +83,15 @@ fn read(tsc: bool) -> u64 {
     }
 }
 
+/// Nanoseconds in `d` units of [`stamp`] (a difference of two stamps).
+pub(crate) fn stamp_ns(d: u64) -> u64 {
+    let c = &CLOCK;
+    if c.mode.load(Relaxed) == MONOTONIC {
+        return d;
+    }
+    ((d as u128 * c.mult.load(Relaxed) as u128) >> 32) as u64
+}
+
 /// The two [`stamp`]s around a call, with one check of the clock's mode.
 pub(crate) struct Span {
     tsc: bool,

@@ -84,6 +84,11 @@ pub(crate) struct Config {
     pub io: bool,
     /// Frames per call site (`HARK_CALLSITE_DEPTH`).
     pub callsite_depth: u32,
+    /// `HARK_FILTER`: the instrumented functions left out (none when unset
+    /// or unreadable, with a warning).
+    pub filter: hark_settings::Filter,
+    /// `HARK_THROTTLE`: when an instrumented function stops being recorded.
+    pub throttle: Option<hark_settings::Throttle>,
     /// `HARK_CLOCK`: `tsc`, `monotonic`, or empty for the best available.
     pub clock: String,
     /// `HARK_CLOCK_SYNC=0`: do not align clocks with world rank 0 at
@@ -191,6 +196,22 @@ impl Config {
         let flush_every = Some(ms(number(&settings::FLUSH_MS))).filter(|d| !d.is_zero());
         let cpu_every = Some(ms(number(&settings::CPU_MS))).filter(|d| !d.is_zero());
         let sensors_every = Some(ms(number(&settings::SENSORS_MS))).filter(|d| !d.is_zero());
+        let filter = match text(&settings::FILTER).filter(|f| !f.is_empty()) {
+            None => hark_settings::Filter::default(),
+            Some(path) => hark_settings::Filter::read(&path).unwrap_or_else(|e| {
+                keep(
+                    &settings::FILTER,
+                    Some(format!("{e}; every instrumented function is recorded")),
+                );
+                hark_settings::Filter::default()
+            }),
+        };
+        let throttle =
+            hark_settings::Throttle::parse(&text(&settings::THROTTLE).unwrap_or_default())
+                .unwrap_or_else(|e| {
+                    keep(&settings::THROTTLE, Some(format!("{e}; using 100000,10")));
+                    Some(hark_settings::Throttle::DEFAULT)
+                });
         let (counters, unknown) = hark_wire::counters::parse_list(
             &text(&settings::COUNTERS).unwrap_or_else(|| "default".into()),
         );
@@ -243,6 +264,8 @@ impl Config {
             lossless,
             io,
             callsite_depth,
+            filter,
+            throttle,
             clock: clock.value.unwrap_or_default().to_string(),
             clock_sync,
             clock_skew_ns: skew,

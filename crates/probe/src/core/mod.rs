@@ -141,6 +141,18 @@ pub fn stamp() -> u64 {
     clock::stamp()
 }
 
+/// Nanoseconds in a difference of two [`stamp`]s.
+pub(crate) fn stamp_ns(d: u64) -> u64 {
+    clock::stamp_ns(d)
+}
+
+/// What to record of compiler-instrumented functions: the filter and the
+/// throttling rule of the running stream (`None` without one).
+pub(crate) fn function_settings() -> Option<(hark_settings::Filter, Option<hark_settings::Throttle>)>
+{
+    stream::current().map(|s| (s.cfg.filter.clone(), s.cfg.throttle))
+}
+
 /// Clock readings around a call (one mode check for both [`stamp`]s).
 pub(crate) use clock::Span;
 

@@ -547,6 +547,7 @@ impl Call<'_> {
             ev = Event::new(self.plan.op, entered, self.t1);
         }
         emit(self.g, ev);
+        super::close_open_functions(self.g);
         crate::core::finish(EndReason::Finalize);
     }
 

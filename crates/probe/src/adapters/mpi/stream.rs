@@ -363,6 +363,7 @@ pub(super) fn at_finalize(g: &crate::core::Guard, op: u16) {
     }
     let t = crate::core::stamp();
     super::emit(g, hark_wire::Event::new(op, t, t));
+    crate::adapters::close_open_functions(g);
     IN_FINALIZE.with(|f| f.set(true));
     crate::core::finish(hark_wire::EndReason::Finalize);
     IN_FINALIZE.with(|f| f.set(false));
