@@ -596,6 +596,28 @@ pub fn forwarder_field(line: &str, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {key} in {line}"))
 }
 
+/// What a test program printed of each of its threads, one line
+/// `<prefix> <rank> <thread> <value>...` each: (rank, thread, values).
+pub fn thread_reports(stdout: &str, prefix: &str) -> Vec<(usize, i64, Vec<f64>)> {
+    let bad = |l: &str| -> ! { panic!("a bad line from the program: {prefix} {l}") };
+    (stdout.lines())
+        .filter_map(|l| l.strip_prefix(prefix)?.strip_prefix(' '))
+        .map(|l| {
+            let mut v = l.split_whitespace();
+            let rank = v
+                .next()
+                .and_then(|x| x.parse().ok())
+                .unwrap_or_else(|| bad(l));
+            let thread = v
+                .next()
+                .and_then(|x| x.parse().ok())
+                .unwrap_or_else(|| bad(l));
+            let values = v.map(|x| x.parse().unwrap_or_else(|_| bad(l))).collect();
+            (rank, thread, values)
+        })
+        .collect()
+}
+
 /// The connections the forwarders of `lines` made into hark to align
 /// their clocks: at least one each (their ranks' pings were answered),
 /// and independent of how many ranks each carries.
