@@ -6,14 +6,20 @@
  * own MPI calls with CLOCK_MONOTONIC (the master those three too) and
  * prints, once the program is done:
  *   thread <rank> <t> <mpi_ns> <sends and receives>
+ * With "pthreads" as third argument the threads are the program's own
+ * pthreads instead, which end before MPI_Finalize; each also prints the
+ * CPU time it had (CLOCK_THREAD_CPUTIME_ID) when its exchange was done:
+ *   cpu <rank> <t> <cpu_ns>
  * A library that does not give MPI_THREAD_MULTIPLE makes rank 0 print
  *   refused <provided>
  * and the program end at once.
- * Usage: thread_multiple <threads> <iters> */
+ * Usage: thread_multiple <threads> <iters> [pthreads] */
 #include <mpi.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define MAX_THREADS 16
@@ -24,8 +30,38 @@ static long long now(void) {
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+static int rank, iters;
+static long long mpi_ns[MAX_THREADS], calls[MAX_THREADS], cpu[MAX_THREADS];
+
+/* Thread t's messages with thread t of the other rank. */
+static void exchange(int t) {
+    int n = (t + 1) * 100, peer = 1 - rank;
+    double *buf = calloc(n, sizeof(double));
+    for (int i = 0; i < iters; i++) {
+        long long t0 = now();
+        if (rank == 0) {
+            MPI_Send(buf, n, MPI_DOUBLE, peer, t, MPI_COMM_WORLD);
+            MPI_Recv(buf, n, MPI_DOUBLE, peer, t, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(buf, n, MPI_DOUBLE, peer, t, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(buf, n, MPI_DOUBLE, peer, t, MPI_COMM_WORLD);
+        }
+        mpi_ns[t] += now() - t0;
+        calls[t] += 2;
+    }
+    free(buf);
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    cpu[t] = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void *run(void *t) {
+    exchange((int)(long)t);
+    return NULL;
+}
+
 int main(int argc, char **argv) {
-    int provided, rank, size;
+    int provided, size;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -35,31 +71,20 @@ int main(int argc, char **argv) {
         return 0;
     }
     int threads = argc > 1 ? atoi(argv[1]) : 3;
-    int iters = argc > 2 ? atoi(argv[2]) : 50;
+    int pthreads = argc > 3 && strcmp(argv[3], "pthreads") == 0;
+    iters = argc > 2 ? atoi(argv[2]) : 50;
     if (size != 2 || threads < 1 || threads > MAX_THREADS) MPI_Abort(MPI_COMM_WORLD, 2);
-    static long long mpi_ns[MAX_THREADS], calls[MAX_THREADS];
     long long t0 = now();
     MPI_Bcast(&iters, 1, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     mpi_ns[0] += now() - t0;
-    int peer = 1 - rank;
+    if (pthreads) {
+        pthread_t ids[MAX_THREADS];
+        for (long t = 0; t < threads; t++) pthread_create(&ids[t], NULL, run, (void *)t);
+        for (int t = 0; t < threads; t++) pthread_join(ids[t], NULL);
+    } else {
 #pragma omp parallel num_threads(threads)
-    {
-        int t = omp_get_thread_num(), n = (t + 1) * 100;
-        double *buf = calloc(n, sizeof(double));
-        for (int i = 0; i < iters; i++) {
-            long long t0 = now();
-            if (rank == 0) {
-                MPI_Send(buf, n, MPI_DOUBLE, peer, t, MPI_COMM_WORLD);
-                MPI_Recv(buf, n, MPI_DOUBLE, peer, t, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            } else {
-                MPI_Recv(buf, n, MPI_DOUBLE, peer, t, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(buf, n, MPI_DOUBLE, peer, t, MPI_COMM_WORLD);
-            }
-            mpi_ns[t] += now() - t0;
-            calls[t] += 2;
-        }
-        free(buf);
+        exchange(omp_get_thread_num());
     }
     double v = rank, sum;
     t0 = now();
@@ -68,6 +93,7 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     for (int t = 0; t < threads; t++)
         printf("thread %d %d %lld %lld\n", rank, t, mpi_ns[t], calls[t]);
+    for (int t = 0; pthreads && t < threads; t++) printf("cpu %d %d %lld\n", rank, t, cpu[t]);
     fflush(stdout);
     return 0;
 }
