@@ -102,8 +102,8 @@ impl Joining {
     }
 
     /// On a program's thread other than the main one, as it first records:
-    /// opens its files and queues them; false when it is not read (too many
-    /// threads, or no room for high descriptors), the caller saying so.
+    /// opens its files and queues them; when it is not read (too many
+    /// threads, or no room for high descriptors), why, for the caller to say.
     pub(crate) fn open_this_thread(&self, number: u16, stamp: u64) -> Result<(), String> {
         if self.opened.fetch_add(1, Ordering::Relaxed) >= MAX_THREADS {
             return Err(format!(
@@ -477,6 +477,16 @@ mod tests {
             out.iter().all(|e| e.thread.get() != 7),
             "an ended thread is read no more"
         );
+    }
+
+    #[test]
+    fn threads_past_the_bound_are_not_read_and_say_so() {
+        let j = Joining::new();
+        j.opened.store(MAX_THREADS, Ordering::Relaxed);
+        let e = std::thread::scope(|sc| sc.spawn(|| j.open_this_thread(1, 1)).join().unwrap());
+        let e = e.expect_err("the 257th thread is not read");
+        assert!(e.contains("more than 256 threads"), "{e}");
+        assert!(hark_sync::lock(&j.threads).is_empty());
     }
 
     #[test]
