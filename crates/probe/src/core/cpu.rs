@@ -34,7 +34,7 @@
 
 use hark_wire::{op, Event, EXTRA_NONE};
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use zerocopy::little_endian::{I32, U16, U32, U64};
 
@@ -77,6 +77,8 @@ pub(crate) struct Thread {
     number: u16,
     /// Its kernel id.
     tid: i32,
+    /// Whether it is the main thread.
+    main: bool,
     files: Files,
     last: Option<Reading>,
     /// The timestamp (`clock::stamp`) of the last reading.
@@ -91,14 +93,26 @@ pub(crate) struct Joining {
     threads: Mutex<Vec<Thread>>,
     /// Threads opened so far, for [`MAX_THREADS`].
     opened: AtomicUsize,
+    /// The main thread's number once it recorded ([`NO_NUMBER`] before):
+    /// an atomic, so that it never waits for a reading.
+    main: AtomicU32,
 }
+
+const NO_NUMBER: u32 = u32::MAX;
 
 impl Joining {
     pub(crate) fn new() -> Joining {
         Joining {
             threads: Mutex::new(Vec::new()),
             opened: AtomicUsize::new(0),
+            main: AtomicU32::new(NO_NUMBER),
         }
+    }
+
+    /// The main thread first recorded as thread `number`: its readings
+    /// carry that number from the next one on.
+    pub(crate) fn main_is(&self, number: u16) {
+        self.main.store(number as u32, Ordering::Relaxed);
     }
 
     /// On a program's thread other than the main one, as it first records:
@@ -122,6 +136,7 @@ impl Joining {
         let t = Thread {
             number,
             tid,
+            main: false,
             files,
             // Its counters started at zero with the thread.
             last: None,
@@ -158,6 +173,7 @@ impl Sampler {
         self.threads.push(Thread {
             number: 0,
             tid: pid,
+            main: true,
             files,
             last: read(&files),
             last_stamp: stamp,
@@ -165,17 +181,16 @@ impl Sampler {
         });
     }
 
-    /// The main thread (`tid`) first recorded as thread `number`: its
-    /// readings carry that number from now on.
-    pub(crate) fn renumber(&mut self, tid: i32, number: u16) {
-        if let Some(t) = self.threads.iter_mut().find(|t| t.tid == tid) {
-            t.number = number;
-        }
-    }
-
-    /// Takes the threads that opened their files since the last reading.
+    /// Takes the threads that opened their files since the last reading,
+    /// and the main thread's number.
     pub(crate) fn take_joining(&mut self, joining: &Joining) {
         self.threads.append(&mut hark_sync::lock(&joining.threads));
+        let main = joining.main.load(Ordering::Relaxed);
+        if main != NO_NUMBER {
+            if let Some(t) = self.threads.iter_mut().find(|t| t.main) {
+                t.number = main as u16;
+            }
+        }
     }
 
     /// Reads every thread's counters and appends to `out` what changed

@@ -388,7 +388,9 @@ impl Stream {
         // SAFETY: gettid and getpid have no preconditions.
         let (tid, pid) = unsafe { (libc::gettid(), libc::getpid()) };
         if tid == pid {
-            hark_sync::lock(&self.cpu).renumber(tid, number);
+            // Never the sampler's lock: a shipper preempted while reading
+            // would hold this thread up.
+            self.cpu_joining.main_is(number);
         } else if let Err(e) = self.cpu_joining.open_this_thread(number, clock::stamp()) {
             warn_once("cpu-threads", &e);
         }
