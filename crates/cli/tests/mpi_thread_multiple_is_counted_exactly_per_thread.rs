@@ -5,10 +5,11 @@
 //! equal the independent counter's (`common/independent_count.rs`,
 //! preloaded before the probe) and nothing may be lost. OpenMP threads:
 //! each thread's time in MPI must be no more than what it timed around its
-//! own calls (+1 %, +1 ms), and at least 80 % of it (on a loaded machine a
-//! thread is preempted some 30 times a run, now and then between its clock
-//! and the call: time the program counts and the probe does not), with its
-//! time on a CPU read. Pthreads, which end before the program does, with
+//! own calls (+1 %, +1 ms), and at least 80 % of it less 20 µs a call (on
+//! a loaded machine a thread is preempted some 30 times a run, now and then
+//! between its clock and the call; and the probe's own work around a call,
+//! 12 µs in a debug build, is in the program's bracket, not in the call),
+//! with its time on a CPU read. Pthreads, which end before the program does, with
 //! the periodic readings an hour apart (so that a pthread's one reading is
 //! the one it takes itself as it ends): their time on a CPU together within
 //! max(5 %, 2 ms each) of what they read of their own CPU time.
@@ -91,7 +92,7 @@ fn check(mpi: Mpi, pthreads: bool) {
             .unwrap_or_else(|| panic!("no thread {t} of rank {rank}: {report}"));
         let h = hark["mpi_ns"].as_u64().unwrap() as f64;
         assert!(
-            h <= 1.01 * mpi_ns + 1e6 && h >= 0.8 * mpi_ns,
+            h <= 1.01 * mpi_ns + 1e6 && h >= 0.8 * mpi_ns - 20e3 * calls as f64,
             "rank {rank} thread {t}: {h} ns in MPI by Hark, {mpi_ns} by its own clock: {report}"
         );
         assert!(
