@@ -3,8 +3,9 @@
 //! at a barrier, works `(n − t) / 2` units more and meets the others at the
 //! region's end), which times its own work and both barrier waits with
 //! `CLOCK_MONOTONIC`. Built with gcc (libgomp, whose `GOMP_*` entry points
-//! the probe wraps), gfortran (`omp_imbalance.f90`, libgomp) and clang
-//! (LLVM libomp, through OMPT), with and without MPI, at np 1 and 2 with 2 and 3
+//! the probe wraps), gfortran (`omp_imbalance.f90`, libgomp), clang
+//! (LLVM libomp, through OMPT), and as C++ (`omp_imbalance.cpp`, its region
+//! a lambda in a class template) with g++ and clang++, with and without MPI, at np 1 and 2 with 2 and 3
 //! threads on Open MPI and MPICH: every thread's `useful_ns` and
 //! `omp_barrier_ns` must be within max(5 %, 1 ms) of what it measured, and
 //! the OpenMP load balance within 0.02 of the one computed from the
@@ -101,16 +102,31 @@ enum Lang {
     Clang,
     /// The Fortran program with the MPI wrapper's gfortran (libgomp).
     Fortran,
+    /// The C++ program with the MPI wrapper's g++ (libgomp).
+    Gxx,
+    /// The C++ program with clang++ (LLVM libomp, OMPT).
+    Clangxx,
 }
 
-/// The MPI C program built with clang: the MPI wrapper's own flags, with
-/// clang as the compiler.
-fn compile_clang(mpi: Mpi, dir: &std::path::Path) -> std::path::PathBuf {
+/// The MPI wrapper for C++ of `mpi`.
+fn mpicxx(mpi: Mpi) -> String {
+    mpi.cc.replace("mpicc", "mpicxx")
+}
+
+/// The MPI program `src` built with `clang`: the MPI wrapper `wrapper`'s
+/// own flags, with clang as the compiler.
+fn compile_clang(
+    mpi: Mpi,
+    wrapper: &str,
+    clang: &str,
+    src: &str,
+    dir: &std::path::Path,
+) -> std::path::PathBuf {
     let flags = |what: &str| -> Vec<String> {
-        let out = std::process::Command::new(mpi.cc)
+        let out = std::process::Command::new(wrapper)
             .arg(what)
             .output()
-            .unwrap_or_else(|e| panic!("{} {what}: {e}", mpi.cc));
+            .unwrap_or_else(|e| panic!("{wrapper} {what}: {e}"));
         String::from_utf8_lossy(&out.stdout)
             .split_whitespace()
             .skip(1)
@@ -126,19 +142,25 @@ fn compile_clang(mpi: Mpi, dir: &std::path::Path) -> std::path::PathBuf {
     let mut args = flags(show);
     args.extend(["-fopenmp", "-DWITH_MPI"].map(String::from));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    compile("clang", "omp_imbalance.c".as_ref(), dir, &args)
+    compile(clang, src.as_ref(), dir, &args)
 }
 
 /// The program built as `lang` says, run on `np` ranks of `threads`
 /// threads each.
 fn with_mpi(mpi: Mpi, lang: Lang, np: usize, threads: usize) {
-    let compiler = if lang == Lang::Fortran {
-        mpi.fc
-    } else {
-        mpi.cc
+    let cxx = mpicxx(mpi);
+    let compiler = match lang {
+        Lang::Fortran => mpi.fc,
+        Lang::Gxx | Lang::Clangxx => &cxx,
+        Lang::Gcc | Lang::Clang => mpi.cc,
     };
-    if !have(compiler) || !have(mpi.run) || (lang == Lang::Clang && !have("clang")) {
-        eprintln!("skipped: {} or clang is not installed", mpi.name);
+    let clang = match lang {
+        Lang::Clang => "clang",
+        _ => "clang++",
+    };
+    let needs_clang = matches!(lang, Lang::Clang | Lang::Clangxx);
+    if !have(compiler) || !have(mpi.run) || (needs_clang && !have(clang)) {
+        eprintln!("skipped: {} or {clang} is not installed", mpi.name);
         return;
     }
     // One directory per case: cases with one compiler run side by side.
@@ -150,8 +172,15 @@ fn with_mpi(mpi: Mpi, lang: Lang, np: usize, threads: usize) {
             &dir,
             &["-fopenmp", "-DWITH_MPI"],
         ),
-        Lang::Clang => compile_clang(mpi, &dir),
+        Lang::Clang => compile_clang(mpi, compiler, clang, "omp_imbalance.c", &dir),
+        Lang::Clangxx => compile_clang(mpi, compiler, clang, "omp_imbalance.cpp", &dir),
         Lang::Fortran => compile(compiler, "omp_imbalance.f90".as_ref(), &dir, &["-fopenmp"]),
+        Lang::Gxx => compile(
+            compiler,
+            "omp_imbalance.cpp".as_ref(),
+            &dir,
+            &["-fopenmp", "-DWITH_MPI"],
+        ),
     };
     let mut command = launcher(mpi, np);
     if mpi.run.contains("openmpi") {
@@ -221,4 +250,42 @@ fn clang_open_mpi_two_ranks_two_threads() {
 #[test]
 fn clang_mpich_one_rank_three_threads() {
     with_mpi(MPICH, Lang::Clang, 1, 3);
+}
+
+/// The C++ program without MPI, built with `compiler` (g++: libgomp;
+/// clang++: LLVM libomp).
+fn cxx_without_mpi(compiler: &str, threads: usize) {
+    if !have(compiler) {
+        eprintln!("skipped: {compiler} is not installed");
+        return;
+    }
+    let dir = scratch(&format!("omp-{compiler}"));
+    let exe = compile(compiler, "omp_imbalance.cpp".as_ref(), &dir, &["-fopenmp"]);
+    let command = vec![exe.display().to_string(), UNIT_MS.into(), ROUNDS.into()];
+    check(&dir, command, 1, threads);
+}
+
+#[test]
+fn gxx_without_mpi_three_threads() {
+    cxx_without_mpi("g++", 3);
+}
+
+#[test]
+fn gxx_open_mpi_two_ranks_three_threads() {
+    with_mpi(OPEN_MPI, Lang::Gxx, 2, 3);
+}
+
+#[test]
+fn gxx_mpich_one_rank_two_threads() {
+    with_mpi(MPICH, Lang::Gxx, 1, 2);
+}
+
+#[test]
+fn clangxx_without_mpi_three_threads() {
+    cxx_without_mpi("clang++", 3);
+}
+
+#[test]
+fn clangxx_mpich_two_ranks_two_threads() {
+    with_mpi(MPICH, Lang::Clangxx, 2, 2);
 }

@@ -68,6 +68,14 @@ pub struct ThreadTimes {
     pub mpi_ns: u64,
     /// In I/O calls outside MPI.
     pub io_ns: u64,
+    /// On a CPU, by the kernel's count (`cpu.ranks[rank].threads`), over
+    /// the thread's life as the probe read it, not only the window; 0 when
+    /// the probe did not read its CPU.
+    #[serde(default)]
+    pub on_cpu_ns: u64,
+    /// Runnable but waiting for a CPU, as `on_cpu_ns`.
+    #[serde(default)]
+    pub runnable_wait_ns: u64,
 }
 
 /// The OpenMP part of the hybrid POP model, after DLB's TALP

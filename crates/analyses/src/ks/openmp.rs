@@ -435,9 +435,22 @@ impl Analysis for OpenMpTimes {
             return;
         }
         out.threads = ranks.iter().map(|r| r.times()).collect();
+        cpu_times(out);
         regions(cx, ranks, out);
         waits(ranks, out);
         efficiency(cx, ranks, out);
+    }
+}
+
+/// Each thread's time on a CPU and waiting for one, from the CPU
+/// availability (`ks/cpu.rs`, folded before this), which numbers threads
+/// as these are numbered.
+fn cpu_times(out: &mut Program) {
+    for (threads, cpu) in out.threads.iter_mut().zip(&out.cpu.ranks) {
+        for (t, c) in threads.iter_mut().zip(&cpu.threads) {
+            t.on_cpu_ns = c.on_cpu_ns;
+            t.runnable_wait_ns = c.runnable_wait_ns;
+        }
     }
 }
 

@@ -134,6 +134,19 @@ pub fn counted_run_on(
     hark_args: &[&str],
     command: &[String],
 ) -> (std::process::Output, std::path::PathBuf) {
+    counted_run_env(mpi, dir, name, hark_args, command, &[])
+}
+
+/// [`counted_run_on`] with `env` set for `hark run` (and so, `HARK_*`, for
+/// the probes).
+pub fn counted_run_env(
+    mpi: Mpi,
+    dir: &Path,
+    name: &str,
+    hark_args: &[&str],
+    command: &[String],
+    env: &[(&str, &str)],
+) -> (std::process::Output, std::path::PathBuf) {
     let counts = dir.join(counts_of(name));
     std::fs::create_dir_all(&counts).unwrap();
     probe();
@@ -146,7 +159,8 @@ pub fn counted_run_on(
         .arg(&run_dir)
         .args(hark_args)
         .arg("--")
-        .args(command);
+        .args(command)
+        .envs(env.iter().copied());
     mpi_env(&mut cmd);
     (cmd.output_within().unwrap(), run_dir)
 }

@@ -460,18 +460,8 @@ pub fn matrix(v: &serde_json::Value) -> Vec<Vec<u64>> {
 /// What each thread of `tests/programs/omp_imbalance.c` said of itself
 /// on stdout: (rank, thread, work ns, barrier ns).
 pub fn omp_imbalance_threads(stdout: &str) -> Vec<(usize, i64, u64, u64)> {
-    stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("thread "))
-        .map(|l| {
-            let v: Vec<&str> = l.split_whitespace().collect();
-            (
-                v[0].parse().unwrap(),
-                v[1].parse().unwrap(),
-                v[2].parse().unwrap(),
-                v[3].parse().unwrap(),
-            )
-        })
+    (thread_reports(stdout, "thread").into_iter())
+        .map(|(r, t, v)| (r, t, v[0] as u64, v[1] as u64))
         .collect()
 }
 
@@ -612,6 +602,28 @@ pub fn forwarder_field(line: &str, key: &str) -> u64 {
         .find_map(|f| f.strip_prefix(&format!("{key}=")))
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no {key} in {line}"))
+}
+
+/// What a test program printed of each of its threads, one line
+/// `<prefix> <rank> <thread> <value>...` each: (rank, thread, values).
+pub fn thread_reports(stdout: &str, prefix: &str) -> Vec<(usize, i64, Vec<f64>)> {
+    let bad = |l: &str| -> ! { panic!("a bad line from the program: {prefix} {l}") };
+    (stdout.lines())
+        .filter_map(|l| l.strip_prefix(prefix)?.strip_prefix(' '))
+        .map(|l| {
+            let mut v = l.split_whitespace();
+            let rank = v
+                .next()
+                .and_then(|x| x.parse().ok())
+                .unwrap_or_else(|| bad(l));
+            let thread = v
+                .next()
+                .and_then(|x| x.parse().ok())
+                .unwrap_or_else(|| bad(l));
+            let values = v.map(|x| x.parse().unwrap_or_else(|_| bad(l))).collect();
+            (rank, thread, values)
+        })
+        .collect()
 }
 
 /// The connections the forwarders of `lines` made into hark to align

@@ -45,6 +45,8 @@ static const char *names[NFUNC] = {
     "MPI_Session_get_num_psets", "MPI_Session_get_nth_pset", "MPI_Session_get_info",
     "MPI_Session_get_pset_info", "MPI_Group_from_session_pset", "MPI_Comm_create_from_group"};
 static unsigned long long calls[NFUNC], bytes[NFUNC];
+/* Atomic: under MPI_THREAD_MULTIPLE threads call MPI at once. */
+#define ADD(counter, v) __atomic_fetch_add(&(counter), (v), __ATOMIC_RELAXED)
 
 static void *next(const char *name) {
     void *p = dlsym(RTLD_NEXT, name);
@@ -65,7 +67,7 @@ static unsigned long long size_of(int count, MPI_Datatype t) {
 #define FORWARD(idx, type, name, args)           \
     static type real = 0;                        \
     if (!real) real = (type)next(name);          \
-    calls[idx]++;                                \
+    ADD(calls[idx], 1);                          \
     return real args;
 
 typedef int (*send_t)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
@@ -74,19 +76,19 @@ typedef int (*recv_t)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status 
 typedef int (*irecv_t)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
 
 int MPI_Send(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm) {
-    if (d != MPI_PROC_NULL) bytes[SEND] += size_of(c, t);
+    if (d != MPI_PROC_NULL) ADD(bytes[SEND], size_of(c, t));
     FORWARD(SEND, send_t, "MPI_Send", (b, c, t, d, tag, comm))
 }
 int MPI_Ssend(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm) {
-    if (d != MPI_PROC_NULL) bytes[SSEND] += size_of(c, t);
+    if (d != MPI_PROC_NULL) ADD(bytes[SSEND], size_of(c, t));
     FORWARD(SSEND, send_t, "MPI_Ssend", (b, c, t, d, tag, comm))
 }
 int MPI_Rsend(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm) {
-    if (d != MPI_PROC_NULL) bytes[RSEND] += size_of(c, t);
+    if (d != MPI_PROC_NULL) ADD(bytes[RSEND], size_of(c, t));
     FORWARD(RSEND, send_t, "MPI_Rsend", (b, c, t, d, tag, comm))
 }
 int MPI_Isend(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm, MPI_Request *r) {
-    if (d != MPI_PROC_NULL) bytes[ISEND] += size_of(c, t);
+    if (d != MPI_PROC_NULL) ADD(bytes[ISEND], size_of(c, t));
     FORWARD(ISEND, isend_t, "MPI_Isend", (b, c, t, d, tag, comm, r))
 }
 int MPI_Recv(void *b, int c, MPI_Datatype t, int s, int tag, MPI_Comm comm, MPI_Status *st) {
@@ -99,7 +101,7 @@ typedef int (*sendrecv_t)(const void *, int, MPI_Datatype, int, int, void *, int
                           int, int, MPI_Comm, MPI_Status *);
 int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int d, int stag, void *rb, int rc,
                  MPI_Datatype rt, int s, int rtag, MPI_Comm comm, MPI_Status *status) {
-    if (d != MPI_PROC_NULL) bytes[SENDRECV] += size_of(sc, st);
+    if (d != MPI_PROC_NULL) ADD(bytes[SENDRECV], size_of(sc, st));
     FORWARD(SENDRECV, sendrecv_t, "MPI_Sendrecv", (sb, sc, st, d, stag, rb, rc, rt, s, rtag, comm, status))
 }
 typedef int (*wait_t)(MPI_Request *, MPI_Status *);
@@ -154,39 +156,39 @@ int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Dat
 
 typedef int (*put_t)(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win);
 int MPI_Put(const void *o, int oc, MPI_Datatype ot, int r, MPI_Aint d, int tc, MPI_Datatype tt, MPI_Win w) {
-    if (r != MPI_PROC_NULL) bytes[PUT] += size_of(oc, ot);
+    if (r != MPI_PROC_NULL) ADD(bytes[PUT], size_of(oc, ot));
     FORWARD(PUT, put_t, "MPI_Put", (o, oc, ot, r, d, tc, tt, w))
 }
 typedef int (*get_t)(void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win);
 int MPI_Get(void *o, int oc, MPI_Datatype ot, int r, MPI_Aint d, int tc, MPI_Datatype tt, MPI_Win w) {
-    if (r != MPI_PROC_NULL) bytes[GET] += size_of(oc, ot);
+    if (r != MPI_PROC_NULL) ADD(bytes[GET], size_of(oc, ot));
     FORWARD(GET, get_t, "MPI_Get", (o, oc, ot, r, d, tc, tt, w))
 }
 typedef int (*accumulate_t)(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype,
                             MPI_Op, MPI_Win);
 int MPI_Accumulate(const void *o, int oc, MPI_Datatype ot, int r, MPI_Aint d, int tc,
                    MPI_Datatype tt, MPI_Op op, MPI_Win w) {
-    if (r != MPI_PROC_NULL) bytes[ACCUMULATE] += size_of(oc, ot);
+    if (r != MPI_PROC_NULL) ADD(bytes[ACCUMULATE], size_of(oc, ot));
     FORWARD(ACCUMULATE, accumulate_t, "MPI_Accumulate", (o, oc, ot, r, d, tc, tt, op, w))
 }
 typedef int (*get_accumulate_t)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int,
                                 MPI_Aint, int, MPI_Datatype, MPI_Op, MPI_Win);
 int MPI_Get_accumulate(const void *o, int oc, MPI_Datatype ot, void *res, int rc, MPI_Datatype rt,
                        int r, MPI_Aint d, int tc, MPI_Datatype tt, MPI_Op op, MPI_Win w) {
-    if (r != MPI_PROC_NULL) bytes[GET_ACCUMULATE] += size_of(rc, rt);
+    if (r != MPI_PROC_NULL) ADD(bytes[GET_ACCUMULATE], size_of(rc, rt));
     FORWARD(GET_ACCUMULATE, get_accumulate_t, "MPI_Get_accumulate",
             (o, oc, ot, res, rc, rt, r, d, tc, tt, op, w))
 }
 typedef int (*fetch_and_op_t)(const void *, void *, MPI_Datatype, int, MPI_Aint, MPI_Op, MPI_Win);
 int MPI_Fetch_and_op(const void *o, void *res, MPI_Datatype t, int r, MPI_Aint d, MPI_Op op, MPI_Win w) {
-    if (r != MPI_PROC_NULL) bytes[FETCH_AND_OP] += size_of(1, t);
+    if (r != MPI_PROC_NULL) ADD(bytes[FETCH_AND_OP], size_of(1, t));
     FORWARD(FETCH_AND_OP, fetch_and_op_t, "MPI_Fetch_and_op", (o, res, t, r, d, op, w))
 }
 typedef int (*compare_and_swap_t)(const void *, const void *, void *, MPI_Datatype, int, MPI_Aint,
                                   MPI_Win);
 int MPI_Compare_and_swap(const void *o, const void *c, void *res, MPI_Datatype t, int r, MPI_Aint d,
                          MPI_Win w) {
-    if (r != MPI_PROC_NULL) bytes[COMPARE_AND_SWAP] += size_of(1, t);
+    if (r != MPI_PROC_NULL) ADD(bytes[COMPARE_AND_SWAP], size_of(1, t));
     FORWARD(COMPARE_AND_SWAP, compare_and_swap_t, "MPI_Compare_and_swap", (o, c, res, t, r, d, w))
 }
 
@@ -212,7 +214,7 @@ static int npsends;
 typedef int (*start_t)(MPI_Request *);
 int MPI_Start(MPI_Request *r) {
     for (int i = 0; i < npsends; i++)
-        if (psends[i].r == *r) bytes[PSEND_INIT] += psends[i].bytes;
+        if (psends[i].r == *r) ADD(bytes[PSEND_INIT], psends[i].bytes);
     FORWARD(START, start_t, "MPI_Start", (r))
 }
 /* Not counted: only forgets a freed partitioned send, whose handle MPI
@@ -227,7 +229,7 @@ int MPI_Request_free(MPI_Request *r) {
 }
 typedef int (*send_c_t)(const void *, MPI_Count, MPI_Datatype, int, int, MPI_Comm);
 int MPI_Send_c(const void *b, MPI_Count c, MPI_Datatype t, int d, int tag, MPI_Comm comm) {
-    if (d != MPI_PROC_NULL) bytes[SEND_C] += size_of_c(c, t);
+    if (d != MPI_PROC_NULL) ADD(bytes[SEND_C], size_of_c(c, t));
     FORWARD(SEND_C, send_c_t, "MPI_Send_c", (b, c, t, d, tag, comm))
 }
 typedef int (*recv_c_t)(void *, MPI_Count, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
@@ -237,7 +239,7 @@ int MPI_Recv_c(void *b, MPI_Count c, MPI_Datatype t, int s, int tag, MPI_Comm co
 typedef int (*isend_c_t)(const void *, MPI_Count, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
 int MPI_Isend_c(const void *b, MPI_Count c, MPI_Datatype t, int d, int tag, MPI_Comm comm,
                 MPI_Request *r) {
-    if (d != MPI_PROC_NULL) bytes[ISEND_C] += size_of_c(c, t);
+    if (d != MPI_PROC_NULL) ADD(bytes[ISEND_C], size_of_c(c, t));
     FORWARD(ISEND_C, isend_c_t, "MPI_Isend_c", (b, c, t, d, tag, comm, r))
 }
 typedef int (*irecv_c_t)(void *, MPI_Count, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
@@ -248,7 +250,7 @@ typedef int (*sendrecv_c_t)(const void *, MPI_Count, MPI_Datatype, int, int, voi
                             MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
 int MPI_Sendrecv_c(const void *sb, MPI_Count sc, MPI_Datatype st, int d, int stag, void *rb,
                    MPI_Count rc, MPI_Datatype rt, int s, int rtag, MPI_Comm comm, MPI_Status *status) {
-    if (d != MPI_PROC_NULL) bytes[SENDRECV_C] += size_of_c(sc, st);
+    if (d != MPI_PROC_NULL) ADD(bytes[SENDRECV_C], size_of_c(sc, st));
     FORWARD(SENDRECV_C, sendrecv_c_t, "MPI_Sendrecv_c",
             (sb, sc, st, d, stag, rb, rc, rt, s, rtag, comm, status))
 }
@@ -266,7 +268,7 @@ int MPI_Psend_init(const void *b, int parts, MPI_Count c, MPI_Datatype t, int d,
                    MPI_Comm comm, MPI_Info info, MPI_Request *r) {
     static psend_init_t real = 0;
     if (!real) real = (psend_init_t)next("MPI_Psend_init");
-    calls[PSEND_INIT]++;
+    ADD(calls[PSEND_INIT], 1);
     int rc = real(b, parts, c, t, d, tag, comm, info, r);
     if (rc == MPI_SUCCESS && npsends < 64 && d != MPI_PROC_NULL) {
         psends[npsends].r = *r;
@@ -392,7 +394,7 @@ int MPI_Finalize(void) {
 #define FFORWARD(idx, type, name, args)          \
     static type real = 0;                        \
     if (!real) real = (type)next(name);          \
-    calls[idx]++;                                \
+    ADD(calls[idx], 1);                          \
     real args;
 
 static unsigned long long f_size_of(const MPI_Fint *count, const MPI_Fint *type) {
@@ -403,19 +405,19 @@ typedef void (*f_send_t)(const void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_F
                          MPI_Fint *);
 void mpi_send_(const void *b, MPI_Fint *c, MPI_Fint *t, MPI_Fint *d, MPI_Fint *tag, MPI_Fint *comm,
                MPI_Fint *e) {
-    if (*d != MPI_PROC_NULL) bytes[SEND] += f_size_of(c, t);
+    if (*d != MPI_PROC_NULL) ADD(bytes[SEND], f_size_of(c, t));
     FFORWARD(SEND, f_send_t, "mpi_send_", (b, c, t, d, tag, comm, e))
 }
 void mpi_rsend_(const void *b, MPI_Fint *c, MPI_Fint *t, MPI_Fint *d, MPI_Fint *tag,
                 MPI_Fint *comm, MPI_Fint *e) {
-    if (*d != MPI_PROC_NULL) bytes[RSEND] += f_size_of(c, t);
+    if (*d != MPI_PROC_NULL) ADD(bytes[RSEND], f_size_of(c, t));
     FFORWARD(RSEND, f_send_t, "mpi_rsend_", (b, c, t, d, tag, comm, e))
 }
 typedef void (*f_isend_t)(const void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
                           MPI_Fint *, MPI_Fint *, MPI_Fint *);
 void mpi_isend_(const void *b, MPI_Fint *c, MPI_Fint *t, MPI_Fint *d, MPI_Fint *tag,
                 MPI_Fint *comm, MPI_Fint *r, MPI_Fint *e) {
-    if (*d != MPI_PROC_NULL) bytes[ISEND] += f_size_of(c, t);
+    if (*d != MPI_PROC_NULL) ADD(bytes[ISEND], f_size_of(c, t));
     FFORWARD(ISEND, f_isend_t, "mpi_isend_", (b, c, t, d, tag, comm, r, e))
 }
 typedef void (*f_recv_t)(void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,

@@ -1,19 +1,30 @@
-//! CPU availability: did the process have a CPU?
+//! CPU availability: did each of the process's threads have a CPU?
 //!
 //! The shipping thread reads, every `HARK_CPU_MS` and once more when the
-//! stream ends, the main thread's counters from `/proc/self/task/<pid>`:
-//! `schedstat` (ns on a CPU, ns runnable but waiting for one) and `sched`
-//! (ns on a CPU, migrations, voluntary and involuntary switches). What
-//! changed since the last reading goes to the server as one
-//! [`op::CPU_TASK`] event. Nothing here runs on a program's thread while it
+//! stream ends, each measured thread's counters from
+//! `/proc/self/task/<tid>`: `schedstat` (ns on a CPU, ns runnable but
+//! waiting for one) and `sched` (ns on a CPU, migrations, voluntary and
+//! involuntary switches). What changed since the last reading goes to the
+//! server as one [`op::CPU_TASK`] event per thread, numbered as the
+//! thread's events are. Nothing here runs on a program's thread while it
 //! works: the hot path never sees it.
 //!
-//! The files are opened once, when the stream starts on a program's thread,
+//! The files are opened on the thread they describe, never on the shipper,
 //! and moved to high descriptor numbers: the shipper itself opens nothing
 //! while the program runs (a descriptor it opened could take a number the
 //! program just freed to reuse; `the_probe_s_threads_open_no_file_while_the_program_runs`).
-//! So only the main thread, where an MPI rank computes, is read: threads
-//! the program starts later would need files opened on the shipper.
+//! The main thread's are opened as the stream starts; any other thread's
+//! when it first records (`local::register`, the cold path of its first
+//! event), and handed to the shipper through [`Joining`]. A thread's first
+//! reading counts from its start (the kernel's counters start at zero with
+//! the thread); the main thread's from the stream's start. A thread that
+//! ends takes its last reading and closes its files itself
+//! ([`Sampler::ended`]); one that ends unseen is dropped when its files
+//! answer `ESRCH`.
+//!
+//! At most [`MAX_THREADS`] threads of a process are read, and only while
+//! their descriptors fit above the program's (`move_out_of_the_way`); the
+//! probe says once on stderr when it skips one.
 //!
 //! Kernels without `schedstat` (no `CONFIG_SCHEDSTATS`) give no waiting
 //! time; the event then says so (`extra` is `EXTRA_NONE`) and the server
@@ -23,7 +34,12 @@
 
 use hark_wire::{op, Event, EXTRA_NONE};
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use zerocopy::little_endian::{I32, U16, U32, U64};
+
+/// Threads read per process, the main one included.
+pub(crate) const MAX_THREADS: usize = 256;
 
 /// One thread's counters at one reading.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -35,7 +51,7 @@ struct Reading {
     migrations: u64,
 }
 
-/// The main thread's files, opened once (-1 for one the kernel lacks).
+/// One thread's files, opened once on it (-1 for one the kernel lacks).
 #[derive(Clone, Copy)]
 struct Files {
     schedstat: RawFd,
@@ -43,9 +59,27 @@ struct Files {
     status: RawFd,
 }
 
-/// The sampler's memory between readings.
-pub(crate) struct Sampler {
-    files: Option<Files>,
+impl Files {
+    fn close(&self) {
+        for fd in [self.schedstat, self.sched, self.status] {
+            if fd >= 0 {
+                // SAFETY: the descriptor is ours and closed once; the raw
+                // system call bypasses the probe's `close` wrapper.
+                unsafe { libc::syscall(libc::SYS_close, fd) };
+            }
+        }
+    }
+}
+
+/// One measured thread.
+pub(crate) struct Thread {
+    /// Its number in the stream (`Event::thread`).
+    number: u16,
+    /// Its kernel id.
+    tid: i32,
+    /// Whether it is the main thread.
+    main: bool,
+    files: Files,
     last: Option<Reading>,
     /// The timestamp (`clock::stamp`) of the last reading.
     last_stamp: u64,
@@ -53,52 +87,204 @@ pub(crate) struct Sampler {
     undo: Option<(Option<Reading>, u64)>,
 }
 
+/// Threads that opened their files and wait for the shipper to take them
+/// (a short lock: the reading itself holds the [`Sampler`]'s).
+pub(crate) struct Joining {
+    threads: Mutex<Vec<Thread>>,
+    /// Threads opened so far, for [`MAX_THREADS`].
+    opened: AtomicUsize,
+    /// The main thread's number once it recorded ([`NO_NUMBER`] before):
+    /// an atomic, so that it never waits for a reading.
+    main: AtomicU32,
+}
+
+const NO_NUMBER: u32 = u32::MAX;
+
+impl Joining {
+    pub(crate) fn new() -> Joining {
+        Joining {
+            threads: Mutex::new(Vec::new()),
+            opened: AtomicUsize::new(0),
+            main: AtomicU32::new(NO_NUMBER),
+        }
+    }
+
+    /// The main thread first recorded as thread `number`: its readings
+    /// carry that number from the next one on.
+    pub(crate) fn main_is(&self, number: u16) {
+        self.main.store(number as u32, Ordering::Relaxed);
+    }
+
+    /// On a program's thread other than the main one, as it first records:
+    /// opens its files and queues them; when it is not read (too many
+    /// threads, or no room for high descriptors), why, for the caller to say.
+    pub(crate) fn open_this_thread(&self, number: u16, stamp: u64) -> Result<(), String> {
+        if self.opened.fetch_add(1, Ordering::Relaxed) >= MAX_THREADS {
+            return Err(format!(
+                "more than {MAX_THREADS} threads in this process; the CPU availability of the \
+                 others is not read"
+            ));
+        }
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let Some(files) = open_files(tid, true) else {
+            return Err(format!(
+                "no room for the descriptors of thread {tid}'s CPU counters above the program's \
+                 (raise `ulimit -n`); its CPU availability and that of later threads may be missing"
+            ));
+        };
+        let t = Thread {
+            number,
+            tid,
+            main: false,
+            files,
+            // Its counters started at zero with the thread.
+            last: None,
+            last_stamp: stamp,
+            undo: None,
+        };
+        hark_sync::lock(&self.threads).push(t);
+        Ok(())
+    }
+}
+
+/// The sampler's memory between readings.
+pub(crate) struct Sampler {
+    threads: Vec<Thread>,
+}
+
 impl Sampler {
     /// A sampler that has opened and read nothing yet.
     pub(crate) fn new() -> Sampler {
         Sampler {
-            files: None,
-            last: None,
-            last_stamp: 0,
-            undo: None,
+            threads: Vec::new(),
         }
     }
 
     /// Opens the main thread's files, on a program's thread as the stream
     /// starts (module doc), and takes the baseline reading at `stamp`.
-    pub(crate) fn open(&mut self, stamp: u64) {
+    pub(crate) fn open(&mut self, joining: &Joining, stamp: u64) {
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() };
-        let base = format!("/proc/self/task/{pid}");
-        let files = Files {
-            schedstat: open_high(&format!("{base}/schedstat")),
-            sched: open_high(&format!("{base}/sched")),
-            status: open_high(&format!("{base}/status")),
+        let Some(files) = open_files(pid, false) else {
+            return;
         };
-        self.files = Some(files);
-        self.last = read(&files);
-        self.last_stamp = stamp;
+        joining.opened.fetch_add(1, Ordering::Relaxed);
+        self.threads.push(Thread {
+            number: 0,
+            tid: pid,
+            main: true,
+            files,
+            last: read(&files),
+            last_stamp: stamp,
+            undo: None,
+        });
     }
 
-    /// Reads the counters and returns what changed since the last reading
-    /// as one event over `[last, stamp]`; none before [`Sampler::open`] or
-    /// when the kernel gives nothing.
-    pub(crate) fn sample(&mut self, stamp: u64) -> Option<Event> {
-        let files = self.files?;
-        let now = read(&files)?;
+    /// Takes the threads that opened their files since the last reading,
+    /// and the main thread's number.
+    pub(crate) fn take_joining(&mut self, joining: &Joining) {
+        self.threads.append(&mut hark_sync::lock(&joining.threads));
+        let main = joining.main.load(Ordering::Relaxed);
+        if main != NO_NUMBER {
+            if let Some(t) = self.threads.iter_mut().find(|t| t.main) {
+                t.number = main as u16;
+            }
+        }
+    }
+
+    /// Reads every thread's counters and appends to `out` what changed
+    /// since the last reading, one event over `[last, stamp]` per thread.
+    /// A thread that is gone is dropped and its files closed.
+    pub(crate) fn sample(&mut self, stamp: u64, out: &mut Vec<Event>) {
+        self.threads.retain_mut(|t| {
+            t.undo = None;
+            let Some(now) = read(&t.files) else {
+                if gone(&t.files) {
+                    t.files.close();
+                    return false;
+                }
+                return true;
+            };
+            out.push(t.advance(now, stamp));
+            true
+        });
+    }
+
+    /// Forgets the last readings but the first `sent` events of the last
+    /// [`Sampler::sample`] (the rest could not be sent): the next ones
+    /// cover their time.
+    pub(crate) fn unread(&mut self, sent: usize) {
+        let read = self.threads.iter_mut().filter(|t| t.undo.is_some());
+        for t in read.skip(sent) {
+            if let Some((last, stamp)) = t.undo.take() {
+                (t.last, t.last_stamp) = (last, stamp);
+            }
+        }
+    }
+
+    /// On thread `tid` as it ends: its last reading, if it is read, and
+    /// its files closed.
+    pub(crate) fn ended(&mut self, joining: &Joining, tid: i32, stamp: u64) -> Option<Event> {
+        self.take_joining(joining);
+        let i = self.threads.iter().position(|t| t.tid == tid)?;
+        let mut t = self.threads.swap_remove(i);
+        let ev = read(&t.files).map(|now| t.advance(now, stamp));
+        t.files.close();
+        ev
+    }
+}
+
+impl Thread {
+    /// The event from the last reading to `now`, taken at `stamp`.
+    fn advance(&mut self, now: Reading, stamp: u64) -> Event {
         let before = self.last.replace(now);
         self.undo = Some((before, self.last_stamp));
         let from = std::mem::replace(&mut self.last_stamp, stamp);
-        Some(event(0, from, stamp, &before.unwrap_or_default(), &now))
+        event(self.number, from, stamp, &before.unwrap_or_default(), &now)
     }
+}
 
-    /// Forgets the last reading (it could not be sent): the next one
-    /// covers its time.
-    pub(crate) fn unread(&mut self) {
-        if let Some((last, stamp)) = self.undo.take() {
-            (self.last, self.last_stamp) = (last, stamp);
-        }
+/// Opens thread `tid`'s files at high descriptor numbers; `None` if none
+/// could be opened, or (`high_only`) one could not be moved high. `status`
+/// only when `sched` is missing: it gives the switches `sched` would.
+fn open_files(tid: i32, high_only: bool) -> Option<Files> {
+    let base = format!("/proc/self/task/{tid}");
+    let schedstat = open_high(&format!("{base}/schedstat"));
+    let sched = open_high(&format!("{base}/sched"));
+    let status = if sched < 0 {
+        open_high(&format!("{base}/status"))
+    } else {
+        -1
+    };
+    let files = Files {
+        schedstat,
+        sched,
+        status,
+    };
+    let fds = [schedstat, sched, status];
+    let low = fds
+        .iter()
+        .any(|&fd| fd >= 0 && fd < crate::ship::transport::high_floor());
+    if fds.iter().all(|&fd| fd < 0) || (high_only && low) {
+        files.close();
+        return None;
     }
+    Some(files)
+}
+
+/// Whether the thread whose files these are has ended (`ESRCH`).
+fn gone(files: &Files) -> bool {
+    let fd = [files.schedstat, files.sched, files.status]
+        .into_iter()
+        .find(|&fd| fd >= 0);
+    let Some(fd) = fd else {
+        return true;
+    };
+    let mut b = [0u8; 1];
+    // SAFETY: `b` is valid for one byte; `fd` is ours.
+    let n = unsafe { libc::pread(fd, b.as_mut_ptr().cast(), 1, 0) };
+    n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
 }
 
 /// Opens `path` read-only, bypassing the probe's own wrappers, at a high
@@ -262,12 +448,78 @@ mod tests {
 
     #[test]
     fn the_main_thread_is_read_between_two_readings() {
-        let mut s = Sampler::new();
-        assert!(s.sample(1).is_none(), "nothing before the files are open");
-        s.open(1);
-        let e = s
-            .sample(2)
+        let (mut s, j) = (Sampler::new(), Joining::new());
+        let mut out = Vec::new();
+        s.sample(1, &mut out);
+        assert!(out.is_empty(), "nothing before the files are open");
+        s.open(&j, 1);
+        s.sample(2, &mut out);
+        let e = out
+            .first()
             .expect("a reading (the kernel has `sched` or `schedstat`)");
         assert_eq!((e.op(), e.start.get(), e.end.get()), (op::CPU_TASK, 1, 2));
+    }
+
+    #[test]
+    fn a_thread_is_read_from_its_start_until_it_ends() {
+        let (mut s, j) = (Sampler::new(), Joining::new());
+        let (tid, spun) = std::thread::scope(|sc| {
+            sc.spawn(|| {
+                j.open_this_thread(7, 10).expect("files for this thread");
+                let t0 = std::time::Instant::now();
+                while t0.elapsed() < std::time::Duration::from_millis(30) {
+                    std::hint::black_box(0);
+                }
+                let own = crate::core::clock::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+                // SAFETY: gettid has no preconditions.
+                let tid = unsafe { libc::gettid() };
+                let ev = s.ended(&j, tid, 20).expect("its last reading");
+                (tid, (ev, own))
+            })
+            .join()
+            .unwrap()
+        });
+        let (ev, own) = spun;
+        assert_eq!((ev.thread.get(), ev.start.get(), ev.end.get()), (7, 10, 20));
+        let run = ev.bytes.get();
+        assert!(
+            run.abs_diff(own) <= own / 20 + 2_000_000,
+            "thread {tid}: {run} ns on a CPU by the kernel, {own} ns by its own clock"
+        );
+        let mut out = Vec::new();
+        s.sample(30, &mut out);
+        assert!(
+            out.iter().all(|e| e.thread.get() != 7),
+            "an ended thread is read no more"
+        );
+    }
+
+    #[test]
+    fn threads_past_the_bound_are_not_read_and_say_so() {
+        let j = Joining::new();
+        j.opened.store(MAX_THREADS, Ordering::Relaxed);
+        let e = std::thread::scope(|sc| sc.spawn(|| j.open_this_thread(1, 1)).join().unwrap());
+        let e = e.expect_err("the 257th thread is not read");
+        assert!(e.contains("more than 256 threads"), "{e}");
+        assert!(hark_sync::lock(&j.threads).is_empty());
+    }
+
+    #[test]
+    fn a_thread_gone_unseen_is_dropped_at_the_next_reading() {
+        let (mut s, j) = (Sampler::new(), Joining::new());
+        std::thread::scope(|sc| {
+            sc.spawn(|| j.open_this_thread(3, 1).expect("files for this thread"));
+        });
+        s.take_joining(&j);
+        assert_eq!(s.threads.len(), 1);
+        // The kernel forgets a joined thread a moment after `join` returns.
+        for _ in 0..100 {
+            s.sample(2, &mut Vec::new());
+            if s.threads.is_empty() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("a thread that ended is still read a second later");
     }
 }

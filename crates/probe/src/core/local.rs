@@ -313,6 +313,7 @@ fn register(stream: &'static Stream) -> *const Slot {
         }))
     });
     with_local(|l| l.slot.set(slot));
+    stream.open_thread_cpu(slot.thread);
     // Fails only while the thread is being torn down; its buffer then waits
     // in the registry for `finish`.
     let _ = EXIT_FLUSH.try_with(|_| ());
@@ -439,7 +440,9 @@ fn flush_this_thread() {
         return;
     }
     // SAFETY: slots are leaked.
-    take(unsafe { &*slot });
+    let slot = unsafe { &*slot };
+    take(slot);
+    slot.stream.end_thread_cpu();
 }
 
 /// In a forked child: this thread's slot belongs to the parent's stream.

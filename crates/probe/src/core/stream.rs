@@ -17,7 +17,7 @@ use hark_wire::{Def, EndReason, Hello};
 
 use super::config::{self, Config, Shm};
 use super::counters;
-use super::cpu::Sampler;
+use super::cpu::{Joining, Sampler};
 use super::local::{self, Internal, Slot};
 use super::park::{self, Shipper};
 use super::sensors::{self, Sensors};
@@ -57,6 +57,8 @@ pub(crate) struct Stream {
     /// The node's sensors (`sensors.rs`), read by the shipper when this
     /// process is its node's sampler.
     sensors: Mutex<Sensors>,
+    /// Threads' CPU files opened on them, for the shipper to take.
+    cpu_joining: Joining,
     /// The node's forwarder's socket, when the stream goes through it: the
     /// clock's ping-pongs go there too (`ship::ping`), not to `hark`.
     pub forwarder: std::sync::OnceLock<String>,
@@ -147,6 +149,7 @@ fn install(cfg: Config, parent: u32, job: String) -> &'static Stream {
         job,
         cpu: Mutex::new(Sampler::new()),
         sensors: Mutex::new(Sensors::new()),
+        cpu_joining: Joining::new(),
         forwarder: std::sync::OnceLock::new(),
         counters: std::sync::OnceLock::new(),
         slicer: Mutex::new(counters::Slicer::new()),
@@ -389,7 +392,41 @@ impl Stream {
     /// the CPU readings come from (`cpu.rs`) and takes the baseline.
     fn open_cpu_files(&self) {
         if self.cfg.cpu_every.is_some() {
-            hark_sync::lock(&self.cpu).open(clock::stamp());
+            hark_sync::lock(&self.cpu).open(&self.cpu_joining, clock::stamp());
+        }
+    }
+
+    /// On a program's thread as it first records, as thread `number`
+    /// (`local::register`): the main thread's readings take its number;
+    /// any other thread opens its own CPU files (`cpu.rs`).
+    pub(crate) fn open_thread_cpu(&self, number: u16) {
+        if self.cfg.cpu_every.is_none() {
+            return;
+        }
+        // SAFETY: gettid and getpid have no preconditions.
+        let (tid, pid) = unsafe { (libc::gettid(), libc::getpid()) };
+        if tid == pid {
+            // Never the sampler's lock: a shipper preempted while reading
+            // would hold this thread up.
+            self.cpu_joining.main_is(number);
+        } else if let Err(e) = self.cpu_joining.open_this_thread(number, clock::stamp()) {
+            warn_once("cpu-threads", &e);
+        }
+    }
+
+    /// On a program's thread as it ends: its last CPU reading, and its
+    /// files closed (`cpu.rs`).
+    pub(crate) fn end_thread_cpu(&self) {
+        if self.cfg.cpu_every.is_none() || !self.is_running() {
+            return;
+        }
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let mut s = hark_sync::lock(&self.cpu);
+        if let Some(ev) = s.ended(&self.cpu_joining, tid, clock::stamp()) {
+            // No free buffer: the thread's last stretch is lost, as a
+            // reading the shipper could not send would be.
+            let _ = self.ship.push_events(&[ev]);
         }
         // A child's stream is analysed apart from its program's ranks
         // (`docs/analyses.md`): its readings would not reach the nodes,
@@ -458,10 +495,10 @@ impl Stream {
         }
     }
 
-    /// Reads the main thread's CPU counters and queues what changed. A
-    /// lock held elsewhere (the other of shipper and `finish`) or no free
-    /// buffer skips a reading: the next one covers its time (at the end,
-    /// the readings stop at the last one sent).
+    /// Reads the threads' CPU counters and queues what changed. A lock
+    /// held elsewhere (the other of shipper and `finish`, or a thread
+    /// ending) or no free buffer skips a reading: the next one covers its
+    /// time (at the end, the readings stop at the last one sent).
     fn read_cpus(&self) {
         if self.cfg.cpu_every.is_none() {
             return;
@@ -469,10 +506,17 @@ impl Stream {
         let Ok(mut s) = self.cpu.try_lock() else {
             return;
         };
-        if let Some(ev) = s.sample(clock::stamp()) {
-            if !self.ship.push_events(&[ev]) {
-                s.unread();
+        s.take_joining(&self.cpu_joining);
+        let mut evs = Vec::new();
+        s.sample(clock::stamp(), &mut evs);
+        let fit = crate::ship::capacity(self.cfg.pack_size).max(1);
+        let mut sent = 0;
+        for c in evs.chunks(fit) {
+            if !self.ship.push_events(c) {
+                s.unread(sent);
+                break;
             }
+            sent += c.len();
         }
         drop(s);
         let Ok(mut c) = self.slicer.try_lock() else {

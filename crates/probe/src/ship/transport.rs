@@ -361,19 +361,26 @@ fn zeroed_sockaddr_un() -> libc::sockaddr_un {
     unsafe { std::mem::zeroed() }
 }
 
-/// Moves the socket to a high descriptor number, so that a program which
-/// `dup2`s onto small numbers (3, 4, ...) does not replace it by one of its
-/// own files. Keeps `fd` if no high number is free.
-pub(crate) fn move_out_of_the_way(fd: RawFd) -> RawFd {
+/// The lowest descriptor number [`move_out_of_the_way`] moves to: 64
+/// below the descriptor limit, or below 1024 when the limit is higher;
+/// 0 when the limit cannot be read.
+pub(crate) fn high_floor() -> RawFd {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: `lim` is a valid, writable rlimit.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return fd;
+        return 0;
     }
-    let target = (lim.rlim_cur.min(1024) as RawFd - 64).max(fd);
+    (lim.rlim_cur.min(1024) as RawFd - 64).max(0)
+}
+
+/// Moves the socket to a high descriptor number, so that a program which
+/// `dup2`s onto small numbers (3, 4, ...) does not replace it by one of its
+/// own files. Keeps `fd` if no high number is free.
+pub(crate) fn move_out_of_the_way(fd: RawFd) -> RawFd {
+    let target = high_floor().max(fd);
     if target <= fd {
         return fd;
     }
