@@ -111,6 +111,7 @@ fn tripping_run() -> Run {
                     omp_management_ns: if t == 0 { 15 * MS } else { 0 },
                     mpi_ns: 200 * MS,
                     io_ns: 3 * MS,
+                    ..ThreadTimes::default()
                 })
                 .collect()
         })
