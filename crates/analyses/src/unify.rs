@@ -772,7 +772,11 @@ impl Translation {
                     put(&mut self.files, *id, global)
                 }
                 Def::Name { id, kind, name } => {
-                    let global = unifier.intern_name(*kind, name);
+                    let resolved = match kind {
+                        NameKind::Construct => self.construct_name(name),
+                        _ => None,
+                    };
+                    let global = unifier.intern_name(*kind, resolved.as_deref().unwrap_or(name));
                     put(&mut self.names, *id, global)
                 }
                 Def::Object {
@@ -806,6 +810,22 @@ impl Translation {
                 self.ignored += 1;
             }
         }
+    }
+
+    /// The function an OpenMP construct named `object+0xoffset` by the
+    /// probe (no dynamic symbol held it) is in, by the object's full symbol
+    /// table and debug information; `None` when the name is not of that
+    /// form, no object of this process has that file name, or nothing
+    /// names the place.
+    fn construct_name(&self, name: &str) -> Option<String> {
+        let (file, offset) = name.rsplit_once("+0x")?;
+        let offset = u64::from_str_radix(offset, 16).ok()?;
+        let object = self
+            .objects
+            .iter()
+            .rev()
+            .find(|o| o.path.rsplit('/').next() == Some(file))?;
+        crate::names::function(&object.path, &object.build_id, offset)
     }
 
     /// Where absolute address `addr` of this process lies: in the latest

@@ -44,7 +44,9 @@ fn check(dir: &std::path::Path, command: Vec<String>, np: usize, threads: usize)
         p["openmp"]["regions"]
     );
     let region = p["openmp"]["regions"][0]["name"].as_str().unwrap();
-    assert!(!region.is_empty() && region != "?", "{report}");
+    // gcc's outlined function, a local symbol `dladdr` cannot see: named
+    // by `hark` from the program's symbol table.
+    assert_eq!(region, "main._omp_fn.0", "{report}");
     let first = (p["digest"].as_array().unwrap().iter())
         .find(|f| f["title"].as_str().unwrap().starts_with("OpenMP"))
         .unwrap_or_else(|| panic!("no OpenMP finding: {report}"));

@@ -95,8 +95,13 @@ pub(super) fn construct(f: usize) -> u32 {
     id
 }
 
-/// `symbol` or `file+0xoffset` for the code address `f`.
+/// `symbol` for the code address `f` when the dynamic symbols name it,
+/// else `file+0xoffset` with the offset from the object's load bias (a file
+/// address, the same in every rank), which `hark` resolves with the
+/// object's full symbol table (`main._omp_fn.0` is local to the program:
+/// `dladdr` does not see it). The object is sent first.
 fn symbol(f: usize) -> String {
+    let object = core::callsite::object_of(f as u64);
     // SAFETY: an all-zero Dl_info is a valid value to be filled in.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr only reads the address and fills `info`.
@@ -116,9 +121,15 @@ fn symbol(f: usize) -> String {
             format!("{s}+{off:#x}")
         };
     }
-    let file = cstr(info.dli_fname).unwrap_or_default();
-    let base = file.rsplit('/').next().unwrap_or("").to_string();
-    format!("{base}+{:#x}", f.saturating_sub(info.dli_fbase as usize))
+    let (file, base) = match object {
+        Some((path, bias)) => (path, bias as usize),
+        None => (
+            cstr(info.dli_fname).unwrap_or_default().into_owned(),
+            info.dli_fbase as usize,
+        ),
+    };
+    let name = file.rsplit('/').next().unwrap_or("");
+    format!("{name}+{:#x}", f.saturating_sub(base))
 }
 
 /// A team for `func` and `data`, if recording is on (`None`: run the

@@ -262,6 +262,30 @@ pub(crate) fn define_function(id: u32, addr: u64) {
     super::define_if_running(defs);
 }
 
+/// Sends the objects mapped since the last sent if `addr` lies outside
+/// them all, so that a name given by object and offset (an OpenMP
+/// construct's) can be resolved by `hark`; the object holding `addr`, as
+/// (file name, load bias), if there is one.
+pub(crate) fn object_of(addr: u64) -> Option<(String, u64)> {
+    let mut t = hark_sync::lock(&TABLE);
+    let mut defs = Vec::new();
+    if !t.objects.iter().any(|&(s, e)| (s..e).contains(&addr)) {
+        new_objects(&mut t, &mut defs);
+        super::define_if_running(defs);
+    }
+    drop(t);
+    objects().into_iter().find_map(|o| match o {
+        Def::Object {
+            path,
+            bias,
+            start,
+            size,
+            ..
+        } if (start..start.saturating_add(size)).contains(&addr) => Some((path, bias)),
+        _ => None,
+    })
+}
+
 /// Adds to `defs` every mapped object not sent before.
 fn new_objects(t: &mut Table, defs: &mut Vec<Def>) {
     for obj in objects() {
