@@ -359,14 +359,17 @@ fn counters(s: &mut String, p: &Program) {
 
 fn cpu_line(s: &mut String, p: &Program) {
     for h in &p.cpu.hosts {
-        let _ = writeln!(
+        let _ =
+            writeln!(
             s,
-            "   CPU on {}: {} {} had {:.1} CPUs between them and waited {:.1} % of their runnable time for one{}",
+            "   CPU on {}: {} {} had {:.1} CPUs{} and waited {:.1} % of {} runnable time for one{}",
             h.host,
             h.processes,
             plural(h.processes, "process", "processes"),
             h.cpus_used,
+            if h.processes == 1 { "" } else { " between them" },
             100.0 * h.wait_share,
+            if h.processes == 1 { "its" } else { "their" },
             if p.cpu.wait_measured { "" } else { " (estimated)" }
         );
     }

@@ -259,12 +259,21 @@ fn cpu_finding(p: &Program) -> Option<(Finding, bool)> {
     } else {
         " (estimated from context switches: this kernel keeps no scheduler statistics)"
     };
+    let who = match h.processes {
+        1 => "1 process".to_string(),
+        n => format!("{n} processes"),
+    };
+    let between = if h.processes == 1 {
+        ""
+    } else {
+        " between them"
+    };
     let mut detail = format!(
-        "{} processes on {} had {:.1} CPUs between them and waited {:.1} % of their time for a CPU ({} of {} runnable){estimated}",
-        h.processes,
+        "{who} on {} had {:.1} CPUs{between} and waited {:.1} % of {} time for a CPU ({} of {} runnable){estimated}",
         h.host,
         h.cpus_used,
         100.0 * h.wait_share,
+        if h.processes == 1 { "its" } else { "their" },
         duration(wait),
         duration(runnable)
     );
