@@ -415,6 +415,13 @@ impl Partial {
                     "MPI 4.0: {skipped} are timed and counted only: their messages and collectives are in no communication matrix, byte count or wait state (docs/mpi.md, \"MPI 4.0\")"
                 ));
             }
+            // One record cannot name the requests MPI_Startall starts.
+            let startall = p.mpi.get("MPI_Startall");
+            if startall.is_some_and(|f| f.calls.iter().any(|&c| c > 0)) {
+                p.diagnostics.push(
+                    "MPI_Startall: the persistent sends it starts are not matched with their receives, so their messages are in no wait state (the receives are counted; docs/mpi.md)".into(),
+                );
+            }
         }
         if let Some(first) = programs.first_mut() {
             let d = &mut first.diagnostics;
