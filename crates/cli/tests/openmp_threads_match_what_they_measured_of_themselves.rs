@@ -7,7 +7,9 @@
 //! (LLVM libomp, through OMPT), and as C++ (`omp_imbalance.cpp`, its region
 //! a lambda in a class template) with g++ and clang++, with and without MPI, at np 1 and 2 with 2 and 3
 //! threads on Open MPI and MPICH: every thread's `useful_ns` and
-//! `omp_barrier_ns` must be within max(5 %, 1 ms) of what it measured, and
+//! `omp_barrier_ns` must be within max(5 %, 1 ms) of what it measured (plus
+//! the time the kernel says the thread waited for a CPU: near nothing on a
+//! quiet machine), and
 //! the OpenMP load balance within 0.02 of the one computed from the
 //! program's own work and barrier times (with Hark's MPI, I/O and idle
 //! times, which the program does not measure). Compared with what
@@ -23,8 +25,12 @@ use common::*;
 const UNIT_MS: &str = "40";
 const ROUNDS: &str = "3";
 
-fn close(hark: f64, own: f64) -> bool {
-    (hark - own).abs() <= (0.05 * own).max(1e6)
+/// Within max(5 %, 1 ms), plus the time the thread waited for a CPU
+/// (`slack`, as the kernel measured it): a thread preempted between its own
+/// clock readings and the runtime's has that time counted differently by
+/// the two, and on a quiet machine it is about nothing.
+fn close(hark: f64, own: f64, slack: f64) -> bool {
+    (hark - own).abs() <= (0.05 * own).max(1e6) + slack
 }
 
 /// Runs `command` under Hark with `threads` OpenMP threads and checks
@@ -54,13 +60,14 @@ fn check(dir: &std::path::Path, command: Vec<String>, np: usize, threads: usize)
             .and_then(|ts| ts.iter().find(|x| x["omp_thread"] == t))
             .unwrap_or_else(|| panic!("no thread {t} of rank {rank}: {report}"));
         let f = |k: &str| hark[k].as_u64().unwrap() as f64;
+        let waited = hark["runnable_wait_ns"].as_u64().unwrap_or(0) as f64;
         assert!(
-            close(f("useful_ns"), work),
+            close(f("useful_ns"), work, waited),
             "rank {rank} thread {t}: useful {} against {work}: {report}",
             f("useful_ns")
         );
         assert!(
-            close(f("omp_barrier_ns"), barrier),
+            close(f("omp_barrier_ns"), barrier, waited),
             "rank {rank} thread {t}: barrier {} against {barrier}: {report}",
             f("omp_barrier_ns")
         );
