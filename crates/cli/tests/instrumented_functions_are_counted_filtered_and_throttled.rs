@@ -96,31 +96,61 @@ fn every_call_of_every_instrumented_function_is_a_region_call() {
     assert!(!diagnostics.contains("throttled"), "{diagnostics}");
 }
 
-#[test]
-fn a_filter_file_leaves_out_the_functions_it_names() {
+/// Calls by function name.
+type Counts = BTreeMap<String, u64>;
+
+/// The program's own counts and the profile's, run in scratch directory
+/// `tag` with the filter file `text` and no throttling; `None` without g++.
+fn filtered(tag: &str, text: &str) -> Option<(Scratch, Counts, Counts)> {
     if !have("g++") {
         eprintln!("skipped: no g++");
-        return;
+        return None;
     }
-    let dir = scratch("instrumented-filter");
+    let dir = scratch(tag);
     let filter = dir.join("filter.txt");
-    std::fs::write(
-        &filter,
+    std::fs::write(&filter, text).unwrap();
+    let args = ["--throttle", "off", "--filter", filter.to_str().unwrap()];
+    let (out, p, _) = run(&dir, &args, 50);
+    Some((dir, printed(&out.stdout), calls(&p)))
+}
+
+#[test]
+fn a_filter_file_leaves_out_the_functions_it_names() {
+    let Some((_dir, want, got)) = filtered(
+        "instrumented-filter",
         "# the hot one, by its demangled name, and one more by its mangled one\n\
          SCOREP_REGION_NAMES_BEGIN\n  EXCLUDE tiny*\n  EXCLUDE MANGLED _Z5outeri\nSCOREP_REGION_NAMES_END\n",
-    )
-    .unwrap();
-    let (out, p, _) = run(
-        &dir,
-        &["--throttle", "off", "--filter", filter.to_str().unwrap()],
-        50,
-    );
-    let want = printed(&out.stdout);
-    let got = calls(&p);
+    ) else {
+        return;
+    };
     assert_eq!(got.get("tiny"), None, "{got:?}");
     assert_eq!(got.get("outer"), None, "{got:?}");
     assert_eq!(got.get("middle"), want.get("middle"), "{got:?}");
     assert_eq!(got.get("main"), Some(&1), "{got:?}");
+}
+
+/// Score-P's source-file rules: the solver's method comes from
+/// `solver.cpp` (a `#line` in the program), and a file rule that excludes
+/// that file leaves it out, found by the debug information's file of each
+/// function; the functions of `instrumented.cpp` stay, counted in full.
+#[test]
+fn a_file_rule_leaves_out_the_functions_of_the_file_it_names() {
+    let Some((dir, want, got)) = filtered(
+        "instrumented-file-filter",
+        "SCOREP_FILE_NAMES_BEGIN\n  EXCLUDE */solver.cpp solver.cpp\nSCOREP_FILE_NAMES_END\n",
+    ) else {
+        return;
+    };
+    assert!(want["step"] > 0, "{want:?}");
+    assert_eq!(got.get("ns::Solver::step"), None, "{got:?}");
+    for f in ["outer", "middle", "tiny"] {
+        assert_eq!(got.get(f), want.get(f), "{f}: {got:?}");
+    }
+    assert_eq!(got.get("main"), Some(&1), "{got:?}");
+    // Without the filter the solver's method is there: the rule, not its
+    // absence, left it out.
+    let (_, p, _) = run(&dir, &["--throttle", "off"], 50);
+    assert_eq!(calls(&p).get("ns::Solver::step"), want.get("step"));
 }
 
 #[test]

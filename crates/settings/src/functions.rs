@@ -18,8 +18,15 @@
 //! (a function no rule matches is recorded). A pattern is a shell glob
 //! (`*`, `?`, `[a-z]`, `[!a-z]`) matched against the whole demangled name
 //! (`solve(int, double)`), or the mangled one after `MANGLED`. `#` starts a
-//! comment. Score-P's file blocks (`SCOREP_FILE_NAMES_BEGIN`) are refused:
-//! the probe knows a function's address and symbol, not its source file.
+//! comment.
+//!
+//! Source-file rules go in a `SCOREP_FILE_NAMES_BEGIN` ...
+//! `SCOREP_FILE_NAMES_END` block, as in Score-P: `EXCLUDE`/`INCLUDE` globs
+//! matched against the whole path of the file a function is defined in (as
+//! its debug information names it; `*/solver.cpp`), the last matching rule
+//! deciding. A function is left out when its file is or its name is. A
+//! function whose file is not known (no debug information) meets no file
+//! rule.
 //!
 //! ```
 //! use hark_settings::{Filter, Throttle};
@@ -41,7 +48,41 @@ pub struct Filter {
 struct Rule {
     include: bool,
     mangled: bool,
+    /// A source-file rule (else a region-name one).
+    file: bool,
     pattern: String,
+}
+
+/// Which kind of block a line is in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Block {
+    Regions,
+    Files,
+}
+
+impl Block {
+    fn begin(self) -> &'static str {
+        match self {
+            Block::Regions => "SCOREP_REGION_NAMES_BEGIN",
+            Block::Files => "SCOREP_FILE_NAMES_BEGIN",
+        }
+    }
+
+    fn end(self) -> &'static str {
+        match self {
+            Block::Regions => "SCOREP_REGION_NAMES_END",
+            Block::Files => "SCOREP_FILE_NAMES_END",
+        }
+    }
+
+    /// The block a begin or end word opens or closes, and whether it opens.
+    fn of(word: &str) -> Option<(Block, bool)> {
+        [Block::Regions, Block::Files].into_iter().find_map(|b| {
+            (word == b.begin())
+                .then_some((b, true))
+                .or_else(|| (word == b.end()).then_some((b, false)))
+        })
+    }
 }
 
 impl Filter {
@@ -58,40 +99,43 @@ impl Filter {
     /// what is wrong there.
     pub fn parse(text: &str) -> Result<Filter, (usize, String)> {
         let mut rules = Vec::new();
-        let mut inside = false;
+        // The block open, and the line it was opened on.
+        let mut inside: Option<(Block, usize)> = None;
         // The rule that later patterns on the following lines extend.
         let mut current: Option<(bool, bool)> = None;
-        let mut opened = 0;
         for (i, raw) in text.lines().enumerate() {
             let n = i + 1;
             let line = raw.split('#').next().unwrap_or("");
             let mut words = line.split_whitespace().peekable();
             while let Some(w) = words.next() {
+                if let Some((block, opens)) = Block::of(w) {
+                    match (inside, opens) {
+                        (None, true) => inside = Some((block, n)),
+                        (Some((open, _)), false) if open == block => inside = None,
+                        (Some((open, at)), _) => {
+                            return Err((n, format!("{w} inside the {} block opened on line {at}; close it with {} first", open.begin(), open.end())))
+                        }
+                        (None, false) => {
+                            return Err((n, format!("{w} without a {} before it", block.begin())))
+                        }
+                    }
+                    current = None;
+                    continue;
+                }
+                let Some((block, _)) = inside else {
+                    return Err((n, format!("`{w}` outside a SCOREP_REGION_NAMES_BEGIN ... SCOREP_REGION_NAMES_END or SCOREP_FILE_NAMES_BEGIN ... SCOREP_FILE_NAMES_END block")));
+                };
                 match w {
-                    "SCOREP_REGION_NAMES_BEGIN" if !inside => {
-                        inside = true;
-                        opened = n;
-                        current = None;
-                    }
-                    "SCOREP_REGION_NAMES_END" if inside => {
-                        inside = false;
-                        current = None;
-                    }
-                    "SCOREP_REGION_NAMES_BEGIN" => {
-                        return Err((n, format!("SCOREP_REGION_NAMES_BEGIN inside the block opened on line {opened}; close it with SCOREP_REGION_NAMES_END first")))
-                    }
-                    "SCOREP_REGION_NAMES_END" => {
-                        return Err((n, "SCOREP_REGION_NAMES_END without a SCOREP_REGION_NAMES_BEGIN before it".into()))
-                    }
-                    "SCOREP_FILE_NAMES_BEGIN" | "SCOREP_FILE_NAMES_END" => {
-                        return Err((n, "source-file rules (SCOREP_FILE_NAMES_BEGIN) are not supported: the probe knows a function's symbol, not its source file; name the functions in a SCOREP_REGION_NAMES_BEGIN block".into()))
-                    }
-                    _ if !inside => {
-                        return Err((n, format!("`{w}` outside a SCOREP_REGION_NAMES_BEGIN ... SCOREP_REGION_NAMES_END block")))
-                    }
                     "EXCLUDE" | "INCLUDE" => {
                         let mangled = words.peek() == Some(&"MANGLED");
                         if mangled {
+                            if block == Block::Files {
+                                return Err((
+                                    n,
+                                    "MANGLED in a file block: it applies to region names only"
+                                        .into(),
+                                ));
+                            }
                             words.next();
                         }
                         current = Some((w == "INCLUDE", mangled));
@@ -104,16 +148,21 @@ impl Filter {
                         rules.push(Rule {
                             include,
                             mangled,
+                            file: block == Block::Files,
                             pattern: pattern.to_string(),
                         });
                     }
                 }
             }
         }
-        if inside {
+        if let Some((block, at)) = inside {
             return Err((
-                opened,
-                "SCOREP_REGION_NAMES_BEGIN is never closed; end the block with SCOREP_REGION_NAMES_END".into(),
+                at,
+                format!(
+                    "{} is never closed; end the block with {}",
+                    block.begin(),
+                    block.end()
+                ),
             ));
         }
         Ok(Filter { rules })
@@ -125,8 +174,26 @@ impl Filter {
         self.rules
             .iter()
             .rev()
+            .filter(|r| !r.file)
             .find(|r| glob(&r.pattern, if r.mangled { mangled } else { name }))
             .is_some_and(|r| !r.include)
+    }
+
+    /// Whether functions defined in the source file at `path` are left out
+    /// by the file rules: the last that matches decides.
+    pub fn excludes_file(&self, path: &str) -> bool {
+        self.rules
+            .iter()
+            .rev()
+            .filter(|r| r.file)
+            .find(|r| glob(&r.pattern, path))
+            .is_some_and(|r| !r.include)
+    }
+
+    /// Whether the filter has source-file rules (they need each function's
+    /// file, from debug information).
+    pub fn has_file_rules(&self) -> bool {
+        self.rules.iter().any(|r| r.file)
     }
 
     /// Whether the filter has no rule (it excludes nothing).
@@ -313,6 +380,23 @@ mod tests {
     }
 
     #[test]
+    fn file_rules_leave_out_the_functions_of_the_files_they_name() {
+        let f = Filter::parse(
+            "SCOREP_FILE_NAMES_BEGIN\n EXCLUDE */vendor/*\n INCLUDE */vendor/keep.c\nSCOREP_FILE_NAMES_END\nSCOREP_REGION_NAMES_BEGIN\n EXCLUDE tiny*\nSCOREP_REGION_NAMES_END\n",
+        )
+        .unwrap();
+        assert!(f.has_file_rules());
+        assert!(f.excludes_file("/src/vendor/lib.c"));
+        assert!(!f.excludes_file("/src/vendor/keep.c"));
+        assert!(!f.excludes_file("/src/main.c"));
+        // File rules are not name rules, nor the other way round.
+        assert!(!f.excludes("lib_fn", "lib_fn"));
+        assert!(f.excludes("tiny(int)", "_Z4tinyi"));
+        assert!(!f.excludes_file("tiny.c"));
+        assert!(!Filter::parse("").unwrap().has_file_rules());
+    }
+
+    #[test]
     fn bad_files_say_the_line_and_what_is_wrong() {
         for (text, line, what) in [
             ("EXCLUDE x\n", 1, "outside"),
@@ -328,7 +412,17 @@ mod tests {
                 2,
                 "never closed by",
             ),
-            ("SCOREP_FILE_NAMES_BEGIN\n", 1, "not supported"),
+            ("SCOREP_FILE_NAMES_BEGIN\n EXCLUDE x\n", 1, "never closed"),
+            (
+                "SCOREP_FILE_NAMES_BEGIN\n EXCLUDE MANGLED x\nSCOREP_FILE_NAMES_END\n",
+                2,
+                "region names only",
+            ),
+            (
+                "SCOREP_FILE_NAMES_BEGIN\nSCOREP_REGION_NAMES_END\n",
+                2,
+                "inside the SCOREP_FILE_NAMES_BEGIN block opened on line 1",
+            ),
         ] {
             let (l, w) = Filter::parse(text).unwrap_err();
             assert_eq!(l, line, "{text:?}: {w}");

@@ -70,7 +70,7 @@ pub const FILTER: Setting = Setting {
     kind: Kind::Text,
     default: DefaultValue::Words("unset"),
     set_by: SetBy::User,
-    doc: "a filter file of the functions a compiler instrumented (`-finstrument-functions`) to leave out (`hark run --filter`), in Score-P's region-name syntax (`SCOREP_REGION_NAMES_BEGIN`, `EXCLUDE`/`INCLUDE` [`MANGLED`] globs, `SCOREP_REGION_NAMES_END`; the last matching rule decides). Names are the symbols of the executable (read once at start) and of libraries (`dladdr`); `hark run` refuses a bad file with its line before the program starts",
+    doc: "a filter file of the functions a compiler instrumented (`-finstrument-functions`) to leave out (`hark run --filter`), in Score-P's syntax: region names (`SCOREP_REGION_NAMES_BEGIN`, `EXCLUDE`/`INCLUDE` [`MANGLED`] globs, `SCOREP_REGION_NAMES_END`) and source files (`SCOREP_FILE_NAMES_BEGIN`, `EXCLUDE`/`INCLUDE` path globs, `SCOREP_FILE_NAMES_END`); in each the last matching rule decides, and a function is left out when its name or its file is. Names are the symbols of the object holding the function, files its debug information's (each object read once, when a function of it is first seen); `hark run` refuses a bad file with its line before the program starts",
 };
 
 /// When to stop recording a short, often-called instrumented function.

@@ -8,6 +8,9 @@
 static volatile double sink;
 static long tiny_calls, middle_calls, step_calls, outer_calls;
 
+// The solver as if from a file of its own (`#line`), for the filter's
+// source-file rules.
+#line 1 "solver.cpp"
 namespace ns {
 struct Solver {
     double x = 1.0;
@@ -18,6 +21,7 @@ struct Solver {
     }
 };
 }  // namespace ns
+#line 25 "instrumented.cpp"
 
 __attribute__((noinline)) int tiny(int i) {
     ++tiny_calls;

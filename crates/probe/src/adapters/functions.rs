@@ -61,6 +61,9 @@ struct Naming {
     next: u32,
     /// Per object path: its text symbols (file address, size, mangled name).
     symbols: HashMap<String, Vec<(u64, u64, String)>>,
+    /// Per object path: its debug information's line tables, for the
+    /// filter's file rules (`None`: the object has none that can be read).
+    lines: HashMap<String, Option<addr2line::Loader>>,
 }
 
 static NAMING: OnceLock<Mutex<Naming>> = OnceLock::new();
@@ -220,6 +223,7 @@ fn new_function(addr: u64) -> Option<usize> {
             filter,
             next: 1,
             symbols: HashMap::new(),
+            lines: HashMap::new(),
         })
     });
     let mut n = hark_sync::lock(naming);
@@ -261,11 +265,24 @@ fn excluded(n: &mut Naming, addr: u64) -> bool {
     }) else {
         return false;
     };
+    let pc = addr.wrapping_sub(bias);
+    if n.filter.has_file_rules() {
+        let lines = n
+            .lines
+            .entry(path.clone())
+            .or_insert_with(|| addr2line::Loader::new(&path).ok());
+        let file = lines
+            .as_ref()
+            .and_then(|l| l.find_location(pc).ok().flatten())
+            .and_then(|l| l.file.map(str::to_string));
+        if file.is_some_and(|f| n.filter.excludes_file(&f)) {
+            return true;
+        }
+    }
     let symbols = n
         .symbols
         .entry(path.clone())
         .or_insert_with(|| read_symbols(&path));
-    let pc = addr.wrapping_sub(bias);
     let at = symbols.partition_point(|s| s.0 <= pc);
     let Some((start, size, mangled)) = at.checked_sub(1).map(|i| &symbols[i]) else {
         return false;
@@ -320,6 +337,7 @@ mod tests {
             filter,
             next: 1,
             symbols: HashMap::new(),
+            lines: HashMap::new(),
         };
         let here = the_filter_finds_a_function_by_its_demangled_name as *const () as u64;
         assert!(excluded(&mut n, here));

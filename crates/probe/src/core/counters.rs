@@ -490,13 +490,32 @@ mod tests {
             .collect();
         let o = open(&chosen, true);
         let g = o.group.expect("software counters open on any Linux");
+        // Fresh pages from the kernel, never from the allocator (which may
+        // hand back memory another test already touched), and no huge
+        // pages: each of the 64 touches faults once.
+        let len = 64 << 12;
+        // SAFETY: an anonymous private mapping of `len` bytes, unmapped below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        // SAFETY: `p` is the mapping just made; advice only.
+        unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
         let before = g.read().expect("a reading");
-        let mut v = vec![0u8; 64 << 12];
-        for i in (0..v.len()).step_by(4096) {
-            v[i] = 1;
+        for i in (0..len).step_by(4096) {
+            // SAFETY: within the mapping, which is writable.
+            unsafe { std::ptr::write_volatile((p as *mut u8).add(i), 1) };
         }
-        std::hint::black_box(&v);
         let now = g.read().expect("a reading");
+        // SAFETY: the mapping made above, no longer used.
+        unsafe { libc::munmap(p, len) };
         let mut out = Vec::new();
         events(
             &g.members,
