@@ -64,7 +64,7 @@ fn run(mpi: Mpi, source: &str, debug: bool) -> Option<Value> {
         eprintln!("skipped: {} ({compiler}) is not installed", mpi.name);
         return None;
     }
-    let dir = scratch(&format!("callsites-{}-{debug}", mpi.run));
+    let dir = scratch(&format!("callsites-{}-{source}-{debug}", mpi.run));
     let flags: &[&str] = if debug { &["-g"] } else { &[] };
     let exe = compile(compiler, Path::new(source), &dir, flags);
     let mut command = launcher(mpi, 2);

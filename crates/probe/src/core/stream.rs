@@ -394,6 +394,13 @@ impl Stream {
         if self.cfg.cpu_every.is_some() {
             hark_sync::lock(&self.cpu).open(&self.cpu_joining, clock::stamp());
         }
+        // A child's stream is analysed apart from its program's ranks
+        // (`docs/analyses.md`): its readings would not reach the nodes,
+        // and while it held the name no rank could sample. Children never
+        // sample.
+        if self.cfg.sensors_every.is_some() && self.parent == 0 {
+            hark_sync::lock(&self.sensors).open(&self.job);
+        }
     }
 
     /// On a program's thread as it first records, as thread `number`
@@ -427,13 +434,6 @@ impl Stream {
             // No free buffer: the thread's last stretch is lost, as a
             // reading the shipper could not send would be.
             let _ = self.ship.push_events(&[ev]);
-        }
-        // A child's stream is analysed apart from its program's ranks
-        // (`docs/analyses.md`): its readings would not reach the nodes,
-        // and while it held the name no rank could sample. Children never
-        // sample.
-        if self.cfg.sensors_every.is_some() && self.parent == 0 {
-            hark_sync::lock(&self.sensors).open(&self.job);
         }
     }
 
