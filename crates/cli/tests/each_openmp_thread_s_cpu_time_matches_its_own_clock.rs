@@ -4,7 +4,9 @@
 //! busy threads share the machine's cores (and whatever else runs on it).
 //! Every thread's `on_cpu_ns` beside its OpenMP times must be within
 //! max(5 %, 2 ms) of the CPU time it read from `CLOCK_THREAD_CPUTIME_ID`,
-//! and its share of runnable time spent waiting for a CPU,
+//! and, for the threads the runtime started (their lives are the spins:
+//! the main thread's also holds MPI's start and end), its share of
+//! runnable time spent waiting for a CPU,
 //! `runnable_wait / (on_cpu + runnable_wait)`, within 10 % (or 0.02) of
 //! `(wall − cpu) / wall` over its spins, which never sleep; the host's CPU
 //! time must hold all six threads' CPU time. Compared with what happened:
@@ -81,8 +83,11 @@ fn two_ranks_of_three_busy_threads_on_open_mpi() {
             on / 1e6,
             cpu / 1e6
         );
+        // The main thread's readings span MPI's start and end too, where
+        // it blocks in the library rather than spins: its share is of
+        // other time than its spins', and only its CPU time compares.
         assert!(
-            (share - own_share).abs() <= (0.1 * own_share).max(0.02),
+            t == 0 || (share - own_share).abs() <= (0.1 * own_share).max(0.02),
             "rank {rank} thread {t}: waited {share:.3} of its runnable time by Hark, \
              {own_share:.3} by its own clocks: {report}"
         );
