@@ -122,8 +122,11 @@ fn region_page_faults_and_switches_match_the_program_s_own_counts() {
             faults[r],
             touched[r].1
         );
+        // The program reads its own count after Hark's region-end reading:
+        // a preemption between the two (a loaded machine) is in its count
+        // only, one or two at most.
         assert!(
-            switches[r] >= SLEEPS && switches[r] >= slept[r].1,
+            switches[r] >= SLEEPS && switches[r] + 2 >= slept[r].1,
             "rank {r}: {} context switches in `sleep`, the program slept {SLEEPS} times and counted {}\n{shown}",
             switches[r],
             slept[r].1

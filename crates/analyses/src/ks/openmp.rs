@@ -313,12 +313,17 @@ impl Rank {
             }
             op::OMP_BARRIER => {
                 let t = self.thread(ev.thread.get());
+                // Every OpenMP event names the thread's number in its team:
+                // a thread is known by it from its first wait on, not only
+                // once an implicit task of it ended (the live view).
+                t.omp_thread.get_or_insert(ev.peer.get());
                 t.barrier.sat(d);
                 t.barriers += 1;
                 self.wait_in(ev.extra.get(), ev.thread.get(), Wait::Barrier, d);
             }
             op::OMP_LOCK_WAIT => {
                 let t = self.thread(ev.thread.get());
+                t.omp_thread.get_or_insert(ev.peer.get());
                 t.lock.sat(d);
                 t.locks += 1;
                 let kind = Wait::Lock(ev.tag.get().clamp(0, 2) as u8);

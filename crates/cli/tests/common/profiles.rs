@@ -58,15 +58,23 @@ pub fn untimed(v: &Value) -> Value {
 /// Call sites without their times: in an order of their own (the profile
 /// lists them costliest first), and without their wait states, which
 /// another run finds in other calls (a Late Sender in `MPI_Wait` here,
-/// in `MPI_Recv` there) even where the program-wide counts agree.
+/// in `MPI_Recv` there) even where the program-wide counts agree. An I/O
+/// call site's bytes are left out too: what a program prints (LAMMPS its
+/// timings) is as long as its numbers, which change from run to run.
 fn untimed_sites(sites: &[Value]) -> Value {
     let mut out: Vec<Value> = sites
         .iter()
         .map(|s| {
+            let mpi = s["function"]
+                .as_str()
+                .is_some_and(|f| f.starts_with("MPI_"));
             let mut s = untimed(s);
             if let Value::Object(m) = &mut s {
                 m.remove("waits");
                 m.remove("caused");
+                if !mpi {
+                    m.remove("bytes");
+                }
             }
             s
         })
