@@ -587,7 +587,12 @@ pub fn forwarder_stats(path: &Path, n: usize) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        let lines: Vec<String> = text.lines().map(String::from).collect();
+        // Whole lines only: a forwarder may be writing one right now.
+        let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+        let lines: Vec<String> = (whole.lines())
+            .filter(|l| !l.trim().is_empty())
+            .map(String::from)
+            .collect();
         if lines.len() >= n || Instant::now() > deadline {
             assert_eq!(lines.len(), n, "{lines:?}");
             return lines;
