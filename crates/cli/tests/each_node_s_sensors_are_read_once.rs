@@ -209,16 +209,18 @@ fn sensors_off_read_nothing() {
     assert!(on["programs"][0]["nodes"][0]["readings"].as_u64() >= Some(1));
 }
 
-#[test]
-fn another_process_samples_when_the_sampler_exits() {
-    let dir = scratch("sensors-takeover");
+/// `sh -c SCRIPT` in scratch directory `tag` under `hark run` with
+/// sensors every 200 ms, `script` given the path of `spin_for`; the shell
+/// and `sleep` are left unmeasured, so that they cannot take the sampler's
+/// name themselves. The profile.
+fn spin_script(tag: &str, script: impl Fn(&str) -> String) -> serde_json::Value {
+    let dir = scratch(tag);
     let exe = compile("cc", "spin_for.c".as_ref(), &dir, &[]);
-    let e = exe.display();
-    // The first process starts 1 s before the second and ends 1 s into
-    // it; the shell and `sleep` are left unmeasured, so that they cannot
-    // take the sampler's name themselves.
-    let script = format!("{e} 2000 & sleep 1; {e} 3000; wait");
-    let command = ["sh".to_string(), "-c".to_string(), script];
+    let command = [
+        "sh".to_string(),
+        "-c".to_string(),
+        script(&exe.display().to_string()),
+    ];
     let (out, run_dir) = hark_run_env(
         &dir,
         &["--sensors-ms", "200"],
@@ -226,7 +228,15 @@ fn another_process_samples_when_the_sampler_exits() {
         &[("HARK_SKIP", "sh,dash,bash,sleep")],
     );
     assert_exit(&out, 0);
-    let profile = profile(&run_dir);
+    profile(&run_dir)
+}
+
+#[test]
+fn another_process_samples_when_the_sampler_exits() {
+    // The first process starts 1 s before the second and ends 1 s into it.
+    let profile = spin_script("sensors-takeover", |e| {
+        format!("{e} 2000 & sleep 1; {e} 3000; wait")
+    });
     let p = &profile["programs"][0];
     assert_eq!(p["ranks"], 2, "{}", p["rank_info"]);
     let node = &p["nodes"][0];
@@ -320,23 +330,13 @@ fn each_of_two_emulated_nodes_has_its_own_sampler_and_series() {
 
 #[test]
 fn a_sampler_that_forks_and_exits_leaves_the_name_to_the_next_process() {
-    let dir = scratch("sensors-fork");
-    let exe = compile("cc", "spin_for.c".as_ref(), &dir, &[]);
-    let e = exe.display();
     // The first process samples, forks a child that runs on 2.5 s and
     // exits at 1 s; the second, started at 0.5 s, must take over then:
     // the child, which never samples, must not keep the name through the
     // socket it inherited.
-    let script = format!("{e} 1000 fork 2500 & sleep 0.5; {e} 3000; wait");
-    let command = ["sh".to_string(), "-c".to_string(), script];
-    let (out, run_dir) = hark_run_env(
-        &dir,
-        &["--sensors-ms", "200"],
-        &command,
-        &[("HARK_SKIP", "sh,dash,bash,sleep")],
-    );
-    assert_exit(&out, 0);
-    let profile = profile(&run_dir);
+    let profile = spin_script("sensors-fork", |e| {
+        format!("{e} 1000 fork 2500 & sleep 0.5; {e} 3000; wait")
+    });
     let p = &profile["programs"][0];
     assert_eq!(p["ranks"], 2, "{}", p["rank_info"]);
     assert_eq!(
