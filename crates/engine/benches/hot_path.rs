@@ -17,13 +17,13 @@
 
 use hark_analyses::registry;
 use hark_engine::{Config, OnBoard, ProgramAnalysis, StreamAccounting};
-use hark_wire::{op, ClockSource, Def, End, EndReason, Event, Hello, NameKind, RankInfo};
+use hark_wire::{op, ClockSource, End, EndReason, Event, Hello, RankInfo};
 use std::sync::Arc;
 use std::time::Instant;
 
 #[path = "support/halo_mix.rs"]
 mod halo_mix;
-use halo_mix::mix;
+use halo_mix::{defs, mix};
 
 /// Rounds of the mix per pack (about the flood's 1 MiB packs).
 const ROUNDS_PER_PACK: usize = 1800;
@@ -132,30 +132,6 @@ fn hello(rank: i32, size: i32) -> Hello {
         secret: String::new(),
         parent: 0,
     }
-}
-
-fn defs(rank: i32, size: i32) -> Vec<Def> {
-    vec![
-        Def::Comm {
-            id: 1,
-            members: (0..size).collect(),
-            remote: vec![],
-        },
-        Def::Name {
-            id: 2,
-            kind: NameKind::Region,
-            name: "step".into(),
-        },
-        Def::File {
-            id: 3,
-            path: format!("/tmp/out.{rank}"),
-        },
-        Def::Name {
-            id: 4,
-            kind: NameKind::Counter,
-            name: "residual".into(),
-        },
-    ]
 }
 
 /// A pack's worth of the mix with the first pack's times, one synthetic

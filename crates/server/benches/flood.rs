@@ -45,8 +45,7 @@
 use hark_server::{Server, ServerConfig};
 use hark_wire::{
     encode_pack, op, ClockPhase, ClockReference, ClockSource, ClockSync, Def, End, EndReason,
-    Event, Flavour, Hello, NameKind, RankInfo, TickScale, EVENT_SIZE, HEADER_SIZE,
-    PACK_HEADER_SIZE,
+    Event, Flavour, Hello, RankInfo, TickScale, EVENT_SIZE, HEADER_SIZE, PACK_HEADER_SIZE,
 };
 use std::io::Write;
 use std::process::Command;
@@ -572,30 +571,7 @@ fn write(addr: &str, rank: i32, size: i32, events: u64) {
         relay_bound_ns: 0,
     }
     .encode(&mut head);
-    Def::encode_all(
-        &[
-            Def::Comm {
-                id: 1,
-                members: (0..size).collect(),
-                remote: vec![],
-            },
-            Def::Name {
-                id: 2,
-                kind: NameKind::Region,
-                name: "step".into(),
-            },
-            Def::File {
-                id: 3,
-                path: format!("/tmp/out.{rank}"),
-            },
-            Def::Name {
-                id: 4,
-                kind: NameKind::Counter,
-                name: "residual".into(),
-            },
-        ],
-        &mut head,
-    );
+    Def::encode_all(&halo_mix::defs(rank, size), &mut head);
     s.write_all(&head).unwrap();
 
     // One pack of the mix, one synthetic microsecond per event; each later

@@ -1,8 +1,34 @@
 //! The halo-exchange mix of the server's flood and the engine's hot-path
-//! bench (one file, included by both with `#[path]`), so that the two
-//! measure the same events.
+//! bench, and the definitions its events name (one file, included by both
+//! with `#[path]`), so that the two measure the same events.
 
-use hark_wire::{op, Event};
+use hark_wire::{op, Def, Event, NameKind};
+
+/// The definitions the mix's events name: the world of `size` ranks, the
+/// region, rank `rank`'s file and the counter.
+pub fn defs(rank: i32, size: i32) -> Vec<Def> {
+    vec![
+        Def::Comm {
+            id: 1,
+            members: (0..size).collect(),
+            remote: vec![],
+        },
+        Def::Name {
+            id: 2,
+            kind: NameKind::Region,
+            name: "step".into(),
+        },
+        Def::File {
+            id: 3,
+            path: format!("/tmp/out.{rank}"),
+        },
+        Def::Name {
+            id: 4,
+            kind: NameKind::Counter,
+            name: "residual".into(),
+        },
+    ]
+}
 
 /// A mix like a halo-exchange code's: non-blocking exchange and its waits,
 /// blocking sends, collectives, a region, I/O, a counter. `end` holds each
