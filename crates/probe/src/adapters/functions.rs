@@ -79,19 +79,22 @@ thread_local! {
     static STACK: RefCell<Stack> = const { RefCell::new(Stack { frames: Vec::new(), deeper: 0 }) };
 }
 
+/// The thread's guard and `func`'s slot, when the probe records and `func`
+/// is neither filtered out nor throttled (the common start of both hooks).
+#[inline(always)]
+fn recorded(func: *mut c_void) -> Option<(core::Guard, usize)> {
+    let g = core::enter()?;
+    let slot = slot(func as u64)?;
+    (!OFF[slot].load(Ordering::Relaxed)).then_some((g, slot))
+}
+
 /// Called by instrumented code at every function's entry (`func` its
 /// address, compared and stored, never dereferenced).
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn __cyg_profile_func_enter(func: *mut c_void, _site: *mut c_void) {
-    let Some(g) = core::enter() else {
+    let Some((g, slot)) = recorded(func) else {
         return;
     };
-    let Some(slot) = slot(func as u64) else {
-        return;
-    };
-    if OFF[slot].load(Ordering::Relaxed) {
-        return;
-    }
     let t = core::stamp();
     let pushed = STACK.try_with(|s| {
         // Never borrowed twice (the guard keeps this thread out), but a
@@ -116,15 +119,9 @@ pub extern "C" fn __cyg_profile_func_enter(func: *mut c_void, _site: *mut c_void
 /// Called by instrumented code at every function's exit.
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn __cyg_profile_func_exit(func: *mut c_void, _site: *mut c_void) {
-    let Some(g) = core::enter() else {
+    let Some((g, slot)) = recorded(func) else {
         return;
     };
-    let Some(slot) = slot(func as u64) else {
-        return;
-    };
-    if OFF[slot].load(Ordering::Relaxed) {
-        return;
-    }
     let begun = STACK.try_with(|s| {
         let Ok(mut s) = s.try_borrow_mut() else {
             return None;
