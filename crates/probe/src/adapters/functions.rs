@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use hark_settings::{Filter, Throttle};
-use hark_wire::{op, Def, Event};
+use hark_wire::{op, Event};
 
 use crate::core;
 
@@ -250,16 +250,7 @@ fn new_function(addr: u64) -> Option<usize> {
 /// Whether the filter leaves out the function at `addr`, by its symbol in
 /// the object holding it (a function without a symbol is kept).
 fn excluded(n: &mut Naming, addr: u64) -> bool {
-    let Some((path, bias)) = core::callsite::objects().into_iter().find_map(|o| match o {
-        Def::Object {
-            path,
-            bias,
-            start,
-            size,
-            ..
-        } if (start..start + size).contains(&addr) => Some((path, bias)),
-        _ => None,
-    }) else {
+    let Some((path, bias)) = core::callsite::object_holding(addr) else {
         return false;
     };
     let pc = addr.wrapping_sub(bias);

@@ -274,6 +274,11 @@ pub(crate) fn object_of(addr: u64) -> Option<(String, u64)> {
         super::define_if_running(defs);
     }
     drop(t);
+    object_holding(addr)
+}
+
+/// The mapped object holding `addr`, as (path, load bias), if any.
+pub(crate) fn object_holding(addr: u64) -> Option<(String, u64)> {
     objects().into_iter().find_map(|o| match o {
         Def::Object {
             path,
