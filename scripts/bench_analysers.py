@@ -20,6 +20,12 @@ analyser and analyser rank 0's merge time (`hark run -v`), and the job's wall ti
 With MODEL="c0,c_e,c_t,c_w" (what MODE=calibrate fits) it adds the model's prediction
 for the busiest analyser, given the run's measured wall time.
 
+With MODE=curve: the writers-per-analyser curve (BENCHMARKS.md, "Writers per analyser"),
+every analysis on: 1, 2, 4, 8 and 16 writers to one analyser over MPI (`--analysers 1`), to
+one server through the shared-memory ring (the default) and over the socket (`HARK_SHM=0`),
+each lossless (`--lossless`: events analysed per second of the writers' loop) and lossy (the
+share of events dropped), alternating, ROUNDS times, in one run.
+
 With MODE=calibrate: the runs that separate the model's inputs, lossless, one analyser:
 the events varied at a fixed writer count (4, and WRITERS = 24), and the run's length
 varied at a fixed small event count by pausing the writers (4 and WRITERS writers,
@@ -43,6 +49,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from fit import solve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HARK = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/hark")
@@ -75,10 +83,10 @@ subprocess.run(["mpicc.openmpi", "-O2", "-o", exe,
                 os.path.join(ROOT, "tests/programs/mpi/bench/overhead.c")], check=True)
 
 
-def run(writers, analysers, k, n=N, pause=PAUSE):
-    out = os.path.join(work, f"run-{writers}-{analysers}-{n}-{pause:g}-{k}")
+def run(writers, analysers, k, n=N, pause=PAUSE, lossless=LOSSLESS, shm=True):
+    out = os.path.join(work, f"run-{writers}-{analysers}-{n}-{pause:g}-{k}-{lossless}-{shm}")
     cmd = [HARK, "run", "-v", "--no-http", "-o", out]
-    if LOSSLESS:
+    if lossless:
         cmd.append("--lossless")
     if analysers:
         cmd += ["--analysers", str(analysers)]
@@ -89,7 +97,8 @@ def run(writers, analysers, k, n=N, pause=PAUSE):
     t0 = time.monotonic()
     # Its own session, so that a run which hangs is ended whole (hark run,
     # mpirun, the writers and the analysers) and the sweep goes on.
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    run_env = env if shm else dict(env, HARK_SHM="0")
+    p = subprocess.Popen(cmd, env=run_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
     try:
         stdout, stderr = p.communicate(timeout=RUN_TIMEOUT)
@@ -129,21 +138,6 @@ print(f"MODE={MODE} N={N} REPS={REPS} ROUNDS={ROUNDS} lossless={LOSSLESS} "
       f"load={os.getloadavg()[0]:.1f}")
 
 
-def solve(a, b):
-    """The least-squares solution of a x = b (normal equations, Gauss-Jordan)."""
-    m = len(a[0])
-    g = [[sum(r[i] * r[j] for r in a) for j in range(m)] + [sum(r[i] * y for r, y in zip(a, b))]
-         for i in range(m)]
-    for i in range(m):
-        p = max(range(i, m), key=lambda k: abs(g[k][i]))
-        g[i], g[p] = g[p], g[i]
-        for k in range(m):
-            if k != i:
-                f = g[k][i] / g[i][i]
-                g[k] = [x - f * y for x, y in zip(g[k], g[i])]
-    return [g[i][m] / g[i][i] for i in range(m)]
-
-
 if MODE == "calibrate":
     # (writers, calls per repetition, pause s): the events at a fixed writer
     # count, then the length of the run at a fixed small event count.
@@ -174,6 +168,35 @@ if MODE == "calibrate":
     print("c0 ms: " + ", ".join(f"{c0[c]:.0f} ({c} writers)" for c in counts)
           + f"; c_e = {ce * 1e6:.1f} ns/event; c_t = {ct:.2f} ms/s; c_w = {cw:.3f} ms per stream-second")
     print(f"MODEL={c0[counts[-1]]:.1f},{ce:.3e},{ct:.3f},{cw:.4f} (for {counts[-1]} writers)")
+    print(f"load after: {os.getloadavg()[0]:.1f}")
+    print("\n".join(f"failed: {f}" for f in FAILED))
+    sys.exit(0)
+
+if MODE == "curve":
+    results = {}
+    paths = [("MPI", 1, True), ("shm ring", 0, True), ("socket", 0, False)]
+    for k in range(ROUNDS):
+        for writers in [1, 2, 4, 8, 16]:
+            for name, analysers, shm in paths:
+                for lossless in [True, False]:
+                    r = run(writers, analysers, k, lossless=lossless, shm=shm)
+                    if r:
+                        results.setdefault((writers, name, lossless), []).append(r)
+    print("| writers:analyser | path | lossless: events analysed per s of loop | lossless: received | "
+          "lossy: events per s of loop | lossy: dropped | lossy: drop rate |")
+    print("|---|---|---|---|---|---|---|")
+    for writers in [1, 2, 4, 8, 16]:
+        for name, _, _ in paths:
+            full = results.get((writers, name, True), [])
+            lossy = results.get((writers, name, False), [])
+            cell = lambda rs, f: f(rs) if rs else "-"
+            print(f"| {writers}:1 | {name} | "
+                  + cell(full, lambda rs: f"{med(r['acc']['events_received'] / r['loop_s'] for r in rs) / 1e6:.2f} M") + " | "
+                  + cell(full, lambda rs: f"{med(r['acc']['events_received'] for r in rs):.0f}") + " | "
+                  + cell(lossy, lambda rs: f"{med(r['acc']['events_received'] / r['loop_s'] for r in rs) / 1e6:.2f} M") + " | "
+                  + cell(lossy, lambda rs: f"{med(r['acc']['events_dropped'] for r in rs):.0f}") + " | "
+                  + cell(lossy, lambda rs: f"{med(r['acc']['events_dropped'] / max(r['acc']['events_written'], 1) for r in rs):.1%}")
+                  + " |")
     print(f"load after: {os.getloadavg()[0]:.1f}")
     print("\n".join(f"failed: {f}" for f in FAILED))
     sys.exit(0)

@@ -385,7 +385,8 @@ TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
-SchedulerType=sched/builtin
+# Backfill, Slurm's default: heterogeneous jobs (srun ... : ...) need it.
+SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MpiDefault=none

@@ -17,10 +17,10 @@
 //! world; an analyser makes the same ones, in the same order, or the job
 //! hangs: the split by `MPI_APPNUM` (virtualised worlds), the stream
 //! communicator's duplicate, the `MPI_Allgather` of every process's node
-//! and program on it (the map's input), then the clock's duplicate and its ping-pong
-//! with world rank 0, which comes again at `MPI_Finalize` (answered here
-//! while the streams are received, since rank 0 sends its own stream only
-//! after it).
+//! and program on it (the map's input), then the clock's duplicate. The
+//! clock's ping-pong on it involves the writers only
+//! (`hark_wire::partition::clock_plan`): nothing of an analyser's is
+//! measured, so it never pings.
 //!
 //! The rooms: [`run`] is one analyser rank (its receive loop is in this
 //! file); `keeper` holds the rank's analysis server in a process that
@@ -71,9 +71,7 @@ pub use relay::Relay;
 use error::{bail, Context};
 use hark_mpi::call as mpi_call;
 use hark_mpi::Abi;
-use hark_wire::partition::{
-    job_map, stream_chunk, Policy, CLOCK_ROUNDS, CLOCK_TAG, GIVE_UP_TAG, STREAM_RECVS, STREAM_TAG,
-};
+use hark_wire::partition::{job_map, stream_chunk, Policy, GIVE_UP_TAG, STREAM_RECVS, STREAM_TAG};
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -204,7 +202,6 @@ pub fn run(args: &Options) -> Result<i32> {
         let given_up = receive(Receive {
             abi,
             comm: streams,
-            clock,
             writers: &writers,
             conns: &mut conns,
             pack_size: args.pack_size,
@@ -346,7 +343,6 @@ fn join_probes(abi: &Abi, rank: i32, size: i32) -> Result<Joined> {
                 "an analyser rank is world rank 0; the analysers must come after the programs"
             );
         }
-        ping_pongs(abi, comm)?;
         Some(comm)
     };
     Ok(Joined {
@@ -501,22 +497,6 @@ fn realtime_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// The `MPI_Init` clock measurement, as a client of world rank 0.
-fn ping_pongs(abi: &Abi, comm: usize) -> Result<()> {
-    let mut answer = [0u8; 8];
-    for _ in 0..CLOCK_ROUNDS {
-        if !mpi_call::send_bytes(abi, &[0], 0, CLOCK_TAG, comm)
-            || !mpi_call::recv_bytes(abi, &mut answer, 0, CLOCK_TAG, comm)
-        {
-            bail!(
-                Mpi,
-                "the clock ping-pong with world rank 0 failed in an analyser rank"
-            );
-        }
-    }
-    Ok(())
-}
-
 /// Request handles of the flavour's size, side by side, as `MPI_Waitany`
 /// takes them.
 struct Requests {
@@ -572,9 +552,6 @@ struct Receive<'a, 'x, 'scope, 'env> {
     abi: &'a Abi,
     /// The stream communicator.
     comm: usize,
-    /// The clock's communicator, whose `MPI_Finalize` ping-pong is
-    /// answered while the streams are received.
-    clock: Option<usize>,
     /// The world ranks whose streams this rank receives.
     writers: &'a [u32],
     /// Per writer: its connection to the keeper's server.
@@ -589,8 +566,7 @@ struct Receive<'a, 'x, 'scope, 'env> {
     notes: &'a mut Vec<String>,
 }
 
-/// Receives every writer's stream into its connection, and answers the
-/// clock's `MPI_Finalize` ping-pong meanwhile. The analyser that receives
+/// Receives every writer's stream into its connection. The analyser that receives
 /// world rank 0's stream passes its clock reference (its Hello's mapping,
 /// `docs/analyses.md` "Time") to the others, whose servers never see that
 /// stream.
@@ -601,10 +577,6 @@ fn receive(job: Receive<'_, '_, '_, '_>) -> Result<Vec<u32>> {
     r.post_notices()?;
     r.post_reference()?;
     r.post_streams()?;
-    if r.rounds > 0 {
-        r.start_round()?;
-        r.clock_busy = 2;
-    }
     while r.busy() {
         r.step()?;
     }
@@ -618,17 +590,14 @@ fn receive(job: Receive<'_, '_, '_, '_>) -> Result<Vec<u32>> {
 
 /// The receive loop's requests, buffers and per-writer progress.
 ///
-/// The request slots: `STREAM_RECVS` per writer; three more: the clock's
-/// ping (send) and its answer (receive), and the reference from the
-/// analyser of world rank 0; then one per writer: its notice that it gave
-/// up its stream (`GIVE_UP_TAG`). Every buffer a posted receive writes
+/// The request slots: `STREAM_RECVS` per writer; one more: the reference
+/// from the analyser of world rank 0; then one per writer: its notice that
+/// it gave up its stream (`GIVE_UP_TAG`). Every buffer a posted receive writes
 /// into is on the heap, so that the receiver may move.
 struct Receiver<'a, 'x, 'scope, 'env> {
     job: Receive<'a, 'x, 'scope, 'env>,
     chunk: usize,
     slots: usize,
-    ping: usize,
-    answer: usize,
     reference: usize,
     notice: usize,
     total: usize,
@@ -655,11 +624,6 @@ struct Receiver<'a, 'x, 'scope, 'env> {
     done: Vec<Option<usize>>,
     /// Per writer: the slot its next chunk arrives in.
     next: Vec<usize>,
-    answer_buf: Box<[u8; 8]>,
-    /// Clock rounds left, and the requests of the current one not yet
-    /// completed.
-    rounds: usize,
-    clock_busy: i32,
     status: Vec<u8>,
     idle: Duration,
     /// Requests handled since the snapshots and the exchange were last
@@ -673,23 +637,18 @@ struct Receiver<'a, 'x, 'scope, 'env> {
     streak: usize,
 }
 
-/// The clock's ping: a static, since its send must outlive the request.
-static PING: [u8; 1] = [0];
-
 impl<'a, 'x, 'scope, 'env> Receiver<'a, 'x, 'scope, 'env> {
     /// The loop's state, nothing posted yet.
     fn new(job: Receive<'a, 'x, 'scope, 'env>) -> Self {
         let n = job.writers.len();
         let chunk = stream_chunk(job.pack_size);
         let slots = n * STREAM_RECVS;
-        let notice = slots + 3;
+        let notice = slots + 1;
         let total = notice + n;
         Receiver {
             chunk,
             slots,
-            ping: slots,
-            answer: slots + 1,
-            reference: slots + 2,
+            reference: slots,
             notice,
             total,
             reqs: Requests::new(job.abi, total),
@@ -705,9 +664,6 @@ impl<'a, 'x, 'scope, 'env> Receiver<'a, 'x, 'scope, 'env> {
             open: n,
             done: vec![None; slots],
             next: vec![0usize; n],
-            answer_buf: Box::new([0u8; 8]),
-            rounds: if job.clock.is_some() { CLOCK_ROUNDS } else { 0 },
-            clock_busy: 0,
             status: vec![0u8; job.abi.status_size.max(32)],
             idle: IDLE_MIN,
             streak: 0,
@@ -794,48 +750,11 @@ impl<'a, 'x, 'scope, 'env> Receiver<'a, 'x, 'scope, 'env> {
         Ok(())
     }
 
-    /// Starts a round of the clock's ping-pong: its answer's receive and
-    /// its ping's send.
-    fn start_round(&mut self) -> Result<()> {
-        let Some(c) = self.job.clock else {
-            return Ok(());
-        };
-        let abi = self.job.abi;
-        // SAFETY: the buffers outlive the requests (they are waited for
-        // before `receive` returns).
-        let ok = unsafe {
-            mpi_call::irecv_bytes(
-                abi,
-                self.answer_buf.as_mut_ptr(),
-                8,
-                0,
-                CLOCK_TAG,
-                c,
-                self.reqs.at(self.answer),
-            )
-        };
-        let sent = mpi_call::issend_bytes(abi, &PING, 0, CLOCK_TAG, c);
-        match (ok, sent) {
-            (true, Some(r)) => {
-                let v = r.to_le_bytes();
-                let size = self.reqs.size;
-                let ping = self.ping;
-                self.reqs.bytes[ping * size..(ping + 1) * size].copy_from_slice(&v[..size]);
-                Ok(())
-            }
-            _ => bail!(
-                Mpi,
-                "the clock ping-pong with world rank 0 failed in an analyser rank"
-            ),
-        }
-    }
-
-    /// Whether anything is still to come: a stream, a clock round, the
-    /// reference or the exchange.
+    /// Whether anything is still to come: a stream, the reference or the
+    /// exchange.
     #[inline]
     fn busy(&self) -> bool {
         self.open > 0
-            || self.rounds > 0
             || self.reference_pending
             || self.job.exchanger.as_ref().is_some_and(|e| !e.done())
     }
@@ -861,8 +780,6 @@ impl<'a, 'x, 'scope, 'env> Receiver<'a, 'x, 'scope, 'env> {
             self.take_reference()
         } else if i >= self.notice {
             self.take_notice(i - self.notice)
-        } else if i == self.ping || i == self.answer {
-            self.clock_done()
         } else {
             self.take_chunk(i)
         }
@@ -885,8 +802,8 @@ impl<'a, 'x, 'scope, 'env> Receiver<'a, 'x, 'scope, 'env> {
     /// nothing completed (after a pause, unless a streak just ended).
     #[inline]
     fn completed(&mut self) -> Result<Option<usize>> {
-        // While the exchange holds back the streams, only the clock's and
-        // the reference's requests are tested: the writers' chunks stay in
+        // While the exchange holds back the streams, only the reference's
+        // request is tested: the writers' chunks stay in
         // their receives (see `Exchanger::holds_back`).
         let held = self
             .job
@@ -953,20 +870,6 @@ impl<'a, 'x, 'scope, 'env> Receiver<'a, 'x, 'scope, 'env> {
         if !self.over[w] {
             self.gave_up[w] = Some(n);
             self.end_given_up(w);
-        }
-        Ok(())
-    }
-
-    /// A request of the clock's round completed; the next round starts
-    /// once both did.
-    fn clock_done(&mut self) -> Result<()> {
-        self.clock_busy -= 1;
-        if self.clock_busy == 0 {
-            self.rounds -= 1;
-            if self.rounds > 0 {
-                self.start_round()?;
-                self.clock_busy = 2;
-            }
         }
         Ok(())
     }

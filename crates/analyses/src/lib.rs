@@ -66,5 +66,5 @@ pub use unify::{CommDef, IdMap, TableEntries, Tables, Translation, Unifier, FOLD
 #[doc(hidden)]
 pub mod internal {
     pub use crate::fx::{FxHashMap, FxHashSet, FxHasher};
-    pub use crate::sat::Sat;
+    pub use hark_model::sat::Sat;
 }

@@ -171,6 +171,10 @@ pub enum Command {
     /// measured process of a node, not by hand.
     #[command(hide = true)]
     Forward(crate::forward::ForwardArgs),
+    /// A recorded run's trace store streamed again into an analysis
+    /// server at full speed, for benchmarks (docs/replay.md).
+    #[command(hide = true)]
+    Replay(crate::replay::ReplayArgs),
 }
 
 const EXPORT_EXAMPLES: &str = "\
@@ -448,6 +452,12 @@ pub struct RunArgs {
     /// `none`, or names such as `page-faults,instructions`.
     #[arg(long, value_name = "LIST", value_parser = counter_list)]
     pub counters: Option<String>,
+
+    /// Read the counters at the entry and exit of every MPI call, for the
+    /// counts inside each MPI function (HARK_COUNTERS_IN_MPI=1); adds
+    /// some µs to every call (two reads per counter group).
+    #[arg(long = "counters-in-mpi")]
+    pub counters_in_mpi: bool,
 
     /// How often one process per node reads the node's CPU, memory,
     /// network, disk and load, in ms (HARK_SENSORS_MS); 0 never. Default

@@ -78,7 +78,9 @@ pub fn run(args: &ForwardArgs) -> Result<i32> {
             .create(true)
             .append(true)
             .open(path)
-            .and_then(|mut f| writeln!(f, "{line}"));
+            // One write: `writeln!` makes two (the line, then its newline),
+            // and the node's other forwarders append to the same file.
+            .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
         if let Err(e) = written {
             eprintln!(
                 "hark forward: cannot write its statistics to {}: {e}",

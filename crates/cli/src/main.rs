@@ -31,6 +31,7 @@ mod output;
 mod probe;
 mod query;
 mod reach;
+mod replay;
 mod report;
 mod run;
 mod rundir;
@@ -39,11 +40,13 @@ mod serve;
 mod serve_files;
 mod serve_http;
 mod serve_index;
+mod serve_machine;
 mod serve_tcp;
 mod settings;
 mod status;
 mod top;
 mod trace;
+mod unreached;
 
 fn main() {
     // Call sites are named from the objects on this host's disk, in every
@@ -65,6 +68,7 @@ fn main() {
         cli::Command::Ctl(args) => ctl::ctl(args),
         cli::Command::MpiAnalyser(args) => mpi_analyser::run(args),
         cli::Command::Forward(args) => forward::run(args),
+        cli::Command::Replay(args) => replay::replay(args),
     };
     let code = match result {
         Ok(code) => code,

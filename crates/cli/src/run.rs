@@ -4,7 +4,8 @@
 //!    private temporary directory;
 //! 2. run the command with `LD_PRELOAD` and `HARK_*` set (and named on the
 //!    launcher's command line, see [`crate::launch`]), its standard streams
-//!    untouched;
+//!    untouched but a launcher's stderr, which is passed on as it comes and
+//!    read for the probes' "cannot reach" warnings ([`crate::unreached`]);
 //! 3. show what arrives on stderr while it runs;
 //! 4. when it ends, let the server drain and fold the run, write the run
 //!    directory, print the summary and the directory's path (on stderr, so
@@ -14,6 +15,7 @@
 use crate::cli::RunArgs;
 use crate::output::print_stderr;
 use crate::status::{Mode, Progress, StatusLine};
+use crate::unreached::Said;
 use crate::{probe, rundir, settings};
 use anyhow::{anyhow, bail, Context, Result};
 use hark_launch::{self as launch, Launcher};
@@ -80,7 +82,22 @@ fn measure(args: &RunArgs) -> Result<i32> {
     for name in &launch.unset {
         spawn.env_remove(name);
     }
-    let mut child = match spawn.spawn() {
+    // A launcher's stderr carries every rank's, on every node: read for
+    // the probes that could not connect (`crate::unreached`). Where no
+    // pipe or thread can be had, it stays hark's own.
+    let said = match launcher {
+        Launcher::Other => None,
+        _ => Said::pass_on().ok(),
+    };
+    let said = said.map(|(said, write)| {
+        spawn.stderr(write);
+        said
+    });
+    let child = spawn.spawn();
+    // Only the launcher holds the pipe's writing end now, so that the
+    // reader sees its end when the launcher's output ends.
+    drop(spawn);
+    let mut child = match child {
         Ok(child) => child,
         Err(e) => return Ok(not_started(&argv[0], &e, server)),
     };
@@ -106,6 +123,10 @@ fn measure(args: &RunArgs) -> Result<i32> {
     let mut run = crate::live::release(server).finish_unless(GRACE, hurry);
     run.exit = Some(exit_of(status));
     run.command_pid = Some(command_pid);
+    if let Some(said) = &said {
+        said.wait_end(Duration::from_secs(2));
+        said.attach(&mut run);
+    }
     if let Some(view) = &view {
         view.finished(&run);
     }
@@ -407,6 +428,9 @@ fn settings_env(args: &RunArgs) -> Vec<(String, String)> {
     if let Some(list) = &args.counters {
         env.push((hark_settings::COUNTERS.name.into(), list.clone()));
     }
+    if args.counters_in_mpi {
+        env.push((hark_settings::COUNTERS_IN_MPI.name.into(), "1".into()));
+    }
     if let Some(ms) = args.sensors_ms {
         env.push((hark_settings::SENSORS_MS.name.into(), ms.to_string()));
     }
@@ -527,10 +551,10 @@ fn list_analyses() -> Result<i32> {
 }
 
 /// A private directory for the server's socket, removed when dropped.
-struct SocketDir(PathBuf);
+pub(crate) struct SocketDir(PathBuf);
 
 impl SocketDir {
-    fn create() -> Result<SocketDir> {
+    pub(crate) fn create() -> Result<SocketDir> {
         use std::os::unix::fs::DirBuilderExt;
         // Socket paths are limited to about 100 bytes: fall back to /tmp
         // when TMPDIR is deep.
@@ -555,7 +579,7 @@ impl SocketDir {
         Ok(SocketDir(dir))
     }
 
-    fn socket(&self) -> PathBuf {
+    pub(crate) fn socket(&self) -> PathBuf {
         self.0.join("hark.sock")
     }
 }

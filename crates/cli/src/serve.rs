@@ -198,7 +198,8 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         .index
         .clone()
         .unwrap_or_else(|| args.runs.join(hark_index::SERVICE_FILE));
-    let service = start_service(args, tcp, &index, admin_gid)?;
+    let machine = Arc::new(crate::serve_machine::Feed::default());
+    let service = start_service(args, tcp, &index, admin_gid, machine.clone())?;
     let (control, listener) = bind_control(args, &service)?;
     let pointer = point_runs_at(&args.runs, &control);
     let stop = hark_os::flag_on_signals(&[hark_os::SIGTERM, hark_os::SIGINT], false);
@@ -209,13 +210,14 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         args.runs.display()
     ));
     let service = Arc::new(service);
+    machine.attach(&service);
     service.answer_requests(crate::serve_tcp::answerer(
         Arc::downgrade(&service),
         admin_gid,
         index.clone(),
     ));
     let http = match &args.http {
-        Some(addr) => match start_http(addr, &service, admin_gid) {
+        Some(addr) => match start_http(addr, &service, admin_gid, machine) {
             Ok(live) => Some(live),
             Err(e) => {
                 // Nothing will answer on it: a client must not find it.
@@ -235,9 +237,15 @@ pub fn serve(args: &ServeArgs) -> Result<i32> {
         live.stop();
     }
     print_stderr("hark serve: Stopping; running jobs are written as they are.\n");
-    match Arc::try_unwrap(service) {
-        Ok(s) => s.shutdown(),
-        Err(_) => unreachable!("every request thread has ended"),
+    // The machine view's feed may hold it a moment, while a job it folds
+    // is written: every other holder has ended.
+    let mut service = service;
+    loop {
+        match Arc::try_unwrap(service) {
+            Ok(s) => break s.shutdown(),
+            Err(s) => service = s,
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
     Ok(0)
 }
@@ -319,6 +327,7 @@ fn start_service(
     tcp: Tcp,
     index: &Path,
     admin_gid: Option<u32>,
+    machine: Arc<crate::serve_machine::Feed>,
 ) -> Result<Service> {
     let keep = ServiceConfig::default().history;
     let past = crate::serve_index::open(&args.runs, index, keep)?;
@@ -326,6 +335,21 @@ fn start_service(
     let runs = args.runs.clone();
     let recorded = index.to_path_buf();
     let on_run = Arc::new(move |r: &ServiceRun| {
+        let findings = machine.on_run(r);
+        let flagged;
+        let r = if findings.is_empty() {
+            r
+        } else {
+            flagged = ServiceRun {
+                id: r.id,
+                job: r.job.clone(),
+                owner: r.owner,
+                kind: r.kind,
+                info: r.info.clone(),
+                run: crate::serve_machine::with_findings(&r.run, findings),
+            };
+            &flagged
+        };
         let dir = write_service_run(&runs, r).map_err(|e| format!("{e:#}"))?;
         if let Err(e) = crate::serve_index::record(&recorded, r, &dir) {
             print_stderr(&format!(
@@ -400,11 +424,12 @@ fn start_http(
     addr: &str,
     service: &Arc<Service>,
     admin_gid: Option<u32>,
+    machine: Arc<crate::serve_machine::Feed>,
 ) -> Result<hark_live::Live> {
-    let live = crate::serve_http::start(addr, service.clone(), admin_gid)?;
+    let live = crate::serve_http::start(addr, service.clone(), admin_gid, machine)?;
     let _ = LIVE_URL.set(live.url().to_string());
     print_stderr(&format!(
-        "hark serve: Live view at {url}\nhark serve: Control over HTTP: POST {url}api/runs/ID/control\n",
+        "hark serve: Live view at {url}\nhark serve: Control over HTTP: POST {url}api/runs/ID/control\nhark serve: Machine view at {url}machine\n",
         url = live.url()
     ));
     Ok(live)

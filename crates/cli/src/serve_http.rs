@@ -25,7 +25,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use hark_live::{Access, Catalog, Client, Live, RunInfo};
 use hark_model::Run;
@@ -42,7 +42,12 @@ const KEPT_FINISHED: usize = 8;
 
 /// Binds `addr` (localhost only) and serves the page and the API over the
 /// service's jobs on a thread of its own; stopped when dropped.
-pub fn start(addr: &str, service: Arc<Service>, admin_gid: Option<u32>) -> Result<Live> {
+pub fn start(
+    addr: &str,
+    service: Arc<Service>,
+    admin_gid: Option<u32>,
+    machine: Arc<crate::serve_machine::Feed>,
+) -> Result<Live> {
     let listener = std::net::TcpListener::bind(addr)
         .with_context(|| format!("cannot bind the HTTP address {addr}"))?;
     let local = listener.local_addr()?;
@@ -63,6 +68,12 @@ pub fn start(addr: &str, service: Arc<Service>, admin_gid: Option<u32>) -> Resul
             Router::new()
                 .route("/api/runs/{id}/control", post(control))
                 .with_state(service),
+        )
+        .merge(
+            Router::new()
+                .route("/api/machine", get(crate::serve_machine::api))
+                .route("/machine", get(crate::serve_machine::page))
+                .with_state(machine),
         )
         .layer(axum::middleware::from_fn_with_state(who, identify));
     let access = Access::identified(Arc::new(|peer, local| {

@@ -58,16 +58,7 @@ fn the_whole_run_reads_back_with_the_profiles_counts_and_the_stores_times() {
     let p = &profile["programs"][0];
     let archive = run.join("trace.otf2/traces.otf2");
 
-    let print = Command::new("otf2-print")
-        .arg(&archive)
-        .output_within()
-        .unwrap();
-    assert!(
-        print.status.success() && print.stderr.is_empty(),
-        "otf2-print: {}",
-        String::from_utf8_lossy(&print.stderr)
-    );
-    assert!(String::from_utf8_lossy(&print.stdout).contains("MPI_SEND"));
+    assert!(otf2_print(&archive).contains("MPI_SEND"));
 
     let otf2 = read_with("read_otf2.py", &archive);
     let ranks = &otf2["ranks"];
@@ -215,7 +206,7 @@ fn a_window_of_two_ranks_holds_every_call_and_message_the_profile_counts_there()
 
 /// One run with `--trace=ranks=1-2,window=FROM-(FROM+LEN)`, checked; the
 /// calls it checked, how long MPI_Init took and how long the run (s). A
-/// window that missed the run (no event kept) checked nothing.
+/// window that began after the run, or near its end, checked nothing.
 fn window_run(attempt: usize, from_s: f64, len_s: f64) -> (u64, f64, f64) {
     let to_s = from_s + len_s;
     let spec = format!("--trace=ranks=1-2,window={from_s}-{to_s}");
@@ -231,14 +222,21 @@ fn window_run(attempt: usize, from_s: f64, len_s: f64) -> (u64, f64, f64) {
         .unwrap_or(0) as f64
         / 1e9;
     let wall_s = u(&p["wall_ns"]) as f64 / 1e9;
+    // A window that begins after the run, or in its last 100 ms, holds too
+    // little to check (a rank may have nothing left in it but the end of
+    // MPI_Finalize): the next attempt places one inside this run's steps.
+    if from_s + 0.1 > wall_s {
+        return (0, init_s, wall_s);
+    }
     let ts = &p["timeslices"];
     let (origin, width) = (u(&ts["origin_ns"]), u(&ts["slice_ns"]));
     // The profile places events with the clock alignment known when they
     // arrived, the trace with the final one (interpolated to the alignment
     // at MPI_Finalize; a pack that arrives before rank 0's alignment is
     // placed by the handshake): they differ by the alignment's residual, or
-    // by the handshake's error, well under a millisecond on one host.
-    let slack = u(&p["clock"]["residual_ns"]) + 2_000_000;
+    // by the handshake's error: under a millisecond on a quiet host, a few
+    // on a loaded one (the store's index gives each stream's).
+    let slack = u(&p["clock"]["residual_ns"]) + handshake_error_ns(&run) + 2_000_000;
     let (w0, w1) = (origin + (from_s * 1e9) as u64, origin + (to_s * 1e9) as u64);
     let slice_of = |t: u64| t.saturating_sub(origin) / width;
     // Slices well inside the window.
@@ -266,9 +264,6 @@ fn window_run(attempt: usize, from_s: f64, len_s: f64) -> (u64, f64, f64) {
     let ranks = otf2["ranks"].as_object().unwrap();
     let mut seen: Vec<&String> = ranks.keys().collect();
     seen.sort();
-    if seen.is_empty() && to_s > wall_s {
-        return (0, init_s, wall_s);
-    }
     assert_eq!(seen, ["1", "2"], "only the chosen ranks have events");
 
     let mut calls_checked = 0;
@@ -353,4 +348,28 @@ fn window_run(attempt: usize, from_s: f64, len_s: f64) -> (u64, f64, f64) {
     let summary = std::fs::read_to_string(run.join("summary.txt")).unwrap();
     assert!(summary.contains("trace store:"), "{summary}");
     (calls_checked, init_s, wall_s)
+}
+
+/// How far the handshake placed a stream from its node's reference offset,
+/// at most over the streams in the trace store's index (a stream never
+/// aligned, `-`, counts 0: the handshake placed all of it in both).
+fn handshake_error_ns(run: &Path) -> u64 {
+    let index = std::fs::read_to_string(run.join("trace/index.tsv")).unwrap();
+    let column = |name: &str| {
+        let head: Vec<&str> = index.lines().next().unwrap().split('\t').collect();
+        head.iter().position(|c| *c == name).unwrap()
+    };
+    let (h, r) = (column("handshake_ns"), column("reference_ns"));
+    index
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            match (f[h].parse::<i64>(), f[r].parse::<i64>()) {
+                (Ok(h), Ok(r)) => h.abs_diff(r),
+                _ => 0,
+            }
+        })
+        .max()
+        .unwrap_or(0)
 }

@@ -94,6 +94,25 @@ fn counted_on_n1(
     Some((profile, stderr))
 }
 
+/// `hark run --no-http -o RUN_DIR -- COMMAND` on n1, in `dir`, with the
+/// MPI environment of the tests and Open MPI's TCP between nodes.
+fn hark_run_on_n1(
+    cluster: &Cluster,
+    dir: &Path,
+    run_dir: &Path,
+    command: impl IntoIterator<Item = String>,
+) -> Command {
+    let mut line = vec![hark().display().to_string()];
+    line.extend(["run", "--no-http", "-o"].map(String::from));
+    line.extend([run_dir.display().to_string(), "--".into()]);
+    line.extend(command);
+    let mut cmd = cluster.command("n1", &line);
+    cmd.current_dir(dir);
+    mpi_env(&mut cmd);
+    cmd.env("OMPI_MCA_btl", "self,tcp");
+    cmd
+}
+
 /// How long an MPICH job under `hark run` may take before it is taken for
 /// MPICH 4.0's hang in `MPI_Finalize` over UCX between nodes, which comes
 /// without Hark too (docs/cluster.md, "Known problems").
@@ -341,17 +360,10 @@ fn a_launcher_inside_a_script_leaves_its_agents_unmeasured() {
         .output_within()
         .unwrap();
     let run_dir = dir.join("run");
-    let mut line = vec![hark().display().to_string()];
-    line.extend(["run", "--no-http", "-o"].map(String::from));
-    line.extend([run_dir.display().to_string(), "--".into()]);
-    line.push(script.display().to_string());
-    let mut cmd = cluster.command("n1", &line);
-    cmd.current_dir(&dir)
-        .env("PBS_JOBID", "1.pbs")
+    let mut cmd = hark_run_on_n1(&cluster, &dir, &run_dir, [script.display().to_string()]);
+    cmd.env("PBS_JOBID", "1.pbs")
         .env("HARK_SKIP", "sh")
         .env("COUNT_DIR", &*dir);
-    mpi_env(&mut cmd);
-    cmd.env("OMPI_MCA_btl", "self,tcp");
     let out = cmd.output_within().expect("cannot run cluster.sh");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_exit(&out, 0);
@@ -395,18 +407,13 @@ fn inside_salloc_srun_and_mpirun_reach_hark_from_every_node() {
         ("mpirun", format!("{} {ring}", OPEN_MPI.run)),
     ] {
         let run_dir = dir.join(name);
-        let mut line = vec![hark().display().to_string()];
-        line.extend(["run", "--no-http", "-o"].map(String::from));
-        line.extend([run_dir.display().to_string(), "--".into()]);
-        line.extend(
-            format!("salloc -N2 -n2 {inner}")
-                .split_whitespace()
-                .map(String::from),
+        let salloc = format!("salloc -N2 -n2 {inner}");
+        let mut cmd = hark_run_on_n1(
+            &cluster,
+            &dir,
+            &run_dir,
+            salloc.split_whitespace().map(String::from),
         );
-        let mut cmd = cluster.command("n1", &line);
-        cmd.current_dir(&dir);
-        mpi_env(&mut cmd);
-        cmd.env("OMPI_MCA_btl", "self,tcp");
         let out = cmd.output_within().expect("cannot run cluster.sh");
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_exit(&out, 0);
@@ -424,5 +431,112 @@ fn inside_salloc_srun_and_mpirun_reach_hark_from_every_node() {
             [20, 20],
             "{name}"
         );
+    }
+}
+
+/// A rank on n2 whose probe cannot reach hark (here, an address nobody
+/// listens on) is named in the summary's first line with its host and what
+/// its connection met: its warning crossed the launcher's stderr to `hark`
+/// on n1. The job ends as without Hark.
+#[test]
+fn a_rank_on_another_node_that_cannot_reach_hark_is_named_with_its_host() {
+    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return;
+    }
+    let Some(cluster) = Cluster::up(2) else {
+        return;
+    };
+    probe();
+    let dir = shared_scratch("every-rank-unreached");
+    let exe = compile(OPEN_MPI.cc, "ring.c".as_ref(), &dir, &[]);
+    let script = format!(
+        // No `$(hostname)`: a process of its own, it would be measured.
+        "read h < /proc/sys/kernel/hostname; \
+         [ \"$h\" = n2 ] && export HARK_ADDR=unix:/nonexistent/hark.sock; exec {} {ROUNDS} {INTS}",
+        exe.display()
+    );
+    let mut command = launch(OPEN_MPI, &cluster, "n1,n2", 2);
+    command.extend([
+        "-x".into(),
+        "HARK_SKIP".into(),
+        "sh".into(),
+        "-c".into(),
+        script,
+    ]);
+    let run_dir = dir.join("run");
+    let mut cmd = hark_run_on_n1(&cluster, &dir, &run_dir, command);
+    cmd.env("HARK_SKIP", "sh").env("COUNT_DIR", &*dir);
+    let out = cmd.output_within().expect("cannot run cluster.sh");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_exit(&out, 0);
+    let reason = "No such file or directory (os error 2)";
+    let said = format!("1 of 2 ranks measured: rank 1 on n2 could not reach hark: {reason}");
+    let summary = std::fs::read_to_string(run_dir.join("summary.txt")).unwrap();
+    let first = summary.lines().next().unwrap_or_default();
+    assert!(first.ends_with(&said), "first line: {first}\n{stderr}");
+    let profile = profile(&run_dir);
+    assert_eq!(
+        profile["missing"][0]["unreached"],
+        serde_json::json!([{"rank": 1, "host": "n2", "reason": reason}]),
+        "{stderr}"
+    );
+    assert_eq!(per_rank(&profile, 0, "MPI_Isend", "calls"), [20]);
+}
+
+/// `hark run -- srun --multi-prog FILE` and a heterogeneous step (`srun
+/// ... : ...`), on 2 nodes: every task is measured, as one program of one
+/// job, and its calls and bytes equal the independent count (Open MPI over
+/// PMIx).
+#[test]
+fn srun_multi_prog_and_heterogeneous_steps_are_measured() {
+    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return;
+    }
+    let Some(cluster) = Cluster::up(2) else {
+        return;
+    };
+    if !cluster.slurm() {
+        return;
+    }
+    probe();
+    let dir = shared_scratch("every-rank-multi-prog");
+    let exe = compile(OPEN_MPI.cc, "ring.c".as_ref(), &dir, &[]);
+    let ring = format!("{} {ROUNDS} {INTS}", exe.display());
+    let conf = dir.join("multi.conf");
+    std::fs::write(&conf, format!("0 {ring}\n1 {ring}\n")).unwrap();
+    let multi: Vec<String> = [
+        "srun",
+        "-N",
+        "2",
+        "-n",
+        "2",
+        "--mpi=pmix",
+        "--multi-prog",
+        &conf.display().to_string(),
+    ]
+    .map(String::from)
+    .into();
+    let mut het: Vec<String> = Vec::new();
+    for (i, node) in ["n1", "n2"].into_iter().enumerate() {
+        if i > 0 {
+            het.push(":".into());
+        }
+        het.extend(["-N", "1", "-n", "1", "-w", node, "--mpi=pmix"].map(String::from));
+        het.extend(ring.split(' ').map(String::from));
+    }
+    het.insert(0, "srun".into());
+    for (name, command) in [("multi-prog", multi), ("het", het)] {
+        let Some((profile, stderr)) = counted_on_n1(&cluster, OPEN_MPI, &dir, name, &command, 2)
+        else {
+            return;
+        };
+        let programs = profile["programs"].as_array().expect("programs");
+        assert_eq!(programs.len(), 1, "{name}: one program: {stderr}");
+        let on: BTreeSet<&str> = (programs[0]["rank_info"].as_array().unwrap().iter())
+            .filter_map(|r| r["host"].as_str())
+            .collect();
+        assert_eq!(on, BTreeSet::from(["n1", "n2"]), "{name}: {stderr}");
     }
 }

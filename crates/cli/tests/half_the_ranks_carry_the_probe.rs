@@ -34,17 +34,19 @@ fn run(mpi: Mpi, keep_out: &str) -> Option<(std::process::Output, std::path::Pat
     Some((out, run_dir, dir))
 }
 
-/// Runs the job with rank 1 kept out and checks it; hark's output.
-fn check(mpi: Mpi, keep_out: &str) -> Option<std::process::Output> {
+/// Runs the job with rank 1 kept out and checks it: the summary's first
+/// line ends with `said`; hark's output and the profile.
+fn check(
+    mpi: Mpi,
+    keep_out: &str,
+    said: &str,
+) -> Option<(std::process::Output, serde_json::Value)> {
     let (out, run_dir, _dir) = run(mpi, keep_out)?;
     // As without Hark: the ring ran to its end on both ranks.
     assert_exit(&out, 0);
     let summary = std::fs::read_to_string(run_dir.join("summary.txt")).unwrap();
     let first = summary.lines().next().unwrap_or_default();
-    assert!(
-        first.ends_with("1 of 2 ranks measured: rank 1 never reached hark"),
-        "first line: {first}\n{summary}"
-    );
+    assert!(first.ends_with(said), "first line: {first}\n{summary}");
     let profile = profile(&run_dir);
     let missing = &profile["missing"];
     assert_eq!(missing.as_array().map(Vec::len), Some(1), "{missing}");
@@ -55,8 +57,11 @@ fn check(mpi: Mpi, keep_out: &str) -> Option<std::process::Output> {
     let clock = &profile["programs"][0]["clock"]["ranks"][0];
     assert_eq!(clock["method"].as_str(), Some("ping-pong"), "{clock}");
     assert_eq!(clock["reference"].as_str(), Some("hark"), "{clock}");
-    Some(out)
+    Some((out, profile))
 }
+
+/// The summary's line for rank 1 without a probe, which says nothing.
+const SILENT: &str = "1 of 2 ranks measured: rank 1 never reached hark";
 
 /// Rank 1 has no probe at all.
 const NO_PROBE: &str = "unset LD_PRELOAD";
@@ -65,23 +70,33 @@ const UNREACHABLE: &str = "export HARK_ADDR=unix:/nonexistent/hark.sock";
 
 #[test]
 fn open_mpi_rank_1_without_the_probe() {
-    check(OPEN_MPI, NO_PROBE);
+    check(OPEN_MPI, NO_PROBE, SILENT);
 }
 
 #[test]
 fn mpich_rank_1_without_the_probe() {
-    check(MPICH, NO_PROBE);
+    check(MPICH, NO_PROBE, SILENT);
 }
 
-/// The probe that cannot connect says which rank on which host it is.
+/// The probe that cannot connect says which rank on which host it is, and
+/// why; hark passes that on and names both in the summary and the profile.
 fn check_unreachable(mpi: Mpi) {
-    let Some(out) = check(mpi, UNREACHABLE) else {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host = host.trim();
+    let reason = "No such file or directory (os error 2)";
+    let line = format!("1 of 2 ranks measured: rank 1 on {host} could not reach hark: {reason}");
+    let Some((out, profile)) = check(mpi, UNREACHABLE, &line) else {
         return;
     };
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let said = format!("rank 1 on {} cannot reach the Hark server at", host.trim());
+    let said = format!("rank 1 on {host} cannot reach the Hark server at");
     assert!(stderr.contains(&said), "no {said:?} in:\n{stderr}");
+    let unreached = &profile["missing"][0]["unreached"];
+    assert_eq!(
+        unreached,
+        &serde_json::json!([{"rank": 1, "host": host, "reason": reason}]),
+        "{unreached}"
+    );
 }
 
 #[test]

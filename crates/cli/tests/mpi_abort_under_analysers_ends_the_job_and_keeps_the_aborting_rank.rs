@@ -5,6 +5,10 @@
 //! the real call, so it is whole in the run `hark run` merges from the
 //! analysers' keepers; the rank it left waiting is partial
 //! (`docs/analysers.md`, "When a rank dies"; `docs/mpi.md`, "`MPI_Abort`").
+//! Under MPICH over UCX the rank left waiting is ended from inside UCX's
+//! progress, and its probe's exit path must not call MPI there
+//! (`docs/analysers.md`, Known problems: "Fixed: `MPI_Abort` under MPICH
+//! could end in a UCX assertion").
 
 mod common;
 
@@ -58,13 +62,11 @@ fn mpi_abort_without_virtualisation_under_open_mpi() {
 }
 
 #[test]
-#[ignore = "flaky, found 2026-12-02: under --analysers, MPICH 4.0 over UCX aborts with `ucp_worker.c: Assertion worker->inprogress++ == 0` in about one run in two, with this and the previous probe: a PMPI_Test from the probe's exit path while UCX is inside its progress (docs/analysers.md, Known problems)"]
 fn mpi_abort_on_a_virtualised_world_under_mpich() {
     aborts(MPICH, true);
 }
 
 #[test]
-#[ignore = "flaky, found 2026-12-02: under --analysers, MPICH 4.0 over UCX aborts with `ucp_worker.c: Assertion worker->inprogress++ == 0` in about one run in two, with this and the previous probe: a PMPI_Test from the probe's exit path while UCX is inside its progress (docs/analysers.md, Known problems)"]
 fn mpi_abort_without_virtualisation_under_mpich() {
     aborts(MPICH, false);
 }

@@ -6,7 +6,10 @@
 //! the report grades them (red, orange, green); numbers in the tables stay
 //! on one line; the header of the running job shows its real rate, never
 //! "0 events/s"; and `hark open` of the finished run shows the whole run,
-//! not "whole run so far". Skips, saying so, without Chromium or Open MPI.
+//! not "whole run so far". The node's sensors have a row beside its ranks
+//! (0-3) and a chart of CPU busy and memory used per slice, while the job
+//! runs and after, where the row's figures are `profile.json`'s
+//! `nodes[0]`. Skips, saying so, without Chromium or Open MPI.
 //!
 //! Set `HARK_SCREENSHOT=path.png` to keep a screenshot of the running job.
 
@@ -53,6 +56,26 @@ const MEASURE: &str = r##"(() => {
   }
   return JSON.stringify(out);
 })()"##;
+
+/// The nodes' rows (their cells' text) and charts (host, lines drawn).
+const NODES: &str = r##"JSON.stringify({
+  hidden: document.getElementById("nodesec").hidden,
+  rows: [...document.querySelectorAll("#nodes tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent)),
+  charts: [...document.querySelectorAll("#nodecharts .nodechart")].map((d) => [d.dataset.host, d.querySelectorAll("polyline").length]),
+})"##;
+
+/// The page's node rows, checked against what every node row must show:
+/// the host and the job's four ranks on it, with a chart of two lines.
+fn nodes(b: &mut cdp::Browser) -> Vec<Vec<String>> {
+    let v: Value = serde_json::from_str(b.eval(NODES).as_str().unwrap()).unwrap();
+    assert_eq!(v["hidden"], false, "no nodes panel: {v}");
+    let rows: Vec<Vec<String>> = serde_json::from_value(v["rows"].clone()).unwrap();
+    assert_eq!(rows.len(), 1, "{v}");
+    assert_eq!(rows[0][1], "0-3", "the node's ranks: {v}");
+    assert_eq!(v["charts"][0][0].as_str(), Some(rows[0][0].as_str()), "{v}");
+    assert_eq!(v["charts"][0][1], 2, "CPU busy and memory used lines: {v}");
+    rows
+}
 
 fn measure(b: &mut cdp::Browser) -> Value {
     serde_json::from_str(b.eval(MEASURE).as_str().unwrap()).unwrap()
@@ -154,6 +177,8 @@ fn legends_bars_numbers_rate_and_scope_read_as_they_should() {
     }
     assert_eq!(last["scope"], "whole run so far");
     check_layout(&last);
+    let running = nodes(&mut b);
+    assert!(running[0][2].parse::<u64>().unwrap() > 0, "{running:?}");
     let shot = b.screenshot();
     std::fs::write(dir.join("live.png"), &shot).unwrap();
     if let Ok(path) = std::env::var("HARK_SCREENSHOT") {
@@ -172,6 +197,20 @@ fn legends_bars_numbers_rate_and_scope_read_as_they_should() {
     let _ = open.wait();
     assert_eq!(m["state"], "finished", "{m}");
     assert_eq!(m["scope"], "whole run", "{m}");
+    let row = &nodes(&mut b)[0];
+    let profile = common::profile(&run_dir);
+    let node = &profile["programs"][0]["nodes"][0];
+    assert_eq!(row[0], node["host"].as_str().unwrap(), "{node}");
+    assert_eq!(row[2], node["readings"].to_string(), "{node}");
+    let busy_max = node["cpu"]["busy_max"].as_f64().unwrap();
+    assert_eq!(row[4], format!("{:.0} %", 100.0 * busy_max), "{node}");
+    let load = &node["load"];
+    let shown = format!(
+        "{:.2} (max {:.2})",
+        load["load1_mean"].as_f64().unwrap(),
+        load["load1_max"].as_f64().unwrap()
+    );
+    assert_eq!(row[8], shown, "{node}");
     let rate: f64 = m["rate"]
         .as_str()
         .unwrap()

@@ -654,6 +654,25 @@ fn a_node_s_forwarder_streams_to_a_tls_only_service() {
         "a probe did not hear the dump: {}",
         p["programs"][0]["diagnostics"]
     );
+    // Stop once the shell and two of its `sleep`s have reached the service:
+    // on a loaded machine all of the above can take less than one sleep
+    // (CI saw the shell and one `sleep`).
+    let streams = |id: &str| -> u64 {
+        let jobs = ctl(&["list"])["jobs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let job = jobs.iter().find(|j| j["id"].as_str() == Some(id));
+        job.and_then(|j| j["streams"].as_u64()).unwrap_or(0)
+    };
+    while streams(&id) < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "fewer than 3 streams: {}",
+            read_log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     std::fs::write(&stop, "").unwrap();
     let out = wait_within(job, limit(), "hark run --server through a forwarder");
     let err = String::from_utf8_lossy(&out.stderr);

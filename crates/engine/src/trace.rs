@@ -190,9 +190,20 @@ impl Filter {
     pub fn keep(&mut self, ev: &Event, rank: i32, since_start: u64, until_end: u64) -> bool {
         let s = &self.selection;
         let code = ev.op();
-        // Samples are readings between two times, not calls on a timeline.
+        let window = |since_start: u64, until_end: u64| {
+            s.windows.is_empty()
+                || s.windows
+                    .iter()
+                    .any(|&(a, b)| since_start <= b && until_end >= a)
+        };
+        // Samples are readings between two times, not calls on a timeline:
+        // only counter and sensor readings are kept (the OTF2 export's
+        // metrics), for the ranks and windows chosen, whatever the region
+        // or iteration (a reading spans them).
         if op::kind(code) == op::OpKind::Sample {
-            return false;
+            let metric =
+                code == op::COUNTER_SLICE || (op::SENSOR_BASE..=op::SENSOR_LAST).contains(&code);
+            return metric && s.keeps_rank(rank) && window(since_start, until_end);
         }
         // Regions and marks are followed whatever the rank and window.
         let mut region = s.regions.is_empty();
@@ -222,11 +233,7 @@ impl Filter {
             }
             iteration = self.in_iteration;
         }
-        let window = s.windows.is_empty()
-            || s.windows
-                .iter()
-                .any(|&(a, b)| since_start <= b && until_end >= a);
-        region && iteration && window && s.keeps_rank(rank)
+        region && iteration && window(since_start, until_end) && s.keeps_rank(rank)
     }
 }
 
@@ -477,5 +484,21 @@ mod tests {
         assert!(f.keep(&e, 1, 500_000_000, 1_000_000_000));
         assert!(!f.keep(&e, 0, 500_000_000, 1_000_000_000));
         assert!(!f.keep(&e, 1, 2_000_000_001, 3_000_000_000));
+    }
+
+    #[test]
+    fn counter_and_sensor_readings_are_kept_for_the_chosen_ranks_and_windows_only() {
+        let mut f = Filter::new(Selection::parse("window=1-2,ranks=1,region=solve").unwrap());
+        for code in [op::COUNTER_SLICE, op::SENSOR_CPU, op::SENSOR_LOAD] {
+            let e = Event::new(code, 0, 1);
+            // Outside any region: a reading spans them.
+            assert!(f.keep(&e, 1, 500_000_000, 1_000_000_000), "{code:#x}");
+            assert!(!f.keep(&e, 0, 500_000_000, 1_000_000_000), "{code:#x}");
+            assert!(!f.keep(&e, 1, 2_000_000_001, 3_000_000_000), "{code:#x}");
+        }
+        for code in [op::CPU_TASK, op::COUNTER_REGION, op::COUNTER_MPI] {
+            let e = Event::new(code, 0, 1);
+            assert!(!f.keep(&e, 1, 500_000_000, 1_000_000_000), "{code:#x}");
+        }
     }
 }

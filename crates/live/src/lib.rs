@@ -39,6 +39,7 @@ mod access;
 pub mod client;
 mod http;
 pub mod interval;
+pub mod machine;
 
 pub use access::{Access, Client, Identify, Limits};
 pub use http::{router, router_over};

@@ -13,8 +13,9 @@ pub type Counts = BTreeMap<String, u64>;
 /// (`Program::counters`); empty when no probe read any.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CounterInfo {
-    /// Per rank, per thread the probe read (0 is the main thread, which
-    /// includes the threads it started: `inherit`).
+    /// Per rank, per thread (numbered as the threads' events are): each
+    /// thread's own counts; the main thread's row is the whole process's
+    /// less the other rows, so the rows add up to the rank's counts.
     pub threads: Vec<Vec<Counts>>,
     /// Counters the probe could not open: name → why, with the ranks'
     /// hosts that refused it (`"ENOENT on node1, node2: ..."`).

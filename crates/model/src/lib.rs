@@ -17,6 +17,7 @@ mod counters;
 mod cpu;
 mod nodes;
 mod openmp;
+pub mod sat;
 pub use counters::{CounterInfo, Counts};
 pub use cpu::{Cpu, CpuHost, CpuRank, CpuTimes};
 pub use nodes::{Node, NodeCpu, NodeLoad, NodeMemory, NodeSampler, NodeTraffic};
@@ -85,6 +86,23 @@ pub struct MissingRanks {
     /// The world ranks that never connected, ascending; the first
     /// [`MAX_MISSING_LISTED`] of them.
     pub ranks: Vec<u32>,
+    /// Of those, the ranks whose probe said why it could not connect (on
+    /// the launcher's stderr, which `hark run` reads as it passes it on):
+    /// where each ran and what the connection met. A rank without a probe
+    /// says nothing and is not here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreached: Vec<Unreached>,
+}
+
+/// A rank whose probe could not reach hark, as its warning said.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unreached {
+    /// The rank (the launcher's).
+    pub rank: u32,
+    /// The host it ran on.
+    pub host: String,
+    /// What the connection met (`Connection refused (os error 111)`).
+    pub reason: String,
 }
 
 /// Most missing ranks [`MissingRanks::ranks`] lists (the count is
@@ -563,6 +581,10 @@ pub struct FunctionProfile {
     pub time_histogram: Histogram,
     /// Histogram of message sizes over all calls (mpiP-style), log2 bins.
     pub size_histogram: Histogram,
+    /// Performance counts inside the function's calls by counter name,
+    /// per rank (`HARK_COUNTERS_IN_MPI`); empty otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, Vec<u64>>,
 }
 
 /// Mean, spread and extremes of a per-rank quantity.

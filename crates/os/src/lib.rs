@@ -134,20 +134,29 @@ pub fn ignore_signals(signals: &[i32]) {
 /// `getrusage` counts it; with `children`, plus that of its children that
 /// ended and were reaped.
 pub fn cpu_time(children: bool) -> std::time::Duration {
-    let of = |who| {
-        // SAFETY: an all-zero rusage is valid; getrusage writes into it.
-        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: `u` is writable for one rusage.
-        unsafe { libc::getrusage(who, &mut u) };
-        let tv = |t: libc::timeval| {
-            std::time::Duration::new(t.tv_sec.max(0) as u64, t.tv_usec.max(0) as u32 * 1000)
-        };
-        tv(u.ru_utime) + tv(u.ru_stime)
-    };
     match children {
-        true => of(libc::RUSAGE_SELF) + of(libc::RUSAGE_CHILDREN),
-        false => of(libc::RUSAGE_SELF),
+        true => rusage_cpu(libc::RUSAGE_SELF) + rusage_cpu(libc::RUSAGE_CHILDREN),
+        false => rusage_cpu(libc::RUSAGE_SELF),
     }
+}
+
+/// The calling thread's CPU time so far (user and system), as
+/// `getrusage(RUSAGE_THREAD)` counts it: what a thread of this process
+/// spent, apart from the others (`hark replay` subtracts its writers').
+pub fn thread_cpu_time() -> std::time::Duration {
+    rusage_cpu(libc::RUSAGE_THREAD)
+}
+
+/// User and system time of `who` (`RUSAGE_SELF`, `_CHILDREN`, `_THREAD`).
+fn rusage_cpu(who: libc::c_int) -> std::time::Duration {
+    // SAFETY: an all-zero rusage is valid; getrusage writes into it.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is writable for one rusage.
+    unsafe { libc::getrusage(who, &mut u) };
+    let tv = |t: libc::timeval| {
+        std::time::Duration::new(t.tv_sec.max(0) as u64, t.tv_usec.max(0) as u32 * 1000)
+    };
+    tv(u.ru_utime) + tv(u.ru_stime)
 }
 
 /// `hark run -v`'s words for what analysing cost: `N s CPU for E events:

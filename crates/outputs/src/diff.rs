@@ -13,8 +13,10 @@
 //! ([`compare_repeated`]), it is the run-to-run spread: the largest range
 //! (max − min) of the quantity over the runs of either side; with one run per
 //! side it is the spread (standard deviation) across the ranks of either run.
-//! Either way it is never less than 1 % of the size plus 10 µs (timer and
-//! scheduling jitter); for an efficiency, two percentage points. A change
+//! Either way a time's noise is never less than 1 % of its size plus 10 µs
+//! plus 0.1 % of the program's wall time (timer and scheduling jitter: a
+//! preemption lands on whatever the rank was doing, however small); for an
+//! efficiency, two percentage points. A change
 //! larger than twice its noise *matters*; changes that matter come first,
 //! costliest first, then those within the noise. Per-rank changes (which
 //! rank moved) are compared only when both sides have the same number of
@@ -191,10 +193,22 @@ fn range(v: &[Option<f64>]) -> f64 {
     }
 }
 
-/// Floor of the noise of a time: 1 % of its size plus 10 µs.
-fn floor(a: f64, b: f64) -> f64 {
-    0.01 * a.abs().max(b.abs()) + 10_000.0
+/// Floor of the noise of a time: 1 % of its size plus 10 µs, plus
+/// `jitter` (0.1 % of the program's wall time, [`jitter`]).
+fn floor(a: f64, b: f64, jitter: f64) -> f64 {
+    0.01 * a.abs().max(b.abs()) + 10_000.0 + jitter
 }
+
+/// The share of a program's wall time (the larger side's) in every time's
+/// noise: scheduling jitter lands on whatever a rank was doing.
+fn jitter(a: &Side, b: &Side) -> f64 {
+    let wall = |s: &Side| s.iter().map(|p| p.wall_ns as f64).fold(0.0, f64::max);
+    0.001 * wall(a).max(wall(b))
+}
+
+/// How a time's noise is judged: from repeated runs (else the ranks'
+/// spread), and with what share of the wall time in its floor ([`jitter`]).
+type Noise = (bool, f64);
 
 /// Efficiency changes below this (two percentage points) are noise.
 const EFFICIENCY_NOISE: f64 = 0.02;
@@ -210,9 +224,11 @@ fn timed(
     name: &str,
     a: &[PerRank],
     b: &[PerRank],
-    repeated: bool,
+    (repeated, jitter): Noise,
 ) -> Change {
-    measured(program, kind, name, (a, b), repeated, floor)
+    measured(program, kind, name, (a, b), repeated, &|x, y| {
+        floor(x, y, jitter)
+    })
 }
 
 /// [`timed`] with the noise never below `least(a, b)`.
@@ -222,7 +238,7 @@ fn measured(
     name: &str,
     (a, b): (&[PerRank], &[PerRank]),
     repeated: bool,
-    least: fn(f64, f64) -> f64,
+    least: &dyn Fn(f64, f64) -> f64,
 ) -> Change {
     let means = |side: &[PerRank]| -> Vec<Option<f64>> {
         side.iter().map(|r| r.map(|(v, n)| mean(v, n))).collect()
@@ -276,8 +292,9 @@ fn compare_programs(a: &Side, b: &Side, repeated: bool, out: &mut Diff) {
             ));
         }
     }
-    compare_timed(prog, a, b, repeated, &mut out.changes);
-    compare_counters(prog, a, b, repeated, &mut out.changes);
+    let how = (repeated, jitter(a, b));
+    compare_timed(prog, a, b, how, &mut out.changes);
+    compare_counters(prog, a, b, how, &mut out.changes);
     compare_efficiency(prog, a, b, repeated, out);
     compare_counts(prog, a0, b0, &mut out.counts);
     let same_ranks = a.iter().chain(b).all(|p| p.ranks == na);
@@ -287,14 +304,14 @@ fn compare_programs(a: &Side, b: &Side, repeated: bool, out: &mut Diff) {
         ));
         return;
     }
-    compare_ranks(prog, a, b, repeated, &mut out.changes);
+    compare_ranks(prog, a, b, how, &mut out.changes);
 }
 
 fn compare_timed<'a>(
     prog: &str,
     a: &Side<'a>,
     b: &Side<'a>,
-    repeated: bool,
+    how: Noise,
     changes: &mut Vec<Change>,
 ) {
     let paths: BTreeSet<&String> = a
@@ -314,7 +331,7 @@ fn compare_timed<'a>(
     };
     for path in paths {
         let (pa, pb) = (region(a, path), region(b, path));
-        changes.push(timed(prog, Kind::Region, path, &pa, &pb, repeated));
+        changes.push(timed(prog, Kind::Region, path, &pa, &pb, how));
     }
     let funcs: BTreeSet<&String> = a.iter().chain(b).flat_map(|p| p.mpi.keys()).collect();
     let func = |s: &Side<'a>, f: &str| -> Vec<PerRank<'a>> {
@@ -324,7 +341,7 @@ fn compare_timed<'a>(
     };
     for f in funcs {
         let (fa, fb) = (func(a, f), func(b, f));
-        changes.push(timed(prog, Kind::Function, f, &fa, &fb, repeated));
+        changes.push(timed(prog, Kind::Function, f, &fa, &fb, how));
     }
     let waits: BTreeSet<&String> = a.iter().chain(b).flat_map(|p| p.waits.keys()).collect();
     let wait = |s: &Side<'a>, w: &str| -> Vec<PerRank<'a>> {
@@ -334,7 +351,7 @@ fn compare_timed<'a>(
     };
     for w in waits {
         let (wa, wb) = (wait(a, w), wait(b, w));
-        let c = timed(prog, Kind::Wait, w, &wa, &wb, repeated);
+        let c = timed(prog, Kind::Wait, w, &wa, &wb, how);
         // A pattern absent or zero in both runs says nothing.
         if c.a.unwrap_or(0.0) > 0.0 || c.b.unwrap_or(0.0) > 0.0 {
             changes.push(c);
@@ -347,7 +364,7 @@ fn compare_timed<'a>(
 /// not exact (page faults, switches and clocks move from run to run). Only
 /// the `*-clock` counters are time, and only they cost time; a change in
 /// any other counter that matters sorts after the time changes that do.
-fn compare_counters(prog: &str, a: &Side, b: &Side, repeated: bool, changes: &mut Vec<Change>) {
+fn compare_counters(prog: &str, a: &Side, b: &Side, how: Noise, changes: &mut Vec<Change>) {
     let names: BTreeSet<&String> = a
         .iter()
         .chain(b)
@@ -371,14 +388,14 @@ fn compare_counters(prog: &str, a: &Side, b: &Side, repeated: bool, changes: &mu
                 .map(|x| x.as_deref().map(|v| (v, v.len())))
                 .collect()
         }
-        let sides = (&per_rank(&va)[..], &per_rank(&vb)[..]);
+        let (pa, pb) = (per_rank(&va), per_rank(&vb));
         let c = if name.ends_with("-clock") {
-            measured(prog, Kind::Counter, name, sides, repeated, floor)
+            timed(prog, Kind::Counter, name, &pa, &pb, how)
         } else {
             // A count's noise is at least 1 % of it plus one; it costs no
             // time of its own.
             let least = |x: f64, y: f64| 0.01 * x.abs().max(y.abs()) + 1.0;
-            let c = measured(prog, Kind::Counter, name, sides, repeated, least);
+            let c = measured(prog, Kind::Counter, name, (&pa, &pb), how.0, &least);
             Change { cost_ns: 0.0, ..c }
         };
         changes.push(c);
@@ -459,8 +476,16 @@ fn compare_counts(prog: &str, a: &Program, b: &Program, counts: &mut Vec<CountCh
     };
     let funcs: BTreeSet<&String> = a.mpi.keys().chain(b.mpi.keys()).collect();
     for f in funcs {
-        let calls = |p: &Program| p.mpi.get(f).map_or(0, |x| x.calls.iter().sum::<u64>());
-        let bytes = |p: &Program| p.mpi.get(f).map_or(0, |x| x.bytes.iter().sum::<u64>());
+        let calls = |p: &Program| {
+            p.mpi
+                .get(f)
+                .map_or(0, |x| crate::facts::total(x.calls.iter().copied()))
+        };
+        let bytes = |p: &Program| {
+            p.mpi
+                .get(f)
+                .map_or(0, |x| crate::facts::total(x.bytes.iter().copied()))
+        };
         push(format!("{f} calls"), calls(a), calls(b));
         push(format!("{f} bytes"), bytes(a), bytes(b));
     }
@@ -473,7 +498,7 @@ fn compare_counts(prog: &str, a: &Program, b: &Program, counts: &mut Vec<CountCh
         ("one-sided bytes", |p| &p.one_sided.bytes),
     ];
     for (name, matrix) in traffic {
-        let total = |p: &Program| -> u64 { matrix(&p.p2p).iter().flatten().sum() };
+        let total = |p: &Program| crate::facts::total(matrix(&p.p2p).iter().flatten().copied());
         push(name.to_string(), total(a), total(b));
     }
 }
@@ -481,7 +506,8 @@ fn compare_counts(prog: &str, a: &Program, b: &Program, counts: &mut Vec<CountCh
 /// Which rank changed differently from the others: its change in time
 /// outside MPI against the mean change. The noise is the run-to-run range of
 /// that rank with repeated runs, else the ranks' spread.
-fn compare_ranks(prog: &str, a: &Side, b: &Side, repeated: bool, changes: &mut Vec<Change>) {
+fn compare_ranks(prog: &str, a: &Side, b: &Side, how: Noise, changes: &mut Vec<Change>) {
+    let (repeated, jitter) = how;
     let outside = |p: &Program| -> Vec<u64> {
         (0..p.ranks)
             .map(|r| {
@@ -512,7 +538,7 @@ fn compare_ranks(prog: &str, a: &Side, b: &Side, repeated: bool, changes: &mut V
         } else {
             ranks_spread
         };
-        let noise = spread.max(floor(x, y));
+        let noise = spread.max(floor(x, y, jitter));
         changes.push(Change {
             program: prog.to_string(),
             kind: Kind::Rank,
@@ -770,7 +796,7 @@ pub fn html(d: &Diff, a: &str, b: &str) -> String {
     }
     let _ = writeln!(
         s,
-        "</table>\n<p>Speed-up: wall time before / after; parallel efficiency: speed-up × ranks before / ranks after.</p>\n<h2>Changes, those that matter first</h2>\n<p>Per rank; a change matters when it is more than twice the noise (at least 1 % + 10 µs; 2 points for efficiencies); {}.</p>",
+        "</table>\n<p>Speed-up: wall time before / after; parallel efficiency: speed-up × ranks before / ranks after.</p>\n<h2>Changes, those that matter first</h2>\n<p>Per rank; a change matters when it is more than twice the noise (for a time at least 1 % + 10 µs + 0.1 % of the wall time; 2 points for efficiencies); {}.</p>",
         esc(noise_basis(d))
     );
     s.push_str("<table><tr><th class=l>what</th><th class=l>name</th><th>A</th><th>B</th><th>change</th><th>noise</th><th class=l>program</th></tr>\n");

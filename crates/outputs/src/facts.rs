@@ -4,6 +4,7 @@
 
 use crate::units;
 use hark_model::{Accounting, Efficiency, Finding, Program, Run, Spread};
+use std::collections::BTreeMap;
 
 /// One MPI function of a program, totalled over ranks.
 pub(crate) struct FunctionRow<'a> {
@@ -119,9 +120,7 @@ pub(crate) fn io_totals(p: &Program) -> IoTotals {
 
 /// The sum of `values`, saturating: per-rank numbers come from the probes'
 /// streams, and a stream can say anything.
-pub(crate) fn total(values: impl IntoIterator<Item = u64>) -> u64 {
-    values.into_iter().fold(0, u64::saturating_add)
-}
+pub(crate) use hark_model::sat::total;
 
 /// The rank that index `index` of a per-rank array (and a [`Spread`]'s
 /// `min_rank` / `max_rank`) stands for: its world rank, or, for a process
@@ -496,7 +495,10 @@ pub(crate) fn clock_line(p: &Program) -> Option<String> {
 
 /// The ranks that never reached hark, one clause per job ("1 of 2 ranks
 /// measured: rank 1 never reached hark"), joined by "; "; `None` when
-/// every rank of every job whose size is known connected.
+/// every rank of every job whose size is known connected. Ranks whose
+/// probe said why are named with their host and reason ("rank 1 on n2
+/// could not reach hark: Connection refused (os error 111)"), grouped by
+/// both, the first [`UNREACHED_GROUPS`] groups.
 pub(crate) fn missing_line(run: &hark_model::Run) -> Option<String> {
     let several = run.missing.len() > 1;
     let clauses: Vec<String> = run
@@ -509,15 +511,56 @@ pub(crate) fn missing_line(run: &hark_model::Run) -> Option<String> {
             } else {
                 String::new()
             };
+            let mut parts = unreached_parts(&m.unreached);
+            let said: std::collections::BTreeSet<u32> =
+                m.unreached.iter().map(|u| u.rank).collect();
+            let silent: Vec<u32> = m
+                .ranks
+                .iter()
+                .copied()
+                .filter(|r| !said.contains(r))
+                .collect();
+            let rest = absent.saturating_sub(said.len());
+            if rest > 0 {
+                parts.push(format!("{} never reached hark", rank_list(&silent, rest)));
+            }
             format!(
-                "{job}{} of {} ranks measured: {} never reached hark",
+                "{job}{} of {} ranks measured: {}",
                 m.measured,
                 m.world_size,
-                rank_list(&m.ranks, absent),
+                parts.join("; "),
             )
         })
         .collect();
     (!clauses.is_empty()).then(|| clauses.join("; "))
+}
+
+/// Groups of unreached ranks [`missing_line`] names; the rest are counted.
+const UNREACHED_GROUPS: usize = 4;
+
+/// "rank 1 on n2 could not reach hark: REASON", one per host and reason.
+fn unreached_parts(unreached: &[hark_model::Unreached]) -> Vec<String> {
+    let mut groups: BTreeMap<(&str, &str), Vec<u32>> = BTreeMap::new();
+    for u in unreached {
+        groups.entry((&u.host, &u.reason)).or_default().push(u.rank);
+    }
+    let mut parts = Vec::new();
+    let mut named = 0;
+    for ((host, reason), mut ranks) in groups.into_iter().take(UNREACHED_GROUPS) {
+        ranks.sort_unstable();
+        ranks.dedup();
+        named += ranks.len();
+        parts.push(format!(
+            "{} on {host} could not reach hark: {reason}",
+            rank_list(&ranks, ranks.len())
+        ));
+    }
+    let more = unreached.len().saturating_sub(named);
+    if more > 0 {
+        let word = if more == 1 { "rank" } else { "ranks" };
+        parts.push(format!("{more} more {word} could not reach hark"));
+    }
+    parts
 }
 
 /// "rank 1", "ranks 1, 3 and 5", "ranks 4–7 and 9": runs of consecutive
@@ -568,11 +611,17 @@ pub(crate) struct CounterRow<'p> {
 impl CounterRow<'_> {
     /// `v` as this counter's unit reads: clocks in time, the rest counted.
     pub fn shown(&self, v: u64) -> String {
-        if self.name.ends_with("-clock") {
-            units::duration(v as f64)
-        } else {
-            units::count(v)
-        }
+        counter_shown(self.name, v)
+    }
+}
+
+/// Count `v` of counter `name` as its unit reads: clocks in time, the rest
+/// counted.
+pub(crate) fn counter_shown(name: &str, v: u64) -> String {
+    if name.ends_with("-clock") {
+        units::duration(v as f64)
+    } else {
+        units::count(v)
     }
 }
 
@@ -661,7 +710,34 @@ mod tests {
             world_size: size,
             measured: size - ranks.len() as u32,
             ranks: ranks.to_vec(),
+            unreached: Vec::new(),
         }
+    }
+
+    fn unreached(rank: u32, host: &str, reason: &str) -> hark_model::Unreached {
+        hark_model::Unreached {
+            rank,
+            host: host.into(),
+            reason: reason.into(),
+        }
+    }
+
+    #[test]
+    fn ranks_that_said_why_are_named_with_their_host_and_reason() {
+        let mut m = missing("j", 4, &[1, 2, 3]);
+        m.unreached = vec![
+            unreached(3, "n2", "Connection refused (os error 111)"),
+            unreached(1, "n2", "Connection refused (os error 111)"),
+        ];
+        let run = Run {
+            missing: vec![m],
+            ..Run::default()
+        };
+        assert_eq!(
+            missing_line(&run).unwrap(),
+            "1 of 4 ranks measured: ranks 1 and 3 on n2 could not reach hark: \
+             Connection refused (os error 111); rank 2 never reached hark"
+        );
     }
 
     #[test]

@@ -253,15 +253,14 @@ fn program(s: &mut String, p: &Program) {
         let _ = writeln!(
             s,
             "   Child processes: {n} of {by} (not ranks), {} I/O calls, read {}, written {}",
-            count(
+            count(facts::total(
                 p.children
                     .iter()
                     .flat_map(|c| c.io.values())
                     .map(|t| t.calls)
-                    .sum()
-            ),
-            bytes(p.children.iter().map(|c| c.read_bytes).sum::<u64>()),
-            bytes(p.children.iter().map(|c| c.write_bytes).sum::<u64>()),
+            )),
+            bytes(facts::total(p.children.iter().map(|c| c.read_bytes))),
+            bytes(facts::total(p.children.iter().map(|c| c.write_bytes))),
         );
     }
     for d in p.diagnostics.iter().take(TOP_DIAGNOSTICS) {
@@ -398,7 +397,7 @@ fn openmp_line(s: &mut String, p: &Program) {
     }
     let threads: usize = p.threads.iter().map(Vec::len).sum();
     let sum = |f: fn(&hark_model::ThreadTimes) -> u64| -> f64 {
-        p.threads.iter().flatten().map(f).sum::<u64>() as f64
+        facts::total(p.threads.iter().flatten().map(f)) as f64
     };
     let _ = writeln!(
         s,
@@ -533,7 +532,7 @@ fn callsites(s: &mut String, p: &Program) {
     s.push('\n');
     let mut t = Table::new(&["Call site", "function", "calls", "bytes", "time", "waiting"]);
     for c in sites.iter().take(TOP_SITES) {
-        let waited: u64 = c.waits.values().map(|w| w.time_ns).sum();
+        let waited = facts::total(c.waits.values().map(|w| w.time_ns));
         t.row(vec![
             c.place(),
             c.function.clone(),

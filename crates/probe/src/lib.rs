@@ -35,6 +35,12 @@ extern "C" fn hark_load() {
 }
 
 extern "C" fn hark_unload() {
+    // Leaving from inside a wrapped call (an MPI library's error path
+    // calling `exit` in the middle of its own progress): MPI must not be
+    // called again on this thread, so the stream over MPI is not sent.
+    if core::is_inside() {
+        adapters::leaving_inside_a_call();
+    }
     // What stdio still holds goes out through the probe, recorded: glibc
     // writes it after this destructor, past every wrapper.
     adapters::flush_at_exit();

@@ -52,6 +52,7 @@
 //! let run = server.finish(Duration::from_secs(10));
 //! assert_eq!(run.programs[0].mpi["MPI_Barrier"].time_ns, vec![20]);
 //! assert_eq!(run.accounting.events_analysed, 1);
+//! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -123,6 +124,12 @@ pub struct ServerConfig {
     /// the probe's own realtime reading, never through the handshake's
     /// delay. Default false.
     pub probe_realtime: bool,
+    /// Streams replayed from a trace store (`hark replay`): the offset each
+    /// one's live handshake gave (`index.tsv`'s `handshake_ns`), by the
+    /// `Hello`'s host and pid, used instead of this server's own: a
+    /// program's time slices start at its first handshake, which a replay
+    /// must place where the live run did. Empty by default.
+    pub handshakes: std::collections::HashMap<(String, u32), i64>,
     /// This server is one analyser of several (`hark run --analysers`):
     /// the cross-rank entries whose key another analyser owns go to this
     /// exchange's outbox, and [`Server::inject`] takes in the other
@@ -145,6 +152,7 @@ impl Default for ServerConfig {
             rows: Config::default().rows,
             trace: None,
             probe_realtime: false,
+            handshakes: Default::default(),
             exchange: None,
         }
     }
@@ -239,6 +247,7 @@ impl Server {
             folding: Mutex::default(),
             trace,
             probe_realtime: config.probe_realtime,
+            handshakes: config.handshakes.clone(),
             exchange: config.exchange.clone().map(Into::into).unwrap_or_default(),
             parked: Mutex::default(),
         });
@@ -528,6 +537,7 @@ pub fn missing_of(
             .filter(|r| !seen.contains(r))
             .take(hark_model::MAX_MISSING_LISTED)
             .collect(),
+        unreached: Vec::new(),
     })
 }
 
@@ -553,6 +563,7 @@ pub fn missing_writers(run: &Run, job: String, writers: u32) -> Vec<hark_model::
             world_size: writers,
             measured,
             ranks: Vec::new(),
+            unreached: Vec::new(),
         })
         .into_iter()
         .collect()
@@ -649,6 +660,7 @@ mod tests {
                 world_size: 4,
                 measured: 3,
                 ranks: vec![2],
+                unreached: Vec::new(),
             }]
         );
         let all = run_of(vec![program("ring", &[0, 1, 2, 3])]);

@@ -1037,6 +1037,7 @@ impl Router {
             placement: self.placement.clone(),
             trace: None,
             probe_realtime: false,
+            handshakes: Default::default(),
             exchange: Default::default(),
             parked: Mutex::default(),
         });

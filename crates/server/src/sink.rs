@@ -112,6 +112,8 @@ pub(crate) struct Counters {
 pub(crate) struct State {
     /// See `ServerConfig::probe_realtime`.
     pub(crate) probe_realtime: bool,
+    /// See `ServerConfig::handshakes`.
+    pub(crate) handshakes: HashMap<(String, u32), i64>,
     pub(crate) board: Board,
     pub(crate) analyses: Vec<Arc<dyn DynAnalysis>>,
     pub(crate) config: Config,
@@ -462,40 +464,22 @@ fn ranks_of(
 impl Sink for State {
     fn on_hello(&self, conn: ConnId, hello: &Hello, clock_offset_ns: i64) {
         self.placement.reader(conn.0);
-        if let Some(secret) = &self.secret {
-            if hello.check_secret(secret) == hark_wire::Credential::Wrong {
-                self.refuse(conn, hello, "it did not give this run's secret");
-                return;
-            }
-        }
-        let earlier = match self.own_identity(conn.0, hello) {
-            Ok(earlier) => earlier,
-            Err(why) => return self.refuse(conn, hello, &why),
+        let Some(earlier) = self.admit(conn, hello) else {
+            return;
         };
         let child = hello.parent != 0;
-        if !child {
-            if let Err(holder) = self.claim(&hello.job, &hello.program, hello.rank, conn.0, hello) {
-                self.refuse(
-                    conn,
-                    hello,
-                    &format!(
-                        "world rank {} is already streaming from pid {} on {}",
-                        hello.rank, holder.pid, holder.host
-                    ),
-                );
-                return;
-            }
-        }
-        self.counters.accepted.fetch_add(1, Ordering::Relaxed);
         self.counters.open.fetch_add(1, Ordering::Relaxed);
-        let offset = timeline_offset(
-            hello,
-            if self.probe_realtime {
-                0
-            } else {
-                clock_offset_ns
-            },
-        );
+        let recorded = self.handshakes.get(&(hello.host.clone(), hello.pid));
+        let offset = recorded.copied().unwrap_or_else(|| {
+            timeline_offset(
+                hello,
+                if self.probe_realtime {
+                    0
+                } else {
+                    clock_offset_ns
+                },
+            )
+        });
         // The program's time slices start at its first handshake.
         let origin = hello.clock_ns.saturating_add_signed(offset);
         let install = || {
@@ -564,6 +548,12 @@ impl Sink for State {
                 slot.on.clone()
             };
             let info = on.program().stream_info(conn.0, hello.clone(), offset);
+            // Under the lock: the store's Hellos go in the order the
+            // programs were installed in, so that a replay of the store
+            // gives each program the origin (its first handshake) it had.
+            if let Some(store) = &self.trace {
+                store.open(conn.0, hello);
+            }
             // The same process after `exec`, as the same program: one row
             // (a row of its own, not folded with others).
             if let Some(e) = earlier.filter(|e| continues(e, &on, hello)) {
@@ -602,9 +592,9 @@ impl Sink for State {
         if let Some(r) = reference {
             info.set_clock_reference(r);
         }
-        if let Some(store) = &self.trace {
-            store.open(conn.0, hello);
-        }
+        // Last: a replay connects stream k+1 once k streams are accepted
+        // whole, each installed with its program's origin.
+        self.counters.accepted.fetch_add(1, Ordering::Relaxed);
     }
 
     fn pack_buffer(&self, conn: ConnId) -> Option<Vec<u8>> {
@@ -947,6 +937,40 @@ impl State {
 
     fn release_pid(&self, conn: u64) {
         hark_sync::lock(&self.pids).retain(|_, &mut c| c != conn);
+    }
+
+    /// Whether the stream of `hello` may be analysed: its secret, its
+    /// identity, its world rank not held by another stream. `None` (the
+    /// stream refused, and said why), or the stream this one continues
+    /// after an `exec`, if any.
+    fn admit(&self, conn: ConnId, hello: &Hello) -> Option<Option<Arc<Conn>>> {
+        if let Some(secret) = &self.secret {
+            if hello.check_secret(secret) == hark_wire::Credential::Wrong {
+                self.refuse(conn, hello, "it did not give this run's secret");
+                return None;
+            }
+        }
+        let earlier = match self.own_identity(conn.0, hello) {
+            Ok(earlier) => earlier,
+            Err(why) => {
+                self.refuse(conn, hello, &why);
+                return None;
+            }
+        };
+        if hello.parent == 0 {
+            if let Err(holder) = self.claim(&hello.job, &hello.program, hello.rank, conn.0, hello) {
+                self.refuse(
+                    conn,
+                    hello,
+                    &format!(
+                        "world rank {} is already streaming from pid {} on {}",
+                        hello.rank, holder.pid, holder.host
+                    ),
+                );
+                return None;
+            }
+        }
+        Some(earlier)
     }
 
     /// Checks that a `Hello` names a rank its world has, and a process no

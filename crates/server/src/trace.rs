@@ -58,6 +58,10 @@ struct Writer {
     /// When the cap first dropped this stream's events (ns after start).
     full_at: Option<u64>,
     scratch: Vec<Event>,
+    /// Per frame written, the store's count of frames before it, all
+    /// streams together: the order the server took them in
+    /// ([`order_name`]).
+    order: Vec<u64>,
     /// The program, whose wait states rank `auto`'s windows.
     program: String,
     /// `auto`: the open chunk files, by window.
@@ -95,6 +99,8 @@ pub(crate) struct Store {
     windows: Mutex<std::collections::BTreeMap<(String, u64), Window>>,
     /// `auto`: events dropped with windows evicted at the cap.
     evicted_events: AtomicU64,
+    /// Frames written so far, all streams together.
+    arrivals: AtomicU64,
 }
 
 impl Store {
@@ -113,6 +119,7 @@ impl Store {
             problem: Mutex::default(),
             windows: Mutex::default(),
             evicted_events: AtomicU64::new(0),
+            arrivals: AtomicU64::new(0),
         })
     }
 
@@ -142,6 +149,7 @@ impl Store {
             dropped: 0,
             full_at: None,
             scratch: Vec::new(),
+            order: Vec::new(),
             program: hello.program.clone(),
             chunks: Default::default(),
         };
@@ -161,6 +169,7 @@ impl Store {
     fn write(&self, w: &mut Writer, head: &[u8], events: &[Event]) {
         use zerocopy::IntoBytes;
         let Some(file) = &mut w.file else { return };
+        w.order.push(self.arrivals.fetch_add(1, Ordering::Relaxed));
         let done = file
             .write_all(head)
             .and_then(|()| file.write_all(events.as_bytes()));
@@ -183,6 +192,19 @@ impl Store {
             ..sync
         };
         self.frame(conn, info, &Frame::Clock(stored));
+        // The measurement as it came, beside the stream: what a replay of
+        // the store gives the server to align with again (`hark replay`).
+        let mut raw = Vec::new();
+        sync.encode(&mut raw);
+        let path = self.config.dir.join(measured_name(conn));
+        let done = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(&raw));
+        if let Err(e) = done {
+            self.fail(format!("cannot write {}: {e}", path.display()));
+        }
     }
 
     /// One frame of connection `conn`, in stream order.
@@ -564,6 +586,11 @@ impl Store {
                     self.fail(format!("cannot write {}: {e}", w.name));
                 }
             }
+            let order: Vec<u8> = w.order.iter().flat_map(|n| n.to_le_bytes()).collect();
+            let path = self.config.dir.join(order_name(&w.name));
+            if let Err(e) = std::fs::write(&path, order) {
+                self.fail(format!("cannot write {}: {e}", path.display()));
+            }
             let Some(info) = infos.get(&id) else { continue };
             let clock = info.clock();
             let rank = info.world_rank();
@@ -735,6 +762,20 @@ pub fn read(dir: &Path) -> Result<Trace, Error> {
     }
     streams.sort_by_key(|s| (s.world_rank, s.pid));
     Ok(Trace { streams })
+}
+
+/// The file of connection `conn`'s clock measurements as they came
+/// (`Clock` frames; the stream file holds them as applied).
+pub fn measured_name(conn: u64) -> String {
+    format!("stream-{conn}.clocks")
+}
+
+/// The file of the order in which the server took the frames of stream
+/// file `stream` (`stream-<conn>.hkt`): per frame, its `Hello` first, a
+/// `u64` (little-endian) counting the frames of every stream the store
+/// wrote before it.
+pub fn order_name(stream: &str) -> String {
+    format!("{}.order", stream.trim_end_matches(".hkt"))
 }
 
 /// The chunk file of connection `conn`'s `auto` window `k`.

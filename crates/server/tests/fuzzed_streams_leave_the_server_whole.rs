@@ -3,8 +3,8 @@
 //! packs of events with any op code, times, peers and byte counts, an End
 //! or none) and garbage after them, many at once on one server. Nothing a
 //! stream holds may panic an analysis or stop the run: `finish` returns a
-//! model in which every program's ranks add up, and that the summary and
-//! the report render.
+//! model in which every program's ranks add up, and that every output
+//! renders.
 //!
 //! CI runs 256 streams; `HARK_FUZZ_CASES` runs more.
 
@@ -47,10 +47,16 @@ fn def() -> impl Strategy<Value = Def> {
 }
 
 fn event() -> impl Strategy<Value = Event> {
+    // Every family of op codes the server knows, so that each analysis
+    // meets them often, and any other.
     let code = prop_oneof![
         op::MPI_BASE..op::MPI_BASE + 200,
         op::COMPLETE_RECV..op::CANCELLED + 1,
         op::IO_BASE..op::IO_BASE + 40,
+        op::USER_BASE..op::USER_BASE + 12,
+        op::SAMPLE_BASE..op::SAMPLE_BASE + 8,
+        op::SENSOR_BASE..op::SENSOR_LAST + 1,
+        op::OMP_BASE..op::OMP_LAST + 1,
         any::<u16>(),
     ];
     let time = prop_oneof![0u64..10_000, any::<u64>()];
@@ -196,5 +202,7 @@ fn fuzzed_streams_never_stop_the_run() {
     assert!(summary.contains("== p"), "{summary}");
     let html = hark_outputs::html::render(&run, &hark_outputs::html::Options { graphviz: false });
     assert!(html.contains("</html>"));
+    // And the other outputs (the report above, without graphviz).
+    hark_outputs::write_all(&run, &dir.join("out"), |name| name != "html").unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -334,6 +334,15 @@ pub const COUNTERS: Setting = Setting {
     doc: "comma-separated performance counters, as `perf list` names them (`page-faults`, `instructions`, ...), read per thread with `perf_event_open` at region ends and every `HARK_CPU_MS`; `default`: the six software counters and cycles, instructions, cache-references, cache-misses, branch-misses; `none`: no counters (`docs/probe.md`, \"Counters\")",
 };
 
+/// Whether the probe reads the counters at every MPI call.
+pub const COUNTERS_IN_MPI: Setting = Setting {
+    name: "HARK_COUNTERS_IN_MPI",
+    kind: Kind::Flag,
+    default: DefaultValue::Flag(false),
+    set_by: SetBy::User,
+    doc: "`1` reads the calling thread's performance counters at the entry and exit of every MPI call, for the counts inside each MPI function (`mpi.<function>.counters` in `profile.json`); off by default: a read per kernel group at entry and at exit add 4 to 10 µs to every call here (`BENCHMARKS.md`, \"Counts inside MPI functions\")",
+};
+
 /// Whether analyser ranks exchange cross-rank entries as they go.
 pub const EXCHANGE: Setting = Setting {
     name: "HARK_EXCHANGE",
@@ -376,6 +385,7 @@ pub const ALL: &[&Setting] = &[
     &RANK_HOLDER,
     &SKIP,
     &COUNTERS,
+    &COUNTERS_IN_MPI,
     &CLOCK,
     &CLOCK_SYNC,
     &VIRTUALISE,

@@ -8,7 +8,7 @@
 //! | `messages.parquet`     | program × sending rank × receiving rank (pairs that exchanged anything) |
 //! | `one_sided.parquet`    | program × origin rank × target rank (pairs with any one-sided operation) |
 //! | `timeslices.parquet`   | program × rank × time slice × metric (non-zero values) |
-//! | `counters.parquet`     | program × rank × scope (rank, thread, region path) × performance counter |
+//! | `counters.parquet`     | program × rank × scope (rank, thread, region path, MPI function) × performance counter |
 //!
 //! Every table is a function of [`hark_model::Run`] ([`tables`]); [`write()`]
 //! writes them into a directory. The columns are listed in `docs/export.md`.
@@ -299,7 +299,9 @@ fn timeslices(run: &Run) -> RecordBatch {
 }
 
 /// Performance counts: per rank (`scope` "rank"), per thread ("thread",
-/// `thread` its number) and per region call path ("region", `path`).
+/// `thread` its number), per region call path ("region", `path`) and
+/// inside each MPI function ("mpi", `path` the function's name, with
+/// `--counters-in-mpi`).
 fn counters(run: &Run) -> RecordBatch {
     let mut t = Table::new(&[
         ("program", Utf8),
@@ -337,6 +339,13 @@ fn counters(run: &Run) -> RecordBatch {
             for (c, per_rank) in &x.counters {
                 for (r, &v) in per_rank.iter().enumerate() {
                     row(p, r, ("region", 0, path), c, v);
+                }
+            }
+        }
+        for (function, f) in &p.mpi {
+            for (c, per_rank) in &f.counters {
+                for (r, &v) in per_rank.iter().enumerate() {
+                    row(p, r, ("mpi", 0, function), c, v);
                 }
             }
         }
@@ -442,6 +451,63 @@ mod tests {
         // No message: an empty messages table, with its columns.
         let messages = &all.iter().find(|t| t.0 == "messages.parquet").unwrap().1;
         assert_eq!(messages.num_rows(), 0);
+        assert!(encode(t).is_ok());
+    }
+
+    #[test]
+    fn counts_per_thread_and_inside_mpi_functions_have_rows_of_their_own() {
+        let mut p = Program {
+            name: "app".into(),
+            ranks: 2,
+            ..Program::default()
+        };
+        let counts = |v: u64| [("page-faults".to_string(), v)].into_iter().collect();
+        p.counters = vec![counts(10), counts(20)];
+        p.counter_info.threads = vec![vec![counts(4), counts(6)], vec![counts(20)]];
+        let mut recv = hark_model::FunctionProfile::default();
+        recv.counters.insert("page-faults".into(), vec![0, 7]);
+        p.mpi.insert("MPI_Recv".into(), recv);
+        let run = Run {
+            programs: vec![p],
+            ..Run::default()
+        };
+        let all = tables(&run);
+        let t = &all.iter().find(|t| t.0 == "counters.parquet").unwrap().1;
+        let strings = |c: usize| -> Vec<String> {
+            t.column(c)
+                .as_string::<i32>()
+                .iter()
+                .map(|s| s.unwrap_or("").to_string())
+                .collect()
+        };
+        let u32s = |c: usize| t.column(c).as_primitive::<UInt32Type>().values().to_vec();
+        let u64s = |c: usize| t.column(c).as_primitive::<UInt64Type>().values().to_vec();
+        let rows: Vec<(u32, String, u32, String, u64)> = (0..t.num_rows())
+            .map(|i| {
+                (
+                    u32s(1)[i],
+                    strings(2)[i].clone(),
+                    u32s(3)[i],
+                    strings(4)[i].clone(),
+                    u64s(6)[i],
+                )
+            })
+            .collect();
+        let row = |r: u32, scope: &str, thread: u32, path: &str, v: u64| {
+            (r, scope.to_string(), thread, path.to_string(), v)
+        };
+        assert_eq!(
+            rows,
+            [
+                row(0, "rank", 0, "", 10),
+                row(1, "rank", 0, "", 20),
+                row(0, "thread", 0, "", 4),
+                row(0, "thread", 1, "", 6),
+                row(1, "thread", 0, "", 20),
+                row(0, "mpi", 0, "MPI_Recv", 0),
+                row(1, "mpi", 0, "MPI_Recv", 7),
+            ]
+        );
         assert!(encode(t).is_ok());
     }
 }

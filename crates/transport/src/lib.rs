@@ -42,6 +42,7 @@
 //! let streams = collector.wait_closed(1, std::time::Duration::from_secs(10)).unwrap();
 //! assert_eq!(streams[0].hello.program, "demo");
 //! assert!(streams[0].is_clean());
+//! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]

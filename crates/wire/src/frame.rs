@@ -18,7 +18,7 @@ use zerocopy::{FromBytes, IntoBytes};
 /// The first four bytes of a [`Hello`] payload.
 pub const MAGIC: [u8; 4] = *b"HARK";
 /// Version of the format this crate reads and writes.
-pub const VERSION: u16 = 10;
+pub const VERSION: u16 = 11;
 /// Most frames a [`Def::Callsite`] may hold (`HARK_CALLSITE_DEPTH` is
 /// capped there).
 pub const MAX_CALLSITE_DEPTH: u32 = 64;

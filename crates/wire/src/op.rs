@@ -147,6 +147,12 @@ pub const COUNTER_REGION: u16 = SAMPLE_BASE + 2;
 /// `perf_event_open` gave.
 pub const COUNTER_REFUSED: u16 = SAMPLE_BASE + 3;
 
+/// Counts inside one MPI function on one thread since the last reading
+/// (`HARK_COUNTERS_IN_MPI`): `[start, end]` the span since the last
+/// reading, `obj` the MPI function's op code, `tag` the counter number,
+/// `bytes` the count scaled for multiplexing, `extra` the calls counted,
+/// `thread` the thread, `peer` the running share as [`COUNTER_SLICE`].
+pub const COUNTER_MPI: u16 = SAMPLE_BASE + 4;
 /// First node-sensor op code (`SAMPLE_BASE + 0x40 ..= SAMPLE_BASE + 0x5f`;
 /// `SAMPLE_BASE + 4 .. SAMPLE_BASE + 0x40` is kept for counters). One
 /// process per node and job reads the node's figures
@@ -194,9 +200,7 @@ pub const OMP_BASE: u16 = 0x800;
 /// size, `bytes` the nesting level (1 for the outermost).
 pub const OMP_PARALLEL: u16 = OMP_BASE;
 /// One thread's implicit task of a parallel region, from its start to the
-/// start (OMPT) or the end (libgomp, where the probe times the end-barrier
-/// wait itself, as an `OMP_BARRIER`) of its wait at the region's end: `obj`
-/// the construct, `tag` the team size. Barrier and lock waits inside it
+/// start of its wait at the region's end: `obj` the construct, `tag` the team size. Barrier and lock waits inside it
 /// come as their own events; the wait from its end to the region's join
 /// (`OMP_PARALLEL`'s `end`, same `extra`) is the analysis's to add.
 pub const OMP_IMPLICIT_TASK: u16 = OMP_BASE + 1;
@@ -269,7 +273,7 @@ pub fn kind(op: u16) -> OpKind {
             OpKind::Io((op - IO_BASE) as usize)
         }
         REGION_BEGIN..=FUNCTION_THROTTLED => OpKind::User,
-        CPU_TASK..=COUNTER_REFUSED | SENSOR_BASE..=SENSOR_LAST => OpKind::Sample,
+        CPU_TASK..=COUNTER_MPI | SENSOR_BASE..=SENSOR_LAST => OpKind::Sample,
         OMP_BASE..=OMP_LAST => OpKind::OpenMp,
         _ => OpKind::Unknown,
     }
@@ -310,6 +314,7 @@ pub fn name(op: u16) -> &'static str {
             COUNTER_SLICE => "counters",
             COUNTER_REGION => "counters(region)",
             COUNTER_REFUSED => "counter refused",
+            COUNTER_MPI => "counters(mpi)",
             SENSOR_CPU => "node cpu",
             SENSOR_MEM => "node memory",
             SENSOR_NET => "node network",

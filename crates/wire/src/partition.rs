@@ -247,9 +247,8 @@ impl Map {
 /// and so the most chunks a writer has unmatched at a time.
 pub const STREAM_RECVS: usize = 4;
 
-/// Rounds of the clock ping-pong with world rank 0 at `MPI_Init` and
-/// `MPI_Finalize`, and its tag on the clock's private communicator: every
-/// process of the job takes part, analysers included.
+/// Rounds of each clock ping-pong series at `MPI_Init` and `MPI_Finalize`
+/// ([`clock_plan`]), and its tag on the clock's private communicator.
 pub const CLOCK_ROUNDS: usize = 10;
 /// See [`CLOCK_ROUNDS`].
 pub const CLOCK_TAG: i32 = 1;
@@ -371,9 +370,106 @@ pub fn job_map(places: &[Place], n: u32, policy: Policy) -> Option<Map> {
     Some(map)
 }
 
+/// One process's part in the clock alignment over MPI (`hark run
+/// --analysers`): whom it pings, if anyone, and whom it answers, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClockPlan {
+    /// The rank this one pings ([`CLOCK_ROUNDS`] rounds) before it answers
+    /// anyone: world rank 0 for a node's leader, the leader for the other
+    /// writers of its node; `None` for world rank 0 and the analysers.
+    pub upstream: Option<u32>,
+    /// The ranks whose pings this one answers, each series in turn, in
+    /// rank order, with its own clock mapped onto world rank 0's.
+    pub serve: Vec<u32>,
+    /// Whether this is world rank 0, whose clock is the reference.
+    pub reference: bool,
+}
+
+/// Who aligns with whom: one ping-pong series per node over the network,
+/// the others within their node. Ranks of a node read one clock (or its
+/// TSC, calibrated per process), so a node's leader (its lowest writer
+/// rank) pings world rank 0 and answers its node's other writers with rank
+/// 0's time as its measurement maps it; each of those then holds the
+/// leader's bound plus its own half round trip on the node. World rank 0
+/// answers the other nodes' leaders and the writers of its own node. The
+/// analysers (the last `n` ranks) take no part: nothing of theirs is
+/// measured. `places` are every process's, in world-rank order, as every
+/// process gathered them; all compute the same plans.
+pub fn clock_plan(places: &[Place], n: u32, rank: u32) -> ClockPlan {
+    let size = u32::try_from(places.len()).unwrap_or(u32::MAX);
+    let writers = size.saturating_sub(n);
+    if rank >= writers {
+        return ClockPlan::default();
+    }
+    let node = |r: u32| places[r as usize].node;
+    // The leader of a node: world rank 0 on its own, else the lowest writer.
+    let leader = |r: u32| {
+        if node(r) == node(0) {
+            0
+        } else {
+            (0..writers).find(|&w| node(w) == node(r)).unwrap_or(r)
+        }
+    };
+    let lead = leader(rank);
+    let upstream = if rank == 0 {
+        None
+    } else if lead == rank {
+        Some(0)
+    } else {
+        Some(lead)
+    };
+    let serve = if lead == rank {
+        (1..writers)
+            .filter(|&w| w != rank && (leader(w) == rank || (rank == 0 && leader(w) == w)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    ClockPlan {
+        upstream,
+        serve,
+        reference: rank == 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_clock_pings_cross_the_network_once_per_node() {
+        // Nodes 5, 6, 5, 7, 6, 6 for writers 0..6, then two analysers.
+        let p = places(&[5, 6, 5, 7, 6, 6, 6, 7], &[0; 8]);
+        let plan = |r| clock_plan(&p, 2, r);
+        assert_eq!(plan(0).upstream, None);
+        assert!(plan(0).reference && !plan(1).reference);
+        assert_eq!(plan(0).serve, [1, 2, 3]);
+        assert_eq!(plan(1).upstream, Some(0));
+        assert_eq!(plan(1).serve, [4, 5]);
+        assert_eq!(plan(2).upstream, Some(0));
+        assert!(plan(2).serve.is_empty());
+        assert_eq!(plan(3).upstream, Some(0));
+        assert!(plan(3).serve.is_empty());
+        assert_eq!(plan(4).upstream, Some(1));
+        assert_eq!(plan(5).upstream, Some(1));
+        assert_eq!(plan(6), ClockPlan::default());
+        assert_eq!(plan(7), ClockPlan::default());
+        // Every ping has its answerer, and nobody else answers it.
+        for r in 0..8 {
+            if let Some(u) = plan(r).upstream {
+                assert!(plan(u).serve.contains(&r), "rank {r}");
+            }
+            for s in plan(r).serve {
+                assert_eq!(plan(s).upstream, Some(r), "rank {s}");
+            }
+        }
+        // Only the leaders' series (three nodes: two) leave a node.
+        let crossing = (0..8)
+            .filter_map(|r| plan(r).upstream.map(|u| (r, u)))
+            .filter(|&(r, u)| p[r as usize].node != p[u as usize].node)
+            .count();
+        assert_eq!(crossing, 2);
+    }
 
     fn ranks(range: std::ops::Range<u32>, node: impl Fn(u32) -> u32) -> Vec<Rank> {
         range

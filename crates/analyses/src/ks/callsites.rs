@@ -14,7 +14,7 @@ use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::derived::Pattern;
 use crate::ks::io::{direction, Dir};
 use crate::ks::mpi_profile::{completion_bytes, own_bytes};
-use crate::sat::Sat;
+use crate::sat::{total, Sat};
 use crate::stream::StreamCx;
 use crate::unify::{callsite_frames, IdMap, SiteFrame, UNDEFINED};
 use hark_model::{Callsite, Program, WaitCell};
@@ -250,7 +250,7 @@ impl Analysis for Callsites {
         let mut list: Vec<Callsite> = sites.into_values().collect();
         let cost = |c: &Callsite| {
             c.time_ns
-                .saturating_add(c.caused.values().map(|w| w.time_ns).sum())
+                .saturating_add(total(c.caused.values().map(|w| w.time_ns)))
         };
         list.sort_by(|a, b| {
             cost(b)

@@ -44,6 +44,10 @@ pub struct Rank {
     /// thousandths, for counters multiplexed at least once.
     multiplexed: BTreeMap<u16, i32>,
     readings: u64,
+    /// Counts inside MPI functions (`op::COUNTER_MPI`): function op code →
+    /// counter number → count.
+    #[serde(default)]
+    mpi: BTreeMap<u16, BTreeMap<u16, u64>>,
 }
 
 impl RankState for Rank {
@@ -53,6 +57,16 @@ impl RankState for Rank {
             match ev.op() {
                 op::COUNTER_REFUSED => {
                     self.refused.insert(counter, ev.peer.get());
+                }
+                op::COUNTER_MPI => {
+                    let function = ev.obj.get().min(u16::MAX as u32) as u16;
+                    let c = self
+                        .mpi
+                        .entry(function)
+                        .or_default()
+                        .entry(counter)
+                        .or_default();
+                    *c = c.saturating_add(ev.bytes.get());
                 }
                 op::COUNTER_SLICE => {
                     self.readings += 1;
@@ -102,6 +116,13 @@ impl RankState for Rank {
             *m = (*m).min(v);
         }
         self.readings += o.readings;
+        for (&f, counts) in &o.mpi {
+            let mine = self.mpi.entry(f).or_default();
+            for (&k, &v) in counts {
+                let c = mine.entry(k).or_default();
+                *c = c.saturating_add(v);
+            }
+        }
         absorb_series(&mut self.series, &o.series);
     }
 }
@@ -112,6 +133,26 @@ fn named(counts: &BTreeMap<u16, u64>) -> Counts {
         .iter()
         .map(|(&k, &v)| (name(k).to_string(), v))
         .collect()
+}
+
+/// The counts inside MPI functions, into each function's entry of
+/// `out.mpi` (made by `mpi_profile`, which runs first; a function it
+/// did not see gets none).
+fn in_mpi(ranks: &[&Rank], out: &mut Program) {
+    for (r, rank) in ranks.iter().enumerate() {
+        for (&function, counts) in &rank.mpi {
+            let Some(f) = out.mpi.get_mut(op::name(function)) else {
+                continue;
+            };
+            for (&k, &v) in counts {
+                let per_rank = f.counters.entry(name(k).to_string()).or_default();
+                if per_rank.len() < ranks.len() {
+                    per_rank.resize(ranks.len(), 0);
+                }
+                per_rank[r] = per_rank[r].saturating_add(v);
+            }
+        }
+    }
 }
 
 /// Why `perf_event_open` refuses with `errno`, in words.
@@ -154,6 +195,7 @@ impl Analysis for Counters {
         Rank::default()
     }
     fn finish(&self, cx: &Finish<'_>, ranks: &[&Rank], out: &mut Program) {
+        in_mpi(ranks, out);
         if ranks
             .iter()
             .all(|r| r.readings == 0 && r.refused.is_empty())

@@ -34,6 +34,7 @@
 
 use crate::analysis::{Analysis, Finish, NoState, Sensitivity, Spec};
 use crate::derived::Pattern;
+use crate::sat::total;
 use hark_model::{count, Finding, Program};
 use hark_wire::mpi::{by_name, Class};
 
@@ -130,8 +131,8 @@ fn region(path: &str) -> String {
 
 fn wait_finding(p: &Program, pattern: Pattern, rank_time: u64) -> Option<Finding> {
     let w = p.waits.get(pattern.key())?;
-    let time: u64 = w.time_ns.iter().sum();
-    let instances: u64 = w.instances.iter().sum();
+    let time = total(w.time_ns.iter().copied());
+    let instances = total(w.instances.iter().copied());
     if time == 0 || instances == 0 {
         return None;
     }
@@ -189,7 +190,7 @@ fn wait_finding(p: &Program, pattern: Pattern, rank_time: u64) -> Option<Finding
             if !path.is_empty() {
                 if let Some(r) = p.regions.paths.get(path.as_str()) {
                     let n = r.inclusive_ns.len().max(1) as f64;
-                    let mean = r.inclusive_ns.iter().sum::<u64>() as f64 / n;
+                    let mean = total(r.inclusive_ns.iter().copied()) as f64 / n;
                     if let Some(&mine) = r.inclusive_ns.get(late) {
                         if mean > 0.0 {
                             detail.push_str(&format!(
@@ -287,7 +288,7 @@ fn cpu_finding(p: &Program) -> Option<(Finding, bool)> {
     // The readings cover the stream's whole span (up to its last reading
     // at exit), a little more than the wall time the digest weighs
     // against: a finding never costs more than the time it is weighed by.
-    let rank_time: u64 = p.rank_wall_ns.iter().sum();
+    let rank_time = total(p.rank_wall_ns.iter().copied());
     let finding = Finding {
         severity: String::new(),
         title: format!("Waiting for a CPU on {}", h.host),
@@ -358,10 +359,11 @@ const POLL_CALL_NS: u64 = 50_000;
 
 /// The waiting judged in MPI function `func`, over all patterns and ranks.
 fn judged(p: &Program, func: &str) -> u64 {
-    (p.waits.values())
-        .filter_map(|w| w.by_function.get(func))
-        .map(|c| c.time_ns)
-        .sum()
+    total(
+        (p.waits.values())
+            .filter_map(|w| w.by_function.get(func))
+            .map(|c| c.time_ns),
+    )
 }
 
 /// Calls and time (less any waiting judged in them) of each function
@@ -374,11 +376,7 @@ fn polling(p: &Program) -> Polled<'_> {
         .filter_map(|(f, prof)| {
             let calls: u64 = prof.calls.iter().sum();
             let ranks = prof.calls.iter().filter(|&&c| c > 0).count() as u64;
-            let time = prof
-                .time_ns
-                .iter()
-                .sum::<u64>()
-                .saturating_sub(judged(p, f));
+            let time = total(prof.time_ns.iter().copied()).saturating_sub(judged(p, f));
             let polls = calls >= POLL_CALLS.saturating_mul(ranks.max(1))
                 && time <= POLL_CALL_NS.saturating_mul(calls);
             (polls && time > 0).then_some((f, calls, time))
@@ -393,7 +391,7 @@ fn polling(p: &Program) -> Polled<'_> {
 fn polling_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Finding> {
     let e = p.efficiency?;
     let &(func, calls, time) = polled.first()?;
-    let all: u64 = polled.iter().map(|x| x.2).sum();
+    let all = total(polled.iter().map(|x| x.2));
     let mut detail = format!(
         "{func} is called {} times for {} ({} of rank time, {:.1} µs a call)",
         count(calls),
@@ -418,7 +416,10 @@ fn polling_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Findi
         .map(|(r, t)| (r, *t));
     let path = top(
         (p.regions.mpi.iter()).filter_map(|(path, funcs)| {
-            Some((path, funcs.get(func.as_str())?.time_ns.iter().sum::<u64>()))
+            Some((
+                path,
+                total(funcs.get(func.as_str())?.time_ns.iter().copied()),
+            ))
         }),
         |&t| t,
     )
@@ -455,18 +456,20 @@ fn transfer_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Find
     let counted =
         |f: &str| by_name(f).is_none_or(|(_, f)| !matches!(f.class, Class::Init | Class::Finalize));
     // OpenMP waits (`omp_*`) are not in MPI.
-    let waiting: u64 = (p.waits.iter())
-        .filter(|(k, _)| !k.starts_with("omp_"))
-        .flat_map(|(_, w)| w.time_ns.iter())
-        .sum();
-    let mpi: u64 = (p.mpi.iter())
-        .filter(|(f, _)| counted(f))
-        .flat_map(|(_, f)| f.time_ns.iter())
-        .sum();
+    let waiting = total(
+        (p.waits.iter())
+            .filter(|(k, _)| !k.starts_with("omp_"))
+            .flat_map(|(_, w)| w.time_ns.iter().copied()),
+    );
+    let mpi = total(
+        (p.mpi.iter())
+            .filter(|(f, _)| counted(f))
+            .flat_map(|(_, f)| f.time_ns.iter().copied()),
+    );
     // A polling loop's time is its own finding.
     let time = mpi
         .saturating_sub(waiting)
-        .saturating_sub(polled.iter().map(|x| x.2).sum());
+        .saturating_sub(total(polled.iter().map(|x| x.2)));
     if time == 0 {
         return None;
     }
@@ -475,7 +478,7 @@ fn transfer_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Find
     let mut parts: Vec<(&String, u64)> = (p.mpi.iter())
         .filter(|(f, _)| counted(f) && !polled.iter().any(|x| x.0 == *f))
         .map(|(f, prof)| {
-            let t = prof.time_ns.iter().sum::<u64>();
+            let t = total(prof.time_ns.iter().copied());
             (f, t.saturating_sub(judged(p, f)))
         })
         .filter(|&(_, t)| t > 0)
@@ -573,18 +576,18 @@ fn transfer_finding(p: &Program, polled: &Polled, rank_time: u64) -> Option<Find
 }
 
 fn io_finding(p: &Program, rank_time: u64) -> Option<Finding> {
-    let time: u64 =
+    let time = total(
         p.io.per_rank
             .iter()
-            .flat_map(|ops| ops.values().map(|t| t.time_ns))
-            .sum();
+            .flat_map(|ops| ops.values().map(|t| t.time_ns)),
+    );
     if time == 0 {
         return None;
     }
     let file =
         p.io.files
             .iter()
-            .map(|f| (f, f.ops.values().map(|t| t.time_ns).sum::<u64>()))
+            .map(|f| (f, total(f.ops.values().map(|t| t.time_ns))))
             .max_by_key(|(_, t)| *t);
     // A program without MPI has processes, not ranks.
     let whose = if p.mpi.is_empty() { "process" } else { "rank" };
@@ -620,7 +623,7 @@ impl Analysis for Digest {
 
 /// Fills `out.digest` from the rest of `out`.
 fn digest(out: &mut Program) {
-    let rank_time: u64 = out.rank_wall_ns.iter().sum();
+    let rank_time = total(out.rank_wall_ns.iter().copied());
     if rank_time == 0 {
         return;
     }

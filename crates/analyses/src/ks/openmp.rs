@@ -13,7 +13,7 @@
 //! teams.
 
 use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
-use crate::sat::Sat;
+use crate::sat::{total, Sat};
 use crate::stream::StreamCx;
 use crate::unify::{IdMap, UNDEFINED};
 use hark_model::{OmpEfficiency, OmpRegion, Program, ThreadTimes, WaitPattern};
@@ -496,8 +496,8 @@ fn waits(ranks: &[&Rank], out: &mut Program) {
     let pattern = |time: &dyn Fn(&ThreadTimes) -> u64, count: &dyn Fn(&Thread) -> u64| {
         let mut w = WaitPattern::default();
         for (r, times) in ranks.iter().zip(&out.threads) {
-            w.time_ns.push(times.iter().map(time).sum());
-            w.instances.push(r.threads.iter().map(count).sum());
+            w.time_ns.push(total(times.iter().map(time)));
+            w.instances.push(total(r.threads.iter().map(count)));
         }
         w
     };

@@ -11,6 +11,7 @@
 
 use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::ks::cpu::spread;
+use crate::sat::total;
 use crate::slices::{absorb_series, publish, Series};
 use crate::stream::StreamCx;
 use crate::unify::IdMap;
@@ -181,7 +182,7 @@ impl RankState for Rank {
                         *sum = sum.saturating_add(v);
                         spread(s, CPU + i, a, b, v);
                     }
-                    let all: u64 = f.iter().sum();
+                    let all = total(f.iter().copied());
                     if all > 0 {
                         let busy = 1.0 - (f[2] + f[3]) as f64 / all as f64;
                         self.busy_max = self.busy_max.max(busy);
@@ -301,7 +302,7 @@ impl Analysis for NodeSensors {
 
 /// One node's summary from its readings.
 fn node(host: String, r: &Rank, samplers: Vec<NodeSampler>) -> Node {
-    let all: u64 = r.cpu.iter().sum();
+    let all = total(r.cpu.iter().copied());
     let share = |v: u64| if all == 0 { 0.0 } else { v as f64 / all as f64 };
     Node {
         host,

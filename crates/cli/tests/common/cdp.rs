@@ -7,6 +7,7 @@
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -47,6 +48,10 @@ impl Browser {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
+            // A group of its own, so that dropping the browser ends its
+            // helper processes too (left alive, they write into the
+            // profile after the scratch directory is removed).
+            .process_group(0)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {browser}: {e}"));
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
@@ -249,7 +254,8 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // SAFETY: a plain signal to the browser's own process group.
+        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
         let _ = self.child.wait();
     }
 }

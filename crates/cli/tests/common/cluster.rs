@@ -31,8 +31,7 @@ pub fn script() -> PathBuf {
 /// the build's target directory; `/tmp` is private to each node). Removed
 /// when the test passes, kept when it fails.
 pub fn shared_scratch(tag: &str) -> Scratch {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("hark-e2e-{tag}-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(super::scratch_name(tag));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     Scratch(dir)

@@ -110,10 +110,21 @@ pub fn test_hooks_or_skip() -> bool {
 
 /// A fresh scratch directory for one test.
 pub fn scratch(tag: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("hark-e2e-{tag}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(scratch_name(tag));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     Scratch(dir)
+}
+
+/// A scratch directory's name, `hark-e2e-TAG-PID-N`: the tests of one
+/// binary run at once in one process, and two of them may use one tag
+/// (CI saw `srun_on_2_nodes` and `hydra_on_2_nodes` share
+/// `every-rank-mpicc.mpich-2`, and the first to pass removed the other's
+/// program), so every call gets a number of its own.
+pub fn scratch_name(tag: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("hark-e2e-{tag}-{}-{n}", std::process::id())
 }
 
 /// A test's scratch directory: removed when the test passes (runs leave
@@ -657,6 +668,21 @@ pub fn venv_python() -> PathBuf {
         venv.display()
     );
     venv
+}
+
+/// What `otf2-print` prints of the OTF2 archive `anchor`, after checking
+/// it read the archive without a complaint.
+pub fn otf2_print(anchor: &Path) -> String {
+    let print = Command::new("otf2-print")
+        .arg(anchor)
+        .output_within()
+        .unwrap();
+    assert!(
+        print.status.success() && print.stderr.is_empty(),
+        "otf2-print: {}",
+        String::from_utf8_lossy(&print.stderr)
+    );
+    String::from_utf8_lossy(&print.stdout).into_owned()
 }
 
 /// What the reader `tests/programs/<script>` prints as JSON for `file`.

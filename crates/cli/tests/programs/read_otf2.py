@@ -1,7 +1,9 @@
 """Reads an OTF2 archive with OTF2's own Python reader (Debian's python3-otf2)
 and prints, as JSON, what the trace tests compare with Hark's numbers:
 per world rank, every region's enters and leaves (name, time) and every
-MPI send and receive (time, partner as a world rank, bytes)."""
+MPI send and receive (time, partner as a world rank, bytes); and per
+location, by its name, every metric point (member name, mode, time,
+value)."""
 import json
 import sys
 
@@ -17,9 +19,15 @@ def world_rank(location):
 
 def main(path):
     out = {}
+    metrics = {}
     with otf2.reader.open(path) as trace:
         clock = trace.definitions.clock_properties
         for location, event in trace.events:
+            if isinstance(event, otf2.events.Metric):
+                for member, value in zip(event.metric.members, event.values):
+                    metrics.setdefault(location.name, []).append(
+                        [member.name, str(member.metric_mode), event.time, value])
+                continue
             r = out.setdefault(str(world_rank(location)), {
                 "enter": [], "leave": [], "send": [], "recv": [], "coll": 0,
             })
@@ -36,7 +44,8 @@ def main(path):
                 r["recv"].append([t, world_rank(peer), event.msg_length])
             elif isinstance(event, otf2.events.MpiCollectiveEnd):
                 r["coll"] += 1
-    json.dump({"offset": clock.global_offset, "ranks": out}, sys.stdout)
+    json.dump({"offset": clock.global_offset, "ranks": out, "metrics": metrics},
+              sys.stdout)
 
 
 main(sys.argv[1])

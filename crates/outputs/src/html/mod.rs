@@ -397,10 +397,28 @@ fn mpi_profile(h: &mut String, k: usize, p: &Program) {
         return;
     }
     let (mpi_total, _) = facts::mpi_and_wall(p);
+    // Counts inside the functions (`--counters-in-mpi`): a column per
+    // counter any function has, summed over ranks.
+    let mut counters: Vec<&str> = p
+        .mpi
+        .values()
+        .flat_map(|f| f.counters.keys().map(String::as_str))
+        .collect();
+    counters.sort_unstable();
+    counters.dedup();
     h.push_str(
-        "<p class=\"hint\">Click a column heading to sort. Times per rank are each rank's total in the function; imbalance is (max − mean) / max.</p>\n\
-         <div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>Function</th><th>Calls</th><th>Bytes</th><th>Time</th><th>% of MPI</th><th>Mean per call</th><th>Min per rank</th><th>Mean per rank</th><th>Max per rank</th><th>Imbalance</th></tr></thead><tbody>\n",
+        "<p class=\"hint\">Click a column heading to sort. Times per rank are each rank's total in the function; imbalance is (max − mean) / max.",
     );
+    if !counters.is_empty() {
+        h.push_str(" The counter columns are the performance counts inside the function's calls, summed over ranks (<code>--counters-in-mpi</code>).");
+    }
+    h.push_str(
+        "</p>\n<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>Function</th><th>Calls</th><th>Bytes</th><th>Time</th><th>% of MPI</th><th>Mean per call</th><th>Min per rank</th><th>Mean per rank</th><th>Max per rank</th><th>Imbalance</th>",
+    );
+    for c in &counters {
+        let _ = write!(h, "<th>{}</th>", esc(c));
+    }
+    h.push_str("</tr></thead><tbody>\n");
     for r in &rows {
         let _ = write!(h, "<tr><td>{}</td>", esc(r.name));
         num(h, r.calls as f64, &count(r.calls));
@@ -416,6 +434,14 @@ fn mpi_profile(h: &mut String, k: usize, p: &Program) {
         spread_cells(h, p, &r.spread, &duration, true);
         let imbalance = imbalance(&r.spread);
         num(h, imbalance, &format!("{:.1} %", 100.0 * imbalance));
+        for c in &counters {
+            let v: u64 = p
+                .mpi
+                .get(r.name)
+                .and_then(|f| f.counters.get(*c))
+                .map_or(0, |per_rank| facts::total(per_rank.iter().copied()));
+            num(h, v as f64, &facts::counter_shown(c, v));
+        }
         h.push_str("</tr>\n");
     }
     h.push_str("</tbody></table></div>\n");
@@ -440,8 +466,8 @@ fn callsites(h: &mut String, k: usize, p: &Program) {
          <div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>Place</th><th>Function</th><th>In</th><th>Calls</th><th>Bytes</th><th>Time</th><th>Waiting</th><th>Caused</th></tr></thead><tbody>\n",
     );
     for (i, c) in p.callsites.iter().enumerate() {
-        let waited: u64 = c.waits.values().map(|w| w.time_ns).sum();
-        let caused: u64 = c.caused.values().map(|w| w.time_ns).sum();
+        let waited = facts::total(c.waits.values().map(|w| w.time_ns));
+        let caused = facts::total(c.caused.values().map(|w| w.time_ns));
         let _ = write!(
             h,
             "<tr id=\"{}\"><td title=\"{}\">{}</td><td>{}</td><td>{}</td>",

@@ -65,7 +65,8 @@ fn thread_bars(rank: usize, threads: &[ThreadTimes]) -> String {
     let bh = 16.0;
     let (left, width) = (96.0, 360.0);
     let (w, h) = (left + width + 72.0, 6.0 + bh * threads.len() as f64);
-    let total = |t: &ThreadTimes| facts::thread_parts(t).iter().map(|x| x.2).sum::<u64>();
+    // Saturating: the parts come from the program's stream, whatever it says.
+    let total = |t: &ThreadTimes| facts::total(facts::thread_parts(t).iter().map(|x| x.2));
     let max = threads.iter().map(total).max().unwrap_or(0).max(1) as f64;
     let mut s = String::new();
     let _ = write!(
@@ -129,8 +130,8 @@ fn regions(h: &mut String, p: &Program) {
             esc(&r.name),
             esc(&r.kind)
         );
-        let barrier: u64 = r.barrier_ns.iter().flatten().sum();
-        let locks = r.critical_ns + r.lock_ns + r.ordered_ns;
+        let barrier = facts::total(r.barrier_ns.iter().flatten().copied());
+        let locks = facts::total([r.critical_ns, r.lock_ns, r.ordered_ns]);
         num(h, r.calls as f64, &count(r.calls));
         num(h, r.threads as f64, &count(r.threads));
         num(h, r.time_ns as f64, &duration(r.time_ns as f64));

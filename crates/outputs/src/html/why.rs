@@ -206,7 +206,7 @@ fn code_spans(escaped: &str) -> String {
 /// The "Why" section.
 pub(super) fn why(h: &mut String, p: &Program) {
     let patterns = patterns(p);
-    let waited = |w: &WaitPattern| w.time_ns.iter().sum::<u64>();
+    let waited = |w: &WaitPattern| facts::total(w.time_ns.iter().copied());
     let any_wait = patterns.iter().any(|(_, w)| waited(w) > 0);
     let tree = facts::efficiency_tree(p);
     if tree.is_empty() && !any_wait {
@@ -253,14 +253,14 @@ fn wait_tree(h: &mut String, patterns: &[(&str, &WaitPattern)], rank_time: u64) 
         .iter()
         .map(|&(k, w)| {
             let cell = WaitCell {
-                time_ns: w.time_ns.iter().sum(),
-                instances: w.instances.iter().sum(),
+                time_ns: facts::total(w.time_ns.iter().copied()),
+                instances: facts::total(w.instances.iter().copied()),
             };
             (k, w, cell)
         })
         .collect();
     rows.sort_by_key(|r| std::cmp::Reverse(r.2.time_ns));
-    let total: u64 = rows.iter().map(|r| r.2.time_ns).sum();
+    let total = facts::total(rows.iter().map(|r| r.2.time_ns));
     // Bars are drawn against the costliest pattern, so the small ones
     // still show; the numbers beside them are shares of rank time.
     let scale = Scale {
@@ -402,12 +402,13 @@ fn who_waits(h: &mut String, p: &Program, patterns: &[(&str, &WaitPattern)]) {
         if n <= 16 { " open" } else { "" }
     );
     for r in 0..n {
-        let waited: u64 = patterns
-            .iter()
-            .map(|(_, w)| w.time_ns.get(r).copied().unwrap_or(0))
-            .sum();
+        let waited = facts::total(
+            patterns
+                .iter()
+                .map(|(_, w)| w.time_ns.get(r).copied().unwrap_or(0)),
+        );
         let wall = p.rank_wall_ns.get(r).copied().unwrap_or(0);
-        let made_wait: u64 = (0..n).map(|j| cell(&causes.time_ns, r, j)).sum();
+        let made_wait = facts::total((0..n).map(|j| cell(&causes.time_ns, r, j)));
         let late = causes.late_instances.get(r).copied().unwrap_or(0);
         h.push_str("<tr>");
         num(h, r as f64, &r.to_string());

@@ -15,13 +15,20 @@
 //! I/O calls are regions with the `FILE_IO` role: OTF2's I/O records
 //! (`IoOperationBegin`, ...) need handles Hark does not record.
 //!
+//! Performance counters (per thread location) and node sensors (a metric
+//! location per node) are `Metric` events, one metric class per figure;
+//! `docs/trace.md` says which and in which mode.
+//!
 //! A call whose source location is known ([`Sources`]) carries it on its
 //! `Enter` as the attribute `source`, of type `SOURCE_CODE_LOCATION`: one
 //! `SourceCodeLocation` definition (file, line) per distinct place.
 
+mod metrics;
+
 use super::{collective_class, SliceKind, Source, Sources, Timeline};
 use crate::Error;
 use hark_engine::trace::Trace;
+use metrics::{Metric, Metrics, Point};
 use std::path::{Path, PathBuf};
 
 /// Whether this build writes OTF2 (libotf2 was found at build time, or
@@ -71,6 +78,9 @@ struct Plan {
     /// The string naming the attribute calls carry it in.
     #[cfg_attr(not(hark_otf2), allow(dead_code))]
     source_attribute: u32,
+    /// Counters and node sensors as metrics.
+    #[cfg_attr(not(hark_otf2), allow(dead_code))]
+    metrics: Metrics,
 }
 
 const ROLE_FUNCTION: u8 = 1;
@@ -156,6 +166,7 @@ impl Plan {
             sources: Vec::new(),
             source_of: Default::default(),
             source_attribute: 0,
+            metrics: Metrics::default(),
         };
         let distinct = sources.distinct();
         if !distinct.is_empty() {
@@ -190,6 +201,7 @@ impl Plan {
                 }
             }
         }
+        p.metrics = p.metrics_of(trace);
         p
     }
 
@@ -208,6 +220,18 @@ impl Plan {
             .position(|c| c == members)
             .map(|i| i as u32)
     }
+}
+
+/// A location id: the stream's world rank (or a number past the world
+/// for processes without one), times 2^16, plus the thread.
+fn location(plan: &Plan, trace: &Trace, stream: usize, thread: u16) -> u64 {
+    let s = &trace.streams[stream];
+    let group = if s.world_rank >= 0 {
+        s.world_rank as u64
+    } else {
+        (plan.world + stream) as u64
+    };
+    group << 16 | thread as u64
 }
 
 #[cfg(not(hark_otf2))]
@@ -359,6 +383,35 @@ mod imp {
             file: u32,
             line: u32,
         ) -> Code;
+        fn OTF2_GlobalDefWriter_WriteMetricMember(
+            w: *mut GlobalDefWriter,
+            id: u32,
+            name: u32,
+            description: u32,
+            kind: u8,
+            mode: u8,
+            value_type: u8,
+            base: u8,
+            exponent: i64,
+            unit: u32,
+        ) -> Code;
+        fn OTF2_GlobalDefWriter_WriteMetricClass(
+            w: *mut GlobalDefWriter,
+            id: u32,
+            n: u8,
+            members: *const u32,
+            occurrence: u8,
+            recorder: u8,
+        ) -> Code;
+        fn OTF2_EvtWriter_Metric(
+            w: *mut EvtWriter,
+            a: *mut c_void,
+            t: u64,
+            metric: u32,
+            n: u8,
+            types: *const u8,
+            values: *const u64,
+        ) -> Code;
         fn OTF2_AttributeList_New() -> *mut AttributeList;
         fn OTF2_AttributeList_Delete(list: *mut AttributeList) -> Code;
         fn OTF2_AttributeList_AddSourceCodeLocationRef(
@@ -409,6 +462,15 @@ mod imp {
     const FLUSH: u8 = 1;
     const LOCATION_GROUP_PROCESS: u8 = 1;
     const LOCATION_CPU_THREAD: u8 = 1;
+    const LOCATION_GROUP_UNKNOWN: u8 = 0;
+    const LOCATION_METRIC: u8 = 3;
+    const TYPE_UINT64: u8 = 4;
+    const TYPE_DOUBLE: u8 = 10;
+    const METRIC_TYPE_OTHER: u8 = 0;
+    const BASE_DECIMAL: u8 = 1;
+    const METRIC_SYNCHRONOUS: u8 = 1;
+    const RECORDER_KIND_UNKNOWN: u8 = 0;
+    const RECORDER_KIND_CPU: u8 = 2;
     const GROUP_COMM_LOCATIONS: u8 = 4;
     const GROUP_COMM_GROUP: u8 = 5;
 
@@ -428,18 +490,6 @@ mod imp {
 
     fn cstr(s: &str) -> CString {
         CString::new(s.replace('\0', " ")).unwrap_or_default()
-    }
-
-    /// A location id: the stream's world rank (or a number past the world
-    /// for processes without one), times 2^16, plus the thread.
-    fn location(plan: &Plan, trace: &Trace, stream: usize, thread: u16) -> u64 {
-        let s = &trace.streams[stream];
-        let group = if s.world_rank >= 0 {
-            s.world_rank as u64
-        } else {
-            (plan.world + stream) as u64
-        };
-        group << 16 | thread as u64
     }
 
     /// A libotf2 status as a result: an error naming the step that failed,
@@ -596,21 +646,8 @@ mod imp {
         for (li, lane) in timeline.lanes.iter().enumerate() {
             let regions = lane_regions(lane, plan, &mut call_regions);
             let loc = location(plan, trace, lane.stream, lane.thread);
-            // SAFETY: `open.0` is a live archive with open event files.
-            let w = unsafe { OTF2_Archive_GetEvtWriter(open.0, loc) };
-            if w.is_null() {
-                return Err(Error::trace(
-                    archive,
-                    format!("libotf2 gave no writer for location {loc}"),
-                ));
-            }
-            let mut out = LaneWriter {
-                w,
-                archive,
-                n: 0,
-                last_ts: 0,
-                attrs: attrs.0,
-            };
+            let mut out = LaneWriter::open(open, loc, archive, attrs.0, plan)?;
+            let w = out.w;
             let lane_at = LaneAt {
                 timeline,
                 li,
@@ -622,7 +659,10 @@ mod imp {
                 plan,
             };
             // SAFETY: `w` is the writer just got, closed only below.
-            unsafe { out.steps(&lane_at, &mut sides, &mut written)? };
+            unsafe {
+                out.steps(&lane_at, &mut sides, &mut written)?;
+                out.metrics_until(u64::MAX, &mut written)?;
+            }
             written.counts.insert(loc, out.n);
             // SAFETY: `w` came from this archive and is closed once.
             unsafe {
@@ -632,6 +672,25 @@ mod imp {
                     OTF2_Archive_CloseEvtWriter(open.0, w),
                 )?
             };
+        }
+        // Metrics of locations without slices: threads that only counted,
+        // nodes' sensors.
+        for &loc in plan.metrics.points.keys() {
+            if written.counts.contains_key(&loc) {
+                continue;
+            }
+            let mut out = LaneWriter::open(open, loc, archive, attrs.0, plan)?;
+            let w = out.w;
+            // SAFETY: `w` is the writer just got, closed right after.
+            unsafe {
+                out.metrics_until(u64::MAX, &mut written)?;
+                check(
+                    archive,
+                    "closing an event writer",
+                    OTF2_Archive_CloseEvtWriter(open.0, w),
+                )?;
+            }
+            written.counts.insert(loc, out.n);
         }
         // Every rank has a location in COMM_LOCATIONS, and every location an
         // event file, if only an empty one.
@@ -724,9 +783,40 @@ mod imp {
         last_ts: u64,
         /// The attribute list an Enter with a source is written with.
         attrs: *mut AttributeList,
+        /// The location's metric points not written yet, in time order.
+        points: &'a [super::Point],
+        metrics: &'a [super::Metric],
     }
 
-    impl LaneWriter<'_> {
+    impl<'a> LaneWriter<'a> {
+        /// The event writer of location `loc`, with the location's metric
+        /// points to write.
+        fn open(
+            open: &Open,
+            loc: u64,
+            archive: &'a Path,
+            attrs: *mut AttributeList,
+            plan: &'a Plan,
+        ) -> Result<LaneWriter<'a>, Error> {
+            // SAFETY: `open.0` is a live archive with open event files.
+            let w = unsafe { OTF2_Archive_GetEvtWriter(open.0, loc) };
+            if w.is_null() {
+                return Err(Error::trace(
+                    archive,
+                    format!("libotf2 gave no writer for location {loc}"),
+                ));
+            }
+            Ok(LaneWriter {
+                w,
+                archive,
+                n: 0,
+                last_ts: 0,
+                attrs,
+                points: plan.metrics.points.get(&loc).map_or(&[][..], Vec::as_slice),
+                metrics: &plan.metrics.defs,
+            })
+        }
+
         /// Writes the lane's steps: an enter or a leave each, with the
         /// messages and collectives around them.
         ///
@@ -739,6 +829,8 @@ mod imp {
             written: &mut Written,
         ) -> Result<(), Error> {
             for &(ts, enter, k) in &at.lane.steps {
+                // SAFETY: per the caller.
+                unsafe { self.metrics_until(ts, written)? };
                 written.first = written.first.min(ts);
                 written.last = written.last.max(ts);
                 let slice = &at.lane.slices[k];
@@ -767,6 +859,33 @@ mod imp {
                     }
                 }
                 self.last_ts = self.last_ts.max(ts);
+            }
+            Ok(())
+        }
+
+        /// The metric points up to `ts`.
+        ///
+        /// # Safety
+        /// `self.w` is a live event writer.
+        unsafe fn metrics_until(&mut self, ts: u64, written: &mut Written) -> Result<(), Error> {
+            let n = self.points.partition_point(|p| p.0 <= ts);
+            let (now, later) = self.points.split_at(n);
+            self.points = later;
+            for &(t, id, value) in now {
+                // Kept in time order on the location.
+                let t = t.max(self.last_ts);
+                written.first = written.first.min(t);
+                written.last = written.last.max(t);
+                let kind = if self.metrics[id as usize].double {
+                    TYPE_DOUBLE
+                } else {
+                    TYPE_UINT64
+                };
+                // SAFETY: per the caller; the arrays live across the call.
+                let code =
+                    unsafe { OTF2_EvtWriter_Metric(self.w, null(), t, id, 1, &kind, &value) };
+                self.write("Metric", code)?;
+                self.last_ts = t;
             }
             Ok(())
         }
@@ -930,6 +1049,8 @@ mod imp {
         group_names: Vec<u32>,
         comm_names: Vec<u32>,
         all_ranks: u32,
+        /// The location groups of nodes' sensors.
+        nodes: Vec<u32>,
     }
 
     impl Names {
@@ -944,9 +1065,11 @@ mod imp {
             let groups = location_groups(trace, timeline, plan, &hosts, &mut strings);
             let group_names: Vec<u32> = groups
                 .iter()
-                .map(|(g, _, _)| {
+                .map(|(g, host, _)| {
                     if (*g as usize) < plan.world {
                         intern(&mut strings, &format!("rank {g}"))
+                    } else if plan.metrics.nodes.iter().any(|n| n.1 == *g) {
+                        intern(&mut strings, &format!("node {}", hosts[*host as usize]))
                     } else {
                         intern(&mut strings, &format!("process {g}"))
                     }
@@ -969,6 +1092,7 @@ mod imp {
                 .collect();
             let all_ranks = intern(&mut strings, "all ranks");
             Names {
+                nodes: plan.metrics.nodes.iter().map(|n| n.1).collect(),
                 strings,
                 machine,
                 node,
@@ -1041,6 +1165,25 @@ mod imp {
                 .collect();
             groups.push(((plan.world + i) as u32, host, locs));
         }
+        // Threads with counter readings but no slice.
+        for &loc in plan.metrics.points.keys() {
+            let (g, t) = (loc >> 16, loc & 0xffff);
+            let Some((_, _, locs)) = groups.iter_mut().find(|x| x.0 as u64 == g) else {
+                continue;
+            };
+            if !locs.iter().any(|(l, _)| *l == loc) {
+                let name = if (g as usize) < plan.world {
+                    format!("rank {g} thread {t}")
+                } else {
+                    format!("process {g} thread {t}")
+                };
+                locs.push((loc, intern(strings, &name)));
+            }
+        }
+        for &(h, g) in &plan.metrics.nodes {
+            let name = intern(strings, &format!("node {} sensors", hosts[h]));
+            groups.push((g, h as u32, vec![((g as u64) << 16, name)]));
+        }
         groups
     }
 
@@ -1108,9 +1251,66 @@ mod imp {
                     ),
                 )?;
             }
+            write_metrics(g, plan, archive)?;
             write_system_tree(g, names, written, archive)?;
             if !plan.comms.is_empty() {
                 write_communicators(g, plan, names, archive)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A metric member and a metric class of it alone per metric.
+    ///
+    /// # Safety
+    /// `g` is the archive's live global definition writer.
+    unsafe fn write_metrics(
+        g: *mut GlobalDefWriter,
+        plan: &Plan,
+        archive: &Path,
+    ) -> Result<(), Error> {
+        for (i, m) in plan.metrics.defs.iter().enumerate() {
+            let i = i as u32;
+            let value_type = if m.double { TYPE_DOUBLE } else { TYPE_UINT64 };
+            // Counters are read on the thread's location; sensors on the
+            // node's.
+            let recorder = if m.counter {
+                RECORDER_KIND_CPU
+            } else {
+                RECORDER_KIND_UNKNOWN
+            };
+            // SAFETY: every call in this block: per the caller; `member`
+            // lives across its call.
+            unsafe {
+                check(
+                    archive,
+                    "MetricMember",
+                    OTF2_GlobalDefWriter_WriteMetricMember(
+                        g,
+                        i,
+                        m.name,
+                        m.name,
+                        METRIC_TYPE_OTHER,
+                        m.mode,
+                        value_type,
+                        BASE_DECIMAL,
+                        0,
+                        m.unit,
+                    ),
+                )?;
+                let member = [i];
+                check(
+                    archive,
+                    "MetricClass",
+                    OTF2_GlobalDefWriter_WriteMetricClass(
+                        g,
+                        i,
+                        1,
+                        member.as_ptr(),
+                        METRIC_SYNCHRONOUS,
+                        recorder,
+                    ),
+                )?;
             }
         }
         Ok(())
@@ -1143,6 +1343,14 @@ mod imp {
                 )?;
             }
             for ((gid, host, locs), &name) in names.groups.iter().zip(&names.group_names) {
+                // A node's sensors: a group of no process, with one metric
+                // location.
+                let node = names.nodes.contains(gid);
+                let (group_kind, loc_kind) = if node {
+                    (LOCATION_GROUP_UNKNOWN, LOCATION_METRIC)
+                } else {
+                    (LOCATION_GROUP_PROCESS, LOCATION_CPU_THREAD)
+                };
                 check(
                     archive,
                     "LocationGroup",
@@ -1150,7 +1358,7 @@ mod imp {
                         g,
                         *gid,
                         name,
-                        LOCATION_GROUP_PROCESS,
+                        group_kind,
                         host + 1,
                         UNDEFINED_U32,
                     ),
@@ -1163,7 +1371,7 @@ mod imp {
                             g,
                             loc,
                             lname,
-                            LOCATION_CPU_THREAD,
+                            loc_kind,
                             written.counts.get(&loc).copied().unwrap_or(0),
                             *gid,
                         ),

@@ -9,10 +9,10 @@
 //!   the region's outlined function through [`task`], so that every thread
 //!   of the team records its implicit task, its number in the team and
 //!   the team's size. The region's end barrier is inside libgomp, out of
-//!   reach; so each thread, once its share of the work is done, waits at
-//!   one barrier of its own (the real `GOMP_barrier`), timed: that wait is
-//!   its end-barrier wait, and libgomp's own barrier then finds every
-//!   thread there already.
+//!   reach: a thread's implicit task ends when its share of the work
+//!   returns, where its end-barrier wait starts, and the analysis counts
+//!   that wait up to the region's join on the forking thread (as with
+//!   OMPT, `ompt.rs`).
 //! - `GOMP_barrier`, `GOMP_loop_end` (the barrier at the end of a loop),
 //!   `GOMP_taskwait` are barrier waits; `GOMP_critical_start`,
 //!   `GOMP_critical_name_start` and `GOMP_ordered_start` lock waits; loop
@@ -25,9 +25,9 @@
 // The wrappers carry libgomp's own names.
 #![allow(non_snake_case)]
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ffi::{c_int, c_long, c_uint, c_void};
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use hark_wire::{op, Event, NameKind, EXTRA_NONE};
@@ -54,13 +54,57 @@ static INSTANCES: AtomicU64 = AtomicU64::new(0);
 /// Construct names already defined: (outlined function address, name id).
 static CONSTRUCTS: Mutex<Vec<(usize, u32)>> = Mutex::new(Vec::new());
 
+/// Slots of [`SEEN`].
+const SEEN_SLOTS: usize = 64;
+
+/// The first constructs of [`CONSTRUCTS`] again, found without its lock:
+/// every region looks its construct up. Address `f` sits in the first free
+/// slot from `f`'s hash on; a slot is written once, id first, then the
+/// address (`Release`), under the lock.
+struct Seen {
+    addr: [AtomicUsize; SEEN_SLOTS],
+    id: [AtomicU32; SEEN_SLOTS],
+}
+
+static SEEN: Seen = Seen {
+    addr: [const { AtomicUsize::new(0) }; SEEN_SLOTS],
+    id: [const { AtomicU32::new(0) }; SEEN_SLOTS],
+};
+
+impl Seen {
+    /// The slots address `f` may sit in, in order.
+    fn slots(f: usize) -> impl Iterator<Item = usize> {
+        let h = (f >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58;
+        (0..SEEN_SLOTS).map(move |i| (h + i) % SEEN_SLOTS)
+    }
+
+    /// The id of `f`, if it has a slot.
+    #[inline]
+    fn get(&self, f: usize) -> Option<u32> {
+        for i in Self::slots(f) {
+            match self.addr[i].load(Ordering::Acquire) {
+                0 => return None,
+                a if a == f => return Some(self.id[i].load(Ordering::Relaxed)),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// Gives `f` the first free slot, if any is left. Only under
+    /// `CONSTRUCTS`' lock, for an `f` without one.
+    fn put(&self, f: usize, id: u32) {
+        if let Some(i) = Self::slots(f).find(|&i| self.addr[i].load(Ordering::Relaxed) == 0) {
+            self.id[i].store(id, Ordering::Relaxed);
+            self.addr[i].store(f, Ordering::Release);
+        }
+    }
+}
+
 thread_local! {
     /// Regions this thread opened with `GOMP_parallel_start`, innermost
     /// last: whether each was wrapped, and its team and start.
     static OPEN: RefCell<Vec<Option<Open>>> = const { RefCell::new(Vec::new()) };
-    /// The region instance this thread's innermost implicit task belongs
-    /// to (`EXTRA_NONE` outside any the probe saw).
-    static CURRENT: Cell<u64> = const { Cell::new(EXTRA_NONE) };
 }
 
 fn thread_num() -> i32 {
@@ -86,12 +130,16 @@ fn level() -> i32 {
 /// (`main._omp_fn.0`, `main+0x4a`), or its object file and offset, which
 /// are the same in every rank whatever the load address.
 pub(super) fn construct(f: usize) -> u32 {
+    if let Some(id) = SEEN.get(f) {
+        return id;
+    }
     let mut known = hark_sync::lock(&CONSTRUCTS);
     if let Some(&(_, id)) = known.iter().find(|(a, _)| *a == f) {
         return id;
     }
     let id = core::name_id(NameKind::Construct, &symbol(f));
     known.push((f, id));
+    SEEN.put(f, id);
     id
 }
 
@@ -134,16 +182,16 @@ fn symbol(f: usize) -> String {
 
 /// A team for `func` and `data`, if recording is on (`None`: run the
 /// region as it is, unwrapped).
-fn team(func: Outlined, data: *mut c_void) -> Option<Box<Team>> {
+fn team(func: Outlined, data: *mut c_void) -> Option<Team> {
     let _g = core::enter()?;
     let construct = std::panic::catch_unwind(|| construct(func as usize)).unwrap_or(0);
-    Some(Box::new(Team {
+    Some(Team {
         func,
         data,
         instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
         construct,
         size: AtomicI32::new(0),
-    }))
+    })
 }
 
 /// Records the region forked at `t0`, joined now.
@@ -161,42 +209,23 @@ fn parallel_done(team: &Team, t0: u64, level: i32, size: i32) {
     g.record(ev);
 }
 
-/// The real `GOMP_barrier`, timed, as a barrier wait of kind `kind` with
-/// `instance` and `thread`; returns when it ended.
-fn timed_barrier(kind: i32, instance: u64, thread: i32) -> u64 {
-    let t0 = core::stamp();
-    core::reserve();
-    if let Some(f) = real!(c"GOMP_barrier": unsafe extern "C" fn()) {
-        // SAFETY: called where the program's own barrier would be.
-        unsafe { f() };
-    }
-    let t1 = core::stamp();
-    if let Some(g) = core::enter() {
-        let mut ev = Event::new(op::OMP_BARRIER, t0, t1);
-        ev.tag.set(kind);
-        ev.peer.set(thread);
-        ev.extra.set(instance);
-        g.record(ev);
-    }
-    t1
-}
-
 /// What every thread of a wrapped team runs in place of the outlined
-/// function: the function, then the end barrier, timed.
+/// function: the function, as the thread's implicit task, which ends where
+/// its wait at the region's end barrier starts.
 unsafe extern "C" fn task(arg: *mut c_void) {
-    // SAFETY: `arg` is the team `GOMP_parallel` passed, alive until every
-    // thread of the team has left this function (libgomp joins them).
+    // SAFETY: `arg` is the team `fork` passed, alive until every thread of
+    // the team has left this function (libgomp joins them).
     let team = unsafe { &*arg.cast::<Team>() };
     let (instance, construct) = (team.instance, team.construct);
-    let outer = CURRENT.replace(instance);
+    let (thread, size) = (thread_num(), team_size());
+    let outer = core::omp_thread(|o| o.enter_task(instance, thread));
     let t0 = core::stamp();
     // SAFETY: the program's outlined function with its own data.
     unsafe { (team.func)(team.data) };
-    let (thread, size) = (thread_num(), team_size());
+    let t1 = core::stamp();
     team.size.store(size, Ordering::Relaxed);
-    let t1 = timed_barrier(op::OMP_SYNC_IMPLICIT, instance, thread);
     implicit_task(t0, t1, instance, construct, thread, size);
-    CURRENT.set(outer);
+    core::omp_thread(|o| o.restore(outer));
 }
 
 fn implicit_task(t0: u64, t1: u64, instance: u64, construct: u32, thread: i32, size: i32) {
@@ -235,14 +264,14 @@ pub unsafe extern "C" fn GOMP_parallel(
 /// function and its data: wrapped in [`task`] and its team when recording
 /// is on, as they are otherwise; then records the region.
 fn fork(func: Outlined, data: *mut c_void, call: impl FnOnce(Outlined, *mut c_void)) {
-    let Some(mut team) = team(func, data) else {
+    let Some(team) = team(func, data) else {
         return call(func, data);
     };
     let lvl = level() + 1;
     let t0 = core::stamp();
-    let arg: *mut Team = &mut *team;
-    // The team outlives the call, which joins every thread that reads it.
-    call(task, arg.cast());
+    // The team outlives the call, which joins every thread that reads it;
+    // they only read it, and its size through an atomic.
+    call(task, (&team as *const Team).cast_mut().cast());
     parallel_done(&team, t0, lvl, team.size.load(Ordering::Relaxed));
 }
 
@@ -348,21 +377,22 @@ pub unsafe extern "C" fn GOMP_parallel_start(
     let Some(f) = real!(c"GOMP_parallel_start": F) else {
         return;
     };
-    let Some(mut team) = team(func, data) else {
+    let Some(team) = team(func, data) else {
         let _ = OPEN.try_with(|o| o.borrow_mut().push(None));
         // SAFETY: the caller's arguments, passed on.
         return unsafe { f(func, data, num_threads) };
     };
+    let team = Box::new(team);
     let lvl = level() + 1;
     let t0 = core::stamp();
-    let arg: *mut Team = &mut *team;
+    let arg: *const Team = &*team;
     // SAFETY: as above; the team is kept until `GOMP_parallel_end`.
-    unsafe { f(task, arg.cast(), num_threads) };
+    unsafe { f(task, arg.cast_mut().cast(), num_threads) };
     let instance = team.instance;
 
     // The caller now runs its share: its implicit task starts here.
     let mine = core::stamp();
-    let outer = CURRENT.replace(instance);
+    let outer = core::omp_thread(|o| o.enter_task(instance, thread_num()));
     let _ = OPEN.try_with(|o| {
         o.borrow_mut().push(Some(Open {
             team,
@@ -383,8 +413,8 @@ struct Open {
     level: i32,
     /// When the forking thread's own share started.
     mine: u64,
-    /// The region instance the forking thread was in before.
-    outer: u64,
+    /// The implicit task the forking thread was in before.
+    outer: (u64, i32),
 }
 
 /// `GOMP_parallel_end`: joins the team `GOMP_parallel_start` forked.
@@ -410,12 +440,11 @@ pub unsafe extern "C" fn GOMP_parallel_end() {
     }) = open
     {
         // The forking thread ran the outlined function itself, not through
-        // `task`: its share ends here, and it meets the others at the same
-        // extra barrier they wait at.
+        // `task`: its share ends here.
+        let t1 = core::stamp();
         let (thread, size) = (thread_num(), team_size());
-        let t1 = timed_barrier(op::OMP_SYNC_IMPLICIT, team.instance, thread);
         implicit_task(mine, t1, team.instance, team.construct, thread, size);
-        CURRENT.set(outer);
+        core::omp_thread(|o| o.restore(outer));
         // SAFETY: no arguments; the region is the caller's own.
         unsafe { f() };
         parallel_done(&team, t0, level, size);
@@ -425,16 +454,24 @@ pub unsafe extern "C" fn GOMP_parallel_end() {
     unsafe { f() }
 }
 
-/// The region instance of the innermost region this thread runs in, as
-/// far as the probe knows (`EXTRA_NONE`: it does not).
-fn instance_here() -> u64 {
-    CURRENT.get()
+/// This thread's number in its team and the region instance of its
+/// innermost implicit task, as far as the probe saw them begin (else its
+/// number from libgomp and `EXTRA_NONE`: a region forked while recording
+/// was off, or orphaned code outside any).
+#[inline(always)]
+fn whereabouts(o: &core::OmpThread) -> (i32, u64) {
+    match o.instance() {
+        EXTRA_NONE => (thread_num(), EXTRA_NONE),
+        instance => (o.num.get(), instance),
+    }
 }
 
-/// Times `call` as an OpenMP wait of kind `op`/`tag`.
+/// Times `call` as an OpenMP wait of kind `op`/`tag`. The probe is not
+/// entered while `call` runs: a barrier or `taskwait` runs queued tasks,
+/// whose events are the program's.
 #[inline(always)]
 fn wait<R>(op: u16, tag: i32, call: impl FnOnce() -> R) -> R {
-    if !core_recording() {
+    if core::enter().is_none() {
         return call();
     }
     let t0 = core::stamp();
@@ -442,10 +479,11 @@ fn wait<R>(op: u16, tag: i32, call: impl FnOnce() -> R) -> R {
     let r = call();
     let t1 = core::stamp();
     if let Some(g) = core::enter() {
+        let (thread, instance) = whereabouts(g.omp());
         let mut ev = Event::new(op, t0, t1);
         ev.tag.set(tag);
-        ev.peer.set(thread_num());
-        ev.extra.set(instance_here());
+        ev.peer.set(thread);
+        ev.extra.set(instance);
         g.record(ev);
     }
     r
@@ -456,18 +494,13 @@ fn wait<R>(op: u16, tag: i32, call: impl FnOnce() -> R) -> R {
 fn mark(op: u16, tag: i32) {
     if let Some(g) = core::enter() {
         let t = core::stamp();
+        let (thread, instance) = whereabouts(g.omp());
         let mut ev = Event::new(op, t, t);
         ev.tag.set(tag);
-        ev.peer.set(thread_num());
-        ev.extra.set(instance_here());
+        ev.peer.set(thread);
+        ev.extra.set(instance);
         g.record(ev);
     }
-}
-
-/// Whether this thread would record now (recording on, not inside).
-#[inline(always)]
-fn core_recording() -> bool {
-    core::enter().is_some()
 }
 
 /// Entry points without arguments that only wait: each is timed as one

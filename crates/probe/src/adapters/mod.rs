@@ -27,6 +27,12 @@ use hark_wire::Event;
 
 use crate::core;
 
+/// At exit from inside a wrapped call: nothing may call MPI any more
+/// (`mpi::stream::leaving_inside_a_call`).
+pub(crate) fn leaving_inside_a_call() {
+    mpi::stream::leaving_inside_a_call();
+}
+
 /// At exit, before the stream ends: what stdio's standard streams hold
 /// that no call counted is written out, recorded (`pending`).
 pub(crate) fn flush_at_exit() {

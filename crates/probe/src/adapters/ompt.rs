@@ -7,7 +7,7 @@
 //!   size and its construct (the caller's return address, as symbol and
 //!   offset); the region instance travels in the parallel's `ompt_data_t`.
 //! - `implicit_task` begin starts a thread's implicit task; its end is the
-//!   end of the thread's wait at the region's end barrier (the
+//!   start of the thread's wait at the region's end barrier (the
 //!   `sync_region_wait` of kind implicit), where libgomp's adapter ends it
 //!   too; a team without that barrier ends it at the callback's end.
 //! - `sync_region_wait`: barrier, `taskwait` and `taskgroup` waits;
@@ -17,7 +17,7 @@
 //! Only the subset of `omp-tools.h` used here is defined. A runtime
 //! without OMPT (libgomp) never calls `ompt_start_tool`.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -78,12 +78,10 @@ static INSTANCES: AtomicU64 = AtomicU64::new(0);
 thread_local! {
     /// Regions this thread forked and has not joined, innermost last.
     static FORKED: RefCell<Vec<Forked>> = const { RefCell::new(Vec::new()) };
-    /// This thread's open implicit tasks, innermost last.
+    /// This thread's open implicit tasks, innermost last. The innermost
+    /// one's instance and number are also in the thread's
+    /// [`core::OmpThread`], where the events of its waits read them.
     static TASKS: RefCell<Vec<Task>> = const { RefCell::new(Vec::new()) };
-    /// When this thread started to wait for a mutex.
-    static ACQUIRE: Cell<u64> = const { Cell::new(0) };
-    /// When this thread started its current sync-region wait.
-    static WAIT: Cell<u64> = const { Cell::new(0) };
 }
 
 /// A region this thread forked.
@@ -108,6 +106,8 @@ struct Task {
     construct: u32,
     /// Recorded already, at the start of its wait at the region's end.
     ended: bool,
+    /// The implicit task the thread was in before ([`core::OmpThread`]).
+    outer: (u64, i32),
 }
 
 /// Called by an OMPT runtime when it starts: Hark's tool.
@@ -119,7 +119,10 @@ pub unsafe extern "C" fn ompt_start_tool(
     _omp_version: c_uint,
     _runtime_version: *const c_char,
 ) -> *mut StartToolResult {
-    if std::env::var_os("HARK_NO_OMPT").is_some() {
+    // Declined without an address (a passive probe records nothing): an
+    // OMPT runtime with a tool does more work at every barrier and fork.
+    let passive = std::env::var_os(hark_settings::ADDR.name).is_none_or(|a| a.is_empty());
+    if passive || std::env::var_os("HARK_NO_OMPT").is_some() {
         return std::ptr::null_mut();
     }
     RESULT.0.get()
@@ -155,22 +158,15 @@ unsafe extern "C" fn initialize(lookup: Lookup, _device: c_int, _data: *mut Ompt
 
 unsafe extern "C" fn finalize(_data: *mut OmptData) {}
 
-/// The innermost open implicit task of this thread, if any.
-fn current_task() -> Option<Task> {
-    TASKS
-        .try_with(|t| t.borrow().last().copied())
-        .ok()
-        .flatten()
-}
-
 /// Records `ev` with this thread's team number and region instance.
+#[inline(always)]
 fn record(mut ev: Event) {
     let Some(g) = core::enter() else {
         return;
     };
-    let (instance, num) = current_task().map_or((EXTRA_NONE, 0), |t| (t.instance, t.num));
-    ev.extra.set(instance);
-    ev.peer.set(num);
+    let o = g.omp();
+    ev.extra.set(o.instance());
+    ev.peer.set(o.num.get());
     g.record(ev);
 }
 
@@ -225,7 +221,7 @@ unsafe extern "C" fn parallel_end(
     ev.tag.set(f.size as i32);
     ev.bytes.set(level);
     ev.extra.set(f.instance);
-    ev.peer.set(current_task().map_or(0, |t| t.num));
+    ev.peer.set(g.omp().num.get());
     g.record(ev);
 }
 
@@ -255,6 +251,7 @@ unsafe extern "C" fn implicit_task(
                 }
             });
         }
+        let outer = core::omp_thread(|o| o.enter_task(instance, index as i32));
         let task = Task {
             instance,
             t0: core::stamp(),
@@ -262,11 +259,13 @@ unsafe extern "C" fn implicit_task(
             size: actual as i32,
             construct,
             ended: false,
+            outer,
         };
         let _ = TASKS.try_with(|t| t.borrow_mut().push(task));
     } else if endpoint == SCOPE_END {
         let t1 = core::stamp();
         if let Ok(Some(task)) = TASKS.try_with(|t| t.borrow_mut().pop()) {
+            core::omp_thread(|o| o.restore(task.outer));
             if !task.ended {
                 record_task(&task, t1);
             }
@@ -328,12 +327,17 @@ unsafe extern "C" fn sync_region_wait(
     _task: *mut OmptData,
     codeptr: *const c_void,
 ) {
+    if !core::recording() {
+        // A wait that recording starts during is recorded as none.
+        core::omp_thread(|o| o.wait.set(u64::MAX));
+        return;
+    }
     let end = is_region_end(kind, codeptr);
     if endpoint == SCOPE_BEGIN {
         if end {
             end_task(core::stamp());
         } else {
-            let _ = WAIT.try_with(|w| w.set(core::stamp()));
+            core::omp_thread(|o| o.wait.set(core::stamp()));
             core::reserve();
         }
         return;
@@ -342,7 +346,7 @@ unsafe extern "C" fn sync_region_wait(
         return;
     }
     let t1 = core::stamp();
-    let t0 = WAIT.try_with(|w| w.get()).unwrap_or(t1);
+    let t0 = core::omp_thread(|o| o.wait.get());
     let tag = match kind {
         2 | 8 => op::OMP_SYNC_IMPLICIT,
         1 | 3 | 4 => op::OMP_SYNC_EXPLICIT,
@@ -362,7 +366,12 @@ unsafe extern "C" fn mutex_acquire(
     _wait_id: u64,
     _codeptr: *const c_void,
 ) {
-    let _ = ACQUIRE.try_with(|a| a.set(core::stamp()));
+    if !core::recording() {
+        // As in `sync_region_wait`.
+        core::omp_thread(|o| o.lock.set(u64::MAX));
+        return;
+    }
+    core::omp_thread(|o| o.lock.set(core::stamp()));
     core::reserve();
 }
 
@@ -374,7 +383,7 @@ unsafe extern "C" fn mutex_acquired(kind: c_int, _wait_id: u64, _codeptr: *const
         _ => return,
     };
     let t1 = core::stamp();
-    let t0 = ACQUIRE.try_with(|a| a.get()).unwrap_or(t1);
+    let t0 = core::omp_thread(|o| o.lock.get());
     let mut ev = Event::new(op::OMP_LOCK_WAIT, t0.min(t1), t1);
     ev.tag.set(tag);
     record(ev);

@@ -117,6 +117,8 @@ pub(crate) struct Config {
     /// `HARK_COUNTERS`: the performance counters read (numbers in
     /// `hark_wire::counters::EVENTS`); empty for none.
     pub counters: Vec<u16>,
+    /// `HARK_COUNTERS_IN_MPI`: read the counters around every MPI call.
+    pub counters_in_mpi: bool,
     /// `HARK_SOCKET_BUFFER`: the kernel send buffer asked for, in bytes;
     /// default the pack size (at least 256 KiB).
     pub socket_buffer: usize,
@@ -236,6 +238,7 @@ impl Config {
         let lossless = flag(&settings::LOSSLESS);
         let io = flag(&settings::IO);
         let clock_sync = flag(&settings::CLOCK_SYNC);
+        let counters_in_mpi = flag(&settings::COUNTERS_IN_MPI);
         let (virtualise, bad) = virtualise(&get);
         keep(&settings::VIRTUALISE, bad);
         let shm = settings::SHM.flag_or_auto(text(&settings::SHM).as_deref());
@@ -275,6 +278,7 @@ impl Config {
             flush_every,
             cpu_every,
             sensors_every,
+            counters_in_mpi,
             counters,
             socket_buffer: (socket_buffer.value.min(usize::MAX as u64) as usize).max(256 << 10),
             shm: match shm.value {

@@ -87,10 +87,11 @@ pub(crate) struct Thread {
     undo: Option<(Option<Reading>, u64)>,
 }
 
-/// Threads that opened their files and wait for the shipper to take them
-/// (a short lock: the reading itself holds the [`Sampler`]'s).
-pub(crate) struct Joining {
-    threads: Mutex<Vec<Thread>>,
+/// Threads that opened their files (here, or their counters:
+/// `counters.rs`) and wait for the shipper to take them (a short lock: the
+/// reading itself holds the shipper's).
+pub(crate) struct Joining<T> {
+    threads: Mutex<Vec<T>>,
     /// Threads opened so far, for [`MAX_THREADS`].
     opened: AtomicUsize,
     /// The main thread's number once it recorded ([`NO_NUMBER`] before):
@@ -100,8 +101,8 @@ pub(crate) struct Joining {
 
 const NO_NUMBER: u32 = u32::MAX;
 
-impl Joining {
-    pub(crate) fn new() -> Joining {
+impl<T> Joining<T> {
+    pub(crate) fn new() -> Joining<T> {
         Joining {
             threads: Mutex::new(Vec::new()),
             opened: AtomicUsize::new(0),
@@ -115,11 +116,31 @@ impl Joining {
         self.main.store(number as u32, Ordering::Relaxed);
     }
 
+    /// Counts one more thread opened; false past [`MAX_THREADS`].
+    pub(crate) fn admit(&self) -> bool {
+        self.opened.fetch_add(1, Ordering::Relaxed) < MAX_THREADS
+    }
+
+    /// Queues a thread for the shipper.
+    pub(crate) fn push(&self, t: T) {
+        hark_sync::lock(&self.threads).push(t);
+    }
+
+    /// Moves the queued threads to `into`; the main thread's number, once
+    /// it recorded.
+    pub(crate) fn take(&self, into: &mut Vec<T>) -> Option<u16> {
+        into.append(&mut hark_sync::lock(&self.threads));
+        let main = self.main.load(Ordering::Relaxed);
+        (main != NO_NUMBER).then_some(main as u16)
+    }
+}
+
+impl Joining<Thread> {
     /// On a program's thread other than the main one, as it first records:
     /// opens its files and queues them; when it is not read (too many
     /// threads, or no room for high descriptors), why, for the caller to say.
     pub(crate) fn open_this_thread(&self, number: u16, stamp: u64) -> Result<(), String> {
-        if self.opened.fetch_add(1, Ordering::Relaxed) >= MAX_THREADS {
+        if !self.admit() {
             return Err(format!(
                 "more than {MAX_THREADS} threads in this process; the CPU availability of the \
                  others is not read"
@@ -143,7 +164,7 @@ impl Joining {
             last_stamp: stamp,
             undo: None,
         };
-        hark_sync::lock(&self.threads).push(t);
+        self.push(t);
         Ok(())
     }
 }
@@ -163,13 +184,13 @@ impl Sampler {
 
     /// Opens the main thread's files, on a program's thread as the stream
     /// starts (module doc), and takes the baseline reading at `stamp`.
-    pub(crate) fn open(&mut self, joining: &Joining, stamp: u64) {
+    pub(crate) fn open(&mut self, joining: &Joining<Thread>, stamp: u64) {
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() };
         let Some(files) = open_files(pid, false) else {
             return;
         };
-        joining.opened.fetch_add(1, Ordering::Relaxed);
+        joining.admit();
         self.threads.push(Thread {
             number: 0,
             tid: pid,
@@ -183,12 +204,10 @@ impl Sampler {
 
     /// Takes the threads that opened their files since the last reading,
     /// and the main thread's number.
-    pub(crate) fn take_joining(&mut self, joining: &Joining) {
-        self.threads.append(&mut hark_sync::lock(&joining.threads));
-        let main = joining.main.load(Ordering::Relaxed);
-        if main != NO_NUMBER {
+    pub(crate) fn take_joining(&mut self, joining: &Joining<Thread>) {
+        if let Some(main) = joining.take(&mut self.threads) {
             if let Some(t) = self.threads.iter_mut().find(|t| t.main) {
-                t.number = main as u16;
+                t.number = main;
             }
         }
     }
@@ -225,7 +244,12 @@ impl Sampler {
 
     /// On thread `tid` as it ends: its last reading, if it is read, and
     /// its files closed.
-    pub(crate) fn ended(&mut self, joining: &Joining, tid: i32, stamp: u64) -> Option<Event> {
+    pub(crate) fn ended(
+        &mut self,
+        joining: &Joining<Thread>,
+        tid: i32,
+        stamp: u64,
+    ) -> Option<Event> {
         self.take_joining(joining);
         let i = self.threads.iter().position(|t| t.tid == tid)?;
         let mut t = self.threads.swap_remove(i);
@@ -448,7 +472,7 @@ mod tests {
 
     #[test]
     fn the_main_thread_is_read_between_two_readings() {
-        let (mut s, j) = (Sampler::new(), Joining::new());
+        let (mut s, j) = (Sampler::new(), Joining::<Thread>::new());
         let mut out = Vec::new();
         s.sample(1, &mut out);
         assert!(out.is_empty(), "nothing before the files are open");
@@ -462,7 +486,7 @@ mod tests {
 
     #[test]
     fn a_thread_is_read_from_its_start_until_it_ends() {
-        let (mut s, j) = (Sampler::new(), Joining::new());
+        let (mut s, j) = (Sampler::new(), Joining::<Thread>::new());
         let (tid, spun) = std::thread::scope(|sc| {
             sc.spawn(|| {
                 j.open_this_thread(7, 10).expect("files for this thread");
@@ -496,7 +520,7 @@ mod tests {
 
     #[test]
     fn threads_past_the_bound_are_not_read_and_say_so() {
-        let j = Joining::new();
+        let j = Joining::<Thread>::new();
         j.opened.store(MAX_THREADS, Ordering::Relaxed);
         let e = std::thread::scope(|sc| sc.spawn(|| j.open_this_thread(1, 1)).join().unwrap());
         let e = e.expect_err("the 257th thread is not read");
@@ -506,7 +530,7 @@ mod tests {
 
     #[test]
     fn a_thread_gone_unseen_is_dropped_at_the_next_reading() {
-        let (mut s, j) = (Sampler::new(), Joining::new());
+        let (mut s, j) = (Sampler::new(), Joining::<Thread>::new());
         std::thread::scope(|sc| {
             sc.spawn(|| j.open_this_thread(3, 1).expect("files for this thread"));
         });

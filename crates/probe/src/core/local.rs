@@ -64,11 +64,57 @@ const SCRATCH_SIZE: usize = 16 << 10;
 
 /// A thread's probe state. Wrappers look it up once per call (see
 /// [`enter`]); the guard they hold keeps its address for the rest of the call.
-/// All zeros is its initial state (null slot, not inside): see [`tls`].
+/// All zeros is its initial state (null slot, not inside, no OpenMP task):
+/// see [`tls`].
 #[repr(C)]
 pub(crate) struct Local {
     slot: Cell<*const Slot>,
     inside: Cell<bool>,
+    omp: OmpThread,
+}
+
+/// What the OpenMP adapters keep per thread for their events, here rather
+/// than in a `thread_local!` of their own: in a preloaded library each of
+/// those is a call to `__tls_get_addr` per access, on every barrier.
+/// All zeros: no implicit task, no wait begun.
+#[repr(C)]
+pub(crate) struct OmpThread {
+    /// The region instance of the thread's innermost implicit task, plus 1
+    /// (0: none the probe saw; see [`OmpThread::instance`]).
+    instance1: Cell<u64>,
+    /// The thread's number in that task's team.
+    pub(crate) num: Cell<i32>,
+    /// When the thread began its current barrier wait (OMPT reports the two
+    /// ends in two callbacks).
+    pub(crate) wait: Cell<u64>,
+    /// When the thread began to wait for a lock (as `wait`).
+    pub(crate) lock: Cell<u64>,
+}
+
+impl OmpThread {
+    /// The region instance of the thread's innermost implicit task
+    /// (`EXTRA_NONE`: none the probe saw).
+    #[inline(always)]
+    pub(crate) fn instance(&self) -> u64 {
+        self.instance1.get().wrapping_sub(1)
+    }
+
+    /// Enters the implicit task of region `instance` as thread `num` of its
+    /// team; returns the task it was in (for [`OmpThread::restore`]).
+    #[inline(always)]
+    pub(crate) fn enter_task(&self, instance: u64, num: i32) -> (u64, i32) {
+        let outer = (self.instance1.get(), self.num.get());
+        self.instance1.set(instance.wrapping_add(1));
+        self.num.set(num);
+        outer
+    }
+
+    /// Back in the task [`OmpThread::enter_task`] returned.
+    #[inline(always)]
+    pub(crate) fn restore(&self, (instance1, num): (u64, i32)) {
+        self.instance1.set(instance1);
+        self.num.set(num);
+    }
 }
 
 thread_local! {
@@ -99,19 +145,19 @@ fn with_local<R>(f: impl FnOnce(&Local) -> R) -> R {
 mod tls {
     use super::Local;
 
-    const _: () = assert!(size_of::<Local>() == 16 && align_of::<Local>() <= 8);
+    const _: () = assert!(size_of::<Local>() == 48 && align_of::<Local>() <= 8);
 
-    // 16 zero bytes of thread-local storage: a `Local` with a null slot, not
-    // inside. Hidden: the name never leaves libhark.so.
+    // 48 zero bytes of thread-local storage: a `Local` with a null slot, not
+    // inside, no OpenMP task. Hidden: the name never leaves libhark.so.
     std::arch::global_asm!(
         ".pushsection .tbss,\"awT\",@nobits",
         ".p2align 3",
         ".globl hark_probe_local",
         ".hidden hark_probe_local",
         ".type hark_probe_local,@tls_object",
-        ".size hark_probe_local,16",
+        ".size hark_probe_local,48",
         "hark_probe_local:",
-        ".zero 16",
+        ".zero 48",
         ".popsection",
     );
 
@@ -136,12 +182,21 @@ mod tls {
 /// Elsewhere: a `const` thread-local without destructor.
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 mod tls {
-    use super::Local;
+    use super::{Local, OmpThread};
     use std::cell::Cell;
 
     thread_local! {
         static LOCAL: Local = const {
-            Local { slot: Cell::new(std::ptr::null()), inside: Cell::new(false) }
+            Local {
+                slot: Cell::new(std::ptr::null()),
+                inside: Cell::new(false),
+                omp: OmpThread {
+                    instance1: Cell::new(0),
+                    num: Cell::new(0),
+                    wait: Cell::new(0),
+                    lock: Cell::new(0),
+                },
+            }
         };
     }
 
@@ -184,6 +239,20 @@ pub(crate) fn enter() -> Option<*const Local> {
 #[inline(always)]
 pub(crate) fn leave(l: &Local) {
     l.inside.set(false);
+}
+
+/// This thread's OpenMP state, lent to `f`.
+#[inline(always)]
+pub(crate) fn omp<R>(f: impl FnOnce(&OmpThread) -> R) -> R {
+    with_local(|l| f(&l.omp))
+}
+
+impl Local {
+    /// The OpenMP state of the thread whose `Local` this is.
+    #[inline(always)]
+    pub(crate) fn omp(&self) -> &OmpThread {
+        &self.omp
+    }
 }
 
 /// Whether this thread is inside the probe now.

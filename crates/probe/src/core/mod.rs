@@ -66,6 +66,14 @@ impl Guard {
         local::record_in(unsafe { &*self.local }, ev)
     }
 
+    /// The OpenMP state of this guard's thread, without looking the thread
+    /// up again.
+    #[inline(always)]
+    pub(crate) fn omp(&self) -> &OmpThread {
+        // SAFETY: as in `record`; the reference lives no longer than the guard.
+        unsafe { &*self.local }.omp()
+    }
+
     /// Marks the events recorded through this guard from now on with the
     /// call site of return address `ret` ([`callsite::ret`], read when the
     /// wrapper was entered).
@@ -99,6 +107,13 @@ pub fn enter() -> Option<Guard> {
     enter_inner()
 }
 
+/// Whether recording is on (one relaxed atomic load): for callbacks that
+/// must read the clock before they know whether they will record.
+#[inline(always)]
+pub fn recording() -> bool {
+    stream::RECORDING.load(Ordering::Relaxed)
+}
+
 /// Enters the probe even when recording is paused (for definitions and
 /// bookkeeping that must not be missed, such as communicator creation).
 /// Still `None` when this thread is already inside the probe, or when the
@@ -119,6 +134,14 @@ fn enter_inner() -> Option<Guard> {
         site: std::cell::Cell::new(0),
     })
 }
+
+/// This thread's OpenMP state (its implicit task and its wait), lent to `f`.
+#[inline(always)]
+pub(crate) fn omp_thread<R>(f: impl FnOnce(&OmpThread) -> R) -> R {
+    local::omp(f)
+}
+
+pub(crate) use local::OmpThread;
 
 /// Whether this thread is inside the probe now: within a wrapped call
 /// (whose callee's own calls are not the program's), or the probe's own.
@@ -163,6 +186,35 @@ pub(crate) fn region_counters(at: (bool, u32, u64), out: &mut Vec<Event>) {
     if let Some(s) = stream::current() {
         s.region_counters(at, out);
     }
+}
+
+/// At an MPI call's entry, before the real call: under
+/// `HARK_COUNTERS_IN_MPI`, reads the calling thread's counters
+/// (`counters.rs`); otherwise one load.
+#[inline(always)]
+pub(crate) fn mpi_counters_entry() {
+    if counters::IN_MPI.load(std::sync::atomic::Ordering::Relaxed) {
+        mpi_counters_slow(None);
+    }
+}
+
+/// At an MPI call's exit, after the real call: the counts since the
+/// entry go to the function of op code `op` (as [`mpi_counters_entry`]).
+#[inline(always)]
+pub(crate) fn mpi_counters_exit(op: u16) {
+    if counters::IN_MPI.load(std::sync::atomic::Ordering::Relaxed) {
+        mpi_counters_slow(Some(op));
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn mpi_counters_slow(exit: Option<u16>) {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(s) = stream::current() {
+            s.mpi_counters(exit);
+        }
+    });
 }
 
 /// Appends one event to this thread's buffer (sets its `thread` field).

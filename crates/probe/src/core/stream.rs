@@ -17,7 +17,7 @@ use hark_wire::{Def, EndReason, Hello};
 
 use super::config::{self, Config, Shm};
 use super::counters;
-use super::cpu::{Joining, Sampler};
+use super::cpu::{Joining, Sampler, Thread};
 use super::local::{self, Internal, Slot};
 use super::park::{self, Shipper};
 use super::sensors::{self, Sensors};
@@ -58,15 +58,19 @@ pub(crate) struct Stream {
     /// process is its node's sampler.
     sensors: Mutex<Sensors>,
     /// Threads' CPU files opened on them, for the shipper to take.
-    cpu_joining: Joining,
+    cpu_joining: Joining<Thread>,
     /// The node's forwarder's socket, when the stream goes through it: the
     /// clock's ping-pongs go there too (`ship::ping`), not to `hark`.
     pub forwarder: std::sync::OnceLock<String>,
     /// The performance counters' group of the thread that started the
     /// stream (`counters.rs`), once opened.
     counters: std::sync::OnceLock<counters::Group>,
-    /// The shipper's readings of it.
+    /// The shipper's readings of it and of the other threads' groups.
     slicer: Mutex<counters::Slicer>,
+    /// Threads' counter groups opened on them, for the shipper to take.
+    counters_joining: counters::Joining,
+    /// Threads' counts inside MPI functions (`HARK_COUNTERS_IN_MPI`).
+    in_mpi: counters::InMpiThreads,
 }
 
 /// When the shipper last read the threads' CPUs and the node's sensors,
@@ -153,6 +157,8 @@ fn install(cfg: Config, parent: u32, job: String) -> &'static Stream {
         forwarder: std::sync::OnceLock::new(),
         counters: std::sync::OnceLock::new(),
         slicer: Mutex::new(counters::Slicer::new()),
+        counters_joining: counters::Joining::new(),
+        in_mpi: Mutex::new(Vec::new()),
     }));
     IO.store(s.cfg.io, Ordering::Relaxed);
     super::callsite::set_depth(s.cfg.callsite_depth);
@@ -405,10 +411,20 @@ impl Stream {
 
     /// On a program's thread as it first records, as thread `number`
     /// (`local::register`): the main thread's readings take its number;
-    /// any other thread opens its own CPU files (`cpu.rs`).
+    /// any other thread opens its own CPU files (`cpu.rs`) and counters
+    /// (`counters.rs`).
     pub(crate) fn open_thread_cpu(&self, number: u16) {
         if self.cfg.cpu_every.is_none() {
             return;
+        }
+        if self.counters.get().is_some() {
+            let to_open = (self.cfg.counters.as_slice(), self.pid);
+            let opened = self
+                .counters_joining
+                .open_this_thread(to_open, number, clock::stamp());
+            if let Err(e) = opened {
+                warn_once("counter-threads", &e);
+            }
         }
         // SAFETY: gettid and getpid have no preconditions.
         let (tid, pid) = unsafe { (libc::gettid(), libc::getpid()) };
@@ -435,6 +451,14 @@ impl Stream {
             // reading the shipper could not send would be.
             let _ = self.ship.push_events(&[ev]);
         }
+        drop(s);
+        let mut c = hark_sync::lock(&self.slicer);
+        let mut out = Vec::new();
+        c.ended(&self.counters_joining, tid, clock::stamp(), &mut out);
+        // No free buffer: the next reading sends them.
+        if !out.is_empty() && !self.ship.push_events(&out) {
+            c.keep(&out);
+        }
     }
 
     /// On the program's thread that starts the stream, after the probe's
@@ -443,7 +467,11 @@ impl Stream {
     fn open_counters(&self) {
         let mut slicer = hark_sync::lock(&self.slicer);
         if let Some(g) = slicer.open(&self.cfg.counters, clock::stamp()) {
+            self.counters_joining.admit();
             let _ = self.counters.set(g);
+            if self.cfg.counters_in_mpi {
+                counters::IN_MPI.store(true, Ordering::Relaxed);
+            }
         }
     }
 
@@ -453,6 +481,16 @@ impl Stream {
     pub(crate) fn region_counters(&self, at: (bool, u32, u64), out: &mut Vec<hark_wire::Event>) {
         if let Some(main) = self.counters.get() {
             counters::at_region((main, &self.cfg.counters, self.pid), at, out);
+        }
+    }
+
+    /// At an MPI call's entry (`at`) or exit (`op`) on a program's thread,
+    /// under `HARK_COUNTERS_IN_MPI`: the counters' reading
+    /// (`counters::mpi_entry`, `mpi_exit`).
+    pub(crate) fn mpi_counters(&self, exit: Option<u16>) {
+        match exit {
+            None => counters::mpi_entry((&self.cfg.counters, self.pid), &self.in_mpi),
+            Some(op) => counters::mpi_exit(self.pid, op),
         }
     }
 
@@ -523,9 +561,13 @@ impl Stream {
             return;
         };
         let mut out = Vec::new();
-        c.sample(self.counters.get(), clock::stamp(), &mut out);
-        if !out.is_empty() && !self.ship.push_events(&out) {
-            c.unread();
+        let groups = (self.counters.get(), &self.counters_joining, &self.in_mpi);
+        c.sample(groups, clock::stamp(), &mut out);
+        for (i, chunk) in out.chunks(fit).enumerate() {
+            if !self.ship.push_events(chunk) {
+                c.keep(&out[i * fit..]);
+                break;
+            }
         }
     }
 
@@ -865,7 +907,8 @@ pub(crate) fn finish(reason: EndReason) {
     }
     if crate::adapters::mpi::stream::on() && !crate::adapters::mpi::stream::ready() {
         // Over MPI, but MPI was never initialised here (not a rank of the
-        // job) or is gone: nothing can be sent (docs/analysers.md).
+        // job), is gone, or may not be called any more (the process leaves
+        // from inside a call): nothing can be sent (docs/analysers.md).
         s.phase.store(DONE, Ordering::Release);
         return;
     }

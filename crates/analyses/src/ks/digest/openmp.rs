@@ -10,6 +10,7 @@
 //! always wait a little at barriers and forks.
 
 use super::{duration, pct, share};
+use crate::sat::total;
 use hark_model::{Finding, OmpRegion, Program, ThreadTimes};
 
 /// An OpenMP finding costs at least this share of rank time, in percent.
@@ -23,14 +24,12 @@ fn team(threads: &[ThreadTimes]) -> u64 {
 /// Rank time lost to `what`: per rank, its threads' time over its OpenMP
 /// threads (see the module documentation).
 fn cost(p: &Program, what: impl Fn(&ThreadTimes) -> u64) -> u64 {
-    (p.threads.iter())
-        .map(|ts| ts.iter().map(&what).sum::<u64>() / team(ts))
-        .sum()
+    total((p.threads.iter()).map(|ts| total(ts.iter().map(&what)) / team(ts)))
 }
 
 /// Thread time lost to `what`, over all threads of all ranks.
 fn thread_time(p: &Program, what: impl Fn(&ThreadTimes) -> u64) -> u64 {
-    p.threads.iter().flatten().map(what).sum()
+    total(p.threads.iter().flatten().map(what))
 }
 
 /// Whose time the shares are of: a program without MPI has processes,
@@ -74,7 +73,7 @@ pub(super) fn findings(p: &Program, rank_time: u64) -> Vec<Finding> {
 
 /// A region's barrier waiting over all its threads.
 fn barrier_of(r: &OmpRegion) -> u64 {
-    r.barrier_ns.iter().flatten().sum()
+    total(r.barrier_ns.iter().flatten().copied())
 }
 
 /// Threads waiting at barriers for the slowest of their team.
@@ -177,7 +176,7 @@ fn idle(p: &Program, rank_time: u64) -> Option<Finding> {
     detail.push(')');
     if p.threads.len() > 1 {
         let worst = (p.threads.iter().enumerate())
-            .map(|(r, ts)| (r, ts.iter().map(|t| t.omp_idle_ns).sum::<u64>() / team(ts)))
+            .map(|(r, ts)| (r, total(ts.iter().map(|t| t.omp_idle_ns)) / team(ts)))
             .max_by_key(|&(r, t)| (t, std::cmp::Reverse(r)));
         if let Some((r, t)) = worst {
             detail.push_str(&format!(

@@ -19,7 +19,11 @@
 //! where Hark starts every rank with the probe and the analysers) align
 //! with world rank 0 instead, over `PMPI_*` on a private duplicate of
 //! `MPI_COMM_WORLD` (so the messages are never recorded and never match
-//! the program's receives): that ping-pong is collective.
+//! the program's receives): that ping-pong is collective. It crosses the
+//! network once per node ([`hark_wire::partition::clock_plan`]): a node's
+//! leader pings rank 0, the node's other ranks ping the leader, which
+//! answers with rank 0's time as its own measurement maps it, and that
+//! mapping's bound (`docs/analysers.md`, "Clocks").
 //!
 //! The program waits in `MPI_Init` and `MPI_Finalize` meanwhile, so their
 //! events span the alignment too ([`finalize_entered`]): counted as time
@@ -31,7 +35,7 @@
 //! may decide for itself, over MPI every rank must agree.
 
 use super::abi::Abi;
-use super::mpi_call::{comm_dup, comm_free, initialized, rank_size, recv_bytes, send_bytes};
+use super::mpi_call::{comm_dup, comm_free, initialized, recv_bytes, send_bytes};
 use super::plan::Kind;
 use crate::core::{
     align_with_server, clock_sync_enabled, now, refine_clock, set_clock, streams_over_mpi,
@@ -39,7 +43,7 @@ use crate::core::{
 use hark_wire::{ClockPhase, ClockReference, ClockSync};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
-/// Rounds of ping-pong per rank and measurement over MPI.
+/// Rounds of each ping-pong series over MPI.
 pub(crate) const ROUNDS: usize = hark_wire::partition::CLOCK_ROUNDS;
 
 /// The tag of the requests and answers (the communicator is private).
@@ -60,8 +64,8 @@ pub(super) fn finalize_entered() -> Option<u64> {
 }
 
 /// At the end of a successful `MPI_Init`: measures against the server, or
-/// over MPI duplicates the world and measures against world rank 0.
-pub(super) fn at_init(abi: &Abi, rank: i32, size: i32) {
+/// over MPI duplicates the world and measures by the clock plan.
+pub(super) fn at_init(abi: &Abi) {
     refine_clock();
     if !streams_over_mpi() {
         align_with_server(ClockPhase::Init);
@@ -77,7 +81,7 @@ pub(super) fn at_init(abi: &Abi, rank: i32, size: i32) {
     // the program.
     super::mpi_call::errors_return(abi, comm);
     COMM.store(comm, Relaxed);
-    measure(abi, comm, rank, size, ClockPhase::Init);
+    measure(abi, comm, ClockPhase::Init);
 }
 
 /// At the start of `MPI_Finalize`: measures again and frees the duplicate.
@@ -91,26 +95,74 @@ pub(super) fn at_finalize(abi: &Abi) {
     if comm == 0 {
         return;
     }
-    let (rank, size) = rank_size(comm);
-    measure(abi, comm, rank, size, ClockPhase::Finalize);
+    measure(abi, comm, ClockPhase::Finalize);
     comm_free(comm);
 }
 
-/// One measurement on `comm`, sent to the server; nothing is sent if an
-/// MPI call failed.
-fn measure(abi: &Abi, comm: usize, rank: i32, size: i32, phase: ClockPhase) {
-    if rank == 0 {
-        let mut request = [0u8; 1];
-        for peer in 1..size {
-            for _ in 0..ROUNDS {
-                if !recv_bytes(abi, &mut request, peer, TAG, comm) {
-                    return;
-                }
-                if !send_bytes(abi, &now().to_le_bytes(), peer, TAG, comm) {
-                    return;
-                }
+/// One measurement on `comm` by this rank's part of the plan
+/// ([`hark_wire::partition::clock_plan`]): ping its upstream, if any, then
+/// answer the ranks it serves with world rank 0's time as its own
+/// measurement maps it, and the bound of that mapping. Sent to the server;
+/// nothing is sent if an MPI call failed (a rank it serves then waits in
+/// its `PMPI_Recv`, as it would for a failed rank 0 before).
+fn measure(abi: &Abi, comm: usize, phase: ClockPhase) {
+    let Some(plan) = super::stream::clock_plan() else {
+        return;
+    };
+    // What to add to this clock to read world rank 0's, and how far that
+    // may be off when the measurement was taken (at `at`).
+    let (mut offset, mut bound, mut at) = (0i64, 0u64, now());
+    if let Some(up) = plan.upstream {
+        let mut best: Option<ClockSync> = None;
+        let mut answer = [0u8; 16];
+        for _ in 0..ROUNDS {
+            let t_send = now();
+            if !send_bytes(abi, &[0], up as i32, TAG, comm)
+                || !recv_bytes(abi, &mut answer, up as i32, TAG, comm)
+            {
+                return;
+            }
+            let round_trip = now().saturating_sub(t_send);
+            let [time, relay] =
+                [0, 8].map(|i| u64::from_le_bytes(answer[i..i + 8].try_into().expect("8 bytes")));
+            let sync = ClockSync {
+                phase,
+                local_ns: t_send + round_trip / 2,
+                reference_ns: time,
+                round_trip_ns: round_trip,
+                reference: ClockReference::WorldRank0,
+                relay_bound_ns: relay,
+            };
+            if best.is_none_or(|b| sync.uncertainty_ns() < b.uncertainty_ns()) {
+                best = Some(sync);
             }
         }
+        let Some(b) = best else {
+            return;
+        };
+        set_clock(b);
+        // Rounded up: the half round trip is a real number.
+        (offset, bound, at) = (b.offset_ns(), b.uncertainty_ns() + 1, b.local_ns);
+    }
+    let mut request = [0u8; 1];
+    for &peer in &plan.serve {
+        for _ in 0..ROUNDS {
+            if !recv_bytes(abi, &mut request, peer as i32, TAG, comm) {
+                return;
+            }
+            let t = now();
+            // Two clocks each slewed by at most 500 ppm drift apart by at
+            // most 1,000 ppm of the measurement's age (as a forwarder's).
+            let drift = t.saturating_sub(at) / 1000;
+            let mut answer = [0u8; 16];
+            answer[..8].copy_from_slice(&t.wrapping_add_signed(offset).to_le_bytes());
+            answer[8..].copy_from_slice(&(bound + drift).to_le_bytes());
+            if !send_bytes(abi, &answer, peer as i32, TAG, comm) {
+                return;
+            }
+        }
+    }
+    if plan.reference {
         let t = now();
         set_clock(ClockSync {
             phase,
@@ -120,29 +172,6 @@ fn measure(abi: &Abi, comm: usize, rank: i32, size: i32, phase: ClockPhase) {
             reference: ClockReference::WorldRank0,
             relay_bound_ns: 0,
         });
-    } else if rank > 0 {
-        let mut best: Option<ClockSync> = None;
-        let mut answer = [0u8; 8];
-        for _ in 0..ROUNDS {
-            let t_send = now();
-            if !send_bytes(abi, &[0], 0, TAG, comm) || !recv_bytes(abi, &mut answer, 0, TAG, comm) {
-                return;
-            }
-            let round_trip = now().saturating_sub(t_send);
-            if best.is_none_or(|b| round_trip < b.round_trip_ns) {
-                best = Some(ClockSync {
-                    phase,
-                    local_ns: t_send + round_trip / 2,
-                    reference_ns: u64::from_le_bytes(answer),
-                    round_trip_ns: round_trip,
-                    reference: ClockReference::WorldRank0,
-                    relay_bound_ns: 0,
-                });
-            }
-        }
-        if let Some(b) = best {
-            set_clock(b);
-        }
     }
 }
 
@@ -173,8 +202,7 @@ pub(super) fn unentered<R>(i: usize, call: impl FnOnce() -> R) -> R {
                 if initialized() {
                     super::virt::at_init(abi);
                     super::stream::at_init(abi);
-                    let (rank, size) = rank_size(abi.comm_world);
-                    at_init(abi, rank, size);
+                    at_init(abi);
                 }
             });
             r

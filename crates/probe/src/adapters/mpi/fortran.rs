@@ -99,6 +99,7 @@ fn fint(p: usize) -> i32 {
 /// Before the real Fortran call: swap in our status buffers, convert the
 /// handles the call overwrites.
 pub(crate) fn before(i: usize, g: &Guard, w: &mut [usize], s: &mut Scratch) {
+    crate::core::mpi_counters_entry();
     let plan = &PLANS[i];
     let Some(abi) = abi::get() else { return };
     guarded(|| before_f(abi, plan, g, w, s));

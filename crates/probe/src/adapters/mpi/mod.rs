@@ -239,6 +239,7 @@ fn bytes(abi: &Abi, count: i64, datatype: usize) -> u64 {
 /// statuses. Runs before the real call, inside the probe.
 #[inline(always)]
 pub(crate) fn before(i: usize, abi: &Abi, g: &Guard, w: &mut [usize], s: &mut Scratch) {
+    crate::core::mpi_counters_entry();
     let plan = &PLANS[i];
     if !needs_before(plan) {
         return;
@@ -372,6 +373,7 @@ pub(crate) fn after(
     s: &mut Scratch,
 ) {
     let plan = &PLANS[i];
+    crate::core::mpi_counters_exit(plan.op);
     // Chunks of a stream over MPI go out from inside the program's calls.
     stream::progress_if_pending(t1);
     // The hot calls (`Iprobe`, `Test*` that completed nothing, blocking
@@ -1171,7 +1173,7 @@ fn init(abi: &Abi) {
         library: mpi_call::library_version(),
     };
     crate::core::set_rank(info);
-    align::at_init(abi, rank, size);
+    align::at_init(abi);
 }
 
 /// `Wait*`/`Test*`: the call's event (`bytes` = requests completed), then a

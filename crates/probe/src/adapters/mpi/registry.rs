@@ -389,14 +389,6 @@ pub(crate) fn window(handle: usize) -> Option<(u32, Arc<Comm>)> {
 
 /// Forgets a freed window, returning its id.
 pub(crate) fn free_window(handle: usize) -> Option<u32> {
-    if std::env::var_os("HARK_DBG").is_some() {
-        eprintln!(
-            "DBG free {handle:x} in {:x?}",
-            hark_sync::read(&tables().windows)
-                .keys()
-                .collect::<Vec<_>>()
-        );
-    }
     tables()
         .windows
         .write()

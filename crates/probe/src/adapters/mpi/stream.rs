@@ -32,12 +32,12 @@
 use super::abi::Abi;
 use super::mpi_call;
 use hark_wire::partition::{
-    job_map, stream_chunk, Policy, GIVE_UP_TAG, RELEASE_TAG, STREAM_RECVS, STREAM_TAG,
+    job_map, stream_chunk, ClockPlan, Policy, GIVE_UP_TAG, RELEASE_TAG, STREAM_RECVS, STREAM_TAG,
 };
 use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The stream goes over MPI (`HARK_ADDR=mpi:`), set at load.
@@ -198,6 +198,13 @@ pub(super) fn at_init(abi: &Abi) {
     // Every process's node and program, gathered on the new communicator
     // (the analysers make the same call right after their duplicate).
     let places = comm.and_then(|c| mpi_call::gather_places(abi, c, rank, size));
+    if let Some(p) = &places {
+        let _ = CLOCK_PLAN.set(hark_wire::partition::clock_plan(
+            p,
+            analysers,
+            rank.max(0) as u32,
+        ));
+    }
     let dest = places
         .and_then(|p| job_map(&p, analysers, map_policy()))
         .and_then(|m| m.analyser_of(rank.max(0) as u32))
@@ -225,6 +232,16 @@ pub(super) fn at_init(abi: &Abi) {
     g.init_thread = Some(unsafe { libc::pthread_self() });
     g.ready = true;
     PENDING.store(true, Relaxed);
+}
+
+/// This rank's part in the clock alignment over MPI, from the places
+/// gathered at `MPI_Init` (`align.rs`); `None` before, or if the gather
+/// failed.
+static CLOCK_PLAN: OnceLock<ClockPlan> = OnceLock::new();
+
+/// See [`CLOCK_PLAN`].
+pub(super) fn clock_plan() -> Option<&'static ClockPlan> {
+    CLOCK_PLAN.get()
 }
 
 /// The map policy `hark run --analysers --map` chose (`HARK_MPI_MAP`), the
@@ -262,6 +279,9 @@ fn progress_at(now: u64) {
 #[cold]
 #[inline(never)]
 pub(crate) fn progress() {
+    if LEAVING.load(Relaxed) {
+        return;
+    }
     let Some(abi) = super::abi::get() else { return };
     let Ok(mut g) = OUT.try_lock() else { return };
     if !g.ready || g.failed {
@@ -322,6 +342,9 @@ fn fail(g: &mut Out) {
 /// initialised MPI under `SINGLE`/`FUNNELED`. Returns the chunks the
 /// analyser took so far, whoever moved them.
 pub(crate) fn progress_outside_a_call() -> u64 {
+    if LEAVING.load(Relaxed) {
+        return TAKEN.load(Relaxed);
+    }
     if IN_FINALIZE.with(|f| f.get()) {
         // Inside the program's MPI_Finalize: any thread may.
         progress();
@@ -349,9 +372,24 @@ thread_local! {
     static IN_FINALIZE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Whether the stream has a destination (`MPI_Init` was called).
+/// Whether the stream has a destination (`MPI_Init` was called) that may
+/// still be reached: not once the process leaves from inside a call.
 pub(crate) fn ready() -> bool {
-    lock().ready
+    !LEAVING.load(Relaxed) && lock().ready
+}
+
+/// The process is leaving (`exit`) from inside one of the program's calls,
+/// an MPI library's error path among them (MPICH over UCX ends a rank from
+/// a callback of its progress when a peer aborted): MPI may be in the
+/// middle of its own progress on this thread, and a `PMPI_Test` there
+/// trips UCX's assertion against reentry. From then on nothing here calls
+/// MPI (the stream ends partial, as the rank's death makes it), and the
+/// exit path does not wait for a stream that cannot move.
+static LEAVING: AtomicBool = AtomicBool::new(false);
+
+/// See [`LEAVING`]; from the probe's destructor.
+pub(crate) fn leaving_inside_a_call() {
+    LEAVING.store(true, Relaxed);
 }
 
 /// At the start of `MPI_Finalize`, after the clock's last measurement:
