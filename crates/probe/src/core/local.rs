@@ -510,8 +510,8 @@ fn flush_this_thread() {
     }
     // SAFETY: slots are leaked.
     let slot = unsafe { &*slot };
-    take(slot);
     slot.stream.end_thread_cpu();
+    take(slot);
 }
 
 /// In a forked child: this thread's slot belongs to the parent's stream.

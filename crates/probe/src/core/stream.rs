@@ -437,27 +437,24 @@ impl Stream {
         }
     }
 
-    /// On a program's thread as it ends: its last CPU reading, and its
-    /// files closed (`cpu.rs`).
+    /// On a program's thread as it ends, before its buffer is shipped: its
+    /// last CPU and counter readings, recorded into its own buffer, and
+    /// its files closed (`cpu.rs`, `counters.rs`). Its own buffer, not a
+    /// free one of the pool: as threads end together, the pool can be
+    /// empty (each just queued its last pack), and a pthread's one reading
+    /// was then lost.
     pub(crate) fn end_thread_cpu(&self) {
         if self.cfg.cpu_every.is_none() || !self.is_running() {
             return;
         }
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
-        let mut s = hark_sync::lock(&self.cpu);
-        if let Some(ev) = s.ended(&self.cpu_joining, tid, clock::stamp()) {
-            // No free buffer: the thread's last stretch is lost, as a
-            // reading the shipper could not send would be.
-            let _ = self.ship.push_events(&[ev]);
-        }
-        drop(s);
-        let mut c = hark_sync::lock(&self.slicer);
         let mut out = Vec::new();
-        c.ended(&self.counters_joining, tid, clock::stamp(), &mut out);
-        // No free buffer: the next reading sends them.
-        if !out.is_empty() && !self.ship.push_events(&out) {
-            c.keep(&out);
+        let cpu = hark_sync::lock(&self.cpu).ended(&self.cpu_joining, tid, clock::stamp());
+        out.extend(cpu);
+        hark_sync::lock(&self.slicer).ended(&self.counters_joining, tid, clock::stamp(), &mut out);
+        for ev in out {
+            super::local::record(ev);
         }
     }
 
