@@ -11,7 +11,8 @@
 //!
 //! **Noise** is what the runs themselves show. Given repeated runs of a side
 //! ([`compare_repeated`]), it is the run-to-run spread: the largest range
-//! (max − min) of the quantity over the runs of either side; with one run per
+//! (max − min) of the quantity over the runs of either side, widened for
+//! two or three runs a side to what a t-test would need; with one run per
 //! side it is the spread (standard deviation) across the ranks of either run.
 //! Either way a time's noise is never less than 1 % of its size plus 10 µs
 //! plus 0.1 % of the program's wall time (timer and scheduling jitter: a
@@ -193,6 +194,44 @@ fn range(v: &[Option<f64>]) -> f64 {
     }
 }
 
+/// d₂: the expected range of n normal samples in standard deviations, for
+/// n = 2..=10 (index n − 2); more runs use the last (which only widens).
+const D2: [f64; 9] = [
+    1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078,
+];
+
+/// Student's t at 0.995 (two-sided 99 %) for 1..=10 degrees of freedom
+/// (index df − 1); more use the last (which only widens).
+const T_995: [f64; 10] = [
+    63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169,
+];
+
+/// The noise of a quantity from repeated runs `a` and `b`: the largest range
+/// over either side's runs, widened when so few runs cannot pin the spread
+/// down. The range of `n` runs gives their standard deviation (range / d₂);
+/// the difference of the two means has that times √(1/nA + 1/nB), and a
+/// two-sided t-test at 99 % needs t(nA + nB − 2) times that, which "twice
+/// the noise" must reach. Two runs a side thus need 8.8 times the larger
+/// range before a change matters (one range alone misses most of the spread
+/// of two runs: a twin pair can agree by chance), three 2.2 times, four or
+/// more twice the range, as before.
+fn run_to_run(a: &[Option<f64>], b: &[Option<f64>]) -> f64 {
+    let (ra, rb) = (range(a), range(b));
+    let (r, runs) = if ra >= rb {
+        (ra, a.len())
+    } else {
+        (rb, b.len())
+    };
+    let (na, nb) = (a.len(), b.len());
+    if runs < 2 || na + nb < 3 {
+        return r;
+    }
+    let sd = r / D2[(runs - 2).min(D2.len() - 1)];
+    let t = T_995[(na + nb - 3).min(T_995.len() - 1)];
+    let se = sd * (1.0 / na as f64 + 1.0 / nb as f64).sqrt();
+    r.max(0.5 * t * se)
+}
+
 /// Floor of the noise of a time: 1 % of its size plus 10 µs, plus
 /// `jitter` (0.1 % of the program's wall time, [`jitter`]).
 fn floor(a: f64, b: f64, jitter: f64) -> f64 {
@@ -246,7 +285,7 @@ fn measured(
     let (ma, mb) = (means(a), means(b));
     let (va, vb) = (mean_of(&ma), mean_of(&mb));
     let spread = if repeated {
-        range(&ma).max(range(&mb))
+        run_to_run(&ma, &mb)
     } else {
         let sd = |side: &[PerRank]| {
             side.first()
@@ -433,7 +472,7 @@ fn compare_efficiency(prog: &str, a: &Side, b: &Side, repeated: bool, out: &mut 
         let vb: Vec<Option<f64>> = eb.iter().map(|e| Some(get(e))).collect();
         let (x, y) = (mean_of(&va).unwrap_or(0.0), mean_of(&vb).unwrap_or(0.0));
         let noise = if repeated {
-            range(&va).max(range(&vb)).max(EFFICIENCY_NOISE)
+            run_to_run(&va, &vb).max(EFFICIENCY_NOISE)
         } else {
             EFFICIENCY_NOISE
         };
@@ -534,7 +573,7 @@ fn compare_ranks(prog: &str, a: &Side, b: &Side, how: Noise, changes: &mut Vec<C
         let (x, y) = (mean_of(&ra).unwrap_or(0.0), mean_of(&rb).unwrap_or(0.0));
         let own = y - x - mean_delta;
         let spread = if repeated {
-            range(&ra).max(range(&rb))
+            run_to_run(&ra, &rb)
         } else {
             ranks_spread
         };
@@ -663,7 +702,7 @@ const QUIET_SHOWN: usize = 10;
 /// Where the noise comes from, one sentence.
 fn noise_basis(d: &Diff) -> &'static str {
     if d.repeated {
-        "noise: the run-to-run spread, max - min over the repeated runs of either side"
+        "noise: the run-to-run spread, max - min over the repeated runs of either side (wider for 2 or 3 runs a side)"
     } else {
         "noise judged from the spread across ranks (give repeated runs for run-to-run noise)"
     }
@@ -975,6 +1014,44 @@ mod tests {
         let d = compare_repeated(&a, &b);
         let faults = d.changes.iter().find(|c| c.name == "page-faults").unwrap();
         assert!(!faults.matters, "{faults:?}");
+    }
+
+    #[test]
+    fn two_runs_a_side_cannot_tell_what_three_can() {
+        let ms = |v: &[f64]| -> Vec<Run> {
+            (v.iter())
+                .map(|&x| job(2, 1, (x * 1e6) as u64, 100_000_000))
+                .collect()
+        };
+        let solve = |d: &Diff| {
+            d.changes
+                .iter()
+                .find(|c| c.name == "solve")
+                .cloned()
+                .unwrap()
+        };
+        // 0.9 ms more against a 0.2 ms range: two runs a side may agree by
+        // chance (noise 8.8 / 2 times the range) ...
+        let d = compare_repeated(&ms(&[4.0, 4.2]), &ms(&[4.9, 5.1]));
+        let c = solve(&d);
+        assert!(
+            !c.matters && (c.noise - 0.2e6 * 4.4).abs() < 0.01e6,
+            "{c:?}"
+        );
+        // ... three runs a side tell it (noise 1.11 times the range) ...
+        let d = compare_repeated(&ms(&[4.0, 4.1, 4.2]), &ms(&[4.9, 5.0, 5.1]));
+        let c = solve(&d);
+        assert!(
+            c.matters && (c.noise - 0.2e6 * 1.11).abs() < 0.01e6,
+            "{c:?}"
+        );
+        // ... and four or more keep the range itself.
+        let four = [4.0, 4.1, 4.1, 4.2];
+        let d = compare_repeated(&ms(&four), &ms(&four.map(|x| x + 0.9)));
+        assert!((solve(&d).noise - 0.2e6).abs() < 1e3, "{:?}", solve(&d));
+        // One run against two: the lone run has no range of its own.
+        let d = compare_repeated(&ms(&[4.0]), &ms(&[4.9, 5.1]));
+        assert!(!solve(&d).matters, "{:?}", solve(&d));
     }
 
     #[test]
