@@ -29,11 +29,28 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+use std::time::{Duration, Instant};
 
 /// Locks `m`, poisoned or not.
 pub fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Locks `m`, poisoned or not, if it comes free within `wait` (tried once
+/// for a zero `wait`); `None` if it does not. For a thread that must not
+/// block for long on a lock another may hold: the probe's shipper, or its
+/// last reading as a stream ends.
+pub fn lock_within<T: ?Sized>(m: &Mutex<T>, wait: Duration) -> Option<MutexGuard<'_, T>> {
+    let until = Instant::now() + wait;
+    loop {
+        match m.try_lock() {
+            Ok(g) => return Some(g),
+            Err(TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) if Instant::now() >= until => return None,
+            Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_micros(100)),
+        }
+    }
 }
 
 /// Locks `l` for reading, poisoned or not.
@@ -64,5 +81,30 @@ mod tests {
         assert_eq!(*lock(&m), [1, 2]);
         *write(&l) += 1;
         assert_eq!(*read(&l), 6);
+        assert_eq!(*lock_within(&m, Duration::ZERO).unwrap(), [1, 2]);
+    }
+
+    #[test]
+    fn lock_within_waits_as_long_as_it_is_told() {
+        let m = &Mutex::new(0);
+        let taken = &std::sync::Barrier::new(2);
+        let (release, released) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let held = m.lock().unwrap();
+                taken.wait();
+                released.recv().unwrap();
+                std::thread::sleep(Duration::from_millis(10));
+                drop(held);
+            });
+            taken.wait();
+            assert!(lock_within(m, Duration::ZERO).is_none());
+            let t = Instant::now();
+            assert!(lock_within(m, Duration::from_millis(20)).is_none());
+            assert!(t.elapsed() >= Duration::from_millis(20));
+            // Freed 10 ms after this, well within the wait.
+            release.send(()).unwrap();
+            assert!(lock_within(m, Duration::from_secs(60)).is_some());
+        });
     }
 }

@@ -30,6 +30,10 @@ const FINISHING: u8 = 2;
 const DONE: u8 = 3;
 const FAILED: u8 = 4;
 
+/// How long the readings taken as the stream ends wait for a buffer
+/// (`read_cpus`): the shipper frees one as soon as it sends a pack.
+const LAST_READING_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// One stream to the server.
 pub(crate) struct Stream {
     pub cfg: Config,
@@ -507,7 +511,7 @@ impl Stream {
     fn ship_cpu_readings(&self, t: &CpuTimer) {
         if t.every.is_some_and(|e| t.last.get().elapsed() >= e) {
             t.last.set(std::time::Instant::now());
-            self.read_cpus();
+            self.read_cpus(false);
         }
         if t.sensors_every
             .is_some_and(|e| t.sensors_last.get().elapsed() >= e)
@@ -530,15 +534,24 @@ impl Stream {
         }
     }
 
-    /// Reads the threads' CPU counters and queues what changed. A lock
-    /// held elsewhere (the other of shipper and `finish`, or a thread
-    /// ending) or no free buffer skips a reading: the next one covers its
-    /// time (at the end, the readings stop at the last one sent).
-    fn read_cpus(&self) {
+    /// Reads the threads' CPU counters and queues what changed. On the
+    /// shipper (`last` false), a lock held elsewhere (`finish`, or a
+    /// thread ending) or no free buffer skips a reading: the next one
+    /// covers its time. The last reading, as the stream ends, waits a
+    /// while for the locks and for a buffer: nothing comes after it.
+    /// (A while, not for ever: a fatal signal's flush must not hang on a
+    /// lock its faulting thread holds.)
+    fn read_cpus(&self, last: bool) {
         if self.cfg.cpu_every.is_none() {
             return;
         }
-        let Ok(mut s) = self.cpu.try_lock() else {
+        let wait = if last {
+            LAST_READING_WAIT
+        } else {
+            std::time::Duration::ZERO
+        };
+        let push = |evs: &[hark_wire::Event]| self.ship.push_events_within(evs, wait);
+        let Some(mut s) = hark_sync::lock_within(&self.cpu, wait) else {
             return;
         };
         s.take_joining(&self.cpu_joining);
@@ -547,21 +560,21 @@ impl Stream {
         let fit = crate::ship::capacity(self.cfg.pack_size).max(1);
         let mut sent = 0;
         for c in evs.chunks(fit) {
-            if !self.ship.push_events(c) {
+            if !push(c) {
                 s.unread(sent);
                 break;
             }
             sent += c.len();
         }
         drop(s);
-        let Ok(mut c) = self.slicer.try_lock() else {
+        let Some(mut c) = hark_sync::lock_within(&self.slicer, wait) else {
             return;
         };
         let mut out = Vec::new();
         let groups = (self.counters.get(), &self.counters_joining, &self.in_mpi);
         c.sample(groups, clock::stamp(), &mut out);
         for (i, chunk) in out.chunks(fit).enumerate() {
-            if !self.ship.push_events(chunk) {
+            if !push(chunk) {
                 c.keep(&out[i * fit..]);
                 break;
             }
@@ -910,7 +923,7 @@ pub(crate) fn finish(reason: EndReason) {
         return;
     }
     // The last stretch of CPU use, up to the end.
-    s.read_cpus();
+    s.read_cpus(true);
     s.ship.push_end(reason);
     if !s.ship.wait_done_progressing(s.cfg.drain_timeout) {
         warn_once(

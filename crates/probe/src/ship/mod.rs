@@ -404,6 +404,32 @@ impl Ship {
         true
     }
 
+    /// [`Ship::push_events`], waiting up to `wait` (not at all for zero)
+    /// for a buffer the shipper frees: for the readings taken as the
+    /// stream ends, which have no next reading to go with, when every
+    /// buffer of the pool was just queued (`finish` queues each thread's
+    /// last one). A transport that progresses only inside the program's
+    /// calls is progressed meanwhile.
+    pub(crate) fn push_events_within(&self, events: &[Event], wait: Duration) -> bool {
+        if self.push_events(events) {
+            return true;
+        }
+        let until = Instant::now() + wait;
+        loop {
+            if events.is_empty() || Instant::now() >= until || !self.alive() {
+                return false;
+            }
+            if let Some(&hook) = self.progress.get() {
+                let _ = hook();
+            }
+            let g = self.lock();
+            drop(self.freed.wait_timeout(g, Duration::from_millis(1)));
+            if self.push_events(events) {
+                return true;
+            }
+        }
+    }
+
     /// Of the pack of `events` events in `buf`, how many count in the
     /// accounting (`hark_wire::accounted`: none in a pack of samples).
     fn accounted(&self, buf: Buf, events: usize) -> u64 {
