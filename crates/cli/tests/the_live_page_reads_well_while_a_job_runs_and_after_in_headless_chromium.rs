@@ -185,8 +185,13 @@ fn legends_bars_numbers_rate_and_scope_read_as_they_should() {
         std::fs::write(path, &shot).unwrap();
     }
     assert!(b.problems.is_empty(), "the page logged: {:#?}", b.problems);
-    let run_dir = job.run_dir.clone();
+    let (run_dir, live_url) = (job.run_dir.clone(), job.url.clone());
     assert_eq!(job.wait(), 0);
+    // The running page polls on: its server ended with the job, so a poll
+    // after that finds no one ("not updating", as the page says). Only
+    // that is forgiven, and only for that server.
+    b.problems
+        .retain(|p| !(p.contains("net::ERR_CONNECTION_REFUSED") && p.contains(&live_url)));
 
     // The finished run, opened again: the whole run, at its mean rate.
     let (mut open, url) = live::open(&run_dir);
