@@ -17,7 +17,7 @@ use common::*;
 use independent_count::*;
 use std::collections::BTreeSet;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -329,6 +329,24 @@ fn hydra_on_3_nodes() {
     every_rank_measured(MPICH, 3);
 }
 
+/// Open MPI's ring, built in a scratch directory named after `tag`, and 2
+/// emulated nodes (running Slurm when `slurm`) with the probe built; `None`
+/// (the test skips, and says why) without Open MPI, namespaces or Slurm.
+fn open_mpi_ring_on_2_nodes(tag: &str, slurm: bool) -> Option<(Cluster, Scratch, PathBuf)> {
+    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
+        eprintln!("skipped: Open MPI is not installed");
+        return None;
+    }
+    let cluster = Cluster::up(2)?;
+    if slurm && !cluster.slurm() {
+        return None;
+    }
+    probe();
+    let dir = shared_scratch(tag);
+    let exe = compile(OPEN_MPI.cc, "ring.c".as_ref(), &dir, &[]);
+    Some((cluster, dir, exe))
+}
+
 /// `hark run -- ./job.sh`, a job script that starts `mpirun` across the
 /// nodes: `hark` cannot put the probe on the ranks only, so `mpirun`, its
 /// rsh agent and the agent's shell and tools inherit it, and must stay
@@ -337,16 +355,9 @@ fn hydra_on_3_nodes() {
 /// script itself is left out with `HARK_SKIP=sh`).
 #[test]
 fn a_launcher_inside_a_script_leaves_its_agents_unmeasured() {
-    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
-        eprintln!("skipped: Open MPI is not installed");
-        return;
-    }
-    let Some(cluster) = Cluster::up(2) else {
+    let Some((cluster, dir, exe)) = open_mpi_ring_on_2_nodes("every-rank-script", false) else {
         return;
     };
-    probe();
-    let dir = shared_scratch("every-rank-script");
-    let exe = compile(OPEN_MPI.cc, "ring.c".as_ref(), &dir, &[]);
     let mut mpirun = launch(OPEN_MPI, &cluster, &cluster.hosts().join(","), 2);
     // What the script's author writes so that ranks on other nodes get the
     // probe: Open MPI passes no other variable through its agent.
@@ -388,19 +399,9 @@ fn a_launcher_inside_a_script_leaves_its_agents_unmeasured() {
 /// ring is a program: `salloc`, `srun`, `mpirun`, `orted` stay passive.
 #[test]
 fn inside_salloc_srun_and_mpirun_reach_hark_from_every_node() {
-    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
-        eprintln!("skipped: Open MPI is not installed");
-        return;
-    }
-    let Some(cluster) = Cluster::up(2) else {
+    let Some((cluster, dir, exe)) = open_mpi_ring_on_2_nodes("every-rank-salloc", true) else {
         return;
     };
-    if !cluster.slurm() {
-        return;
-    }
-    probe();
-    let dir = shared_scratch("every-rank-salloc");
-    let exe = compile(OPEN_MPI.cc, "ring.c".as_ref(), &dir, &[]);
     let ring = format!("{} {ROUNDS} {INTS}", exe.display());
     for (name, inner) in [
         ("srun", format!("srun --mpi=pmix {ring}")),
@@ -440,16 +441,9 @@ fn inside_salloc_srun_and_mpirun_reach_hark_from_every_node() {
 /// on n1. The job ends as without Hark.
 #[test]
 fn a_rank_on_another_node_that_cannot_reach_hark_is_named_with_its_host() {
-    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
-        eprintln!("skipped: Open MPI is not installed");
-        return;
-    }
-    let Some(cluster) = Cluster::up(2) else {
+    let Some((cluster, dir, exe)) = open_mpi_ring_on_2_nodes("every-rank-unreached", false) else {
         return;
     };
-    probe();
-    let dir = shared_scratch("every-rank-unreached");
-    let exe = compile(OPEN_MPI.cc, "ring.c".as_ref(), &dir, &[]);
     let script = format!(
         // No `$(hostname)`: a process of its own, it would be measured.
         "read h < /proc/sys/kernel/hostname; \
@@ -532,19 +526,10 @@ fn srun_heterogeneous_step_is_measured() {
 /// Runs the ring as the srun step `step` makes of the `--multi-prog` file
 /// and the ring's command line, under `hark run` on n1 of 2 Slurm nodes.
 fn srun_step_is_measured(name: &str, step: impl Fn(&Path, &str) -> Vec<String>) {
-    if !have(OPEN_MPI.cc) || !have(OPEN_MPI.run) {
-        eprintln!("skipped: Open MPI is not installed");
-        return;
-    }
-    let Some(cluster) = Cluster::up(2) else {
+    let Some((cluster, dir, exe)) = open_mpi_ring_on_2_nodes(&format!("every-rank-{name}"), true)
+    else {
         return;
     };
-    if !cluster.slurm() {
-        return;
-    }
-    probe();
-    let dir = shared_scratch(&format!("every-rank-{name}"));
-    let exe = compile(OPEN_MPI.cc, "ring.c".as_ref(), &dir, &[]);
     let ring = format!("{} {ROUNDS} {INTS}", exe.display());
     let conf = dir.join("multi.conf");
     std::fs::write(&conf, format!("0 {ring}\n1 {ring}\n")).unwrap();
