@@ -12,7 +12,8 @@
 //! quiet machine), and
 //! the OpenMP load balance within 0.02 of the one computed from the
 //! program's own work and barrier times (with Hark's MPI, I/O and idle
-//! times, which the program does not measure). Compared with what
+//! times, which the program does not measure), plus what one preempted
+//! thread can move (`check`). Compared with what
 //! happened, not with what was built, so it holds on a loaded machine.
 
 mod common;
@@ -54,6 +55,9 @@ fn check(dir: &std::path::Path, command: Vec<String>, np: usize, threads: usize)
         p["efficiency"]
     );
     let (mut u, mut l, mut other, mut idle) = (0.0, 0.0, 0.0, 0.0);
+    // The most time one thread's waits for a CPU moved between its work
+    // and its barriers (below).
+    let mut stray: f64 = 0.0;
     for &(rank, t, work, barrier) in &own {
         let hark = p["threads"][rank]
             .as_array()
@@ -71,12 +75,15 @@ fn check(dir: &std::path::Path, command: Vec<String>, np: usize, threads: usize)
             "rank {rank} thread {t}: barrier {} against {barrier}: {report}",
             f("omp_barrier_ns")
         );
+        let moved = (f("useful_ns") - work).abs() + (f("omp_barrier_ns") - barrier).abs();
+        stray = stray.max(moved.min(waited));
         u += work;
         l += barrier;
         other += f("mpi_ns") + f("io_ns");
         idle += f("omp_idle_ns");
     }
-    let lb = (u + other + idle) / (u + other + idle + l);
+    let total = u + other + idle + l;
+    let lb = (u + other + idle) / total;
     let hark_lb = p["openmp"]["efficiency"]["load_balance"].as_f64().unwrap();
     // With MPI, the same efficiencies join the MPI ones.
     if !p["efficiency"].is_null() {
@@ -88,9 +95,16 @@ fn check(dir: &std::path::Path, command: Vec<String>, np: usize, threads: usize)
     }
     let summary = String::from_utf8_lossy(&out.stderr);
     assert!(summary.contains("OpenMP: "), "no OpenMP line: {summary}");
+    // A thread preempted between its own clock reading and the probe's
+    // (a window of nanoseconds, hit about once in a hundred runs on a loaded
+    // machine) has a whole time slice counted as work by the one and as
+    // barrier by the other; such a move shifts the load balance by at most
+    // its length over `total`. One such thread is forgiven, up to the time
+    // it waited for a CPU: nothing on a quiet machine.
+    let tolerance = 0.02 + stray / total;
     assert!(
-        (hark_lb - lb).abs() <= 0.02,
-        "OpenMP load balance {hark_lb}, the program's {lb}: {report}"
+        (hark_lb - lb).abs() <= tolerance,
+        "OpenMP load balance {hark_lb}, the program's {lb} (± {tolerance}): {report}"
     );
     let region = &p["openmp"]["regions"][0];
     assert_eq!(region["calls"].as_u64(), Some(np as u64 * 3), "{report}");
