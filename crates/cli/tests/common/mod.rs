@@ -281,8 +281,18 @@ pub fn wait_within(child: std::process::Child, limit: Duration, what: &str) -> O
     let out = std::thread::spawn(move || child.wait_with_output().unwrap());
     while !out.is_finished() {
         if started.elapsed() > limit {
-            let tree = process_tree(pid);
+            let mut tree = process_tree(pid);
+            // Ranks a remote node's daemon started are outside the tree;
+            // they run the program built in the child's directory.
+            let dir = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+            tree.extend(strays(&tree, &dir));
             let snapshot: Vec<String> = tree.iter().map(|&p| describe(p)).collect();
+            // The program's processes first: they may end meanwhile.
+            let mut worth: Vec<(bool, u32)> = (tree.iter())
+                .filter_map(|&p| worth_a_stack(p, &dir).map(|hark| (hark, p)))
+                .collect();
+            worth.sort();
+            let stacks: Vec<String> = worth.iter().take(6).map(|&(_, p)| stacks(p)).collect();
             let _ = Command::new("kill")
                 .arg("-KILL")
                 .args(tree.iter().map(|p| p.to_string()))
@@ -310,8 +320,10 @@ pub fn wait_within(child: std::process::Child, limit: Duration, what: &str) -> O
                 .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
                 .unwrap_or_default();
             panic!(
-                "{what}\nstill running after {limit:?}; killed. Its processes (pid state wchan command):\n{}\n{output}\n--- space\n{df}",
-                snapshot.join("\n")
+                "{what}\nstill running after {limit:?}; killed. Its processes (pid state wchan command; the program's directory {}):\n{}\n{output}\n--- space\n{df}\n{}",
+                dir.display(),
+                snapshot.join("\n"),
+                stacks.join("\n")
             );
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -352,6 +364,68 @@ fn process_tree(pid: u32) -> Vec<u32> {
         i += 1;
     }
     tree
+}
+
+/// The processes outside `tree` that run a program in `dir` (none when
+/// `dir` is empty).
+fn strays(tree: &[u32], dir: &Path) -> Vec<u32> {
+    if dir.as_os_str().is_empty() {
+        return Vec::new();
+    }
+    (std::fs::read_dir("/proc").into_iter().flatten().flatten())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| !tree.contains(p))
+        .filter(|p| {
+            std::fs::read_link(format!("/proc/{p}/exe")).is_ok_and(|exe| exe.starts_with(dir))
+        })
+        .collect()
+}
+
+/// Whether the stacks of `pid` help tell why a test hung: `Some(false)`
+/// for the program built in `dir` (a rank), `Some(true)` for `hark`
+/// itself, `None` for the launchers.
+fn worth_a_stack(pid: u32, dir: &Path) -> Option<bool> {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    if !dir.as_os_str().is_empty() && exe.starts_with(dir) {
+        Some(false)
+    } else {
+        exe.file_name().is_some_and(|n| n == "hark").then_some(true)
+    }
+}
+
+/// Every thread's stack of `pid`, from gdb if it is installed, with what
+/// each thread is doing in the kernel.
+fn stacks(pid: u32) -> String {
+    let threads: Vec<String> = (std::fs::read_dir(format!("/proc/{pid}/task")).into_iter())
+        .flatten()
+        .flatten()
+        .map(|t| {
+            let read = |f: &str| std::fs::read_to_string(t.path().join(f)).unwrap_or_default();
+            format!(
+                "  {} {} {}",
+                t.file_name().to_string_lossy(),
+                read("comm").trim(),
+                read("wchan")
+            )
+        })
+        .collect();
+    let gdb = Command::new("timeout")
+        .args(["30", "gdb", "-p", &pid.to_string(), "-batch", "-nx"])
+        .args(["-ex", "set pagination off", "-ex", "thread apply all bt 10"])
+        .stdin(Stdio::null())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_else(|e| format!("(no gdb: {e})"));
+    let frames: Vec<&str> = (gdb.lines())
+        .filter(|l| l.starts_with('#') || l.starts_with("Thread "))
+        .map(|l| l.get(..l.floor_char_boundary(180)).unwrap_or(l))
+        .collect();
+    format!(
+        "--- stacks of {}\nthreads (tid comm wchan):\n{}\n{}",
+        describe(pid),
+        threads.join("\n"),
+        frames.join("\n")
+    )
 }
 
 /// One line of what process `pid` is doing: its state, where it sleeps in
