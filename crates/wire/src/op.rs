@@ -262,7 +262,9 @@ pub enum OpKind {
 }
 
 /// The family of `op`.
-#[inline]
+// Always inlined: the analyses ask it of every event, and a call costs
+// more than the comparisons (LLVM kept it out of line with `#[inline]`).
+#[inline(always)]
 pub fn kind(op: u16) -> OpKind {
     match op {
         MPI_BASE..0x400 if ((op - MPI_BASE) as usize) < mpi::FUNCTIONS.len() => {
