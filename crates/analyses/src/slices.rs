@@ -191,6 +191,25 @@ impl Series {
         }
     }
 
+    /// Sets `metric` to the slice-by-slice sum of the metrics `parts`, which
+    /// merge as sums; left as it is when none of them was used.
+    pub(crate) fn set_sum(&mut self, metric: usize, parts: impl IntoIterator<Item = usize>) {
+        let mut sum: Option<Box<[u64]>> = None;
+        for p in parts {
+            let Some(Some(row)) = self.metrics.get(p) else {
+                continue;
+            };
+            let into = sum.get_or_insert_with(|| vec![0; row.len()].into_boxed_slice());
+            for (a, &v) in into.iter_mut().zip(row.iter()) {
+                a.sat(v);
+            }
+        }
+        if let Some(sum) = sum {
+            self.slot(metric);
+            self.metrics[metric] = Some(sum);
+        }
+    }
+
     /// The sum of `metric` over all slices (0 if never used).
     pub(crate) fn total(&self, metric: usize) -> u64 {
         self.metrics

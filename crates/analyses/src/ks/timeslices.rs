@@ -283,36 +283,21 @@ impl RankState for Rank {
             match kind {
                 op::OpKind::Mpi(i) => {
                     let class = FUNCTIONS[i].class;
+                    // The totals over functions, communicators and files
+                    // are summed from these at the end (`with_totals`).
                     let m = mpi_metric(i);
-                    s.add(MPI_CALLS, at, 1);
                     s.add(m, at, 1);
-                    s.add_span(MPI_TIME, span, start, end);
                     s.add_span(m + 1, span, start, end);
                     if own_bytes(i) {
                         s.add(m + 2, at, bytes);
                     }
-                    match class {
-                        Class::Collective | Class::Icollective => {
-                            s.add(COLLECTIVE_CALLS, at, 1);
-                            s.add(COLLECTIVE_BYTES, at, bytes);
-                            s.add_span(COLLECTIVE_TIME, span, start, end);
-                            let comm = cx.comm(ev.obj.get());
-                            self.comm_ids.insert(comm);
-                            let c = COMMS + PER_COMM.len() * self.comms.slot(comm);
-                            s.add(c, at, 1);
-                            s.add(c + 1, at, bytes);
-                            s.add_span(c + 2, span, start, end);
-                        }
-                        Class::Send
-                        | Class::Recv
-                        | Class::Sendrecv
-                        | Class::Isend
-                        | Class::Irecv
-                        | Class::SendInit
-                        | Class::RecvInit
-                        | Class::Start
-                        | Class::Probe => s.add_span(P2P_TIME, span, start, end),
-                        _ => {}
+                    if matches!(class, Class::Collective | Class::Icollective) {
+                        let comm = cx.comm(ev.obj.get());
+                        self.comm_ids.insert(comm);
+                        let c = COMMS + PER_COMM.len() * self.comms.slot(comm);
+                        s.add(c, at, 1);
+                        s.add(c + 1, at, bytes);
+                        s.add_span(c + 2, span, start, end);
                     }
                 }
                 op::OpKind::Io(i) => {
@@ -343,9 +328,6 @@ impl RankState for Rank {
                 _ => {}
             }
             if is_io(code) {
-                s.add(IO_OPS, at, 1);
-                s.add(IO_BYTES, at, bytes);
-                s.add_span(IO_TIME, span, start, end);
                 let file = file_of(cx, ev.obj.get(), ev.peer.get());
                 let f = FILES + PER_FILE.len() * self.files.slot(file);
                 s.add(f, at, 1);
@@ -391,6 +373,44 @@ impl RankState for Rank {
             .map(|c| ids.comm(c))
             .collect();
     }
+}
+
+/// Whether an MPI function's time counts as point-to-point time.
+fn p2p_timed(class: Class) -> bool {
+    matches!(
+        class,
+        Class::Send
+            | Class::Recv
+            | Class::Sendrecv
+            | Class::Isend
+            | Class::Irecv
+            | Class::SendInit
+            | Class::RecvInit
+            | Class::Start
+            | Class::Probe
+    )
+}
+
+/// `s` with its totals: every MPI call is under its function, every
+/// collective under its communicator's slot and every I/O call under its
+/// file's, so the totals are sums of those series, taken once here rather
+/// than kept beside them at every event (the same values: sums commute).
+fn with_totals(s: &Series) -> Series {
+    let mut s = s.clone();
+    let functions = || (0..FUNCTIONS.len()).map(mpi_metric);
+    let comms = || (0..=KEYS).map(|k| COMMS + PER_COMM.len() * k);
+    let files = || (0..=KEYS).map(|k| FILES + PER_FILE.len() * k);
+    s.set_sum(MPI_CALLS, functions());
+    s.set_sum(MPI_TIME, functions().map(|m| m + 1));
+    let p2p = (0..FUNCTIONS.len()).filter(|&i| p2p_timed(FUNCTIONS[i].class));
+    s.set_sum(P2P_TIME, p2p.map(|i| mpi_metric(i) + 1));
+    s.set_sum(COLLECTIVE_CALLS, comms());
+    s.set_sum(COLLECTIVE_BYTES, comms().map(|c| c + 1));
+    s.set_sum(COLLECTIVE_TIME, comms().map(|c| c + 2));
+    s.set_sum(IO_OPS, files());
+    s.set_sum(IO_BYTES, files().map(|f| f + 1));
+    s.set_sum(IO_TIME, files().map(|f| f + 4));
+    s
 }
 
 /// The [`KEYS`] keys of one family with the largest `activity` over all
@@ -494,10 +514,13 @@ impl Analysis for TimeSlices {
                 }
             })
         };
+        let series: Vec<Option<Series>> = (ranks.iter())
+            .map(|r| r.series.as_ref().map(with_totals))
+            .collect();
         publish(
             cx,
             &mut out.timeslices,
-            ranks.iter().map(|r| r.series.as_ref()),
+            series.iter().map(Option::as_ref),
             name,
         );
         decode_counters(&mut out.timeslices.metrics);
