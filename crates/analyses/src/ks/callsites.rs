@@ -12,6 +12,7 @@
 
 use crate::analysis::{Analysis, Finish, Input, RankState, Sensitivity, Spec};
 use crate::derived::Pattern;
+use crate::fx::FxHashMap;
 use crate::ks::io::{direction, Dir};
 use crate::ks::mpi_profile::{completion_bytes, own_bytes};
 use crate::sat::{total, Sat};
@@ -43,6 +44,14 @@ struct Totals {
     time: u64,
 }
 
+impl Totals {
+    fn merge(&mut self, o: &Totals) {
+        self.calls += o.calls;
+        self.bytes.sat(o.bytes);
+        self.time.sat(o.time);
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 struct Cell {
     time: u64,
@@ -53,12 +62,22 @@ struct Cell {
 /// pattern) on either side.
 #[derive(Default, Serialize, Deserialize)]
 pub struct Rank {
-    sites: BTreeMap<(u32, u16), Totals>,
+    /// Looked up at every call: hashed (the order is made in `finish`).
+    sites: FxHashMap<(u32, u16), Totals>,
     waits: BTreeMap<(u32, Pattern), Cell>,
     caused: BTreeMap<(u32, Pattern), Cell>,
     /// The op code of each site's calls, for the late side of waits.
     ops: BTreeMap<u32, u16>,
     dropped: u64,
+    /// Per MPI function: one of its sites and how many it has, so that a
+    /// completed request finds its function's only site without a walk
+    /// over every site. Derived from `sites`; see [`Rank::only_site`].
+    #[serde(skip)]
+    of_func: Vec<(u32, u32)>,
+    /// How many entries of `sites` `of_func` counts; it is rebuilt when
+    /// this differs (after a remap or an absorb, and when deserialized).
+    #[serde(skip)]
+    counted: usize,
 }
 
 impl Rank {
@@ -72,6 +91,7 @@ impl Rank {
             }
             None if full => self.dropped += 1,
             None => {
+                let fresh = self.counted == self.sites.len();
                 self.sites.insert(
                     (site, code),
                     Totals {
@@ -81,7 +101,40 @@ impl Rank {
                     },
                 );
                 self.ops.insert(site, code);
+                if fresh {
+                    self.count(site, code);
+                    self.counted += 1;
+                }
             }
+        }
+    }
+
+    /// Counts `site` as one of `code`'s in `of_func`.
+    fn count(&mut self, site: u32, code: u16) {
+        let op::OpKind::Mpi(func) = op::kind(code) else {
+            return;
+        };
+        if self.of_func.len() <= func {
+            self.of_func.resize(func + 1, (UNDEFINED, 0));
+        }
+        let e = &mut self.of_func[func];
+        *e = (site, e.1 + 1);
+    }
+
+    /// The site of MPI function `func`'s calls on this rank when there is
+    /// exactly one.
+    fn only_site(&mut self, func: usize) -> Option<u32> {
+        if self.counted != self.sites.len() {
+            self.of_func.clear();
+            let keys: Vec<(u32, u16)> = self.sites.keys().copied().collect();
+            for (site, code) in keys {
+                self.count(site, code);
+            }
+            self.counted = self.sites.len();
+        }
+        match self.of_func.get(func) {
+            Some(&(site, 1)) => Some(site),
+            _ => None,
         }
     }
 }
@@ -114,9 +167,10 @@ impl RankState for Rank {
         // on this rank when there is exactly one.
         for m in input.msgs.iter().filter(|m| completion_bytes(m.func)) {
             let code = op::MPI_BASE + m.func as u16;
-            let mut of_func = self.sites.iter_mut().filter(|((_, c), _)| *c == code);
-            if let (Some((_, t)), None) = (of_func.next(), of_func.next()) {
-                t.bytes.sat(m.bytes);
+            if let Some(site) = self.only_site(m.func) {
+                if let Some(t) = self.sites.get_mut(&(site, code)) {
+                    t.bytes.sat(m.bytes);
+                }
             }
         }
         for w in input.waits {
@@ -135,10 +189,10 @@ impl RankState for Rank {
 
     fn remap(&mut self, ids: &IdMap) {
         let path = |id: u32| ids.path(id);
-        self.sites = std::mem::take(&mut self.sites)
-            .into_iter()
-            .map(|((s, c), t)| ((path(s), c), t))
-            .collect();
+        // Two ids of one path are one site: their totals add up.
+        for ((s, c), t) in std::mem::take(&mut self.sites) {
+            self.sites.entry((path(s), c)).or_default().merge(&t);
+        }
         for map in [&mut self.waits, &mut self.caused] {
             *map = std::mem::take(map)
                 .into_iter()
@@ -149,6 +203,7 @@ impl RankState for Rank {
             .into_iter()
             .map(|(s, c)| (path(s), c))
             .collect();
+        self.counted = usize::MAX;
     }
 
     fn absorbs(&self, _: &Rank) -> bool {
@@ -157,10 +212,7 @@ impl RankState for Rank {
 
     fn absorb(&mut self, o: &Rank) {
         for (k, t) in &o.sites {
-            let e = self.sites.entry(*k).or_default();
-            e.calls += t.calls;
-            e.bytes.sat(t.bytes);
-            e.time.sat(t.time);
+            self.sites.entry(*k).or_default().merge(t);
         }
         for (mine, theirs) in [(&mut self.waits, &o.waits), (&mut self.caused, &o.caused)] {
             for (k, c) in theirs {
@@ -171,6 +223,7 @@ impl RankState for Rank {
         }
         self.ops.extend(o.ops.iter());
         self.dropped += o.dropped;
+        self.counted = usize::MAX;
     }
 }
 
@@ -264,5 +317,35 @@ impl Analysis for Callsites {
                 all.dropped
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_function_s_only_site_is_known_through_reloads_merges_and_remaps() {
+        let (irecv, _) = hark_wire::mpi::by_name("MPI_Irecv").unwrap();
+        let code = op::MPI_BASE + irecv as u16;
+        let mut a = Rank::default();
+        a.add(7, code, 10, 0);
+        a.add(7, code, 5, 0);
+        assert_eq!(a.only_site(irecv), Some(7));
+        // A state sent between analysers comes back without its index.
+        let mut b: Rank = postcard::from_bytes(&postcard::to_allocvec(&a).unwrap()).unwrap();
+        assert_eq!(b.only_site(irecv), Some(7));
+        b.add(8, code, 1, 0);
+        assert_eq!(b.only_site(irecv), None);
+        let mut all = Rank::default();
+        all.absorb(&a);
+        assert_eq!(all.only_site(irecv), Some(7));
+        all.absorb(&b);
+        assert_eq!(all.only_site(irecv), None);
+        // A remap that makes both ids one path makes them one site.
+        all.remap(&IdMap::default());
+        assert_eq!(all.only_site(irecv), Some(UNDEFINED));
+        let t = all.sites[&(UNDEFINED, code)];
+        assert_eq!((t.calls, t.time), (5, 31));
     }
 }
