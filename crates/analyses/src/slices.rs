@@ -395,9 +395,10 @@ fn merge(
     let mut new: BTreeMap<String, Vec<Vec<u64>>> = BTreeMap::new();
     for (r, s) in ranks.iter().enumerate() {
         for (m, values) in s.metrics.iter().enumerate() {
-            let (Some(values), Some(name)) = (values, name(r, m)) else {
-                continue;
-            };
+            // Named only when used: most metric indices below the highest
+            // used one never are, and a name is a `format!`.
+            let Some(values) = values else { continue };
+            let Some(name) = name(r, m) else { continue };
             let rows = new.entry(name).or_insert_with(|| vec![Vec::new(); n]);
             let row = &mut rows[r];
             if row.len() < values.len() {
