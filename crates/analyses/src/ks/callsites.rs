@@ -74,8 +74,9 @@ pub struct Rank {
     /// over every site. Derived from `sites`; see [`Rank::only_site`].
     #[serde(skip)]
     of_func: Vec<(u32, u32)>,
-    /// How many entries of `sites` `of_func` counts; it is rebuilt when
-    /// this differs (after a remap or an absorb, and when deserialized).
+    /// How many entries of `sites` `of_func` counts. Sites are only ever
+    /// added, except by a remap (which sets this to `usize::MAX`), so a
+    /// count that differs from `sites.len()` is stale and is rebuilt.
     #[serde(skip)]
     counted: usize,
 }
@@ -91,7 +92,6 @@ impl Rank {
             }
             None if full => self.dropped += 1,
             None => {
-                let fresh = self.counted == self.sites.len();
                 self.sites.insert(
                     (site, code),
                     Totals {
@@ -101,24 +101,8 @@ impl Rank {
                     },
                 );
                 self.ops.insert(site, code);
-                if fresh {
-                    self.count(site, code);
-                    self.counted += 1;
-                }
             }
         }
-    }
-
-    /// Counts `site` as one of `code`'s in `of_func`.
-    fn count(&mut self, site: u32, code: u16) {
-        let op::OpKind::Mpi(func) = op::kind(code) else {
-            return;
-        };
-        if self.of_func.len() <= func {
-            self.of_func.resize(func + 1, (UNDEFINED, 0));
-        }
-        let e = &mut self.of_func[func];
-        *e = (site, e.1 + 1);
     }
 
     /// The site of MPI function `func`'s calls on this rank when there is
@@ -126,9 +110,15 @@ impl Rank {
     fn only_site(&mut self, func: usize) -> Option<u32> {
         if self.counted != self.sites.len() {
             self.of_func.clear();
-            let keys: Vec<(u32, u16)> = self.sites.keys().copied().collect();
-            for (site, code) in keys {
-                self.count(site, code);
+            for &(site, code) in self.sites.keys() {
+                let op::OpKind::Mpi(f) = op::kind(code) else {
+                    continue;
+                };
+                if self.of_func.len() <= f {
+                    self.of_func.resize(f + 1, (UNDEFINED, 0));
+                }
+                let e = &mut self.of_func[f];
+                *e = (site, e.1 + 1);
             }
             self.counted = self.sites.len();
         }
@@ -223,7 +213,6 @@ impl RankState for Rank {
         }
         self.ops.extend(o.ops.iter());
         self.dropped += o.dropped;
-        self.counted = usize::MAX;
     }
 }
 
