@@ -28,7 +28,7 @@ mod metrics;
 use super::{collective_class, SliceKind, Source, Sources, Timeline};
 use crate::Error;
 use hark_engine::trace::Trace;
-use metrics::{Metric, Metrics, Point};
+use metrics::Metrics;
 use std::path::{Path, PathBuf};
 
 /// Whether this build writes OTF2 (libotf2 was found at build time, or
@@ -784,8 +784,8 @@ mod imp {
         /// The attribute list an Enter with a source is written with.
         attrs: *mut AttributeList,
         /// The location's metric points not written yet, in time order.
-        points: &'a [super::Point],
-        metrics: &'a [super::Metric],
+        points: &'a [super::metrics::Point],
+        metrics: &'a [super::metrics::Metric],
     }
 
     impl<'a> LaneWriter<'a> {
