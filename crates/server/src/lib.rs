@@ -346,7 +346,7 @@ impl Server {
     /// program has exited: its probes flush and close within moments. Then
     /// the board analyses everything received and each program is folded.
     /// Every program that connected is in the run, in order of first
-    /// connection.
+    /// handshake.
     pub fn finish(self, grace: Duration) -> Run {
         self.finish_unless(grace, &AtomicBool::new(false))
     }
@@ -408,7 +408,7 @@ impl Server {
     }
 
     /// Ends the run as [`finish`](Server::finish) does, but returns each
-    /// program's partial result (in order of first connection) and the
+    /// program's partial result (in order of first handshake) and the
     /// run's diagnostics instead of the folded run: an analyser rank of an
     /// MPI job (`hark run --analysers`) sends these to analyser rank 0,
     /// which merges them with [`merge_partials`].
@@ -423,7 +423,7 @@ impl Server {
         (partials, problems)
     }
 
-    /// Each program's partial result so far (in order of first connection),
+    /// Each program's partial result so far (in order of first handshake),
     /// while the programs run: an analyser rank's share of the live view,
     /// merged with the other ranks' by [`merge_programs`] and folded by
     /// [`fold_merged`] (`live`). Nothing is marked partial.
@@ -581,7 +581,7 @@ pub fn new_secret() -> std::io::Result<String> {
 /// The run of `programs`, with the totals of every rank's and child's
 /// accounting: those of one MPMD launch in the order of its command line
 /// (the launcher numbers world ranks in it), others in the order given (of
-/// first connection). Processes connect in whatever order they start, so
+/// first handshake). Processes connect in whatever order they start, so
 /// that order alone would swap the programs of one launch from run to run.
 ///
 /// Of programs starting at the same world rank, those that called MPI come

@@ -242,7 +242,7 @@ pub struct JobInfo {
     pub owner: Option<u32>,
     /// Where it is.
     pub state: JobState,
-    /// Its programs' names, in order of first connection.
+    /// Its programs' names, in order of first handshake.
     pub programs: Vec<String>,
     /// When its first stream said hello, ns since the epoch.
     pub started_ns: u64,
@@ -743,10 +743,12 @@ fn now_ns() -> u64 {
 impl Job {
     fn info(&self) -> JobInfo {
         let live = lock(&self.live);
-        let programs = lock(&self.state.programs)
+        let mut slots: Vec<_> = lock(&self.state.programs)
             .iter()
-            .map(|p| p.name.clone())
+            .map(|p| (p.order(), p.name.clone()))
             .collect();
+        slots.sort();
+        let programs = slots.into_iter().map(|(_, name)| name).collect();
         JobInfo {
             id: self.id,
             job: self.name.clone(),

@@ -68,10 +68,26 @@ pub(crate) struct ProgramSlot {
     pub(crate) name: String,
     pub(crate) on: Arc<OnBoard>,
     pub(crate) conns: Vec<u64>,
+    /// The earliest handshake of its own streams (not its children's) by
+    /// their hosts' realtime clocks, as the probes read them when they made
+    /// it; `u64::MAX` before the first.
+    pub(crate) first_ns: u64,
     /// The program's forked children, analysed on a level of their own so
     /// that they never become ranks; installed at the first child.
     pub(crate) children: Option<Arc<OnBoard>>,
     pub(crate) child_conns: Vec<u64>,
+}
+
+impl ProgramSlot {
+    /// Where the program comes among the others: by its first handshake,
+    /// then its first connection. A process's handshake is made as it
+    /// starts, so a launched command comes before what it starts; the order
+    /// of arrival, and the server's timeline (which takes a handshake that
+    /// arrived late as clock skew), can say otherwise: a parent's shipping
+    /// thread may send its handshake after a short-lived child's.
+    pub(crate) fn order(&self) -> (u64, Option<u64>) {
+        (self.first_ns, self.conns.iter().min().copied())
+    }
 }
 
 pub(crate) struct Conn {
@@ -189,19 +205,24 @@ impl State {
         out
     }
 
-    /// Every program's model as analysed so far, in order of first connection.
-    pub(crate) fn snapshot(&self) -> Vec<Program> {
-        let mut programs: Vec<(Option<u64>, Arc<OnBoard>, Vec<u64>)> = self
-            .programs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+    /// Each program's level and its streams, in the order of
+    /// [`ProgramSlot::order`].
+    fn levels(&self) -> Vec<(Arc<OnBoard>, Vec<u64>)> {
+        let mut programs: Vec<_> = hark_sync::lock(&self.programs)
             .iter()
-            .map(|p| (p.conns.iter().min().copied(), p.on.clone(), p.conns.clone()))
+            .map(|p| (p.order(), p.on.clone(), p.conns.clone()))
             .collect();
         programs.sort_by_key(|p| p.0);
+        programs.into_iter().map(|(_, on, ids)| (on, ids)).collect()
+    }
+
+    /// Every program's model as analysed so far, in the order of
+    /// [`ProgramSlot::order`].
+    pub(crate) fn snapshot(&self) -> Vec<Program> {
+        let programs = self.levels();
         let conns = hark_sync::read(&self.conns);
         let mut out = Vec::new();
-        for (_, on, ids) in programs {
+        for (on, ids) in programs {
             out.extend(on.snapshot(&ranks_of(&conns, &ids)));
         }
         out
@@ -284,7 +305,7 @@ impl State {
         hark_sync::lock(&self.folding).extend(later);
     }
 
-    /// Folds every program, in order of first connection.
+    /// Folds every program, in order of first handshake.
     pub(crate) fn fold(&self) -> Vec<Program> {
         let programs = self.take_drained();
         let conns = hark_sync::read(&self.conns);
@@ -326,7 +347,7 @@ impl State {
 }
 
 impl State {
-    /// Each program's partial result, in order of first connection, for
+    /// Each program's partial result, in order of first handshake, for
     /// an analyser rank whose partials merge with other ranks' (streams
     /// over MPI carry no forked children: `docs/analysers.md`). Lost and
     /// broken streams are named in the returned diagnostics.
@@ -344,27 +365,20 @@ impl State {
         (out, problems)
     }
 
-    /// Each program's partial result so far, in order of first connection,
+    /// Each program's partial result so far, in order of first handshake,
     /// as [`State::snapshot`] takes it but not folded (an analyser rank's
     /// share of a live view).
     pub(crate) fn snapshot_partials(&self) -> Vec<hark_engine::Partial> {
-        let mut programs: Vec<(Option<u64>, Arc<OnBoard>, Vec<u64>)> = self
-            .programs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|p| (p.conns.iter().min().copied(), p.on.clone(), p.conns.clone()))
-            .collect();
-        programs.sort_by_key(|p| p.0);
+        let programs = self.levels();
         let conns = hark_sync::read(&self.conns);
         programs
             .into_iter()
-            .map(|(_, on, ids)| on.snapshot_partial(&ranks_of(&conns, &ids)))
+            .map(|(on, ids)| on.snapshot_partial(&ranks_of(&conns, &ids)))
             .collect()
     }
 
     /// Takes every program once its board level has analysed all it was
-    /// given, in order of first connection. Streams still waiting to be
+    /// given, in order of first handshake. Streams still waiting to be
     /// folded away are folded now, once the board is done with them, so
     /// that which processes keep a row does not depend on how fast the
     /// analyses ran.
@@ -382,9 +396,8 @@ impl State {
         drop(levels);
         self.fold_finished();
         let mut programs = std::mem::take(&mut *hark_sync::lock(&self.programs));
-        // Readers say hello in whatever order their threads run;
-        // connections are numbered as accepted.
-        programs.sort_by_key(|p| p.conns.iter().min().copied());
+        // Readers say hello in whatever order their threads run.
+        programs.sort_by_key(ProgramSlot::order);
         programs
     }
 }
@@ -511,6 +524,7 @@ impl Sink for State {
                             name: hello.program.clone(),
                             on,
                             conns: Vec::new(),
+                            first_ns: u64::MAX,
                             children: None,
                             child_conns: Vec::new(),
                         });
@@ -545,6 +559,7 @@ impl Sink for State {
                 on
             } else {
                 slot.conns.push(conn.0);
+                slot.first_ns = slot.first_ns.min(hello.realtime_ns);
                 slot.on.clone()
             };
             let info = on.program().stream_info(conn.0, hello.clone(), offset);

@@ -7,7 +7,6 @@ mod common;
 
 use common::*;
 use hark_server::{Server, ServerConfig};
-use hark_wire::{End, EndReason};
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
@@ -50,15 +49,7 @@ fn a_silent_tcp_client_is_cut_off_and_both_sockets_take_streams() {
     {
         let mut s = s;
         s.write_all(&hello("tool", 100 + i as u32, 4096)).unwrap();
-        let mut b = Vec::new();
-        End {
-            events_written: 0,
-            events_dropped: 0,
-            packs_sent: 0,
-            reason: EndReason::Exit,
-        }
-        .encode(&mut b);
-        s.write_all(&b).unwrap();
+        s.write_all(&end_without_events()).unwrap();
     }
     let run = server.finish(Duration::from_secs(10));
     let processes: u64 = run.programs.iter().map(|p| p.ranks as u64).sum();

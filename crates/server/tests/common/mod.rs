@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each test file uses a part
 
 use hark_server::{Server, ServerConfig};
-use hark_wire::{ClockSource, Hello};
+use hark_wire::{ClockSource, End, EndReason, Hello};
 use std::path::{Path, PathBuf};
 
 /// A fresh directory for a test's socket, and the socket's path.
@@ -44,6 +44,19 @@ pub fn hello(program: &str, pid: u32, pack_size: u32) -> Vec<u8> {
         pack_size,
         secret: String::new(),
         parent: 0,
+    }
+    .encode(&mut b);
+    b
+}
+
+/// The `End` frame of a process that exited having written no event.
+pub fn end_without_events() -> Vec<u8> {
+    let mut b = Vec::new();
+    End {
+        events_written: 0,
+        events_dropped: 0,
+        packs_sent: 0,
+        reason: EndReason::Exit,
     }
     .encode(&mut b);
     b
