@@ -23,7 +23,9 @@ CG_ITER iterations). Then, per MODE:
 usage: scripts/bench_replay.py [HARK] (default target/release/hark)
 env:   MODE (rate|model), ROUNDS (3), EVENTS (2e7), STEPS (2000), CG_ITER (3000),
        CG_SHORT (100), CHECK_COPIES (256), KEEP=DIR (record into DIR and keep it; an
-       existing DIR's recordings are reused)
+       existing DIR's recordings are reused), PACK_EVENTS=N (replay with the packs merged
+       into packs of up to N events, `hark replay --pack-events`), WITHOUT_SAMPLES=1
+       (replay without the probes' sample packs, `--without-samples`)
 """
 import os
 import re
@@ -90,6 +92,10 @@ def replay(run, copies, analyses=None):
     """One `hark replay`: (events, wall M events/s, analysis M events per CPU-second,
     analysis CPU s)."""
     cmd = [HARK, "replay", run, "--copies", str(copies)]
+    if os.environ.get("PACK_EVENTS"):
+        cmd += ["--pack-events", os.environ["PACK_EVENTS"]]
+    if os.environ.get("WITHOUT_SAMPLES"):
+        cmd += ["--without-samples"]
     if analyses:
         cmd += ["--analyses", analyses]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)

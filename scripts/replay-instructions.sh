@@ -11,8 +11,10 @@
 #
 # STORE is a run directory written with `hark run --trace` (see
 # scripts/bench_replay.py, KEEP=DIR, for three). HARK=path chooses the build
-# (default target/release/hark). Needs valgrind. About a minute per million
-# events replayed.
+# (default target/release/hark); REPLAY_ARGS adds options to `hark replay`
+# (REPLAY_ARGS="--pack-events 20000": the packs merged as a loaded probe
+# ships them, to tell what a pack costs). Needs valgrind. About a minute
+# per million events replayed.
 set -euo pipefail
 store=${1:?usage: scripts/replay-instructions.sh STORE [K1 K2 [TOP]]}
 k1=${2:-8}
@@ -26,7 +28,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for k in "$k1" "$k2"; do
     valgrind --tool=callgrind --callgrind-out-file="$work/cg.$k" \
-        "$hark" replay "$store" --copies "$k" > "$work/said.$k" 2>&1 || {
+        "$hark" replay "$store" --copies "$k" ${REPLAY_ARGS:-} > "$work/said.$k" 2>&1 || {
         echo "replay-instructions.sh: hark replay --copies $k failed:" >&2
         cat "$work/said.$k" >&2
         exit 1

@@ -7,12 +7,15 @@
 //! but for what the store leaves out (`docs/replay.md`, "What differs").
 //! With `--copies K` every stream is written K times, each copy a job of
 //! its own (the `Hello`'s job renamed): K × R emulated writers from one
-//! process, each over its own connection.
+//! process, each over its own connection. With `--pack-events N` each
+//! stream's packs of the program's events are merged into packs of up to N
+//! events, as a probe ships them when its program makes events fast; with
+//! `--without-samples` the probes' packs of samples are left out.
 
 use crate::output::print_stderr;
 use anyhow::{anyhow, bail, Context, Result};
 use hark_server::{Server, ServerConfig};
-use hark_wire::{Frame, Hello, Kind, HEADER_SIZE};
+use hark_wire::{Frame, Hello, Kind, EVENT_SIZE, HEADER_SIZE, PACK_HEADER_SIZE};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,6 +48,16 @@ pub struct ReplayArgs {
     /// The server's analysis workers (default: one per core).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// Merge each stream's packs of events into packs of up to N events
+    /// (at most what its `Hello`'s pack size holds), as a probe ships them
+    /// when its program makes events fast; the profile is the same.
+    #[arg(long, value_name = "N")]
+    pub pack_events: Option<usize>,
+    /// Leave out the packs of the probes' samples (CPU and counter
+    /// readings, a pack or two per rank per tick): what the analysis of the
+    /// program's events alone costs. The profile loses what they give.
+    #[arg(long)]
+    pub without_samples: bool,
 }
 
 /// One recorded stream: its `Hello` and the frames after it.
@@ -72,7 +85,15 @@ pub fn replay(args: &ReplayArgs) -> Result<i32> {
         true => args.store.join("trace"),
         false => args.store.clone(),
     };
-    let streams = load(&store)?;
+    let mut streams = load(&store)?;
+    match args.pack_events {
+        Some(0) => bail!("--pack-events 0 would send no event: give 1 or more"),
+        Some(n) => streams = streams.into_iter().map(|s| merge_packs(s, n)).collect(),
+        None => {}
+    }
+    if args.without_samples {
+        streams = streams.into_iter().map(without_samples).collect();
+    }
     let socket_dir = crate::run::SocketDir::create()?;
     crate::alloc::fix_mmap_threshold();
     let server = Server::start(ServerConfig {
@@ -92,6 +113,7 @@ pub fn replay(args: &ReplayArgs) -> Result<i32> {
     let socket = socket_dir.socket();
 
     let writers = streams.len() * args.copies;
+    let packs: usize = streams.iter().map(Recorded::packs).sum::<usize>() * args.copies;
     hark_os::raise_fd_limit();
     let first = |s: &Recorded| s.frames.iter().find_map(|f| f.2).unwrap_or(u64::MAX);
     let next: Vec<AtomicU64> = streams.iter().map(|s| AtomicU64::new(first(s))).collect();
@@ -127,7 +149,7 @@ pub fn replay(args: &ReplayArgs) -> Result<i32> {
     let stored: u64 = streams.iter().map(|s| s.events).sum::<u64>() * args.copies as u64;
     print_stderr(&format!(
         "hark replay: {writers} writer(s) ({} copies of {} stream(s)), {} events in {:.3} s = {:.2} M events/s \
-         (written in {:.3} s); analysis {}; writers' CPU {:.3} s; received {} analysed {} dropped {} ({stored} events stored)\n",
+         (written in {:.3} s); analysis {}; writers' CPU {:.3} s; received {} analysed {} dropped {} ({stored} events stored, in {packs} packs)\n",
         args.copies,
         streams.len(),
         a.events_received,
@@ -146,6 +168,99 @@ pub fn replay(args: &ReplayArgs) -> Result<i32> {
     }
     drop(socket_dir);
     Ok(0)
+}
+
+impl Recorded {
+    /// Whether frame `f` (offset, length, turn) is a pack.
+    fn is_pack(&self, (off, _, _): (usize, usize, Option<u64>)) -> bool {
+        self.rest[off..off + 4] == (Kind::Pack as u32).to_le_bytes()
+    }
+
+    /// Whether frame `f` is a pack of the program's events (not one of the
+    /// shipping thread's samples, which travel in packs of their own and
+    /// are told apart by their first event: `hark_wire::accounted`).
+    fn is_event_pack(&self, f: (usize, usize, Option<u64>)) -> bool {
+        let (off, len, _) = f;
+        let head = HEADER_SIZE + PACK_HEADER_SIZE;
+        self.is_pack(f)
+            && hark_wire::Event::slice_from(&self.rest[off + head..off + len])
+                .is_ok_and(|e| hark_wire::accounted(e) == e.len() as u64)
+    }
+
+    /// How many packs it holds.
+    fn packs(&self) -> usize {
+        self.frames.iter().filter(|&&f| self.is_pack(f)).count()
+    }
+}
+
+/// `s` with its packs of the program's events merged into packs of at most
+/// `max` events, and of at most what its `Hello`'s pack size holds, as a
+/// probe ships them when its program makes events fast. A pack of samples
+/// (which the shipper sends between the program's packs, and which must
+/// stay a pack of its own: a merged pack starting with a sample would be
+/// taken for one) is passed on as it comes, so that the merged pack goes
+/// after it; any other frame (definitions, a clock measurement, the end)
+/// closes the merged pack first. A merged pack keeps its first pack's number
+/// and goes at its last one's turn and place: events only ever go later
+/// than they went live, never before what preceded them.
+fn merge_packs(s: Recorded, max: usize) -> Recorded {
+    let fit = (s.hello.pack_size as usize).saturating_sub(PACK_HEADER_SIZE) / EVENT_SIZE;
+    let max = max.min(fit).max(1);
+    let head = HEADER_SIZE + PACK_HEADER_SIZE;
+    let mut rest = Vec::with_capacity(s.rest.len());
+    let mut frames: Vec<(usize, usize, Option<u64>)> = Vec::with_capacity(s.frames.len());
+    let mut put = |bytes: &[u8], turn: Option<u64>| {
+        frames.push((rest.len(), bytes.len(), turn));
+        rest.extend_from_slice(bytes);
+    };
+    // The pack being filled: its bytes, events and turn.
+    let mut open: Option<(Vec<u8>, usize, Option<u64>)> = None;
+    for &(off, len, turn) in &s.frames {
+        let bytes = &s.rest[off..off + len];
+        if s.is_event_pack((off, len, turn)) {
+            let events = (len - head) / EVENT_SIZE;
+            match &mut open {
+                Some((pack, n, at)) if *n + events <= max => {
+                    pack.extend_from_slice(&bytes[head..]);
+                    let payload = (pack.len() - HEADER_SIZE) as u32;
+                    pack[4..8].copy_from_slice(&payload.to_le_bytes());
+                    *n += events;
+                    *at = (*at).max(turn);
+                }
+                _ => {
+                    if let Some((pack, _, at)) = open.take() {
+                        put(&pack, at);
+                    }
+                    open = Some((bytes.to_vec(), events, turn));
+                }
+            }
+        } else if s.is_pack((off, len, turn)) {
+            put(bytes, turn);
+        } else {
+            if let Some((pack, _, at)) = open.take() {
+                put(&pack, at);
+            }
+            put(bytes, turn);
+        }
+    }
+    if let Some((pack, _, at)) = open.take() {
+        put(&pack, at);
+    }
+    Recorded { rest, frames, ..s }
+}
+
+/// `s` without its packs of samples.
+fn without_samples(s: Recorded) -> Recorded {
+    let mut rest = Vec::with_capacity(s.rest.len());
+    let mut frames = Vec::with_capacity(s.frames.len());
+    for &(off, len, turn) in &s.frames {
+        if s.is_pack((off, len, turn)) && !s.is_event_pack((off, len, turn)) {
+            continue;
+        }
+        frames.push((rest.len(), len, turn));
+        rest.extend_from_slice(&s.rest[off..off + len]);
+    }
+    Recorded { rest, frames, ..s }
 }
 
 /// The base streams of the store at `dir` (`index.tsv`'s `file` column),

@@ -4,7 +4,10 @@
 //! to the byte once the fields the trace store cannot hold are left out
 //! (`docs/replay.md`, "What differs"). Both an NPB-style CG kernel and
 //! LAMMPS's Lennard-Jones melt. With `--copies K`, every copy is a job of
-//! its own with that same profile.
+//! its own with that same profile. With `--pack-events N`, the packs merged
+//! as a probe under load ships them, the profile is the same again: no
+//! analysis depends on where the probe ended its packs. With
+//! `--without-samples` the program's own events all arrive.
 
 mod common;
 
@@ -102,6 +105,24 @@ fn record_and_replay(dir: &Path, command: &[String]) {
         "the live run measured no MPI call"
     );
     assert_same(&live, &replay(&run, &dir.join("replay"), &[]));
+    assert_same(
+        &live,
+        &replay(&run, &dir.join("merged"), &["--pack-events", "100000"]),
+    );
+    // Without the probes' samples: the program's events are all there.
+    let bare = replay(&run, &dir.join("bare"), &["--without-samples"]);
+    let program = |v: &Value| {
+        let p = &v["programs"][0];
+        let a = &v["accounting"];
+        let events = (a["events_received"].clone(), a["events_analysed"].clone());
+        (
+            p["mpi"].clone(),
+            p["p2p"].clone(),
+            p["collectives"].clone(),
+            events,
+        )
+    };
+    assert_eq!(program(&bare), program(&live));
     // Two copies: two jobs, each with the live run's program.
     let copies = replay(&run, &dir.join("copies"), &["--copies", "2"]);
     let programs = copies["programs"].as_array().unwrap();
