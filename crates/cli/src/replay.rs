@@ -25,6 +25,9 @@ use std::time::{Duration, Instant};
 /// after writing a clock measurement.
 const CLOCK_SETTLE: Duration = Duration::from_millis(2);
 
+/// A pack frame's bytes before its events.
+const PACK_HEAD: usize = HEADER_SIZE + PACK_HEADER_SIZE;
+
 /// How long a writer waits for the server to accept the writers before it.
 const HELLO_WAIT: Duration = Duration::from_secs(60);
 
@@ -181,9 +184,8 @@ impl Recorded {
     /// are told apart by their first event: `hark_wire::accounted`).
     fn is_event_pack(&self, f: (usize, usize, Option<u64>)) -> bool {
         let (off, len, _) = f;
-        let head = HEADER_SIZE + PACK_HEADER_SIZE;
         self.is_pack(f)
-            && hark_wire::Event::slice_from(&self.rest[off + head..off + len])
+            && hark_wire::Event::slice_from(&self.rest[off + PACK_HEAD..off + len])
                 .is_ok_and(|e| hark_wire::accounted(e) == e.len() as u64)
     }
 
@@ -206,7 +208,6 @@ impl Recorded {
 fn merge_packs(s: Recorded, max: usize) -> Recorded {
     let fit = (s.hello.pack_size as usize).saturating_sub(PACK_HEADER_SIZE) / EVENT_SIZE;
     let max = max.min(fit).max(1);
-    let head = HEADER_SIZE + PACK_HEADER_SIZE;
     let mut rest = Vec::with_capacity(s.rest.len());
     let mut frames: Vec<(usize, usize, Option<u64>)> = Vec::with_capacity(s.frames.len());
     let mut put = |bytes: &[u8], turn: Option<u64>| {
@@ -218,10 +219,10 @@ fn merge_packs(s: Recorded, max: usize) -> Recorded {
     for &(off, len, turn) in &s.frames {
         let bytes = &s.rest[off..off + len];
         if s.is_event_pack((off, len, turn)) {
-            let events = (len - head) / EVENT_SIZE;
+            let events = (len - PACK_HEAD) / EVENT_SIZE;
             match &mut open {
                 Some((pack, n, at)) if *n + events <= max => {
-                    pack.extend_from_slice(&bytes[head..]);
+                    pack.extend_from_slice(&bytes[PACK_HEAD..]);
                     let payload = (pack.len() - HEADER_SIZE) as u32;
                     pack[4..8].copy_from_slice(&payload.to_le_bytes());
                     *n += events;

@@ -743,12 +743,7 @@ fn now_ns() -> u64 {
 impl Job {
     fn info(&self) -> JobInfo {
         let live = lock(&self.live);
-        let mut slots: Vec<_> = lock(&self.state.programs)
-            .iter()
-            .map(|p| (p.order(), p.name.clone()))
-            .collect();
-        slots.sort();
-        let programs = slots.into_iter().map(|(_, name)| name).collect();
+        let programs = self.state.in_order(|p| p.name.clone());
         JobInfo {
             id: self.id,
             job: self.name.clone(),

@@ -205,15 +205,20 @@ impl State {
         out
     }
 
+    /// `f` of each program, in the order of [`ProgramSlot::order`].
+    pub(crate) fn in_order<T>(&self, f: impl Fn(&ProgramSlot) -> T) -> Vec<T> {
+        let mut programs: Vec<_> = hark_sync::lock(&self.programs)
+            .iter()
+            .map(|p| (p.order(), f(p)))
+            .collect();
+        programs.sort_by_key(|p| p.0);
+        programs.into_iter().map(|(_, t)| t).collect()
+    }
+
     /// Each program's level and its streams, in the order of
     /// [`ProgramSlot::order`].
     fn levels(&self) -> Vec<(Arc<OnBoard>, Vec<u64>)> {
-        let mut programs: Vec<_> = hark_sync::lock(&self.programs)
-            .iter()
-            .map(|p| (p.order(), p.on.clone(), p.conns.clone()))
-            .collect();
-        programs.sort_by_key(|p| p.0);
-        programs.into_iter().map(|(_, on, ids)| (on, ids)).collect()
+        self.in_order(|p| (p.on.clone(), p.conns.clone()))
     }
 
     /// Every program's model as analysed so far, in the order of
