@@ -12,8 +12,9 @@
 //! that is also its partial result: a program's [`Partial`] serialises and
 //! merges with another server's, and every derived value is computed once,
 //! from the merged partial ([`Partial::finish`]). [`OnBoard`] puts a program
-//! on a level of a [`hark_board::Board`], every analysis a knowledge source
-//! there; the server (`hark-server`) feeds it. [`Stream`] feeds one process
+//! on a level of a [`hark_board::Board`]: unpacking, the matchers and the
+//! folds of each row's batches and wait states are knowledge sources there
+//! (the folds of one input run every analysis in one job); the server (`hark-server`) feeds it. [`Stream`] feeds one process
 //! by hand, without a board (tests, tools). This crate does no I/O and
 //! spawns no thread.
 //!

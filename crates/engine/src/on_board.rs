@@ -1,12 +1,12 @@
-//! The knowledge sources on the board: one level per program, every
-//! analysis a board knowledge source.
+//! The knowledge sources on the board: one level per program.
 //!
 //! ```text
-//!  server reader ─"frames"─▶ unpack ─"batches"──▶ summary, mpi-profile, ...  (serial by stream)
+//!  server reader ─"frames"─▶ unpack ─"batches"──▶ analyses: summary, mpi-profile, ...  (serial by stream)
 //!  (keyed by stream)        (serial    │
 //!                           by stream) ├"p2p-ops"─▶ match-p2p ────────┐       (serial by receiver)
 //!                                      └"arrivals"▶ match-collectives ┤       (serial by instance)
-//!                                                                     └"waits"▶ wait-states, efficiency
+//!                                                                     └"waits"▶ analyses-of-waits:
+//!                                                                               wait-states, efficiency, ...
 //!                                                                               (serial by stream)
 //! ```
 //!
@@ -22,13 +22,17 @@
 //! receiving rank, so every message channel lives on one key), and each
 //! entry into a blocking collective (`arrivals`, keyed by communicator and
 //! sequence number). The matchers publish the wait states they find
-//! (`waits`), keyed by the stream of the rank that waited. Every analysis is
-//! registered for exactly the entry types its spec names.
+//! (`waits`), keyed by the stream of the rank that waited. `analyses` folds a
+//! batch into the state of every analysis whose spec names events, one after
+//! the other in one job, and `analyses-of-waits` the wait states into those
+//! whose spec names waits: a job per analysis and pack cost more than the
+//! folds of most packs (a pack of samples holds one to six events), and one
+//! worker folding a pack keeps it in its cache. Ranks run in parallel.
 //!
-//! States live in the knowledge sources' closures, one map per analysis per
-//! level (and one per matcher); [`OnBoard::finish`] drains the level, takes
-//! them out and folds them through a [`Partial`], as a merge of partials
-//! from several servers would.
+//! States live in one map per level, a row's states of every analysis
+//! behind one lock (and one map per matcher); [`OnBoard::finish`] drains the
+//! level, takes them out and folds them through a [`Partial`], as a merge
+//! of partials from several servers would.
 //!
 //! [`OnBoard::snapshot`] never makes a worker wait: states are copy on
 //! write. Each sits in an `Arc` behind its lock; a snapshot holds a state's
@@ -53,6 +57,7 @@ use hark_model::Program;
 use hark_sync::lock;
 use hark_wire::{Def, Event, PackBytes, EVENT_SIZE};
 use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -283,19 +288,59 @@ impl Flow {
     }
 }
 
+/// One analysis's state of one row.
 struct Slot {
     /// Shared only while a snapshot saves it (see the module doc).
     state: Arc<dyn DynRank>,
     analysed: u64,
 }
 
+/// Every analysis's state of one row, by the analysis's index in the
+/// program; made at the analysis's first input.
+struct Row {
+    slots: Vec<Option<Slot>>,
+}
+
+impl Row {
+    fn new(analyses: usize) -> Row {
+        Row {
+            slots: (0..analyses).map(|_| None).collect(),
+        }
+    }
+}
+
+/// The analyses one fold runs (those sensitive to one entry kind), with
+/// their index in the program.
+type Folds = Arc<[(usize, Arc<dyn DynAnalysis>)]>;
+
+/// Times one analysis panicked while folding, and the last message: the
+/// folds of a row run in one job, so a panic is caught per analysis and
+/// counted here, not by the board.
+#[derive(Default)]
+struct Trouble {
+    panics: AtomicU64,
+    last: Mutex<Option<String>>,
+}
+
+impl Trouble {
+    fn record(&self, name: &str, panic: &(dyn std::any::Any + Send)) {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        self.panics.fetch_add(1, Ordering::Relaxed);
+        *lock(&self.last) = Some(format!("analysis `{name}` panicked: {message}"));
+    }
+}
+
 /// How often workers met a snapshot (or each other) on a state:
 /// [`OnBoard::contention`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Contention {
-    /// Times a worker found the lock of the state it was about to fold
-    /// into held, and waited. Besides snapshots, the two knowledge sources
-    /// of an analysis that reads both batches and waits share its state.
+    /// Times a worker found the lock of the states it was about to fold
+    /// into held, and waited. Besides snapshots, a row's batches and its
+    /// wait states are folded into its states by two knowledge sources.
     pub stalls: u64,
     /// Times a worker copied a state because a snapshot still read it.
     pub copies: u64,
@@ -382,8 +427,10 @@ struct Folded {
 /// Everything the level's knowledge sources keep.
 #[derive(Default)]
 struct States {
-    /// Per analysis: per stream.
-    ranks: Vec<Keyed<Slot>>,
+    /// Per row: every analysis's state.
+    rows: Keyed<Row>,
+    /// Per analysis: its panics while folding.
+    troubles: Vec<Trouble>,
     unpackers: Keyed<Unpacker>,
     p2p: Keyed<Arc<P2pMatcher>>,
     collectives: Keyed<Arc<Instances>>,
@@ -821,61 +868,57 @@ fn match_collectives_source(st: Arc<States>, types: Types) -> KnowledgeSource {
     )
 }
 
-/// Analysis `index`, sensitive to events: folds each batch into its
-/// stream's state.
-fn events_source(
-    st: Arc<States>,
-    types: Types,
-    index: usize,
-    analysis: Arc<dyn DynAnalysis>,
-) -> KnowledgeSource {
-    KnowledgeSource::on(
-        analysis.spec().name,
-        types.batches,
-        move |_, t: &Unpacked| {
-            let slot = slot_of(&st.ranks[index], t.info.row(), || Slot {
-                state: analysis.new_rank().into(),
-                analysed: 0,
-            });
-            let mut slot = st.contention.lock(&slot);
-            let input = Input {
-                events: t.events(),
-                msgs: &t.msgs,
-                times: t.times.as_ref(),
-                waits: &[],
-                counts: t.batch.counts.as_ref(),
-            };
-            st.contention
-                .own(&mut slot.state)
-                .fold(&t.info.cx(), &input);
-            slot.analysed += hark_wire::accounted(t.batch.events())
-                + t.batch.counts.as_ref().map_or(0, |c| c.events);
-        },
-    )
+/// `analyses`: every analysis sensitive to events folds each batch into
+/// its row's state, one after the other in one job. A job per analysis and
+/// pack cost more than most packs' folds (a pack of samples holds one to
+/// six events), and one worker folding a pack keeps it in its cache.
+fn batches_source(st: Arc<States>, types: Types, folds: Folds) -> KnowledgeSource {
+    KnowledgeSource::on("analyses", types.batches, move |_, t: &Unpacked| {
+        let input = Input {
+            events: t.events(),
+            msgs: &t.msgs,
+            times: t.times.as_ref(),
+            waits: &[],
+            counts: t.batch.counts.as_ref(),
+        };
+        let analysed = hark_wire::accounted(t.batch.events())
+            + t.batch.counts.as_ref().map_or(0, |c| c.events);
+        fold_row(&st, &folds, &t.info, &input, analysed);
+    })
 }
 
-/// Analysis `index`, sensitive to waits: folds each stream's wait states
-/// into its state.
-fn waits_source(
-    st: Arc<States>,
-    types: Types,
-    index: usize,
-    analysis: Arc<dyn DynAnalysis>,
-) -> KnowledgeSource {
-    KnowledgeSource::on(analysis.spec().name, types.waits, move |_, w: &Waits| {
-        let slot = slot_of(&st.ranks[index], w.info.row(), || Slot {
-            state: analysis.new_rank().into(),
-            analysed: 0,
-        });
+/// `analyses-of-waits`: every analysis sensitive to wait states folds each
+/// stream's wait states into its state, in one job.
+fn waits_source(st: Arc<States>, types: Types, folds: Folds) -> KnowledgeSource {
+    KnowledgeSource::on("analyses-of-waits", types.waits, move |_, w: &Waits| {
         let input = Input {
             waits: &w.waits.items,
             ..Input::default()
         };
-        let mut slot = st.contention.lock(&slot);
-        st.contention
-            .own(&mut slot.state)
-            .fold(&w.info.cx(), &input);
+        fold_row(&st, &folds, &w.info, &input, 0);
     })
+}
+
+/// Folds `input` into the states of `info`'s row of every analysis of
+/// `folds`, counting `analysed` events for each that did not panic. A
+/// panic costs only its analysis this input (see [`Trouble`]).
+fn fold_row(st: &States, folds: &Folds, info: &StreamInfo, input: &Input<'_>, analysed: u64) {
+    let row = slot_of(&st.rows, info.row(), || Row::new(st.troubles.len()));
+    let mut row = st.contention.lock(&row);
+    let cx = info.cx();
+    for (index, analysis) in folds.iter() {
+        let slot = row.slots[*index].get_or_insert_with(|| Slot {
+            state: analysis.new_rank().into(),
+            analysed: 0,
+        });
+        let folded = catch_unwind(AssertUnwindSafe(|| {
+            st.contention.own(&mut slot.state).fold(&cx, input);
+        }));
+        match folded {
+            Ok(()) => slot.analysed += analysed,
+            Err(panic) => st.troubles[*index].record(analysis.spec().name, &*panic),
+        }
+    }
 }
 
 impl OnBoard {
@@ -920,10 +963,10 @@ impl OnBoard {
         let flow: Arc<Flow> = Arc::default();
         let states = Arc::new(States {
             flow: flow.clone(),
-            ranks: program
+            troubles: program
                 .analyses()
                 .iter()
-                .map(|_| Keyed::default())
+                .map(|_| Trouble::default())
                 .collect(),
             link,
             ..States::default()
@@ -945,19 +988,21 @@ impl OnBoard {
             register(match_p2p_source(states.clone(), types))?;
             register(match_collectives_source(states.clone(), types))?;
         }
-        for (index, analysis) in program.analyses().iter().enumerate() {
-            let spec = analysis.spec();
-            if spec.sensitivities.contains(&Sensitivity::Events) {
-                register(events_source(
-                    states.clone(),
-                    types,
-                    index,
-                    analysis.clone(),
-                ))?;
-            }
-            if spec.sensitivities.contains(&Sensitivity::Waits) {
-                register(waits_source(states.clone(), types, index, analysis.clone()))?;
-            }
+        let sensitive = |to: Sensitivity| -> Folds {
+            (program.analyses().iter().enumerate())
+                .filter(|(_, a)| a.spec().sensitivities.contains(&to))
+                .map(|(i, a)| (i, a.clone()))
+                .collect()
+        };
+        let (events, waits) = (
+            sensitive(Sensitivity::Events),
+            sensitive(Sensitivity::Waits),
+        );
+        if !events.is_empty() {
+            register(batches_source(states.clone(), types, events))?;
+        }
+        if !waits.is_empty() {
+            register(waits_source(states.clone(), types, waits))?;
         }
         Ok(OnBoard {
             board: board.clone(),
@@ -1125,25 +1170,38 @@ impl OnBoard {
         }
     }
 
-    /// Knowledge sources of this level that panicked or reported errors.
+    /// Analyses and knowledge sources of this level that panicked or
+    /// reported errors.
     fn troubles(&self) -> Vec<String> {
-        self.board
-            .stats()
-            .knowledge_sources
+        let failed = |name: &str, panics: u64, last: Option<&str>| {
+            let last = last.unwrap_or("no message");
+            format!(
+                "analysis `{name}` failed {panics} times while analysing and skipped those inputs (last: {last}); its results are incomplete"
+            )
+        };
+        let analyses = (self.program.analyses().iter().zip(&self.states.troubles))
+            .filter(|(_, t)| t.panics.load(Ordering::Relaxed) > 0)
+            .map(|(a, t)| {
+                let panics = t.panics.load(Ordering::Relaxed);
+                failed(a.spec().name, panics, lock(&t.last).as_deref())
+            });
+        let board = self.board.stats().knowledge_sources;
+        let sources = board
             .iter()
             .filter(|k| self.ids.contains(&k.id) && (k.panics > 0 || k.errors > 0))
             .map(|k| {
-                let last = k.last_error.as_deref().unwrap_or("no message");
+                let last = k.last_error.as_deref();
                 if k.panics > 0 {
-                    format!(
-                        "analysis `{}` failed {} times while analysing and skipped those inputs (last: {last}); its results are incomplete",
-                        k.name, k.panics
-                    )
+                    failed(&k.name, k.panics, last)
                 } else {
-                    format!("analysis `{}` reported {} problems (last: {last})", k.name, k.errors)
+                    let last = last.unwrap_or("no message");
+                    format!(
+                        "analysis `{}` reported {} problems (last: {last})",
+                        k.name, k.errors
+                    )
                 }
-            })
-            .collect()
+            });
+        analyses.chain(sources).collect()
     }
 
     /// The program's partial result: each state saved from a reference
@@ -1158,18 +1216,22 @@ impl OnBoard {
             let conn = info.row();
             let mut analysed = u64::MAX;
             let mut saved: Vec<Vec<u8>> = Vec::new();
-            for (a, map) in analyses.iter().zip(&self.states.ranks) {
-                let slot = lock(map).get(&conn).cloned();
+            // Under the row's lock, only second references: the states are
+            // saved outside it, while the worker goes on (into copies, if
+            // it folds meanwhile).
+            let held: Vec<Option<(Arc<dyn DynRank>, u64)>> = {
+                let row = lock(&self.states.rows).get(&conn).cloned();
+                match row {
+                    Some(row) => (lock(&row).slots.iter())
+                        .map(|s| s.as_ref().map(|s| (s.state.clone(), s.analysed)))
+                        .collect(),
+                    None => vec![None; analyses.len()],
+                }
+            };
+            for (a, slot) in analyses.iter().zip(held) {
                 let events = a.spec().sensitivities.contains(&Sensitivity::Events);
                 match slot {
-                    Some(slot) => {
-                        // Under the lock, only a second reference: the
-                        // state is saved outside it, while the worker goes
-                        // on (into a copy, if it folds meanwhile).
-                        let (state, done) = {
-                            let s = lock(&slot);
-                            (s.state.clone(), s.analysed)
-                        };
+                    Some((state, done)) => {
                         if events {
                             analysed = analysed.min(done);
                         }
@@ -1251,12 +1313,10 @@ impl OnBoard {
     pub fn fold_away(&self, info: &StreamInfo, acc: &StreamAccounting) -> bool {
         let conn = info.row();
         let analyses = self.program.analyses();
-        let slots: Vec<Option<Arc<Mutex<Slot>>>> = self
-            .states
-            .ranks
-            .iter()
-            .map(|map| lock(map).get(&conn).cloned())
-            .collect();
+        let held = lock(&self.states.rows).get(&conn).cloned();
+        let held = held.as_ref().map(|r| lock(r));
+        let none: Vec<Option<Slot>> = (0..analyses.len()).map(|_| None).collect();
+        let slots = held.as_ref().map_or(&none, |r| &r.slots);
         let mut folded = lock(&self.states.folded);
         let row = folded.get_or_insert_with(|| Folded {
             meta: hark_analyses::RankMeta {
@@ -1277,23 +1337,18 @@ impl OnBoard {
             ignored_defs: 0,
             waits: Vec::new(),
         });
-        let can = row
-            .states
-            .iter()
-            .zip(&slots)
-            .all(|(into, slot)| match slot {
-                Some(s) => into.absorbs(&*lock(s).state),
-                None => true,
-            });
+        let can = row.states.iter().zip(slots).all(|(into, slot)| match slot {
+            Some(s) => into.absorbs(&*s.state),
+            None => true,
+        });
         if !can {
             return false;
         }
         let mut analysed = u64::MAX;
-        for ((a, into), slot) in analyses.iter().zip(&mut row.states).zip(&slots) {
+        for ((a, into), slot) in analyses.iter().zip(&mut row.states).zip(slots) {
             let events = a.spec().sensitivities.contains(&Sensitivity::Events);
             match slot {
                 Some(s) => {
-                    let s = lock(s);
                     into.absorb(&*s.state);
                     if events {
                         analysed = analysed.min(s.analysed);
@@ -1303,9 +1358,8 @@ impl OnBoard {
                 None => {}
             }
         }
-        for map in &self.states.ranks {
-            lock(map).remove(&conn);
-        }
+        drop(held);
+        lock(&self.states.rows).remove(&conn);
         let track = lock(&self.states.unpackers).remove(&info.conn());
         if let Some(t) = track {
             let mut t = lock(&t);
