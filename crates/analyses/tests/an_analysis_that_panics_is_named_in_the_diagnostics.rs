@@ -93,3 +93,35 @@ fn a_panicking_analysis_is_named_and_the_others_finish() {
     assert!(p.mpi.contains_key("MPI_Send"), "the others finished");
     assert!(!p.digest.is_empty() || p.efficiency.is_some());
 }
+
+/// The analyses of a row fold each input one after the other in one job: a
+/// panic in one of them must not cost the others that input.
+#[test]
+fn the_other_analyses_fold_the_input_a_panicking_one_broke_on() {
+    let proc = busy(0, 1, 9).rebatched(500);
+    let model = |analyses: Vec<Arc<dyn DynAnalysis>>| {
+        let program = ProgramAnalysis::new("busy", 0, analyses.clone(), Config::default());
+        let (_, partial) = on_board_with(program, &[(0, &proc)], 2);
+        let p = partial.finish(&analyses, false).remove(0);
+        let mut json = serde_json::to_value(&p).unwrap();
+        json.as_object_mut().unwrap().remove("diagnostics");
+        (p.diagnostics, json)
+    };
+    let (_, alone) = model(registry::all());
+    let mut with_fragile = registry::all();
+    // First in fold order, so that it breaks before every other one folds.
+    with_fragile.insert(0, Arc::new(Fragile));
+    let (said, mut beside) = model(with_fragile);
+    assert!(
+        said.iter().any(|d| d.contains("analysis `fragile` failed")),
+        "{said:?}"
+    );
+    // An event counts as analysed once every analysis took it: fragile took
+    // its first two batches of 500.
+    let analysed = &mut beside["rank_info"][0]["accounting"]["events_analysed"];
+    assert_eq!(*analysed, 1000);
+    *analysed = alone["rank_info"][0]["accounting"]["events_analysed"].clone();
+    for (key, value) in alone.as_object().unwrap() {
+        assert!(beside[key] == *value, "`{key}` changed: {value} against {}", beside[key]);
+    }
+}
