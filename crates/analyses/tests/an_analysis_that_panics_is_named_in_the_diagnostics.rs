@@ -122,6 +122,10 @@ fn the_other_analyses_fold_the_input_a_panicking_one_broke_on() {
     assert_eq!(*analysed, 1000);
     *analysed = alone["rank_info"][0]["accounting"]["events_analysed"].clone();
     for (key, value) in alone.as_object().unwrap() {
-        assert!(beside[key] == *value, "`{key}` changed: {value} against {}", beside[key]);
+        assert!(
+            beside[key] == *value,
+            "`{key}` changed: {value} against {}",
+            beside[key]
+        );
     }
 }
