@@ -14,9 +14,9 @@
 //! from the merged partial ([`Partial::finish`]). [`OnBoard`] puts a program
 //! on a level of a [`hark_board::Board`]: unpacking, the matchers and the
 //! folds of each row's batches and wait states are knowledge sources there
-//! (the folds of one input run every analysis in one job); the server (`hark-server`) feeds it. [`Stream`] feeds one process
-//! by hand, without a board (tests, tools). This crate does no I/O and
-//! spawns no thread.
+//! (one job folds an input into every analysis); the server (`hark-server`)
+//! feeds it. [`Stream`] feeds one process by hand, without a board (tests,
+//! tools). This crate does no I/O and spawns no thread.
 //!
 //! The API a knowledge source is written against ([`hark_analyses`]) never
 //! depends on this crate: the engine reads the API, never the other way.

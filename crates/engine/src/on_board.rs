@@ -35,11 +35,12 @@
 //! of partials from several servers would.
 //!
 //! [`OnBoard::snapshot`] never makes a worker wait: states are copy on
-//! write. Each sits in an `Arc` behind its lock; a snapshot holds a state's
-//! lock only to take a second reference, and saves the state outside any
-//! lock. A worker that folds into a state a snapshot still reads folds into
-//! a copy of its own instead ([`Contention::copies`]). So a worker waits at
-//! most for another reference count to be taken, never for a copy.
+//! write. Each sits in an `Arc` behind its row's lock; a snapshot holds a
+//! row's lock only to take second references, and saves the states outside
+//! any lock. A worker that folds into a state a snapshot still reads folds
+//! into a copy of its own instead ([`Contention::copies`]). So a worker
+//! waits at most for a row's reference counts to be taken, never for a
+//! copy.
 
 use crate::exchange::{program_key, Exchange, Link, Parcel};
 use crate::matching::{Instances, P2pMatcher};
