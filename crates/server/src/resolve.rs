@@ -3,7 +3,9 @@
 //! and DWARF line tables.
 //!
 //! Each object is read once per `hark` process and kept, keyed by its path
-//! and build id ([`Resolver`]). The line comes only from debug information
+//! and build id ([`Resolver`]), with the places found in it: a served job's
+//! end names its call sites, and the next job of the same program names
+//! the same ones. The line comes only from debug information
 //! (the object's own, or the one Debian's `-dbgsym` packages install under
 //! `/usr/lib/debug/.build-id/`) and only when the file on disk is the one
 //! the process ran (same build id): otherwise the call site keeps the
@@ -24,6 +26,9 @@ struct Image {
     /// DWARF lines and functions, when the object or its debug file has
     /// them (the loader caches what it parsed, so it is not shared).
     lines: Option<Mutex<addr2line::Loader>>,
+    /// Places found so far, by return address: as many as the object has
+    /// call sites that ran, at most.
+    places: Mutex<HashMap<u64, Place>>,
 }
 
 /// An object's path and build id.
@@ -50,21 +55,12 @@ impl Resolver {
         let Some(image) = self.image(path, build_id) else {
             return Place::default();
         };
-        // The return address follows the call: the call is the byte before.
-        let pc = offset.saturating_sub(1);
-        let func = image.symbol(pc);
-        let (file, line, dwarf_func) = image.line(pc);
-        let symbol = match (line, func) {
-            (Some(_), Some((name, _))) => Some(name),
-            (Some(_), None) => dwarf_func,
-            (None, Some((name, off))) => Some(format!("{name}+{off:#x}")),
-            (None, None) => None,
-        };
-        Place {
-            file: line.and(file),
-            line,
-            symbol,
+        if let Some(p) = hark_sync::lock(&image.places).get(&offset) {
+            return p.clone();
         }
+        let place = image.place(offset);
+        hark_sync::lock(&image.places).insert(offset, place.clone());
+        place
     }
 
     fn image(&self, path: &str, build_id: &str) -> Option<Arc<Image>> {
@@ -110,7 +106,31 @@ impl Image {
             debug_file(build_id).and_then(|p| addr2line::Loader::new(p).ok())
         }
         .map(Mutex::new);
-        Some(Image { symbols, lines })
+        Some(Image {
+            symbols,
+            lines,
+            places: Mutex::default(),
+        })
+    }
+
+    /// Where return address `offset` is: symbol, and file and line when the
+    /// line tables have them.
+    fn place(&self, offset: u64) -> Place {
+        // The return address follows the call: the call is the byte before.
+        let pc = offset.saturating_sub(1);
+        let func = self.symbol(pc);
+        let (file, line, dwarf_func) = self.line(pc);
+        let symbol = match (line, func) {
+            (Some(_), Some((name, _))) => Some(name),
+            (Some(_), None) => dwarf_func,
+            (None, Some((name, off))) => Some(format!("{name}+{off:#x}")),
+            (None, None) => None,
+        };
+        Place {
+            file: line.and(file),
+            line,
+            symbol,
+        }
     }
 
     /// The text symbol holding `pc`, and the offset in it.
@@ -181,6 +201,22 @@ mod tests {
     fn a_missing_object_gives_no_place() {
         let p = Resolver::get().place("/nonexistent/object", "", 0x1000);
         assert_eq!(p, Place::default());
+    }
+
+    #[test]
+    fn a_place_is_found_once_per_object() {
+        let exe = std::env::current_exe().unwrap();
+        let exe = exe.to_str().unwrap();
+        let r = Resolver::get();
+        let first = r.place(exe, "", 0x1234);
+        let image = r.image(exe, "").expect("the test binary reads");
+        assert_eq!(hark_sync::lock(&image.places).get(&0x1234), Some(&first));
+        assert_eq!(r.place(exe, "", 0x1234), first);
+        assert_eq!(
+            image.place(0x1234),
+            first,
+            "the cache holds what a lookup finds"
+        );
     }
 
     #[test]
