@@ -31,6 +31,11 @@
 #   scripts/bench-openmp.sh [N] [ROUNDS]          (default 2000000 5)
 #   scripts/bench-openmp.sh --instructions [N]    (default 20000)
 #
+# THREADS=K runs the team with K threads instead of one: the runtimes'
+# default is as many as there are cores, and then each barrier also waits
+# for the slowest thread, and the analysis server takes its share of the
+# cores (two events a barrier on two threads).
+#
 # Needs a built `hark` and `libhark.so` (HARK=path/to/hark to choose one;
 # default target/release/hark, else target/debug/hark; HARK_PROBE=path to
 # choose the probe, as for `hark run`), gcc and clang; valgrind and mpicc
@@ -79,7 +84,7 @@ int main(int argc, char **argv) {
 C
 gcc -O2 -fopenmp -o "$work/gcc" "$work/omp_cost.c"
 clang -O2 -fopenmp -o "$work/clang" "$work/omp_cost.c"
-export OMP_NUM_THREADS=1
+export OMP_NUM_THREADS=${THREADS:-1}
 if [ $count = 1 ]; then
     cat > "$work/mpi.c" <<'C'
 #include <mpi.h>

@@ -53,8 +53,15 @@ pub struct Rank {
 impl RankState for Rank {
     fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
         for ev in input.events {
+            let code = ev.op();
+            if !matches!(
+                code,
+                op::COUNTER_REFUSED | op::COUNTER_MPI | op::COUNTER_SLICE
+            ) {
+                continue;
+            }
             let counter = ev.tag.get().clamp(0, u16::MAX as i32) as u16;
-            match ev.op() {
+            match code {
                 op::COUNTER_REFUSED => {
                     self.refused.insert(counter, ev.peer.get());
                 }

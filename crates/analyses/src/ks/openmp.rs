@@ -284,10 +284,12 @@ impl RankState for Rank {
 impl Rank {
     fn openmp(&mut self, cx: &StreamCx<'_>, ev: &hark_wire::Event) {
         let d = ev.duration();
-        let construct = cx.name(ev.obj.get());
+        // Barriers and locks, most of the events, name no construct.
+        let construct = || cx.name(ev.obj.get());
         let team = ev.tag.get().max(0) as u64;
         match ev.op() {
             op::OMP_PARALLEL => {
+                let construct = construct();
                 self.thread(ev.thread.get()).forked.sat(d);
                 self.placed(ev.extra.get(), construct);
                 self.join(ev.extra.get(), ev.end.get(), team, construct);
@@ -297,6 +299,7 @@ impl Rank {
                 }
             }
             op::OMP_IMPLICIT_TASK => {
+                let construct = construct();
                 let num = ev.peer.get();
                 let t = self.thread(ev.thread.get());
                 t.omp_thread = Some(num);
@@ -420,9 +423,12 @@ impl Rank {
 
 /// The state of `construct`, unless it is undefined or one too many.
 fn region(regions: &mut BTreeMap<u32, Region>, construct: u32) -> Option<&mut Region> {
-    if construct == UNDEFINED || (!regions.contains_key(&construct) && regions.len() >= MAX_REGIONS)
-    {
+    if construct == UNDEFINED {
         return None;
+    }
+    // One search of the map per wait, which every barrier event makes.
+    if regions.len() >= MAX_REGIONS {
+        return regions.get_mut(&construct);
     }
     Some(regions.entry(construct).or_default())
 }

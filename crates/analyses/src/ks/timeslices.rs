@@ -265,16 +265,17 @@ impl RankState for Rank {
         }
         for ev in events {
             let code = ev.op();
+            let kind = op::kind(code);
+            // Told apart before any time is mapped: most events of some
+            // streams (OpenMP's, completions, samples) are none of these.
+            let counter = match kind {
+                op::OpKind::Mpi(_) | op::OpKind::Io(_) => false,
+                _ if code == op::COUNTER => true,
+                _ => continue,
+            };
             let start = cx.since_origin(ev.start.get());
             let end = cx.since_origin(ev.end.get()).max(start);
-            let kind = op::kind(code);
-            if matches!(kind, op::OpKind::Mpi(_) | op::OpKind::Io(_)) {
-                s.fit(end);
-            } else if code == op::COUNTER {
-                s.fit(start);
-            } else {
-                continue;
-            }
+            s.fit(if counter { start } else { end });
             // Counts and bytes go to the start's slice, durations are spread
             // over the slices from the start's to the end's.
             let at = s.index(start);
