@@ -42,6 +42,8 @@
 //! waits at most for a row's reference counts to be taken, never for a
 //! copy.
 
+mod flow;
+
 use crate::exchange::{program_key, Exchange, Link, Parcel};
 use crate::matching::{Instances, P2pMatcher};
 use crate::partial::{Partial, RankAccounting};
@@ -49,6 +51,7 @@ use crate::program::rank_record;
 use crate::program::{rank_accounting, ProgramAnalysis};
 use crate::stream::{StreamAccounting, StreamInfo};
 use crate::unpack::{Arrival, Derived, Msg, P2pOp, Parts, Times, Unpacker, Wait};
+use flow::{split_by, Counted, Flow, Part};
 use hark_analyses::internal::FxHashMap;
 use hark_analyses::{DynAnalysis, DynRank};
 use hark_analyses::{Error, ErrorKind};
@@ -153,140 +156,10 @@ impl Drop for Unpacked {
     }
 }
 
-/// Derived items in flight: their bytes count in the program's in-flight
-/// total, which the server throttles its readers on, until the last job
-/// over them is done — so matching that falls behind slows the readers
-/// instead of growing the server. Their vector goes back to its pool.
-struct Counted<T: Pooled> {
-    items: Vec<T>,
-    /// The vector's bytes (its capacity: what it holds in memory).
-    bytes: u64,
-    /// Whether the vector goes back to its pool.
-    pooled: bool,
-    flow: Arc<Flow>,
-}
-
-impl<T: Pooled> Counted<T> {
-    fn new(items: Vec<T>, pooled: bool, flow: &Arc<Flow>) -> Counted<T> {
-        let bytes = (items.capacity() * std::mem::size_of::<T>()) as u64;
-        flow.in_flight.fetch_add(bytes, Ordering::Relaxed);
-        Counted {
-            items,
-            bytes,
-            pooled,
-            flow: flow.clone(),
-        }
-    }
-}
-
-impl<T: Pooled> Drop for Counted<T> {
-    fn drop(&mut self) {
-        self.flow.in_flight.fetch_sub(self.bytes, Ordering::Relaxed);
-        if self.pooled {
-            T::pool(&self.flow).give_back(std::mem::take(&mut self.items));
-        }
-    }
-}
-
-/// Derived vectors kept for reuse, per item type: a pack's worth each, so
-/// few (the pool is refilled as each pack's entries are done).
-const DERIVED_POOL: usize = 16;
-
-/// Vectors kept for reuse, of one item type.
-struct Pool<T> {
-    bufs: Mutex<Vec<Vec<T>>>,
-}
-
-impl<T> Default for Pool<T> {
-    fn default() -> Self {
-        Pool {
-            bufs: Mutex::new(Vec::new()),
-        }
-    }
-}
-
-impl<T> Pool<T> {
-    fn take(&self) -> Vec<T> {
-        lock(&self.bufs).pop().unwrap_or_default()
-    }
-
-    fn give_back(&self, mut buf: Vec<T>) {
-        if buf.capacity() == 0 {
-            return;
-        }
-        buf.clear();
-        let mut bufs = lock(&self.bufs);
-        if bufs.len() < DERIVED_POOL {
-            bufs.push(buf);
-        }
-    }
-}
-
-/// Derived items whose vectors are reused through a pool of the level's
-/// [`Flow`].
-trait Pooled: Sized {
-    fn pool(flow: &Flow) -> &Pool<Self>;
-}
-
-impl Pooled for P2pOp {
-    fn pool(flow: &Flow) -> &Pool<Self> {
-        &flow.ops
-    }
-}
-impl Pooled for Arrival {
-    fn pool(flow: &Flow) -> &Pool<Self> {
-        &flow.arrivals
-    }
-}
-impl Pooled for Wait {
-    fn pool(flow: &Flow) -> &Pool<Self> {
-        &flow.waits
-    }
-}
-
 /// A "waits" entry.
 struct Waits {
     info: Arc<StreamInfo>,
     waits: Counted<Wait>,
-}
-
-/// Buffers kept for reuse: enough for the packs in flight at the default
-/// limits, so that steady streaming allocates (and page-faults) nothing.
-const POOL: usize = 64;
-
-/// What is in flight on a level, and the buffers to reuse: packs, and what
-/// the trackers and matchers derive from them.
-#[derive(Default)]
-struct Flow {
-    in_flight: AtomicU64,
-    /// Pack buffers, with their lengths kept: a socket's reader reads into
-    /// them without zeroing them again.
-    pool: Mutex<Vec<Vec<u8>>>,
-    msgs: Pool<Msg>,
-    ops: Pool<P2pOp>,
-    arrivals: Pool<Arrival>,
-    waits: Pool<Wait>,
-}
-
-impl Flow {
-    /// A pack buffer from the pool, if one is free.
-    fn pooled(&self) -> Option<Vec<u8>> {
-        hark_sync::lock(&self.pool).pop()
-    }
-
-    fn take(&self) -> Vec<u8> {
-        self.pooled().unwrap_or_default()
-    }
-
-    fn give_back(&self, buf: Vec<u8>) {
-        if buf.capacity() == 0 {
-            return;
-        }
-        let mut pool = hark_sync::lock(&self.pool);
-        if pool.len() < POOL {
-            pool.push(buf);
-        }
-    }
 }
 
 /// One analysis's state of one row.
@@ -472,47 +345,6 @@ pub struct OnBoard {
 
 fn board_error(e: hark_board::Error) -> Error {
     Error::new(ErrorKind::Board(e.to_string()))
-}
-
-/// A part of a split batch: its key, its items, and whether the vector goes
-/// back to its pool when done (a whole batch's does; a part is made at its
-/// own size and freed, so that pooled vectors all have a batch's size).
-type Part<T> = (u64, Vec<T>, bool);
-
-/// Splits `items` by `key`, keeping their order within each key, in key
-/// order. Each part is allocated once at its size, and a batch with one key
-/// (the usual case for waits, all of one rank) is handed on without a copy.
-fn split_by<T: Pooled>(flow: &Flow, mut items: Vec<T>, key: impl Fn(&T) -> u64) -> Vec<Part<T>> {
-    let mut counts: Vec<(u64, usize)> = Vec::new();
-    for it in &items {
-        let k = key(it);
-        match counts.iter_mut().find(|c| c.0 == k) {
-            Some(c) => c.1 += 1,
-            None => counts.push((k, 1)),
-        }
-    }
-    match counts[..] {
-        [] => {
-            T::pool(flow).give_back(items);
-            return Vec::new();
-        }
-        [(k, _)] => return vec![(k, items, true)],
-        _ => {}
-    }
-    counts.sort_unstable_by_key(|c| c.0);
-    let mut parts: Vec<Part<T>> = counts
-        .iter()
-        .map(|&(k, n)| (k, Vec::with_capacity(n), false))
-        .collect();
-    for it in items.drain(..) {
-        let k = key(&it);
-        let at = parts
-            .binary_search_by_key(&k, |p| p.0)
-            .expect("every key was counted");
-        parts[at].1.push(it);
-    }
-    T::pool(flow).give_back(items);
-    parts
 }
 
 /// Where derived entries go: the board from inside a knowledge source
