@@ -411,6 +411,16 @@ impl Board {
         self.shared().stats()
     }
 
+    /// The counters of the knowledge sources on `level` alone (none if it
+    /// is not a live level): what [`Board::stats`] lists of them, without
+    /// going through every level.
+    pub fn knowledge_sources_on(&self, level: Level) -> Vec<KsStats> {
+        let reg = hark_sync::read(&self.shared().registry);
+        reg.levels.get(&level.0).map_or_else(Vec::new, |slot| {
+            slot.ks.iter().map(|ks| ks_stats(ks)).collect()
+        })
+    }
+
     /// Loads the knowledge sources of a plugin ([`crate::Plugin::load`]).
     ///
     /// # Safety
@@ -776,27 +786,30 @@ impl Shared {
         }
         stats.levels.sort_by_key(|l| l.level);
         for slot in reg.levels.values() {
-            for ks in &slot.ks {
-                let c = &ks.counters;
-                stats.knowledge_sources.push(KsStats {
-                    id: ks.id,
-                    name: ks.name.to_string(),
-                    level: ks.level,
-                    jobs_run: c.jobs_run.load(Ordering::Relaxed),
-                    busy: Duration::from_nanos(clock::to_nanos(
-                        c.busy_ticks.load(Ordering::Relaxed),
-                    )),
-                    jobs_pending: c.jobs_pending.load(Ordering::Relaxed),
-                    entries_waiting: c.entries_waiting.load(Ordering::Relaxed),
-                    jobs_cancelled: c.jobs_cancelled.load(Ordering::Relaxed),
-                    panics: c.panics.load(Ordering::Relaxed),
-                    errors: c.errors.load(Ordering::Relaxed),
-                    last_error: lock(&c.last_error).clone(),
-                });
-            }
+            stats
+                .knowledge_sources
+                .extend(slot.ks.iter().map(|ks| ks_stats(ks)));
         }
         stats.knowledge_sources.sort_by_key(|k| (k.level, k.id));
         stats
+    }
+}
+
+/// A knowledge source's counters as they are now.
+fn ks_stats(ks: &KsInst) -> KsStats {
+    let c = &ks.counters;
+    KsStats {
+        id: ks.id,
+        name: ks.name.to_string(),
+        level: ks.level,
+        jobs_run: c.jobs_run.load(Ordering::Relaxed),
+        busy: Duration::from_nanos(clock::to_nanos(c.busy_ticks.load(Ordering::Relaxed))),
+        jobs_pending: c.jobs_pending.load(Ordering::Relaxed),
+        entries_waiting: c.entries_waiting.load(Ordering::Relaxed),
+        jobs_cancelled: c.jobs_cancelled.load(Ordering::Relaxed),
+        panics: c.panics.load(Ordering::Relaxed),
+        errors: c.errors.load(Ordering::Relaxed),
+        last_error: lock(&c.last_error).clone(),
     }
 }
 

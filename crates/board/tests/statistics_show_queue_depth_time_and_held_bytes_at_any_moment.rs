@@ -60,3 +60,48 @@ fn statistics_show_queue_depth_time_and_held_bytes_at_any_moment() {
     assert_eq!(s.levels[0].entries_submitted, 5);
     assert_eq!(s.jobs_outstanding, 0);
 }
+
+/// One level's knowledge sources, asked of that level alone, are what the
+/// whole snapshot lists of them.
+#[test]
+fn one_level_s_knowledge_sources_are_those_the_snapshot_lists() {
+    let board = Board::new(2);
+    let t = board.intern("t");
+    let levels: Vec<_> = (0..3)
+        .map(|i| board.create_level(&format!("level {i}")))
+        .collect();
+    for (i, &level) in levels.iter().enumerate() {
+        for k in 0..=i {
+            let ks = KnowledgeSource::new(&format!("ks {i}.{k}"), &[t], move |_, _| {
+                assert!(k != 1, "ks {k} breaks");
+            });
+            board.register(level, ks).unwrap();
+        }
+        board.submit(level, Entry::new(t, ())).unwrap();
+    }
+    board.drain();
+    // All but the time, which each snapshot converts from ticks anew.
+    let counts = |k: &hark_board::KsStats| {
+        let id = (k.id, k.name.clone(), k.level, k.jobs_run, k.jobs_pending);
+        (id, k.panics, k.errors, k.last_error.clone())
+    };
+    let all = board.stats().knowledge_sources;
+    for &level in &levels {
+        let mine: Vec<_> = all
+            .iter()
+            .filter(|k| k.level == level)
+            .map(counts)
+            .collect();
+        let asked: Vec<_> = board
+            .knowledge_sources_on(level)
+            .iter()
+            .map(counts)
+            .collect();
+        assert_eq!(asked, mine);
+    }
+    let third = board.knowledge_sources_on(levels[2]);
+    assert_eq!(third.len(), 3);
+    assert_eq!(third.iter().map(|k| k.panics).sum::<u64>(), 1);
+    board.retire_level(levels[0]);
+    assert!(board.knowledge_sources_on(levels[0]).is_empty());
+}

@@ -1018,7 +1018,7 @@ impl OnBoard {
                 let panics = t.panics.load(Ordering::Relaxed);
                 failed(a.spec().name, panics, lock(&t.last).as_deref())
             });
-        let board = self.board.stats().knowledge_sources;
+        let board = self.board.knowledge_sources_on(self.level);
         let sources = board
             .iter()
             .filter(|k| self.ids.contains(&k.id) && (k.panics > 0 || k.errors > 0))
