@@ -53,19 +53,14 @@ pub struct Rank {
 impl RankState for Rank {
     fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
         for ev in input.events {
-            let code = ev.op();
-            if !matches!(
-                code,
-                op::COUNTER_REFUSED | op::COUNTER_MPI | op::COUNTER_SLICE
-            ) {
-                continue;
-            }
-            let counter = ev.tag.get().clamp(0, u16::MAX as i32) as u16;
-            match code {
+            // Read in the arms: most events name no counter.
+            let counter = || ev.tag.get().clamp(0, u16::MAX as i32) as u16;
+            match ev.op() {
                 op::COUNTER_REFUSED => {
-                    self.refused.insert(counter, ev.peer.get());
+                    self.refused.insert(counter(), ev.peer.get());
                 }
                 op::COUNTER_MPI => {
+                    let counter = counter();
                     let function = ev.obj.get().min(u16::MAX as u32) as u16;
                     let c = self
                         .mpi
@@ -76,6 +71,7 @@ impl RankState for Rank {
                     *c = c.saturating_add(ev.bytes.get());
                 }
                 op::COUNTER_SLICE => {
+                    let counter = counter();
                     self.readings += 1;
                     let t = (ev.thread.get() as usize).min(MAX_THREADS - 1);
                     if self.threads.len() <= t {
