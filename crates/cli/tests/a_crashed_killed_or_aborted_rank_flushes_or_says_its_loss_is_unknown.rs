@@ -1,7 +1,9 @@
 //! Events lost to a crash or a kill are never reported as "0 lost". The
 //! probe flushes on SIGSEGV, SIGTERM (and SIGINT, SIGBUS, SIGFPE, SIGABRT)
 //! before the signal takes its course, and in `MPI_Abort`; a rank that still
-//! ends without its end record (SIGKILL) makes the loss "unknown".
+//! ends without its end record (SIGKILL) makes the loss "unknown". A rank
+//! that faults says where, even through a null function pointer (which
+//! leaves an MPI library's own crash report without a frame).
 //!
 //! Launchers differ in how they end the other ranks: Open MPI's sends them
 //! SIGTERM (which the probe flushes on), MPICH's Hydra SIGKILL as soon as
@@ -58,13 +60,26 @@ fn build(mpi: Mpi, tag: &str) -> Option<(Scratch, String)> {
     Some((dir, exe.display().to_string()))
 }
 
-fn segv(mpi: Mpi) {
-    let Some((dir, exe)) = build(mpi, "segv") else {
+/// `die MODE`: rank 1 faults (`segv`: writes through a null pointer;
+/// `call`: calls through one) after N barriers.
+fn segv(mpi: Mpi, mode: &str) {
+    let Some((dir, exe)) = build(mpi, mode) else {
         return;
     };
     let mut command = launcher(mpi, 2);
-    command.extend([exe, "segv".into(), N.to_string()]);
-    let (_, run_dir) = hark_run(&dir, &[], &command);
+    command.extend([exe, mode.into(), N.to_string()]);
+    let (out, run_dir) = hark_run(&dir, &[], &command);
+    // Where rank 1 died: in the program's own code, or called from it.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said = match mode {
+        "segv" => "at address 0x0: in die-".to_string(),
+        _ => "at address 0x0: a call through a null function pointer (to 0x0), called from die-"
+            .to_string(),
+    };
+    assert!(
+        stderr.contains("hark: SIGSEGV (rank 1, pid ") && stderr.contains(&said),
+        "no line saying {said:?}: {stderr}"
+    );
     let profile = profile(&run_dir);
     let p = &profile["programs"][0];
     // Rank 1 died of SIGSEGV and flushed first: all its barriers are there.
@@ -76,12 +91,22 @@ fn segv(mpi: Mpi) {
 
 #[test]
 fn a_rank_killed_by_sigsegv_flushes_its_events_under_open_mpi() {
-    segv(OPEN_MPI);
+    segv(OPEN_MPI, "segv");
 }
 
 #[test]
 fn a_rank_killed_by_sigsegv_flushes_its_events_under_mpich() {
-    segv(MPICH);
+    segv(MPICH, "segv");
+}
+
+#[test]
+fn a_rank_that_calls_a_null_pointer_says_from_where_under_open_mpi() {
+    segv(OPEN_MPI, "call");
+}
+
+#[test]
+fn a_rank_that_calls_a_null_pointer_says_from_where_under_mpich() {
+    segv(MPICH, "call");
 }
 
 /// The case: rank 0 aborts; rank 1 had recorded 101 events.

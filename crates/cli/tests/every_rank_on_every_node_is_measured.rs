@@ -156,7 +156,10 @@ fn ended_within(mut cmd: Command, bound: Duration) -> Option<Output> {
 }
 
 /// `srun` of `np` ranks on `nodes` nodes (block distribution), Open MPI
-/// over PMIx, MPICH over PMI-2 (what Debian's builds of each speak).
+/// over PMIx, MPICH over PMI-2 (what Debian's builds of each speak). A
+/// rank that dies ends the job (`--kill-on-bad-exit`): the others would
+/// wait for it in their next collective until the test's limit, and the
+/// failure would show their stacks, not the dead rank's last words.
 fn srun(mpi: Mpi, nodes: usize, np: usize) -> Vec<String> {
     let pmi = if mpi.run == OPEN_MPI.run {
         "--mpi=pmix"
@@ -169,7 +172,7 @@ fn srun(mpi: Mpi, nodes: usize, np: usize) -> Vec<String> {
         "-n".into(),
         np.to_string(),
     ];
-    let mut c = vec!["srun".to_string()];
+    let mut c = vec!["srun".to_string(), "--kill-on-bad-exit=1".into()];
     c.extend(n);
     if nodes == 1 {
         c.extend(["-w".into(), "n1".into()]);

@@ -1,6 +1,7 @@
 /* Ranks that end badly, for the loss accounting.
  *   die segv N   every rank calls MPI_Barrier N times; then rank 1 writes
  *                through a null pointer, and rank 0 waits for it in MPI_Recv
+ *   die call N   as segv, but rank 1 calls through a null function pointer
  *   die abort N  rank 0 calls MPI_Barrier on MPI_COMM_SELF N times and
  *                MPI_Abort; rank 1 calls it N + 1 times and waits in MPI_Recv
  *   die loop N   every rank calls MPI_Barrier N times, writes its pid to
@@ -22,6 +23,11 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "segv") == 0) {
         for (int i = 0; i < n; i++) MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 1) *(volatile int *)0 = 1;
+        MPI_Recv(&x, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (strcmp(mode, "call") == 0) {
+        for (int i = 0; i < n; i++) MPI_Barrier(MPI_COMM_WORLD);
+        void (*volatile nowhere)(void) = 0;
+        if (rank == 1) nowhere();
         MPI_Recv(&x, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (strcmp(mode, "abort") == 0) {
         if (rank == 0) {

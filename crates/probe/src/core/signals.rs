@@ -17,6 +17,15 @@
 //! default action is restored and the signal raised again (it stays pending
 //! until the handler returns; a fault re-executes the faulting instruction).
 //!
+//! **Where a fault was.** For SIGSEGV, SIGBUS and SIGFPE the handler also
+//! keeps the faulting address, the instruction's address and, when that is
+//! in the null page (a call through a null function pointer, which leaves
+//! no frame to unwind), the caller's return address. The helper, once the
+//! stream is finished, writes one line on stderr naming them as
+//! `library+offset (symbol+offset)`: an MPI library's own crash report
+//! stops at such a frame, and without one (MPICH) nothing says where a
+//! rank died.
+//!
 //! **A handler the program installs.** The probe installs its handlers at
 //! load, before `main`, for the signals not ignored then (a signal ignored
 //! at load, as under `nohup`, is left alone), in front of any handler a
@@ -77,6 +86,10 @@ static FLUSHING: AtomicBool = AtomicBool::new(false);
 static HELPER_PID: AtomicU32 = AtomicU32::new(0);
 /// The helper thread's kernel id, 0 until it runs (see `core::park`).
 pub(crate) static HELPER_TID: AtomicI32 = AtomicI32::new(0);
+/// The fault the handler saw first: signal (0: none), faulting address,
+/// instruction address, and the return address on top of the stack when
+/// the instruction address is in the null page (else 0).
+static FAULT: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
 /// The value of [`REQUEST`] that asks the helper to return without
 /// flushing: the process is to be single-threaded for a moment.
 const PARK: u32 = 2;
@@ -176,6 +189,7 @@ pub(crate) fn start_helper() {
                 return;
             }
             let _ = std::panic::catch_unwind(|| stream::finish(EndReason::Signal));
+            let _ = std::panic::catch_unwind(report_fault);
             FLUSHED.store(true, Ordering::Release);
         });
     if spawned.is_ok() {
@@ -238,6 +252,9 @@ extern "C" fn handler(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_
     let default = chained == libc::SIG_DFL || (fault && chained == libc::SIG_IGN);
     if chained == libc::SIG_IGN && !fault {
         return;
+    }
+    if fault && sig != libc::SIGABRT {
+        keep_fault(sig, info, ctx);
     }
     if default || fault {
         flush();
@@ -303,6 +320,113 @@ fn flush() {
         unsafe { libc::nanosleep(&step, std::ptr::null_mut()) };
         waited += Duration::from_millis(1);
     }
+}
+
+/// From the handler: notes where the first fault was ([`FAULT`]).
+/// Async-signal-safe: reads the signal's context and one stack word.
+fn keep_fault(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    if FAULT[0]
+        .compare_exchange(0, sig as usize, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return;
+    }
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+    let addr = unsafe { info.as_ref().map_or(0, |i| i.si_addr() as usize) };
+    let (pc, caller) = pc_and_caller(ctx);
+    FAULT[1].store(addr, Ordering::Relaxed);
+    FAULT[2].store(pc, Ordering::Relaxed);
+    FAULT[3].store(caller, Ordering::Release);
+}
+
+/// The faulting instruction's address and, if it lies in the null page,
+/// the return address the call left on top of the stack (valid then: the
+/// call has just pushed it).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn pc_and_caller(ctx: *mut libc::c_void) -> (usize, usize) {
+    // SAFETY: the kernel passes the interrupted thread's ucontext.
+    let Some(uc) = (unsafe { ctx.cast::<libc::ucontext_t>().as_ref() }) else {
+        return (0, 0);
+    };
+    let pc = uc.uc_mcontext.gregs[libc::REG_RIP as usize] as usize;
+    let sp = uc.uc_mcontext.gregs[libc::REG_RSP as usize] as usize;
+    let caller = match pc < 4096 && sp != 0 && sp.is_multiple_of(8) {
+        // SAFETY: `sp` is the interrupted thread's stack pointer, just
+        // pushed to by the call that jumped to `pc`.
+        true => unsafe { (sp as *const usize).read() },
+        false => 0,
+    };
+    (pc, caller)
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+fn pc_and_caller(_ctx: *mut libc::c_void) -> (usize, usize) {
+    (0, 0)
+}
+
+/// From the helper, after the flush: one line on stderr saying where the
+/// fault the handler kept was. Written with one `write`, without the
+/// standard error's lock, which the faulting thread may hold.
+fn report_fault() {
+    let sig = FAULT[0].load(Ordering::Acquire) as c_int;
+    if sig == 0 {
+        return;
+    }
+    let [addr, pc, caller] = [1, 2, 3].map(|i| FAULT[i].load(Ordering::Acquire));
+    let name = match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        _ => "SIGFPE",
+    };
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    let rank = match stream::world_rank() {
+        -1 => String::new(),
+        r => format!("rank {r}, "),
+    };
+    let at = match pc < 4096 && caller != 0 {
+        true => format!(
+            "a call through a null function pointer (to {pc:#x}), called from {}",
+            place(caller)
+        ),
+        false => format!("in {}", place(pc)),
+    };
+    let line = format!("hark: {name} ({rank}pid {pid}) at address {addr:#x}: {at}\n");
+    // SAFETY: writes the line's bytes to standard error.
+    unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
+}
+
+/// `addr` as `file+offset (symbol+offset)`, as far as the dynamic linker
+/// knows it; the bare address otherwise.
+fn place(addr: usize) -> String {
+    // SAFETY: a zeroed Dl_info is valid for dladdr to fill.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the address and fills `info`.
+    if addr == 0 || unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } == 0 {
+        return format!("{addr:#x}");
+    }
+    let text = |p: *const std::ffi::c_char| match p.is_null() {
+        true => String::new(),
+        // SAFETY: dladdr's strings are null or valid C strings.
+        false => unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_string_lossy()
+            .into_owned(),
+    };
+    let mut file = text(info.dli_fname);
+    if file.is_empty() {
+        // The main program's map has no name.
+        file = std::fs::read_link("/proc/self/exe")
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "the program".into());
+    }
+    let file = file.rsplit('/').next().unwrap_or_default().to_string();
+    let mut s = format!("{file}+{:#x}", addr.wrapping_sub(info.dli_fbase as usize));
+    let symbol = text(info.dli_sname);
+    if !symbol.is_empty() {
+        let off = addr.wrapping_sub(info.dli_saddr as usize);
+        s += &format!(" ({symbol}+{off:#x})");
+    }
+    s
 }
 
 /// The program's `sigaction` for `sig`, if the probe's handler stands in

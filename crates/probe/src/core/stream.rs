@@ -120,7 +120,7 @@ pub(crate) fn set_world_rank(rank: i32) {
 
 /// This process's world rank: MPI's, or before `MPI_Init` the launcher's;
 /// -1 when neither is known.
-fn world_rank() -> i32 {
+pub(crate) fn world_rank() -> i32 {
     match WORLD_RANK.load(Ordering::Relaxed) {
         -1 => env_i32(&[
             "OMPI_COMM_WORLD_RANK",
