@@ -7,6 +7,12 @@
 //! measured, on its own node, as one program of one job; calls, bytes and
 //! matrices equal the independent count and the same job run on one node;
 //! no launcher agent appears as a program. Needs root; skips otherwise.
+//!
+//! Two faults of the MPI libraries themselves, which come without Hark too
+//! (docs/cluster.md, "Known problems"), make a job run again on a fresh
+//! cluster, twice at most: MPICH's hang in `MPI_Finalize`, and Open MPI's
+//! rank that dies in `MPI_Init` under `srun`, told by the line Hark's probe
+//! writes for it. Any other failure fails the test.
 
 mod common;
 #[path = "common/independent_count.rs"]
@@ -84,9 +90,21 @@ fn counted_on_n1(
     }
     let out = match mpi.run == OPEN_MPI.run {
         true => cmd.output_within().expect("cannot run cluster.sh"),
-        false => ended_within(cmd, MPICH_BOUND)?,
+        false => {
+            let Some(out) = ended_within(cmd, MPICH_BOUND) else {
+                eprintln!("note: {name}: MPICH hung in MPI_Finalize (MPICH 4.0 over UCX/TCP)");
+                return None;
+            };
+            out
+        }
     };
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if !out.status.success() {
+        if let Some(line) = open_mpi_init_race(&stderr) {
+            eprintln!("note: {name}: {line}");
+            return None;
+        }
+    }
     assert_exit(&out, 0);
     assert!(!stderr.contains("cannot reach"), "{name}: {stderr}");
     let profile = profile(&run_dir);
@@ -111,6 +129,20 @@ fn hark_run_on_n1(
     mpi_env(&mut cmd);
     cmd.env("OMPI_MCA_btl", "self,tcp");
     cmd
+}
+
+/// Hark's line for the rank that Open MPI 4.1 kills in `MPI_Init` under
+/// `srun` on a loaded machine, if `stderr` has it: waiting in the modex
+/// fence, the rank takes a peer's first message over TCP before its PML
+/// has registered the callback, and calls through the null pointer
+/// (docs/cluster.md, "Known problems"; without Hark too).
+fn open_mpi_init_race(stderr: &str) -> Option<&str> {
+    stderr.lines().find(|l| {
+        l.starts_with("hark: SIGSEGV")
+            && l.contains(
+                "a call through a null function pointer (to 0x0), called from mca_btl_tcp.so+",
+            )
+    })
 }
 
 /// How long an MPICH job under `hark run` may take before it is taken for
@@ -197,28 +229,30 @@ fn every_rank_measured_by(mpi: Mpi, nodes: usize, slurm: bool) {
         eprintln!("skipped: {} is not installed", mpi.name);
         return;
     }
-    // MPICH's finalize hang is MPICH's: a job that hung is run again, on a
+    // The MPI library's own faults (MPICH's finalize hang, Open MPI's
+    // death in MPI_Init under srun): a job that met one is run again, on a
     // fresh cluster, twice at most.
     for _ in 0..3 {
-        if measured_unless_mpich_hung(mpi, nodes, slurm) {
+        if measured_unless_mpi_failed(mpi, nodes, slurm) {
             return;
         }
         eprintln!(
-            "note: MPICH hung in MPI_Finalize (MPICH 4.0 over UCX/TCP, docs/cluster.md); \
-             running the job again on a fresh cluster"
+            "note: {} failed on its own (docs/cluster.md, \"Known problems\"); \
+             running the job again on a fresh cluster",
+            mpi.name
         );
     }
-    // MPICH 4.0 over UCX hangs in its own MPI_Finalize across nodes without
-    // Hark too (docs/cluster.md, "Known problems"): three hangs in a row on
-    // a loaded machine say nothing of Hark's, and fail no test.
+    // Both come without Hark too: three in a row on a loaded machine say
+    // nothing of Hark's, and fail no test.
     eprintln!(
-        "note: {}: MPICH hung in MPI_Finalize three times; not checked this run",
+        "note: {}: the MPI library failed on its own three times; not checked this run",
         mpi.name
     );
 }
 
-/// One try of [`every_rank_measured_by`]: false when an MPICH job hung.
-fn measured_unless_mpich_hung(mpi: Mpi, nodes: usize, slurm: bool) -> bool {
+/// One try of [`every_rank_measured_by`]: false when the job met one of
+/// the MPI library's own faults ([`open_mpi_init_race`], MPICH's hang).
+fn measured_unless_mpi_failed(mpi: Mpi, nodes: usize, slurm: bool) -> bool {
     let Some(cluster) = Cluster::up(nodes) else {
         return true;
     };
@@ -298,6 +332,26 @@ fn measured_unless_mpich_hung(mpi: Mpi, nodes: usize, slurm: bool) -> bool {
         }
     }
     true
+}
+
+/// Only Open MPI's own death in `MPI_Init` is run again: Hark's line for
+/// it (as a run under `srun` on 3 emulated nodes printed it), not a fault
+/// elsewhere, nor a null call from another library.
+#[test]
+fn only_open_mpi_s_death_in_mpi_init_runs_the_job_again() {
+    let race = "hark: SIGSEGV (rank 2, pid 16010) at address 0x0: a call through a null \
+                function pointer (to 0x0), called from mca_btl_tcp.so+0x9996";
+    let stderr = format!("{race}\n[n2:16010] *** Process received signal ***\n");
+    assert_eq!(open_mpi_init_race(&stderr), Some(race));
+    for other in [
+        "hark: SIGSEGV (rank 1, pid 8692) at address 0x0: in die-x+0x1310",
+        "hark: SIGSEGV (rank 1, pid 8990) at address 0x0: a call through a null function \
+         pointer (to 0x0), called from libhark.so+0x1234",
+        "hark: SIGBUS (rank 0, pid 1) at address 0x10: in mca_btl_tcp.so+0x9996",
+        "[n2:11444] Signal: Segmentation fault (11)",
+    ] {
+        assert_eq!(open_mpi_init_race(other), None, "{other}");
+    }
 }
 
 #[test]
@@ -407,19 +461,28 @@ fn inside_salloc_srun_and_mpirun_reach_hark_from_every_node() {
     };
     let ring = format!("{} {ROUNDS} {INTS}", exe.display());
     for (name, inner) in [
-        ("srun", format!("srun --mpi=pmix {ring}")),
+        (
+            "srun",
+            format!("srun --mpi=pmix --kill-on-bad-exit=1 {ring}"),
+        ),
         ("mpirun", format!("{} {ring}", OPEN_MPI.run)),
     ] {
-        let run_dir = dir.join(name);
         let salloc = format!("salloc -N2 -n2 {inner}");
-        let mut cmd = hark_run_on_n1(
-            &cluster,
-            &dir,
-            &run_dir,
-            salloc.split_whitespace().map(String::from),
-        );
-        let out = cmd.output_within().expect("cannot run cluster.sh");
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        // Open MPI's own death in MPI_Init is run again, twice at most.
+        let mut tries = 0;
+        let (out, stderr, run_dir) = loop {
+            tries += 1;
+            let run_dir = dir.join(format!("{name}-{tries}"));
+            let words = salloc.split_whitespace().map(String::from);
+            let out = hark_run_on_n1(&cluster, &dir, &run_dir, words)
+                .output_within()
+                .expect("cannot run cluster.sh");
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            match open_mpi_init_race(&stderr).filter(|_| !out.status.success() && tries < 3) {
+                Some(line) => eprintln!("note: {name}: {line}; running the job again"),
+                None => break (out, stderr, run_dir),
+            }
+        };
         assert_exit(&out, 0);
         assert!(!stderr.contains("cannot reach"), "{name}: {stderr}");
         let profile = profile(&run_dir);

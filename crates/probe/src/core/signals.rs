@@ -22,7 +22,7 @@
 //! in the null page (a call through a null function pointer, which leaves
 //! no frame to unwind), the caller's return address. The helper, once the
 //! stream is finished, writes one line on stderr naming them as
-//! `library+offset (symbol+offset)`: an MPI library's own crash report
+//! `file+offset (symbol+offset)`: an MPI library's own crash report
 //! stops at such a frame, and without one (MPICH) nothing says where a
 //! rank died.
 //!
