@@ -72,12 +72,11 @@ fn segv(mpi: Mpi, mode: &str) {
     // Where rank 1 died: in the program's own code, or called from it.
     let stderr = String::from_utf8_lossy(&out.stderr);
     let said = match mode {
-        "segv" => "at address 0x0: in die-".to_string(),
-        _ => "at address 0x0: a call through a null function pointer (to 0x0), called from die-"
-            .to_string(),
+        "segv" => "at address 0x0: in die-",
+        _ => "at address 0x0: a call through a null function pointer (to 0x0), called from die-",
     };
     assert!(
-        stderr.contains("hark: SIGSEGV (rank 1, pid ") && stderr.contains(&said),
+        stderr.contains("hark: SIGSEGV (rank 1, pid ") && stderr.contains(said),
         "no line saying {said:?}: {stderr}"
     );
     let profile = profile(&run_dir);

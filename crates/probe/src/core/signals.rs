@@ -52,7 +52,7 @@ use std::time::Duration;
 
 use hark_wire::EndReason;
 
-use super::stream;
+use super::{callsite, stream};
 
 /// The signals handled, and whether each is a fault (flush even when the
 /// program has a handler of its own).
@@ -396,33 +396,23 @@ fn report_fault() {
     unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
 }
 
-/// `addr` as `file+offset (symbol+offset)`, as far as the dynamic linker
-/// knows it; the bare address otherwise.
+/// `addr` as `file+offset (symbol+offset)`: the object holding it and the
+/// file address in it, as the probe names objects for call sites (the same
+/// in every rank), and the dynamic symbol before it if there is one; the
+/// bare address outside every object.
 fn place(addr: usize) -> String {
+    let Some((path, bias)) = callsite::object_holding(addr as u64) else {
+        return format!("{addr:#x}");
+    };
+    let file = path.rsplit('/').next().unwrap_or_default();
+    let mut s = format!("{file}+{:#x}", (addr as u64).wrapping_sub(bias));
     // SAFETY: a zeroed Dl_info is valid for dladdr to fill.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr only reads the address and fills `info`.
-    if addr == 0 || unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } == 0 {
-        return format!("{addr:#x}");
-    }
-    let text = |p: *const std::ffi::c_char| match p.is_null() {
-        true => String::new(),
-        // SAFETY: dladdr's strings are null or valid C strings.
-        false => unsafe { std::ffi::CStr::from_ptr(p) }
-            .to_string_lossy()
-            .into_owned(),
-    };
-    let mut file = text(info.dli_fname);
-    if file.is_empty() {
-        // The main program's map has no name.
-        file = std::fs::read_link("/proc/self/exe")
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| "the program".into());
-    }
-    let file = file.rsplit('/').next().unwrap_or_default().to_string();
-    let mut s = format!("{file}+{:#x}", addr.wrapping_sub(info.dli_fbase as usize));
-    let symbol = text(info.dli_sname);
-    if !symbol.is_empty() {
+    let found = unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } != 0;
+    if found && !info.dli_sname.is_null() {
+        // SAFETY: dladdr's symbol name is a valid C string.
+        let symbol = unsafe { std::ffi::CStr::from_ptr(info.dli_sname) }.to_string_lossy();
         let off = addr.wrapping_sub(info.dli_saddr as usize);
         s += &format!(" ({symbol}+{off:#x})");
     }
