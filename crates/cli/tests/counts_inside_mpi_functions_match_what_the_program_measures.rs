@@ -7,6 +7,10 @@
 //! inside the program's readings, so its counts in `MPI_Recv` are at most
 //! the program's, and at least the program's less what the probe's own
 //! wrapper did between the two ([`FAULT_MARGIN`], [`SWITCH_MARGIN`]).
+//! The first bound is the kernel's and holds in every run; the second
+//! moves with the machine's load (a preemption that lands in the wrapper
+//! is the program's and not Hark's), so a run that misses it is run again,
+//! up to [`RUNS`] in all.
 //! The report's MPI function table shows each function's counts summed
 //! over ranks as profile.json has them. Without the option, no function
 //! has counts and the table no counter column.
@@ -21,7 +25,11 @@ use serde_json::Value;
 const FAULT_MARGIN: u64 = 16;
 /// Switches the program's readings may hold outside Hark's: a preemption
 /// between a `getrusage` and the wrapper's reading, on a loaded machine.
+/// Three jobs at once on 2 cores put up to 6 there.
 const SWITCH_MARGIN: u64 = 6;
+/// Runs that may miss the lower bounds before the test fails: CI once saw
+/// 7 or more switches outside Hark's readings.
+const RUNS: usize = 3;
 
 const RECVS: u64 = 20;
 const PAGES: u64 = 16;
@@ -88,31 +96,41 @@ fn counts_inside_mpi_recv_are_within_the_receiver_s_own() {
         "page-faults,context-switches",
         "--counters-in-mpi",
     ];
-    let Some((profile, text, report)) = run("counters-in-mpi", &args) else {
-        return;
+    let mut missed = Vec::new();
+    let (profile, text, report) = loop {
+        let tag = format!("counters-in-mpi-{}", missed.len());
+        let Some((profile, text, report)) = run(&tag, &args) else {
+            return;
+        };
+        let recv = &profile["programs"][0]["mpi"]["MPI_Recv"];
+        let shown = format!("{text}\nMPI_Recv: {recv}");
+        let own: Vec<u64> = text
+            .lines()
+            .find_map(|l| l.strip_prefix("recv "))
+            .unwrap_or_else(|| panic!("no line from rank 1\n{shown}"))
+            .split_whitespace()
+            .map(|v| v.parse().unwrap())
+            .collect();
+        let (minflt, switches) = (own[2], own[3]);
+        let counted = |name: &str| recv["counters"][name][1].as_u64();
+        let faults = counted("page-faults").unwrap_or_else(|| panic!("no faults\n{shown}"));
+        let switched =
+            counted("context-switches").unwrap_or_else(|| panic!("no switches\n{shown}"));
+        let said = format!(
+            "{faults} page faults and {switched} context switches in MPI_Recv by Hark, \
+             {minflt} and {switches} by the program around them"
+        );
+        // Hark reads inside the program's readings: never more. (The
+        // numbers come last: CI keeps a long output's end.)
+        assert!(faults <= minflt && switched <= switches, "{shown}\n{said}");
+        if faults + FAULT_MARGIN >= minflt && switched + SWITCH_MARGIN >= switches {
+            break (profile, text, report);
+        }
+        missed.push(said);
+        assert!(missed.len() < RUNS, "{shown}\nin {RUNS} runs: {missed:#?}");
     };
     let p = &profile["programs"][0];
-    let recv = &p["mpi"]["MPI_Recv"];
-    let shown = format!("{text}\nMPI_Recv: {recv}");
-    let own: Vec<u64> = text
-        .lines()
-        .find_map(|l| l.strip_prefix("recv "))
-        .unwrap_or_else(|| panic!("no line from rank 1\n{shown}"))
-        .split_whitespace()
-        .map(|v| v.parse().unwrap())
-        .collect();
-    let (minflt, switches) = (own[2], own[3]);
-    let counted = |name: &str| recv["counters"][name][1].as_u64();
-    let faults = counted("page-faults").unwrap_or_else(|| panic!("no faults\n{shown}"));
-    let switched = counted("context-switches").unwrap_or_else(|| panic!("no switches\n{shown}"));
-    assert!(
-        faults <= minflt && faults + FAULT_MARGIN >= minflt,
-        "{faults} page faults in MPI_Recv by Hark, {minflt} by the program around them\n{shown}"
-    );
-    assert!(
-        switched <= switches && switched + SWITCH_MARGIN >= switches,
-        "{switched} context switches in MPI_Recv by Hark, {switches} by the program around them\n{shown}"
-    );
+    let shown = format!("{text}\nMPI_Recv: {}", p["mpi"]["MPI_Recv"]);
     // The sender's sends have counts of their own too.
     assert!(
         p["mpi"]["MPI_Send"]["counters"]["page-faults"].is_array(),
