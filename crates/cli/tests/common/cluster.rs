@@ -216,3 +216,42 @@ fn namespaces_or_skip() -> bool {
         }
     }
 }
+
+/// The line that names Open MPI 4.1's known death in `MPI_Init` under
+/// `srun` on a loaded machine, if `stderr` has it (docs/cluster.md,
+/// "Known problems"; it comes without Hark too): waiting in the modex
+/// fence, a rank takes a peer's first message over TCP before its PML has
+/// registered the callback, and calls through the null pointer. Under
+/// Hark the probe's line names it; without, Open MPI's own report does: a
+/// segmentation fault at address 0 whose backtrace is the signal frame
+/// alone (a jump to 0 leaves no frame to unwind), the report's
+/// `Failing at address: (nil)` line is returned. A fault anywhere else, or
+/// a null call from another library under Hark, is not this.
+pub fn open_mpi_init_crash(stderr: &str) -> Option<&str> {
+    let hark = stderr.lines().find(|l| {
+        l.starts_with("hark: SIGSEGV")
+            && l.contains(
+                "a call through a null function pointer (to 0x0), called from mca_btl_tcp.so+",
+            )
+    });
+    hark.or_else(|| {
+        stderr.lines().find(|l| {
+            let Some((process, rest)) = l.split_once("] ") else {
+                return false;
+            };
+            let of_it = |text: &str| {
+                stderr
+                    .lines()
+                    .filter(|l| l.strip_prefix(process).is_some_and(|r| r.starts_with("] ")))
+                    .filter(|l| l.contains(text))
+                    .count()
+            };
+            process.starts_with('[')
+                && rest == "Failing at address: (nil)"
+                && of_it("] Signal: Segmentation fault (11)") == 1
+                && of_it("] [ 0] ") == 1
+                && of_it("] [ 1] ") == 0
+                && of_it("] *** End of error message ***") == 1
+        })
+    })
+}
