@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::cluster::{open_mpi_init_crash, shared_scratch, Cluster};
+use common::cluster::{run_again, shared_scratch, Cluster};
 use common::*;
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -134,15 +134,11 @@ fn host_monotonic_ns() -> i64 {
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
-/// Runs of a job that Open MPI may kill in `MPI_Init` before the test
-/// fails (`open_mpi_init_crash`).
-const RUNS: usize = 3;
-
 /// Runs `command` on n1 in `dir` and checks that its `np` ranks ran one
 /// per node (round robin), each reading its own node's clock: between
 /// the host's clock before and after the job, plus the node's offset.
 /// A job that Open MPI kills in `MPI_Init` (docs/cluster.md, "Known
-/// problems") runs again, up to [`RUNS`] in all; with `srun`'s
+/// problems") runs again, up to [`RUNS`](common::cluster::RUNS) in all; with `srun`'s
 /// `--kill-on-bad-exit` (`SLURM_KILL_BAD_EXIT`) it ends at once instead
 /// of leaving the other ranks in their first collective.
 fn run_and_check(cluster: &Cluster, dir: &Path, command: &[String], np: usize) {
@@ -167,9 +163,8 @@ fn run_and_check(cluster: &Cluster, dir: &Path, command: &[String], np: usize) {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        match open_mpi_init_crash(&said).filter(|_| !out.status.success() && run < RUNS) {
-            Some(line) => eprintln!("note: run {run} of {command:?}: {line}; running it again"),
-            None => break (out, hung, before, after),
+        if !run_again(&out, &said, run, &format!("{command:?}")) {
+            break (out, hung, before, after);
         }
         run += 1;
     };

@@ -18,7 +18,7 @@ mod common;
 #[path = "common/independent_count.rs"]
 mod independent_count;
 
-use common::cluster::{open_mpi_init_crash, shared_scratch, Cluster};
+use common::cluster::{open_mpi_init_crash, run_again, shared_scratch, Cluster};
 use common::*;
 use independent_count::*;
 use std::collections::BTreeSet;
@@ -489,9 +489,8 @@ fn inside_salloc_srun_and_mpirun_reach_hark_from_every_node() {
                 .output_within()
                 .expect("cannot run cluster.sh");
             let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-            match open_mpi_init_crash(&stderr).filter(|_| !out.status.success() && tries < 3) {
-                Some(line) => eprintln!("note: {name}: {line}; running the job again"),
-                None => break (out, stderr, run_dir),
+            if !run_again(&out, &stderr, tries, name) {
+                break (out, stderr, run_dir);
             }
         };
         assert_exit(&out, 0);

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::cluster::{open_mpi_init_crash, shared_scratch, Cluster};
+use common::cluster::{run_again, shared_scratch, Cluster};
 use common::*;
 use std::path::Path;
 
@@ -26,12 +26,8 @@ fn run_across(cluster: &Cluster, dir: &Path, analysers: usize, command: &[String
     run_across_env(cluster, dir, analysers, command, what, &[]);
 }
 
-/// Runs of a job that Open MPI may kill in `MPI_Init` before the test
-/// fails (`open_mpi_init_crash`; docs/cluster.md, "Known problems").
-const RUNS: usize = 3;
-
 /// [`run_across`] with more environment for `hark run` and its job; a run
-/// that Open MPI kills in `MPI_Init` runs again, up to [`RUNS`] in all
+/// that Open MPI kills in `MPI_Init` runs again, up to [`RUNS`](common::cluster::RUNS) in all
 /// (`srun`'s `--kill-on-bad-exit` ends it at once).
 fn run_across_env(
     cluster: &Cluster,
@@ -60,9 +56,8 @@ fn run_across_env(
         mpi_env(&mut cmd).envs(env.iter().copied());
         let out = cmd.output_within().expect("cannot run cluster.sh");
         let err = String::from_utf8_lossy(&out.stderr);
-        match open_mpi_init_crash(&err).filter(|_| !out.status.success() && run < RUNS) {
-            Some(line) => eprintln!("note: run {run} of {what}: {line}; running it again"),
-            None => break out,
+        if !run_again(&out, &err, run, what) {
+            break out;
         }
         run += 1;
     };

@@ -255,3 +255,20 @@ pub fn open_mpi_init_crash(stderr: &str) -> Option<&str> {
         })
     })
 }
+
+/// Runs of a job that Open MPI may kill in `MPI_Init` before a test fails.
+pub const RUNS: usize = 3;
+
+/// Whether run `run` (from 1) of a job, which ended with `out` and said
+/// `said`, is run again: it failed of Open MPI's death in `MPI_Init`
+/// ([`open_mpi_init_crash`]) and fewer than [`RUNS`] runs were made. Says
+/// so in one line that names `what`.
+pub fn run_again(out: &Output, said: &str, run: usize, what: &str) -> bool {
+    match open_mpi_init_crash(said).filter(|_| !out.status.success() && run < RUNS) {
+        Some(line) => {
+            eprintln!("note: run {run} of {what}: {line}; running it again");
+            true
+        }
+        None => false,
+    }
+}
