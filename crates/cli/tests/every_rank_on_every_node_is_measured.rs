@@ -18,7 +18,7 @@ mod common;
 #[path = "common/independent_count.rs"]
 mod independent_count;
 
-use common::cluster::{open_mpi_init_crash, run_again, shared_scratch, Cluster};
+use common::cluster::{open_mpi_init_crash, run_again, shared_scratch, Cluster, RUNS};
 use common::*;
 use independent_count::*;
 use std::collections::BTreeSet;
@@ -217,8 +217,8 @@ fn every_rank_measured_by(mpi: Mpi, nodes: usize, slurm: bool) {
     }
     // The MPI library's own faults (MPICH's finalize hang, Open MPI's
     // death in MPI_Init under srun): a job that met one is run again, on a
-    // fresh cluster, twice at most.
-    for _ in 0..3 {
+    // fresh cluster, up to RUNS runs in all.
+    for _ in 0..RUNS {
         if measured_unless_mpi_failed(mpi, nodes, slurm) {
             return;
         }
@@ -228,10 +228,10 @@ fn every_rank_measured_by(mpi: Mpi, nodes: usize, slurm: bool) {
             mpi.name
         );
     }
-    // Both come without Hark too: three in a row on a loaded machine say
+    // Both come without Hark too: RUNS in a row on a loaded machine say
     // nothing of Hark's, and fail no test.
     eprintln!(
-        "note: {}: the MPI library failed on its own three times; not checked this run",
+        "note: {}: the MPI library failed on its own {RUNS} times; not checked this run",
         mpi.name
     );
 }

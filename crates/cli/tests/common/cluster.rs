@@ -256,7 +256,9 @@ pub fn open_mpi_init_crash(stderr: &str) -> Option<&str> {
     })
 }
 
-/// Runs of a job that Open MPI may kill in `MPI_Init` before a test fails.
+/// Runs of a cluster job that the MPI library's own faults (Open MPI's
+/// death in `MPI_Init`, MPICH's finalize hang) may end before a test gives
+/// up on it.
 pub const RUNS: usize = 3;
 
 /// Whether run `run` (from 1) of a job, which ended with `out` and said
