@@ -20,6 +20,20 @@
 # cluster's rsh agent, and `auto` (the default: n1's ranks use hark's Unix
 # socket, the other nodes' a forwarder each) stands beside `never`. Any
 # build then does (no test hooks).
+#
+# With FIT="R1 R2 ...", instead: what a forwarder costs its node, apart
+# from hark's work, as CPU = f0 + f_e * events per forwarder, fitted by
+# least squares over every forwarder of FIT_RUNS (default 3) runs at each
+# size in FIT (sizes in turn, so that drift hits them all), through
+# forwarders, on the first entry of NODES_LIST x RANKS_PER_NODE_LIST. The
+# program is the ring (R rounds of 100 ints, at its own pace: the probes
+# ship small packs) or, with FIT_PROGRAM=flood, mpi_flood (R iterations
+# as fast as the ranks go: the forwarders relay full packs at line rate).
+# f0 is what a forwarder costs whatever it carries (start, clock
+# alignments, end), f_e what relaying one event costs. Prints every
+# forwarder's line and hark's own after each run, then f0 and f_e;
+# `docs/scaling-model.md` uses them. CPU comes in 10 ms ticks: give the
+# runs at least 10^6 events per forwarder.
 # Numbers go to BENCHMARKS.md, "Forwarders".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,6 +55,9 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 mpicc.openmpi -O2 -o "$work/ring" "$root/crates/cli/tests/programs/ring.c"
+mpicc.openmpi -O2 -o "$work/flood" "$root/crates/server/benches/mpi_flood.c"
+# The program of a run of R: the ring, or mpi_flood (FIT_PROGRAM, above).
+program() { if [ "${FIT_PROGRAM:-ring}" = flood ]; then echo "$work/flood $1"; else echo "$work/ring $1 100"; fi; }
 
 # node list for HARK_TEST_NODES: rank r on node r / rpn
 node_list() { local n=$1 rpn=$2 out=() i j; for ((i = 0; i < n; i++)); do for ((j = 0; j < rpn; j++)); do out+=("$i"); done; done; (IFS=,; echo "${out[*]}"); }
@@ -60,10 +77,10 @@ start() { # mode nodes rpn: starts hark run in the background
       "$root/scripts/cluster.sh" exec "$id" n1 "$hark" run -v --no-http -o "$work/run" -- \
       mpirun.openmpi --oversubscribe --host "$(host_list "$n" "$rpn")" --map-by node \
       --mca btl self,tcp --mca plm_rsh_agent "$("$root/scripts/cluster.sh" agent "$id")" \
-      -x HARK_FORWARD_STATS -np "$np" "$work/ring" "$rounds" 100 >/dev/null 2>"$work/err") &
+      -x HARK_FORWARD_STATS -np "$np" $(program "$rounds") >/dev/null 2>"$work/err") &
   else
     HARK_FORWARD=$mode HARK_TEST_NODES=$(node_list "$n" "$rpn") HARK_FORWARD_STATS="$work/stats" \
-      "$hark" run -v -o "$work/run" -- mpirun.openmpi --oversubscribe -np "$np" "$work/ring" "$rounds" 100 \
+      "$hark" run -v -o "$work/run" -- mpirun.openmpi --oversubscribe -np "$np" $(program "$rounds") \
       >/dev/null 2>"$work/err" &
   fi
 }
@@ -107,6 +124,33 @@ one() { # mode nodes rpn
   fi
   echo "$mode $n $rpn $conns $threads $sockets $peak $cpu"
 }
+
+if [ -n "${FIT:-}" ]; then
+  n=${nodes_list%% *} rpn=${rpn_list%% *}
+  mode=always
+  [ "$cluster" = 1 ] && mode=auto
+  echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "rounds events cpu_ms (one line per forwarder, $n nodes x $rpn ranks)"
+  : > "$work/fit"
+  for _ in $(seq "${FIT_RUNS:-3}"); do for rounds in $FIT; do
+    rm -rf "$work/run" "$work/stats" "$work/err"
+    start "$mode" "$n" "$rpn" || exit 1
+    wait $! || true
+    grep -q '^hark: report ready' "$work/err" || { echo "run of $rounds rounds failed: $(tail -3 "$work/err" | tr '\n' ' ')" >&2; exit 1; }
+    want=$n
+    [ "$cluster" = 1 ] && want=$((n - 1))
+    for _ in $(seq 100); do [ "$(cat "$work/stats" 2>/dev/null | wc -l || true)" -ge "$want" ] && break; sleep 0.1; done
+    awk -v r="$rounds" '{for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } print r, v["events"], v["cpu_ms"]}' "$work/stats" | tee -a "$work/fit"
+    echo "# $(grep -o 'hark: .* events per CPU-second' "$work/err" || true)"
+  done; done
+  # Least squares of cpu_ms on events.
+  awk '{n++; x += $2; y += $3; xx += $2 * $2; xy += $2 * $3}
+    END { d = n * xx - x * x; if (n < 2 || d == 0) { print "fit: need runs of at least two sizes"; exit 1 }
+      b = (n * xy - x * y) / d; a = (y - b * x) / n
+      printf "f0 = %.1f ms per forwarder, f_e = %.0f ns per event relayed (%d forwarders fitted)\n", a, b * 1e6, n }' "$work/fit"
+  echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
+fi
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "mode nodes ranks_per_node connections threads_max sockets_max peak_MiB cpu_ns_per_event"
