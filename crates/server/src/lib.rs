@@ -182,6 +182,10 @@ pub struct Status {
     pub refused: u64,
     /// Time readers spent waiting for the analyses to catch up, in ns.
     pub throttled_ns: u64,
+    /// Processes ended and not yet folded into their program's row of
+    /// other processes (`ServerConfig::rows`): the analyses still hold
+    /// their last events. Each keeps its row until then.
+    pub folding: u64,
 }
 
 /// A running analysis server. See the crate documentation.
@@ -224,7 +228,10 @@ impl Server {
             listener = listener.also(more);
         }
         let board = Board::new(config.workers.max(1));
-        let state = Arc::new(State {
+        let state = Arc::new_cyclic(|me| State {
+            me: me.clone(),
+            folding_in_pass: Default::default(),
+            fold_retrying: AtomicBool::new(false),
             placement: Arc::new(place::Placement::new(board.clone())),
             board,
             analyses,
@@ -313,6 +320,7 @@ impl Server {
             0.0
         };
         *last = (now, events);
+        let folding = self.state.folding() as u64;
         let programs = self
             .state
             .programs
@@ -328,6 +336,7 @@ impl Server {
             broken: c.broken.load(Ordering::Relaxed),
             refused: c.refused.load(Ordering::Relaxed),
             throttled_ns: c.throttled_ns.load(Ordering::Relaxed),
+            folding,
         }
     }
 
@@ -707,5 +716,83 @@ mod tests {
         ]);
         let names: Vec<&str> = run.programs.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["ring", "later", "sh", "hostname"]);
+    }
+
+    #[test]
+    fn a_process_the_analyses_still_held_at_its_close_is_folded_without_another_close() {
+        use hark_wire::{ClockSource, End, EndReason, Hello};
+        use std::io::Write;
+        use std::os::unix::net::UnixStream;
+        let dir = std::env::temp_dir().join(format!("hark-fold-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sock");
+        // One row: the second process folds into the row of the others.
+        let server = Server::start(ServerConfig {
+            addr: format!("unix:{}", path.display()),
+            workers: 1,
+            rows: 1,
+            ..ServerConfig::default()
+        })
+        .unwrap();
+        let process = |pid: u32| {
+            let mut bytes = Vec::new();
+            Hello {
+                program: "true".into(),
+                argv: vec!["true".into()],
+                host: "h".into(),
+                pid,
+                rank: -1,
+                size: -1,
+                job: "j".into(),
+                clock: ClockSource::Monotonic,
+                clock_ns: 1_000,
+                realtime_ns: 1_700_000_000_000_000_000,
+                pack_size: 1 << 16,
+                secret: String::new(),
+                parent: 0,
+            }
+            .encode(&mut bytes);
+            let end = End {
+                events_written: 0,
+                events_dropped: 0,
+                packs_sent: 0,
+                reason: EndReason::Exit,
+            };
+            (UnixStream::connect(&path).unwrap(), bytes, end)
+        };
+        let until = |what: &str, done: &dyn Fn(&Status) -> bool| {
+            let give_up = Instant::now() + Duration::from_secs(30);
+            while !done(&server.status()) {
+                assert!(Instant::now() < give_up, "{what}: {:?}", server.status());
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        };
+        for pid in [1, 2] {
+            let (mut s, mut bytes, end) = process(pid);
+            s.write_all(&bytes).unwrap();
+            until("hello", &|st| st.connections == u64::from(pid));
+            // The second process's record is held, as a board job holding
+            // its last events would, across its close.
+            let held = (pid == 2).then(|| {
+                let conns = hark_sync::read(&server.state.conns);
+                let held = conns.values().find(|c| c.info.hello().pid == 2).cloned();
+                held.expect("the second process's record")
+            });
+            bytes.clear();
+            end.encode(&mut bytes);
+            s.write_all(&bytes).unwrap();
+            drop(s);
+            until("close", &|st| st.open == 0);
+            if let Some(held) = held {
+                assert_eq!(server.status().folding, 1, "held at its close");
+                drop(held);
+            }
+        }
+        // No further close comes; the retrying thread folds it.
+        until("folded", &|st| st.folding == 0);
+        let run = server.finish(Duration::from_secs(10));
+        let others = run.programs[0].rank_info.last().unwrap();
+        assert_eq!((run.programs[0].rank_info.len(), others.folded), (2, 1));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1012,7 +1012,10 @@ impl Router {
     }
 
     fn new_job(&self, owner: Option<u32>, hello: &Hello) -> Arc<Job> {
-        let state = Arc::new(State {
+        let state = Arc::new_cyclic(|me| State {
+            me: me.clone(),
+            folding_in_pass: Default::default(),
+            fold_retrying: AtomicBool::new(false),
             board: self.board.clone(),
             analyses: self.analyses.clone(),
             config: Config {

@@ -41,8 +41,8 @@ use hark_model::{Accounting, ChildProcess, FileIo, Program};
 use hark_transport::{Closed, ConnId, Sink};
 use hark_wire::{Action, ClockReference, ClockSync, Frame, Hello, PackBytes};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 /// Handshake offsets smaller than this are taken as transmission delay
@@ -160,6 +160,13 @@ pub(crate) struct State {
     /// Closed streams to fold into their program's row of other processes
     /// once the board is done with them.
     pub(crate) folding: Mutex<Vec<u64>>,
+    /// Streams taken out of `folding` by a pass that has not ended (counted
+    /// and changed under `folding`'s lock).
+    pub(crate) folding_in_pass: AtomicUsize,
+    /// Whether a thread is retrying `folding` ([`State::fold_finished`]).
+    pub(crate) fold_retrying: AtomicBool,
+    /// This state, for the thread that retries `folding`.
+    pub(crate) me: Weak<State>,
     /// Keeps the readers and workers off the cores bound ranks use.
     pub(crate) placement: Arc<crate::place::Placement>,
     /// Where `--trace` keeps raw events, if asked.
@@ -172,6 +179,9 @@ pub(crate) struct State {
 }
 
 const MAX_PROBLEMS: usize = 32;
+
+/// How often streams the board still held at their close are tried again.
+const FOLD_RETRY: Duration = Duration::from_millis(20);
 
 impl State {
     fn conn(&self, id: ConnId) -> Option<Arc<Conn>> {
@@ -251,14 +261,70 @@ impl State {
     /// Folds every closed stream waiting in `folding` that the board is
     /// done with into its program's row of other processes, and forgets
     /// it: its connection record, its place in the program, its states.
+    /// What stays per process is nothing, so a run of 40,000 short
+    /// processes costs what a run of 1,000 does.
+    ///
     /// A stream the board still holds (its last packs not yet analysed)
-    /// waits for a later call. What stays per process is nothing, so a run
-    /// of 40,000 short processes costs what a run of 1,000 does.
+    /// waits, and a thread tries again every [`FOLD_RETRY`] until none
+    /// waits: the next close may never come (a burst of processes, then
+    /// one long one), and until then each waiting stream keeps its row.
     pub(crate) fn fold_finished(&self) {
-        let waiting = std::mem::take(&mut *hark_sync::lock(&self.folding));
-        if waiting.is_empty() {
-            return;
+        if self.fold_pass() > 0 && !self.fold_retrying.swap(true, Ordering::AcqRel) {
+            let Some(me) = self.me.upgrade() else {
+                self.fold_retrying.store(false, Ordering::Release);
+                return;
+            };
+            let spawned = std::thread::Builder::new()
+                .name("hark-fold".into())
+                .spawn(move || me.retry_folding());
+            if spawned.is_err() {
+                // No thread now: the next close or the run's end folds them.
+                self.fold_retrying.store(false, Ordering::Release);
+            }
         }
+    }
+
+    /// The retrying thread of [`State::fold_finished`]. It ends when no
+    /// stream waits, or when it alone holds the state (the server is gone).
+    fn retry_folding(self: Arc<State>) {
+        loop {
+            std::thread::sleep(FOLD_RETRY);
+            if Arc::strong_count(&self) == 1 {
+                self.fold_retrying.store(false, Ordering::Release);
+                return;
+            }
+            if self.fold_pass() == 0 {
+                self.fold_retrying.store(false, Ordering::Release);
+                // A stream deferred after that pass, while the flag was
+                // still set, was left to this thread.
+                if hark_sync::lock(&self.folding).is_empty()
+                    || self.fold_retrying.swap(true, Ordering::AcqRel)
+                {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// How many closed streams wait to be folded away.
+    pub(crate) fn folding(&self) -> usize {
+        let waiting = hark_sync::lock(&self.folding);
+        waiting.len() + self.folding_in_pass.load(Ordering::Relaxed)
+    }
+
+    /// One pass of [`State::fold_finished`]; returns how many streams
+    /// still wait.
+    fn fold_pass(&self) -> usize {
+        let waiting = {
+            let mut waiting = hark_sync::lock(&self.folding);
+            self.folding_in_pass
+                .fetch_add(waiting.len(), Ordering::Relaxed);
+            std::mem::take(&mut *waiting)
+        };
+        if waiting.is_empty() {
+            return 0;
+        }
+        let taken = waiting.len();
         let mut later = Vec::new();
         let mut gone: Vec<(u64, Arc<OnBoard>)> = Vec::new();
         for id in waiting {
@@ -307,7 +373,11 @@ impl State {
                 }
             }
         }
-        hark_sync::lock(&self.folding).extend(later);
+        let left = later.len();
+        let mut waiting = hark_sync::lock(&self.folding);
+        waiting.extend(later);
+        self.folding_in_pass.fetch_sub(taken, Ordering::Relaxed);
+        left
     }
 
     /// Folds every program, in order of first handshake.
