@@ -230,8 +230,6 @@ impl Server {
         let board = Board::new(config.workers.max(1));
         let state = Arc::new_cyclic(|me| State {
             me: me.clone(),
-            folding_in_pass: Default::default(),
-            fold_retrying: AtomicBool::new(false),
             placement: Arc::new(place::Placement::new(board.clone())),
             board,
             analyses,
@@ -251,7 +249,7 @@ impl Server {
             pids: Mutex::default(),
             secret: config.secret.clone(),
             rejected: Mutex::default(),
-            folding: Mutex::default(),
+            folding: Default::default(),
             trace,
             probe_realtime: config.probe_realtime,
             handshakes: config.handshakes.clone(),
@@ -718,81 +716,103 @@ mod tests {
         assert_eq!(names, ["ring", "later", "sh", "hostname"]);
     }
 
-    #[test]
-    fn a_process_the_analyses_still_held_at_its_close_is_folded_without_another_close() {
-        use hark_wire::{ClockSource, End, EndReason, Hello};
-        use std::io::Write;
-        use std::os::unix::net::UnixStream;
-        let dir = std::env::temp_dir().join(format!("hark-fold-{}", std::process::id()));
+    /// A server keeping one row of its own (the second process folds into
+    /// the row of others) and its socket's directory.
+    fn one_row_server(name: &str) -> (Server, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("hark-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("sock");
-        // One row: the second process folds into the row of the others.
         let server = Server::start(ServerConfig {
-            addr: format!("unix:{}", path.display()),
+            addr: format!("unix:{}", dir.join("sock").display()),
             workers: 1,
             rows: 1,
             ..ServerConfig::default()
         })
         .unwrap();
-        let process = |pid: u32| {
-            let mut bytes = Vec::new();
-            Hello {
-                program: "true".into(),
-                argv: vec!["true".into()],
-                host: "h".into(),
-                pid,
-                rank: -1,
-                size: -1,
-                job: "j".into(),
-                clock: ClockSource::Monotonic,
-                clock_ns: 1_000,
-                realtime_ns: 1_700_000_000_000_000_000,
-                pack_size: 1 << 16,
-                secret: String::new(),
-                parent: 0,
-            }
-            .encode(&mut bytes);
-            let end = End {
-                events_written: 0,
-                events_dropped: 0,
-                packs_sent: 0,
-                reason: EndReason::Exit,
-            };
-            (UnixStream::connect(&path).unwrap(), bytes, end)
-        };
-        let until = |what: &str, done: &dyn Fn(&Status) -> bool| {
-            let give_up = Instant::now() + Duration::from_secs(30);
-            while !done(&server.status()) {
-                assert!(Instant::now() < give_up, "{what}: {:?}", server.status());
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        };
-        for pid in [1, 2] {
-            let (mut s, mut bytes, end) = process(pid);
-            s.write_all(&bytes).unwrap();
-            until("hello", &|st| st.connections == u64::from(pid));
-            // The second process's record is held, as a board job holding
-            // its last events would, across its close.
-            let held = (pid == 2).then(|| {
-                let conns = hark_sync::read(&server.state.conns);
-                let held = conns.values().find(|c| c.info.hello().pid == 2).cloned();
-                held.expect("the second process's record")
-            });
-            bytes.clear();
-            end.encode(&mut bytes);
-            s.write_all(&bytes).unwrap();
-            drop(s);
-            until("close", &|st| st.open == 0);
-            if let Some(held) = held {
-                assert_eq!(server.status().folding, 1, "held at its close");
-                drop(held);
-            }
+        (server, dir)
+    }
+
+    fn until(server: &Server, what: &str, done: impl Fn(&Status) -> bool) {
+        let give_up = Instant::now() + Duration::from_secs(30);
+        while !done(&server.status()) {
+            assert!(Instant::now() < give_up, "{what}: {:?}", server.status());
+            std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// Runs a rankless process `pid` (hello, end, close) through `server`;
+    /// the second one's record is returned held across its close, as a
+    /// board job holding its last events would hold it.
+    fn short_process(server: &Server, dir: &std::path::Path, pid: u32) -> Option<Arc<sink::Conn>> {
+        use hark_wire::{ClockSource, End, EndReason, Hello};
+        use std::io::Write;
+        let mut s = std::os::unix::net::UnixStream::connect(dir.join("sock")).unwrap();
+        let mut bytes = Vec::new();
+        Hello {
+            program: "true".into(),
+            argv: vec!["true".into()],
+            host: "h".into(),
+            pid,
+            rank: -1,
+            size: -1,
+            job: "j".into(),
+            clock: ClockSource::Monotonic,
+            clock_ns: 1_000,
+            realtime_ns: 1_700_000_000_000_000_000,
+            pack_size: 1 << 16,
+            secret: String::new(),
+            parent: 0,
+        }
+        .encode(&mut bytes);
+        s.write_all(&bytes).unwrap();
+        until(server, "hello", |st| st.connections == u64::from(pid));
+        let held = (pid == 2).then(|| {
+            let conns = hark_sync::read(&server.state.conns);
+            let held = conns.values().find(|c| c.info.hello().pid == 2).cloned();
+            held.expect("the second process's record")
+        });
+        bytes.clear();
+        End {
+            events_written: 0,
+            events_dropped: 0,
+            packs_sent: 0,
+            reason: EndReason::Exit,
+        }
+        .encode(&mut bytes);
+        s.write_all(&bytes).unwrap();
+        drop(s);
+        until(server, "close", |st| st.open == 0);
+        held
+    }
+
+    #[test]
+    fn a_process_the_analyses_still_held_at_its_close_is_folded_without_another_close() {
+        let (server, dir) = one_row_server("fold");
+        assert!(short_process(&server, &dir, 1).is_none());
+        let held = short_process(&server, &dir, 2);
+        assert_eq!(server.status().folding, 1, "held at its close");
+        drop(held);
         // No further close comes; the retrying thread folds it.
-        until("folded", &|st| st.folding == 0);
+        until(&server, "folded", |st| st.folding == 0);
         let run = server.finish(Duration::from_secs(10));
         let others = run.programs[0].rank_info.last().unwrap();
         assert_eq!((run.programs[0].rank_info.len(), others.folded), (2, 1));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn nothing_is_folded_once_the_run_s_end_has_taken_the_programs() {
+        let (server, dir) = one_row_server("fold-end");
+        short_process(&server, &dir, 1);
+        let held = short_process(&server, &dir, 2);
+        // The end folds the programs while the process is still held: it
+        // keeps a row of its own there, and no pass may fold it after.
+        let programs = server.state.fold();
+        let rows: Vec<u32> = programs[0].rank_info.iter().map(|r| r.pid).collect();
+        assert_eq!(rows, [1, 2]);
+        drop(held);
+        std::thread::sleep(sink::FOLD_RETRY * 5);
+        assert_eq!(server.status().folding, 1, "a pass folded it after the end");
+        assert!(server.finish(Duration::from_secs(10)).programs.is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1014,8 +1014,6 @@ impl Router {
     fn new_job(&self, owner: Option<u32>, hello: &Hello) -> Arc<Job> {
         let state = Arc::new_cyclic(|me| State {
             me: me.clone(),
-            folding_in_pass: Default::default(),
-            fold_retrying: AtomicBool::new(false),
             board: self.board.clone(),
             analyses: self.analyses.clone(),
             config: Config {
@@ -1033,7 +1031,7 @@ impl Router {
             pids: Mutex::default(),
             secret: None,
             rejected: Mutex::default(),
-            folding: Mutex::default(),
+            folding: Default::default(),
             placement: self.placement.clone(),
             trace: None,
             probe_realtime: false,

@@ -41,7 +41,7 @@ use hark_model::{Accounting, ChildProcess, FileIo, Program};
 use hark_transport::{Closed, ConnId, Sink};
 use hark_wire::{Action, ClockReference, ClockSync, Frame, Hello, PackBytes};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
@@ -158,13 +158,8 @@ pub(crate) struct State {
     /// times each (bounded: the first few reasons).
     pub(crate) rejected: Mutex<Vec<(String, u64)>>,
     /// Closed streams to fold into their program's row of other processes
-    /// once the board is done with them.
-    pub(crate) folding: Mutex<Vec<u64>>,
-    /// Streams taken out of `folding` by a pass that has not ended (counted
-    /// and changed under `folding`'s lock).
-    pub(crate) folding_in_pass: AtomicUsize,
-    /// Whether a thread is retrying `folding` ([`State::fold_finished`]).
-    pub(crate) fold_retrying: AtomicBool,
+    /// once the board is done with them ([`State::fold_finished`]).
+    pub(crate) folding: Folding,
     /// This state, for the thread that retries `folding`.
     pub(crate) me: Weak<State>,
     /// Keeps the readers and workers off the cores bound ranks use.
@@ -178,10 +173,25 @@ pub(crate) struct State {
     pub(crate) parked: Mutex<Vec<(u32, hark_engine::exchange::Parcel)>>,
 }
 
+/// Closed streams waiting to be folded away, and the passes that fold them.
+#[derive(Default)]
+pub(crate) struct Folding {
+    /// Closed streams not yet folded.
+    waiting: Mutex<Vec<u64>>,
+    /// Held by a pass for all of it, so that passes never overlap and a
+    /// count never misses the streams a pass holds; `true` once the run's
+    /// end has taken the programs: from then on no pass folds anything,
+    /// as a stream folded while programs are folded would be in neither
+    /// its own row nor the row of others.
+    pass: Mutex<bool>,
+    /// Whether a thread is retrying the streams that wait.
+    retrying: AtomicBool,
+}
+
 const MAX_PROBLEMS: usize = 32;
 
 /// How often streams the board still held at their close are tried again.
-const FOLD_RETRY: Duration = Duration::from_millis(20);
+pub(crate) const FOLD_RETRY: Duration = Duration::from_millis(20);
 
 impl State {
     fn conn(&self, id: ConnId) -> Option<Arc<Conn>> {
@@ -269,9 +279,10 @@ impl State {
     /// waits: the next close may never come (a burst of processes, then
     /// one long one), and until then each waiting stream keeps its row.
     pub(crate) fn fold_finished(&self) {
-        if self.fold_pass() > 0 && !self.fold_retrying.swap(true, Ordering::AcqRel) {
+        let retrying = &self.folding.retrying;
+        if self.fold_pass() > 0 && !retrying.swap(true, Ordering::AcqRel) {
             let Some(me) = self.me.upgrade() else {
-                self.fold_retrying.store(false, Ordering::Release);
+                retrying.store(false, Ordering::Release);
                 return;
             };
             let spawned = std::thread::Builder::new()
@@ -279,27 +290,27 @@ impl State {
                 .spawn(move || me.retry_folding());
             if spawned.is_err() {
                 // No thread now: the next close or the run's end folds them.
-                self.fold_retrying.store(false, Ordering::Release);
+                retrying.store(false, Ordering::Release);
             }
         }
     }
 
     /// The retrying thread of [`State::fold_finished`]. It ends when no
-    /// stream waits, or when it alone holds the state (the server is gone).
+    /// stream waits, when the run's end has taken the programs, or when it
+    /// alone holds the state (the server is gone).
     fn retry_folding(self: Arc<State>) {
+        let retrying = &self.folding.retrying;
         loop {
             std::thread::sleep(FOLD_RETRY);
             if Arc::strong_count(&self) == 1 {
-                self.fold_retrying.store(false, Ordering::Release);
+                retrying.store(false, Ordering::Release);
                 return;
             }
             if self.fold_pass() == 0 {
-                self.fold_retrying.store(false, Ordering::Release);
+                retrying.store(false, Ordering::Release);
                 // A stream deferred after that pass, while the flag was
                 // still set, was left to this thread.
-                if hark_sync::lock(&self.folding).is_empty()
-                    || self.fold_retrying.swap(true, Ordering::AcqRel)
-                {
+                if !self.left_to_fold() || retrying.swap(true, Ordering::AcqRel) {
                     return;
                 }
             }
@@ -308,23 +319,27 @@ impl State {
 
     /// How many closed streams wait to be folded away.
     pub(crate) fn folding(&self) -> usize {
-        let waiting = hark_sync::lock(&self.folding);
-        waiting.len() + self.folding_in_pass.load(Ordering::Relaxed)
+        let _pass = hark_sync::lock(&self.folding.pass);
+        hark_sync::lock(&self.folding.waiting).len()
+    }
+
+    /// Whether a later pass may fold a stream that waits.
+    fn left_to_fold(&self) -> bool {
+        let ended = hark_sync::lock(&self.folding.pass);
+        !*ended && !hark_sync::lock(&self.folding.waiting).is_empty()
     }
 
     /// One pass of [`State::fold_finished`]; returns how many streams
-    /// still wait.
+    /// wait for a later one (none once the run's end took the programs).
     fn fold_pass(&self) -> usize {
-        let waiting = {
-            let mut waiting = hark_sync::lock(&self.folding);
-            self.folding_in_pass
-                .fetch_add(waiting.len(), Ordering::Relaxed);
-            std::mem::take(&mut *waiting)
-        };
+        let ended = hark_sync::lock(&self.folding.pass);
+        if *ended {
+            return 0;
+        }
+        let waiting = std::mem::take(&mut *hark_sync::lock(&self.folding.waiting));
         if waiting.is_empty() {
             return 0;
         }
-        let taken = waiting.len();
         let mut later = Vec::new();
         let mut gone: Vec<(u64, Arc<OnBoard>)> = Vec::new();
         for id in waiting {
@@ -373,11 +388,10 @@ impl State {
                 }
             }
         }
-        let left = later.len();
-        let mut waiting = hark_sync::lock(&self.folding);
+        let mut waiting = hark_sync::lock(&self.folding.waiting);
         waiting.extend(later);
-        self.folding_in_pass.fetch_sub(taken, Ordering::Relaxed);
-        left
+        drop(ended);
+        waiting.len()
     }
 
     /// Folds every program, in order of first handshake.
@@ -470,6 +484,7 @@ impl State {
         }
         drop(levels);
         self.fold_finished();
+        *hark_sync::lock(&self.folding.pass) = true;
         let mut programs = std::mem::take(&mut *hark_sync::lock(&self.programs));
         // Readers say hello in whatever order their threads run.
         programs.sort_by_key(ProgramSlot::order);
@@ -835,7 +850,7 @@ impl Sink for State {
                 *hark_sync::lock(&c.outcome) = Some(outcome);
                 if c.foldable && c.info.world_rank() < 0 {
                     drop(c);
-                    hark_sync::lock(&self.folding).push(conn.0);
+                    hark_sync::lock(&self.folding.waiting).push(conn.0);
                     self.fold_finished();
                 }
             }
