@@ -739,36 +739,32 @@ mod tests {
         }
     }
 
-    /// Runs a rankless process `pid` (hello, end, close) through `server`;
-    /// the second one's record is returned held across its close, as a
-    /// board job holding its last events would hold it.
-    fn short_process(server: &Server, dir: &std::path::Path, pid: u32) -> Option<Arc<sink::Conn>> {
-        use hark_wire::{ClockSource, End, EndReason, Hello};
+    /// Runs a rankless process `pid` (hello, end, close) through `server`,
+    /// the `pid`th to connect; with `hold`, its record is returned held
+    /// across its close, as a board job holding its last events holds it.
+    fn short_process(
+        server: &Server,
+        dir: &std::path::Path,
+        pid: u32,
+        hold: bool,
+    ) -> Option<Arc<sink::Conn>> {
+        use hark_wire::{End, EndReason, Hello};
         use std::io::Write;
         let mut s = std::os::unix::net::UnixStream::connect(dir.join("sock")).unwrap();
         let mut bytes = Vec::new();
         Hello {
-            program: "true".into(),
-            argv: vec!["true".into()],
-            host: "h".into(),
             pid,
             rank: -1,
             size: -1,
-            job: "j".into(),
-            clock: ClockSource::Monotonic,
-            clock_ns: 1_000,
-            realtime_ns: 1_700_000_000_000_000_000,
-            pack_size: 1 << 16,
-            secret: String::new(),
-            parent: 0,
+            ..sink::tests::hello(1_000, 1_700_000_000_000_000_000)
         }
         .encode(&mut bytes);
         s.write_all(&bytes).unwrap();
         until(server, "hello", |st| st.connections == u64::from(pid));
-        let held = (pid == 2).then(|| {
+        let held = hold.then(|| {
             let conns = hark_sync::read(&server.state.conns);
-            let held = conns.values().find(|c| c.info.hello().pid == 2).cloned();
-            held.expect("the second process's record")
+            let held = conns.values().find(|c| c.info.hello().pid == pid).cloned();
+            held.expect("the process's record")
         });
         bytes.clear();
         End {
@@ -787,8 +783,8 @@ mod tests {
     #[test]
     fn a_process_the_analyses_still_held_at_its_close_is_folded_without_another_close() {
         let (server, dir) = one_row_server("fold");
-        assert!(short_process(&server, &dir, 1).is_none());
-        let held = short_process(&server, &dir, 2);
+        short_process(&server, &dir, 1, false);
+        let held = short_process(&server, &dir, 2, true);
         assert_eq!(server.status().folding, 1, "held at its close");
         drop(held);
         // No further close comes; the retrying thread folds it.
@@ -802,8 +798,8 @@ mod tests {
     #[test]
     fn nothing_is_folded_once_the_run_s_end_has_taken_the_programs() {
         let (server, dir) = one_row_server("fold-end");
-        short_process(&server, &dir, 1);
-        let held = short_process(&server, &dir, 2);
+        short_process(&server, &dir, 1, false);
+        let held = short_process(&server, &dir, 2, true);
         // The end folds the programs while the process is still held: it
         // keeps a row of its own there, and no pass may fold it after.
         let programs = server.state.fold();

@@ -1213,11 +1213,12 @@ impl State {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use hark_wire::ClockSource;
 
-    fn hello(clock_ns: u64, realtime_ns: u64) -> Hello {
+    /// A handshake of world rank 0 of 1, pid 1, for the crate's tests.
+    pub(crate) fn hello(clock_ns: u64, realtime_ns: u64) -> Hello {
         Hello {
             program: "p".into(),
             argv: vec![],
