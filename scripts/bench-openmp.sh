@@ -19,7 +19,7 @@
 # Each is the marginal cost: ROUNDS runs at N/10 and at N events each,
 # medians, and (time(N) - time(N/10)) / (N - N/10), so that what a run
 # costs once (start-up, `hark run` starting its server beside the program)
-# does not pass for a per-event cost.
+# does not pass for a per-event cost. The rounds alternate the variants.
 #
 # With --instructions, counts instead, with callgrind, the instructions in
 # `main` and below (not the probe's shipper thread, not start-up) of N and
@@ -30,6 +30,29 @@
 #
 #   scripts/bench-openmp.sh [N] [ROUNDS]          (default 2000000 5)
 #   scripts/bench-openmp.sh --instructions [N]    (default 20000)
+#
+# MPI=1 measures as the MPI per-call number is measured (`bench-hark-run.sh`):
+# the same program with `MPI_Init`/`MPI_Finalize` around it, built with
+# Open MPI's `mpicc` (gcc, and clang through OMPI_CC), run at np 1 by
+# `mpirun` at its default binding (one core), bare and under
+# `hark run -- mpirun`. Such a process is multi-threaded without Hark (Open
+# MPI's own progress threads), so the second-thread column is left out: the
+# futex cost it shows is paid bare. The same run times an `MPI_Iprobe` loop
+# (one event a call) the same way, the MPI event an OpenMP event is to cost
+# no more than.
+#
+# WORK=K puts K iterations of an empty loop after every barrier (the same
+# bare and under Hark), so that one thread makes fewer events a second: a
+# barrier of 15 ns alone makes more than the analysis server takes, and
+# the events it cannot take are dropped, which costs the program less than
+# a kept one and so flatters the number. The lost events are printed.
+#
+# With MPI=1, FLOOR=1 adds two variants per runtime, timed in the same
+# rounds: floor0, a C library that only reaches the barrier (a wrapper of
+# `GOMP_barrier`; an OMPT tool with an empty `sync_region_wait` callback,
+# which makes libomp do its tool work), and floor1, the same reading the
+# clock at both ends and storing a 48-byte record: what any tool that times
+# barriers pays, and so how much of Hark's cost is Hark's.
 #
 # THREADS=K runs the team with K threads instead of one: the runtimes'
 # default is as many as there are cores, and then each barrier also waits
@@ -59,6 +82,12 @@ cat > "$work/omp_cost.c" <<'C'
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#ifdef WITH_MPI
+#include <mpi.h>
+#endif
+#ifndef WORK
+#define WORK 0
+#endif
 static long long now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -67,10 +96,14 @@ static long long now(void) {
 int main(int argc, char **argv) {
     /* N, or N barriers and M regions */
     long n = atol(argv[1]), m = argc > 2 ? atol(argv[2]) : n;
+#ifdef WITH_MPI
+    MPI_Init(&argc, &argv);
+#endif
     long long t0 = now();
 #pragma omp parallel
     for (long i = 0; i < n; i++) {
 #pragma omp barrier
+        for (int k = 0; k < WORK; k++) __asm__ volatile("");
     }
     long long t1 = now();
     for (long i = 0; i < m; i++) {
@@ -79,11 +112,43 @@ int main(int argc, char **argv) {
     }
     long long t2 = now();
     printf("%.1f %.1f\n", (double)(t1 - t0) / (n ? n : 1), (double)(t2 - t1) / (m ? m : 1));
+#ifdef WITH_MPI
+    MPI_Finalize();
+#endif
     return 0;
 }
 C
-gcc -O2 -fopenmp -o "$work/gcc" "$work/omp_cost.c"
-clang -O2 -fopenmp -o "$work/clang" "$work/omp_cost.c"
+mpi=${MPI:-0}
+launch=()
+flags=(-O2 -fopenmp -DWORK="${WORK:-0}")
+if [ "$mpi" = 1 ]; then
+    mpicc.openmpi "${flags[@]}" -DWITH_MPI -o "$work/gcc" "$work/omp_cost.c"
+    OMPI_CC=clang mpicc.openmpi "${flags[@]}" -DWITH_MPI -o "$work/clang" "$work/omp_cost.c"
+    # The MPI event it is held against, timed the same way in the same run.
+    cat > "$work/iprobe.c" <<'C'
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    long n = atol(argv[1]);
+    int flag;
+    double t0 = MPI_Wtime();
+    for (long i = 0; i < n; i++)
+        MPI_Iprobe(MPI_ANY_SOURCE, 1, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    double t1 = MPI_Wtime();
+    printf("%.1f 0.0\n", (t1 - t0) * 1e9 / (n ? n : 1));
+    MPI_Finalize();
+    return 0;
+}
+C
+    mpicc.openmpi -O2 -o "$work/iprobe" "$work/iprobe.c"
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    launch=(mpirun.openmpi -np 1)
+else
+    gcc "${flags[@]}" -o "$work/gcc" "$work/omp_cost.c"
+    clang "${flags[@]}" -o "$work/clang" "$work/omp_cost.c"
+fi
 export OMP_NUM_THREADS=${THREADS:-1}
 if [ $count = 1 ]; then
     cat > "$work/mpi.c" <<'C'
@@ -150,35 +215,108 @@ small=$((n / 10))
 one() {
     local how=$1 cc=$2 b=$3 r=$4
     case $how in
-    bare) "$work/$cc" "$b" "$r" ;;
+    bare) "${launch[@]}" "$work/$cc" "$b" "$r" ;;
     thread) LD_PRELOAD=$work/thread.so "$work/$cc" "$b" "$r" ;;
+    floor0 | floor1) "${launch[@]}" -x LD_PRELOAD="$work/$cc-$how.so" "$work/$cc" "$b" "$r" ;;
     hark)
-        (cd "$work" && "$hark" run -o "$work/run" -- "$work/$cc" "$b" "$r" 2>/dev/null | tail -1)
+        (cd "$work" && "$hark" run -o "$work/run" -- "${launch[@]}" "$work/$cc" "$b" "$r" 2>/dev/null | tail -1)
         grep -o '[0-9,]* lost' "$work/run/summary.txt" | tr -d , | awk '{print $1}' >> "$work/lost"
         rm -rf "$work/run"
         ;;
     esac
 }
-# Medians over the rounds of one size: total ns of the barriers, of the regions.
-totals() {
-    local how=$1 cc=$2 b=$3 r=$4
-    : > "$work/b"; : > "$work/r"
-    for _ in $(seq "$rounds"); do
-        local out
-        out=$(one "$how" "$cc" "$b" "$r")
-        echo "$out" | awk -v k="$b" '{printf "%.0f\n", $1 * k}' >> "$work/b"
-        echo "$out" | awk -v k="$r" '{printf "%.0f\n", $2 * k}' >> "$work/r"
-    done
-    echo "$(median < "$work/b") $(median < "$work/r")"
+# The rounds alternate the variants (each round runs every variant at both
+# sizes, in turn), so that a machine that drifts moves them all alike.
+# Appends one run's total ns of the barriers and of the regions to
+# $work/$how-$size.b and .r.
+sample() {
+    local how=$1 cc=$2 k=$3 out
+    out=$(one "$how" "$cc" "$k" "$k")
+    echo "$out" | awk -v k="$k" '{printf "%.0f\n", $1 * k}' >> "$work/$how-$k.b"
+    echo "$out" | awk -v k="$k" '{printf "%.0f\n", $2 * k}' >> "$work/$how-$k.r"
 }
-for cc in gcc clang; do
-    for how in bare thread hark; do
-        : > "$work/lost"
-        read -r b1 r1 <<< "$(totals $how $cc $small $small)"
-        read -r b2 r2 <<< "$(totals $how $cc "$n" "$n")"
+hows="bare thread hark" programs="gcc clang"
+[ "$mpi" = 1 ] && hows="bare hark" programs="gcc clang iprobe"
+if [ "$mpi" = 1 ] && [ "${FLOOR:-0}" = 1 ]; then
+    # What any tool pays that times a barrier, built in C beside the probe:
+    # floor0 only reaches the barrier (a `GOMP_barrier` that calls
+    # libgomp's; an OMPT tool with an empty `sync_region_wait` callback),
+    # floor1 also reads the clock at both ends and stores a 48-byte record
+    # into a ring that stays in the cache.
+    cat > "$work/floor.c" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <x86intrin.h>
+static uint64_t ring[512 * 6], t0;
+static unsigned long k;
+static inline void stamp(int begin, uint64_t what) {
+#if STAMP
+    uint64_t t = __rdtsc();
+    if (begin) {
+        t0 = t;
+        return;
+    }
+    uint64_t *e = &ring[(k++ % 512) * 6];
+    e[0] = t0, e[1] = t, e[2] = what, e[3] = e[4] = e[5] = 0;
+#else
+    (void)begin, (void)what;
+#endif
+}
+#ifdef GOMP
+void GOMP_barrier(void) {
+    static void (*real)(void);
+    if (!real) real = (void (*)(void))dlsym(RTLD_NEXT, "GOMP_barrier");
+    stamp(1, 0);
+    real();
+    stamp(0, 0);
+}
+#else
+#include <omp-tools.h>
+static void wait_cb(ompt_sync_region_t kind, ompt_scope_endpoint_t ep, ompt_data_t *p,
+                    ompt_data_t *t, const void *c) {
+    (void)p, (void)t, (void)c;
+    stamp(ep == ompt_scope_begin, kind);
+}
+static int init(ompt_function_lookup_t lookup, int dev, ompt_data_t *d) {
+    (void)dev, (void)d;
+    ((ompt_set_callback_t)lookup("ompt_set_callback"))(ompt_callback_sync_region_wait,
+                                                        (ompt_callback_t)wait_cb);
+    return 1;
+}
+static void fini(ompt_data_t *d) { (void)d; }
+ompt_start_tool_result_t *ompt_start_tool(unsigned v, const char *r) {
+    (void)v, (void)r;
+    static ompt_start_tool_result_t res = {init, fini, {0}};
+    return &res;
+}
+#endif
+C
+    for k in 0 1; do
+        gcc -O2 -shared -fPIC -DGOMP -DSTAMP=$k -o "$work/gcc-floor$k.so" "$work/floor.c" -ldl
+        clang -O2 -shared -fPIC -DSTAMP=$k -o "$work/clang-floor$k.so" "$work/floor.c"
+    done
+fi
+for cc in $programs; do
+    rm -f "$work"/*.b "$work"/*.r
+    : > "$work/lost"
+    these=$hows
+    [ "$mpi" = 1 ] && [ "${FLOOR:-0}" = 1 ] && [ "$cc" != iprobe ] && these="bare floor0 floor1 hark"
+    for _ in $(seq "$rounds"); do
+        for how in $these; do
+            sample "$how" "$cc" "$small"
+            sample "$how" "$cc" "$n"
+        done
+    done
+    for how in $these; do
+        b1=$(median < "$work/$how-$small.b") r1=$(median < "$work/$how-$small.r")
+        b2=$(median < "$work/$how-$n.b") r2=$(median < "$work/$how-$n.r")
         lost=""
         [ $how = hark ] && lost=", $(awk '{s += $1} END {print s + 0}' "$work/lost") events lost in all"
         awk -v cc=$cc -v how=$how -v b1="$b1" -v b2="$b2" -v r1="$r1" -v r2="$r2" -v d=$((n - small)) -v lost="$lost" -v rounds="$rounds" -v n="$n" \
-            'BEGIN {printf "%s %s: barrier %.1f ns, region %.1f ns (marginal, medians of %d at %d and %d%s)\n", cc, how, (b2 - b1) / d, (r2 - r1) / d, rounds, n / 10, n, lost}'
+            'BEGIN {
+                what = cc == "iprobe" ? sprintf("MPI_Iprobe %.1f ns", (b2 - b1) / d) : sprintf("barrier %.1f ns, region %.1f ns", (b2 - b1) / d, (r2 - r1) / d)
+                printf "%s %s: %s (marginal, medians of %d at %d and %d%s)\n", cc, how, what, rounds, n / 10, n, lost
+            }'
     done
 done
