@@ -344,6 +344,11 @@ pub fn clock_sync_enabled() -> bool {
     stream::current().is_some_and(|s| s.cfg.clock_sync)
 }
 
+/// Whether this process's stream runs (its shipper started).
+pub(crate) fn stream_running() -> bool {
+    stream::current().is_some_and(|s| s.is_running())
+}
+
 /// Whether the stream goes over MPI (`hark run --analysers`): the clock is
 /// then aligned with world rank 0 over MPI, every rank taking part.
 pub fn streams_over_mpi() -> bool {

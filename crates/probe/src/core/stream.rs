@@ -375,6 +375,7 @@ impl Stream {
             let Some(t) = transport.take() else {
                 return false;
             };
+            late_shipper_for_tests();
             let lost = |e: &str| {
                 warn_once(
                     "server-lost",
@@ -1199,6 +1200,19 @@ fn clock_and_realtime() -> (u64, u64) {
         }
     }
     (best.1, best.2)
+}
+
+/// `HARK_TEST_SHIPPER_DELAY_MS=MS`, **for tests only** (a build with the
+/// `test-hooks` feature): the shipper over MPI sleeps MS before it hands
+/// anything over, as on a node so crowded that it is not run for that long.
+fn late_shipper_for_tests() {
+    #[cfg(feature = "test-hooks")]
+    if let Some(ms) = std::env::var("HARK_TEST_SHIPPER_DELAY_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
 }
 
 fn make_hello(cfg: &Config, parent: u32, job: &str) -> Hello {

@@ -177,6 +177,9 @@ fn enqueue(bytes: &[u8], most: usize) -> io::Result<()> {
     g.closed = chunk.is_empty();
     g.waiting.push_back(chunk);
     PENDING.store(true, Relaxed);
+    drop(g);
+    // `at_init` may be waiting for the opening.
+    ROOM.notify_all();
     Ok(())
 }
 
@@ -232,7 +235,30 @@ pub(super) fn at_init(abi: &Abi) {
     g.init_thread = Some(unsafe { libc::pthread_self() });
     g.ready = true;
     PENDING.store(true, Relaxed);
+    // The stream's opening (Hello, definitions) goes out before MPI_Init
+    // returns: a rank that then waits in one blocking call until the job
+    // ends (a receive that an abort ends) sends nothing more, and without
+    // its Hello it would be missing from the run instead of partial. The
+    // shipper queues the opening from its own thread; on a crowded node
+    // it may not have run yet.
+    let shipping = crate::core::stream_running();
+    let deadline = Instant::now() + OPENING_WAIT;
+    while shipping && g.waiting.is_empty() && g.started == 0 && !g.failed {
+        if Instant::now() >= deadline {
+            break;
+        }
+        g = ROOM
+            .wait_timeout(g, Duration::from_millis(10))
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+    drop(g);
+    progress();
 }
+
+/// Longest `MPI_Init` waits for the shipper to queue the stream's opening
+/// (see [`at_init`]); it has normally done so long before.
+const OPENING_WAIT: Duration = Duration::from_secs(2);
 
 /// This rank's part in the clock alignment over MPI, from the places
 /// gathered at `MPI_Init` (`align.rs`); `None` before, or if the gather
