@@ -240,15 +240,13 @@ pub(super) fn at_init(abi: &Abi) {
     // ends (a receive that an abort ends) sends nothing more, and without
     // its Hello it would be missing from the run instead of partial. The
     // shipper queues the opening from its own thread; on a crowded node
-    // it may not have run yet.
-    let shipping = crate::core::stream_running();
-    let deadline = Instant::now() + OPENING_WAIT;
-    while shipping && g.waiting.is_empty() && g.started == 0 && !g.failed {
-        if Instant::now() >= deadline {
-            break;
-        }
+    // it may not have run yet. Whatever changes the condition wakes ROOM
+    // (`enqueue`, `progress`, `fail`).
+    if crate::core::stream_running() {
         g = ROOM
-            .wait_timeout(g, Duration::from_millis(10))
+            .wait_timeout_while(g, OPENING_WAIT, |g| {
+                g.waiting.is_empty() && g.started == 0 && !g.failed
+            })
             .unwrap_or_else(|p| p.into_inner())
             .0;
     }
