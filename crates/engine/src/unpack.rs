@@ -976,10 +976,12 @@ impl Unpacker {
             }
             Class::Collective if comm != UNDEFINED && collective_pattern(func).is_some() => {
                 let (path, region) = self.callpath(cx, thread);
-                let size = *self
-                    .sizes
-                    .entry(comm)
-                    .or_insert_with(|| cx.comm_size(comm) as u32);
+                // Looked up before `entry`, which is not inlined and makes
+                // room first: every collective after a communicator's first.
+                let size = match self.sizes.get(&comm) {
+                    Some(&size) => size,
+                    None => *self.sizes.entry(comm).or_insert(cx.comm_size(comm) as u32),
+                };
                 let a = Arrival {
                     comm,
                     seq: instance_seq(occ, tag),

@@ -64,8 +64,10 @@ struct Cell {
 pub struct Rank {
     /// Looked up at every call: hashed (the order is made in `finish`).
     sites: FxHashMap<(u32, u16), Totals>,
-    waits: BTreeMap<(u32, Pattern), Cell>,
-    caused: BTreeMap<(u32, Pattern), Cell>,
+    // Hashed: a stream's every wait state comes here (one in five events
+    // of a CG kernel), and the finish sorts what it publishes.
+    waits: FxHashMap<(u32, Pattern), Cell>,
+    caused: FxHashMap<(u32, Pattern), Cell>,
     /// The op code of each site's calls, for the late side of waits.
     ops: BTreeMap<u32, u16>,
     dropped: u64,
@@ -184,10 +186,11 @@ impl RankState for Rank {
             self.sites.entry((path(s), c)).or_default().merge(&t);
         }
         for map in [&mut self.waits, &mut self.caused] {
-            *map = std::mem::take(map)
-                .into_iter()
-                .map(|((s, p), c)| ((path(s), p), c))
-                .collect();
+            for ((s, p), c) in std::mem::take(map) {
+                let e = map.entry((path(s), p)).or_default();
+                e.time.sat(c.time);
+                e.instances += c.instances;
+            }
         }
         self.ops = std::mem::take(&mut self.ops)
             .into_iter()

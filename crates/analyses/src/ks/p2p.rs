@@ -53,7 +53,13 @@ pub struct Rank {
 
 impl Rank {
     fn add(&mut self, peer: i32, func: usize, send: bool, bytes: u64, time: u64) {
-        let c = self.cells.entry((peer, func as u16, send)).or_default();
+        // A lookup first: `entry` is not inlined and makes room before it
+        // looks, and all but a stream's first messages find their cell.
+        let key = (peer, func as u16, send);
+        let c = match self.cells.get_mut(&key) {
+            Some(c) => c,
+            None => self.cells.entry(key).or_default(),
+        };
         c.messages += 1;
         c.bytes.sat(bytes);
         c.time.sat(time);
