@@ -340,4 +340,26 @@ mod tests {
         let t = all.sites[&(UNDEFINED, code)];
         assert_eq!((t.calls, t.time), (5, 31));
     }
+
+    #[test]
+    fn a_remap_that_makes_two_sites_one_sums_their_waits() {
+        let mut a = Rank::default();
+        for (site, time) in [(7, 10), (8, 5), (7, 1)] {
+            a.waits.entry((site, Pattern::LateSender)).or_default().time += time;
+            a.waits
+                .entry((site, Pattern::LateSender))
+                .or_default()
+                .instances += 1;
+            a.caused
+                .entry((site, Pattern::LateSender))
+                .or_default()
+                .time += time;
+        }
+        // Every id to one path (`IdMap::default` maps all to UNDEFINED).
+        a.remap(&IdMap::default());
+        let w = a.waits[&(UNDEFINED, Pattern::LateSender)];
+        assert_eq!((w.time, w.instances), (16, 3));
+        assert_eq!(a.caused[&(UNDEFINED, Pattern::LateSender)].time, 16);
+        assert_eq!((a.waits.len(), a.caused.len()), (1, 1));
+    }
 }
