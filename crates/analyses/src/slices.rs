@@ -27,6 +27,11 @@ pub(crate) struct Series {
     metrics: Vec<Option<Box<[u64]>>>,
     /// How each metric's neighbouring slices merge (sum unless set).
     kinds: Vec<Combine>,
+    /// [`Series::fit`] coarsens only for times at or past this, `slices <<
+    /// shift` (`u64::MAX` at the widest): one comparison per event. Not
+    /// saved; 0 until a `fit` sets it, and only ever too low.
+    #[serde(skip)]
+    fits_below: u64,
 }
 
 /// How two neighbouring slices of a metric merge when the width doubles.
@@ -73,6 +78,7 @@ impl Series {
             slices,
             metrics: Vec::new(),
             kinds: Vec::new(),
+            fits_below: 0,
         }
     }
 
@@ -108,9 +114,23 @@ impl Series {
     /// Coarsens until `rel` (ns since the origin) falls inside the slices.
     #[inline]
     pub(crate) fn fit(&mut self, rel: u64) {
+        if rel >= self.fits_below {
+            self.refit(rel);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refit(&mut self, rel: u64) {
         while (rel >> self.shift) >= self.slices as u64 && self.shift < self.max_shift {
             self.coarsen();
         }
+        // No overflow: `slices << max_shift` is at most 2^63.
+        self.fits_below = if self.shift < self.max_shift {
+            (self.slices as u64) << self.shift
+        } else {
+            u64::MAX
+        };
     }
 
     #[cold]
