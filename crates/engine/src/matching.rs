@@ -279,7 +279,9 @@ pub struct P2pMatcher {
     /// Empty channels are swept when there are more channels than this.
     sweep_at: usize,
     /// Calls completing several receives, by (receiver's) call number.
-    calls: BTreeMap<u32, CallWait>,
+    /// Hashed: an entry is made and removed for every such call; the
+    /// finish gives what is left in call order.
+    calls: FxHashMap<u32, CallWait>,
     unmatched: Unmatched,
     /// The receiving world rank (the key), once an operation came.
     rank: Option<i32>,
@@ -712,10 +714,9 @@ impl P2pMatcher {
     /// The end: gives the calls still open their longest wait, counts what
     /// is left.
     pub fn finish(&mut self) -> (Vec<Wait>, Unmatched) {
-        let out = std::mem::take(&mut self.calls)
-            .into_values()
-            .filter_map(|c| c.wait)
-            .collect();
+        let mut open: Vec<(u32, CallWait)> = std::mem::take(&mut self.calls).into_iter().collect();
+        open.sort_unstable_by_key(|c| c.0);
+        let out = open.into_iter().filter_map(|(_, c)| c.wait).collect();
         for ch in std::mem::take(&mut self.channels).into_values() {
             self.unmatched.sends += ch.sends.len() as u64;
             self.unmatched.recvs += ch.recvs.len() as u64;
