@@ -58,6 +58,13 @@ struct Cell {
     instances: u64,
 }
 
+impl Cell {
+    fn merge(&mut self, o: &Cell) {
+        self.time.sat(o.time);
+        self.instances += o.instances;
+    }
+}
+
 /// Per rank: totals per (call site, op code), waits per (call site,
 /// pattern) on either side.
 #[derive(Default, Serialize, Deserialize)]
@@ -187,9 +194,7 @@ impl RankState for Rank {
         }
         for map in [&mut self.waits, &mut self.caused] {
             for ((s, p), c) in std::mem::take(map) {
-                let e = map.entry((path(s), p)).or_default();
-                e.time.sat(c.time);
-                e.instances += c.instances;
+                map.entry((path(s), p)).or_default().merge(&c);
             }
         }
         self.ops = std::mem::take(&mut self.ops)
@@ -209,9 +214,7 @@ impl RankState for Rank {
         }
         for (mine, theirs) in [(&mut self.waits, &o.waits), (&mut self.caused, &o.caused)] {
             for (k, c) in theirs {
-                let e = mine.entry(*k).or_default();
-                e.time.sat(c.time);
-                e.instances += c.instances;
+                mine.entry(*k).or_default().merge(c);
             }
         }
         self.ops.extend(o.ops.iter());
