@@ -17,7 +17,7 @@
 //! Only the subset of `omp-tools.h` used here is defined. A runtime
 //! without OMPT (libgomp) never calls `ompt_start_tool`.
 
-use std::cell::RefCell;
+use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -75,13 +75,53 @@ static RESULT: Result = Result(std::cell::UnsafeCell::new(StartToolResult {
 /// Parallel regions forked so far in this process (`op::OMP_*` `extra`).
 static INSTANCES: AtomicU64 = AtomicU64::new(0);
 
-thread_local! {
+/// A thread's regions and tasks, reached through the pointer in its
+/// [`core::OmpThread`] (`stacks`).
+#[derive(Default)]
+struct Stacks {
     /// Regions this thread forked and has not joined, innermost last.
-    static FORKED: RefCell<Vec<Forked>> = const { RefCell::new(Vec::new()) };
+    forked: Vec<Forked>,
     /// This thread's open implicit tasks, innermost last. The innermost
     /// one's instance and number are also in the thread's
     /// [`core::OmpThread`], where the events of its waits read them.
-    static TASKS: RefCell<Vec<Task>> = const { RefCell::new(Vec::new()) };
+    tasks: Vec<Task>,
+}
+
+/// Owns a thread's [`Stacks`]; dropped when the thread exits, when it
+/// clears the pointer, so that a later callback finds none.
+struct Owner(Box<UnsafeCell<Stacks>>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        core::omp_thread(|o| o.stacks.set(std::ptr::null_mut()));
+    }
+}
+
+thread_local! {
+    static OWNER: Owner = Owner(Box::default());
+}
+
+/// This thread's [`Stacks`] lent to `f`; `None` once the thread is being
+/// torn down.
+#[inline(always)]
+fn with_stacks<R>(f: impl FnOnce(&mut Stacks) -> R) -> Option<R> {
+    let mut p = core::omp_thread(|o| o.stacks.get()).cast::<Stacks>();
+    if p.is_null() {
+        p = stacks_slow()?;
+    }
+    // SAFETY: `p` is this thread's `Stacks`, alive until its owner's drop
+    // clears the pointer, and no `f` calls `with_stacks`: this is the only
+    // reference.
+    Some(f(unsafe { &mut *p }))
+}
+
+/// Makes this thread's [`Stacks`] on its first region or task.
+#[cold]
+#[inline(never)]
+fn stacks_slow() -> Option<*mut Stacks> {
+    let p = OWNER.try_with(|o| o.0.get()).ok()?;
+    core::omp_thread(|o| o.stacks.set(p.cast()));
+    Some(p)
 }
 
 /// A region this thread forked.
@@ -197,7 +237,7 @@ unsafe extern "C" fn parallel_begin(
         size: requested,
         codeptr: codeptr as usize,
     };
-    let _ = FORKED.try_with(|f| f.borrow_mut().push(forked));
+    with_stacks(|s| s.forked.push(forked));
 }
 
 unsafe extern "C" fn parallel_end(
@@ -207,12 +247,11 @@ unsafe extern "C" fn parallel_end(
     _codeptr: *const c_void,
 ) {
     let t1 = core::stamp();
-    let Ok(Some(f)) = FORKED.try_with(|f| f.borrow_mut().pop()) else {
+    let Some((f, level)) =
+        with_stacks(|s| Some((s.forked.pop()?, s.forked.len() as u64 + 1))).flatten()
+    else {
         return;
     };
-    let level = FORKED
-        .try_with(|f| f.borrow().len() as u64 + 1)
-        .unwrap_or(1);
     let Some(g) = core::enter() else {
         return;
     };
@@ -245,8 +284,8 @@ unsafe extern "C" fn implicit_task(
         };
         let (instance, construct) = (word >> 32, word as u32);
         if index == 0 {
-            let _ = FORKED.try_with(|f| {
-                if let Some(f) = f.borrow_mut().last_mut().filter(|f| f.instance == instance) {
+            with_stacks(|s| {
+                if let Some(f) = s.forked.last_mut().filter(|f| f.instance == instance) {
                     f.size = actual;
                 }
             });
@@ -261,10 +300,10 @@ unsafe extern "C" fn implicit_task(
             ended: false,
             outer,
         };
-        let _ = TASKS.try_with(|t| t.borrow_mut().push(task));
+        with_stacks(|s| s.tasks.push(task));
     } else if endpoint == SCOPE_END {
         let t1 = core::stamp();
-        if let Ok(Some(task)) = TASKS.try_with(|t| t.borrow_mut().pop()) {
+        if let Some(task) = with_stacks(|s| s.tasks.pop()).flatten() {
             core::omp_thread(|o| o.restore(task.outer));
             if !task.ended {
                 record_task(&task, t1);
@@ -291,35 +330,48 @@ fn record_task(task: &Task, t1: u64) {
 /// (when they are woken for the next region), so its start ends the
 /// implicit task and its end is not used: the analysis counts the wait up
 /// to the region's join, as with libgomp.
+#[inline(always)]
 fn is_region_end(kind: c_int, codeptr: *const c_void) -> bool {
     match kind {
         // implicit at a parallel's end (OpenMP 5.1)
         9 => true,
         // implicit: a worksharing construct's end has its own code address
-        2 => {
-            codeptr.is_null()
-                || FORKED
-                    .try_with(|f| f.borrow().last().map(|f| f.codeptr) == Some(codeptr as usize))
-                    .unwrap_or(false)
-        }
+        2 => codeptr.is_null() || forked_at(codeptr),
         _ => false,
     }
 }
 
-/// Ends this thread's innermost implicit task at `t1` (its end-barrier
-/// wait starts).
-fn end_task(t1: u64) {
-    let task = TASKS.try_with(|t| {
-        let mut t = t.borrow_mut();
-        let task = t.last_mut().filter(|x| !x.ended)?;
+/// Whether the innermost region this thread forked was forked at `codeptr`.
+#[inline(never)]
+fn forked_at(codeptr: *const c_void) -> bool {
+    with_stacks(|s| s.forked.last().map(|f| f.codeptr) == Some(codeptr as usize)).unwrap_or(false)
+}
+
+/// Ends this thread's innermost implicit task now (its end-barrier wait
+/// starts).
+#[inline(never)]
+fn end_task() {
+    let t1 = core::stamp();
+    let task = with_stacks(|s| {
+        let task = s.tasks.last_mut().filter(|x| !x.ended)?;
         task.ended = true;
         Some(*task)
     });
-    if let Ok(Some(task)) = task {
+    if let Some(Some(task)) = task {
         record_task(&task, t1);
     }
 }
 
+/// A wait that recording starts during is recorded as none.
+#[cold]
+#[inline(never)]
+fn wait_unrecorded() {
+    core::omp_thread(|o| o.wait.set(u64::MAX));
+}
+
+// Every barrier of every thread comes here twice, so the common path (a
+// barrier that is not a region's end, while recording) stays short and
+// calls nothing it has to come back from but the buffer's slow paths.
 unsafe extern "C" fn sync_region_wait(
     kind: c_int,
     endpoint: c_int,
@@ -328,25 +380,18 @@ unsafe extern "C" fn sync_region_wait(
     codeptr: *const c_void,
 ) {
     if !core::recording() {
-        // A wait that recording starts during is recorded as none.
-        core::omp_thread(|o| o.wait.set(u64::MAX));
-        return;
+        return wait_unrecorded();
     }
-    let end = is_region_end(kind, codeptr);
-    if endpoint == SCOPE_BEGIN {
-        if end {
-            end_task(core::stamp());
-        } else {
-            core::omp_thread(|o| o.wait.set(core::stamp()));
-            core::reserve();
+    if is_region_end(kind, codeptr) {
+        if endpoint == SCOPE_BEGIN {
+            end_task();
         }
         return;
     }
-    if end {
-        return;
+    if endpoint == SCOPE_BEGIN {
+        core::omp_thread(|o| o.wait.set(core::stamp()));
+        return core::reserve();
     }
-    let t1 = core::stamp();
-    let t0 = core::omp_thread(|o| o.wait.get());
     let tag = match kind {
         2 | 8 => op::OMP_SYNC_IMPLICIT,
         1 | 3 | 4 => op::OMP_SYNC_EXPLICIT,
@@ -354,6 +399,8 @@ unsafe extern "C" fn sync_region_wait(
         6 => op::OMP_SYNC_TASKGROUP,
         _ => return,
     };
+    let t1 = core::stamp();
+    let t0 = core::omp_thread(|o| o.wait.get());
     let mut ev = Event::new(op::OMP_BARRIER, t0.min(t1), t1);
     ev.tag.set(tag);
     record(ev);

@@ -89,6 +89,11 @@ pub(crate) struct OmpThread {
     pub(crate) wait: Cell<u64>,
     /// When the thread began to wait for a lock (as `wait`).
     pub(crate) lock: Cell<u64>,
+    /// The OMPT adapter's per-thread stacks of regions and tasks, once it
+    /// made them (null before, and again once they are dropped): reached
+    /// here with two instructions, not through a `thread_local!`'s
+    /// `__tls_get_addr`, at every fork, join and implicit task.
+    pub(crate) stacks: Cell<*mut std::ffi::c_void>,
 }
 
 impl OmpThread {
@@ -145,9 +150,9 @@ fn with_local<R>(f: impl FnOnce(&Local) -> R) -> R {
 mod tls {
     use super::Local;
 
-    const _: () = assert!(size_of::<Local>() == 48 && align_of::<Local>() <= 8);
+    const _: () = assert!(size_of::<Local>() == 56 && align_of::<Local>() <= 8);
 
-    // 48 zero bytes of thread-local storage: a `Local` with a null slot, not
+    // 56 zero bytes of thread-local storage: a `Local` with a null slot, not
     // inside, no OpenMP task. Hidden: the name never leaves libhark.so.
     std::arch::global_asm!(
         ".pushsection .tbss,\"awT\",@nobits",
@@ -155,9 +160,9 @@ mod tls {
         ".globl hark_probe_local",
         ".hidden hark_probe_local",
         ".type hark_probe_local,@tls_object",
-        ".size hark_probe_local,48",
+        ".size hark_probe_local,56",
         "hark_probe_local:",
-        ".zero 48",
+        ".zero 56",
         ".popsection",
     );
 
@@ -195,6 +200,7 @@ mod tls {
                     num: Cell::new(0),
                     wait: Cell::new(0),
                     lock: Cell::new(0),
+                    stacks: Cell::new(std::ptr::null_mut()),
                 },
             }
         };
@@ -393,6 +399,7 @@ fn register(stream: &'static Stream) -> *const Slot {
 /// full, or the shipper asked for it), so that the cost falls where the
 /// caller chooses: inside a wait it times (an OpenMP barrier), not after
 /// it, where it would pass for the program's own time.
+#[inline(always)]
 pub(crate) fn reserve() {
     with_local(|l| {
         let slot = l.slot.get();
