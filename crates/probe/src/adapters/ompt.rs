@@ -302,12 +302,15 @@ unsafe extern "C" fn implicit_task(
         };
         with_stacks(|s| s.tasks.push(task));
     } else if endpoint == SCOPE_END {
-        let t1 = core::stamp();
-        if let Some(task) = with_stacks(|s| s.tasks.pop()).flatten() {
-            core::omp_thread(|o| o.restore(task.outer));
-            if !task.ended {
-                record_task(&task, t1);
-            }
+        let Some(task) = with_stacks(|s| s.tasks.pop()).flatten() else {
+            return;
+        };
+        // Most tasks were recorded when their end-barrier wait began: no
+        // clock read for those (a `rdtsc` costs more than the rest here).
+        let t1 = (!task.ended).then(core::stamp);
+        core::omp_thread(|o| o.restore(task.outer));
+        if let Some(t1) = t1 {
+            record_task(&task, t1);
         }
     }
 }
