@@ -41,8 +41,9 @@
 # (one event a call) the same way, the MPI event an OpenMP event is to cost
 # no more than.
 #
-# WORK=K puts K iterations of an empty loop after every barrier (the same
-# bare and under Hark), so that one thread makes fewer events a second: a
+# WORK=K puts K iterations of an empty loop after every barrier and after
+# every region (the same bare and under Hark), so that one thread makes
+# fewer events a second: a
 # barrier of 15 ns alone makes more than the analysis server takes, and
 # the events it cannot take are dropped, which costs the program less than
 # a kept one and so flatters the number. The lost events are printed.
@@ -109,6 +110,7 @@ int main(int argc, char **argv) {
     for (long i = 0; i < m; i++) {
 #pragma omp parallel
         { __asm__ volatile("" ::: "memory"); }
+        for (int k = 0; k < WORK; k++) __asm__ volatile("");
     }
     long long t2 = now();
     printf("%.1f %.1f\n", (double)(t1 - t0) / (n ? n : 1), (double)(t2 - t1) / (m ? m : 1));
