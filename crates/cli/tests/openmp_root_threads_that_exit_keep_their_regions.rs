@@ -3,15 +3,17 @@
 //! three regions of two threads each and end; then `main` forks one more).
 //! Each such root thread has its own team, and the probe its own stacks of
 //! open regions and tasks, dropped with the thread: the run must end
-//! normally and every region must be counted, with LLVM's libomp (OMPT)
-//! and with GCC's libgomp (the `GOMP_*` wrappers).
+//! normally and every region must be counted, with LLVM's libomp (its
+//! `__kmpc_*` entry points wrapped, and through OMPT) and with GCC's
+//! libgomp (the `GOMP_*` wrappers).
 
 mod common;
 
 use common::*;
 
-/// Runs the program built with `compiler` and checks its regions.
-fn check(compiler: &str) {
+/// Runs the program built with `compiler` under Hark with `env` and
+/// checks its regions.
+fn check(compiler: &str, env: &[(&str, &str)]) {
     if !have(compiler) {
         eprintln!("skipped: {compiler} is not installed");
         return;
@@ -23,7 +25,7 @@ fn check(compiler: &str) {
         &dir,
         &["-fopenmp", "-lpthread"],
     );
-    let (out, run_dir) = hark_run(&dir, &[], &[exe.display().to_string()]);
+    let (out, run_dir) = hark_run_env(&dir, &[], &[exe.display().to_string()], env);
     assert_exit(&out, 0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("done"));
     let profile = profile(&run_dir);
@@ -46,11 +48,16 @@ fn check(compiler: &str) {
 }
 
 #[test]
+fn clang_libomp() {
+    check("clang", &[]);
+}
+
+#[test]
 fn clang_libomp_through_ompt() {
-    check("clang");
+    check("clang", &[("HARK_OMPT", "1")]);
 }
 
 #[test]
 fn gcc_libgomp() {
-    check("gcc");
+    check("gcc", &[]);
 }

@@ -4,7 +4,8 @@
 //! region's end), which times its own work and both barrier waits with
 //! `CLOCK_MONOTONIC`. Built with gcc (libgomp, whose `GOMP_*` entry points
 //! the probe wraps), gfortran (`omp_imbalance.f90`, libgomp), clang
-//! (LLVM libomp, through OMPT), and as C++ (`omp_imbalance.cpp`, its region
+//! (LLVM libomp, its `__kmpc_*` entry points wrapped, and through OMPT
+//! with `HARK_OMPT=1`), and as C++ (`omp_imbalance.cpp`, its region
 //! a lambda in a class template) with g++ and clang++, with and without MPI, at np 1 and 2 with 2 and 3
 //! threads on Open MPI and MPICH: every thread's `useful_ns` and
 //! `omp_barrier_ns` must be within max(5 %, 1 ms) of what it measured (plus
@@ -37,8 +38,21 @@ fn close(hark: f64, own: f64, slack: f64) -> bool {
 /// Runs `command` under Hark with `threads` OpenMP threads and checks
 /// every thread of every one of `np` ranks.
 fn check(dir: &std::path::Path, command: Vec<String>, np: usize, threads: usize) {
+    check_env(dir, command, np, threads, &[]);
+}
+
+/// [`check`] with `env` set too.
+fn check_env(
+    dir: &std::path::Path,
+    command: Vec<String>,
+    np: usize,
+    threads: usize,
+    env: &[(&str, &str)],
+) {
     let n = threads.to_string();
-    let (out, run_dir) = hark_run_env(dir, &[], &command, &[("OMP_NUM_THREADS", &n)]);
+    let mut env = env.to_vec();
+    env.push(("OMP_NUM_THREADS", &n));
+    let (out, run_dir) = hark_run_env(dir, &[], &command, &env);
     assert_exit(&out, 0);
     let profile = profile(&run_dir);
     assert_eq!(lost(&profile), 0, "events lost");
@@ -119,13 +133,13 @@ fn check(dir: &std::path::Path, command: Vec<String>, np: usize, threads: usize)
 enum Lang {
     /// The C program with the MPI wrapper's gcc (libgomp).
     Gcc,
-    /// The C program with clang (LLVM libomp, OMPT).
+    /// The C program with clang (LLVM libomp).
     Clang,
     /// The Fortran program with the MPI wrapper's gfortran (libgomp).
     Fortran,
     /// The C++ program with the MPI wrapper's g++ (libgomp).
     Gxx,
-    /// The C++ program with clang++ (LLVM libomp, OMPT).
+    /// The C++ program with clang++ (LLVM libomp).
     Clangxx,
 }
 
@@ -169,6 +183,11 @@ fn compile_clang(
 /// The program built as `lang` says, run on `np` ranks of `threads`
 /// threads each.
 fn with_mpi(mpi: Mpi, lang: Lang, np: usize, threads: usize) {
+    with_mpi_env(mpi, lang, np, threads, &[]);
+}
+
+/// [`with_mpi`] with `env` set too.
+fn with_mpi_env(mpi: Mpi, lang: Lang, np: usize, threads: usize, env: &[(&str, &str)]) {
     let cxx = mpicxx(mpi);
     let compiler = match lang {
         Lang::Fortran => mpi.fc,
@@ -185,7 +204,10 @@ fn with_mpi(mpi: Mpi, lang: Lang, np: usize, threads: usize) {
         return;
     }
     // One directory per case: cases with one compiler run side by side.
-    let dir = scratch(&format!("omp-{compiler}-{lang:?}-{np}x{threads}"));
+    let dir = scratch(&format!(
+        "omp-{compiler}-{lang:?}-{np}x{threads}-{}",
+        env.len()
+    ));
     let exe = match lang {
         Lang::Gcc => compile(
             compiler,
@@ -210,7 +232,7 @@ fn with_mpi(mpi: Mpi, lang: Lang, np: usize, threads: usize) {
         command.extend(["-x", "OMP_NUM_THREADS", "--bind-to", "none"].map(String::from));
     }
     command.extend([exe.display().to_string(), UNIT_MS.into(), ROUNDS.into()]);
-    check(&dir, command, np, threads);
+    check_env(&dir, command, np, threads, env);
 }
 
 #[test]
@@ -251,21 +273,37 @@ fn gfortran_mpich_one_rank_two_threads() {
     with_mpi(MPICH, Lang::Fortran, 1, 2);
 }
 
-#[test]
-fn clang_without_mpi_three_threads() {
+/// The C program built with clang, without MPI, on three threads, with
+/// `env` set.
+fn clang_without_mpi(env: &[(&str, &str)]) {
     if !have("clang") {
         eprintln!("skipped: clang is not installed");
         return;
     }
-    let dir = scratch("omp-clang");
+    let dir = scratch(&format!("omp-clang-{}", env.len()));
     let exe = compile("clang", "omp_imbalance.c".as_ref(), &dir, &["-fopenmp"]);
     let command = vec![exe.display().to_string(), UNIT_MS.into(), ROUNDS.into()];
-    check(&dir, command, 1, 3);
+    check_env(&dir, command, 1, 3, env);
+}
+
+#[test]
+fn clang_without_mpi_three_threads() {
+    clang_without_mpi(&[]);
+}
+
+#[test]
+fn clang_without_mpi_three_threads_through_ompt() {
+    clang_without_mpi(&[("HARK_OMPT", "1")]);
 }
 
 #[test]
 fn clang_open_mpi_two_ranks_two_threads() {
     with_mpi(OPEN_MPI, Lang::Clang, 2, 2);
+}
+
+#[test]
+fn clang_open_mpi_two_ranks_two_threads_through_ompt() {
+    with_mpi_env(OPEN_MPI, Lang::Clang, 2, 2, &[("HARK_OMPT", "1")]);
 }
 
 #[test]

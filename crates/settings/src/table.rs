@@ -343,6 +343,15 @@ pub const COUNTERS_IN_MPI: Setting = Setting {
     doc: "`1` reads the calling thread's performance counters at the entry and exit of every MPI call, for the counts inside each MPI function (`mpi.<function>.counters` in `profile.json`); off by default: a read per kernel group at entry and at exit add 4 to 10 µs to every call here (`BENCHMARKS.md`, \"Counts inside MPI functions\")",
 };
 
+/// Whether LLVM libomp is measured through OMPT.
+pub const OMPT: Setting = Setting {
+    name: "HARK_OMPT",
+    kind: Kind::Flag,
+    default: DefaultValue::Flag(false),
+    set_by: SetBy::User,
+    doc: "`1` measures programs on LLVM's OpenMP runtime (libomp, and the vendor runtimes built on it) as an OMPT tool instead of wrapping the runtime's `__kmpc_*` entry points: the same events at a higher cost, since a runtime with a tool does more work at every barrier and fork whatever the tool does (`BENCHMARKS.md`, \"What a program pays per OpenMP event\"); the entry points are wrapped on x86-64 only, elsewhere OMPT is always used",
+};
+
 /// Whether analyser ranks exchange cross-rank entries as they go.
 pub const EXCHANGE: Setting = Setting {
     name: "HARK_EXCHANGE",
@@ -386,6 +395,7 @@ pub const ALL: &[&Setting] = &[
     &SKIP,
     &COUNTERS,
     &COUNTERS_IN_MPI,
+    &OMPT,
     &CLOCK,
     &CLOCK_SYNC,
     &VIRTUALISE,

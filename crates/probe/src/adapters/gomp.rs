@@ -12,7 +12,7 @@
 //!   reach: a thread's implicit task ends when its share of the work
 //!   returns, where its end-barrier wait starts, and the analysis counts
 //!   that wait up to the region's join on the forking thread (as with
-//!   OMPT, `ompt.rs`).
+//!   libomp, `kmpc.rs` and `ompt.rs`).
 //! - `GOMP_barrier`, `GOMP_loop_end` (the barrier at the end of a loop),
 //!   `GOMP_taskwait` are barrier waits; `GOMP_critical_start`,
 //!   `GOMP_critical_name_start` and `GOMP_ordered_start` lock waits; loop
@@ -37,13 +37,21 @@ use crate::core;
 
 type Outlined = unsafe extern "C" fn(*mut c_void);
 
+/// What the events of one parallel region carry: its instance in this
+/// process and its construct's name id. Shared with the libomp wrappers
+/// (`kmpc.rs`).
+#[derive(Clone, Copy)]
+pub(super) struct Region {
+    pub(super) instance: u64,
+    pub(super) construct: u32,
+}
+
 /// What the threads of one team share: the program's outlined function
 /// and what the events of its region carry.
 struct Team {
     func: Outlined,
     data: *mut c_void,
-    instance: u64,
-    construct: u32,
+    region: Region,
     /// The team's actual size, as its threads see it.
     size: AtomicI32,
 }
@@ -107,26 +115,26 @@ thread_local! {
     static OPEN: RefCell<Vec<Option<Open>>> = const { RefCell::new(Vec::new()) };
 }
 
-fn thread_num() -> i32 {
+pub(super) fn thread_num() -> i32 {
     real!(c"omp_get_thread_num": unsafe extern "C" fn() -> c_int)
-        // SAFETY: a libgomp function without arguments or preconditions.
+        // SAFETY: the runtime's function without arguments or preconditions.
         .map_or(0, |f| unsafe { f() })
 }
 
-fn team_size() -> i32 {
+pub(super) fn team_size() -> i32 {
     real!(c"omp_get_num_threads": unsafe extern "C" fn() -> c_int)
         // SAFETY: as above.
         .map_or(1, |f| unsafe { f() })
 }
 
-fn level() -> i32 {
+pub(super) fn level() -> i32 {
     real!(c"omp_get_level": unsafe extern "C" fn() -> c_int)
         // SAFETY: as above.
         .map_or(0, |f| unsafe { f() })
 }
 
 /// The construct name id of the code address `f` (a region's outlined
-/// function, or where OMPT says it was forked): its symbol
+/// function, or where libomp's fork was called): its symbol
 /// (`main._omp_fn.0`, `main+0x4a`), or its object file and offset, which
 /// are the same in every rank whatever the load address.
 pub(super) fn construct(f: usize) -> u32 {
@@ -180,31 +188,45 @@ fn symbol(f: usize) -> String {
     format!("{name}+{:#x}", f.saturating_sub(base))
 }
 
+/// A new region of the construct at code address `f`, if recording is on
+/// (`None`: run the region as it is, unwrapped).
+pub(super) fn region(f: usize) -> Option<Region> {
+    let _g = core::enter()?;
+    let construct = std::panic::catch_unwind(|| construct(f)).unwrap_or(0);
+    Some(Region {
+        instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
+        construct,
+    })
+}
+
 /// A team for `func` and `data`, if recording is on (`None`: run the
 /// region as it is, unwrapped).
 fn team(func: Outlined, data: *mut c_void) -> Option<Team> {
-    let _g = core::enter()?;
-    let construct = std::panic::catch_unwind(|| construct(func as usize)).unwrap_or(0);
     Some(Team {
         func,
         data,
-        instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
-        construct,
+        region: region(func as usize)?,
         size: AtomicI32::new(0),
     })
 }
 
 /// Records the region forked at `t0`, joined now.
-fn parallel_done(team: &Team, t0: u64, level: i32, size: i32) {
+pub(super) fn parallel_done(region: Region, t0: u64, level: i32, size: i32) {
     let t1 = core::stamp();
     let Some(g) = core::enter() else {
         return;
     };
     let mut ev = Event::new(op::OMP_PARALLEL, t0, t1);
-    ev.obj.set(team.construct);
-    ev.extra.set(team.instance);
+    ev.obj.set(region.construct);
+    ev.extra.set(region.instance);
     ev.tag.set(size);
-    ev.peer.set(thread_num());
+    // Forked outside any region (level 1), the thread is number 0 of its
+    // initial team.
+    ev.peer.set(if level <= 1 {
+        0
+    } else {
+        whereabouts(g.omp()).0
+    });
     ev.bytes.set(level.max(1) as u64);
     g.record(ev);
 }
@@ -216,7 +238,10 @@ unsafe extern "C" fn task(arg: *mut c_void) {
     // SAFETY: `arg` is the team `fork` passed, alive until every thread of
     // the team has left this function (libgomp joins them).
     let team = unsafe { &*arg.cast::<Team>() };
-    let (instance, construct) = (team.instance, team.construct);
+    let Region {
+        instance,
+        construct,
+    } = team.region;
     let (thread, size) = (thread_num(), team_size());
     let outer = core::omp_thread(|o| o.enter_task(instance, thread));
     let t0 = core::stamp();
@@ -228,7 +253,15 @@ unsafe extern "C" fn task(arg: *mut c_void) {
     core::omp_thread(|o| o.restore(outer));
 }
 
-fn implicit_task(t0: u64, t1: u64, instance: u64, construct: u32, thread: i32, size: i32) {
+/// Records a thread's implicit task, `t0` to `t1`, in a team of `size`.
+pub(super) fn implicit_task(
+    t0: u64,
+    t1: u64,
+    instance: u64,
+    construct: u32,
+    thread: i32,
+    size: i32,
+) {
     if let Some(g) = core::enter() {
         let mut ev = Event::new(op::OMP_IMPLICIT_TASK, t0, t1);
         ev.obj.set(construct);
@@ -272,7 +305,7 @@ fn fork(func: Outlined, data: *mut c_void, call: impl FnOnce(Outlined, *mut c_vo
     // The team outlives the call, which joins every thread that reads it;
     // they only read it, and its size through an atomic.
     call(task, (&team as *const Team).cast_mut().cast());
-    parallel_done(&team, t0, lvl, team.size.load(Ordering::Relaxed));
+    parallel_done(team.region, t0, lvl, team.size.load(Ordering::Relaxed));
 }
 
 /// Combined `parallel` + loop constructs with a schedule libgomp sets up
@@ -388,7 +421,7 @@ pub unsafe extern "C" fn GOMP_parallel_start(
     let arg: *const Team = &*team;
     // SAFETY: as above; the team is kept until `GOMP_parallel_end`.
     unsafe { f(task, arg.cast_mut().cast(), num_threads) };
-    let instance = team.instance;
+    let instance = team.region.instance;
 
     // The caller now runs its share: its implicit task starts here.
     let mine = core::stamp();
@@ -443,11 +476,15 @@ pub unsafe extern "C" fn GOMP_parallel_end() {
         // `task`: its share ends here.
         let t1 = core::stamp();
         let (thread, size) = (thread_num(), team_size());
-        implicit_task(mine, t1, team.instance, team.construct, thread, size);
+        let Region {
+            instance,
+            construct,
+        } = team.region;
+        implicit_task(mine, t1, instance, construct, thread, size);
         core::omp_thread(|o| o.restore(outer));
         // SAFETY: no arguments; the region is the caller's own.
         unsafe { f() };
-        parallel_done(&team, t0, level, size);
+        parallel_done(team.region, t0, level, size);
         return;
     }
     // SAFETY: as above.
@@ -470,7 +507,7 @@ fn whereabouts(o: &core::OmpThread) -> (i32, u64) {
 /// entered while `call` runs: a barrier or `taskwait` runs queued tasks,
 /// whose events are the program's.
 #[inline(always)]
-fn wait<R>(op: u16, tag: i32, call: impl FnOnce() -> R) -> R {
+pub(super) fn wait<R>(op: u16, tag: i32, call: impl FnOnce() -> R) -> R {
     if core::enter().is_none() {
         return call();
     }
@@ -491,7 +528,7 @@ fn wait<R>(op: u16, tag: i32, call: impl FnOnce() -> R) -> R {
 
 /// Records a mark of kind `op`/`tag` now.
 #[inline(always)]
-fn mark(op: u16, tag: i32) {
+pub(super) fn mark(op: u16, tag: i32) {
     if let Some(g) = core::enter() {
         let t = core::stamp();
         let (thread, instance) = whereabouts(g.omp());

@@ -10,6 +10,8 @@
 mod exec;
 mod functions;
 mod gomp;
+#[cfg(target_arch = "x86_64")]
+mod kmpc;
 mod ns;
 mod ompt;
 mod pending;

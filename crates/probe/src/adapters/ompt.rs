@@ -2,6 +2,9 @@
 //! vendor runtimes built on it): `libhark.so` exports `ompt_start_tool`,
 //! which the runtime looks up when it starts, and registers callbacks that
 //! record the same events as the libgomp wrappers (`gomp.rs`, `op::OMP_*`).
+//! Chosen with `HARK_OMPT=1`, and off x86-64; otherwise the tool declines
+//! and the runtime's entry points are wrapped instead (`kmpc.rs`), which
+//! costs a program less.
 //!
 //! - `parallel_begin`/`_end` on the forking thread: the region, its team
 //!   size and its construct (the caller's return address, as symbol and
@@ -159,10 +162,16 @@ pub unsafe extern "C" fn ompt_start_tool(
     _omp_version: c_uint,
     _runtime_version: *const c_char,
 ) -> *mut StartToolResult {
-    // Declined without an address (a passive probe records nothing): an
-    // OMPT runtime with a tool does more work at every barrier and fork.
+    // Declined without an address (a passive probe records nothing), and
+    // unless chosen (`HARK_OMPT`) where the runtime's entry points are
+    // wrapped instead (`kmpc.rs`): an OMPT runtime with a tool does more
+    // work at every barrier and fork.
     let passive = std::env::var_os(hark_settings::ADDR.name).is_none_or(|a| a.is_empty());
-    if passive || std::env::var_os("HARK_NO_OMPT").is_some() {
+    #[cfg(target_arch = "x86_64")]
+    let chosen = super::kmpc::ompt_chosen();
+    #[cfg(not(target_arch = "x86_64"))]
+    let chosen = true;
+    if passive || !chosen {
         return std::ptr::null_mut();
     }
     RESULT.0.get()
