@@ -1,7 +1,7 @@
-//! `MPI_THREAD_MULTIPLE`: two ranks whose three OpenMP threads, or three
-//! pthreads, each exchange messages with their namesake on the other rank
-//! at once, under their own tags (`tests/programs/thread_multiple.c`), on
-//! Open MPI and MPICH. Every function's calls and send bytes per rank must
+//! `MPI_THREAD_MULTIPLE`: two ranks whose three OpenMP threads (gcc's
+//! libgomp, and clang's libomp), or three pthreads, each exchange messages
+//! with their namesake on the other rank at once, under their own tags
+//! (`tests/programs/thread_multiple.c`), on Open MPI and MPICH. Every function's calls and send bytes per rank must
 //! equal the independent counter's (`common/independent_count.rs`,
 //! preloaded before the probe) and nothing may be lost. OpenMP threads:
 //! each thread's time in MPI must be no more than what it timed around its
@@ -32,13 +32,38 @@ fn measured(stdout: &str) -> Vec<(usize, i64, f64, u64)> {
         .collect()
 }
 
+/// Which compiler the MPI wrapper runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Cc {
+    /// Its own, gcc: OpenMP through libgomp.
+    Gcc,
+    /// clang: OpenMP through LLVM's libomp.
+    Clang,
+}
+
 fn check(mpi: Mpi, pthreads: bool) {
-    if !have(mpi.cc) || !have(mpi.run) {
-        eprintln!("skipped: {} is not installed", mpi.name);
+    check_with(mpi, pthreads, Cc::Gcc);
+}
+
+fn check_with(mpi: Mpi, pthreads: bool, cc: Cc) {
+    if !have(mpi.cc) || !have(mpi.run) || (cc == Cc::Clang && !have("clang")) {
+        eprintln!("skipped: {} or clang is not installed", mpi.name);
         return;
     }
-    let dir = scratch(&format!("thread-multiple-{}-{pthreads}", mpi.cc));
-    let exe = compile(mpi.cc, "thread_multiple.c".as_ref(), &dir, &["-fopenmp"]);
+    let dir = scratch(&format!("thread-multiple-{}-{pthreads}-{cc:?}", mpi.cc));
+    let exe = match cc {
+        Cc::Gcc => compile(mpi.cc, "thread_multiple.c".as_ref(), &dir, &["-fopenmp"]),
+        Cc::Clang => {
+            // Each MPI's wrapper runs the compiler its variable names.
+            let var = if mpi.run.contains("openmpi") {
+                "OMPI_CC=clang"
+            } else {
+                "MPICH_CC=clang"
+            };
+            let args = [var, mpi.cc, "-fopenmp"];
+            compile("env", "thread_multiple.c".as_ref(), &dir, &args)
+        }
+    };
     let np = 2;
     let mut command = launcher(mpi, np);
     if mpi.run.contains("openmpi") {
@@ -143,6 +168,16 @@ fn open_mpi_openmp_threads_send_and_receive_at_once() {
 #[test]
 fn mpich_openmp_threads_send_and_receive_at_once() {
     check(MPICH, false);
+}
+
+#[test]
+fn open_mpi_clang_openmp_threads_send_and_receive_at_once() {
+    check_with(OPEN_MPI, false, Cc::Clang);
+}
+
+#[test]
+fn mpich_clang_openmp_threads_send_and_receive_at_once() {
+    check_with(MPICH, false, Cc::Clang);
 }
 
 #[test]
