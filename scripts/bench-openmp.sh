@@ -3,7 +3,7 @@
 # clock, explicit barriers and empty parallel regions on one thread
 # (OMP_NUM_THREADS=1: no waiting, only the runtime's and the probe's work),
 # for gcc (libgomp, wrapped GOMP_* entry points) and clang (LLVM libomp,
-# OMPT callbacks). Prints ns per barrier (one OMP_BARRIER event) and per
+# wrapped __kmpc_* entry points, and OMPT callbacks with HARK_OMPT=1). Prints ns per barrier (one OMP_BARRIER event) and per
 # region (OMP_PARALLEL and OMP_IMPLICIT_TASK: two events):
 #
 # - bare: the program alone;
@@ -14,7 +14,9 @@
 #   libgomp's barrier (a futex wake each, even alone) about 10 ns more: a
 #   cost of any second thread, which a program with two OpenMP threads pays
 #   already. The column tells it apart from the probe's own;
-# - hark: under `hark run`, as users run it, with the events it lost.
+# - hark: under `hark run`, as users run it, with the events it lost;
+# - hark-ompt (clang): the same with HARK_OMPT=1, libomp measured through
+#   OMPT instead of its entry points.
 #
 # Each is the marginal cost: ROUNDS runs at N/10 and at N events each,
 # medians, and (time(N) - time(N/10)) / (N - N/10), so that what a run
@@ -23,7 +25,8 @@
 #
 # With --instructions, counts instead, with callgrind, the instructions in
 # `main` and below (not the probe's shipper thread, not start-up) of N and
-# 2N barriers, and of N and 2N regions, bare and under `hark run`: the
+# 2N barriers, and of N and 2N regions, bare and under `hark run` (and for
+# clang with HARK_OMPT=1 too): the
 # difference over N is the instructions per barrier and per region, the
 # same on a loaded machine as on a quiet one; and the same for an MPI_Test
 # loop at np 1 (mpicc, mpirun), the model of a cheap event.
@@ -50,10 +53,11 @@
 #
 # With MPI=1, FLOOR=1 adds two variants per runtime, timed in the same
 # rounds: floor0, a C library that only reaches the barrier (a wrapper of
-# `GOMP_barrier`; an OMPT tool with an empty `sync_region_wait` callback,
-# which makes libomp do its tool work), and floor1, the same reading the
+# `GOMP_barrier`; of `__kmpc_barrier`), and floor1, the same reading the
 # clock at both ends and storing a 48-byte record: what any tool that times
-# barriers pays, and so how much of Hark's cost is Hark's.
+# barriers pays, and so how much of Hark's cost is Hark's; and for clang
+# tool0, an OMPT tool with an empty `sync_region_wait` callback, which
+# makes libomp do its tool work (the floor of hark-ompt).
 #
 # THREADS=K runs the team with K threads instead of one: the runtimes'
 # default is as many as there are cores, and then each barrier also waits
@@ -162,22 +166,26 @@ C
         shift 2
         local cmd=(valgrind --tool=callgrind --toggle-collect=main --callgrind-out-file="$out" "$@")
         [ "$pre" = - ] || cmd=($pre "${cmd[@]}")
-        if [ "$how" = hark ]; then
-            "$hark" run -o "$work/run" -- "${cmd[@]}" >/dev/null 2>&1
+        if [ "$how" != bare ]; then
+            local ompt=0
+            [ "$how" = hark-ompt ] && ompt=1
+            HARK_OMPT=$ompt "$hark" run -o "$work/run" -- "${cmd[@]}" >/dev/null 2>&1
             rm -rf "$work/run"
         else
             "${cmd[@]}" >/dev/null 2>&1
         fi
         grep -E '^(summary|totals):' "$out" | head -1 | awk '{print $2}'
     }
-    for how in bare hark; do
+    for how in bare hark hark-ompt; do
         for cc in gcc clang; do
+            [ $how = hark-ompt ] && [ $cc = gcc ] && continue
             b1=$(instructions $how - "$work/$cc" "$n" 0)
             b2=$(instructions $how - "$work/$cc" $((2 * n)) 0)
             r1=$(instructions $how - "$work/$cc" 0 "$n")
             r2=$(instructions $how - "$work/$cc" 0 $((2 * n)))
             echo "$cc $how: $(((b2 - b1) / n)) instructions per barrier, $(((r2 - r1) / n)) per region (n=$n)"
         done
+        [ $how = hark-ompt ] && continue
         t1=$(instructions $how "mpirun -np 1" "$work/mpi" "$n")
         t2=$(instructions $how "mpirun -np 1" "$work/mpi" $((2 * n)))
         echo "MPI_Test $how: $(((t2 - t1) / n)) instructions per call (n=$n)"
@@ -197,7 +205,7 @@ C
 gcc -O2 -shared -fPIC -o "$work/thread.so" "$work/thread.c" -lpthread
 small=$((n / 10))
 # One run of $cc with B barriers and R regions: "ns-per-barrier ns-per-region",
-# and for hark the events it lost appended to $work/lost.
+# and for hark and hark-ompt the events it lost appended to $work/lost-$how.
 one() {
     local how=$1 cc=$2 b=$3 r=$4
     local args=("$b" "$r")
@@ -205,10 +213,12 @@ one() {
     case $how in
     bare) "${launch[@]}" "$work/$cc" "${args[@]}" ;;
     thread) LD_PRELOAD=$work/thread.so "$work/$cc" "${args[@]}" ;;
-    floor0 | floor1) "${launch[@]}" -x LD_PRELOAD="$work/$cc-$how.so" "$work/$cc" "${args[@]}" ;;
-    hark)
-        (cd "$work" && "$hark" run -o "$work/run" -- "${launch[@]}" "$work/$cc" "${args[@]}" 2>/dev/null | tail -1)
-        grep -o '[0-9,]* lost' "$work/run/summary.txt" | tr -d , | awk '{print $1}' >> "$work/lost"
+    floor0 | floor1 | tool0) "${launch[@]}" -x LD_PRELOAD="$work/$cc-$how.so" "$work/$cc" "${args[@]}" ;;
+    hark | hark-ompt)
+        local ompt=0
+        [ $how = hark-ompt ] && ompt=1
+        (cd "$work" && HARK_OMPT=$ompt "$hark" run -o "$work/run" -- "${launch[@]}" "$work/$cc" "${args[@]}" 2>/dev/null | tail -1)
+        grep -o '[0-9,]* lost' "$work/run/summary.txt" | tr -d , | awk '{print $1}' >> "$work/lost-$how"
         rm -rf "$work/run"
         ;;
     esac
@@ -259,6 +269,14 @@ void GOMP_barrier(void) {
     real();
     stamp(0, 0);
 }
+#elif KMPC
+void __kmpc_barrier(void *loc, int gtid) {
+    static void (*real)(void *, int);
+    if (!real) real = (void (*)(void *, int))dlsym(RTLD_NEXT, "__kmpc_barrier");
+    stamp(1, 0);
+    real(loc, gtid);
+    stamp(0, 0);
+}
 #else
 #include <omp-tools.h>
 static void wait_cb(ompt_sync_region_t kind, ompt_scope_endpoint_t ep, ompt_data_t *p,
@@ -282,14 +300,18 @@ ompt_start_tool_result_t *ompt_start_tool(unsigned v, const char *r) {
 C
     for k in 0 1; do
         gcc -O2 -shared -fPIC -DGOMP -DSTAMP=$k -o "$work/gcc-floor$k.so" "$work/floor.c" -ldl
-        clang -O2 -shared -fPIC -DSTAMP=$k -o "$work/clang-floor$k.so" "$work/floor.c"
+        clang -O2 -shared -fPIC -DKMPC -DSTAMP=$k -o "$work/clang-floor$k.so" "$work/floor.c" -ldl
     done
+    clang -O2 -shared -fPIC -DSTAMP=0 -o "$work/clang-tool0.so" "$work/floor.c"
 fi
 for cc in $programs; do
     rm -f "$work"/*.b "$work"/*.r
-    : > "$work/lost"
+    : > "$work/lost-hark"
+    : > "$work/lost-hark-ompt"
     these=$hows
     [ "$mpi" = 1 ] && [ "${FLOOR:-0}" = 1 ] && [ "$cc" != iprobe ] && these="bare floor0 floor1 hark"
+    [ "$mpi" = 1 ] && [ "${FLOOR:-0}" = 1 ] && [ "$cc" = clang ] && these="$these tool0"
+    [ "$cc" = clang ] && these="$these hark-ompt"
     for _ in $(seq "$rounds"); do
         for how in $these; do
             sample "$how" "$cc" "$small"
@@ -300,7 +322,7 @@ for cc in $programs; do
         b1=$(median < "$work/$how-$small.b") r1=$(median < "$work/$how-$small.r")
         b2=$(median < "$work/$how-$n.b") r2=$(median < "$work/$how-$n.r")
         lost=""
-        [ $how = hark ] && lost=", $(awk '{s += $1} END {print s + 0}' "$work/lost") events lost in all"
+        case $how in hark*) lost=", $(awk '{s += $1} END {print s + 0}' "$work/lost-$how") events lost in all" ;; esac
         awk -v cc=$cc -v how=$how -v b1="$b1" -v b2="$b2" -v r1="$r1" -v r2="$r2" -v d=$((n - small)) -v lost="$lost" -v rounds="$rounds" -v n="$n" \
             'BEGIN {
                 what = cc == "iprobe" ? sprintf("MPI_Iprobe %.1f ns", (b2 - b1) / d) : sprintf("barrier %.1f ns, region %.1f ns", (b2 - b1) / d, (r2 - r1) / d)
