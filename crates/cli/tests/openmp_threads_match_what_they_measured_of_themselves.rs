@@ -311,6 +311,11 @@ fn clang_mpich_one_rank_three_threads() {
     with_mpi(MPICH, Lang::Clang, 1, 3);
 }
 
+#[test]
+fn clang_mpich_one_rank_three_threads_through_ompt() {
+    with_mpi_env(MPICH, Lang::Clang, 1, 3, &[("HARK_OMPT", "1")]);
+}
+
 /// The C++ program without MPI, built with `compiler` (g++: libgomp;
 /// clang++: LLVM libomp).
 fn cxx_without_mpi(compiler: &str, threads: usize) {

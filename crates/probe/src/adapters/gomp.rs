@@ -13,9 +13,12 @@
 //!   returns, where its end-barrier wait starts, and the analysis counts
 //!   that wait up to the region's join on the forking thread (as with
 //!   libomp, `kmpc.rs` and `ompt.rs`).
-//! - `GOMP_barrier`, `GOMP_loop_end` (the barrier at the end of a loop),
-//!   `GOMP_taskwait` are barrier waits; `GOMP_critical_start`,
-//!   `GOMP_critical_name_start` and `GOMP_ordered_start` lock waits; loop
+//! - `GOMP_barrier`, `GOMP_loop_end` and `GOMP_sections_end` (the
+//!   barriers at a loop's and a `sections`' end), their `_cancel` forms,
+//!   `GOMP_taskwait` and `GOMP_taskgroup_end` are barrier waits;
+//!   `GOMP_critical_start`, `GOMP_critical_name_start` and
+//!   `GOMP_ordered_start` lock waits (and `omp_set_lock`, `kmpc.rs`); loop
+//!   starts (ordered ones and gcc 9's `GOMP_loop_start` too), sections
 //!   starts, `GOMP_single_start` and `GOMP_task` are marks.
 //!
 //! A program without OpenMP never calls any of these, so it pays nothing.
@@ -564,12 +567,44 @@ waits! {
     GOMP_barrier = c"GOMP_barrier" => OMP_BARRIER, OMP_SYNC_EXPLICIT;
     /// `GOMP_loop_end`: the barrier at the end of a loop.
     GOMP_loop_end = c"GOMP_loop_end" => OMP_BARRIER, OMP_SYNC_IMPLICIT;
+    /// `GOMP_sections_end`: the barrier at the end of a `sections`.
+    GOMP_sections_end = c"GOMP_sections_end" => OMP_BARRIER, OMP_SYNC_IMPLICIT;
     /// `GOMP_taskwait`.
     GOMP_taskwait = c"GOMP_taskwait" => OMP_BARRIER, OMP_SYNC_TASKWAIT;
+    /// `GOMP_taskgroup_end`: waits for the group's tasks.
+    GOMP_taskgroup_end = c"GOMP_taskgroup_end" => OMP_BARRIER, OMP_SYNC_TASKGROUP;
     /// `GOMP_critical_start`: waits for the unnamed critical section.
     GOMP_critical_start = c"GOMP_critical_start" => OMP_LOCK_WAIT, OMP_MUTEX_CRITICAL;
     /// `GOMP_ordered_start`: waits for this iteration's turn.
     GOMP_ordered_start = c"GOMP_ordered_start" => OMP_LOCK_WAIT, OMP_MUTEX_ORDERED;
+}
+
+/// The barriers of a region that may be cancelled (`GOMP_barrier_cancel`
+/// and the ends of its worksharing constructs): true when it was.
+macro_rules! cancellable_waits {
+    ($($(#[$doc:meta])* $name:ident = $sym:literal => $tag:ident;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As libgomp's.
+        #[cfg_attr(not(test), no_mangle)]
+        pub unsafe extern "C" fn $name() -> bool {
+            let Some(f) = real!($sym: unsafe extern "C" fn() -> bool) else {
+                return false;
+            };
+            // SAFETY: no arguments.
+            wait(op::OMP_BARRIER, op::$tag, || unsafe { f() })
+        }
+    )*};
+}
+
+cancellable_waits! {
+    /// `GOMP_barrier_cancel`: an explicit barrier in a cancellable region.
+    GOMP_barrier_cancel = c"GOMP_barrier_cancel" => OMP_SYNC_EXPLICIT;
+    /// `GOMP_loop_end_cancel`: a loop's end in a cancellable region.
+    GOMP_loop_end_cancel = c"GOMP_loop_end_cancel" => OMP_SYNC_IMPLICIT;
+    /// `GOMP_sections_end_cancel`: a `sections`' end in a cancellable region.
+    GOMP_sections_end_cancel = c"GOMP_sections_end_cancel" => OMP_SYNC_IMPLICIT;
 }
 
 /// `GOMP_critical_name_start`: waits for a named critical section.
@@ -646,59 +681,100 @@ pub unsafe extern "C" fn GOMP_task(
     }
 }
 
-/// Loop starts: `GOMP_loop_{static,dynamic,guided}_start` and their
-/// `nonmonotonic` forms take a chunk size, `GOMP_loop_runtime_start` none.
+/// Loop starts, which all return true while this thread got iterations:
+/// each group's entry points take the arguments in its parentheses.
+macro_rules! loop_starts {
+    ($($args:tt { $($name:ident = $sym:literal;)* })*) => {$($(
+        loop_start!($name = $sym $args);
+    )*)*};
+}
+
+/// One loop start of [`loop_starts`]: a mark, then the real function.
 macro_rules! loop_start {
-    ($($name:ident = $sym:literal;)*) => {$(
+    ($name:ident = $sym:literal ($($a:ident: $t:ty),*)) => {
         /// Starts a loop; true while this thread got iterations.
         ///
         /// # Safety
         /// As libgomp's.
         #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(
-            start: c_long,
-            end: c_long,
-            incr: c_long,
-            chunk: c_long,
-            istart: *mut c_long,
-            iend: *mut c_long,
-        ) -> bool {
-            type F = unsafe extern "C" fn(c_long, c_long, c_long, c_long, *mut c_long, *mut c_long) -> bool;
-            let Some(f) = real!($sym: F) else {
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $name($($a: $t),*) -> bool {
+            let Some(f) = real!($sym: unsafe extern "C" fn($($t),*) -> bool) else {
                 return false;
             };
             mark(op::OMP_WORK, op::OMP_WORK_LOOP);
             // SAFETY: the caller's arguments, passed on.
-            unsafe { f(start, end, incr, chunk, istart, iend) }
+            unsafe { f($($a),*) }
         }
-    )*};
+    };
 }
 
-loop_start! {
-    GOMP_loop_static_start = c"GOMP_loop_static_start";
-    GOMP_loop_dynamic_start = c"GOMP_loop_dynamic_start";
-    GOMP_loop_guided_start = c"GOMP_loop_guided_start";
-    GOMP_loop_nonmonotonic_dynamic_start = c"GOMP_loop_nonmonotonic_dynamic_start";
-    GOMP_loop_nonmonotonic_guided_start = c"GOMP_loop_nonmonotonic_guided_start";
+loop_starts! {
+    // A chunk size.
+    (start: c_long, end: c_long, incr: c_long, chunk: c_long, istart: *mut c_long, iend: *mut c_long) {
+        GOMP_loop_static_start = c"GOMP_loop_static_start";
+        GOMP_loop_dynamic_start = c"GOMP_loop_dynamic_start";
+        GOMP_loop_guided_start = c"GOMP_loop_guided_start";
+        GOMP_loop_nonmonotonic_dynamic_start = c"GOMP_loop_nonmonotonic_dynamic_start";
+        GOMP_loop_nonmonotonic_guided_start = c"GOMP_loop_nonmonotonic_guided_start";
+        GOMP_loop_ordered_static_start = c"GOMP_loop_ordered_static_start";
+        GOMP_loop_ordered_dynamic_start = c"GOMP_loop_ordered_dynamic_start";
+        GOMP_loop_ordered_guided_start = c"GOMP_loop_ordered_guided_start";
+    }
+    // The schedule `OMP_SCHEDULE` says.
+    (start: c_long, end: c_long, incr: c_long, istart: *mut c_long, iend: *mut c_long) {
+        GOMP_loop_runtime_start = c"GOMP_loop_runtime_start";
+        GOMP_loop_ordered_runtime_start = c"GOMP_loop_ordered_runtime_start";
+    }
+    // gcc 9 and later: the schedule as an argument, and the loop's
+    // reductions.
+    (
+        start: c_long,
+        end: c_long,
+        incr: c_long,
+        sched: c_long,
+        chunk: c_long,
+        istart: *mut c_long,
+        iend: *mut c_long,
+        reductions: *mut usize,
+        mem: *mut *mut c_void
+    ) {
+        GOMP_loop_start = c"GOMP_loop_start";
+        GOMP_loop_ordered_start = c"GOMP_loop_ordered_start";
+    }
 }
 
-/// `GOMP_loop_runtime_start`: a loop with the schedule `OMP_SCHEDULE` says.
+/// `GOMP_sections_start`: a `sections` construct starts; returns this
+/// thread's first section.
 ///
 /// # Safety
 /// As libgomp's.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GOMP_loop_runtime_start(
-    start: c_long,
-    end: c_long,
-    incr: c_long,
-    istart: *mut c_long,
-    iend: *mut c_long,
-) -> bool {
-    type F = unsafe extern "C" fn(c_long, c_long, c_long, *mut c_long, *mut c_long) -> bool;
-    let Some(f) = real!(c"GOMP_loop_runtime_start": F) else {
-        return false;
+pub unsafe extern "C" fn GOMP_sections_start(count: c_uint) -> c_uint {
+    let Some(f) = real!(c"GOMP_sections_start": unsafe extern "C" fn(c_uint) -> c_uint) else {
+        return 0;
     };
-    mark(op::OMP_WORK, op::OMP_WORK_LOOP);
+    mark(op::OMP_WORK, op::OMP_WORK_SECTIONS);
+    // SAFETY: the caller's argument, passed on.
+    unsafe { f(count) }
+}
+
+/// `GOMP_sections2_start` (gcc 9 and later, with reductions): as
+/// `GOMP_sections_start`.
+///
+/// # Safety
+/// As libgomp's.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GOMP_sections2_start(
+    count: c_uint,
+    reductions: *mut usize,
+    mem: *mut *mut c_void,
+) -> c_uint {
+    type F = unsafe extern "C" fn(c_uint, *mut usize, *mut *mut c_void) -> c_uint;
+    let Some(f) = real!(c"GOMP_sections2_start": F) else {
+        return 0;
+    };
+    mark(op::OMP_WORK, op::OMP_WORK_SECTIONS);
     // SAFETY: the caller's arguments, passed on.
-    unsafe { f(start, end, incr, istart, iend) }
+    unsafe { f(count, reductions, mem) }
 }
