@@ -44,9 +44,9 @@
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU8, AtomicUsize, Ordering};
 
-use hark_wire::op;
+use hark_wire::{op, Def};
 
 use super::gomp::{self, mark, wait, Region};
 use super::real;
@@ -181,7 +181,9 @@ unsafe extern "C" fn fork(
     let Some(f) = real!(c"__kmpc_fork_call": ForkCall) else {
         return 0;
     };
-    let region = if ompt_chosen() {
+    // The runtime's own forks (its hidden helper team) are not the
+    // program's.
+    let region = if ompt_chosen() || in_runtime(ret) {
         None
     } else {
         gomp::region(ret)
@@ -220,12 +222,10 @@ unsafe extern "C" fn fork(
         size: AtomicI32::new(0),
     };
     let level = gomp::level() + 1;
-    core::omp_thread(|o| o.forking.set(true));
     let t0 = core::stamp();
     // SAFETY: the runtime's fork with one argument, the team, which
     // outlives the call (it joins every thread that reads it).
     unsafe { f(loc, 1, task as *const c_void, &team as *const Fork) };
-    core::omp_thread(|o| o.forking.set(false));
     gomp::parallel_done(region, t0, level, team.size.load(Ordering::Relaxed));
     0
 }
@@ -244,20 +244,14 @@ unsafe extern "C" fn task(gtid: *mut i32, tid: *mut i32, team: *const Fork) {
     // SAFETY: the runtime's pointer to this thread's number in the team.
     let thread = unsafe { *tid };
     let size = gomp::team_size();
-    let outer = core::omp_thread(|o| {
-        let forking = o.forking.replace(false);
-        (o.enter_task(instance, thread), forking)
-    });
+    let outer = core::omp_thread(|o| o.enter_task(instance, thread));
     let t0 = core::stamp();
     // SAFETY: the program's outlined function with its own arguments.
     unsafe { invoke(team.microtask, gtid, tid, team.argc, team.argv) };
     let t1 = core::stamp();
     team.size.store(size, Ordering::Relaxed);
     gomp::implicit_task(t0, t1, instance, construct, thread, size);
-    core::omp_thread(|o| {
-        o.restore(outer.0);
-        o.forking.set(outer.1);
-    });
+    core::omp_thread(|o| o.restore(outer));
 }
 
 /// Calls `microtask(gtid, tid, argv[0], …, argv[argc − 1])`, the outlined
@@ -324,33 +318,43 @@ thread_local! {
     static SERIAL: RefCell<Vec<Option<Serial>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// `__kmpc_serialized_parallel(loc, gtid)`: hands the arguments and the
-/// caller's return address to [`serialized`]; when that returns the real
-/// function instead of opening the region, jumps to it with the caller's
+/// Defines `$name(loc, gtid)` as an entry point that hands the arguments
+/// and the caller's return address to `$inner`; when that returns the real
+/// function instead of doing the work, it jumps to it with the caller's
 /// arguments, as if called from the program (as [`__kmpc_fork_call`]).
-///
-/// # Safety
-/// As libomp's.
-#[unsafe(naked)]
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn __kmpc_serialized_parallel() {
-    std::arch::naked_asm!(
-        "mov rdx, qword ptr [rsp]",
-        // Two arguments kept, and rsp 16-byte aligned at the call.
-        "push rdi",
-        "push rsi",
-        "sub rsp, 8",
-        "call {inner}",
-        "add rsp, 8",
-        "pop rsi",
-        "pop rdi",
-        "test rax, rax",
-        "jz 2f",
-        "jmp rax",
-        "2:",
-        "ret",
-        inner = sym serialized,
-    )
+macro_rules! return_address_entry {
+    ($($name:ident => $inner:ident;)*) => {$(
+        /// Entry point: see [`return_address_entry`].
+        ///
+        /// # Safety
+        /// As libomp's.
+        #[unsafe(naked)]
+        #[cfg_attr(not(test), no_mangle)]
+        pub unsafe extern "C" fn $name() {
+            std::arch::naked_asm!(
+                "mov rdx, qword ptr [rsp]",
+                // Two arguments kept, and rsp 16-byte aligned at the call.
+                "push rdi",
+                "push rsi",
+                "sub rsp, 8",
+                "call {inner}",
+                "add rsp, 8",
+                "pop rsi",
+                "pop rdi",
+                "test rax, rax",
+                "jz 2f",
+                "jmp rax",
+                "2:",
+                "ret",
+                inner = sym $inner,
+            )
+        }
+    )*};
+}
+
+return_address_entry! {
+    __kmpc_serialized_parallel => serialized;
+    __kmpc_end_serialized_parallel => end_serialized;
 }
 
 /// Opens a serialized region and returns 0, or returns the real
@@ -361,9 +365,9 @@ unsafe extern "C" fn serialized(loc: *mut Ident, gtid: i32, ret: usize) -> usize
     let Some(f) = real!(c"__kmpc_serialized_parallel": F) else {
         return 0;
     };
-    // The runtime's own, in a fork: the region is the fork's, recorded,
-    // and its end passes on too (`__kmpc_end_serialized_parallel`).
-    if core::omp_thread(|o| o.forking.get()) {
+    // The runtime's own (serializing a team it forks: the region is the
+    // fork's, recorded there), and its end passes on too.
+    if in_runtime(ret) {
         return f as usize;
     }
     let region = if ompt_chosen() {
@@ -391,20 +395,16 @@ unsafe extern "C" fn serialized(loc: *mut Ident, gtid: i32, ret: usize) -> usize
     0
 }
 
-/// `__kmpc_end_serialized_parallel`: closes the region
-/// `__kmpc_serialized_parallel` opened.
-///
-/// # Safety
-/// As libomp's.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn __kmpc_end_serialized_parallel(loc: *mut Ident, gtid: i32) {
+/// Closes the region `__kmpc_serialized_parallel` opened and returns 0, or
+/// returns the real `__kmpc_end_serialized_parallel` for the entry point to
+/// jump to when it was not recorded.
+unsafe extern "C" fn end_serialized(loc: *mut Ident, gtid: i32, ret: usize) -> usize {
     type F = unsafe extern "C" fn(*mut Ident, i32);
     let Some(f) = real!(c"__kmpc_end_serialized_parallel": F) else {
-        return;
+        return 0;
     };
-    if core::omp_thread(|o| o.forking.get()) {
-        // SAFETY: the caller's arguments, passed on.
-        return unsafe { f(loc, gtid) };
+    if in_runtime(ret) {
+        return f as usize;
     }
     let open = SERIAL
         .try_with(|s| s.borrow_mut().pop())
@@ -412,8 +412,7 @@ pub unsafe extern "C" fn __kmpc_end_serialized_parallel(loc: *mut Ident, gtid: i
         .flatten()
         .flatten();
     let Some(s) = open else {
-        // SAFETY: the caller's arguments, passed on.
-        return unsafe { f(loc, gtid) };
+        return f as usize;
     };
     let t1 = core::stamp();
     let Region {
@@ -422,24 +421,67 @@ pub unsafe extern "C" fn __kmpc_end_serialized_parallel(loc: *mut Ident, gtid: i
     } = s.region;
     gomp::implicit_task(s.mine, t1, instance, construct, 0, 1);
     core::omp_thread(|o| o.restore(s.outer));
-    // SAFETY: as above.
+    // SAFETY: the caller's arguments, passed on.
     unsafe { f(loc, gtid) };
     gomp::parallel_done(s.region, s.t0, s.level, 1);
+    0
 }
 
-/// Runs `call`, timed as a wait of kind `op`/`tag` unless OMPT records.
+/// Where libomp itself is loaded, `[start, end)`, once known (`end` 0:
+/// not yet).
+static RUNTIME: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
+
+/// Whether `addr` (a return address, an `ident_t`) is libomp's own: the
+/// runtime calls some of its entry points itself, through its PLT (its
+/// hidden helper team's fork, the serialization of a team it forks, its
+/// GOMP compatibility layer's barriers), and those calls are not the
+/// program's.
 #[inline(always)]
-fn waiting<R>(op: u16, tag: i32, call: impl FnOnce() -> R) -> R {
-    if ompt_chosen() {
+fn in_runtime(addr: usize) -> bool {
+    let end = RUNTIME[1].load(Ordering::Acquire);
+    let (start, end) = if end == 0 {
+        runtime_range()
+    } else {
+        (RUNTIME[0].load(Ordering::Relaxed), end)
+    };
+    (start..end).contains(&addr)
+}
+
+/// Finds where the object defining the real `__kmpc_fork_call` is loaded.
+#[cold]
+#[inline(never)]
+fn runtime_range() -> (usize, usize) {
+    let at = real!(c"__kmpc_fork_call": ForkCall).map_or(0, |f| f as usize as u64);
+    let range = core::callsite::objects().into_iter().find_map(|o| match o {
+        Def::Object { start, size, .. } if (start..start.saturating_add(size)).contains(&at) => {
+            Some((start as usize, start.saturating_add(size) as usize))
+        }
+        _ => None,
+    });
+    // None found (no libomp: a libgomp program's `omp_set_lock`): an empty
+    // range, not looked for again.
+    let (start, end) = range.unwrap_or((1, 1));
+    RUNTIME[0].store(start, Ordering::Relaxed);
+    RUNTIME[1].store(end, Ordering::Release);
+    (start, end)
+}
+
+/// Runs `call` for the construct at `loc`, timed as a wait of kind
+/// `op`/`tag` unless OMPT records or the runtime calls itself.
+#[inline(always)]
+fn waiting<R>(loc: *const Ident, op: u16, tag: i32, call: impl FnOnce() -> R) -> R {
+    if ompt_chosen() || in_runtime(loc as usize) {
         return call();
     }
     wait(op, tag, call)
 }
 
-/// Records a mark of kind `op`/`tag` unless OMPT records.
+/// Records a mark of kind `op`/`tag` for the construct at `loc` unless
+/// OMPT records or the runtime calls itself (the program's calls always
+/// carry their construct's `ident_t`).
 #[inline(always)]
-fn marking(op: u16, tag: i32) {
-    if !ompt_chosen() {
+fn marking(loc: *const Ident, op: u16, tag: i32) {
+    if !(ompt_chosen() || loc.is_null() || in_runtime(loc as usize)) {
         mark(op, tag);
     }
 }
@@ -459,7 +501,7 @@ pub unsafe extern "C" fn __kmpc_barrier(loc: *mut Ident, gtid: i32) {
         op::OMP_SYNC_EXPLICIT
     };
     // SAFETY: the caller's arguments, passed on.
-    waiting(op::OMP_BARRIER, tag, || unsafe { f(loc, gtid) })
+    waiting(loc, op::OMP_BARRIER, tag, || unsafe { f(loc, gtid) })
 }
 
 /// `__kmpc_omp_taskwait`.
@@ -473,7 +515,7 @@ pub unsafe extern "C" fn __kmpc_omp_taskwait(loc: *mut Ident, gtid: i32) -> i32 
         return 0;
     };
     // SAFETY: the caller's arguments, passed on.
-    waiting(op::OMP_BARRIER, op::OMP_SYNC_TASKWAIT, || unsafe {
+    waiting(loc, op::OMP_BARRIER, op::OMP_SYNC_TASKWAIT, || unsafe {
         f(loc, gtid)
     })
 }
@@ -488,7 +530,7 @@ pub unsafe extern "C" fn __kmpc_end_taskgroup(loc: *mut Ident, gtid: i32) {
         return;
     };
     // SAFETY: the caller's arguments, passed on.
-    waiting(op::OMP_BARRIER, op::OMP_SYNC_TASKGROUP, || unsafe {
+    waiting(loc, op::OMP_BARRIER, op::OMP_SYNC_TASKGROUP, || unsafe {
         f(loc, gtid)
     })
 }
@@ -516,7 +558,7 @@ macro_rules! reduce {
                 return 0;
             };
             // SAFETY: the caller's arguments, passed on.
-            waiting(op::OMP_BARRIER, op::OMP_SYNC_IMPLICIT, || unsafe {
+            waiting(loc, op::OMP_BARRIER, op::OMP_SYNC_IMPLICIT, || unsafe {
                 f(loc, gtid, num_vars, reduce_size, reduce_data, reduce_func, lck)
             })
         }
@@ -539,7 +581,7 @@ pub unsafe extern "C" fn __kmpc_end_reduce(loc: *mut Ident, gtid: i32, lck: *mut
         return;
     };
     // SAFETY: the caller's arguments, passed on.
-    waiting(op::OMP_BARRIER, op::OMP_SYNC_IMPLICIT, || unsafe {
+    waiting(loc, op::OMP_BARRIER, op::OMP_SYNC_IMPLICIT, || unsafe {
         f(loc, gtid, lck)
     })
 }
@@ -555,7 +597,7 @@ pub unsafe extern "C" fn __kmpc_critical(loc: *mut Ident, gtid: i32, crit: *mut 
         return;
     };
     // SAFETY: the caller's arguments, passed on.
-    waiting(op::OMP_LOCK_WAIT, op::OMP_MUTEX_CRITICAL, || unsafe {
+    waiting(loc, op::OMP_LOCK_WAIT, op::OMP_MUTEX_CRITICAL, || unsafe {
         f(loc, gtid, crit)
     })
 }
@@ -576,7 +618,7 @@ pub unsafe extern "C" fn __kmpc_critical_with_hint(
         return;
     };
     // SAFETY: the caller's arguments, passed on.
-    waiting(op::OMP_LOCK_WAIT, op::OMP_MUTEX_CRITICAL, || unsafe {
+    waiting(loc, op::OMP_LOCK_WAIT, op::OMP_MUTEX_CRITICAL, || unsafe {
         f(loc, gtid, crit, hint)
     })
 }
@@ -591,7 +633,7 @@ pub unsafe extern "C" fn __kmpc_ordered(loc: *mut Ident, gtid: i32) {
         return;
     };
     // SAFETY: the caller's arguments, passed on.
-    waiting(op::OMP_LOCK_WAIT, op::OMP_MUTEX_ORDERED, || unsafe {
+    waiting(loc, op::OMP_LOCK_WAIT, op::OMP_MUTEX_ORDERED, || unsafe {
         f(loc, gtid)
     })
 }
@@ -609,7 +651,12 @@ macro_rules! locks {
                 return;
             };
             // SAFETY: the caller's argument, passed on.
-            waiting(op::OMP_LOCK_WAIT, op::OMP_MUTEX_LOCK, || unsafe { f(lock) })
+            let call = || unsafe { f(lock) };
+            // No `ident_t` to tell the runtime's own calls by: it makes none.
+            if ompt_chosen() {
+                return call();
+            }
+            wait(op::OMP_LOCK_WAIT, op::OMP_MUTEX_LOCK, call)
         }
     )*};
 }
@@ -635,7 +682,7 @@ macro_rules! chosen {
             // SAFETY: the caller's arguments, passed on.
             let mine = unsafe { f(loc, gtid $(, $a)*) };
             if mine != 0 {
-                marking(op::OMP_WORK, op::$tag);
+                marking(loc, op::OMP_WORK, op::$tag);
             }
             mine
         }
@@ -660,7 +707,7 @@ fn work_start(loc: *const Ident) {
     } else {
         op::OMP_WORK_LOOP
     };
-    marking(op::OMP_WORK, tag);
+    marking(loc, op::OMP_WORK, tag);
 }
 
 /// `__kmpc_for_static_init_*`: a statically scheduled loop or sections
@@ -755,7 +802,7 @@ pub unsafe extern "C" fn __kmpc_omp_task_alloc(
     let Some(f) = real!(c"__kmpc_omp_task_alloc": F) else {
         return std::ptr::null_mut();
     };
-    marking(op::OMP_TASK_CREATE, 0);
+    marking(loc, op::OMP_TASK_CREATE, 0);
     // SAFETY: the caller's arguments, passed on.
     unsafe { f(loc, gtid, task_flags, sizeof_task, sizeof_shareds, entry) }
 }

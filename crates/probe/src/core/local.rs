@@ -84,10 +84,6 @@ pub(crate) struct OmpThread {
     instance1: Cell<u64>,
     /// The thread's number in that task's team.
     pub(crate) num: Cell<i32>,
-    /// Inside a fork of libomp's (`kmpc.rs`) before the thread's implicit
-    /// task began or after it ended: a `__kmpc_serialized_parallel` then
-    /// is the runtime's own, serializing the region being forked.
-    pub(crate) forking: Cell<bool>,
     /// When the thread began its current barrier wait (OMPT reports the two
     /// ends in two callbacks).
     pub(crate) wait: Cell<u64>,
