@@ -31,6 +31,12 @@
 //!   `__kmpc_single`, `__kmpc_master`, `__kmpc_masked` and
 //!   `__kmpc_omp_task_alloc` marks.
 //!
+//! The runtime calls some of these itself, through its PLT: its hidden
+//! helper team's fork, the serialization of a team it forks, the barriers
+//! and critical sections of its GOMP compatibility layer. Those calls, told
+//! by a return address or an `ident_t` inside libomp ([`in_runtime`]),
+//! pass on unrecorded.
+//!
 //! A construct is named by the caller's return address, as OMPT names it.
 //! No wrapper holds the probe's guard while the real function runs (the
 //! runtime's threads start inside the first fork: `gomp.rs`).
