@@ -144,11 +144,19 @@ pub(super) fn construct(f: usize) -> u32 {
     if let Some(id) = SEEN.get(f) {
         return id;
     }
-    let mut known = hark_sync::lock(&CONSTRUCTS);
-    if let Some(&(_, id)) = known.iter().find(|(a, _)| *a == f) {
+    let named = |known: &Vec<(usize, u32)>| known.iter().find(|(a, _)| *a == f).map(|&(_, id)| id);
+    if let Some(id) = named(&hark_sync::lock(&CONSTRUCTS)) {
         return id;
     }
-    let id = core::name_id(NameKind::Construct, &symbol(f));
+    // Named without the lock: `dladdr` and the object list take the
+    // loader's lock, which a thread forking inside `dlopen` (from an ELF
+    // constructor) holds while it waits for this one.
+    let name = symbol(f);
+    let mut known = hark_sync::lock(&CONSTRUCTS);
+    if let Some(id) = named(&known) {
+        return id;
+    }
+    let id = core::name_id(NameKind::Construct, &name);
     known.push((f, id));
     SEEN.put(f, id);
     id
