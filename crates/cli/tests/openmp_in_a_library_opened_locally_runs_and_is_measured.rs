@@ -17,22 +17,11 @@ fn check(compiler: &str) {
         return;
     }
     let dir = scratch(&format!("omp-local-{compiler}"));
-    let lib = dir.join(format!("libomp_local_{compiler}.so"));
-    let src = |name: &str| {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/programs")
-            .join(name)
-    };
-    let out = std::process::Command::new(compiler)
-        .args(["-O1", "-fopenmp", "-shared", "-fPIC", "-o"])
-        .arg(&lib)
-        .arg(src("omp_local_lib.c"))
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let lib = compile(
+        compiler,
+        "omp_local_lib.c".as_ref(),
+        &dir,
+        &["-fopenmp", "-shared", "-fPIC"],
     );
     let exe = compile(compiler, "omp_local_main.c".as_ref(), &dir, &["-ldl"]);
     let command = [

@@ -74,10 +74,10 @@ impl Real {
             p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, self.name.as_ptr()) };
         }
         if p.is_null() {
-            // One search at a time: the team's threads of a library's first
-            // region all miss at once, and each must get what the search
-            // finds, not a null while it runs.
-            // The result is stored before the lock is given up.
+            // One search at a time, its result stored before the lock is
+            // given up: the team's threads of a library's first region all
+            // miss at once, and each must get what the search finds, not a
+            // null while it runs.
             static SEARCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
             let _one = hark_sync::lock(&SEARCH);
             p = self.ptr.load(Ordering::Relaxed);

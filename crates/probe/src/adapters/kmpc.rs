@@ -52,7 +52,7 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicI32, AtomicU8, AtomicUsize, Ordering};
 
-use hark_wire::{op, Def};
+use hark_wire::op;
 
 use super::gomp::{self, mark, wait, Region};
 use super::real;
@@ -120,6 +120,11 @@ const INLINE_ARGS: usize = 16;
 
 type ForkCall = unsafe extern "C" fn(*mut Ident, i32, *const c_void, ...);
 
+/// The real `__kmpc_fork_call`.
+fn real_fork() -> Option<ForkCall> {
+    real!(c"__kmpc_fork_call": ForkCall)
+}
+
 /// `__kmpc_fork_call(loc, argc, microtask, ...)`: forks a team running
 /// `microtask(&gtid, &tid, args...)` and joins it. Hands the named
 /// arguments, the six argument registers as they were (the first three
@@ -184,7 +189,7 @@ unsafe extern "C" fn fork(
     stack: *const usize,
     ret: usize,
 ) -> usize {
-    let Some(f) = real!(c"__kmpc_fork_call": ForkCall) else {
+    let Some(f) = real_fork() else {
         return 0;
     };
     // The runtime's own forks (its hidden helper team) are not the
@@ -457,16 +462,11 @@ fn in_runtime(addr: usize) -> bool {
 #[cold]
 #[inline(never)]
 fn runtime_range() -> (usize, usize) {
-    let at = real!(c"__kmpc_fork_call": ForkCall).map_or(0, |f| f as usize as u64);
-    let range = core::callsite::objects().into_iter().find_map(|o| match o {
-        Def::Object { start, size, .. } if (start..start.saturating_add(size)).contains(&at) => {
-            Some((start as usize, start.saturating_add(size) as usize))
-        }
-        _ => None,
-    });
+    let at = real_fork().map_or(0, |f| f as usize as u64);
     // None found (no libomp: a libgomp program's `omp_set_lock`): an empty
     // range, not looked for again.
-    let (start, end) = range.unwrap_or((1, 1));
+    let (start, end) =
+        core::callsite::object_span(at).map_or((1, 1), |(s, e)| (s as usize, e as usize));
     RUNTIME[0].store(start, Ordering::Relaxed);
     RUNTIME[1].store(end, Ordering::Release);
     (start, end)
@@ -510,138 +510,57 @@ pub unsafe extern "C" fn __kmpc_barrier(loc: *mut Ident, gtid: i32) {
     waiting(loc, op::OMP_BARRIER, tag, || unsafe { f(loc, gtid) })
 }
 
-/// `__kmpc_omp_taskwait`.
-///
-/// # Safety
-/// As libomp's.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn __kmpc_omp_taskwait(loc: *mut Ident, gtid: i32) -> i32 {
-    let Some(f) = real!(c"__kmpc_omp_taskwait": unsafe extern "C" fn(*mut Ident, i32) -> i32)
-    else {
-        return 0;
-    };
-    // SAFETY: the caller's arguments, passed on.
-    waiting(loc, op::OMP_BARRIER, op::OMP_SYNC_TASKWAIT, || unsafe {
-        f(loc, gtid)
-    })
-}
-
-/// `__kmpc_end_taskgroup`: waits for the group's tasks.
-///
-/// # Safety
-/// As libomp's.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn __kmpc_end_taskgroup(loc: *mut Ident, gtid: i32) {
-    let Some(f) = real!(c"__kmpc_end_taskgroup": unsafe extern "C" fn(*mut Ident, i32)) else {
-        return;
-    };
-    // SAFETY: the caller's arguments, passed on.
-    waiting(loc, op::OMP_BARRIER, op::OMP_SYNC_TASKGROUP, || unsafe {
-        f(loc, gtid)
-    })
-}
-
-/// The reductions' starts, which may wait for the team (a tree
-/// reduction's barrier) or for a lock (a critical one).
-macro_rules! reduce {
-    ($($name:ident = $sym:literal;)*) => {$(
-        /// Starts a reduction: a wait the construct implies.
+/// Entry points that may wait, each timed as one `$op` event of kind
+/// `$tag` (`waiting`): `$name(loc, gtid, ...)`.
+macro_rules! waits {
+    ($($(#[$doc:meta])* $name:ident($($a:ident: $t:ty),*) $(-> $r:ty)? = $sym:literal => $op:ident, $tag:ident;)*) => {$(
+        $(#[$doc])*
         ///
         /// # Safety
         /// As libomp's.
         #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(
-            loc: *mut Ident,
-            gtid: i32,
-            num_vars: i32,
-            reduce_size: usize,
-            reduce_data: *mut c_void,
-            reduce_func: *const c_void,
-            lck: *mut c_void,
-        ) -> i32 {
-            type F = unsafe extern "C" fn(*mut Ident, i32, i32, usize, *mut c_void, *const c_void, *mut c_void) -> i32;
-            let Some(f) = real!($sym: F) else {
-                return 0;
+        pub unsafe extern "C" fn $name(loc: *mut Ident, gtid: i32 $(, $a: $t)*) $(-> $r)? {
+            let Some(f) = real!($sym: unsafe extern "C" fn(*mut Ident, i32 $(, $t)*) $(-> $r)?) else {
+                return Default::default();
             };
             // SAFETY: the caller's arguments, passed on.
-            waiting(loc, op::OMP_BARRIER, op::OMP_SYNC_IMPLICIT, || unsafe {
-                f(loc, gtid, num_vars, reduce_size, reduce_data, reduce_func, lck)
-            })
+            waiting(loc, op::$op, op::$tag, || unsafe { f(loc, gtid $(, $a)*) })
         }
     )*};
 }
 
-reduce! {
-    __kmpc_reduce = c"__kmpc_reduce";
-    __kmpc_reduce_nowait = c"__kmpc_reduce_nowait";
-}
-
-/// `__kmpc_end_reduce`: the barrier at a blocking reduction's end.
-///
-/// # Safety
-/// As libomp's.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn __kmpc_end_reduce(loc: *mut Ident, gtid: i32, lck: *mut c_void) {
-    type F = unsafe extern "C" fn(*mut Ident, i32, *mut c_void);
-    let Some(f) = real!(c"__kmpc_end_reduce": F) else {
-        return;
-    };
-    // SAFETY: the caller's arguments, passed on.
-    waiting(loc, op::OMP_BARRIER, op::OMP_SYNC_IMPLICIT, || unsafe {
-        f(loc, gtid, lck)
-    })
-}
-
-/// `__kmpc_critical`: waits for a critical section.
-///
-/// # Safety
-/// As libomp's.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn __kmpc_critical(loc: *mut Ident, gtid: i32, crit: *mut c_void) {
-    type F = unsafe extern "C" fn(*mut Ident, i32, *mut c_void);
-    let Some(f) = real!(c"__kmpc_critical": F) else {
-        return;
-    };
-    // SAFETY: the caller's arguments, passed on.
-    waiting(loc, op::OMP_LOCK_WAIT, op::OMP_MUTEX_CRITICAL, || unsafe {
-        f(loc, gtid, crit)
-    })
-}
-
-/// `__kmpc_critical_with_hint`: waits for a critical section.
-///
-/// # Safety
-/// As libomp's.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn __kmpc_critical_with_hint(
-    loc: *mut Ident,
-    gtid: i32,
-    crit: *mut c_void,
-    hint: u32,
-) {
-    type F = unsafe extern "C" fn(*mut Ident, i32, *mut c_void, u32);
-    let Some(f) = real!(c"__kmpc_critical_with_hint": F) else {
-        return;
-    };
-    // SAFETY: the caller's arguments, passed on.
-    waiting(loc, op::OMP_LOCK_WAIT, op::OMP_MUTEX_CRITICAL, || unsafe {
-        f(loc, gtid, crit, hint)
-    })
-}
-
-/// `__kmpc_ordered`: waits for this iteration's turn.
-///
-/// # Safety
-/// As libomp's.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn __kmpc_ordered(loc: *mut Ident, gtid: i32) {
-    let Some(f) = real!(c"__kmpc_ordered": unsafe extern "C" fn(*mut Ident, i32)) else {
-        return;
-    };
-    // SAFETY: the caller's arguments, passed on.
-    waiting(loc, op::OMP_LOCK_WAIT, op::OMP_MUTEX_ORDERED, || unsafe {
-        f(loc, gtid)
-    })
+waits! {
+    /// `__kmpc_omp_taskwait`.
+    __kmpc_omp_taskwait() -> i32 = c"__kmpc_omp_taskwait" => OMP_BARRIER, OMP_SYNC_TASKWAIT;
+    /// `__kmpc_end_taskgroup`: waits for the group's tasks.
+    __kmpc_end_taskgroup() = c"__kmpc_end_taskgroup" => OMP_BARRIER, OMP_SYNC_TASKGROUP;
+    /// `__kmpc_reduce`: starts a blocking reduction, which may wait for the
+    /// team (a tree reduction's gather) or for a lock (a critical one).
+    __kmpc_reduce(
+        num_vars: i32,
+        reduce_size: usize,
+        reduce_data: *mut c_void,
+        reduce_func: *const c_void,
+        lck: *mut c_void
+    ) -> i32 = c"__kmpc_reduce" => OMP_BARRIER, OMP_SYNC_IMPLICIT;
+    /// `__kmpc_reduce_nowait`: as `__kmpc_reduce`, without the barrier at
+    /// its end.
+    __kmpc_reduce_nowait(
+        num_vars: i32,
+        reduce_size: usize,
+        reduce_data: *mut c_void,
+        reduce_func: *const c_void,
+        lck: *mut c_void
+    ) -> i32 = c"__kmpc_reduce_nowait" => OMP_BARRIER, OMP_SYNC_IMPLICIT;
+    /// `__kmpc_end_reduce`: the barrier at a blocking reduction's end.
+    __kmpc_end_reduce(lck: *mut c_void) = c"__kmpc_end_reduce" => OMP_BARRIER, OMP_SYNC_IMPLICIT;
+    /// `__kmpc_critical`: waits for a critical section.
+    __kmpc_critical(crit: *mut c_void) = c"__kmpc_critical" => OMP_LOCK_WAIT, OMP_MUTEX_CRITICAL;
+    /// `__kmpc_critical_with_hint`: waits for a critical section.
+    __kmpc_critical_with_hint(crit: *mut c_void, hint: u32)
+        = c"__kmpc_critical_with_hint" => OMP_LOCK_WAIT, OMP_MUTEX_CRITICAL;
+    /// `__kmpc_ordered`: waits for this iteration's turn.
+    __kmpc_ordered() = c"__kmpc_ordered" => OMP_LOCK_WAIT, OMP_MUTEX_ORDERED;
 }
 
 /// Lock acquisitions of the OpenMP API, libomp's and libgomp's alike.
@@ -716,79 +635,60 @@ fn work_start(loc: *const Ident) {
     marking(loc, op::OMP_WORK, tag);
 }
 
-/// `__kmpc_for_static_init_*`: a statically scheduled loop or sections
-/// construct starts, with the bounds' type `$t`.
-macro_rules! static_init {
-    ($($name:ident = $sym:literal, $t:ty, $s:ty;)*) => {$(
-        /// Starts a statically scheduled loop or sections.
+/// Worksharing starts, marked ([`work_start`]) before the real call:
+/// `$name(loc, gtid, ...)`.
+macro_rules! work_starts {
+    ($($(#[$doc:meta])* $name:ident($($a:ident: $t:ty),*) = $sym:literal;)*) => {$(
+        $(#[$doc])*
         ///
         /// # Safety
         /// As libomp's.
         #[cfg_attr(not(test), no_mangle)]
         #[allow(clippy::too_many_arguments)]
-        pub unsafe extern "C" fn $name(
-            loc: *mut Ident,
-            gtid: i32,
-            schedtype: i32,
-            plastiter: *mut i32,
-            plower: *mut $t,
-            pupper: *mut $t,
-            pstride: *mut $s,
-            incr: $s,
-            chunk: $s,
-        ) {
-            type F = unsafe extern "C" fn(*mut Ident, i32, i32, *mut i32, *mut $t, *mut $t, *mut $s, $s, $s);
-            let Some(f) = real!($sym: F) else {
+        pub unsafe extern "C" fn $name(loc: *mut Ident, gtid: i32 $(, $a: $t)*) {
+            let Some(f) = real!($sym: unsafe extern "C" fn(*mut Ident, i32 $(, $t)*)) else {
                 return;
             };
             work_start(loc);
             // SAFETY: the caller's arguments, passed on.
-            unsafe { f(loc, gtid, schedtype, plastiter, plower, pupper, pstride, incr, chunk) }
+            unsafe { f(loc, gtid $(, $a)*) }
         }
     )*};
 }
 
-static_init! {
-    __kmpc_for_static_init_4 = c"__kmpc_for_static_init_4", i32, i32;
-    __kmpc_for_static_init_4u = c"__kmpc_for_static_init_4u", u32, i32;
-    __kmpc_for_static_init_8 = c"__kmpc_for_static_init_8", i64, i64;
-    __kmpc_for_static_init_8u = c"__kmpc_for_static_init_8u", u64, i64;
-}
-
-/// `__kmpc_dispatch_init_*`: a dynamically scheduled loop starts, with
-/// the bounds' type `$t`.
-macro_rules! dispatch_init {
-    ($($name:ident = $sym:literal, $t:ty, $s:ty;)*) => {$(
-        /// Starts a dynamically scheduled loop.
-        ///
-        /// # Safety
-        /// As libomp's.
-        #[cfg_attr(not(test), no_mangle)]
-        pub unsafe extern "C" fn $name(
-            loc: *mut Ident,
-            gtid: i32,
-            schedule: c_int,
-            lb: $t,
-            ub: $t,
-            st: $s,
-            chunk: $s,
-        ) {
-            type F = unsafe extern "C" fn(*mut Ident, i32, c_int, $t, $t, $s, $s);
-            let Some(f) = real!($sym: F) else {
-                return;
-            };
-            work_start(loc);
-            // SAFETY: the caller's arguments, passed on.
-            unsafe { f(loc, gtid, schedule, lb, ub, st, chunk) }
-        }
-    )*};
-}
-
-dispatch_init! {
-    __kmpc_dispatch_init_4 = c"__kmpc_dispatch_init_4", i32, i32;
-    __kmpc_dispatch_init_4u = c"__kmpc_dispatch_init_4u", u32, i32;
-    __kmpc_dispatch_init_8 = c"__kmpc_dispatch_init_8", i64, i64;
-    __kmpc_dispatch_init_8u = c"__kmpc_dispatch_init_8u", u64, i64;
+work_starts! {
+    /// A statically scheduled loop or sections construct, 32-bit bounds.
+    __kmpc_for_static_init_4(
+        schedtype: i32, plastiter: *mut i32, plower: *mut i32, pupper: *mut i32,
+        pstride: *mut i32, incr: i32, chunk: i32
+    ) = c"__kmpc_for_static_init_4";
+    /// The same, unsigned 32-bit bounds.
+    __kmpc_for_static_init_4u(
+        schedtype: i32, plastiter: *mut i32, plower: *mut u32, pupper: *mut u32,
+        pstride: *mut i32, incr: i32, chunk: i32
+    ) = c"__kmpc_for_static_init_4u";
+    /// The same, 64-bit bounds.
+    __kmpc_for_static_init_8(
+        schedtype: i32, plastiter: *mut i32, plower: *mut i64, pupper: *mut i64,
+        pstride: *mut i64, incr: i64, chunk: i64
+    ) = c"__kmpc_for_static_init_8";
+    /// The same, unsigned 64-bit bounds.
+    __kmpc_for_static_init_8u(
+        schedtype: i32, plastiter: *mut i32, plower: *mut u64, pupper: *mut u64,
+        pstride: *mut i64, incr: i64, chunk: i64
+    ) = c"__kmpc_for_static_init_8u";
+    /// A dynamically scheduled loop, 32-bit bounds.
+    __kmpc_dispatch_init_4(schedule: c_int, lb: i32, ub: i32, st: i32, chunk: i32)
+        = c"__kmpc_dispatch_init_4";
+    /// The same, unsigned 32-bit bounds.
+    __kmpc_dispatch_init_4u(schedule: c_int, lb: u32, ub: u32, st: i32, chunk: i32)
+        = c"__kmpc_dispatch_init_4u";
+    /// The same, 64-bit bounds.
+    __kmpc_dispatch_init_8(schedule: c_int, lb: i64, ub: i64, st: i64, chunk: i64)
+        = c"__kmpc_dispatch_init_8";
+    /// The same, unsigned 64-bit bounds.
+    __kmpc_dispatch_init_8u(schedule: c_int, lb: u64, ub: u64, st: i64, chunk: i64)
+        = c"__kmpc_dispatch_init_8u";
 }
 
 /// `__kmpc_omp_task_alloc`: an explicit task is created.

@@ -279,15 +279,25 @@ pub(crate) fn object_of(addr: u64) -> Option<(String, u64)> {
 
 /// The mapped object holding `addr`, as (path, load bias), if any.
 pub(crate) fn object_holding(addr: u64) -> Option<(String, u64)> {
-    objects().into_iter().find_map(|o| match o {
-        Def::Object {
-            path,
-            bias,
-            start,
-            size,
-            ..
-        } if (start..start.saturating_add(size)).contains(&addr) => Some((path, bias)),
+    match holding(addr)? {
+        Def::Object { path, bias, .. } => Some((path, bias)),
         _ => None,
+    }
+}
+
+/// Where the mapped object holding `addr` lies, `[start, end)`, if any.
+pub(crate) fn object_span(addr: u64) -> Option<(u64, u64)> {
+    match holding(addr)? {
+        Def::Object { start, size, .. } => Some((start, start.saturating_add(size))),
+        _ => None,
+    }
+}
+
+/// The mapped object holding `addr` (a `Def::Object`), if any.
+fn holding(addr: u64) -> Option<Def> {
+    objects().into_iter().find(|o| {
+        matches!(o, Def::Object { start, size, .. }
+            if (*start..start.saturating_add(*size)).contains(&addr))
     })
 }
 
