@@ -107,6 +107,20 @@ pub struct Input<'a> {
     /// not send (`docs/wire.md`, "Counts"); `events` is then empty. Only
     /// knowledge sources whose results are per-function sums fold them.
     pub counts: Option<&'a Counts>,
+    /// The pages ([`hark_wire::op::page`]) of the pack's events, when the
+    /// unpacker gathered them in its pass; `None`: any may be there.
+    pub pages: Option<u32>,
+}
+
+impl Input<'_> {
+    /// Whether the events may hold one of op code `code`'s page: `false`
+    /// lets a knowledge source that looks at that family alone skip the
+    /// pack without walking it.
+    #[inline]
+    pub fn may_hold(&self, code: u16) -> bool {
+        self.pages
+            .is_none_or(|p| p & hark_wire::op::page(code) != 0)
+    }
 }
 
 /// A knowledge source: per-rank reduction, then a fold into the model.

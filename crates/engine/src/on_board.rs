@@ -138,6 +138,8 @@ struct Unpacked {
     /// The batch's events without those recorded while paused, if it held
     /// any: what the analyses fold.
     kept: Option<Vec<Event>>,
+    /// The pages of the batch's events ([`hark_wire::op::page`]).
+    pages: u32,
 }
 
 impl Unpacked {
@@ -615,6 +617,7 @@ fn unpack(
         msgs: std::mem::take(&mut derived.msgs),
         times: gathered.then(|| std::mem::take(&mut derived.times)),
         kept: derived.kept.take(),
+        pages: derived.pages,
     };
     let bytes = unpacked.batch.events().len() * EVENT_SIZE;
     ctx.publish(types.batches, unpacked, bytes);
@@ -713,6 +716,7 @@ fn batches_source(st: Arc<States>, types: Types, folds: Folds) -> KnowledgeSourc
             times: t.times.as_ref(),
             waits: &[],
             counts: t.batch.counts.as_ref(),
+            pages: Some(t.pages),
         };
         let analysed = hark_wire::accounted(t.batch.events())
             + t.batch.counts.as_ref().map_or(0, |c| c.events);

@@ -271,6 +271,7 @@ impl Stream {
             times: self.track.gathers_times().then_some(&derived.times),
             waits: &[],
             counts: None,
+            pages: Some(derived.pages),
         };
         for state in &mut self.states {
             state.fold(&cx, &input);

@@ -317,6 +317,8 @@ pub(crate) struct Derived {
     /// The pack's events without those recorded while paused, when it
     /// held any: what the analyses fold instead of the pack.
     pub kept: Option<Vec<Event>>,
+    /// The pages ([`op::page`]) of the pack's events.
+    pub pages: u32,
 }
 
 /// When a stream's recording was paused, on the probe's clock: from its
@@ -710,6 +712,7 @@ impl Unpacker {
             // The request tracker alone: the messages.
             for (i, ev) in events.iter().enumerate() {
                 let code = ev.op();
+                out.pages |= op::page(code);
                 if code == op::PAUSE || code == op::RESUME {
                     self.paused_ns += self.pauses.apply(code == op::PAUSE, ev.start.get());
                 }
@@ -736,6 +739,7 @@ impl Unpacker {
         // of requests).
         for (i, ev) in events.iter().enumerate() {
             let code = ev.op();
+            out.pages |= op::page(code);
             let thread = ev.thread.get() as usize;
             let kind = op::kind(code);
             if !matches!(

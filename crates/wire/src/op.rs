@@ -242,6 +242,18 @@ pub const OMP_WORK_MASKED: i32 = 2;
 /// [`OMP_WORK`] `tag`: `sections`.
 pub const OMP_WORK_SECTIONS: i32 = 3;
 
+/// The page of op code `code`, as one bit of a set of pages: its high
+/// byte, which names its family (MPI `0`–`3`, details `4`, POSIX and STDIO
+/// `5`, user `6`, samples `7`, OpenMP `8`; see [`kind`]). Codes from
+/// `0x1f00` up share bit 31. A pack's set of pages, gathered in one pass,
+/// tells a knowledge source that looks at one family alone whether the
+/// pack holds any of it.
+#[inline(always)]
+pub const fn page(code: u16) -> u32 {
+    let high = code >> 8;
+    1 << if high > 31 { 31 } else { high }
+}
+
 /// What family an op belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpKind {

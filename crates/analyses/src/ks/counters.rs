@@ -52,6 +52,10 @@ pub struct Rank {
 
 impl RankState for Rank {
     fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        // Every counter record is a sample (one page).
+        if !input.may_hold(op::SAMPLE_BASE) {
+            return;
+        }
         for ev in input.events {
             // Read in the arms: most events name no counter.
             let counter = || ev.tag.get().clamp(0, u16::MAX as i32) as u16;

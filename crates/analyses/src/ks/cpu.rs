@@ -121,7 +121,12 @@ impl RankState for Rank {
                 .get_or_insert_with(|| Series::new(cx.slice_shift(), cx.slices()));
             spread(s, WAITS + p, a, a.saturating_add(w.time_ns), w.time_ns);
         }
-        for ev in input.events {
+        let events = if input.may_hold(op::CPU_TASK) {
+            input.events
+        } else {
+            &[]
+        };
+        for ev in events {
             if ev.op() != op::CPU_TASK {
                 continue;
             }

@@ -154,6 +154,9 @@ fn fields(ev: &Event) -> [u64; 5] {
 
 impl RankState for Rank {
     fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        if !input.may_hold(op::SENSOR_BASE) {
+            return;
+        }
         let mut series = self.series.take();
         for ev in input.events {
             let code = ev.op();

@@ -77,6 +77,11 @@ pub struct Rank {
 
 impl RankState for Rank {
     fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        // Skipped when the pack has no user event (`MARK`'s page): the
+        // unpacker saw every event's code once already.
+        if !input.may_hold(op::MARK) {
+            return;
+        }
         let events = input.events;
         for ev in events {
             // Cheapest check first: most events are not ours.
