@@ -222,6 +222,12 @@ pub struct Rank {
     comm_ids: FxHashSet<u32>,
     /// Messages sent to world ranks at or beyond [`PAIR_RANKS`].
     far_peers: u64,
+    /// The communicator of this rank's last collective and its slot, if it
+    /// has one of its own: a program's collectives keep to one or two
+    /// communicators, and looking one up costs two hash lookups. Not
+    /// saved; cleared when ids change.
+    #[serde(skip)]
+    last_comm: Option<(u32, usize)>,
 }
 
 impl RankState for Rank {
@@ -294,8 +300,18 @@ impl RankState for Rank {
                     }
                     if matches!(class, Class::Collective | Class::Icollective) {
                         let comm = cx.comm(ev.obj.get());
-                        self.comm_ids.insert(comm);
-                        let c = COMMS + PER_COMM.len() * self.comms.slot(comm);
+                        let slot = match self.last_comm {
+                            Some((last, slot)) if last == comm => slot,
+                            _ => {
+                                self.comm_ids.insert(comm);
+                                let slot = self.comms.slot(comm);
+                                // The shared slot counts every event it
+                                // takes (`Keys::folded`): not kept.
+                                self.last_comm = (slot < KEYS).then_some((comm, slot));
+                                slot
+                            }
+                        };
+                        let c = COMMS + PER_COMM.len() * slot;
                         s.add(c, at, 1);
                         s.add(c + 1, at, bytes);
                         s.add_span(c + 2, span, start, end);
@@ -366,6 +382,7 @@ impl RankState for Rank {
         }
     }
     fn remap(&mut self, ids: &IdMap) {
+        self.last_comm = None;
         self.files.remap(|f| f.remap(ids));
         self.comms.remap(|c| ids.comm(c));
         self.counters.remap(|c| ids.name(c));
