@@ -490,6 +490,11 @@ fn read_direct<R: Read>(
             // Saturating: a Hello's clock fields are whatever was sent.
             let offset = (realtime_ns() as i64).saturating_sub(hello.realtime_ns as i64);
             sink.on_hello(conn, &hello, offset);
+            // Packs follow: read the first into a pack buffer the sink has
+            // ready too, as the later ones are.
+            if let Some(buf) = sink.pack_buffer(conn) {
+                reader.use_buffer(buf);
+            }
             match hello.clock {
                 ClockSource::Tsc(t) => Some(t),
                 ClockSource::Monotonic => None,

@@ -1067,6 +1067,18 @@ impl<R: Read> FrameReader<R> {
         self.offset
     }
 
+    /// Reads the frames to come into `buf` instead of its own buffer, if
+    /// `buf` is the longer: a buffer that held a pack before keeps its
+    /// length, so a stream's first pack is read without zeroing (and
+    /// page-faulting) a buffer of its own as it grows. Between frames: the
+    /// last frame read is gone.
+    pub fn use_buffer(&mut self, buf: Vec<u8>) {
+        if buf.len() > self.buf.len() {
+            self.buf = buf;
+            self.len = 0;
+        }
+    }
+
     /// The buffer holding the last frame read, a pack (its events stay as
     /// [`next_frame`](FrameReader::next_frame) gave them), with `spare` in
     /// its place for the frames to come: a sink that keeps packs keeps them

@@ -1,11 +1,19 @@
 //! What is in flight on a level and the buffers it reuses: the bytes the
 //! server throttles its readers on, and the pools that keep steady
 //! streaming from allocating.
+//!
+//! The pools are the process's, shared by every level while any is
+//! open: a program's first packs take the buffers of programs before it.
+//! With a pool per level, each program (each job of a service, each copy
+//! of a replay) allocated, zeroed and page-faulted its own megabyte per
+//! pack until its pool filled: a fifth of a replay's CPU, most of it in
+//! the kernel. When the last level goes, the pools are emptied, so that an
+//! idle service holds no buffer (as when each level had its own).
 
 use crate::unpack::{Arrival, Msg, P2pOp, Wait};
 use hark_sync::lock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// Derived items in flight: their bytes count in the program's in-flight
 /// total, which the server throttles its readers on, until the last job
@@ -47,6 +55,7 @@ impl<T: Pooled> Drop for Counted<T> {
 const DERIVED_POOL: usize = 16;
 
 /// Vectors kept for reuse, of one item type.
+#[derive(Debug)]
 pub(super) struct Pool<T> {
     bufs: Mutex<Vec<Vec<T>>>,
 }
@@ -76,25 +85,25 @@ impl<T> Pool<T> {
     }
 }
 
-/// Derived items whose vectors are reused through a pool of the level's
-/// [`Flow`].
+/// Derived items whose vectors are reused through a pool of the
+/// [`Flow`]'s.
 pub(super) trait Pooled: Sized {
     fn pool(flow: &Flow) -> &Pool<Self>;
 }
 
 impl Pooled for P2pOp {
     fn pool(flow: &Flow) -> &Pool<Self> {
-        &flow.ops
+        flow.ops
     }
 }
 impl Pooled for Arrival {
     fn pool(flow: &Flow) -> &Pool<Self> {
-        &flow.arrivals
+        flow.arrivals
     }
 }
 impl Pooled for Wait {
     fn pool(flow: &Flow) -> &Pool<Self> {
-        &flow.waits
+        flow.waits
     }
 }
 
@@ -102,24 +111,69 @@ impl Pooled for Wait {
 /// limits, so that steady streaming allocates (and page-faults) nothing.
 const POOL: usize = 64;
 
+/// The buffers every level reuses (see the module documentation).
+#[derive(Debug, Default)]
+struct Pools {
+    /// Levels open: the [`Flow`]s alive.
+    levels: Mutex<usize>,
+    packs: Mutex<Vec<Vec<u8>>>,
+    msgs: Pool<Msg>,
+    ops: Pool<P2pOp>,
+    arrivals: Pool<Arrival>,
+    waits: Pool<Wait>,
+}
+
+static POOLS: LazyLock<Pools> = LazyLock::new(Pools::default);
+
 /// What is in flight on a level, and the buffers to reuse: packs, and what
 /// the trackers and matchers derive from them.
-#[derive(Default)]
 pub(super) struct Flow {
     pub(super) in_flight: AtomicU64,
     /// Pack buffers, with their lengths kept: a socket's reader reads into
     /// them without zeroing them again.
-    pool: Mutex<Vec<Vec<u8>>>,
-    pub(super) msgs: Pool<Msg>,
-    pub(super) ops: Pool<P2pOp>,
-    pub(super) arrivals: Pool<Arrival>,
-    pub(super) waits: Pool<Wait>,
+    pool: &'static Mutex<Vec<Vec<u8>>>,
+    pub(super) msgs: &'static Pool<Msg>,
+    pub(super) ops: &'static Pool<P2pOp>,
+    pub(super) arrivals: &'static Pool<Arrival>,
+    pub(super) waits: &'static Pool<Wait>,
+}
+
+impl Default for Flow {
+    fn default() -> Flow {
+        let pools = LazyLock::force(&POOLS);
+        *lock(&pools.levels) += 1;
+        Flow {
+            in_flight: AtomicU64::new(0),
+            pool: &pools.packs,
+            msgs: &pools.msgs,
+            ops: &pools.ops,
+            arrivals: &pools.arrivals,
+            waits: &pools.waits,
+        }
+    }
+}
+
+impl Drop for Flow {
+    fn drop(&mut self) {
+        let pools = LazyLock::force(&POOLS);
+        // Under the count's lock: a level opening meanwhile waits, and
+        // finds the pools empty or filled, never half cleared.
+        let mut levels = lock(&pools.levels);
+        *levels -= 1;
+        if *levels == 0 {
+            lock(&pools.packs).clear();
+            lock(&pools.msgs.bufs).clear();
+            lock(&pools.ops.bufs).clear();
+            lock(&pools.arrivals.bufs).clear();
+            lock(&pools.waits.bufs).clear();
+        }
+    }
 }
 
 impl Flow {
     /// A pack buffer from the pool, if one is free.
     pub(super) fn pooled(&self) -> Option<Vec<u8>> {
-        hark_sync::lock(&self.pool).pop()
+        hark_sync::lock(self.pool).pop()
     }
 
     pub(super) fn take(&self) -> Vec<u8> {
@@ -130,7 +184,7 @@ impl Flow {
         if buf.capacity() == 0 {
             return;
         }
-        let mut pool = hark_sync::lock(&self.pool);
+        let mut pool = hark_sync::lock(self.pool);
         if pool.len() < POOL {
             pool.push(buf);
         }
