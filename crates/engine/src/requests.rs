@@ -15,6 +15,7 @@ use hark_analyses::internal::FxHashMap;
 pub use hark_analyses::Msg;
 use hark_wire::mpi::{Class, FUNCTIONS};
 use hark_wire::{op, Event};
+use std::collections::hash_map::Entry;
 
 /// Outstanding requests above this many are forgotten (with a diagnostic):
 /// a program that never completes its requests must not grow the server.
@@ -161,13 +162,12 @@ impl RequestTable {
     /// `MPI_Start` uses them again).
     #[inline(always)]
     pub(crate) fn complete(&mut self, req: u64) -> Option<Posted> {
-        let posted = self.pending.get(&req).copied();
-        if let Some(p) = posted {
-            if !p.persistent {
-                self.pending.remove(&req);
-            }
+        // One lookup: most requests are done when completed.
+        match self.pending.entry(req) {
+            Entry::Occupied(e) if e.get().persistent => Some(*e.get()),
+            Entry::Occupied(e) => Some(e.remove()),
+            Entry::Vacant(_) => None,
         }
-        posted
     }
 
     /// The message `ev` completes, if any. Feed every event of the stream,
