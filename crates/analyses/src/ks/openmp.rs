@@ -193,33 +193,90 @@ impl Rank {
     }
 }
 
+/// One thread's consecutive events of a pack, folded into a thread's
+/// window and MPI and I/O time at once ([`Rank::add_run`]).
+struct Run {
+    thread: u16,
+    first: u64,
+    last: u64,
+    mpi: u64,
+    io: u64,
+}
+
+impl Run {
+    fn new(thread: u16) -> Run {
+        Run {
+            thread,
+            first: u64::MAX,
+            last: 0,
+            mpi: 0,
+            io: 0,
+        }
+    }
+}
+
+impl Rank {
+    /// Adds a run of one thread's events (at least one) to the rank's and
+    /// the thread's window and times: minima, maxima and saturating sums,
+    /// which come out the same however the events are grouped.
+    fn add_run(&mut self, r: &Run) {
+        self.first = Some(self.first.map_or(r.first, |f| f.min(r.first)));
+        self.last = self.last.max(r.last);
+        let t = self.thread(r.thread);
+        t.first = Some(t.first.map_or(r.first, |f| f.min(r.first)));
+        t.last = t.last.max(r.last);
+        t.mpi.sat(r.mpi);
+        t.io.sat(r.io);
+    }
+}
+
 impl RankState for Rank {
     fn fold(&mut self, cx: &StreamCx<'_>, input: &Input<'_>) {
+        // Most events are a thread's MPI or I/O calls, in runs of one
+        // thread: summed in a run and added to the thread once per run, not
+        // looked up per event (this analysis sees every event of every
+        // program, with OpenMP or not).
+        let mut run: Option<Run> = None;
         for ev in input.events {
             let code = ev.op();
             let kind = op::kind(code);
-            let (s, e, d) = (ev.start.get(), ev.end.get(), ev.duration());
             if matches!(kind, OpKind::Detail | OpKind::Sample | OpKind::Unknown) {
                 continue;
             }
-            self.first = Some(self.first.map_or(s, |f| f.min(s)));
-            self.last = self.last.max(e);
-            let t = self.thread(ev.thread.get());
-            t.first = Some(t.first.map_or(s, |f| f.min(s)));
-            t.last = t.last.max(e);
+            let (s, e, d) = (ev.start.get(), ev.end.get(), ev.duration());
+            let thread = ev.thread.get();
+            let r = match &mut run {
+                Some(r) if r.thread == thread => r,
+                _ => {
+                    if let Some(r) = run.take() {
+                        self.add_run(&r);
+                    }
+                    run.insert(Run::new(thread))
+                }
+            };
+            r.first = r.first.min(s);
+            r.last = r.last.max(e);
             match kind {
                 OpKind::Mpi(i) => match FUNCTIONS[i].class {
                     Class::Init => self.init_end = Some(e),
                     Class::Finalize => self.fin_start = Some(s),
-                    _ => t.mpi.sat(d),
+                    _ => r.mpi.sat(d),
                 },
-                OpKind::Io(_) => t.io.sat(d),
+                OpKind::Io(_) => r.io.sat(d),
                 OpKind::OpenMp => {
+                    // The OpenMP event's fold reads its thread's state:
+                    // the run so far (this event's window with it) first.
+                    if let Some(r) = run.take() {
+                        self.add_run(&r);
+                    }
                     self.omp_events += 1;
                     self.openmp(cx, ev);
                 }
                 _ => {}
             }
+        }
+        if let Some(r) = run {
+            self.add_run(&r);
         }
     }
 
