@@ -113,9 +113,9 @@ pub struct Input<'a> {
 }
 
 impl Input<'_> {
-    /// Whether the events may hold one of op code `code`'s page: `false`
-    /// lets a knowledge source that looks at that family alone skip the
-    /// pack without walking it.
+    /// Whether the events may hold a code of `code`'s page (its family,
+    /// [`hark_wire::op::page`]): `false` lets a knowledge source that looks
+    /// at that family alone skip the pack without walking it.
     #[inline]
     pub fn may_hold(&self, code: u16) -> bool {
         self.pages

@@ -1230,6 +1230,29 @@ mod tests {
     }
 
     #[test]
+    fn a_buffer_given_before_the_first_pack_reads_it_without_growing() {
+        let event = |n: u64| Event::new(crate::op::REGION_BEGIN, n, n + 1);
+        let big: Vec<Event> = (0..3_000).map(event).collect();
+        let mut bytes = Vec::new();
+        encode_pack(1, &big, &mut bytes);
+        let mut r = FrameReader::new(&bytes[..]);
+        // Shorter than the reader's own: kept out.
+        r.use_buffer(Vec::new());
+        let given = vec![0xffu8; 1 << 20];
+        let at = given.as_ptr();
+        r.use_buffer(given);
+        assert!(r.next_frame().unwrap().is_some());
+        let pack = r.take_pack(Vec::new());
+        assert_eq!(pack.events(), &big[..]);
+        let buf = pack.into_buffer();
+        assert_eq!(
+            (buf.as_ptr(), buf.len()),
+            (at, 1 << 20),
+            "read into the buffer given"
+        );
+    }
+
+    #[test]
     fn a_pack_taken_with_its_buffer_keeps_its_events_and_the_spare_reads_the_next() {
         let event = |n: u64| Event::new(crate::op::REGION_BEGIN, n, n + 1);
         let big: Vec<Event> = (0..3_000).map(event).collect();

@@ -385,6 +385,32 @@ mod tests {
     }
 
     #[test]
+    fn no_two_families_share_a_page() {
+        // The pages each family's codes fall in.
+        let mut of_family: Vec<(std::mem::Discriminant<OpKind>, u32)> = Vec::new();
+        for op in 0..=u16::MAX {
+            let k = kind(op);
+            if k == OpKind::Unknown {
+                continue;
+            }
+            let d = std::mem::discriminant(&k);
+            match of_family.iter_mut().find(|f| f.0 == d) {
+                Some(f) => f.1 |= page(op),
+                None => of_family.push((d, page(op))),
+            }
+        }
+        assert_eq!(of_family.len(), 6, "every known family");
+        for (i, a) in of_family.iter().enumerate() {
+            for b in &of_family[i + 1..] {
+                assert_eq!(a.1 & b.1, 0, "pages {:#x} and {:#x} overlap", a.1, b.1);
+            }
+        }
+        // MPI spans pages 0 to 3; codes past 0x1eff share the last bit.
+        assert_eq!(page(MPI_BASE) | page(0x3ff), 0b1001);
+        assert_eq!(page(u16::MAX), 1 << 31);
+    }
+
+    #[test]
     fn every_code_has_the_family_its_range_gives() {
         for op in 0..=u16::MAX {
             assert_eq!(kind(op), kind_by_ranges(op), "op {op:#x}");

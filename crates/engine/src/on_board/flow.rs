@@ -6,9 +6,9 @@
 //! open: a program's first packs take the buffers of programs before it.
 //! With a pool per level, each program (each job of a service, each copy
 //! of a replay) allocated, zeroed and page-faulted its own megabyte per
-//! pack until its pool filled: a fifth of a replay's CPU, most of it in
-//! the kernel. When the last level goes, the pools are emptied, so that an
-//! idle service holds no buffer (as when each level had its own).
+//! pack until its pool filled (BENCHMARKS.md, "What the kernel took").
+//! When the last level goes, the pools are emptied, so that an idle
+//! service holds no buffer (as when each level had its own).
 
 use crate::unpack::{Arrival, Msg, P2pOp, Wait};
 use hark_sync::lock;
@@ -55,7 +55,6 @@ impl<T: Pooled> Drop for Counted<T> {
 const DERIVED_POOL: usize = 16;
 
 /// Vectors kept for reuse, of one item type.
-#[derive(Debug)]
 pub(super) struct Pool<T> {
     bufs: Mutex<Vec<Vec<T>>>,
 }
@@ -112,7 +111,7 @@ impl Pooled for Wait {
 const POOL: usize = 64;
 
 /// The buffers every level reuses (see the module documentation).
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Pools {
     /// Levels open: the [`Flow`]s alive.
     levels: Mutex<usize>,
@@ -129,6 +128,7 @@ static POOLS: LazyLock<Pools> = LazyLock::new(Pools::default);
 /// the trackers and matchers derive from them.
 pub(super) struct Flow {
     pub(super) in_flight: AtomicU64,
+    pools: &'static Pools,
     /// Pack buffers, with their lengths kept: a socket's reader reads into
     /// them without zeroing them again.
     pool: &'static Mutex<Vec<Vec<u8>>>,
@@ -140,10 +140,17 @@ pub(super) struct Flow {
 
 impl Default for Flow {
     fn default() -> Flow {
-        let pools = LazyLock::force(&POOLS);
+        Flow::of(LazyLock::force(&POOLS))
+    }
+}
+
+impl Flow {
+    /// A level's flow, counted among the levels `pools` serves.
+    fn of(pools: &'static Pools) -> Flow {
         *lock(&pools.levels) += 1;
         Flow {
             in_flight: AtomicU64::new(0),
+            pools,
             pool: &pools.packs,
             msgs: &pools.msgs,
             ops: &pools.ops,
@@ -155,9 +162,9 @@ impl Default for Flow {
 
 impl Drop for Flow {
     fn drop(&mut self) {
-        let pools = LazyLock::force(&POOLS);
-        // Under the count's lock: a level opening meanwhile waits, and
-        // finds the pools empty or filled, never half cleared.
+        let pools = self.pools;
+        // Under the count's lock: a level opening meanwhile counts itself
+        // once the pools are empty, not while they are being emptied.
         let mut levels = lock(&pools.levels);
         *levels -= 1;
         if *levels == 0 {
@@ -234,4 +241,33 @@ pub(super) fn split_by<T: Pooled>(
     }
     T::pool(flow).give_back(items);
     parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_share_their_buffers_until_the_last_one_goes() {
+        // Pools of the test's own: other tests' levels use the process's.
+        let pools: &'static Pools = Box::leak(Box::default());
+        let a = Flow::of(pools);
+        a.give_back(vec![7u8; 4096]);
+        a.ops.give_back(Vec::with_capacity(100));
+        // A level opened later takes what an earlier one gave back.
+        let b = Flow::of(pools);
+        let pack = b.pooled().expect("the first level's buffer");
+        assert_eq!((pack.len(), pack[0]), (4096, 7), "its length kept");
+        assert!(b.ops.take().capacity() >= 100);
+        b.give_back(pack);
+        b.ops.give_back(Vec::with_capacity(100));
+        // Still held while a level is open ...
+        drop(a);
+        assert!(lock(&pools.packs).len() == 1 && lock(&pools.ops.bufs).len() == 1);
+        // ... and emptied when the last goes.
+        drop(b);
+        let c = Flow::of(pools);
+        assert!(c.pooled().is_none());
+        assert_eq!(c.ops.take().capacity(), 0);
+    }
 }
