@@ -95,7 +95,7 @@ impl Real {
 /// The first definition of `name` in a loaded object's own scope that is
 /// not the probe's: for objects opened with `RTLD_LOCAL`.
 fn in_local_scopes(name: &CStr) -> *mut c_void {
-    let own = object_base(in_local_scopes as *const c_void);
+    let own = object_base(in_local_scopes as *const () as u64);
     let mut paths: Vec<CString> = Vec::new();
     // SAFETY: the callback only copies the names dl_iterate_phdr hands it,
     // during the call, into `paths`.
@@ -111,22 +111,20 @@ fn in_local_scopes(name: &CStr) -> *mut c_void {
         let p = unsafe { libc::dlsym(handle, name.as_ptr()) };
         // SAFETY: the handle dlopen gave, once.
         unsafe { libc::dlclose(handle) };
-        if !p.is_null() && object_base(p) != own {
+        if !p.is_null() && object_base(p as u64) != own {
             return p;
         }
     }
     std::ptr::null_mut()
 }
 
-/// The load address of the object holding `addr` (null if none).
-fn object_base(addr: *const c_void) -> *mut c_void {
-    // SAFETY: an all-zero Dl_info is a valid value to be filled in.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr only reads the address and fills `info`.
-    if unsafe { libc::dladdr(addr, &mut info) } == 0 {
-        return std::ptr::null_mut();
-    }
-    info.dli_fbase
+/// The load address of the object holding `addr` (`dladdr`), if any.
+pub(crate) fn object_base(addr: u64) -> Option<u64> {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: `info` is writable; dladdr only reads `addr` as a number.
+    let ok = unsafe { libc::dladdr(addr as *const libc::c_void, info.as_mut_ptr()) };
+    // SAFETY: filled by a successful dladdr.
+    (ok != 0).then(|| unsafe { info.assume_init() }.dli_fbase as u64)
 }
 
 /// `dl_iterate_phdr`'s callback: the path of every named object (not the

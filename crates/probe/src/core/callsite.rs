@@ -36,6 +36,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use crate::real::object_base;
 use hark_wire::Def;
 
 /// Slots of the address → id table (a power of two); a process with more
@@ -216,20 +217,11 @@ fn foreign(ret: u64) -> bool {
     static BASES: std::sync::OnceLock<[Option<u64>; 2]> = std::sync::OnceLock::new();
     let bases = BASES.get_or_init(|| {
         [
-            base_of(foreign as *const () as u64),
-            base_of(libc::__errno_location as *const () as u64),
+            object_base(foreign as *const () as u64),
+            object_base(libc::__errno_location as *const () as u64),
         ]
     });
-    base_of(ret).is_some_and(|b| bases.contains(&Some(b)))
-}
-
-/// The load address of the object holding `addr` (`dladdr`).
-fn base_of(addr: u64) -> Option<u64> {
-    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
-    // SAFETY: `info` is writable; dladdr only reads `addr` as a number.
-    let ok = unsafe { libc::dladdr(addr as *const libc::c_void, info.as_mut_ptr()) };
-    // SAFETY: filled by a successful dladdr.
-    (ok != 0).then(|| unsafe { info.assume_init() }.dli_fbase as u64)
+    object_base(ret).is_some_and(|b| bases.contains(&Some(b)))
 }
 
 /// Gives `frames` the next id and sends it, after the objects holding its
