@@ -153,6 +153,7 @@ impl Drop for Unpacked {
     fn drop(&mut self) {
         self.batch
             .flow
+            .pools
             .msgs
             .give_back(std::mem::take(&mut self.msgs));
     }
@@ -444,7 +445,7 @@ fn route(sub: &mut impl Submit, states: &States, kind: Typed<Waits>, mut waits: 
         }
     }
     if waits.is_empty() {
-        states.flow.waits.give_back(waits);
+        states.flow.pools.waits.give_back(waits);
         return;
     }
     let streams = hark_sync::read(&states.streams);
@@ -456,7 +457,7 @@ fn route(sub: &mut impl Submit, states: &States, kind: Typed<Waits>, mut waits: 
                 waits.len()
             ));
             if pooled {
-                states.flow.waits.give_back(waits);
+                states.flow.pools.waits.give_back(waits);
             }
             continue;
         };
@@ -518,7 +519,7 @@ fn publish(sub: &mut impl Submit, types: Types, st: &States, derived: Derived) {
         }
     }
     for spare in derived.ops.spare {
-        flow.ops.give_back(spare);
+        flow.pools.ops.give_back(spare);
     }
     for (rank, ops) in parts {
         let ops = Counted::new(ops, true, flow);
@@ -562,7 +563,7 @@ fn split_instances(flow: &Flow, mut items: Vec<Arrival>) -> Vec<Part<Arrival>> {
         return match counts.iter().position(|&n| n > 0) {
             Some(k) => vec![(k as u64, items, true)],
             None => {
-                flow.arrivals.give_back(items);
+                flow.pools.arrivals.give_back(items);
                 Vec::new()
             }
         };
@@ -572,7 +573,7 @@ fn split_instances(flow: &Flow, mut items: Vec<Arrival>) -> Vec<Part<Arrival>> {
     for a in items.drain(..) {
         parts[instance_key(&a)].push(a);
     }
-    flow.arrivals.give_back(items);
+    flow.pools.arrivals.give_back(items);
     (parts.into_iter().enumerate())
         .filter(|(_, p)| !p.is_empty())
         .map(|(k, p)| (k as u64, p, false))
@@ -654,11 +655,11 @@ fn derive(
     let cx = info.cx();
     let mut track = st.contention.lock(&track);
     let spare = (0..track.op_parts().min(SPARE_PARTS))
-        .map(|_| st.flow.ops.take())
+        .map(|_| st.flow.pools.ops.take())
         .collect();
     let out = Derived {
-        msgs: st.flow.msgs.take(),
-        arrivals: st.flow.arrivals.take(),
+        msgs: st.flow.pools.msgs.take(),
+        arrivals: st.flow.pools.arrivals.take(),
         ops: Parts::with_spare(spare),
         ..Derived::default()
     };
@@ -671,7 +672,7 @@ fn match_p2p_source(st: Arc<States>, types: Types) -> KnowledgeSource {
     KnowledgeSource::on("match-p2p", types.p2p, move |ctx, ops: &Counted<P2pOp>| {
         let Some(key) = ctx.key() else { return };
         let m = slot_of(&st.p2p, key, Arc::default);
-        let mut waits = st.flow.waits.take();
+        let mut waits = st.flow.pools.waits.take();
         {
             let mut m = st.contention.lock(&m);
             let m = st.contention.own_clone(&mut m);
@@ -691,7 +692,7 @@ fn match_collectives_source(st: Arc<States>, types: Types) -> KnowledgeSource {
             let m = slot_of(&st.collectives, key, || {
                 Arc::new(Instances::strided(INSTANCE_KEYS.trailing_zeros()))
             });
-            let mut waits = st.flow.waits.take();
+            let mut waits = st.flow.pools.waits.take();
             {
                 let mut m = st.contention.lock(&m);
                 let m = st.contention.own_clone(&mut m);

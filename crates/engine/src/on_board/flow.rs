@@ -92,17 +92,17 @@ pub(super) trait Pooled: Sized {
 
 impl Pooled for P2pOp {
     fn pool(flow: &Flow) -> &Pool<Self> {
-        flow.ops
+        &flow.pools.ops
     }
 }
 impl Pooled for Arrival {
     fn pool(flow: &Flow) -> &Pool<Self> {
-        flow.arrivals
+        &flow.pools.arrivals
     }
 }
 impl Pooled for Wait {
     fn pool(flow: &Flow) -> &Pool<Self> {
-        flow.waits
+        &flow.pools.waits
     }
 }
 
@@ -112,14 +112,16 @@ const POOL: usize = 64;
 
 /// The buffers every level reuses (see the module documentation).
 #[derive(Default)]
-struct Pools {
+pub(super) struct Pools {
     /// Levels open: the [`Flow`]s alive.
     levels: Mutex<usize>,
+    /// Pack buffers, with their lengths kept: a socket's reader reads into
+    /// them without zeroing them again.
     packs: Mutex<Vec<Vec<u8>>>,
-    msgs: Pool<Msg>,
-    ops: Pool<P2pOp>,
-    arrivals: Pool<Arrival>,
-    waits: Pool<Wait>,
+    pub(super) msgs: Pool<Msg>,
+    pub(super) ops: Pool<P2pOp>,
+    pub(super) arrivals: Pool<Arrival>,
+    pub(super) waits: Pool<Wait>,
 }
 
 static POOLS: LazyLock<Pools> = LazyLock::new(Pools::default);
@@ -128,14 +130,7 @@ static POOLS: LazyLock<Pools> = LazyLock::new(Pools::default);
 /// the trackers and matchers derive from them.
 pub(super) struct Flow {
     pub(super) in_flight: AtomicU64,
-    pools: &'static Pools,
-    /// Pack buffers, with their lengths kept: a socket's reader reads into
-    /// them without zeroing them again.
-    pool: &'static Mutex<Vec<Vec<u8>>>,
-    pub(super) msgs: &'static Pool<Msg>,
-    pub(super) ops: &'static Pool<P2pOp>,
-    pub(super) arrivals: &'static Pool<Arrival>,
-    pub(super) waits: &'static Pool<Wait>,
+    pub(super) pools: &'static Pools,
 }
 
 impl Default for Flow {
@@ -151,11 +146,6 @@ impl Flow {
         Flow {
             in_flight: AtomicU64::new(0),
             pools,
-            pool: &pools.packs,
-            msgs: &pools.msgs,
-            ops: &pools.ops,
-            arrivals: &pools.arrivals,
-            waits: &pools.waits,
         }
     }
 }
@@ -180,7 +170,7 @@ impl Drop for Flow {
 impl Flow {
     /// A pack buffer from the pool, if one is free.
     pub(super) fn pooled(&self) -> Option<Vec<u8>> {
-        hark_sync::lock(self.pool).pop()
+        lock(&self.pools.packs).pop()
     }
 
     pub(super) fn take(&self) -> Vec<u8> {
@@ -191,7 +181,7 @@ impl Flow {
         if buf.capacity() == 0 {
             return;
         }
-        let mut pool = hark_sync::lock(self.pool);
+        let mut pool = lock(&self.pools.packs);
         if pool.len() < POOL {
             pool.push(buf);
         }
@@ -253,14 +243,14 @@ mod tests {
         let pools: &'static Pools = Box::leak(Box::default());
         let a = Flow::of(pools);
         a.give_back(vec![7u8; 4096]);
-        a.ops.give_back(Vec::with_capacity(100));
+        a.pools.ops.give_back(Vec::with_capacity(100));
         // A level opened later takes what an earlier one gave back.
         let b = Flow::of(pools);
         let pack = b.pooled().expect("the first level's buffer");
         assert_eq!((pack.len(), pack[0]), (4096, 7), "its length kept");
-        assert!(b.ops.take().capacity() >= 100);
+        assert!(b.pools.ops.take().capacity() >= 100);
         b.give_back(pack);
-        b.ops.give_back(Vec::with_capacity(100));
+        b.pools.ops.give_back(Vec::with_capacity(100));
         // Still held while a level is open ...
         drop(a);
         assert!(lock(&pools.packs).len() == 1 && lock(&pools.ops.bufs).len() == 1);
@@ -268,6 +258,6 @@ mod tests {
         drop(b);
         let c = Flow::of(pools);
         assert!(c.pooled().is_none());
-        assert_eq!(c.ops.take().capacity(), 0);
+        assert_eq!(c.pools.ops.take().capacity(), 0);
     }
 }
