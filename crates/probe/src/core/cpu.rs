@@ -17,7 +17,8 @@
 //! when it first records (`local::register`, the cold path of its first
 //! event), and handed to the shipper through [`Joining`]. A thread's first
 //! reading counts from its start (the kernel's counters start at zero with
-//! the thread); the main thread's from the stream's start. A thread that
+//! the thread); the main thread's from the end of the probe's start, so
+//! that the probe's own start is not counted as the program's. A thread that
 //! ends takes its last reading and closes its files itself
 //! ([`Sampler::ended`]); one that ends unseen is dropped when its files
 //! answer `ESRCH`.

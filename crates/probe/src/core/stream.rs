@@ -282,7 +282,6 @@ impl Stream {
         let online = shm::online_cpus();
         let mut transport: Option<Box<dyn transport::Transport>> = Some(Box::new(sock));
         let control_in = std::cell::RefCell::new(control::ControlIn::new());
-        self.open_cpu_files();
         self.spawn_shipper(move || {
             let Some(sock) = transport.take() else {
                 return false;
@@ -365,7 +364,6 @@ impl Stream {
         self.ship.set_progress(mpi::progress_outside_a_call);
         self.ship.push_bytes(self.hello_frames());
         self.push_known_defs();
-        self.open_cpu_files();
         let ship = self.ship.clone();
         let mut transport: Option<Box<dyn transport::Transport>> =
             Some(Box::new(mpi::MpiTransport::new(self.cfg.pack_size)));
@@ -613,7 +611,8 @@ impl Stream {
     }
 
     /// Starts the shipping thread running `body` (handled signals blocked,
-    /// inside the probe), and the stream with it; false, the process then
+    /// inside the probe), and the stream with it, then opens the counters
+    /// and the CPU readings' files; false, the process then
     /// running unmeasured, if the thread cannot start. `body` returns true
     /// when it parked (`core::park`), to be run again by the next thread.
     fn spawn_shipper(&'static self, body: impl FnMut() -> bool + Send + 'static) -> bool {
@@ -628,6 +627,9 @@ impl Stream {
         self.phase.store(RUNNING, Ordering::Release);
         signals::start_helper();
         self.open_counters();
+        // The CPU baseline last: what the probe's own start took on this
+        // thread is not the program's time.
+        self.open_cpu_files();
         true
     }
 
