@@ -1,12 +1,14 @@
 //! The few operating-system calls the `hark` binary makes, behind safe
-//! functions, so that the binary itself has no `unsafe`.
+//! functions, so that the binary itself has no `unsafe` (the probe shares
+//! [`perf`]'s `perf_event_open`).
 //!
 //! Each function here wraps one call (or a few) whose safety does not
 //! depend on its caller: identity ([`uid`], [`in_my_groups`]), processes
 //! ([`process_gone`]), signals ([`forward_signals_to`], [`flag_on_signals`],
 //! [`ignore_signals`]), limits ([`raise_fd_limit`]), the allocator
 //! ([`set_mmap_threshold`], [`set_arena_max`]), the local time
-//! ([`local_time`]), the network interfaces ([`ipv4_interfaces`]), and
+//! ([`local_time`]), the network interfaces ([`ipv4_interfaces`]), software
+//! performance events held open ([`hold_software_events`]), and
 //! directories handled by descriptor, never by path ([`Dir`]). Signal handlers installed here only load or store
 //! atomics and call `kill`, which are async-signal-safe.
 //!
@@ -21,9 +23,11 @@
 
 mod dir;
 mod net;
+pub mod perf;
 
 pub use dir::{euid, make_fifo, Dir, Stat};
 pub use net::{ipv4_interfaces, Interface};
+pub use perf::{hold_software_events, HeldEvents};
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 

@@ -42,6 +42,10 @@
 //! [`op::COUNTER_REFUSED`] event with the `errno`; `hark` prints one line
 //! naming them and why.
 
+use hark_os::perf::{
+    perf_event_open, FLAG_EXCLUDE_HV, FLAG_EXCLUDE_KERNEL, FLAG_INHERIT, FORMAT_GROUP,
+    FORMAT_TOTAL_TIME_ENABLED, FORMAT_TOTAL_TIME_RUNNING,
+};
 use hark_wire::counters::{CounterEvent, EVENTS, TYPE_SOFTWARE};
 use hark_wire::{op, Event};
 use std::cell::RefCell;
@@ -52,31 +56,6 @@ use zerocopy::little_endian::{I32, U16, U32, U64};
 
 /// Counters in one group at most (the table's length).
 const MAX: usize = 24;
-
-const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
-const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
-const FORMAT_GROUP: u64 = 1 << 3;
-const FLAG_INHERIT: u64 = 1 << 1;
-const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
-const FLAG_EXCLUDE_HV: u64 = 1 << 6;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
-
-/// `struct perf_event_attr` as of its first version (64 bytes,
-/// `PERF_ATTR_SIZE_VER0`), which every kernel with `perf_event_open` takes.
-#[repr(C)]
-#[derive(Default)]
-struct Attr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-}
 
 /// Counts at one reading, one entry per member in [`Group::members`]
 /// order, each with the times its kernel group was enabled and running.
@@ -215,33 +194,8 @@ fn syscall_open(
     if user_only {
         flags |= FLAG_EXCLUDE_KERNEL;
     }
-    let attr = Attr {
-        kind: ev.kind,
-        size: std::mem::size_of::<Attr>() as u32,
-        config: ev.config,
-        read_format: FORMAT_GROUP | FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING,
-        flags,
-        ..Attr::default()
-    };
-    // SAFETY: `attr` is a valid `perf_event_attr` of the size it says;
-    // pid 0 and cpu -1 count the calling thread on any CPU.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const Attr,
-            0 as libc::pid_t,
-            -1 as libc::c_int,
-            leader as libc::c_int,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EINVAL))
-    } else {
-        Ok(fd as RawFd)
-    }
+    let format = FORMAT_GROUP | FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING;
+    perf_event_open((ev.kind, ev.config), format, flags, leader)
 }
 
 impl Group {
