@@ -35,6 +35,9 @@ pub fn run(args: &ForwardArgs) -> Result<i32> {
     if args.detach {
         return detach(args);
     }
+    // Before the node's probes open their counters: they then open them
+    // without patching the kernel's text (`probe::hold_counter_kinds`).
+    let _held = crate::probe::hold_counter_kinds(None);
     let addr = std::env::var(hark_settings::ADDR.name).unwrap_or_default();
     let upstream = upstream_addresses(&addr);
     if upstream.is_empty() {

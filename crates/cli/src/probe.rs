@@ -57,6 +57,25 @@ fn absolute(p: &Path) -> Result<PathBuf> {
     std::fs::canonicalize(p).with_context(|| format!("cannot resolve {}", p.display()))
 }
 
+/// One disabled event of each software counter kind the probes will open
+/// (`counters`, else `HARK_COUNTERS`, else the default list), held for as
+/// long as the value lives (`hark_os::hold_software_events`): opening the
+/// first event of a kind on a node costs milliseconds of CPU, tens of them
+/// when every CPU is busy (`BENCHMARKS.md`, "Opening the counters"). Held by
+/// `hark run` on its node and by each node's forwarder on the others.
+pub fn hold_counter_kinds(counters: Option<&str>) -> hark_os::HeldEvents {
+    use hark_wire::counters::{parse_list, EVENTS, TYPE_SOFTWARE};
+    let list = (counters.map(str::to_string))
+        .or_else(|| std::env::var(hark_settings::COUNTERS.name).ok())
+        .unwrap_or_else(|| hark_settings::COUNTERS.default_text());
+    let configs: Vec<u64> = (parse_list(&list).0.iter())
+        .filter_map(|&n| EVENTS.get(n as usize))
+        .filter(|e| e.kind == TYPE_SOFTWARE)
+        .map(|e| e.config)
+        .collect();
+    hark_os::hold_software_events(&configs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

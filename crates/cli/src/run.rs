@@ -43,6 +43,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     }
     settings::check_all(&settings_env(args))?;
     crate::export::check_before_run(&args.export, args.trace.is_some())?;
+    // Held while the command runs: the probes on this node then open and
+    // close their counters without patching the kernel's text each time.
+    let _held = probe::hold_counter_kinds(args.counters.as_deref());
     if let Some(addr) = &args.server {
         if args.trace.is_some() || !args.export.is_empty() {
             bail!("--trace and --export are not available with --server yet: the service writes the run directory; use `hark export` on it afterwards");
