@@ -5,8 +5,8 @@
 //! first event of a kind opened on a node patches the kernel's text on every
 //! CPU, with an inter-processor interrupt each, and closing the last one
 //! patches it back. A probe that opens the default counters as it starts
-//! was that first one whenever no other process held them: about 0.8 ms of
-//! CPU time at every process start on a quiet 2-core VM, and 22 to 43 ms
+//! was that first one whenever no other process held them: about 0.6 ms of
+//! CPU time at every process start on a quiet 2-core VM, and 21 to 34 ms
 //! when every CPU was busy (the patching waits for each CPU to answer;
 //! `BENCHMARKS.md`, "Opening the counters"). One event of each kind held by
 //! `hark` for the whole run keeps the keys on, so the probes' opens and
