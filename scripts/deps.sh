@@ -22,6 +22,7 @@ packages=(
     python3-venv             # .venv/ for the Python readers (scripts/venv.sh)
     tmux                     # a terminal for testing `hark top`
     strace                   # which thread of a probed process opens files
+    procps                   # pgrep: tests find a launcher or a node's forwarder by it
     gdb                      # the stacks of a hung test's ranks, in its failure
     iproute2 util-linux      # ip netns, unshare, nsenter: emulated nodes (scripts/cluster.sh)
     slurm-wlm munge          # slurmctld, slurmd, srun and munged on emulated nodes
