@@ -1,5 +1,6 @@
-//! Software performance events held open, so that the probes' own opens
-//! are cheap.
+//! Performance events: opening one ([`perf_event_open`], the probe's
+//! counters), and software kinds held open so that the probes' own opens
+//! are cheap ([`hold_software_events`]).
 //!
 //! The kernel turns a software event kind's hooks on with a static key: the
 //! first event of a kind opened on a node patches the kernel's text on every
@@ -32,7 +33,7 @@ pub const FLAG_DISABLED: u64 = 1 << 0;
 pub const FLAG_INHERIT: u64 = 1 << 1;
 /// `perf_event_attr` flag: not in the kernel (what `perf_event_paranoid` 2
 /// leaves a user).
-pub const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
+const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 /// `perf_event_attr` flag: not in the hypervisor.
 pub const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
@@ -57,8 +58,27 @@ struct Attr {
 /// Opens a counter of `perf_event_attr` `kind` and `config` on the calling
 /// thread, on any CPU, with `read_format` and `flags` (the constants
 /// above), in the group of `leader` (-1 to lead one), close-on-exec: its
-/// descriptor, or the `errno` of the kernel's refusal.
+/// descriptor, or the `errno` of the kernel's refusal. A kernel that
+/// refuses counting in the kernel (`perf_event_paranoid` 2 for a user
+/// without `CAP_PERFMON`) gets a second try counting user space only.
 pub fn perf_event_open(
+    kind_config: (u32, u64),
+    read_format: u64,
+    flags: u64,
+    leader: RawFd,
+) -> Result<RawFd, i32> {
+    match open_once(kind_config, read_format, flags, leader) {
+        Err(libc::EACCES | libc::EPERM) => open_once(
+            kind_config,
+            read_format,
+            flags | FLAG_EXCLUDE_KERNEL,
+            leader,
+        ),
+        r => r,
+    }
+}
+
+fn open_once(
     (kind, config): (u32, u64),
     read_format: u64,
     flags: u64,
@@ -116,29 +136,17 @@ impl HeldEvents {
 /// (no `perf_event_open`, `perf_event_paranoid`, a seccomp filter) is left
 /// out: holding is only a saving.
 pub fn hold_software_events(configs: &[u64]) -> HeldEvents {
-    let mut held = Vec::new();
-    for &config in configs {
-        if CLOCKS.contains(&config) {
-            continue;
-        }
-        let open = |flags| open_disabled(config, flags);
-        let fd = match open(FLAG_DISABLED | FLAG_EXCLUDE_HV) {
-            Err(libc::EACCES | libc::EPERM) => {
-                open(FLAG_DISABLED | FLAG_EXCLUDE_HV | FLAG_EXCLUDE_KERNEL)
-            }
-            r => r,
-        };
-        if let Ok(fd) = fd {
-            held.push(fd);
-        }
-    }
+    let held = (configs.iter())
+        .filter(|config| !CLOCKS.contains(config))
+        .filter_map(|&config| {
+            let flags = FLAG_DISABLED | FLAG_EXCLUDE_HV;
+            let fd = perf_event_open((TYPE_SOFTWARE, config), 0, flags, -1).ok()?;
+            // SAFETY: the kernel just gave this descriptor, and nothing else
+            // owns it.
+            Some(unsafe { OwnedFd::from_raw_fd(fd) })
+        })
+        .collect();
     HeldEvents(held)
-}
-
-fn open_disabled(config: u64, flags: u64) -> Result<OwnedFd, i32> {
-    let fd = perf_event_open((TYPE_SOFTWARE, config), 0, flags, -1)?;
-    // SAFETY: the kernel just gave this descriptor, and nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 #[cfg(test)]

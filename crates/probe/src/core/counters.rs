@@ -43,8 +43,8 @@
 //! naming them and why.
 
 use hark_os::perf::{
-    perf_event_open, FLAG_EXCLUDE_HV, FLAG_EXCLUDE_KERNEL, FLAG_INHERIT, FORMAT_GROUP,
-    FORMAT_TOTAL_TIME_ENABLED, FORMAT_TOTAL_TIME_RUNNING,
+    perf_event_open, FLAG_EXCLUDE_HV, FLAG_INHERIT, FORMAT_GROUP, FORMAT_TOTAL_TIME_ENABLED,
+    FORMAT_TOTAL_TIME_RUNNING,
 };
 use hark_wire::counters::{CounterEvent, EVENTS, TYPE_SOFTWARE};
 use hark_wire::{op, Event};
@@ -168,34 +168,20 @@ fn injected() -> Option<i32> {
 /// Opens one counter, in the group of `leader` (-1 to lead one), at a
 /// high descriptor; its `errno` if the kernel refuses. A kernel that
 /// refuses counting in the kernel (`perf_event_paranoid` 2 for a user
-/// without `CAP_PERFMON`) gets a second try counting user space only.
+/// without `CAP_PERFMON`) gets a second try counting user space only
+/// (`hark_os::perf::perf_event_open`).
 fn open_one(ev: &CounterEvent, leader: RawFd, inherit: bool) -> Result<RawFd, i32> {
     #[cfg(feature = "test-hooks")]
     if let Some(e) = injected() {
         return Err(e);
     }
-    let mut r = syscall_open(ev, leader, inherit, false);
-    if matches!(r, Err(libc::EACCES) | Err(libc::EPERM)) {
-        r = syscall_open(ev, leader, inherit, true);
-    }
-    r.map(crate::ship::transport::move_out_of_the_way)
-}
-
-fn syscall_open(
-    ev: &CounterEvent,
-    leader: RawFd,
-    inherit: bool,
-    user_only: bool,
-) -> Result<RawFd, i32> {
     let mut flags = FLAG_EXCLUDE_HV;
     if inherit {
         flags |= FLAG_INHERIT;
     }
-    if user_only {
-        flags |= FLAG_EXCLUDE_KERNEL;
-    }
     let format = FORMAT_GROUP | FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING;
     perf_event_open((ev.kind, ev.config), format, flags, leader)
+        .map(crate::ship::transport::move_out_of_the_way)
 }
 
 impl Group {
